@@ -1,0 +1,245 @@
+/* Portable FlashAttention-2 forward (no vendor extensions).
+ *
+ * One work-group per (query block, batch*head). The query block (BLOCK_Q x D_PAD, fp32) sits in
+ * local memory; ONE local buffer of BLOCK_KV x D_PAD is reused: K is loaded, each work-item computes
+ * the scores of its ROWS query rows against the block in registers, updates its running max m, sum l
+ * and output O (all private), then V is loaded into the same buffer and P.V is accumulated straight
+ * from the registers. P and S never leave private memory. O is divided by l and written once, with
+ * the LSE.
+ *
+ * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (HEAD_DIM rounded up to 4), BLOCK_Q,
+ * BLOCK_KV, ROWS (query rows per work-item); optional FA_UNROLL (force unrolling so the private
+ * arrays stay in registers on GPUs) and FA_NATIVE_EXP (native_exp2).
+ */
+#define D4 (D_PAD / 4)
+#define WG (BLOCK_Q / ROWS)
+
+#ifdef FA_NATIVE_EXP
+#define FA_EXP2(x) native_exp2(x)
+#else
+#define FA_EXP2(x) exp2(x)
+#endif
+
+/* Elements 4c .. 4c+3 of one row, zero beyond HEAD_DIM. */
+inline float4 fa_load_chunk(__global const fa_store_t *p, ulong row_base, int c)
+{
+#if HEAD_DIM % 4 == 0
+    return fa_load4(p, row_base + 4 * (ulong)c);
+#else
+    float4 x = (float4)(0.0f);
+    int k = 4 * c;
+    if (k + 0 < HEAD_DIM) x.x = fa_load1(p, row_base + k + 0);
+    if (k + 1 < HEAD_DIM) x.y = fa_load1(p, row_base + k + 1);
+    if (k + 2 < HEAD_DIM) x.z = fa_load1(p, row_base + k + 2);
+    if (k + 3 < HEAD_DIM) x.w = fa_load1(p, row_base + k + 3);
+    return x;
+#endif
+}
+
+inline void fa_store_chunk(__global fa_store_t *p, ulong row_base, int c, float4 x)
+{
+#if HEAD_DIM % 4 == 0
+    fa_store4(p, row_base + 4 * (ulong)c, x);
+#else
+    int k = 4 * c;
+    if (k + 0 < HEAD_DIM) fa_store1(p, row_base + k + 0, x.x);
+    if (k + 1 < HEAD_DIM) fa_store1(p, row_base + k + 1, x.y);
+    if (k + 2 < HEAD_DIM) fa_store1(p, row_base + k + 2, x.z);
+    if (k + 3 < HEAD_DIM) fa_store1(p, row_base + k + 3, x.w);
+#endif
+}
+
+/* Cooperative load of BLOCK_KV rows (keys kv0 ..) into the shared K/V buffer; rows past seqlen_k
+ * are zero (they are masked anyway, but must not be read from global memory). */
+inline void fa_load_kv(__local float4 *tile, __global const fa_store_t *src, ulong base, long row_stride, int kv0,
+                       int seqlen_k, int lid)
+{
+    for (int e = lid; e < BLOCK_KV * D4; e += WG) {
+        int j = e / D4, c = e % D4;
+        int key = kv0 + j;
+        float4 x = (float4)(0.0f);
+        if (key < seqlen_k)
+            x = fa_load_chunk(src, base + (ulong)key * (ulong)row_stride, c);
+        tile[j * D4 + c] = x;
+    }
+}
+
+/* Visible key range [lo, hi) of query row `row`: causal and windows folded into win_left/right. */
+inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)
+{
+    if (row >= seqlen_q) {
+        *lo = 0;
+        *hi = 0;
+        return;
+    }
+    long diag = (long)row + seqlen_k - seqlen_q;
+    long a = diag - win_left, b = diag + win_right + 1;
+    *lo = (int)clamp(a, 0L, (long)seqlen_k);
+    *hi = (int)clamp(b, 0L, (long)seqlen_k);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,
+                __global fa_store_t *o, __global float *lse,
+                ulong q_off, ulong k_off, ulong v_off, ulong o_off,
+                long qs0, long qs1, long qs2, long ks0, long ks1, long ks2,
+                long vs0, long vs1, long vs2, long os0, long os1, long os2,
+                int heads_q, int group, int seqlen_q, int seqlen_k, int num_q_blocks,
+                float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse)
+{
+    __local float4 q_tile[D4 * BLOCK_Q];   /* chunk-major: q_tile[c * BLOCK_Q + r], conflict-free per row */
+    __local float4 kv_tile[BLOCK_KV * D4]; /* row-major, read by every work-item at once (broadcast) */
+
+    const int lid = (int)get_local_id(0);
+    const ulong g = get_group_id(0);
+    const ulong bh = g / (ulong)num_q_blocks;
+    int qb = (int)(g % (ulong)num_q_blocks);
+    if (reverse_blocks)
+        qb = num_q_blocks - 1 - qb; /* causal: the longest rows first */
+    const ulong b = bh / (ulong)heads_q;
+    const int h = (int)(bh % (ulong)heads_q);
+    const int hk = h / group;
+    const int q0 = qb * BLOCK_Q;
+    const ulong qbase = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
+    const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
+    const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;
+    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+
+    for (int e = lid; e < BLOCK_Q * D4; e += WG) {
+        int r = e / D4, c = e % D4;
+        int row = q0 + r;
+        float4 x = (float4)(0.0f);
+        if (row < seqlen_q)
+            x = fa_load_chunk(q, qbase + (ulong)row * (ulong)qs2, c);
+        q_tile[c * BLOCK_Q + r] = x;
+    }
+
+    float4 acc[ROWS][D4];
+    float m[ROWS], l[ROWS];
+    int lo[ROWS], hi[ROWS];
+    for (int i = 0; i < ROWS; i++) {
+        m[i] = -INFINITY;
+        l[i] = 0.0f;
+        fa_row_range(q0 + lid + i * WG, seqlen_q, seqlen_k, win_left, win_right, &lo[i], &hi[i]);
+#ifdef FA_UNROLL
+#pragma unroll
+#endif
+        for (int c = 0; c < D4; c++)
+            acc[i][c] = (float4)(0.0f);
+    }
+    /* Keys any row of this block can see; blocks outside are skipped, not computed. */
+    int blk_lo, blk_hi, unused;
+    fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
+    fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
+        fa_load_kv(kv_tile, k, kbase, ks2, kv0, seqlen_k, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        float s[ROWS][BLOCK_KV];
+        for (int i = 0; i < ROWS; i++)
+#ifdef FA_UNROLL
+#pragma unroll
+#endif
+            for (int j = 0; j < BLOCK_KV; j++)
+                s[i][j] = 0.0f;
+#ifdef FA_UNROLL
+#pragma unroll 4
+#endif
+        for (int c = 0; c < D4; c++) {
+            float4 qv[ROWS];
+            for (int i = 0; i < ROWS; i++)
+                qv[i] = q_tile[c * BLOCK_Q + lid + i * WG];
+#ifdef FA_UNROLL
+#pragma unroll
+#endif
+            for (int j = 0; j < BLOCK_KV; j++) {
+                float4 kx = kv_tile[j * D4 + c];
+                for (int i = 0; i < ROWS; i++) {
+                    float t = s[i][j];
+                    t = mad(qv[i].x, kx.x, t);
+                    t = mad(qv[i].y, kx.y, t);
+                    t = mad(qv[i].z, kx.z, t);
+                    t = mad(qv[i].w, kx.w, t);
+                    s[i][j] = t;
+                }
+            }
+        }
+
+        /* Online softmax, in base 2 with the scale folded in: m_new = max(m, rowmax), delta =
+         * 2^(m - m_new), l = delta * l + sum(p), O = delta * O (+ P.V below). */
+        for (int i = 0; i < ROWS; i++) {
+            float mx = m[i];
+#ifdef FA_UNROLL
+#pragma unroll
+#endif
+            for (int j = 0; j < BLOCK_KV; j++) {
+                int key = kv0 + j;
+                float x = (key >= lo[i] && key < hi[i]) ? s[i][j] * scale_log2 : -INFINITY;
+                s[i][j] = x;
+                mx = fmax(mx, x);
+            }
+            float m_use = (mx == -INFINITY) ? 0.0f : mx; /* a row that has seen no key yet */
+            float delta = FA_EXP2(m[i] - m_use);
+            float sum = 0.0f;
+#ifdef FA_UNROLL
+#pragma unroll
+#endif
+            for (int j = 0; j < BLOCK_KV; j++) {
+                float p = FA_EXP2(s[i][j] - m_use);
+                s[i][j] = p;
+                sum += p;
+            }
+            l[i] = mad(l[i], delta, sum);
+            m[i] = mx;
+#ifdef FA_UNROLL
+#pragma unroll
+#endif
+            for (int c = 0; c < D4; c++)
+                acc[i][c] *= delta;
+        }
+
+        barrier(CLK_LOCAL_MEM_FENCE); /* every work-item is done with K */
+        fa_load_kv(kv_tile, v, vbase, vs2, kv0, seqlen_k, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+#ifdef FA_UNROLL
+#pragma unroll
+#endif
+        for (int j = 0; j < BLOCK_KV; j++) {
+#ifdef FA_UNROLL
+#pragma unroll
+#endif
+            for (int c = 0; c < D4; c++) {
+                float4 vx = kv_tile[j * D4 + c];
+                for (int i = 0; i < ROWS; i++)
+                    acc[i][c] = mad((float4)(s[i][j]), vx, acc[i][c]);
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* every work-item is done with V before the next K */
+    }
+
+    /* Normalise, then stage the block through the Q tile (each work-item only ever touched its own
+     * rows there) so the global stores are coalesced. */
+    for (int i = 0; i < ROWS; i++) {
+        int r = lid + i * WG;
+        int row = q0 + r;
+        float inv = (l[i] == 0.0f) ? 0.0f : 1.0f / l[i];
+#ifdef FA_UNROLL
+#pragma unroll
+#endif
+        for (int c = 0; c < D4; c++)
+            q_tile[c * BLOCK_Q + r] = acc[i][c] * inv;
+        if (has_lse && row < seqlen_q)
+            lse[bh * (ulong)seqlen_q + (ulong)row] =
+                (l[i] == 0.0f) ? -INFINITY : (m[i] + log2(l[i])) * M_LN2_F;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int e = lid; e < BLOCK_Q * D4; e += WG) {
+        int r = e / D4, c = e % D4;
+        int row = q0 + r;
+        if (row < seqlen_q)
+            fa_store_chunk(o, obase + (ulong)row * (ulong)os2, c, q_tile[c * BLOCK_Q + r]);
+    }
+}

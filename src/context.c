@@ -1,0 +1,251 @@
+/* Contexts: wrapping an application's OpenCL objects or choosing a default device. */
+#include "fa_cl_internal.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fa_cl__plan_cache_clear(fa_cl_context *ctx); /* attention.c */
+
+fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
+{
+    memset(out, 0, sizeof *out);
+    const char *s = getenv("FA_CL_LOCAL_MEM_BYTES");
+    if (s && *s) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end || v < 1024 || s[0] == '-') {
+            snprintf(msg, msg_size, "FA_CL_LOCAL_MEM_BYTES='%s' is not a byte count >= 1024", s);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        out->local_mem_cap = (size_t)v;
+    }
+    s = getenv("FA_CL_TILE");
+    if (s && *s) {
+        int q = 0, kv = 0;
+        char tail = 0;
+        if (sscanf(s, "%dx%d%c", &q, &kv, &tail) != 2 || q <= 0 || kv <= 0 || q > 4096 || kv > 4096) {
+            snprintf(msg, msg_size, "FA_CL_TILE='%s' is not <B_r>x<B_c> with positive sizes (e.g. 64x32)", s);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        out->tile_q = q;
+        out->tile_kv = kv;
+    }
+    s = getenv("FA_CL_KERNEL_DIR");
+    if (s && *s) {
+        if (strlen(s) >= sizeof out->kernel_dir) {
+            snprintf(msg, msg_size, "FA_CL_KERNEL_DIR is longer than %zu characters", sizeof out->kernel_dir - 1);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        strcpy(out->kernel_dir, s);
+    }
+    s = getenv("FA_CL_BUILD_OPTIONS");
+    if (s && *s) {
+        if (strlen(s) >= sizeof out->build_options) {
+            snprintf(msg, msg_size, "FA_CL_BUILD_OPTIONS is longer than %zu characters",
+                     sizeof out->build_options - 1);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        strcpy(out->build_options, s);
+    }
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_command_queue queue,
+                                  fa_cl_context **out)
+{
+    if (!out)
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_context_create: out is NULL");
+    *out = NULL;
+    if (!context || !device || !queue)
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_context_create: %s is NULL",
+                           !context ? "context" : !device ? "device" : "queue");
+    cl_context qctx = NULL;
+    cl_device_id qdev = NULL;
+    cl_command_queue_properties qprops = 0;
+    cl_int err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof qprops, &qprops, NULL);
+    if (err != CL_SUCCESS)
+        return fa_cl__fail_cl(NULL, err, "fa_cl_context_create: queue is not a valid command queue");
+    if (qctx != context || qdev != device)
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT,
+                           "fa_cl_context_create: the queue belongs to another %s",
+                           qctx != context ? "context" : "device");
+
+    fa_cl_context *ctx = (fa_cl_context *)calloc(1, sizeof *ctx);
+    if (!ctx)
+        return fa_cl__fail(NULL, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_context_create: out of host memory");
+    char msg[512];
+    fa_cl_status st = fa_cl__env_read(&ctx->env, msg, sizeof msg);
+    if (st != FA_CL_SUCCESS) {
+        free(ctx);
+        return fa_cl__fail(NULL, st, "fa_cl_context_create: %s", msg);
+    }
+    st = fa_cl__device_query(NULL, device, &ctx->props);
+    if (st != FA_CL_SUCCESS) {
+        free(ctx);
+        return st;
+    }
+    fa_cl_lock_init(&ctx->lock);
+    clRetainContext(context);
+    clRetainDevice(device);
+    clRetainCommandQueue(queue);
+    ctx->cl_ctx = context;
+    ctx->device = device;
+    ctx->queue = queue;
+    ctx->queue_in_order = !(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    *out = ctx;
+    return FA_CL_SUCCESS;
+}
+
+/* Why no platform was found, and what to do about it. */
+static fa_cl_status no_platform(cl_int err)
+{
+    const char *hint =
+        "Install an OpenCL driver and the ICD loader: on Debian/Ubuntu `apt-get install ocl-icd-libopencl1 "
+        "pocl-opencl-icd` (CPU) or your GPU vendor's OpenCL package.";
+    FILE *nv = fopen("/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1", "rb");
+    if (!nv)
+        nv = fopen("/usr/lib/libnvidia-opencl.so.1", "rb");
+    if (nv) {
+        fclose(nv);
+        hint = "libnvidia-opencl.so.1 is present but no ICD file names it: register it with "
+               "`echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd` (or point OCL_ICD_VENDORS at a "
+               "directory holding such a file).";
+    }
+    return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE, "no OpenCL platform found (clGetPlatformIDs: %s). %s",
+                       fa_cl__cl_error_name(err), hint);
+}
+
+/* A device as fa_cl_info numbers them: platform index p, device index d within it. */
+typedef struct device_ref {
+    cl_platform_id platform;
+    cl_device_id device;
+} device_ref;
+
+static fa_cl_status pick_device(device_ref *out)
+{
+    cl_uint np = 0;
+    cl_int err = clGetPlatformIDs(0, NULL, &np);
+    if (err != CL_SUCCESS || np == 0)
+        return no_platform(err == CL_SUCCESS ? CL_DEVICE_NOT_FOUND : err);
+    cl_platform_id platforms[32];
+    if (np > 32)
+        np = 32;
+    err = clGetPlatformIDs(np, platforms, NULL);
+    if (err != CL_SUCCESS)
+        return no_platform(err);
+
+    const char *want = getenv("FA_CL_DEVICE");
+    int want_p = -1, want_d = -1;
+    if (want && *want) {
+        char tail = 0;
+        if (sscanf(want, "%d:%d%c", &want_p, &want_d, &tail) != 2)
+            want_p = want_d = -1;
+    } else {
+        want = NULL;
+    }
+
+    device_ref first = {0}, first_gpu = {0};
+    for (cl_uint p = 0; p < np; p++) {
+        cl_device_id devs[64];
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd) != CL_SUCCESS)
+            continue;
+        if (nd > 64)
+            nd = 64;
+        for (cl_uint d = 0; d < nd; d++) {
+            cl_device_type type = 0;
+            char name[256] = "";
+            clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof name, name, NULL);
+            device_ref ref = {platforms[p], devs[d]};
+            if (want) {
+                int match;
+                if (want_p >= 0) {
+                    match = ((int)p == want_p && (int)d == want_d);
+                } else {
+                    match = fa_cl__contains_nocase(name, want);
+                }
+                if (match) {
+                    *out = ref;
+                    return FA_CL_SUCCESS;
+                }
+                continue;
+            }
+            if (!first.device)
+                first = ref;
+            if (!first_gpu.device && (type & CL_DEVICE_TYPE_GPU))
+                first_gpu = ref;
+        }
+    }
+    if (want)
+        return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE,
+                           "FA_CL_DEVICE='%s' matches no device (use p:d indices or a name substring; "
+                           "fa_cl_info lists them)", want);
+    *out = first_gpu.device ? first_gpu : first;
+    if (!out->device)
+        return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE,
+                           "OpenCL platforms were found but they list no devices (is the driver loaded?)");
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl_context_create_default(fa_cl_context **out)
+{
+    if (!out)
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_context_create_default: out is NULL");
+    *out = NULL;
+    device_ref ref;
+    fa_cl_status st = pick_device(&ref);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ref.platform, 0};
+    cl_int err = CL_SUCCESS;
+    cl_context clctx = clCreateContext(props, 1, &ref.device, NULL, NULL, &err);
+    if (!clctx)
+        return fa_cl__fail_cl(NULL, err, "clCreateContext");
+    cl_command_queue q = clCreateCommandQueue(clctx, ref.device, CL_QUEUE_PROFILING_ENABLE, &err);
+    if (!q) {
+        clReleaseContext(clctx);
+        return fa_cl__fail_cl(NULL, err, "clCreateCommandQueue");
+    }
+    st = fa_cl_context_create(clctx, ref.device, q, out);
+    /* the fa_cl context holds its own references */
+    clReleaseCommandQueue(q);
+    clReleaseContext(clctx);
+    return st;
+}
+
+void fa_cl_context_release(fa_cl_context *ctx)
+{
+    if (!ctx)
+        return;
+    fa_cl__plan_cache_clear(ctx);
+    fa_cl__program_cache_clear(ctx);
+    clReleaseCommandQueue(ctx->queue);
+    clReleaseDevice(ctx->device);
+    clReleaseContext(ctx->cl_ctx);
+    fa_cl_lock_destroy(&ctx->lock);
+    free(ctx);
+}
+
+cl_context fa_cl_context_cl_context(const fa_cl_context *ctx) { return ctx ? ctx->cl_ctx : NULL; }
+cl_command_queue fa_cl_context_queue(const fa_cl_context *ctx) { return ctx ? ctx->queue : NULL; }
+cl_device_id fa_cl_context_device(const fa_cl_context *ctx) { return ctx ? ctx->device : NULL; }
+
+void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
+{
+    memset(out, 0, sizeof *out);
+    out->local_mem_size = (size_t)ctx->props.local_mem_size;
+    out->local_mem_is_global = ctx->props.local_mem_is_global;
+    out->max_work_group = ctx->props.max_work_group_size;
+    out->local_mem_cap = ctx->env.local_mem_cap;
+    out->forced_q = ctx->env.tile_q;
+    out->forced_kv = ctx->env.tile_kv;
+}

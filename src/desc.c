@@ -1,0 +1,313 @@
+/* Descriptor checks: sizes, strides, byte extents (overflow-checked) and the buffers a call gets. */
+#include "fa_cl_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+size_t fa_cl__dtype_size(fa_cl_dtype t)
+{
+    switch (t) {
+    case FA_CL_F32: return 4;
+    case FA_CL_F16: return 2;
+    case FA_CL_BF16: return 2;
+    }
+    return 0;
+}
+
+const char *fa_cl__dtype_name(fa_cl_dtype t)
+{
+    switch (t) {
+    case FA_CL_F32: return "f32";
+    case FA_CL_F16: return "f16";
+    case FA_CL_BF16: return "bf16";
+    }
+    return "unknown";
+}
+
+void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t batch, int64_t heads, int64_t seqlen_q,
+                               int64_t seqlen_k, int64_t head_dim, fa_cl_dtype dtype)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->batch = batch;
+    desc->heads_q = heads;
+    desc->heads_kv = heads;
+    desc->seqlen_q = seqlen_q;
+    desc->seqlen_k = seqlen_k;
+    desc->head_dim = head_dim;
+    desc->dtype = dtype;
+    desc->window_left = -1;
+    desc->window_right = -1;
+}
+
+/* a * b + c in uint64 with overflow detection. */
+static int mul_add_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
+{
+    if (b != 0 && a > (UINT64_MAX - c) / b)
+        return 0;
+    *out = a * b + c;
+    return 1;
+}
+
+/* Extent of one view: the byte range [begin, end) it can touch. */
+static int view_extent(const char *name, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                       const int64_t stride[3], size_t offset, size_t elem, uint64_t *begin, uint64_t *end,
+                       char *msg, size_t msg_size)
+{
+    uint64_t last = (uint64_t)dim - 1; /* index of the last element */
+    const int64_t sizes[3] = {batch, heads, seq};
+    for (int i = 0; i < 3; i++) {
+        if (!mul_add_u64((uint64_t)(sizes[i] - 1), (uint64_t)stride[i], last, &last))
+            goto overflow;
+    }
+    uint64_t count;
+    if (!mul_add_u64(1, last, (uint64_t)offset, &count) || count == UINT64_MAX)
+        goto overflow;
+    count += 1;
+    if (!mul_add_u64(count, elem, 0, end) || !mul_add_u64((uint64_t)offset, elem, 0, begin))
+        goto overflow;
+    if (*end > (uint64_t)SIZE_MAX)
+        goto overflow;
+    return 1;
+overflow:
+    snprintf(msg, msg_size, "%s: the view's byte extent (offset + strides x sizes) overflows 64 bits", name);
+    return 0;
+}
+
+/* Output rows must not overlap each other: sorted by stride, each dimension must step past the
+ * whole extent of the ones inside it. */
+static int output_non_overlapping(const int64_t stride[3], const int64_t sizes[3], int64_t dim)
+{
+    int idx[3] = {0, 1, 2};
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (stride[idx[j]] < stride[idx[i]]) {
+                int t = idx[i];
+                idx[i] = idx[j];
+                idx[j] = t;
+            }
+    uint64_t inner = (uint64_t)dim;
+    for (int i = 0; i < 3; i++) {
+        int k = idx[i];
+        if (sizes[k] == 1)
+            continue;
+        if ((uint64_t)stride[k] < inner)
+            return 0;
+        inner = (uint64_t)stride[k] * (uint64_t)sizes[k]; /* bounded by the checked extent */
+    }
+    return 1;
+}
+
+fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *out, char *msg, size_t msg_size)
+{
+    if (!desc) {
+        snprintf(msg, msg_size, "desc is NULL");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    memset(out, 0, sizeof *out);
+    const struct { const char *name; int64_t v; } sizes[] = {
+        {"batch", desc->batch},       {"heads_q", desc->heads_q},   {"heads_kv", desc->heads_kv},
+        {"seqlen_q", desc->seqlen_q}, {"seqlen_k", desc->seqlen_k}, {"head_dim", desc->head_dim},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        if (sizes[i].v <= 0) {
+            snprintf(msg, msg_size, "desc.%s must be positive (got %lld)", sizes[i].name, (long long)sizes[i].v);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+    }
+    if (desc->heads_q % desc->heads_kv != 0) {
+        snprintf(msg, msg_size, "desc.heads_q (%lld) must be a multiple of desc.heads_kv (%lld)",
+                 (long long)desc->heads_q, (long long)desc->heads_kv);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    size_t elem = fa_cl__dtype_size(desc->dtype);
+    if (elem == 0) {
+        snprintf(msg, msg_size, "desc.dtype %d is not FA_CL_F32, FA_CL_F16 or FA_CL_BF16", (int)desc->dtype);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (desc->window_left < -1 || desc->window_right < -1) {
+        snprintf(msg, msg_size, "desc.%s must be -1 (unbounded) or >= 0 (got %lld)",
+                 desc->window_left < -1 ? "window_left" : "window_right",
+                 (long long)(desc->window_left < -1 ? desc->window_left : desc->window_right));
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (!isfinite(desc->scale) || desc->scale < 0.0f) {
+        snprintf(msg, msg_size, "desc.scale must be finite and >= 0 (0 = 1/sqrt(head_dim)); got %g",
+                 (double)desc->scale);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    const struct { const char *name; const int64_t *s; } strides[] = {
+        {"q_stride", desc->q_stride}, {"k_stride", desc->k_stride},
+        {"v_stride", desc->v_stride}, {"o_stride", desc->o_stride},
+    };
+    for (int t = 0; t < 4; t++) {
+        for (int i = 0; i < 3; i++) {
+            if (strides[t].s[i] < 0) {
+                snprintf(msg, msg_size, "desc.%s[%d] is negative (%lld); strides are element counts >= 0",
+                         strides[t].name, i, (long long)strides[t].s[i]);
+                return FA_CL_ERROR_INVALID_ARGUMENT;
+            }
+        }
+    }
+    if (desc->head_dim > FA_CL_MAX_HEAD_DIM) {
+        snprintf(msg, msg_size, "desc.head_dim %lld is not supported (at most %d)", (long long)desc->head_dim,
+                 FA_CL_MAX_HEAD_DIM);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+    if (desc->seqlen_q > INT32_MAX / 2 || desc->seqlen_k > INT32_MAX / 2) {
+        snprintf(msg, msg_size, "desc.%s %lld is not supported (at most %d)",
+                 desc->seqlen_q > INT32_MAX / 2 ? "seqlen_q" : "seqlen_k",
+                 (long long)(desc->seqlen_q > INT32_MAX / 2 ? desc->seqlen_q : desc->seqlen_k), INT32_MAX / 2);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+
+    fa_cl_attention_desc *d = &out->d;
+    *d = *desc;
+    const int64_t D = desc->head_dim;
+    /* all-zero strides: contiguous [B, H, S, D]; products are bounded by the extent check below
+     * only if they do not overflow first, so check them here */
+    uint64_t qhs, khs;
+    if (!mul_add_u64((uint64_t)desc->seqlen_q, (uint64_t)D, 0, &qhs) ||
+        !mul_add_u64((uint64_t)desc->seqlen_k, (uint64_t)D, 0, &khs) || qhs > INT64_MAX / (uint64_t)desc->heads_q ||
+        khs > INT64_MAX / (uint64_t)desc->heads_kv) {
+        snprintf(msg, msg_size, "desc sizes overflow 64-bit element counts");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    int64_t *st[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
+    for (int t = 0; t < 4; t++) {
+        if (st[t][0] == 0 && st[t][1] == 0 && st[t][2] == 0) {
+            int is_q = (t == 0 || t == 3);
+            int64_t hs = (int64_t)(is_q ? qhs : khs);
+            st[t][0] = hs * (is_q ? desc->heads_q : desc->heads_kv);
+            st[t][1] = hs;
+            st[t][2] = D;
+        }
+    }
+    if (!view_extent("q", d->batch, d->heads_q, d->seqlen_q, D, d->q_stride, d->q_offset, elem, &out->q_begin,
+                     &out->q_bytes, msg, msg_size) ||
+        !view_extent("k", d->batch, d->heads_kv, d->seqlen_k, D, d->k_stride, d->k_offset, elem, &out->k_begin,
+                     &out->k_bytes, msg, msg_size) ||
+        !view_extent("v", d->batch, d->heads_kv, d->seqlen_k, D, d->v_stride, d->v_offset, elem, &out->v_begin,
+                     &out->v_bytes, msg, msg_size) ||
+        !view_extent("o", d->batch, d->heads_q, d->seqlen_q, D, d->o_stride, d->o_offset, elem, &out->o_begin,
+                     &out->o_bytes, msg, msg_size))
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    const int64_t osizes[3] = {d->batch, d->heads_q, d->seqlen_q};
+    if (!output_non_overlapping(d->o_stride, osizes, D)) {
+        snprintf(msg, msg_size, "desc.o_stride {%lld, %lld, %lld} makes output rows overlap each other",
+                 (long long)d->o_stride[0], (long long)d->o_stride[1], (long long)d->o_stride[2]);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    uint64_t rows;
+    if (!mul_add_u64((uint64_t)d->batch, (uint64_t)d->heads_q, 0, &rows) ||
+        !mul_add_u64(rows, (uint64_t)d->seqlen_q, 0, &rows) || !mul_add_u64(rows, 4, 0, &out->lse_bytes) ||
+        out->lse_bytes > (uint64_t)SIZE_MAX) {
+        snprintf(msg, msg_size, "batch * heads_q * seqlen_q overflows the LSE's byte count");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    out->elem_size = elem;
+    out->scale = desc->scale > 0.0f ? desc->scale : (float)(1.0 / sqrt((double)D));
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc *desc, char *msg, size_t msg_size)
+{
+    fa_cl_views v;
+    char local[512];
+    fa_cl_status st = fa_cl__desc_resolve(desc, &v, local, sizeof local);
+    if (msg && msg_size)
+        snprintf(msg, msg_size, "%s", st == FA_CL_SUCCESS ? "" : local);
+    return st;
+}
+
+/* The buffer a (sub-)buffer lives in and where it starts there, for overlap checks. */
+static void mem_root(cl_mem m, cl_mem *root, uint64_t *base)
+{
+    cl_mem parent = NULL;
+    size_t off = 0;
+    *root = m;
+    *base = 0;
+    if (clGetMemObjectInfo(m, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL) == CL_SUCCESS && parent &&
+        clGetMemObjectInfo(m, CL_MEM_OFFSET, sizeof off, &off, NULL) == CL_SUCCESS) {
+        *root = parent;
+        *base = off;
+    }
+}
+
+static int ranges_overlap(cl_mem a, uint64_t a_begin, uint64_t a_end, cl_mem b, uint64_t b_begin, uint64_t b_end)
+{
+    cl_mem ra, rb;
+    uint64_t ba, bb;
+    mem_root(a, &ra, &ba);
+    mem_root(b, &rb, &bb);
+    if (ra != rb)
+        return 0;
+    return ba + a_begin < bb + b_end && bb + b_begin < ba + a_end;
+}
+
+static fa_cl_status check_one(fa_cl_context *ctx, const char *name, cl_mem m, uint64_t need, int written)
+{
+    if (!m)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "buffer %s is NULL", name);
+    cl_context mctx = NULL;
+    size_t size = 0;
+    cl_mem_flags flags = 0;
+    cl_int err = clGetMemObjectInfo(m, CL_MEM_CONTEXT, sizeof mctx, &mctx, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL);
+    if (err == CL_SUCCESS)
+        err = clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL);
+    if (err != CL_SUCCESS)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "buffer %s is not a valid cl_mem (%s)", name,
+                           fa_cl__cl_error_name(err));
+    if (mctx != ctx->cl_ctx)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "buffer %s belongs to another OpenCL context", name);
+    if (written && (flags & CL_MEM_READ_ONLY))
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "buffer %s is written but was created CL_MEM_READ_ONLY",
+                           name);
+    if (!written && (flags & CL_MEM_WRITE_ONLY))
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "buffer %s is read but was created CL_MEM_WRITE_ONLY",
+                           name);
+    if ((uint64_t)size < need)
+        return fa_cl__fail(ctx, FA_CL_ERROR_BUFFER_TOO_SMALL,
+                           "buffer %s holds %zu bytes but its view needs %llu (offset + extent)", name, size,
+                           (unsigned long long)need);
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem q, cl_mem k, cl_mem v_mem,
+                                  cl_mem o, cl_mem lse)
+{
+    fa_cl_status st;
+    if ((st = check_one(ctx, "q", q, v->q_bytes, 0)) != FA_CL_SUCCESS ||
+        (st = check_one(ctx, "k", k, v->k_bytes, 0)) != FA_CL_SUCCESS ||
+        (st = check_one(ctx, "v", v_mem, v->v_bytes, 0)) != FA_CL_SUCCESS ||
+        (st = check_one(ctx, "o", o, v->o_bytes, 1)) != FA_CL_SUCCESS)
+        return st;
+    if (lse && (st = check_one(ctx, "lse", lse, v->lse_bytes, 1)) != FA_CL_SUCCESS)
+        return st;
+    const struct { const char *name; cl_mem m; uint64_t begin, end; } in[] = {
+        {"q", q, v->q_begin, v->q_bytes}, {"k", k, v->k_begin, v->k_bytes}, {"v", v_mem, v->v_begin, v->v_bytes}};
+    for (int i = 0; i < 3; i++) {
+        if (ranges_overlap(o, v->o_begin, v->o_bytes, in[i].m, in[i].begin, in[i].end))
+            return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "output o overlaps input %s in the same buffer",
+                               in[i].name);
+        if (lse && ranges_overlap(lse, 0, v->lse_bytes, in[i].m, in[i].begin, in[i].end))
+            return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "lse overlaps input %s in the same buffer",
+                               in[i].name);
+    }
+    if (lse && ranges_overlap(lse, 0, v->lse_bytes, o, v->o_begin, v->o_bytes))
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "lse overlaps output o in the same buffer");
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const cl_event *wait)
+{
+    if ((num_wait > 0) != (wait != NULL))
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
+                           num_wait ? "num_wait is %u but the wait list is NULL"
+                                    : "a wait list is given but num_wait is %u", num_wait);
+    return FA_CL_SUCCESS;
+}

@@ -1,0 +1,129 @@
+/* Internal interfaces of the fa_cl host library. Not installed. */
+#ifndef FA_CL_INTERNAL_H
+#define FA_CL_INTERNAL_H
+
+#include "fa_cl.h"
+#include "lock.h"
+#include "planner.h"
+
+#include <stdarg.h>
+
+#define FA_CL_ERROR_CAPACITY 16384
+
+/* ---- errors (error.c) ------------------------------------------------------------------------ */
+
+/* Record a failure message on ctx (or, with ctx == NULL, in this thread's slot) and return status.
+ * Never fails: long messages are truncated. */
+fa_cl_status fa_cl__fail(fa_cl_context *ctx, fa_cl_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Record an OpenCL failure: "<what>: <CL_ERROR_NAME> (<code>)"; maps allocation failures to OUT_OF_MEMORY. */
+fa_cl_status fa_cl__fail_cl(fa_cl_context *ctx, cl_int err, const char *what);
+/* "CL_INVALID_VALUE" etc., or "CL_UNKNOWN_ERROR". */
+const char *fa_cl__cl_error_name(cl_int err);
+
+/* ---- device properties (device.c) ------------------------------------------------------------ */
+
+typedef struct fa_cl_device_props {
+    char name[256], vendor[256], driver_version[128], device_version[128], c_version[128];
+    char platform_name[256], platform_version[256];
+    cl_device_type type;
+    cl_uint compute_units;
+    size_t max_work_group_size;
+    cl_ulong local_mem_size;
+    int local_mem_is_global; /* CL_DEVICE_LOCAL_MEM_TYPE == CL_GLOBAL (CPUs) */
+    cl_ulong global_mem_size, max_alloc_size, global_cache_size;
+    cl_uint mem_base_addr_align_bits;
+    int has_fp16, has_fp64, has_subgroups;
+    int is_nvidia, is_amd, is_intel;
+    int nv_cc_major, nv_cc_minor; /* cl_nv_device_attribute_query; 0 when absent */
+    char extensions[8192];        /* truncated if longer */
+} fa_cl_device_props;
+
+/* Case-insensitive substring test. */
+int fa_cl__contains_nocase(const char *hay, const char *needle);
+
+/* Query everything above; on a failing query records on ctx (may be NULL) and returns FA_CL_ERROR_OPENCL. */
+fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_device_props *out);
+
+/* ---- environment (context.c) ----------------------------------------------------------------- */
+
+typedef struct fa_cl_env {
+    size_t local_mem_cap; /* FA_CL_LOCAL_MEM_BYTES, 0 = none */
+    int tile_q, tile_kv;  /* FA_CL_TILE=<Br>x<Bc>, 0 = none */
+    char kernel_dir[1024];    /* FA_CL_KERNEL_DIR, "" = embedded sources */
+    char build_options[1024]; /* FA_CL_BUILD_OPTIONS */
+} fa_cl_env;
+
+/* Parse the environment; a malformed value is an FA_CL_ERROR_INVALID_ARGUMENT naming the variable. */
+fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size);
+
+/* ---- context (context.c) --------------------------------------------------------------------- */
+
+typedef struct fa_cl_program_entry fa_cl_program_entry;
+typedef struct fa_cl_plan_entry fa_cl_plan_entry;
+
+struct fa_cl_context {
+    cl_context cl_ctx;
+    cl_device_id device;
+    cl_command_queue queue;
+    int queue_in_order;
+    fa_cl_device_props props;
+    fa_cl_env env;
+    fa_cl_lock lock; /* guards the caches and last_error */
+    fa_cl_program_entry *programs;
+    fa_cl_plan_entry *plans;
+    int plan_count;
+    char last_error[FA_CL_ERROR_CAPACITY];
+};
+
+/* Planner limits for this context's device and environment. */
+void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out);
+
+/* ---- kernel sources and programs (kernel_source.c, program.c) -------------------------------- */
+
+/* Source text of cl/<name> (e.g. "fa_forward.cl"): embedded, or read from FA_CL_KERNEL_DIR.
+ * *owned is set to a heap copy the caller frees when the text came from disk (NULL otherwise).
+ * The text starts with a #line directive naming cl/<name>. */
+fa_cl_status fa_cl__kernel_source(fa_cl_context *ctx, const char *name, const char **text, char **owned);
+
+/* Build (or fetch from the context cache) a program from the named cl/ files, concatenated in order,
+ * with the options given (the library adds -cl-std=CL1.2 and FA_CL_BUILD_OPTIONS). On success
+ * *out holds a reference the caller releases. A build failure is FA_CL_ERROR_BUILD_FAILED with the
+ * log in last_error and is not cached. */
+fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, int nfiles, const char *options,
+                                cl_program *out);
+
+/* Release every cached program (context teardown). */
+void fa_cl__program_cache_clear(fa_cl_context *ctx);
+
+/* ---- descriptors (desc.c) -------------------------------------------------------------------- */
+
+/* A descriptor with its strides made explicit and every extent computed. */
+typedef struct fa_cl_views {
+    fa_cl_attention_desc d; /* strides normalised: never all zero */
+    float scale;            /* resolved: 1/sqrt(head_dim) when desc.scale == 0 */
+    size_t elem_size;       /* bytes per element of q, k, v, o */
+    /* bytes each buffer must hold: (offset + max index + 1) * elem_size */
+    uint64_t q_bytes, k_bytes, v_bytes, o_bytes, lse_bytes;
+    /* byte ranges [begin, end) each view touches, for overlap checks */
+    uint64_t q_begin, k_begin, v_begin, o_begin;
+} fa_cl_views;
+
+fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *out, char *msg, size_t msg_size);
+
+/* Check the buffers a forward call gets against the views: non-NULL, same context, large enough,
+ * o not overlapping q/k/v, lse large enough if given. Records the message on ctx. */
+fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem q, cl_mem k, cl_mem v_mem,
+                                  cl_mem o, cl_mem lse);
+
+/* Check num_wait / wait consistency (OpenCL's rule: NULL list iff count 0). */
+fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const cl_event *wait);
+
+/* Small helpers. */
+size_t fa_cl__dtype_size(fa_cl_dtype t); /* 0 for an unknown dtype */
+const char *fa_cl__dtype_name(fa_cl_dtype t);
+
+#endif /* FA_CL_INTERNAL_H */

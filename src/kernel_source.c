@@ -1,0 +1,65 @@
+/* Kernel source text: the copy embedded at build time, or cl/<name> from FA_CL_KERNEL_DIR. */
+#include "fa_cl_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct fa_cl_embedded_source {
+    const char *name;
+    const char *text;
+} fa_cl_embedded_source;
+extern const fa_cl_embedded_source fa_cl_embedded_sources[]; /* generated: fa_cl_embedded_kernels.c */
+
+static fa_cl_status read_from_dir(fa_cl_context *ctx, const char *name, char **owned)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", ctx->env.kernel_dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "FA_CL_KERNEL_DIR: cannot open %s", path);
+    char header[1400];
+    int hlen = snprintf(header, sizeof header, "#line 1 \"cl/%s\"\n", name);
+    char *buf = NULL;
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    if (size < 0 || size > (64L << 20) || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "FA_CL_KERNEL_DIR: cannot read %s", path);
+    }
+    buf = (char *)malloc((size_t)hlen + (size_t)size + 1);
+    if (!buf) {
+        fclose(f);
+        return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "out of host memory reading %s", path);
+    }
+    memcpy(buf, header, (size_t)hlen);
+    size_t got = fread(buf + hlen, 1, (size_t)size, f);
+    fclose(f);
+    if (got != (size_t)size) {
+        free(buf);
+        return fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "FA_CL_KERNEL_DIR: short read of %s", path);
+    }
+    buf[hlen + size] = '\0';
+    *owned = buf;
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl__kernel_source(fa_cl_context *ctx, const char *name, const char **text, char **owned)
+{
+    *text = NULL;
+    *owned = NULL;
+    if (ctx->env.kernel_dir[0]) {
+        fa_cl_status st = read_from_dir(ctx, name, owned);
+        if (st == FA_CL_SUCCESS)
+            *text = *owned;
+        return st;
+    }
+    for (const fa_cl_embedded_source *s = fa_cl_embedded_sources; s->name; s++) {
+        if (strcmp(s->name, name) == 0) {
+            *text = s->text;
+            return FA_CL_SUCCESS;
+        }
+    }
+    return fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "no embedded kernel source named cl/%s", name);
+}

@@ -1,0 +1,129 @@
+/* Program builds and the per-context program cache (keyed by source text and build options). */
+#include "fa_cl_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct fa_cl_program_entry {
+    uint64_t source_hash;
+    char *options;
+    cl_program program;
+    fa_cl_program_entry *next;
+};
+
+/* FNV-1a, enough to tell kernel texts apart in the cache. */
+static uint64_t hash_text(uint64_t h, const char *s)
+{
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static fa_cl_status build_failed(fa_cl_context *ctx, cl_program prog, cl_int err, const char *options)
+{
+    size_t size = 0;
+    char *log = NULL;
+    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) == CL_SUCCESS && size > 0) {
+        log = (char *)malloc(size + 1);
+        if (log && clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, size, log, NULL) != CL_SUCCESS) {
+            free(log);
+            log = NULL;
+        }
+        if (log)
+            log[size] = '\0';
+    }
+    fa_cl_status st = fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "kernel build failed (%s) with options \"%s\":\n%s",
+                                  fa_cl__cl_error_name(err), options, log ? log : "(no build log)");
+    free(log);
+    return st;
+}
+
+fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, int nfiles, const char *options,
+                                cl_program *out)
+{
+    *out = NULL;
+    const char *texts[8];
+    char *owned[8] = {0};
+    fa_cl_status st = FA_CL_SUCCESS;
+    if (nfiles > 8)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: too many kernel files");
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < nfiles && st == FA_CL_SUCCESS; i++) {
+        st = fa_cl__kernel_source(ctx, files[i], &texts[i], &owned[i]);
+        if (st == FA_CL_SUCCESS)
+            h = hash_text(h, texts[i]);
+    }
+
+    char full[4096];
+    if (st == FA_CL_SUCCESS) {
+        int n = snprintf(full, sizeof full, "-cl-std=CL1.2 %s %s", options, ctx->env.build_options);
+        if (n < 0 || (size_t)n >= sizeof full)
+            st = fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "build options longer than %zu characters",
+                             sizeof full - 1);
+    }
+
+    if (st == FA_CL_SUCCESS) {
+        fa_cl_lock_acquire(&ctx->lock);
+        for (fa_cl_program_entry *e = ctx->programs; e; e = e->next) {
+            if (e->source_hash == h && strcmp(e->options, full) == 0) {
+                clRetainProgram(e->program);
+                *out = e->program;
+                break;
+            }
+        }
+        fa_cl_lock_release(&ctx->lock);
+    }
+
+    if (st == FA_CL_SUCCESS && !*out) {
+        cl_int err = CL_SUCCESS;
+        cl_program prog = clCreateProgramWithSource(ctx->cl_ctx, (cl_uint)nfiles, texts, NULL, &err);
+        if (!prog) {
+            st = fa_cl__fail_cl(ctx, err, "clCreateProgramWithSource");
+        } else {
+            /* Builds run outside the lock: they can take seconds, and other threads may plan meanwhile. */
+            err = clBuildProgram(prog, 1, &ctx->device, full, NULL, NULL);
+            if (err != CL_SUCCESS) {
+                st = build_failed(ctx, prog, err, full);
+                clReleaseProgram(prog);
+            } else {
+                fa_cl_program_entry *e = (fa_cl_program_entry *)calloc(1, sizeof *e);
+                char *opts = e ? (char *)malloc(strlen(full) + 1) : NULL;
+                if (!e || !opts) {
+                    free(e);
+                    /* still usable, just not cached */
+                    *out = prog;
+                } else {
+                    strcpy(opts, full);
+                    e->source_hash = h;
+                    e->options = opts;
+                    e->program = prog;
+                    clRetainProgram(prog); /* one reference for the cache, one for the caller */
+                    fa_cl_lock_acquire(&ctx->lock);
+                    e->next = ctx->programs;
+                    ctx->programs = e;
+                    fa_cl_lock_release(&ctx->lock);
+                    *out = prog;
+                }
+            }
+        }
+    }
+    for (int i = 0; i < nfiles; i++)
+        free(owned[i]);
+    return st;
+}
+
+void fa_cl__program_cache_clear(fa_cl_context *ctx)
+{
+    fa_cl_program_entry *e = ctx->programs;
+    while (e) {
+        fa_cl_program_entry *next = e->next;
+        clReleaseProgram(e->program);
+        free(e->options);
+        free(e);
+        e = next;
+    }
+    ctx->programs = NULL;
+}
