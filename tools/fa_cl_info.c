@@ -1,0 +1,1117 @@
+/*
+ * fa_cl_info: every OpenCL platform and device with the properties fa_cl cares about, and the tiles
+ * the planner would choose on each. Modelled on clinfo: device properties are a table of
+ * (query, label, key, formatter), a failed query is printed in its row and the listing goes on,
+ * human output by default and --json for machines.
+ *
+ * Exit status: 0 listed, 1 no platform or no such device, 2 bad usage.
+ */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* opendir/stat for the ICD registration check */
+#endif
+
+#include "fa_cl_internal.h" /* planner, environment parsing, device query, CL error names */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <dirent.h>
+#include <sys/stat.h>
+#define HAVE_POSIX_DIRS 1
+#endif
+
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#endif
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+#define FA_CL_VERSION_STRING \
+    STRINGIFY(FA_CL_VERSION_MAJOR) "." STRINGIFY(FA_CL_VERSION_MINOR) "." STRINGIFY(FA_CL_VERSION_PATCH)
+
+/* Long enough that nothing in the plan table is clamped by the sequence. */
+#define PLAN_SEQLEN 4096
+
+/* ==== property values and formatters ========================================================== */
+
+typedef enum value_kind { V_TEXT, V_COUNT, V_BYTES, V_ERROR, V_ABSENT } value_kind;
+
+/* One queried property, rendered later as a human row or a JSON member. */
+typedef struct value {
+    value_kind kind;
+    cl_ulong num;   /* V_COUNT, V_BYTES */
+    cl_int err;     /* V_ERROR */
+    char text[512]; /* V_TEXT (truncated with "...") */
+} value;
+
+typedef void (*formatter)(cl_device_id dev, cl_device_info param, value *out);
+
+static void set_error(value *out, cl_int err)
+{
+    out->kind = V_ERROR;
+    out->err = err;
+}
+
+static void set_text(value *out, const char *s)
+{
+    out->kind = V_TEXT;
+    snprintf(out->text, sizeof out->text, "%s", s);
+}
+
+/* Drivers pad some strings with spaces (Intel names, NVIDIA versions); strip them in place. */
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t' || *s == '\n')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\0'))
+        s[--n] = '\0';
+    return s;
+}
+
+/* A device string of any length, heap-allocated (the caller frees), or NULL with *err set. */
+static char *device_string(cl_device_id dev, cl_device_info param, cl_int *err)
+{
+    size_t need = 0;
+    *err = clGetDeviceInfo(dev, param, 0, NULL, &need);
+    if (*err != CL_SUCCESS)
+        return NULL;
+    char *buf = (char *)calloc(need + 1, 1);
+    if (!buf) {
+        *err = CL_OUT_OF_HOST_MEMORY;
+        return NULL;
+    }
+    *err = clGetDeviceInfo(dev, param, need, buf, NULL);
+    if (*err != CL_SUCCESS) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static void fmt_string(cl_device_id dev, cl_device_info param, value *out)
+{
+    cl_int err;
+    char *s = device_string(dev, param, &err);
+    if (!s) {
+        set_error(out, err);
+        return;
+    }
+    const char *t = trim(s);
+    set_text(out, t);
+    if (strlen(t) >= sizeof out->text)
+        memcpy(out->text + sizeof out->text - 4, "...", 4);
+    free(s);
+}
+
+/* Scalar query; on failure records the error in out and returns 0. */
+static int query_scalar(cl_device_id dev, cl_device_info param, void *buf, size_t size, value *out)
+{
+    cl_int err = clGetDeviceInfo(dev, param, size, buf, NULL);
+    if (err != CL_SUCCESS) {
+        set_error(out, err);
+        return 0;
+    }
+    return 1;
+}
+
+static void fmt_uint(cl_device_id dev, cl_device_info param, value *out)
+{
+    cl_uint v = 0;
+    if (query_scalar(dev, param, &v, sizeof v, out)) {
+        out->kind = V_COUNT;
+        out->num = v;
+    }
+}
+
+static void fmt_size(cl_device_id dev, cl_device_info param, value *out)
+{
+    size_t v = 0;
+    if (query_scalar(dev, param, &v, sizeof v, out)) {
+        out->kind = V_COUNT;
+        out->num = (cl_ulong)v;
+    }
+}
+
+static void fmt_bytes(cl_device_id dev, cl_device_info param, value *out)
+{
+    cl_ulong v = 0;
+    if (query_scalar(dev, param, &v, sizeof v, out)) {
+        out->kind = V_BYTES;
+        out->num = v;
+    }
+}
+
+static void fmt_device_type(cl_device_id dev, cl_device_info param, value *out)
+{
+    static const struct { cl_device_type bit; const char *name; } names[] = {
+        {CL_DEVICE_TYPE_CPU, "CPU"}, {CL_DEVICE_TYPE_GPU, "GPU"}, {CL_DEVICE_TYPE_ACCELERATOR, "accelerator"},
+        {CL_DEVICE_TYPE_CUSTOM, "custom"}, {CL_DEVICE_TYPE_DEFAULT, "default"},
+    };
+    cl_device_type t = 0;
+    if (!query_scalar(dev, param, &t, sizeof t, out))
+        return;
+    char buf[128] = "";
+    for (size_t i = 0; i < COUNT_OF(names); i++) {
+        if (t & names[i].bit) {
+            if (buf[0])
+                strcat(buf, ", ");
+            strcat(buf, names[i].name);
+        }
+    }
+    set_text(out, buf[0] ? buf : "unknown");
+}
+
+static void fmt_local_mem_type(cl_device_id dev, cl_device_info param, value *out)
+{
+    cl_device_local_mem_type t = 0;
+    if (!query_scalar(dev, param, &t, sizeof t, out))
+        return;
+    /* "global" means local memory is ordinary (cached) memory: CPUs, some embedded GPUs. */
+    set_text(out, t == CL_LOCAL ? "local" : t == CL_GLOBAL ? "global" : "none");
+}
+
+/* cl_nv_device_attribute_query: MAJOR is param, MINOR the next enum. */
+static void fmt_nv_compute_capability(cl_device_id dev, cl_device_info param, value *out)
+{
+    cl_uint major = 0, minor = 0;
+    if (!query_scalar(dev, param, &major, sizeof major, out) ||
+        !query_scalar(dev, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, &minor, sizeof minor, out))
+        return;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%u.%u", major, minor);
+    set_text(out, buf);
+}
+
+/* ==== the tables: adding a property or an extension is one line ============================== */
+
+typedef struct device_prop {
+    cl_device_info param;
+    const char *label;     /* human output */
+    const char *key;       /* JSON member */
+    formatter fmt;
+    const char *needs_ext; /* only queried when the device has this extension */
+} device_prop;
+
+static const device_prop device_props[] = {
+    {CL_DEVICE_NAME, "Name", "name", fmt_string, NULL},
+    {CL_DEVICE_VENDOR, "Vendor", "vendor", fmt_string, NULL},
+    {CL_DRIVER_VERSION, "Driver version", "driver_version", fmt_string, NULL},
+    {CL_DEVICE_VERSION, "OpenCL version", "opencl_version", fmt_string, NULL},
+    {CL_DEVICE_OPENCL_C_VERSION, "OpenCL C version", "opencl_c_version", fmt_string, NULL},
+    {CL_DEVICE_TYPE, "Device type", "type", fmt_device_type, NULL},
+    {CL_DEVICE_MAX_COMPUTE_UNITS, "Compute units", "compute_units", fmt_uint, NULL},
+    {CL_DEVICE_MAX_WORK_GROUP_SIZE, "Max work-group size", "max_work_group_size", fmt_size, NULL},
+    {CL_DEVICE_LOCAL_MEM_SIZE, "Local memory size", "local_mem_size", fmt_bytes, NULL},
+    {CL_DEVICE_LOCAL_MEM_TYPE, "Local memory type", "local_mem_type", fmt_local_mem_type, NULL},
+    {CL_DEVICE_GLOBAL_MEM_SIZE, "Global memory", "global_mem_size", fmt_bytes, NULL},
+    {CL_DEVICE_MAX_MEM_ALLOC_SIZE, "Max allocation", "max_alloc_size", fmt_bytes, NULL},
+    {CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, "Global cache size", "global_cache_size", fmt_bytes, NULL},
+    {CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, "NVIDIA compute capability", "nv_compute_capability",
+     fmt_nv_compute_capability, "cl_nv_device_attribute_query"},
+};
+#define N_PROPS COUNT_OF(device_props)
+
+/* Extensions shown as yes/no: the ones a kernel variant or the planner could use. */
+static const char *const extensions[] = {
+    "cl_khr_fp16",
+    "cl_khr_fp64",
+    "cl_khr_subgroups",
+    "cl_khr_subgroup_shuffle",
+    "cl_intel_subgroups",
+    "cl_intel_required_subgroup_size",
+    "cl_nv_device_attribute_query",
+    "cl_amd_device_attribute_query",
+    "cl_khr_int64_base_atomics",
+    "cl_khr_int64_extended_atomics",
+};
+#define N_EXTS COUNT_OF(extensions)
+
+typedef struct platform_prop {
+    cl_platform_info param;
+    const char *label, *key;
+} platform_prop;
+
+static const platform_prop platform_props[] = {
+    {CL_PLATFORM_NAME, "Name", "name"},
+    {CL_PLATFORM_VENDOR, "Vendor", "vendor"},
+    {CL_PLATFORM_VERSION, "Version", "version"},
+};
+#define N_PLATFORM_PROPS COUNT_OF(platform_props)
+
+/* The plan table's rows: head_dim x storage type. */
+static const int plan_head_dims[] = {32, 64, 80, 96, 128, 256};
+static const fa_cl_dtype plan_dtypes[] = {FA_CL_F32, FA_CL_F16};
+#define N_PLANS (COUNT_OF(plan_head_dims) * COUNT_OF(plan_dtypes))
+
+/* ==== what one run collects ==================================================================== */
+
+typedef struct plan_row {
+    int head_dim;
+    fa_cl_dtype dtype;
+    fa_cl_status status;
+    fa_cl_tiles tiles;
+    char msg[512]; /* the planner's message when status != FA_CL_SUCCESS */
+} plan_row;
+
+typedef struct device_report {
+    int p, d;
+    int is_default;
+    value props[N_PROPS];
+    cl_int ext_err; /* CL_SUCCESS when the extension string was read */
+    int ext_has[N_EXTS];
+    /* plans: planned is 0 when they were not asked for or could not be computed (plans_error says why) */
+    int planned;
+    char plans_error[FA_CL_ERROR_CAPACITY];
+    fa_cl_limits limits;
+    plan_row plans[N_PLANS];
+} device_report;
+
+typedef struct platform_report {
+    int p;
+    value props[N_PLATFORM_PROPS];
+    cl_int devices_err;
+    cl_uint num_devices;
+} platform_report;
+
+typedef struct options {
+    int json, plans;
+    int want_p, want_d; /* -1: every device */
+} options;
+
+/* The FA_CL_* environment, read once (the library reads it the same way per context). */
+typedef struct env_state {
+    fa_cl_status status;
+    fa_cl_env env;
+    char error[512];
+} env_state;
+
+/* ==== collecting ============================================================================== */
+
+/* Whole-word match in a space-separated extension list. */
+static int has_extension(const char *list, const char *ext)
+{
+    size_t n = strlen(ext);
+    for (const char *s = list; (s = strstr(s, ext)) != NULL; s += n) {
+        if ((s == list || s[-1] == ' ') && (s[n] == ' ' || s[n] == '\0'))
+            return 1;
+    }
+    return 0;
+}
+
+static void collect_extensions(cl_device_id dev, device_report *r)
+{
+    char *list = device_string(dev, CL_DEVICE_EXTENSIONS, &r->ext_err);
+    if (!list)
+        return;
+    for (size_t i = 0; i < N_EXTS; i++)
+        r->ext_has[i] = has_extension(list, extensions[i]);
+    free(list);
+}
+
+static int device_has_extension(const device_report *r, const char *ext)
+{
+    for (size_t i = 0; i < N_EXTS; i++)
+        if (strcmp(extensions[i], ext) == 0)
+            return r->ext_err == CL_SUCCESS && r->ext_has[i];
+    return 0;
+}
+
+/* An fa_cl context on one device, so that the planner gets exactly the limits a user's context
+ * would (fa_cl__context_limits: device properties plus FA_CL_LOCAL_MEM_BYTES / FA_CL_TILE), with
+ * no copy of that logic here to drift. NULL with the library's message in why on failure. */
+static fa_cl_context *context_on(cl_platform_id plat, cl_device_id dev, char *why, size_t size)
+{
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plat, 0};
+    cl_int err = CL_SUCCESS;
+    cl_context clctx = clCreateContext(props, 1, &dev, NULL, NULL, &err);
+    if (!clctx) {
+        snprintf(why, size, "clCreateContext: %s (%d)", fa_cl__cl_error_name(err), (int)err);
+        return NULL;
+    }
+    cl_command_queue q = clCreateCommandQueue(clctx, dev, 0, &err);
+    if (!q) {
+        snprintf(why, size, "clCreateCommandQueue: %s (%d)", fa_cl__cl_error_name(err), (int)err);
+        clReleaseContext(clctx);
+        return NULL;
+    }
+    fa_cl_context *ctx = NULL;
+    if (fa_cl_context_create(clctx, dev, q, &ctx) != FA_CL_SUCCESS)
+        snprintf(why, size, "%s", fa_cl_last_error(NULL));
+    clReleaseCommandQueue(q); /* the fa_cl context holds its own references */
+    clReleaseContext(clctx);
+    return ctx;
+}
+
+static void collect_plans(cl_platform_id plat, cl_device_id dev, device_report *r)
+{
+    fa_cl_context *ctx = context_on(plat, dev, r->plans_error, sizeof r->plans_error);
+    if (!ctx)
+        return;
+    fa_cl__context_limits(ctx, &r->limits);
+    fa_cl_context_release(ctx);
+    size_t i = 0;
+    for (size_t h = 0; h < COUNT_OF(plan_head_dims); h++) {
+        for (size_t t = 0; t < COUNT_OF(plan_dtypes); t++, i++) {
+            plan_row *row = &r->plans[i];
+            row->head_dim = plan_head_dims[h];
+            row->dtype = plan_dtypes[t];
+            fa_cl_tile_request req = {row->head_dim, row->dtype, PLAN_SEQLEN, PLAN_SEQLEN};
+            row->status = fa_cl_plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
+        }
+    }
+    r->planned = 1;
+}
+
+static void collect_device(cl_platform_id plat, cl_device_id dev, int p, int d, cl_device_id default_dev,
+                           const options *o, device_report *r)
+{
+    memset(r, 0, sizeof *r);
+    r->p = p;
+    r->d = d;
+    r->is_default = (default_dev != NULL && dev == default_dev);
+    collect_extensions(dev, r);
+    for (size_t i = 0; i < N_PROPS; i++) {
+        const device_prop *dp = &device_props[i];
+        if (dp->needs_ext && !device_has_extension(r, dp->needs_ext))
+            r->props[i].kind = V_ABSENT;
+        else
+            dp->fmt(dev, dp->param, &r->props[i]);
+    }
+    if (o->plans)
+        collect_plans(plat, dev, r);
+    else
+        snprintf(r->plans_error, sizeof r->plans_error, "not computed (--no-plans)");
+}
+
+static void collect_platform(cl_platform_id plat, int p, platform_report *r)
+{
+    memset(r, 0, sizeof *r);
+    r->p = p;
+    for (size_t i = 0; i < N_PLATFORM_PROPS; i++) {
+        value *v = &r->props[i];
+        char buf[1024] = "";
+        cl_int err = clGetPlatformInfo(plat, platform_props[i].param, sizeof buf - 1, buf, NULL);
+        if (err != CL_SUCCESS)
+            set_error(v, err);
+        else
+            set_text(v, trim(buf));
+    }
+}
+
+/* ==== human output ============================================================================ */
+
+/* "65536 (64 KiB)": exact bytes for scripts that grep, a unit for people. */
+static void format_bytes(char *buf, size_t size, cl_ulong v)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+    int u = -1;
+    cl_ulong scale = 1;
+    while (u + 1 < (int)COUNT_OF(units) && v >= scale * 1024) {
+        scale *= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, size, "%llu", (unsigned long long)v);
+    else if (v % scale == 0)
+        snprintf(buf, size, "%llu (%llu %s)", (unsigned long long)v, (unsigned long long)(v / scale), units[u]);
+    else
+        snprintf(buf, size, "%llu (%.1f %s)", (unsigned long long)v, (double)v / (double)scale, units[u]);
+}
+
+static void format_value(char *buf, size_t size, const value *v)
+{
+    switch (v->kind) {
+    case V_TEXT: snprintf(buf, size, "%s", v->text); break;
+    case V_COUNT: snprintf(buf, size, "%llu", (unsigned long long)v->num); break;
+    case V_BYTES: format_bytes(buf, size, v->num); break;
+    case V_ERROR: snprintf(buf, size, "<error: %s (%d)>", fa_cl__cl_error_name(v->err), (int)v->err); break;
+    case V_ABSENT: snprintf(buf, size, "n/a"); break;
+    }
+}
+
+static void human_row(const char *indent, const char *label, const value *v)
+{
+    char buf[600];
+    format_value(buf, sizeof buf, v);
+    printf("%s%-28s %s\n", indent, label, buf);
+}
+
+static void human_env(const env_state *env)
+{
+    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TILE", "FA_CL_KERNEL_DIR",
+                                        "FA_CL_BUILD_OPTIONS"};
+    int any = 0;
+    printf("Environment:");
+    for (size_t i = 0; i < COUNT_OF(names); i++) {
+        const char *s = getenv(names[i]);
+        if (s && *s) {
+            printf(" %s=%s", names[i], s);
+            any = 1;
+        }
+    }
+    printf("%s\n", any ? "" : " no FA_CL_* variables set");
+    if (env->status != FA_CL_SUCCESS)
+        printf("  error: %s (fa_cl_context_create would fail)\n", env->error);
+}
+
+static void human_platform(const platform_report *r)
+{
+    printf("\nPlatform %d: %s\n", r->p, r->props[0].kind == V_TEXT ? r->props[0].text : "?");
+    for (size_t i = 1; i < N_PLATFORM_PROPS; i++)
+        human_row("  ", platform_props[i].label, &r->props[i]);
+    if (r->devices_err == CL_DEVICE_NOT_FOUND)
+        printf("  %-28s 0 (CL_DEVICE_NOT_FOUND)\n", "Devices");
+    else if (r->devices_err != CL_SUCCESS)
+        printf("  %-28s <error: %s (%d)>\n", "Devices", fa_cl__cl_error_name(r->devices_err), (int)r->devices_err);
+    else
+        printf("  %-28s %u\n", "Devices", r->num_devices);
+}
+
+static void human_plan_row(const plan_row *row)
+{
+    printf("      %8d %-5s ", row->head_dim, fa_cl__dtype_name(row->dtype));
+    if (row->status != FA_CL_SUCCESS) {
+        printf("error %s: %s\n", fa_cl_status_string(row->status), row->msg);
+        return;
+    }
+    const fa_cl_tiles *t = &row->tiles;
+    char used[48];
+    snprintf(used, sizeof used, "%zu / %zu", t->local_mem_bytes, t->local_mem_budget);
+    printf("%4d %4d %9d %7d %19s  %-9s %s%s\n", t->block_q, t->block_kv, t->rows_per_item, t->work_group_size, used,
+           "portable", t->budget_source, t->forced ? " (FA_CL_TILE)" : "");
+}
+
+static void human_plans(const device_report *r)
+{
+    if (!r->planned) {
+        printf("    Plans: %s\n", r->plans_error);
+        return;
+    }
+    const fa_cl_limits *l = &r->limits;
+    printf("    Plans: the planner's choice before compilation (seqlen %d); fa_cl_plan_create re-plans if the\n"
+           "    compiled kernel reports fewer work-items or more local memory than planned.\n",
+           PLAN_SEQLEN);
+    printf("    Planner limits: local memory %zu bytes (%s), max work-group %zu", l->local_mem_size,
+           l->local_mem_is_global ? "type global" : "type local", l->max_work_group);
+    if (l->local_mem_cap)
+        printf(", FA_CL_LOCAL_MEM_BYTES %zu", l->local_mem_cap);
+    const char *tile = getenv("FA_CL_TILE"); /* as typed: its fields are the library's to parse */
+    if (tile && *tile)
+        printf(", FA_CL_TILE %s", tile);
+    printf("\n      head_dim dtype  B_r  B_c rows/item WG size  local bytes/budget  kernel    budget source\n");
+    for (size_t i = 0; i < N_PLANS; i++)
+        human_plan_row(&r->plans[i]);
+}
+
+static void human_device(const device_report *r)
+{
+    const value *name = &r->props[0]; /* CL_DEVICE_NAME heads the table */
+    printf("\n  Device %d:%d: %s%s\n", r->p, r->d, name->kind == V_TEXT ? name->text : "?",
+           r->is_default ? "  [default device]" : "");
+    for (size_t i = 0; i < N_PROPS; i++)
+        if (r->props[i].kind != V_ABSENT)
+            human_row("    ", device_props[i].label, &r->props[i]);
+    if (r->ext_err != CL_SUCCESS) {
+        printf("    %-28s <error: %s (%d)>\n", "Extensions", fa_cl__cl_error_name(r->ext_err), (int)r->ext_err);
+    } else {
+        printf("    Extensions\n");
+        for (size_t i = 0; i < N_EXTS; i++)
+            printf("      %-34s %s\n", extensions[i], r->ext_has[i] ? "yes" : "no");
+    }
+    human_plans(r);
+}
+
+/* ==== JSON output ============================================================================= */
+
+/* A small streaming writer: it tracks commas and indentation so callers only name members. */
+typedef struct json {
+    FILE *f;
+    int depth;
+    int first[16]; /* no member written yet at this depth */
+} json;
+
+/* Escape for JSON; bytes that are not valid UTF-8 become U+FFFD so the document always parses. */
+static void json_string(FILE *f, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', f);
+    while (*p) {
+        unsigned c = *p;
+        int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+        int ok = len > 0;
+        for (int i = 1; ok && i < len; i++)
+            ok = (p[i] & 0xC0) == 0x80;
+        if (!ok) {
+            fputs("\\ufffd", f);
+            p++;
+        } else if (len > 1) {
+            fwrite(p, 1, (size_t)len, f);
+            p += len;
+        } else {
+            if (c == '"' || c == '\\')
+                fprintf(f, "\\%c", (int)c);
+            else if (c == '\n')
+                fputs("\\n", f);
+            else if (c == '\t')
+                fputs("\\t", f);
+            else if (c < 0x20)
+                fprintf(f, "\\u%04x", c);
+            else
+                fputc((int)c, f);
+            p++;
+        }
+    }
+    fputc('"', f);
+}
+
+static void json_indent(json *w)
+{
+    fputc('\n', w->f);
+    for (int i = 0; i < w->depth; i++)
+        fputs("  ", w->f);
+}
+
+/* Comma, newline and indent before a member (key != NULL) or an array element (key == NULL). */
+static void json_key(json *w, const char *key)
+{
+    if (w->depth > 0) {
+        if (!w->first[w->depth])
+            fputc(',', w->f);
+        w->first[w->depth] = 0;
+        json_indent(w);
+    }
+    if (key) {
+        json_string(w->f, key);
+        fputs(": ", w->f);
+    }
+}
+
+static void json_open(json *w, const char *key, char brace)
+{
+    json_key(w, key);
+    fputc(brace, w->f);
+    if (w->depth + 1 < (int)COUNT_OF(w->first))
+        w->depth++;
+    w->first[w->depth] = 1;
+}
+
+static void json_close(json *w, char brace)
+{
+    int empty = w->first[w->depth];
+    w->depth--;
+    if (!empty)
+        json_indent(w);
+    fputc(brace, w->f);
+}
+
+static void json_str(json *w, const char *key, const char *s)
+{
+    json_key(w, key);
+    if (s)
+        json_string(w->f, s);
+    else
+        fputs("null", w->f);
+}
+
+static void json_num(json *w, const char *key, unsigned long long v)
+{
+    json_key(w, key);
+    fprintf(w->f, "%llu", v);
+}
+
+static void json_int(json *w, const char *key, long long v)
+{
+    json_key(w, key);
+    fprintf(w->f, "%lld", v);
+}
+
+static void json_bool(json *w, const char *key, int v)
+{
+    json_key(w, key);
+    fputs(v ? "true" : "false", w->f);
+}
+
+/* Numbers stay numbers; a failed query is {"error": "CL_..."}; a property that does not apply is null. */
+static void json_value(json *w, const char *key, const value *v)
+{
+    switch (v->kind) {
+    case V_TEXT: json_str(w, key, v->text); break;
+    case V_COUNT:
+    case V_BYTES: json_num(w, key, v->num); break;
+    case V_ABSENT: json_str(w, key, NULL); break;
+    case V_ERROR:
+        json_open(w, key, '{');
+        json_str(w, "error", fa_cl__cl_error_name(v->err));
+        json_int(w, "code", (long long)v->err);
+        json_close(w, '}');
+        break;
+    }
+}
+
+static void json_env(json *w, const env_state *env)
+{
+    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TILE", "FA_CL_KERNEL_DIR",
+                                        "FA_CL_BUILD_OPTIONS"};
+    json_open(w, "environment", '{');
+    for (size_t i = 0; i < COUNT_OF(names); i++) {
+        const char *s = getenv(names[i]);
+        json_str(w, names[i], s && *s ? s : NULL);
+    }
+    json_str(w, "error", env->status == FA_CL_SUCCESS ? NULL : env->error);
+    json_close(w, '}');
+}
+
+static void json_plan_row(json *w, const plan_row *row)
+{
+    const fa_cl_tiles *t = &row->tiles;
+    json_open(w, NULL, '{');
+    json_num(w, "head_dim", (unsigned long long)row->head_dim);
+    json_str(w, "dtype", fa_cl__dtype_name(row->dtype));
+    if (row->status != FA_CL_SUCCESS) {
+        json_str(w, "status", fa_cl_status_string(row->status));
+        json_str(w, "error", row->msg);
+    } else {
+        json_num(w, "block_q", (unsigned long long)t->block_q);
+        json_num(w, "block_kv", (unsigned long long)t->block_kv);
+        json_num(w, "rows_per_item", (unsigned long long)t->rows_per_item);
+        json_num(w, "work_group_size", (unsigned long long)t->work_group_size);
+        json_num(w, "head_dim_padded", (unsigned long long)t->head_dim_padded);
+        json_num(w, "local_mem_bytes", t->local_mem_bytes);
+        json_num(w, "local_mem_budget", t->local_mem_budget);
+        json_str(w, "budget_source", t->budget_source);
+        json_bool(w, "forced", t->forced);
+        json_str(w, "kernel", "portable");
+        json_str(w, "error", NULL);
+    }
+    json_close(w, '}');
+}
+
+static void json_plans(json *w, const device_report *r)
+{
+    json_open(w, "plans", '{');
+    json_str(w, "note", "the planner's choice before compilation; fa_cl_plan_create re-plans if the compiled "
+                        "kernel reports fewer work-items or more local memory");
+    json_num(w, "seqlen", PLAN_SEQLEN);
+    json_str(w, "error", r->planned ? NULL : r->plans_error);
+    if (r->planned) {
+        const fa_cl_limits *l = &r->limits;
+        json_open(w, "limits", '{');
+        json_num(w, "local_mem_size", l->local_mem_size);
+        json_bool(w, "local_mem_is_global", l->local_mem_is_global);
+        json_num(w, "max_work_group", l->max_work_group);
+        json_num(w, "local_mem_cap", l->local_mem_cap);
+        const char *tile = getenv("FA_CL_TILE");
+        json_str(w, "forced_tile", tile && *tile ? tile : NULL);
+        json_close(w, '}');
+        json_open(w, "rows", '[');
+        for (size_t i = 0; i < N_PLANS; i++)
+            json_plan_row(w, &r->plans[i]);
+        json_close(w, ']');
+    }
+    json_close(w, '}');
+}
+
+static void json_device(json *w, const device_report *r)
+{
+    char id[32];
+    snprintf(id, sizeof id, "%d:%d", r->p, r->d);
+    json_open(w, NULL, '{');
+    json_str(w, "id", id);
+    json_bool(w, "default", r->is_default);
+    for (size_t i = 0; i < N_PROPS; i++)
+        json_value(w, device_props[i].key, &r->props[i]);
+    if (r->ext_err != CL_SUCCESS) {
+        value v = {.kind = V_ERROR, .err = r->ext_err};
+        json_value(w, "extensions", &v);
+    } else {
+        json_open(w, "extensions", '{');
+        for (size_t i = 0; i < N_EXTS; i++)
+            json_bool(w, extensions[i], r->ext_has[i]);
+        json_close(w, '}');
+    }
+    json_plans(w, r);
+    json_close(w, '}');
+}
+
+static void json_platform_begin(json *w, const platform_report *r)
+{
+    json_open(w, NULL, '{');
+    json_num(w, "index", (unsigned long long)r->p);
+    for (size_t i = 0; i < N_PLATFORM_PROPS; i++)
+        json_value(w, platform_props[i].key, &r->props[i]);
+    json_str(w, "devices_error", r->devices_err == CL_SUCCESS ? NULL : fa_cl__cl_error_name(r->devices_err));
+    json_open(w, "devices", '[');
+}
+
+static void json_platform_end(json *w)
+{
+    json_close(w, ']');
+    json_close(w, '}');
+}
+
+/* ==== no platform: why, and what to install ==================================================== */
+
+#ifdef HAVE_POSIX_DIRS
+static int file_mentions(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+/* Does an ICD file in dir (or the file itself, as OCL_ICD_VENDORS may name one) mention needle? */
+static int icd_registered(const char *dir, const char *needle)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return 0;
+    if (!S_ISDIR(st.st_mode))
+        return strstr(dir, needle) != NULL || file_mentions(dir, needle);
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return 0;
+    int found = 0;
+    for (struct dirent *e; !found && (e = readdir(dp)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 4, ".icd") != 0)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        found = file_mentions(path, needle);
+    }
+    closedir(dp);
+    return found;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+#endif
+
+/* Append printf-style to buf (NUL-terminated, truncated when full). */
+static void append(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void append(char *buf, size_t size, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    if (used + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
+/* The NVIDIA driver ships its OpenCL library without registering it in some container images. */
+static void nvidia_hint(char *buf, size_t size)
+{
+#ifdef HAVE_POSIX_DIRS
+    static const char *const lib_dirs[] = {"/usr/lib/x86_64-linux-gnu/", "/usr/lib/", "/usr/lib64/"};
+    const char *lib = "libnvidia-opencl.so.1";
+    char path[512] = "";
+    for (size_t i = 0; i < COUNT_OF(lib_dirs) && !path[0]; i++) {
+        char candidate[512];
+        snprintf(candidate, sizeof candidate, "%s%s", lib_dirs[i], lib);
+        FILE *probe = fopen(candidate, "rb");
+        if (probe) {
+            fclose(probe);
+            snprintf(path, sizeof path, "%s", candidate);
+        }
+    }
+    if (!path[0])
+        return;
+    const char *env_dir = getenv("OCL_ICD_VENDORS");
+    const char *vendors = env_dir && *env_dir ? env_dir : "/etc/OpenCL/vendors";
+    if (icd_registered(vendors, "libnvidia-opencl")) {
+        append(buf, size, "%s is registered in %s but gave no platform: check that the NVIDIA driver is loaded "
+                          "(nvidia-smi) and that the library matches its version.\n", path, vendors);
+        return;
+    }
+    /* an OCL_ICD_VENDORS that is no directory cannot take the file: register system-wide instead */
+    int env_usable = env_dir && *env_dir && is_dir(env_dir);
+    const char *target = env_usable ? env_dir : "/etc/OpenCL/vendors";
+    append(buf, size, "%s exists but no file in %s names it. Register it%s:\n"
+                      "  mkdir -p %s && echo %s > %s/nvidia.icd\n", path, vendors,
+           env_usable ? "" : " (as root)", target, path, target);
+    if (env_dir && *env_dir && !env_usable)
+        append(buf, size, "  and unset OCL_ICD_VENDORS, which points the loader elsewhere.\n");
+#else
+    (void)buf;
+    (void)size;
+#endif
+}
+
+/* Why there is no platform and what to install: on stderr, and as JSON on stdout with --json. */
+static int report_no_platform(cl_int err, cl_uint count, const options *o)
+{
+    char msg[2048] = "";
+    if (err != CL_SUCCESS)
+        append(msg, sizeof msg, "no OpenCL platform found (clGetPlatformIDs: %s (%d)).\n", fa_cl__cl_error_name(err),
+               (int)err);
+    else
+        append(msg, sizeof msg, "no OpenCL platform found (clGetPlatformIDs returned %u platforms).\n", count);
+    const char *env_dir = getenv("OCL_ICD_VENDORS");
+    if (env_dir && *env_dir)
+        append(msg, sizeof msg, "OCL_ICD_VENDORS=%s is set: the ICD loader reads drivers from there instead of "
+                                "/etc/OpenCL/vendors.\n", env_dir);
+    append(msg, sizeof msg, "Install an OpenCL driver and the ICD loader:\n"
+                            "  CPU (Debian/Ubuntu): apt-get install pocl-opencl-icd ocl-icd-libopencl1\n"
+                            "  GPU: your vendor's ICD (e.g. nvidia-opencl-icd, intel-opencl-icd, mesa-opencl-icd, "
+                            "ROCm)\n");
+    nvidia_hint(msg, sizeof msg);
+    fprintf(stderr, "fa_cl_info: %s", msg);
+    if (o->json) {
+        json w = {stdout, 0, {1}};
+        json_open(&w, NULL, '{');
+        json_str(&w, "error", msg);
+        json_str(&w, "cl_error", err != CL_SUCCESS ? fa_cl__cl_error_name(err) : NULL);
+        json_open(&w, "platforms", '[');
+        json_close(&w, ']');
+        json_close(&w, '}');
+        fputc('\n', stdout);
+    }
+    return 1;
+}
+
+/* ==== options ================================================================================= */
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: fa_cl_info [--device p:d] [--json] [--no-plans] [--help]\n"
+               "List OpenCL platforms and devices with the properties fa_cl uses, and the tiles its\n"
+               "planner chooses on each device for head_dim 32..256 (f32, f16).\n"
+               "  -d, --device p:d   only platform p, device d (the numbering FA_CL_DEVICE uses)\n"
+               "  --json             machine-readable output\n"
+               "  --no-plans         skip the plan table\n"
+               "  -h, --help         this text\n"
+               "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TILE in the plan table, as the library does.\n");
+}
+
+/* "p:d" with two non-negative decimal indices. */
+static int parse_device(const char *s, int *p, int *d)
+{
+    char *end = NULL;
+    errno = 0;
+    long lp = strtol(s, &end, 10);
+    if (errno || end == s || *end != ':' || lp < 0 || lp > 1000000 || s[0] == '-' || s[0] == '+')
+        return 0;
+    const char *t = end + 1;
+    long ld = strtol(t, &end, 10);
+    if (errno || end == t || *end || ld < 0 || ld > 1000000 || t[0] == '-' || t[0] == '+')
+        return 0;
+    *p = (int)lp;
+    *d = (int)ld;
+    return 1;
+}
+
+/* 0: run; 1: --help printed; 2: usage error (already reported). */
+static int parse_options(int argc, char **argv, options *o)
+{
+    *o = (options){.json = 0, .plans = 1, .want_p = -1, .want_d = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *dev = NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 1;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+        } else if (strcmp(a, "--no-plans") == 0) {
+            o->plans = 0;
+        } else if (strcmp(a, "-d") == 0 || strcmp(a, "--device") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "fa_cl_info: %s needs an argument p:d\n", a);
+                usage(stderr);
+                return 2;
+            }
+            dev = argv[++i];
+        } else if (strncmp(a, "--device=", 9) == 0) {
+            dev = a + 9;
+        } else {
+            fprintf(stderr, "fa_cl_info: unknown option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (dev && !parse_device(dev, &o->want_p, &o->want_d)) {
+            fprintf(stderr, "fa_cl_info: --device wants p:d (two indices, e.g. 0:1), got '%s'\n", dev);
+            usage(stderr);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* ==== main ==================================================================================== */
+
+/* Platform and device handles, numbered as fa_cl_context_create_default numbers them for FA_CL_DEVICE. */
+typedef struct inventory {
+    cl_platform_id *platforms;
+    cl_uint num_platforms;
+} inventory;
+
+/* Devices of one platform (heap, caller frees); *err says why there are none. */
+static cl_device_id *platform_devices(cl_platform_id plat, cl_uint *count, cl_int *err)
+{
+    *count = 0;
+    *err = clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 0, NULL, count);
+    if (*err != CL_SUCCESS || *count == 0)
+        return NULL;
+    cl_device_id *devs = (cl_device_id *)calloc(*count, sizeof *devs);
+    if (!devs) {
+        *err = CL_OUT_OF_HOST_MEMORY;
+        *count = 0;
+        return NULL;
+    }
+    *err = clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, *count, devs, NULL);
+    if (*err != CL_SUCCESS) {
+        free(devs);
+        *count = 0;
+        return NULL;
+    }
+    return devs;
+}
+
+/* The device fa_cl_context_create_default picks (FA_CL_DEVICE, else first GPU, else first device). */
+static cl_device_id default_device(char *why, size_t size)
+{
+    fa_cl_context *ctx = NULL;
+    if (fa_cl_context_create_default(&ctx) != FA_CL_SUCCESS) {
+        snprintf(why, size, "%s", fa_cl_last_error(NULL));
+        return NULL;
+    }
+    cl_device_id dev = fa_cl_context_device(ctx);
+    fa_cl_context_release(ctx); /* the device handle outlives the context: root devices are not released */
+    return dev;
+}
+
+/* Check --device before printing anything, so a bad index is one clear message. */
+static int check_selection(const inventory *inv, const options *o)
+{
+    if (o->want_p < 0)
+        return 1;
+    if ((cl_uint)o->want_p >= inv->num_platforms) {
+        fprintf(stderr, "fa_cl_info: no device %d:%d: there %s %u platform%s (0..%u)\n", o->want_p, o->want_d,
+                inv->num_platforms == 1 ? "is" : "are", inv->num_platforms, inv->num_platforms == 1 ? "" : "s",
+                inv->num_platforms - 1);
+        return 0;
+    }
+    cl_uint nd = 0;
+    cl_int err = CL_SUCCESS;
+    free(platform_devices(inv->platforms[o->want_p], &nd, &err));
+    if ((cl_uint)o->want_d >= nd) {
+        fprintf(stderr, "fa_cl_info: no device %d:%d: platform %d has %u device%s", o->want_p, o->want_d, o->want_p,
+                nd, nd == 1 ? "" : "s");
+        if (err != CL_SUCCESS)
+            fprintf(stderr, " (clGetDeviceIDs: %s)", fa_cl__cl_error_name(err));
+        fputc('\n', stderr);
+        return 0;
+    }
+    return 1;
+}
+
+static void show_platform(const inventory *inv, cl_uint p, cl_device_id default_dev, const options *o, json *w,
+                          device_report *dr)
+{
+    platform_report pr;
+    collect_platform(inv->platforms[p], (int)p, &pr);
+    cl_device_id *devs = platform_devices(inv->platforms[p], &pr.num_devices, &pr.devices_err);
+    if (o->json)
+        json_platform_begin(w, &pr);
+    else
+        human_platform(&pr);
+    for (cl_uint d = 0; d < pr.num_devices; d++) {
+        if (o->want_d >= 0 && (cl_uint)o->want_d != d)
+            continue;
+        collect_device(inv->platforms[p], devs[d], (int)p, (int)d, default_dev, o, dr);
+        if (o->json)
+            json_device(w, dr);
+        else
+            human_device(dr);
+    }
+    if (o->json)
+        json_platform_end(w);
+    free(devs);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    int rc = parse_options(argc, argv, &o);
+    if (rc != 0)
+        return rc == 1 ? 0 : 2;
+
+    inventory inv = {NULL, 0};
+    cl_int err = clGetPlatformIDs(0, NULL, &inv.num_platforms);
+    if (err != CL_SUCCESS || inv.num_platforms == 0)
+        return report_no_platform(err, inv.num_platforms, &o);
+    inv.platforms = (cl_platform_id *)calloc(inv.num_platforms, sizeof *inv.platforms);
+    if (!inv.platforms) {
+        fprintf(stderr, "fa_cl_info: out of host memory\n");
+        return 1;
+    }
+    err = clGetPlatformIDs(inv.num_platforms, inv.platforms, NULL);
+    if (err != CL_SUCCESS) {
+        free(inv.platforms);
+        return report_no_platform(err, 0, &o);
+    }
+    if (!check_selection(&inv, &o)) {
+        free(inv.platforms);
+        return 1;
+    }
+
+    env_state env;
+    env.status = fa_cl__env_read(&env.env, env.error, sizeof env.error);
+    char default_why[FA_CL_ERROR_CAPACITY] = "";
+    cl_device_id default_dev = default_device(default_why, sizeof default_why);
+    /* a report holds a large error buffer: one on the heap, reused for every device */
+    device_report *dr = (device_report *)malloc(sizeof *dr);
+    if (!dr) {
+        free(inv.platforms);
+        fprintf(stderr, "fa_cl_info: out of host memory\n");
+        return 1;
+    }
+
+    json w = {stdout, 0, {1}};
+    if (o.json) {
+        json_open(&w, NULL, '{');
+        json_str(&w, "fa_cl_version", FA_CL_VERSION_STRING);
+        json_env(&w, &env);
+        json_str(&w, "default_device_error", default_dev ? NULL : default_why);
+        json_open(&w, "platforms", '[');
+    } else {
+        printf("fa_cl %s: OpenCL platforms and devices (%u platform%s)\n", FA_CL_VERSION_STRING, inv.num_platforms,
+               inv.num_platforms == 1 ? "" : "s");
+        human_env(&env);
+        if (!default_dev)
+            printf("Default device: none (%s)\n", default_why);
+    }
+    for (cl_uint p = 0; p < inv.num_platforms; p++)
+        if (o.want_p < 0 || (cl_uint)o.want_p == p)
+            show_platform(&inv, p, default_dev, &o, &w, dr);
+    if (o.json) {
+        json_close(&w, ']');
+        json_close(&w, '}');
+        fputc('\n', stdout);
+    }
+    free(dr);
+    free(inv.platforms);
+    return 0;
+}
