@@ -25,14 +25,17 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     }
     s = getenv("FA_CL_TILE");
     if (s && *s) {
-        int q = 0, kv = 0;
+        int q = 0, kv = 0, rows = 0;
         char tail = 0;
-        if (sscanf(s, "%dx%d%c", &q, &kv, &tail) != 2 || q <= 0 || kv <= 0 || q > 4096 || kv > 4096) {
-            snprintf(msg, msg_size, "FA_CL_TILE='%s' is not <B_r>x<B_c> with positive sizes (e.g. 64x32)", s);
+        int n = sscanf(s, "%dx%dx%d%c", &q, &kv, &rows, &tail);
+        if (n < 2 || n > 3 || q <= 0 || kv <= 0 || q > 4096 || kv > 4096 || (n == 3 && (rows <= 0 || q % rows))) {
+            snprintf(msg, msg_size, "FA_CL_TILE='%s' is not <B_r>x<B_c>[x<rows per work-item>] with positive sizes "
+                     "(e.g. 64x32 or 128x32x2; B_r a multiple of the rows)", s);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
         out->tile_q = q;
         out->tile_kv = kv;
+        out->tile_rows = n == 3 ? rows : 0;
     }
     s = getenv("FA_CL_KERNEL_DIR");
     if (s && *s) {
@@ -51,6 +54,8 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         strcpy(out->build_options, s);
     }
+    s = getenv("FA_CL_DEBUG_BUILD_LOG");
+    out->print_build_log = s && *s && strcmp(s, "0") != 0;
     return FA_CL_SUCCESS;
 }
 
@@ -248,4 +253,5 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     out->local_mem_cap = ctx->env.local_mem_cap;
     out->forced_q = ctx->env.tile_q;
     out->forced_kv = ctx->env.tile_kv;
+    out->forced_rows = ctx->env.tile_rows;
 }

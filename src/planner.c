@@ -61,8 +61,13 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
                      "budget (%s) is %zu", br, bc, (size_t)(br + bc) * row_bytes, e, dpad, source, budget);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
-        tm = 1;
-        while ((size_t)(br / tm) > max_wg && br % (tm * 2) == 0)
+        tm = lim->forced_rows > 0 ? lim->forced_rows : 1;
+        if (br % tm) {
+            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d: B_r must be a multiple of the rows per work-item", br, bc,
+                     tm);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        while (lim->forced_rows <= 0 && (size_t)(br / tm) > max_wg && br % (tm * 2) == 0)
             tm *= 2;
         if ((size_t)(br / tm) > max_wg) {
             snprintf(msg, msg_size, "FA_CL_TILE=%dx%d needs a work-group larger than the device's %zu", br, bc,

@@ -13,6 +13,7 @@ typedef struct fa_cl_limits {
     size_t local_mem_cap;      /* FA_CL_LOCAL_MEM_BYTES, 0 = none */
     size_t kernel_other_local; /* local bytes the kernel uses besides its tiles */
     int forced_q, forced_kv;   /* FA_CL_TILE, 0 = none */
+    int forced_rows;           /* FA_CL_TILE's optional third field: rows per work-item, 0 = planner's */
 } fa_cl_limits;
 
 /* The shape class a plan is made for. */

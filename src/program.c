@@ -22,6 +22,18 @@ static uint64_t hash_text(uint64_t h, const char *s)
     return h;
 }
 
+/* FA_CL_DEBUG_BUILD_LOG: compilers put register and spill reports here (-cl-nv-verbose). */
+static void print_build_log(fa_cl_context *ctx, cl_program prog, const char *options)
+{
+    size_t size = 0;
+    char *log = NULL;
+    if (clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size) == CL_SUCCESS &&
+        (log = (char *)calloc(size + 1, 1)) != NULL)
+        clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, size, log, NULL);
+    fprintf(stderr, "fa_cl: build log for \"%s\":\n%s\n", options, log ? log : "");
+    free(log);
+}
+
 static fa_cl_status build_failed(fa_cl_context *ctx, cl_program prog, cl_int err, const char *options)
 {
     size_t size = 0;
@@ -85,6 +97,8 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
         } else {
             /* Builds run outside the lock: they can take seconds, and other threads may plan meanwhile. */
             err = clBuildProgram(prog, 1, &ctx->device, full, NULL, NULL);
+            if (err == CL_SUCCESS && ctx->env.print_build_log)
+                print_build_log(ctx, prog, full);
             if (err != CL_SUCCESS) {
                 st = build_failed(ctx, prog, err, full);
                 clReleaseProgram(prog);

@@ -1,0 +1,578 @@
+/* fa_cl_bench: the fused forward against the CLBlast reference, timed with OpenCL profiling events.
+ *
+ * Per row: median/min ms, TFLOP/s (4 * B * Hq * visible pairs * d), speed-up over the reference,
+ * extra device memory of each path, max error vs the reference, and the plan.
+ * Run with --help for the options. */
+#include "fa_cl.h"
+#include "tolerance.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct shape {
+    int64_t b, h, hkv, sq, sk, d;
+    fa_cl_dtype dtype;
+    int causal;
+    int64_t wl, wr;
+} shape;
+
+typedef struct options {
+    shape one;
+    const char *suite; /* NULL, "full" or "tiny" */
+    const char *json;
+    int check, reps, warmup, no_reference, lse;
+} options;
+
+typedef struct row {
+    shape s;
+    fa_cl_plan_info plan;
+    double flops;
+    double fused_med, fused_min, ref_med, ref_min; /* ms; ref < 0: not run */
+    size_t fused_extra, ref_extra;
+    double max_err;
+    int within_tol;
+    char note[512];
+    int failed;
+} row;
+
+/* ---- input generation on the device (a hash, so huge inputs cost no host time) ---------------- */
+
+static const char *fill_source =
+    "__kernel void fill(__global uint *p, ulong n_words, uint seed, int dtype) {\n"
+    "  ulong i = get_global_id(0); if (i >= n_words) return;\n"
+    "  uint x = (uint)i * 747796405u + seed * 2891336453u + (uint)(i >> 32) * 277803737u;\n"
+    "  x = ((x >> ((x >> 28) + 4u)) ^ x) * 277803737u; x = (x >> 22) ^ x;\n"
+    "  if (dtype == 0) { p[i] = as_uint((float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f); return; }\n"
+    "  uint y = x * 1664525u + 1013904223u; float a = (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;\n"
+    "  float b = (float)(y >> 8) * (2.0f / 16777216.0f) - 1.0f; uint lo, hi;\n"
+    "  if (dtype == 2) { lo = as_uint(a) >> 16; hi = as_uint(b) >> 16; }\n"
+    "  else { __global half *h = (__global half *)(p + i); vstore_half_rte(a, 0, h); vstore_half_rte(b, 1, h);\n"
+    "         return; }\n"
+    "  p[i] = lo | (hi << 16);\n"
+    "}\n";
+
+static cl_kernel fill_kernel(cl_context c, cl_device_id dev)
+{
+    cl_int err;
+    cl_program p = clCreateProgramWithSource(c, 1, &fill_source, NULL, &err);
+    if (!p || clBuildProgram(p, 1, &dev, "", NULL, NULL) != CL_SUCCESS)
+        return NULL;
+    cl_kernel k = clCreateKernel(p, "fill", &err);
+    clReleaseProgram(p);
+    return k;
+}
+
+static int fill(cl_command_queue q, cl_kernel k, cl_mem m, size_t bytes, unsigned seed, fa_cl_dtype t)
+{
+    cl_ulong words = bytes / 4;
+    cl_int dtype = (cl_int)t;
+    size_t global = (size_t)((words + 255) / 256 * 256);
+    clSetKernelArg(k, 0, sizeof m, &m);
+    clSetKernelArg(k, 1, sizeof words, &words);
+    clSetKernelArg(k, 2, sizeof seed, &seed);
+    clSetKernelArg(k, 3, sizeof dtype, &dtype);
+    return clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL) == CL_SUCCESS;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------------ */
+
+static double visible_pairs(const shape *s)
+{
+    int64_t wl = s->wl < 0 ? s->sq + s->sk : s->wl, wr = s->wr < 0 ? s->sq + s->sk : s->wr;
+    if (s->causal && wr > 0)
+        wr = 0;
+    double pairs = 0;
+    for (int64_t i = 0; i < s->sq; i++) {
+        int64_t diag = i + s->sk - s->sq;
+        int64_t lo = diag - wl, hi = diag + wr + 1;
+        lo = lo < 0 ? 0 : lo > s->sk ? s->sk : lo;
+        hi = hi < 0 ? 0 : hi > s->sk ? s->sk : hi;
+        if (hi > lo)
+            pairs += (double)(hi - lo);
+    }
+    return pairs;
+}
+
+static float to_float(const void *p, size_t i, fa_cl_dtype t)
+{
+    if (t == FA_CL_F32)
+        return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    if (t == FA_CL_BF16) {
+        uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, u;
+    if (exp == 0) {
+        float f = ldexpf((float)man, -24);
+        return sign ? -f : f;
+    }
+    u = exp == 31 ? sign | 0x7f800000u | (man << 13) : sign | ((exp + 112) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double event_ms(cl_event start_marker, cl_event end)
+{
+    cl_ulong t0 = 0, t1 = 0;
+    if (clGetEventProfilingInfo(start_marker, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) != CL_SUCCESS ||
+        clGetEventProfilingInfo(end, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) != CL_SUCCESS)
+        return -1;
+    return (double)(t1 - t0) * 1e-6;
+}
+
+static const char *dtype_name(fa_cl_dtype t) { return t == FA_CL_F32 ? "f32" : t == FA_CL_F16 ? "f16" : "bf16"; }
+
+/* ---- one row -------------------------------------------------------------------------------- */
+
+typedef fa_cl_status (*forward_fn)(fa_cl_context *, const fa_cl_attention_desc *, cl_mem, cl_mem, cl_mem, cl_mem,
+                                   cl_mem, cl_uint, const cl_event *, cl_event *);
+
+/* Time `fn` over `reps` calls after `warmup`, rotating input sets; one event pair per call. */
+static int time_path(fa_cl_context *ctx, forward_fn fn, const fa_cl_attention_desc *d, cl_mem *q, cl_mem *k,
+                     cl_mem *v, int sets, cl_mem o, cl_mem lse, int warmup, int reps, double *med, double *mn,
+                     char *note, size_t note_size)
+{
+    cl_command_queue queue = fa_cl_context_queue(ctx);
+    double *t = (double *)calloc((size_t)reps, sizeof *t);
+    if (!t)
+        return 0;
+    for (int r = -warmup; r < reps; r++) {
+        int s = (r + warmup) % sets;
+        cl_event start = NULL, done = NULL;
+        if (clEnqueueMarkerWithWaitList(queue, 0, NULL, &start) != CL_SUCCESS) {
+            snprintf(note, note_size, "clEnqueueMarkerWithWaitList failed");
+            free(t);
+            return 0;
+        }
+        fa_cl_status st = fn(ctx, d, q[s], k[s], v[s], o, lse, 0, NULL, &done);
+        if (st != FA_CL_SUCCESS) {
+            snprintf(note, note_size, "%s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            clReleaseEvent(start);
+            free(t);
+            return 0;
+        }
+        clWaitForEvents(1, &done);
+        if (r >= 0)
+            t[r] = event_ms(start, done);
+        clReleaseEvent(start);
+        clReleaseEvent(done);
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    *mn = t[0];
+    *med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    free(t);
+    return 1;
+}
+
+static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, const shape *s, row *out)
+{
+    memset(out, 0, sizeof *out);
+    out->s = *s;
+    out->ref_med = out->ref_min = -1;
+    out->max_err = -1;
+    cl_context c = fa_cl_context_cl_context(ctx);
+    cl_command_queue queue = fa_cl_context_queue(ctx);
+    fa_cl_attention_desc d;
+    fa_cl_attention_desc_init(&d, s->b, s->h, s->sq, s->sk, s->d, s->dtype);
+    d.heads_kv = s->hkv;
+    d.causal = s->causal;
+    d.window_left = s->wl;
+    d.window_right = s->wr;
+    out->flops = 4.0 * (double)s->b * (double)s->h * visible_pairs(s) * (double)s->d;
+
+    fa_cl_plan *plan = NULL;
+    fa_cl_status st = fa_cl_plan_create(ctx, &d, &plan);
+    if (st != FA_CL_SUCCESS) {
+        snprintf(out->note, sizeof out->note, "plan: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+        out->failed = 1;
+        return;
+    }
+    fa_cl_plan_get_info(plan, &out->plan);
+    fa_cl_plan_release(plan);
+
+    size_t es = s->dtype == FA_CL_F32 ? 4 : 2;
+    /* whole 32-bit words, so the fill kernel covers an odd element count too */
+    size_t qbytes = ((size_t)(s->b * s->h * s->sq * s->d) * es + 3) & ~(size_t)3;
+    size_t kbytes = ((size_t)(s->b * s->hkv * s->sk * s->d) * es + 3) & ~(size_t)3;
+    size_t lbytes = (size_t)(s->b * s->h * s->sq) * 4;
+    /* rotate input sets while a set would sit in a 64 MiB cache */
+    size_t set_bytes = qbytes + 2 * kbytes;
+    int sets = set_bytes < ((size_t)64 << 20) ? 4 : 1;
+    cl_mem q[4] = {0}, k[4] = {0}, v[4] = {0}, o = NULL, o_ref = NULL, lse = NULL, lse_ref = NULL;
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < sets && err == CL_SUCCESS; i++) {
+        q[i] = clCreateBuffer(c, CL_MEM_READ_WRITE, qbytes, NULL, &err);
+        if (err == CL_SUCCESS)
+            k[i] = clCreateBuffer(c, CL_MEM_READ_WRITE, kbytes, NULL, &err);
+        if (err == CL_SUCCESS)
+            v[i] = clCreateBuffer(c, CL_MEM_READ_WRITE, kbytes, NULL, &err);
+        if (err == CL_SUCCESS && !(fill(queue, filler, q[i], qbytes, 1 + 3 * i, s->dtype) &&
+                                   fill(queue, filler, k[i], kbytes, 2 + 3 * i, s->dtype) &&
+                                   fill(queue, filler, v[i], kbytes, 3 + 3 * i, s->dtype)))
+            err = CL_OUT_OF_RESOURCES;
+    }
+    if (err == CL_SUCCESS)
+        o = clCreateBuffer(c, CL_MEM_READ_WRITE, qbytes, NULL, &err);
+    if (err == CL_SUCCESS && opt->lse)
+        lse = clCreateBuffer(c, CL_MEM_READ_WRITE, lbytes, NULL, &err);
+    if (err == CL_SUCCESS)
+        err = clFinish(queue);
+    if (err != CL_SUCCESS) {
+        snprintf(out->note, sizeof out->note, "input allocation failed (OpenCL error %d)", (int)err);
+        out->failed = 1;
+        goto cleanup;
+    }
+    out->fused_extra = opt->lse ? lbytes : 0;
+    if (!time_path(ctx, fa_cl_attention_forward, &d, q, k, v, sets, o, lse, opt->warmup, opt->reps, &out->fused_med,
+                   &out->fused_min, out->note, sizeof out->note)) {
+        out->failed = 1;
+        goto cleanup;
+    }
+    if (opt->no_reference)
+        goto cleanup;
+    out->ref_extra = fa_cl_reference_scratch_bytes(ctx, &d);
+    o_ref = clCreateBuffer(c, CL_MEM_READ_WRITE, qbytes, NULL, &err);
+    if (err == CL_SUCCESS && opt->lse)
+        lse_ref = clCreateBuffer(c, CL_MEM_READ_WRITE, lbytes, NULL, &err);
+    if (err != CL_SUCCESS) {
+        snprintf(out->note, sizeof out->note, "reference skipped: output allocation failed");
+        goto cleanup;
+    }
+    /* the reference is slow: fewer repetitions, still >= 10 */
+    if (!time_path(ctx, fa_cl_reference_forward, &d, q, k, v, 1, o_ref, lse_ref, 1, opt->reps, &out->ref_med,
+                   &out->ref_min, out->note, sizeof out->note)) {
+        char why[512];
+        snprintf(why, sizeof why, "reference skipped: %s", out->note);
+        snprintf(out->note, sizeof out->note, "%s", why);
+        out->ref_med = out->ref_min = -1;
+        goto cleanup;
+    }
+    /* compare the same inputs: set 0 through both paths */
+    if (fa_cl_attention_forward(ctx, &d, q[0], k[0], v[0], o, lse, 0, NULL, NULL) == FA_CL_SUCCESS) {
+        void *hf = malloc(qbytes), *hr = malloc(qbytes);
+        if (hf && hr && clEnqueueReadBuffer(queue, o, CL_TRUE, 0, qbytes, hf, 0, NULL, NULL) == CL_SUCCESS &&
+            clEnqueueReadBuffer(queue, o_ref, CL_TRUE, 0, qbytes, hr, 0, NULL, NULL) == CL_SUCCESS) {
+            size_t n = qbytes / es;
+            double worst = 0;
+            int ok = 1;
+            for (size_t i = 0; i < n; i++) {
+                double f = to_float(hf, i, s->dtype), r = to_float(hr, i, s->dtype), e = fabs(f - r);
+                if (!(e <= fa_cl_tolerance_abs(s->dtype) + fa_cl_tolerance_rel(s->dtype) * fabs(r)))
+                    ok = 0;
+                if (!(e <= worst))
+                    worst = e; /* NaN sticks */
+            }
+            out->max_err = worst;
+            out->within_tol = ok;
+        }
+        free(hf);
+        free(hr);
+    }
+cleanup:
+    for (int i = 0; i < 4; i++) {
+        if (q[i]) clReleaseMemObject(q[i]);
+        if (k[i]) clReleaseMemObject(k[i]);
+        if (v[i]) clReleaseMemObject(v[i]);
+    }
+    if (o) clReleaseMemObject(o);
+    if (o_ref) clReleaseMemObject(o_ref);
+    if (lse) clReleaseMemObject(lse);
+    if (lse_ref) clReleaseMemObject(lse_ref);
+}
+
+/* ---- output ------------------------------------------------------------------------------------ */
+
+static void print_header(void)
+{
+    printf("%-5s %4s %4s %4s %7s %7s %4s %-6s %-9s | %9s %9s %7s | %9s %7s %7s | %10s %10s | %9s | %s\n", "dtype",
+           "B", "Hq", "Hkv", "Sq", "Sk", "d", "causal", "window", "fused ms", "min ms", "TFLOP/s", "ref ms",
+           "TFLOP/s", "speedup", "fused +MB", "ref +MB", "max err", "plan (Br x Bc, wg, local, kernel)");
+}
+
+static void print_row(const row *r)
+{
+    const shape *s = &r->s;
+    char win[32];
+    snprintf(win, sizeof win, "%lld,%lld", (long long)s->wl, (long long)s->wr);
+    printf("%-5s %4lld %4lld %4lld %7lld %7lld %4lld %-6s %-9s | ", dtype_name(s->dtype), (long long)s->b,
+           (long long)s->h, (long long)s->hkv, (long long)s->sq, (long long)s->sk, (long long)s->d,
+           s->causal ? "yes" : "no", win);
+    if (r->failed) {
+        printf("FAILED: %s\n", r->note);
+        return;
+    }
+    printf("%9.3f %9.3f %7.2f | ", r->fused_med, r->fused_min, r->flops / r->fused_med * 1e-9);
+    if (r->ref_med > 0)
+        printf("%9.3f %7.2f %6.2fx | ", r->ref_med, r->flops / r->ref_med * 1e-9, r->ref_med / r->fused_med);
+    else
+        printf("%9s %7s %7s | ", "-", "-", "-");
+    printf("%10.2f %10.2f | ", r->fused_extra / 1048576.0, r->ref_extra / 1048576.0);
+    if (r->max_err >= 0)
+        printf("%9.2e%s| ", r->max_err, r->within_tol ? " " : "!");
+    else
+        printf("%9s | ", "-");
+    printf("%dx%d, %d, %zu/%zu B, %s", r->plan.block_q, r->plan.block_kv, r->plan.work_group_size,
+           r->plan.local_mem_bytes, r->plan.local_mem_budget, r->plan.kernel);
+    if (r->note[0])
+        printf("  [%s]", r->note);
+    printf("\n");
+    fflush(stdout);
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", (unsigned char)*s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void write_json(const char *path, const char *device, const row *rows, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "fa_cl_bench: cannot write %s\n", path);
+        return;
+    }
+    fprintf(f, "{\n \"device\": ");
+    json_string(f, device);
+    fprintf(f, ",\n \"rows\": [\n");
+    for (int i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        const shape *s = &r->s;
+        fprintf(f, "  {\"dtype\": \"%s\", \"B\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"Sq\": %lld, \"Sk\": %lld, "
+                   "\"d\": %lld, \"causal\": %s, \"window\": [%lld, %lld], \"flops\": %.0f, \"failed\": %s",
+                dtype_name(s->dtype), (long long)s->b, (long long)s->h, (long long)s->hkv, (long long)s->sq,
+                (long long)s->sk, (long long)s->d, s->causal ? "true" : "false", (long long)s->wl,
+                (long long)s->wr, r->flops, r->failed ? "true" : "false");
+        if (!r->failed) {
+            fprintf(f, ", \"fused_ms\": %.6f, \"fused_min_ms\": %.6f, \"fused_tflops\": %.4f", r->fused_med,
+                    r->fused_min, r->flops / r->fused_med * 1e-9);
+            if (r->ref_med > 0)
+                fprintf(f, ", \"ref_ms\": %.6f, \"ref_min_ms\": %.6f, \"ref_tflops\": %.4f, \"speedup\": %.4f",
+                        r->ref_med, r->ref_min, r->flops / r->ref_med * 1e-9, r->ref_med / r->fused_med);
+            fprintf(f, ", \"fused_extra_bytes\": %zu, \"ref_extra_bytes\": %zu", r->fused_extra, r->ref_extra);
+            if (r->max_err >= 0)
+                fprintf(f, ", \"max_err\": %.6e, \"within_tolerance\": %s", r->max_err,
+                        r->within_tol ? "true" : "false");
+            fprintf(f, ", \"block_q\": %d, \"block_kv\": %d, \"work_group_size\": %d, \"local_mem_bytes\": %zu, "
+                       "\"local_mem_budget\": %zu, \"kernel\": \"%s\"",
+                    r->plan.block_q, r->plan.block_kv, r->plan.work_group_size, r->plan.local_mem_bytes,
+                    r->plan.local_mem_budget, r->plan.kernel);
+        }
+        fprintf(f, ", \"note\": ");
+        json_string(f, r->note);
+        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+    }
+    fprintf(f, " ]\n}\n");
+    fclose(f);
+}
+
+/* ---- command line ------------------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: fa_cl_bench [shape options] [--suite [full|tiny]] [--json FILE] [--check]\n"
+            "  -b N            batch (default 8)\n"
+            "  -h N            query heads (default 16)\n"
+            "  --heads-kv N    key/value heads (default = -h)\n"
+            "  -q N, -k N      query / key sequence lengths (default 4096; -k defaults to -q)\n"
+            "  -d N            head dimension (default 128)\n"
+            "  --dtype T       f32 | f16 | bf16 (default f32)\n"
+            "  --causal        bottom-right causal mask\n"
+            "  --window L,R    local window (-1 = unbounded)\n"
+            "  --suite [S]     built-in suite: full (d 64/128, N 512..16384, causal on/off, f32/f16) or tiny\n"
+            "  --reps N        timed repetitions (>= 10, default 10); --warmup N (default 2)\n"
+            "  --no-reference  time the fused path only\n"
+            "  --no-lse        do not ask for the LSE\n"
+            "  --json FILE     write all rows as JSON\n"
+            "  --check         exit 1 if any fused result is outside the tests' tolerance vs the reference\n"
+            "Device: FA_CL_DEVICE=p:d or a name substring (see fa_cl_info).\n");
+}
+
+static int parse_i64(const char *s, int64_t *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    memset(o, 0, sizeof *o);
+    shape *s = &o->one;
+    s->b = 8, s->h = 16, s->hkv = 0, s->sq = 4096, s->sk = 0, s->d = 128, s->dtype = FA_CL_F32;
+    s->wl = s->wr = -1;
+    o->reps = 10, o->warmup = 2, o->lse = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t *target = NULL;
+        if (!strcmp(a, "-b")) target = &s->b;
+        else if (!strcmp(a, "-h")) target = &s->h;
+        else if (!strcmp(a, "--heads-kv")) target = &s->hkv;
+        else if (!strcmp(a, "-q")) target = &s->sq;
+        else if (!strcmp(a, "-k")) target = &s->sk;
+        else if (!strcmp(a, "-d")) target = &s->d;
+        if (target) {
+            if (!val || !parse_i64(val, target)) {
+                fprintf(stderr, "fa_cl_bench: %s needs an integer\n", a);
+                return 0;
+            }
+            i++;
+        } else if (!strcmp(a, "--dtype") && val) {
+            i++;
+            if (!strcmp(val, "f32")) s->dtype = FA_CL_F32;
+            else if (!strcmp(val, "f16")) s->dtype = FA_CL_F16;
+            else if (!strcmp(val, "bf16")) s->dtype = FA_CL_BF16;
+            else {
+                fprintf(stderr, "fa_cl_bench: unknown dtype '%s'\n", val);
+                return 0;
+            }
+        } else if (!strcmp(a, "--causal")) {
+            s->causal = 1;
+        } else if (!strcmp(a, "--window") && val) {
+            long long l, r;
+            char tail;
+            if (sscanf(val, "%lld,%lld%c", &l, &r, &tail) != 2) {
+                fprintf(stderr, "fa_cl_bench: --window takes L,R\n");
+                return 0;
+            }
+            s->wl = l, s->wr = r, i++;
+        } else if (!strcmp(a, "--suite")) {
+            o->suite = "full";
+            if (val && (!strcmp(val, "full") || !strcmp(val, "tiny")))
+                o->suite = argv[++i];
+        } else if (!strcmp(a, "--json") && val) {
+            o->json = argv[++i];
+        } else if (!strcmp(a, "--check")) {
+            o->check = 1;
+        } else if (!strcmp(a, "--reps") && val) {
+            o->reps = atoi(argv[++i]);
+        } else if (!strcmp(a, "--warmup") && val) {
+            o->warmup = atoi(argv[++i]);
+        } else if (!strcmp(a, "--no-reference")) {
+            o->no_reference = 1;
+        } else if (!strcmp(a, "--no-lse")) {
+            o->lse = 0;
+        } else if (!strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        } else {
+            fprintf(stderr, "fa_cl_bench: unknown or incomplete option '%s'\n", a);
+            return 0;
+        }
+    }
+    if (s->hkv == 0) s->hkv = s->h;
+    if (s->sk == 0) s->sk = s->sq;
+    if (o->reps < 10) {
+        fprintf(stderr, "fa_cl_bench: --reps must be >= 10\n");
+        return 0;
+    }
+    if (o->warmup < 0) o->warmup = 0;
+    return 1;
+}
+
+/* Suite rows: d x N x causal x dtype, batch*heads sized to keep about the same work per row. */
+static int build_suite(const char *which, shape *rows, int cap)
+{
+    int tiny = !strcmp(which, "tiny");
+    const int64_t full_n[] = {512, 1024, 2048, 4096, 8192, 16384}, tiny_n[] = {128, 256};
+    const int64_t *ns = tiny ? tiny_n : full_n;
+    int nn = tiny ? 2 : 6, count = 0;
+    const int64_t ds[] = {64, 128};
+    for (int di = 0; di < (tiny ? 1 : 2); di++)
+        for (int t = 0; t < 2; t++)
+            for (int c = 0; c < 2; c++)
+                for (int ni = 0; ni < nn && count < cap; ni++) {
+                    shape s = {0};
+                    s.sq = s.sk = ns[ni];
+                    s.d = tiny ? 32 : ds[di];
+                    s.dtype = t ? FA_CL_F16 : FA_CL_F32;
+                    s.causal = c;
+                    s.wl = s.wr = -1;
+                    /* B*H*N = 8*16*4096 tokens in the full suite (the device stays full) */
+                    int64_t bh = tiny ? 2 : (8 * 16 * 4096) / s.sq;
+                    s.h = bh >= 16 ? 16 : bh;
+                    s.b = bh / s.h;
+                    s.hkv = s.h;
+                    rows[count++] = s;
+                }
+    return count;
+}
+
+int main(int argc, char **argv)
+{
+    options opt;
+    if (!parse_args(argc, argv, &opt)) {
+        usage(stderr);
+        return 2;
+    }
+    fa_cl_context *ctx = NULL;
+    fa_cl_status st = fa_cl_context_create_default(&ctx);
+    if (st != FA_CL_SUCCESS) {
+        fprintf(stderr, "fa_cl_bench: %s: %s\n", fa_cl_status_string(st), fa_cl_last_error(NULL));
+        return 1;
+    }
+    char device[512] = "", driver[128] = "";
+    clGetDeviceInfo(fa_cl_context_device(ctx), CL_DEVICE_NAME, sizeof device, device, NULL);
+    clGetDeviceInfo(fa_cl_context_device(ctx), CL_DRIVER_VERSION, sizeof driver, driver, NULL);
+    size_t dl = strlen(device);
+    snprintf(device + dl, sizeof device - dl, " (driver %s)", driver);
+    cl_kernel filler = fill_kernel(fa_cl_context_cl_context(ctx), fa_cl_context_device(ctx));
+    if (!filler) {
+        fprintf(stderr, "fa_cl_bench: could not build the input-fill kernel\n");
+        fa_cl_context_release(ctx);
+        return 1;
+    }
+    shape shapes[64];
+    int n = opt.suite ? build_suite(opt.suite, shapes, 64) : 1;
+    if (!opt.suite)
+        shapes[0] = opt.one;
+    row *rows = (row *)calloc((size_t)n, sizeof *rows);
+    printf("# fa_cl_bench on %s; %d timed reps after %d warm-up, median and min; LSE %s\n", device, opt.reps,
+           opt.warmup, opt.lse ? "on" : "off");
+    print_header();
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+        if (n > 1)
+            fprintf(stderr, "[%d/%d] %s d=%lld N=%lld%s\n", i + 1, n, dtype_name(shapes[i].dtype),
+                    (long long)shapes[i].d, (long long)shapes[i].sq, shapes[i].causal ? " causal" : "");
+        run_row(ctx, filler, &opt, &shapes[i], &rows[i]);
+        print_row(&rows[i]);
+        if (rows[i].failed || (rows[i].max_err >= 0 && !rows[i].within_tol))
+            bad = 1;
+        if (opt.check && !rows[i].failed && rows[i].max_err < 0 && !opt.no_reference)
+            fprintf(stderr, "fa_cl_bench: row %d has no reference to check against (%s)\n", i + 1, rows[i].note);
+    }
+    if (opt.json)
+        write_json(opt.json, device, rows, n);
+    free(rows);
+    clReleaseKernel(filler);
+    fa_cl_context_release(ctx);
+    return opt.check && bad ? 1 : 0;
+}

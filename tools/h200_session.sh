@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs on the NVIDIA GPU host (see ../shared/gpu/README.md) from the repo root, with the checkout's
+# .gpu/ folder and a build made on the Debian machine (BUILD, default build-gpu). Writes logs under $OUT.
+#   tools/h200_session.sh explore   correctness smoke, baseline rows, tile sweep, ptxas reports, PyTorch anchors
+#   tools/h200_session.sh tests     the CTest suite on the GPU
+#   tools/h200_session.sh final     the rows docs/performance.md quotes, side by side with PyTorch
+set -u
+BUILD=${BUILD:-build-gpu}
+OUT=${OUT:-/tmp/fa_cl_out}
+mkdir -p "$OUT"
+. .gpu/nvidia-opencl-env.sh
+BENCH="$BUILD/tools/fa_cl_bench"
+anchor() { python3 .gpu/torch_sdpa_anchor.py "$@" 2>&1 | grep -v Warning; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw --format=csv | tee "$OUT/gpu.txt"
+
+case "${1:-explore}" in
+explore)
+    [ -x "$BUILD/tools/fa_cl_info" ] && "$BUILD/tools/fa_cl_info" > "$OUT/info.txt" 2>&1
+    for args in "100 130 64 0" "130 100 40 1" "1000 1000 128 1" "17 1 1 1" "64 700 256 0"; do
+        echo "smoke $args: $($BUILD/smoke $args | tr '\n' ' ')"
+    done 2>&1 | tee "$OUT/smoke.txt"
+    {
+    # the log names registers and spills per variant
+    FA_CL_DEBUG_BUILD_LOG=1 FA_CL_BUILD_OPTIONS=-cl-nv-verbose $BENCH -b 1 -h 1 -q 256 -d 128 --no-reference --reps 10 2>&1 | grep -iE "registers|spill|stack|smem|warn" | head -20
+    FA_CL_DEBUG_BUILD_LOG=1 FA_CL_BUILD_OPTIONS=-cl-nv-verbose $BENCH -b 1 -h 1 -q 256 -d 64 --no-reference --reps 10 2>&1 | grep -iE "registers|spill|stack|smem|warn" | head -20
+    } > "$OUT/ptxas.txt" 2>&1
+    cat "$OUT/ptxas.txt"
+    {
+    for row in "-d 128 --dtype f32" "-d 64 --dtype f32" "-d 128 --dtype f16" "-d 64 --dtype f16" "-d 128 --dtype f32 --causal" "-d 128 --dtype bf16"; do
+        $BENCH -b 8 -h 16 -q 4096 $row --no-reference | tail -1
+    done
+    for t in 64x32 32x32 64x16 48x48 32x64 80x16 64x32x2 32x32x2; do
+        echo "FA_CL_TILE=$t d=128: $(FA_CL_TILE=$t $BENCH -b 8 -h 16 -q 4096 -d 128 --no-reference | tail -1)"
+    done
+    for t in 128x32x2 128x32 64x64 128x64 96x96 64x32 160x32x2 128x16x2; do
+        echo "FA_CL_TILE=$t d=64: $(FA_CL_TILE=$t $BENCH -b 8 -h 16 -q 4096 -d 64 --no-reference | tail -1)"
+    done
+    } 2>&1 | tee "$OUT/bench.txt"
+    {
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f32
+    anchor -b 8 -H 16 -n 4096 -d 64 --dtype f32
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f16
+    } 2>&1 | tee "$OUT/anchor.txt"
+    ;;
+tests)
+    ctest --test-dir "$BUILD" --output-on-failure -j4 2>&1 | tee "$OUT/ctest.txt" | tail -40
+    ;;
+*)
+    echo "usage: $0 explore|tests|final" >&2
+    exit 2
+    ;;
+esac
