@@ -1,0 +1,96 @@
+/* Kernels of the unfused reference (fa_cl_reference_forward): layout conversion around the CLBlast
+ * GEMMs and a plain three-pass softmax. Built after fa_common.cl with FA_DTYPE defined.
+ * All indices are 64-bit: a chunk of the score matrix may hold more than 2^32 elements. */
+
+/* The max is taken over the same rounded products exp() later sees, so the row's maximum maps to
+ * exactly exp(0) = 1 (no fused multiply-subtract). */
+#pragma OPENCL FP_CONTRACT OFF
+
+/* One element of a [B, H, S, D] view -> contiguous fp32 [heads, S, D], for the flattened heads
+ * head0 .. (b * heads + h). Work-item (d, r): r = local head * seq + s. */
+__kernel void fa_ref_gather(__global const fa_store_t *src, ulong off, long s0, long s1, long s2, ulong heads,
+                            ulong seq, ulong head0, __global float *dst)
+{
+    const ulong d = get_global_id(0), r = get_global_id(1), dim = get_global_size(0);
+    const ulong s = r % seq, fh = head0 + r / seq;
+    const ulong b = fh / heads, h = fh % heads;
+    dst[r * dim + d] = fa_load1(src, off + b * (ulong)s0 + h * (ulong)s1 + s * (ulong)s2 + d);
+}
+
+/* The inverse: contiguous fp32 [heads, S, D] -> the output view, rounded to the storage type. */
+__kernel void fa_ref_scatter(__global const float *src, __global fa_store_t *dst, ulong off, long s0, long s1,
+                             long s2, ulong heads, ulong seq, ulong head0)
+{
+    const ulong d = get_global_id(0), r = get_global_id(1), dim = get_global_size(0);
+    const ulong s = r % seq, fh = head0 + r / seq;
+    const ulong b = fh / heads, h = fh % heads;
+    fa_store1(dst, off + b * (ulong)s0 + h * (ulong)s1 + s * (ulong)s2 + d, src[r * dim + d]);
+}
+
+/* Work-group reductions; the local size is a power of two. Every work-item gets the result. */
+inline float fa_ref_reduce_max(__local float *red, float x)
+{
+    const uint lid = get_local_id(0);
+    red[lid] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint half_n = get_local_size(0) / 2; half_n > 0; half_n >>= 1) {
+        if (lid < half_n)
+            red[lid] = fmax(red[lid], red[lid + half_n]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float r = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE); /* red is reused by the next reduction */
+    return r;
+}
+
+inline float fa_ref_reduce_sum(__local float *red, float x)
+{
+    const uint lid = get_local_id(0);
+    red[lid] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint half_n = get_local_size(0) / 2; half_n > 0; half_n >>= 1) {
+        if (lid < half_n)
+            red[lid] += red[lid + half_n];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    const float r = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
+/* One work-group per score row (row = local head * seqlen_q + i) of the chunk: S -> P in place.
+ * Visible keys are [lo, hi) (causal and windows folded into win_left/right by the host; unbounded
+ * sides are seqlen_q + seqlen_k). Masked entries become exactly 0 so the P.V GEMM ignores them; a
+ * row without visible keys is all zeros with LSE -inf. NaN scores are not special-cased: fmax skips
+ * them for the max, but exp() of them makes the sum, and so the whole row, NaN. */
+__kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse, ulong lse_row0, ulong seqlen_q,
+                             ulong seqlen_k, long win_left, long win_right, float scale, __local float *red)
+{
+    const ulong row = get_group_id(0);
+    const ulong L = get_local_size(0), lid = get_local_id(0);
+    __global float *p = s + row * seqlen_k;
+    const long sk = (long)seqlen_k;
+    const long diag = (long)(row % seqlen_q) + sk - (long)seqlen_q;
+    const long lo = clamp(diag - win_left, 0L, sk), hi = clamp(diag + win_right + 1, 0L, sk);
+
+    float m = -INFINITY;
+    for (long j = lo + (long)lid; j < hi; j += (long)L)
+        m = fmax(m, p[j] * scale);
+    m = fa_ref_reduce_max(red, m);
+
+    /* Each work-item writes and later rescales only its own columns (j = lid mod L): no global
+     * memory is shared between work-items, so no global fence is needed. */
+    float sum = 0.0f;
+    for (long j = (long)lid; j < sk; j += (long)L) {
+        float e = (j >= lo && j < hi) ? exp(p[j] * scale - m) : 0.0f;
+        p[j] = e;
+        sum += e;
+    }
+    sum = fa_ref_reduce_sum(red, sum);
+
+    for (long j = lo - lo % (long)L + (long)lid; j < hi; j += (long)L)
+        if (j >= lo)
+            p[j] = p[j] / sum;
+    if (has_lse && lid == 0)
+        lse[lse_row0 + row] = (hi > lo) ? m + log(sum) : -INFINITY;
+}

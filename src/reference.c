@@ -1,14 +1,516 @@
-/* placeholder until the reference lands */
+/* The unfused reference: q, k, v gathered to fp32, S = Q K^T and O = P V through CLBlast, a softmax
+ * kernel in between, O scattered back to its view. Heads go through in chunks whose scratch fits the
+ * device, so the only hard limit is one head's N x N score matrix. */
 #include "fa_cl_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef FA_CL_WITH_CLBLAST
+#include <clblast_c.h>
+
+/* CLBlast's indirect GEMM copies operands into buffers padded to its tile sizes (at most 128 in its
+ * tuning space); the budget below assumes that worst case. */
+#define REF_PAD 128u
+/* CLBlast passes offsets and sizes to its kernels as int. */
+#define REF_INT_MAX ((uint64_t)INT32_MAX)
+
+static const char *const reference_files[] = {"fa_common.cl", "fa_reference.cl"};
+
+static uint64_t mul_sat(uint64_t a, uint64_t b) { return (b != 0 && a > UINT64_MAX / b) ? UINT64_MAX : a * b; }
+static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+static uint64_t pad_up(uint64_t x) { return x > UINT64_MAX - REF_PAD ? UINT64_MAX : (x + REF_PAD - 1) / REF_PAD * REF_PAD; }
+static unsigned long long ull(uint64_t x) { return (unsigned long long)x; }
+
+/* Heads are processed in chunks of n consecutive flattened query heads (b * heads_q + h). Query
+ * head f reads flattened kv head f / group, so each chunk is n multiple of group (whole groups), or
+ * a divisor of group (part of one group): either way a chunk's query heads that share a kv head are
+ * contiguous, and one strided GEMM entry covers them as a (per_gemm * seqlen_q) x D matrix. */
+typedef struct ref_chunk {
+    uint64_t n;          /* query heads per chunk (the last may be smaller) */
+    uint64_t per_gemm;   /* query heads per GEMM batch entry: min(n, group) */
+    uint64_t kv_heads;   /* kv heads per chunk: n / per_gemm */
+    uint64_t s_el, q_el, kv_el;         /* elements of the S, q (and o), k (and v) scratch */
+    uint64_t blast_max_el, blast_sum_el; /* CLBlast's padded copies: largest one, and one GEMM's total */
+    uint64_t scratch_bytes;             /* what this library allocates: S + q + o + k + v */
+} ref_chunk;
+
+static void chunk_cost(const fa_cl_attention_desc *d, uint64_t n, uint64_t group, ref_chunk *c)
+{
+    const uint64_t sq = (uint64_t)d->seqlen_q, sk = (uint64_t)d->seqlen_k, dim = (uint64_t)d->head_dim;
+    c->n = n;
+    c->per_gemm = n < group ? n : group;
+    c->kv_heads = n / c->per_gemm;
+    c->s_el = mul_sat(mul_sat(n, sq), sk);
+    c->q_el = mul_sat(mul_sat(n, sq), dim);
+    c->kv_el = mul_sat(mul_sat(c->kv_heads, sk), dim);
+    const uint64_t m = pad_up(mul_sat(c->per_gemm, sq)), pk = pad_up(sk), pd = pad_up(dim);
+    const uint64_t mk = mul_sat(mul_sat(m, pk), c->kv_heads), md = mul_sat(mul_sat(m, pd), c->kv_heads),
+                   kd = mul_sat(mul_sat(pk, pd), c->kv_heads);
+    c->blast_max_el = mk > md ? (mk > kd ? mk : kd) : (md > kd ? md : kd);
+    c->blast_sum_el = add_sat(add_sat(mk, md), kd);
+    c->scratch_bytes = mul_sat(add_sat(add_sat(c->s_el, mul_sat(c->q_el, 2)), mul_sat(c->kv_el, 2)), 4);
+}
+
+/* Does a chunk of n heads fit the device, using at most mem_budget bytes in all? If not and why is
+ * given, says which limit (phrased for one head: only n == 1 failures are reported). */
+static int chunk_fits(const fa_cl_device_props *p, const fa_cl_attention_desc *d, uint64_t n, uint64_t group,
+                      uint64_t mem_budget, ref_chunk *c, char *why, size_t why_size)
+{
+    chunk_cost(d, n, group, c);
+    uint64_t max_alloc = p->max_alloc_size;
+    if (max_alloc > (uint64_t)SIZE_MAX)
+        max_alloc = SIZE_MAX;
+    const long long sq = (long long)d->seqlen_q, sk = (long long)d->seqlen_k, dim = (long long)d->head_dim;
+    const uint64_t total = add_sat(c->scratch_bytes, mul_sat(c->blast_sum_el, 4));
+    char dummy[8];
+    if (!why) {
+        why = dummy;
+        why_size = sizeof dummy;
+    }
+    if (mul_sat(c->s_el, 4) > max_alloc) {
+        snprintf(why, why_size,
+                 "the %lld x %lld score scratch for one head needs %llu bytes; the device allows at most %llu per "
+                 "allocation",
+                 sq, sk, ull(mul_sat(c->s_el, 4)), ull(max_alloc));
+        return 0;
+    }
+    if (mul_sat(c->q_el, 4) > max_alloc || mul_sat(c->kv_el, 4) > max_alloc) {
+        int is_q = mul_sat(c->q_el, 4) > max_alloc;
+        snprintf(why, why_size,
+                 "the fp32 copy of one head's %s (%lld x %lld) needs %llu bytes; the device allows at most %llu per "
+                 "allocation",
+                 is_q ? "q/o" : "k/v", is_q ? sq : sk, dim, ull(mul_sat(is_q ? c->q_el : c->kv_el, 4)),
+                 ull(max_alloc));
+        return 0;
+    }
+    uint64_t most_el = c->blast_max_el; /* padded, so at least s_el */
+    if (c->q_el > most_el)
+        most_el = c->q_el;
+    if (c->kv_el > most_el)
+        most_el = c->kv_el;
+    if (most_el > REF_INT_MAX) {
+        snprintf(why, why_size,
+                 "one head's scratch (%lld x %lld scores, head_dim %lld) has a matrix of %llu elements with "
+                 "CLBlast's padding, more than the %d its 32-bit indexing can address",
+                 sq, sk, dim, ull(most_el), INT32_MAX);
+        return 0;
+    }
+    if (mul_sat(c->blast_max_el, 4) > max_alloc) {
+        snprintf(why, why_size,
+                 "CLBlast's padded copy of one head's %lld x %lld scores needs %llu bytes; the device allows at most "
+                 "%llu per allocation",
+                 sq, sk, ull(mul_sat(c->blast_max_el, 4)), ull(max_alloc));
+        return 0;
+    }
+    if (total > mem_budget) {
+        snprintf(why, why_size,
+                 "one head needs %llu bytes of scratch (%llu of its own, the rest CLBlast's padded copies); the "
+                 "device has %llu bytes of global memory",
+                 ull(total), ull(c->scratch_bytes), ull(p->global_mem_size));
+        return 0;
+    }
+    return 1;
+}
+
+/* Choose the chunk: as many heads as fit the per-allocation limits and half the device memory (the
+ * caller's tensors live there too), at least one head if it fits at all. On failure *c still holds
+ * the one-head cost and msg says why. */
+static fa_cl_status plan_chunks(const fa_cl_device_props *p, const fa_cl_attention_desc *d, ref_chunk *c, char *msg,
+                                size_t msg_size)
+{
+    const uint64_t heads = (uint64_t)d->batch * (uint64_t)d->heads_q;
+    const uint64_t group = (uint64_t)(d->heads_q / d->heads_kv);
+    const uint64_t soft = p->global_mem_size / 2;
+    ref_chunk t;
+    /* whole groups: largest k with k * group heads fitting (the cost grows with k) */
+    uint64_t lo = 0, hi = heads / group;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (chunk_fits(p, d, mid * group, group, soft, &t, NULL, 0))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    if (lo > 0) {
+        chunk_cost(d, lo * group, group, c);
+        return FA_CL_SUCCESS;
+    }
+    /* part of a group: the largest proper divisor of group that fits */
+    uint64_t best = 0;
+    for (uint64_t i = 1; i <= group / i; i++) {
+        if (group % i != 0)
+            continue;
+        uint64_t pair[2] = {i, group / i};
+        for (int k = 0; k < 2; k++)
+            if (pair[k] < group && pair[k] > best && chunk_fits(p, d, pair[k], group, soft, &t, NULL, 0))
+                best = pair[k];
+    }
+    if (best > 0) {
+        chunk_cost(d, best, group, c);
+        return FA_CL_SUCCESS;
+    }
+    /* one head, allowed the whole device memory */
+    if (chunk_fits(p, d, 1, group, p->global_mem_size, c, msg, msg_size))
+        return FA_CL_SUCCESS;
+    return FA_CL_ERROR_OUT_OF_MEMORY;
+}
+
+static const char *clblast_status_name(CLBlastStatusCode s)
+{
+    switch (s) {
+    case CLBlastNotImplemented: return "CLBlastNotImplemented";
+    case CLBlastInvalidDimension: return "CLBlastInvalidDimension";
+    case CLBlastInvalidLeadDimA: return "CLBlastInvalidLeadDimA";
+    case CLBlastInvalidLeadDimB: return "CLBlastInvalidLeadDimB";
+    case CLBlastInvalidLeadDimC: return "CLBlastInvalidLeadDimC";
+    case CLBlastInsufficientMemoryA: return "CLBlastInsufficientMemoryA";
+    case CLBlastInsufficientMemoryB: return "CLBlastInsufficientMemoryB";
+    case CLBlastInsufficientMemoryC: return "CLBlastInsufficientMemoryC";
+    case CLBlastInsufficientMemoryTemp: return "CLBlastInsufficientMemoryTemp";
+    case CLBlastInvalidBatchCount: return "CLBlastInvalidBatchCount";
+    case CLBlastInvalidLocalMemUsage: return "CLBlastInvalidLocalMemUsage";
+    case CLBlastDatabaseError: return "CLBlastDatabaseError";
+    case CLBlastUnknownError: return "CLBlastUnknownError";
+    case CLBlastUnexpectedError: return "CLBlastUnexpectedError";
+    default: break;
+    }
+    /* the remaining codes are OpenCL's own */
+    return (int)s > -100 ? fa_cl__cl_error_name((cl_int)s) : "unknown CLBlast status";
+}
+
+/* Everything one call holds; released by run_release whatever happened. */
+typedef struct ref_run {
+    fa_cl_context *ctx;
+    cl_kernel gather, softmax, scatter;
+    cl_mem q32, k32, v32, s32, o32;
+    cl_uint num_wait; /* the caller's wait list, handed to the first command only */
+    const cl_event *wait;
+    int enqueued;
+} ref_run;
+
+static void run_release(ref_run *r)
+{
+    cl_kernel ks[3] = {r->gather, r->softmax, r->scatter};
+    cl_mem ms[5] = {r->q32, r->k32, r->v32, r->s32, r->o32};
+    for (int i = 0; i < 3; i++)
+        if (ks[i])
+            clReleaseKernel(ks[i]);
+    /* OpenCL keeps the buffers alive until the queued commands using them finish */
+    for (int i = 0; i < 5; i++)
+        if (ms[i])
+            clReleaseMemObject(ms[i]);
+}
+
+/* An enqueue failure; running out of device resources is running out of memory. */
+static fa_cl_status enqueue_failed(fa_cl_context *ctx, cl_int err, const char *what)
+{
+    fa_cl_status st = fa_cl__fail_cl(ctx, err, what);
+    return err == CL_OUT_OF_RESOURCES ? FA_CL_ERROR_OUT_OF_MEMORY : st;
+}
+
+/* Call before each command: the first one takes the caller's wait list; later ones, on an
+ * out-of-order queue, get a barrier so they start after everything enqueued before (CLBlast's calls
+ * take no wait list and rely on queue order). */
+static fa_cl_status step(ref_run *r, cl_uint *num_wait, const cl_event **wait)
+{
+    *num_wait = 0;
+    *wait = NULL;
+    if (!r->enqueued) {
+        r->enqueued = 1;
+        *num_wait = r->num_wait;
+        *wait = r->wait;
+        return FA_CL_SUCCESS;
+    }
+    if (!r->ctx->queue_in_order) {
+        cl_int err = clEnqueueBarrierWithWaitList(r->ctx->queue, 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            return enqueue_failed(r->ctx, err, "fa_cl_reference_forward: clEnqueueBarrierWithWaitList");
+    }
+    return FA_CL_SUCCESS;
+}
+
+/* Gather `count` flattened heads from head0 of one view into contiguous fp32. */
+static fa_cl_status gather(ref_run *r, const char *name, cl_mem src, size_t offset, const int64_t stride[3],
+                           int64_t heads, int64_t seq, int64_t dim, uint64_t head0, uint64_t count, cl_mem dst)
+{
+    cl_ulong off = offset, h = (cl_ulong)heads, s = (cl_ulong)seq, h0 = head0;
+    cl_long st[3] = {stride[0], stride[1], stride[2]};
+    cl_kernel k = r->gather;
+    cl_int err = clSetKernelArg(k, 0, sizeof(cl_mem), &src);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof off, &off);
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(k, (cl_uint)(2 + i), sizeof st[i], &st[i]);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 5, sizeof h, &h);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 6, sizeof s, &s);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 7, sizeof h0, &h0);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 8, sizeof(cl_mem), &dst);
+    if (err != CL_SUCCESS)
+        return fa_cl__fail_cl(r->ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_gather)");
+    cl_uint nw;
+    const cl_event *w;
+    fa_cl_status rs = step(r, &nw, &w);
+    if (rs != FA_CL_SUCCESS)
+        return rs;
+    size_t global[2] = {(size_t)dim, (size_t)(count * (uint64_t)seq)};
+    err = clEnqueueNDRangeKernel(r->ctx->queue, k, 2, NULL, global, NULL, nw, w, NULL);
+    if (err != CL_SUCCESS) {
+        char what[96];
+        snprintf(what, sizeof what, "fa_cl_reference_forward: clEnqueueNDRangeKernel(fa_ref_gather, %s)", name);
+        return enqueue_failed(r->ctx, err, what);
+    }
+    return FA_CL_SUCCESS;
+}
+
+/* Row-major strided-batched C = A op(B), alpha 1, beta 0 (CLBlast then never reads C, so the
+ * scratch needs no clearing). The strided variant, unlike CLBlastSgemmBatched, uploads nothing and
+ * so never blocks on the queue: a caller's wait list may still be pending when this returns. */
+static fa_cl_status gemm(ref_run *r, const char *what, CLBlastTranspose tb, size_t m, size_t n, size_t k, cl_mem a,
+                         size_t lda, size_t sa, cl_mem b, size_t ldb, size_t sb, cl_mem c, size_t ldc, size_t sc,
+                         size_t batch)
+{
+    cl_uint nw;
+    const cl_event *w;
+    fa_cl_status rs = step(r, &nw, &w); /* never the first command: the gathers come before */
+    if (rs != FA_CL_SUCCESS)
+        return rs;
+    cl_command_queue queue = r->ctx->queue;
+    CLBlastStatusCode s = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n, k, 1.0f,
+                                                     a, 0, lda, sa, b, 0, ldb, sb, 0.0f, c, 0, ldc, sc, batch,
+                                                     &queue, NULL);
+    if (s == CLBlastSuccess)
+        return FA_CL_SUCCESS;
+    fa_cl_status st = (s == CLBlastTempBufferAllocFailure || s == CLBlastOpenCLOutOfResources ||
+                       s == CLBlastOpenCLOutOfHostMemory || s == CLBlastInvalidBufferSize)
+                          ? FA_CL_ERROR_OUT_OF_MEMORY
+                          : FA_CL_ERROR_OPENCL;
+    return fa_cl__fail(r->ctx, st, "fa_cl_reference_forward: CLBlastSgemmStridedBatched (%s) failed: %s (%d)", what,
+                       clblast_status_name(s), (int)s);
+}
+
+static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64_t head0, uint64_t count,
+                            size_t local)
+{
+    const fa_cl_attention_desc *d = &v->d;
+    /* causal is the window (-1 -> unbounded left, right clipped to 0); unbounded means sq + sk */
+    const int64_t unbounded = d->seqlen_q + d->seqlen_k;
+    cl_long wl = d->window_left < 0 ? unbounded : d->window_left;
+    cl_long wr = d->window_right < 0 ? unbounded : d->window_right;
+    if (d->causal && wr > 0)
+        wr = 0;
+    cl_int has_lse = lse != NULL;
+    cl_ulong row0 = head0 * (uint64_t)d->seqlen_q, sq = (cl_ulong)d->seqlen_q, sk = (cl_ulong)d->seqlen_k;
+    cl_float scale = v->scale;
+    cl_kernel k = r->softmax;
+    cl_int err = clSetKernelArg(k, 0, sizeof(cl_mem), &r->s32);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof(cl_mem), &lse);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 2, sizeof has_lse, &has_lse);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 3, sizeof row0, &row0);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 4, sizeof sq, &sq);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 5, sizeof sk, &sk);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 6, sizeof wl, &wl);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 7, sizeof wr, &wr);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 8, sizeof scale, &scale);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 9, local * sizeof(cl_float), NULL);
+    if (err != CL_SUCCESS)
+        return fa_cl__fail_cl(r->ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_softmax)");
+    cl_uint nw;
+    const cl_event *w;
+    fa_cl_status rs = step(r, &nw, &w);
+    if (rs != FA_CL_SUCCESS)
+        return rs;
+    size_t global = (size_t)(count * (uint64_t)d->seqlen_q) * local;
+    err = clEnqueueNDRangeKernel(r->ctx->queue, k, 1, NULL, &global, &local, nw, w, NULL);
+    if (err != CL_SUCCESS)
+        return enqueue_failed(r->ctx, err, "fa_cl_reference_forward: clEnqueueNDRangeKernel(fa_ref_softmax)");
+    return FA_CL_SUCCESS;
+}
+
+static fa_cl_status scatter(ref_run *r, const fa_cl_views *v, cl_mem o, uint64_t head0, uint64_t count,
+                            cl_event *done)
+{
+    const fa_cl_attention_desc *d = &v->d;
+    cl_ulong off = d->o_offset, h = (cl_ulong)d->heads_q, s = (cl_ulong)d->seqlen_q, h0 = head0;
+    cl_long st[3] = {d->o_stride[0], d->o_stride[1], d->o_stride[2]};
+    cl_kernel k = r->scatter;
+    cl_int err = clSetKernelArg(k, 0, sizeof(cl_mem), &r->o32);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof(cl_mem), &o);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 2, sizeof off, &off);
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(k, (cl_uint)(3 + i), sizeof st[i], &st[i]);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 6, sizeof h, &h);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 7, sizeof s, &s);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 8, sizeof h0, &h0);
+    if (err != CL_SUCCESS)
+        return fa_cl__fail_cl(r->ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_scatter)");
+    cl_uint nw;
+    const cl_event *w;
+    fa_cl_status rs = step(r, &nw, &w);
+    if (rs != FA_CL_SUCCESS)
+        return rs;
+    size_t global[2] = {(size_t)d->head_dim, (size_t)(count * (uint64_t)d->seqlen_q)};
+    err = clEnqueueNDRangeKernel(r->ctx->queue, k, 2, NULL, global, NULL, nw, w, done);
+    if (err != CL_SUCCESS)
+        return enqueue_failed(r->ctx, err, "fa_cl_reference_forward: clEnqueueNDRangeKernel(fa_ref_scatter)");
+    return FA_CL_SUCCESS;
+}
+
+/* Compile (through the context's cache), create the kernels and the scratch; nothing is enqueued. */
+static fa_cl_status run_setup(ref_run *r, const fa_cl_views *v, const ref_chunk *c, size_t *softmax_local)
+{
+    fa_cl_context *ctx = r->ctx;
+    char options[64];
+    snprintf(options, sizeof options, "-DFA_DTYPE=%d", (int)v->d.dtype);
+    cl_program prog;
+    fa_cl_status st = fa_cl__program_get(ctx, reference_files, 2, options, &prog);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    const char *names[3] = {"fa_ref_gather", "fa_ref_softmax", "fa_ref_scatter"};
+    cl_kernel *ks[3] = {&r->gather, &r->softmax, &r->scatter};
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 3 && st == FA_CL_SUCCESS; i++) {
+        *ks[i] = clCreateKernel(prog, names[i], &err);
+        if (!*ks[i]) {
+            char what[96];
+            snprintf(what, sizeof what, "fa_cl_reference_forward: clCreateKernel(%s)", names[i]);
+            st = fa_cl__fail_cl(ctx, err, what);
+        }
+    }
+    clReleaseProgram(prog);
+    if (st != FA_CL_SUCCESS)
+        return st;
+
+    /* softmax work-group: a power of two up to 256, no wider than the row needs */
+    size_t kwg = 0;
+    err = clGetKernelWorkGroupInfo(r->softmax, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg, NULL);
+    if (err != CL_SUCCESS)
+        return fa_cl__fail_cl(ctx, err, "fa_cl_reference_forward: clGetKernelWorkGroupInfo(fa_ref_softmax)");
+    size_t cap = 256;
+    if (kwg < cap)
+        cap = kwg;
+    if (ctx->props.max_work_group_size < cap)
+        cap = ctx->props.max_work_group_size;
+    size_t local = 1;
+    while (local * 2 <= cap && (int64_t)local < v->d.seqlen_k)
+        local *= 2;
+    *softmax_local = local;
+
+    const struct { cl_mem *m; uint64_t el; const char *name; } bufs[5] = {
+        {&r->q32, c->q_el, "q32"}, {&r->k32, c->kv_el, "k32"}, {&r->v32, c->kv_el, "v32"},
+        {&r->s32, c->s_el, "S"},   {&r->o32, c->q_el, "o32"}};
+    for (int i = 0; i < 5; i++) {
+        *bufs[i].m = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, (size_t)(bufs[i].el * 4), NULL, &err);
+        if (!*bufs[i].m) {
+            char what[96];
+            snprintf(what, sizeof what, "fa_cl_reference_forward: clCreateBuffer(%s scratch, %llu bytes)",
+                     bufs[i].name, ull(bufs[i].el * 4));
+            return fa_cl__fail_cl(ctx, err, what);
+        }
+    }
+    return FA_CL_SUCCESS;
+}
+
+/* Enqueue every chunk: gather, S = Q K^T, softmax, O = P V, scatter. */
+static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk *c, size_t local, cl_mem q,
+                               cl_mem k, cl_mem v_mem, cl_mem o, cl_mem lse, cl_event *done)
+{
+    const fa_cl_attention_desc *d = &v->d;
+    const uint64_t heads = (uint64_t)d->batch * (uint64_t)d->heads_q;
+    const uint64_t group = (uint64_t)(d->heads_q / d->heads_kv);
+    const size_t sq = (size_t)d->seqlen_q, sk = (size_t)d->seqlen_k, dim = (size_t)d->head_dim;
+    const size_t m = (size_t)c->per_gemm * sq; /* rows of one GEMM entry: its query heads stacked */
+    uint64_t kv_loaded = UINT64_MAX;            /* first kv head now in k32/v32 */
+    fa_cl_status st = FA_CL_SUCCESS;
+    for (uint64_t h0 = 0; h0 < heads && st == FA_CL_SUCCESS; h0 += c->n) {
+        const uint64_t n = heads - h0 < c->n ? heads - h0 : c->n;
+        const uint64_t kv0 = h0 / group, nkv = n / c->per_gemm;
+        const size_t batch = (size_t)nkv;
+        st = gather(r, "q", q, d->q_offset, d->q_stride, d->heads_q, d->seqlen_q, d->head_dim, h0, n, r->q32);
+        if (st == FA_CL_SUCCESS && kv0 != kv_loaded) { /* chunks inside one group share their kv head */
+            st = gather(r, "k", k, d->k_offset, d->k_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv, r->k32);
+            if (st == FA_CL_SUCCESS)
+                st = gather(r, "v", v_mem, d->v_offset, d->v_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv,
+                            r->v32);
+            kv_loaded = kv0;
+        }
+        if (st == FA_CL_SUCCESS)
+            st = gemm(r, "S = Q K^T", CLBlastTransposeYes, m, sk, dim, r->q32, dim, m * dim, r->k32, dim, sk * dim,
+                      r->s32, sk, m * sk, batch);
+        if (st == FA_CL_SUCCESS)
+            st = softmax(r, v, lse, h0, n, local);
+        if (st == FA_CL_SUCCESS)
+            st = gemm(r, "O = P V", CLBlastTransposeNo, m, dim, sk, r->s32, sk, m * sk, r->v32, dim, sk * dim, r->o32,
+                      dim, m * dim, batch);
+        if (st == FA_CL_SUCCESS)
+            st = scatter(r, v, o, h0, n, h0 + n >= heads ? done : NULL);
+    }
+    return st;
+}
+
+fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q, cl_mem k,
+                                     cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait, const cl_event *wait,
+                                     cl_event *done)
+{
+    if (!ctx)
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_reference_forward: ctx is NULL");
+    if (!desc)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_reference_forward: desc is NULL");
+    fa_cl_views views;
+    char msg[512];
+    fa_cl_status st = fa_cl__desc_resolve(desc, &views, msg, sizeof msg);
+    if (st != FA_CL_SUCCESS)
+        return fa_cl__fail(ctx, st, "fa_cl_reference_forward: %s", msg);
+    st = fa_cl__check_buffers(ctx, &views, q, k, v, o, lse);
+    if (st == FA_CL_SUCCESS)
+        st = fa_cl__check_wait_list(ctx, num_wait, wait);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    ref_chunk chunk;
+    st = plan_chunks(&ctx->props, &views.d, &chunk, msg, sizeof msg);
+    if (st != FA_CL_SUCCESS)
+        return fa_cl__fail(ctx, st, "fa_cl_reference_forward: %s", msg);
+
+    ref_run run;
+    memset(&run, 0, sizeof run);
+    run.ctx = ctx;
+    run.num_wait = num_wait;
+    run.wait = wait;
+    size_t local = 1;
+    st = run_setup(&run, &views, &chunk, &local);
+    if (st == FA_CL_SUCCESS)
+        st = run_chunks(&run, &views, &chunk, local, q, k, v, o, lse, done);
+    run_release(&run);
+    return st;
+}
+
+size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const fa_cl_attention_desc *desc)
+{
+    fa_cl_views views;
+    char msg[512];
+    if (!ctx || fa_cl__desc_resolve(desc, &views, msg, sizeof msg) != FA_CL_SUCCESS)
+        return 0;
+    ref_chunk chunk;
+    /* when even one head does not fit (the call would fail), this is what one head would need */
+    plan_chunks(&ctx->props, &views.d, &chunk, msg, sizeof msg);
+    return chunk.scratch_bytes > (uint64_t)SIZE_MAX ? SIZE_MAX : (size_t)chunk.scratch_bytes;
+}
+
+#else /* !FA_CL_WITH_CLBLAST */
+
 fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q, cl_mem k,
                                      cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait, const cl_event *wait,
                                      cl_event *done)
 {
     (void)desc; (void)q; (void)k; (void)v; (void)o; (void)lse; (void)num_wait; (void)wait; (void)done;
-    return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "reference not built yet");
+    return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED,
+                       "fa_cl_reference_forward: built without CLBlast (FA_CL_WITH_CLBLAST=OFF)");
 }
+
 size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const fa_cl_attention_desc *desc)
 {
     (void)ctx; (void)desc;
     return 0;
 }
+
+#endif
