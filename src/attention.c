@@ -26,20 +26,26 @@ struct fa_cl_plan_entry {
 
 #define FA_CL_PLAN_CACHE_MAX 64
 
-static const char *const forward_files[] = {"fa_common.cl", "fa_forward.cl"};
+static const char *const rows_files[] = {"fa_common.cl", "fa_forward.cl"};
+static const char *const tiled_files[] = {"fa_common.cl", "fa_forward_tiled.cl"};
 
-/* Build the portable kernel for the tiles chosen; fills plan->kernel. */
+/* Build the kernel variant for the tiles chosen: sizes and storage type become -D options. */
 static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t, cl_kernel *out)
 {
     const fa_cl_device_props *p = &ctx->props;
     int gpu = (p->type & CL_DEVICE_TYPE_GPU) != 0;
+    int tiled = t->variant == FA_CL_VARIANT_TILED;
     char options[512];
-    snprintf(options, sizeof options,
-             "-DFA_DTYPE=%d -DHEAD_DIM=%d -DD_PAD=%d -DBLOCK_Q=%d -DBLOCK_KV=%d -DROWS=%d%s",
-             (int)v->d.dtype, (int)v->d.head_dim, t->head_dim_padded, t->block_q, t->block_kv, t->rows_per_item,
-             gpu ? " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable" : "");
+    int n = snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DD_PAD=%d -DBLOCK_Q=%d -DBLOCK_KV=%d",
+                     (int)v->d.dtype, (int)v->d.head_dim, t->head_dim_padded, t->block_q, t->block_kv);
+    if (tiled)
+        n += snprintf(options + n, sizeof options - (size_t)n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
+    else
+        n += snprintf(options + n, sizeof options - (size_t)n, " -DROWS=%d", t->rows_per_item);
+    if (gpu)
+        snprintf(options + n, sizeof options - (size_t)n, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable");
     cl_program prog;
-    fa_cl_status st = fa_cl__program_get(ctx, forward_files, 2, options, &prog);
+    fa_cl_status st = fa_cl__program_get(ctx, tiled ? tiled_files : rows_files, 2, options, &prog);
     if (st != FA_CL_SUCCESS)
         return st;
     cl_int err;
@@ -79,7 +85,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
             return fa_cl__fail_cl(ctx, err, "clGetKernelWorkGroupInfo");
         }
         int wg_ok = (size_t)plan->tiles.work_group_size <= kwg;
-        int local_ok = klocal <= ctx->props.local_mem_size || ctx->props.local_mem_is_global;
+        int local_ok = klocal <= ctx->props.local_mem_size || ctx->props.local_mem_is_global ||
+                       (ctx->env.local_mem_override && klocal <= ctx->env.local_mem_override);
         if (wg_ok && local_ok)
             return FA_CL_SUCCESS;
         clReleaseKernel(plan->kernel);
@@ -167,7 +174,7 @@ fa_cl_status fa_cl_plan_get_info(const fa_cl_plan *plan, fa_cl_plan_info *out)
     out->head_dim_padded = plan->tiles.head_dim_padded;
     out->local_mem_bytes = plan->tiles.local_mem_bytes;
     out->local_mem_budget = plan->tiles.local_mem_budget;
-    out->kernel = "portable";
+    out->kernel = plan->tiles.kernel;
     return FA_CL_SUCCESS;
 }
 

@@ -23,6 +23,19 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         out->local_mem_cap = (size_t)v;
     }
+    /* Experiments only: plan for more local memory than the device reports (NVIDIA accepts static
+     * __local arrays beyond its reported 48 KiB). */
+    s = getenv("FA_CL_LOCAL_MEM_OVERRIDE");
+    if (s && *s) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end || v < 1024 || s[0] == '-') {
+            snprintf(msg, msg_size, "FA_CL_LOCAL_MEM_OVERRIDE='%s' is not a byte count >= 1024", s);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        out->local_mem_override = (size_t)v;
+    }
     s = getenv("FA_CL_TILE");
     if (s && *s) {
         int q = 0, kv = 0, rows = 0;
@@ -53,6 +66,17 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
         strcpy(out->build_options, s);
+    }
+    s = getenv("FA_CL_KERNEL_VARIANT");
+    if (s && *s) {
+        if (strcmp(s, "portable") == 0 || strcmp(s, "rows") == 0)
+            out->variant = FA_CL_VARIANT_ROWS;
+        else if (strcmp(s, "portable-tiled") == 0 || strcmp(s, "tiled") == 0)
+            out->variant = FA_CL_VARIANT_TILED;
+        else {
+            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not 'portable' or 'portable-tiled'", s);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
     }
     s = getenv("FA_CL_DEBUG_BUILD_LOG");
     out->print_build_log = s && *s && strcmp(s, "0") != 0;
@@ -247,11 +271,13 @@ cl_device_id fa_cl_context_device(const fa_cl_context *ctx) { return ctx ? ctx->
 void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
 {
     memset(out, 0, sizeof *out);
-    out->local_mem_size = (size_t)ctx->props.local_mem_size;
+    out->local_mem_size = ctx->env.local_mem_override ? ctx->env.local_mem_override : (size_t)ctx->props.local_mem_size;
     out->local_mem_is_global = ctx->props.local_mem_is_global;
     out->max_work_group = ctx->props.max_work_group_size;
     out->local_mem_cap = ctx->env.local_mem_cap;
     out->forced_q = ctx->env.tile_q;
     out->forced_kv = ctx->env.tile_kv;
     out->forced_rows = ctx->env.tile_rows;
+    out->forced_variant = ctx->env.variant;
+    out->prefer_tiled = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
 }

@@ -19,6 +19,67 @@ static int rows_per_item(int block_q, int block_kv, int head_dim_padded, size_t 
     return tm;
 }
 
+size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item)
+{
+    size_t pitch_q = (size_t)block_q + 4;
+    return 4 * ((size_t)(block_q + block_kv) * (size_t)(head_dim_padded + 4) +
+                (size_t)(block_kv + block_kv / cols_per_item) * pitch_q);
+}
+
+/* The register-tiled variant. Returns FA_CL_ERROR_UNSUPPORTED without a message when no tile fits
+ * (the caller then plans the rows variant), or a forced tile's error with one. */
+static fa_cl_status plan_tiled(const fa_cl_limits *lim, const fa_cl_tile_request *req, int dpad, size_t budget,
+                               fa_cl_tiles *out, char *msg, size_t msg_size)
+{
+    const int tn = FA_CL_TILED_TN;
+    const size_t max_wg = lim->max_work_group ? lim->max_work_group : 1;
+    int br, bc, tm;
+    if (lim->forced_q > 0 && lim->forced_kv > 0) {
+        br = lim->forced_q;
+        bc = lim->forced_kv;
+        tm = lim->forced_rows > 0 ? lim->forced_rows : FA_CL_TILED_TM;
+        size_t need = fa_cl_tiled_local_bytes(br, bc, dpad, tn);
+        if (bc % tn || br % tm || tm > 8 || dpad > FA_CL_TILED_MAX_DIM) {
+            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel: B_c must be a multiple of %d, B_r of "
+                     "the rows (at most 8), and head_dim at most %d", br, bc, tm, tn, FA_CL_TILED_MAX_DIM);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        if (need > budget || (size_t)(br / tm) * (size_t)(bc / tn) > max_wg) {
+            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel needs %zu bytes of local memory and %d "
+                     "work-items; the budget is %zu bytes and %zu work-items", br, bc, tm, need,
+                     (br / tm) * (bc / tn), budget, max_wg);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        out->forced = 1;
+    } else {
+        if (dpad > FA_CL_TILED_MAX_DIM)
+            return FA_CL_ERROR_UNSUPPORTED;
+        tm = FA_CL_TILED_TM;
+        int64_t need_kv = round_up(req->seqlen_k > 0 ? req->seqlen_k : 1, FA_CL_TILE_ALIGN);
+        int64_t need_q = round_up(req->seqlen_q > 0 ? req->seqlen_q : 1, 16);
+        bc = (int)min64(32, need_kv);
+        br = 0;
+        for (int r = FA_CL_MAX_BLOCK_Q; r >= 16; r -= 16) {
+            if ((size_t)(r / tm) * (size_t)(bc / tn) <= max_wg && fa_cl_tiled_local_bytes(r, bc, dpad, tn) <= budget) {
+                br = r;
+                break;
+            }
+        }
+        if (br == 0)
+            return FA_CL_ERROR_UNSUPPORTED;
+        br = (int)min64(br, need_q);
+    }
+    out->variant = FA_CL_VARIANT_TILED;
+    out->kernel = "portable-tiled";
+    out->block_q = br;
+    out->block_kv = bc;
+    out->rows_per_item = tm;
+    out->cols_per_item = tn;
+    out->work_group_size = (br / tm) * (bc / tn);
+    out->local_mem_bytes = fa_cl_tiled_local_bytes(br, bc, dpad, tn);
+    return FA_CL_SUCCESS;
+}
+
 fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
                               size_t msg_size)
 {
@@ -44,6 +105,21 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
         source = "FA_CL_LOCAL_MEM_BYTES";
     }
     budget = budget > lim->kernel_other_local ? budget - lim->kernel_other_local : 0;
+    out->head_dim_padded = dpad;
+    out->elem_bytes = e;
+    out->local_mem_budget = budget;
+    out->budget_source = source;
+    int want_tiled = lim->forced_variant ? lim->forced_variant == FA_CL_VARIANT_TILED : lim->prefer_tiled;
+    if (want_tiled) {
+        fa_cl_status st = plan_tiled(lim, req, dpad, budget, out, msg, msg_size);
+        if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT)
+            return st;
+        if (lim->forced_variant) {
+            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=tiled: no tile of the tiled kernel fits head_dim %d in "
+                     "%zu bytes (%s)", req->head_dim, budget, source);
+            return FA_CL_ERROR_UNSUPPORTED;
+        }
+    }
     const size_t row_bytes = (size_t)e * (size_t)dpad;
     const int64_t rows_fit = (int64_t)(budget / row_bytes);
     const size_t max_wg = lim->max_work_group ? lim->max_work_group : 1;
@@ -102,14 +178,13 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
                 br = (int)(max_wg * (size_t)tm);
         }
     }
+    out->variant = FA_CL_VARIANT_ROWS;
+    out->kernel = "portable";
     out->block_q = br;
     out->block_kv = bc;
     out->rows_per_item = tm;
+    out->cols_per_item = bc;
     out->work_group_size = br / tm;
-    out->head_dim_padded = dpad;
-    out->elem_bytes = e;
     out->local_mem_bytes = (size_t)(br + bc) * row_bytes;
-    out->local_mem_budget = budget;
-    out->budget_source = source;
     return FA_CL_SUCCESS;
 }

@@ -14,7 +14,15 @@ typedef struct fa_cl_limits {
     size_t kernel_other_local; /* local bytes the kernel uses besides its tiles */
     int forced_q, forced_kv;   /* FA_CL_TILE, 0 = none */
     int forced_rows;           /* FA_CL_TILE's optional third field: rows per work-item, 0 = planner's */
+    int prefer_tiled;          /* GPUs: use the register-tiled kernel where it fits */
+    int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
 } fa_cl_limits;
+
+/* Kernel variants; both are portable OpenCL C 1.2. */
+typedef enum fa_cl_variant {
+    FA_CL_VARIANT_ROWS = 1,  /* cl/fa_forward.cl: each work-item owns whole query rows; P never leaves registers */
+    FA_CL_VARIANT_TILED = 2, /* cl/fa_forward_tiled.cl: TM x TN register tiles; P passes through local memory */
+} fa_cl_variant;
 
 /* The shape class a plan is made for. */
 typedef struct fa_cl_tile_request {
@@ -24,12 +32,15 @@ typedef struct fa_cl_tile_request {
 } fa_cl_tile_request;
 
 typedef struct fa_cl_tiles {
+    fa_cl_variant variant;
+    const char *kernel;       /* "portable" or "portable-tiled" (static storage) */
     int block_q, block_kv;    /* B_r, B_c */
-    int rows_per_item;        /* query rows each work-item owns */
+    int rows_per_item;        /* query rows each work-item owns (TM) */
+    int cols_per_item;        /* tiled: keys per work-item in a block (TN); rows variant: the whole block */
     int work_group_size;      /* block_q / rows_per_item */
     int head_dim_padded;      /* head_dim rounded up to FA_CL_VEC */
     int elem_bytes;           /* e: bytes per element as held in local memory */
-    size_t local_mem_bytes;   /* e * (B_r + B_c) * head_dim_padded */
+    size_t local_mem_bytes;   /* rows variant: e * (B_r + B_c) * head_dim_padded; tiled: see below */
     size_t local_mem_budget;  /* what the tiles had to fit */
     const char *budget_source;/* "device local memory", "FA_CL_LOCAL_MEM_BYTES", "cache (local memory is global)" */
     int forced;               /* FA_CL_TILE decided it */
@@ -46,7 +57,12 @@ typedef struct fa_cl_tiles {
 #define FA_CL_MAX_BLOCK_Q 128
 /* Floats of private accumulators (scores + output) a work-item may hold before it spills. */
 #define FA_CL_PRIVATE_FLOATS 192
-/* Budget assumed for CPU devices, whose "local" memory is ordinary cached memory. */
+/* Tiled variant: keys per work-item and the largest head_dim it takes (its O tile is TM x D/NX). */
+#define FA_CL_TILED_TN 4
+#define FA_CL_TILED_TM 4
+#define FA_CL_TILED_MAX_DIM 128
+/* Budget assumed for CPU devices, whose "local" memory is ordinary cached memory: a per-core L2
+ * share, not the whole last-level cache the device reports. */
 #define FA_CL_CPU_CACHE_BUDGET (128u * 1024u)
 
 /*
@@ -56,9 +72,19 @@ typedef struct fa_cl_tiles {
  * storage type, so that no conversion sits in its inner loops). B_c is the largest multiple of 8 up
  * to FA_CL_MAX_BLOCK_KV, then B_r the largest multiple of 8 (up to FA_CL_MAX_BLOCK_Q) that fits the
  * budget; if that leaves B_r < B_c, both become the largest equal multiple of 8 that fits. Neither
- * is larger than the sequence needs (rounded up to 8). On failure returns FA_CL_ERROR_UNSUPPORTED
- * (or INVALID_ARGUMENT for a bad forced tile) with a message.
+ * is larger than the sequence needs (rounded up to 8).
+ *
+ * The tiled variant (GPUs, head_dim_padded <= 128) holds the same Q block and K/V buffer with rows
+ * padded by 4 floats (bank spread), plus P^T (B_c x (B_r + 4) floats) and a row exchange
+ * (B_c/TN x (B_r + 4) floats):
+ *     local_mem_bytes = 4 * ((B_r + B_c) * (d_padded + 4) + (B_c + B_c/TN) * (B_r + 4))
+ * with B_c = 32 and B_r the largest multiple of 16 (up to 128) that fits; where not even B_r = 16
+ * fits, the rows variant is planned instead.
+ * On failure returns FA_CL_ERROR_UNSUPPORTED (or INVALID_ARGUMENT for a bad forced tile) with a message.
  */
+/* Local bytes the tiled kernel needs for a tile (the formula above). */
+size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item);
+
 fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
                               size_t msg_size);
 

@@ -2,6 +2,7 @@
 # Runs on the NVIDIA GPU host (see ../shared/gpu/README.md) from the repo root, with the checkout's
 # .gpu/ folder and a build made on the Debian machine (BUILD, default build-gpu). Writes logs under $OUT.
 #   tools/h200_session.sh explore   correctness smoke, baseline rows, tile sweep, ptxas reports, PyTorch anchors
+#   tools/h200_session.sh explore2  the tiled kernel: plans, sweeps, local-memory probe
 #   tools/h200_session.sh tests     the CTest suite on the GPU
 #   tools/h200_session.sh final     the rows docs/performance.md quotes, side by side with PyTorch
 set -u
@@ -42,6 +43,28 @@ explore)
     anchor -b 8 -H 16 -n 4096 -d 64 --dtype f32
     anchor -b 8 -H 16 -n 4096 -d 128 --dtype f16
     } 2>&1 | tee "$OUT/anchor.txt"
+    ;;
+explore2)
+    "$BUILD/probe_local" 2>&1 | tee "$OUT/probe_local.txt"
+    for args in "100 130 64 0" "130 100 40 1" "1000 1000 128 1" "17 1 1 1" "64 700 256 0" "333 4000 128 1"; do
+        echo "smoke $args: $($BUILD/smoke $args | tr '\n' ' ')"
+    done 2>&1 | tee "$OUT/smoke.txt"
+    {
+    for d in 128 64; do
+        FA_CL_DEBUG_BUILD_LOG=1 FA_CL_BUILD_OPTIONS=-cl-nv-verbose $BENCH -b 1 -h 1 -q 256 -d $d --no-reference 2>&1 | grep -iE "registers|spill|stack" | head -6
+    done
+    } > "$OUT/ptxas.txt" 2>&1
+    cat "$OUT/ptxas.txt"
+    row() { echo "$1 :: $(env $1 $BENCH -b 8 -h 16 -q 4096 $2 --no-reference 2>&1 | tail -1 | cut -c1-200)"; }
+    {
+    for r in "-d 128 --dtype f32" "-d 64 --dtype f32" "-d 128 --dtype f16" "-d 64 --dtype f16" "-d 128 --dtype f32 --causal" "-d 64 --dtype f32 --causal" "-d 128 --dtype bf16"; do
+        row "X=default" "$r"
+    done
+    for t in 16x32 32x16 32x32x2 32x32x8 16x32x8 32x16x8; do row "FA_CL_TILE=$t" "-d 128"; done
+    for t in 64x32 128x32 64x64 128x64 64x32x8 128x32x8 64x64x8 128x16; do row "FA_CL_LOCAL_MEM_OVERRIDE=200000 FA_CL_TILE=$t" "-d 128"; done
+    for t in 64x32 64x32x8 32x32 64x16 32x32x8; do row "FA_CL_TILE=$t" "-d 64"; done
+    for t in 128x32 128x64 64x64 128x32x8 128x64x8; do row "FA_CL_LOCAL_MEM_OVERRIDE=200000 FA_CL_TILE=$t" "-d 64"; done
+    } 2>&1 | tee "$OUT/bench.txt"
     ;;
 tests)
     ctest --test-dir "$BUILD" --output-on-failure -j4 2>&1 | tee "$OUT/ctest.txt" | tail -40

@@ -1,0 +1,261 @@
+/* Portable FlashAttention-2 forward, register-tiled for GPUs (no vendor extensions).
+ *
+ * Same loop structure and local-memory budget as fa_forward.cl (Q block + ONE K/V buffer reused),
+ * but work-items form an NY x NX grid: work-item (ty, tx) computes the scores of TM query rows
+ * (ty*TM ..) against TN keys (tx, tx+NX, ..) of the block, and accumulates O for the same TM rows
+ * over the columns (chunks tx, tx+NX, ..) of head_dim. Each loaded value then feeds TM or TN
+ * multiply-adds instead of one, which is what bounds the one-row-per-work-item kernel on GPUs.
+ * The price: the rows' maxima and the probabilities P of each block pass through a small local
+ * buffer (B_c x B_r floats) between the two products, as in other SIMT attention kernels; S, the
+ * running max/sum and O stay private. The sums l are kept per work-item (partial over its keys)
+ * and added up once at the end.
+ *
+ * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (multiple of 4), BLOCK_Q, BLOCK_KV, TM,
+ * TN; optional FA_UNROLL, FA_NATIVE_EXP.
+ */
+#define D4 (D_PAD / 4)
+#define NY (BLOCK_Q / TM)
+#define NX (BLOCK_KV / TN)
+#define WG (NX * NY)
+#define ROW4 (D4 + 1)            /* padded row pitch of Q and K/V in float4s: spreads rows over banks */
+#define PT_PITCH (BLOCK_Q + 4)   /* padded pitch of P^T and of the max exchange, in floats */
+#define OC ((D4 + NX - 1) / NX)  /* output chunks per work-item */
+
+#ifdef FA_NATIVE_EXP
+#define FA_EXP2(x) native_exp2(x)
+#else
+#define FA_EXP2(x) exp2(x)
+#endif
+#ifdef FA_UNROLL
+#define FA_PRAGMA_UNROLL _Pragma("unroll")
+#else
+#define FA_PRAGMA_UNROLL
+#endif
+
+inline float4 fa_load_chunk(__global const fa_store_t *p, ulong row_base, int c)
+{
+#if HEAD_DIM % 4 == 0
+    return fa_load4(p, row_base + 4 * (ulong)c);
+#else
+    float4 x = (float4)(0.0f);
+    int k = 4 * c;
+    if (k + 0 < HEAD_DIM) x.x = fa_load1(p, row_base + k + 0);
+    if (k + 1 < HEAD_DIM) x.y = fa_load1(p, row_base + k + 1);
+    if (k + 2 < HEAD_DIM) x.z = fa_load1(p, row_base + k + 2);
+    if (k + 3 < HEAD_DIM) x.w = fa_load1(p, row_base + k + 3);
+    return x;
+#endif
+}
+
+inline void fa_store_chunk(__global fa_store_t *p, ulong row_base, int c, float4 x)
+{
+#if HEAD_DIM % 4 == 0
+    fa_store4(p, row_base + 4 * (ulong)c, x);
+#else
+    int k = 4 * c;
+    if (k + 0 < HEAD_DIM) fa_store1(p, row_base + k + 0, x.x);
+    if (k + 1 < HEAD_DIM) fa_store1(p, row_base + k + 1, x.y);
+    if (k + 2 < HEAD_DIM) fa_store1(p, row_base + k + 2, x.z);
+    if (k + 3 < HEAD_DIM) fa_store1(p, row_base + k + 3, x.w);
+#endif
+}
+
+/* rows (or keys) [first, first + count) of a [seq, D] view into a padded local tile; zero past `limit` */
+inline void fa_load_rows(__local float4 *tile, __global const fa_store_t *src, ulong base, long row_stride,
+                         int first, int count, int limit, int lid)
+{
+    for (int e = lid; e < count * D4; e += WG) {
+        int j = e / D4, c = e % D4;
+        float4 x = (float4)(0.0f);
+        if (first + j < limit)
+            x = fa_load_chunk(src, base + (ulong)(first + j) * (ulong)row_stride, c);
+        tile[j * ROW4 + c] = x;
+    }
+}
+
+inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)
+{
+    if (row >= seqlen_q) {
+        *lo = 0;
+        *hi = 0;
+        return;
+    }
+    long diag = (long)row + seqlen_k - seqlen_q;
+    *lo = (int)clamp(diag - win_left, 0L, (long)seqlen_k);
+    *hi = (int)clamp(diag + win_right + 1, 0L, (long)seqlen_k);
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,
+                __global fa_store_t *o, __global float *lse,
+                ulong q_off, ulong k_off, ulong v_off, ulong o_off,
+                long qs0, long qs1, long qs2, long ks0, long ks1, long ks2,
+                long vs0, long vs1, long vs2, long os0, long os1, long os2,
+                int heads_q, int group, int seqlen_q, int seqlen_k, int num_q_blocks,
+                float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse)
+{
+    __local float4 q_tile[BLOCK_Q * ROW4];
+    __local float4 kv_tile[BLOCK_KV * ROW4];
+    __local float p_t[BLOCK_KV * PT_PITCH];  /* P^T: p_t[key * PT_PITCH + row] */
+    __local float xchg[NX * PT_PITCH];       /* per-row partial maxima (then sums) of each tx */
+
+    const int lid = (int)get_local_id(0);
+    const int tx = lid % NX, ty = lid / NX;
+    const ulong g = get_group_id(0);
+    const ulong bh = g / (ulong)num_q_blocks;
+    int qb = (int)(g % (ulong)num_q_blocks);
+    if (reverse_blocks)
+        qb = num_q_blocks - 1 - qb;
+    const ulong b = bh / (ulong)heads_q;
+    const int h = (int)(bh % (ulong)heads_q);
+    const int hk = h / group;
+    const int q0 = qb * BLOCK_Q;
+    const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
+    const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;
+
+    fa_load_rows(q_tile, q, q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1, qs2, q0, BLOCK_Q, seqlen_q, lid);
+
+    float4 acc[TM][OC];
+    float m[TM], l[TM];
+    int lo[TM], hi[TM];
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < TM; i++) {
+        m[i] = -INFINITY;
+        l[i] = 0.0f;
+        fa_row_range(q0 + ty * TM + i, seqlen_q, seqlen_k, win_left, win_right, &lo[i], &hi[i]);
+        FA_PRAGMA_UNROLL
+        for (int c = 0; c < OC; c++)
+            acc[i][c] = (float4)(0.0f);
+    }
+    int blk_lo, blk_hi, unused;
+    fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
+    fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
+
+    for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* previous V (and the Q load, first time) done */
+        fa_load_rows(kv_tile, k, kbase, ks2, kv0, BLOCK_KV, seqlen_k, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* S = Q K^T for the TM x TN tile, 4 head_dim elements at a time */
+        float s[TM][TN];
+        FA_PRAGMA_UNROLL
+        for (int i = 0; i < TM; i++)
+            FA_PRAGMA_UNROLL
+            for (int j = 0; j < TN; j++)
+                s[i][j] = 0.0f;
+#ifdef FA_UNROLL
+#pragma unroll 8
+#endif
+        for (int c = 0; c < D4; c++) {
+            float4 qv[TM], kx[TN];
+            FA_PRAGMA_UNROLL
+            for (int i = 0; i < TM; i++)
+                qv[i] = q_tile[(ty * TM + i) * ROW4 + c];
+            FA_PRAGMA_UNROLL
+            for (int j = 0; j < TN; j++)
+                kx[j] = kv_tile[(tx + NX * j) * ROW4 + c];
+            FA_PRAGMA_UNROLL
+            for (int i = 0; i < TM; i++)
+                FA_PRAGMA_UNROLL
+                for (int j = 0; j < TN; j++) {
+                    float t = s[i][j];
+                    t = mad(qv[i].x, kx[j].x, t);
+                    t = mad(qv[i].y, kx[j].y, t);
+                    t = mad(qv[i].z, kx[j].z, t);
+                    t = mad(qv[i].w, kx[j].w, t);
+                    s[i][j] = t;
+                }
+        }
+
+        /* mask + scale (base 2), then this work-item's partial row maxima */
+        float pmax[TM];
+        FA_PRAGMA_UNROLL
+        for (int i = 0; i < TM; i++) {
+            pmax[i] = -INFINITY;
+            FA_PRAGMA_UNROLL
+            for (int j = 0; j < TN; j++) {
+                int key = kv0 + tx + NX * j;
+                float x = (key >= lo[i] && key < hi[i]) ? s[i][j] * scale_log2 : -INFINITY;
+                s[i][j] = x;
+                pmax[i] = fmax(pmax[i], x);
+            }
+            xchg[tx * PT_PITCH + ty * TM + i] = pmax[i];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* row maxima over all tx; delta rescales this work-item's O and partial sums */
+        FA_PRAGMA_UNROLL
+        for (int i = 0; i < TM; i++) {
+            float mx = m[i];
+            FA_PRAGMA_UNROLL
+            for (int x = 0; x < NX; x++)
+                mx = fmax(mx, xchg[x * PT_PITCH + ty * TM + i]);
+            float m_use = (mx == -INFINITY) ? 0.0f : mx;
+            float delta = FA_EXP2(m[i] - m_use);
+            float sum = 0.0f;
+            FA_PRAGMA_UNROLL
+            for (int j = 0; j < TN; j++) {
+                float p = FA_EXP2(s[i][j] - m_use);
+                p_t[(tx + NX * j) * PT_PITCH + ty * TM + i] = p;
+                sum += p;
+            }
+            l[i] = mad(l[i], delta, sum);
+            m[i] = mx;
+            FA_PRAGMA_UNROLL
+            for (int c = 0; c < OC; c++)
+                acc[i][c] *= delta;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE); /* K, the maxima and P are all consumed / published */
+        fa_load_rows(kv_tile, v, vbase, vs2, kv0, BLOCK_KV, seqlen_k, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+        /* O += P V for TM rows x OC chunks */
+#ifdef FA_UNROLL
+#pragma unroll 4
+#endif
+        for (int j = 0; j < BLOCK_KV; j++) {
+            float pv[TM];
+            FA_PRAGMA_UNROLL
+            for (int i = 0; i < TM; i++)
+                pv[i] = p_t[j * PT_PITCH + ty * TM + i];
+            FA_PRAGMA_UNROLL
+            for (int c = 0; c < OC; c++) {
+                int chunk = tx + NX * c;
+                if (OC * NX == D4 || chunk < D4) {
+                    float4 vx = kv_tile[j * ROW4 + chunk];
+                    FA_PRAGMA_UNROLL
+                    for (int i = 0; i < TM; i++)
+                        acc[i][c] = mad((float4)(pv[i]), vx, acc[i][c]);
+                }
+            }
+        }
+    }
+
+    /* total sums: add the partial sums of the NX work-items sharing each row */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < TM; i++)
+        xchg[tx * PT_PITCH + ty * TM + i] = l[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < TM; i++) {
+        float total = 0.0f;
+        FA_PRAGMA_UNROLL
+        for (int x = 0; x < NX; x++)
+            total += xchg[x * PT_PITCH + ty * TM + i];
+        int row = q0 + ty * TM + i;
+        if (row >= seqlen_q)
+            continue;
+        float inv = (total == 0.0f) ? 0.0f : 1.0f / total;
+        ulong rbase = obase + (ulong)row * (ulong)os2;
+        FA_PRAGMA_UNROLL
+        for (int c = 0; c < OC; c++) {
+            int chunk = tx + NX * c;
+            if (OC * NX == D4 || chunk < D4)
+                fa_store_chunk(o, rbase, chunk, acc[i][c] * inv);
+        }
+        if (has_lse && tx == 0)
+            lse[bh * (ulong)seqlen_q + (ulong)row] = (total == 0.0f) ? -INFINITY : (m[i] + log2(total)) * M_LN2_F;
+    }
+}
