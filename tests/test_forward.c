@@ -1,0 +1,643 @@
+/*
+ * Fused forward correctness on the OpenCL device against the float64 reference computed from the
+ * rounded inputs, over a designed matrix (not a cartesian product): every head_dim, sequence
+ * length, dtype, mask, GQA ratio and layout appears, and the pairs that interact are combined.
+ *
+ *   test_forward shapes   head_dim x dtype (all 24 pairs) x (Sq, Sk) pairs, plus 1000x1000
+ *   test_forward masks    causal / windows / GQA / batch / scale / LSE, fully masked rows
+ *   test_forward layouts  BSHD, padded strides with offsets, mixed and broadcast layouts, q and o in
+ *                         one buffer, the one-shot plan cache past its 64 entries
+ *   test_forward tiles    head_dim 40, 64, 128 over several shapes; CTest runs it under
+ *                         FA_CL_LOCAL_MEM_BYTES=16384 and several FA_CL_TILE values
+ *   test_forward nan      a NaN in q or k stays in the rows that see it
+ *   test_forward nan_v    a NaN in v stays in the rows that see it
+ *
+ * Every case: o and lse are poisoned first (every element of the buffers, gaps and slack
+ * included); afterwards every element inside the view must have been written and every one
+ * outside must still hold the sentinel. Cases alternate between fa_cl_plan_create +
+ * fa_cl_plan_forward (with a second run that must be bitwise identical) and the one-shot
+ * fa_cl_attention_forward (gated by a user event: the kernel must not run before it). Plan info
+ * is checked against the planner on this device's limits and the environment.
+ */
+#include "fa_cl_internal.h"
+#include "planner.h"
+#include "test_util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define F32 FA_CL_F32
+#define F16 FA_CL_F16
+#define BF16 FA_CL_BF16
+
+static tu_tally tally = {"forward", 0, 0};
+static fa_cl_limits dev_limits; /* this device and the environment, as the library sees them */
+static int env_tile_q, env_tile_kv, env_variant;
+static size_t env_cap;
+static fa_cl_context *g_ctx;
+
+/* The limits the library plans with (fa_cl__context_limits), checked against the device's own
+ * answers and the environment, so that comparing plans against fa_cl_plan_tiles means something. */
+static void read_limits(fa_cl_context *ctx)
+{
+    cl_device_id dev = fa_cl_context_device(ctx);
+    cl_ulong local = 0;
+    cl_device_local_mem_type type = CL_LOCAL;
+    cl_device_type dtype = 0;
+    size_t wg = 0;
+    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_TYPE, sizeof type, &type, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof dtype, &dtype, NULL);
+    const char *s = getenv("FA_CL_LOCAL_MEM_BYTES");
+    if (s && *s)
+        env_cap = (size_t)strtoull(s, NULL, 10);
+    int rows = 0, cols = 0;
+    s = getenv("FA_CL_TILE");
+    if (s && *s && sscanf(s, "%dx%dx%dx%d", &env_tile_q, &env_tile_kv, &rows, &cols) < 2)
+        env_tile_q = env_tile_kv = 0;
+    s = getenv("FA_CL_KERNEL_VARIANT");
+    if (s && *s)
+        env_variant = strstr(s, "tiled") ? FA_CL_VARIANT_TILED : FA_CL_VARIANT_ROWS;
+    fa_cl__context_limits(ctx, &dev_limits);
+    const fa_cl_limits *l = &dev_limits;
+    int ok = l->local_mem_size == (size_t)local && l->local_mem_is_global == (type == CL_GLOBAL) &&
+             l->max_work_group == wg && l->local_mem_cap == env_cap && l->forced_q == env_tile_q &&
+             l->forced_kv == env_tile_kv && l->forced_rows == rows &&
+             l->forced_variant == env_variant && l->prefer_tiled == ((dtype & CL_DEVICE_TYPE_GPU) != 0);
+    tu_expect(&tally, ok,
+              "planner limits of the context: local memory %zu (device %llu, %s), max work-group %zu (device %zu), "
+              "cap %zu (FA_CL_LOCAL_MEM_BYTES %zu), tile %dx%dx%d (FA_CL_TILE %dx%dx%dx%d), variant %d (env %d), "
+              "prefer tiled %d",
+              l->local_mem_size, (unsigned long long)local, l->local_mem_is_global ? "global" : "local",
+              l->max_work_group, wg, l->local_mem_cap, env_cap, l->forced_q, l->forced_kv, l->forced_rows,
+              env_tile_q, env_tile_kv, rows, cols, l->forced_variant, env_variant, l->prefer_tiled);
+}
+
+/* NULL when the plan info is sane for this case, else what is wrong. */
+static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c)
+{
+    static char why[256];
+    const int dpad = (int)((c->D + 3) / 4 * 4);
+    if (!in->kernel || !in->kernel[0])
+        return "no kernel name";
+    if (in->head_dim_padded != dpad)
+        return "head_dim_padded != head_dim rounded up to 4";
+    if (in->local_mem_bytes > in->local_mem_budget)
+        return "local_mem_bytes > local_mem_budget";
+    if (in->work_group_size < 1 || (size_t)in->work_group_size > dev_limits.max_work_group)
+        return "work_group_size outside 1..device maximum";
+    const int rows_variant = strcmp(in->kernel, "portable") == 0;
+    if (rows_variant) {
+        if (in->local_mem_bytes != (size_t)4 * (size_t)(in->block_q + in->block_kv) * (size_t)dpad)
+            return "local_mem_bytes != 4 * (B_r + B_c) * d_padded";
+        if (in->block_q % in->work_group_size != 0)
+            return "B_r is not work_group_size * rows_per_item";
+    }
+    if (env_variant == FA_CL_VARIANT_TILED && strcmp(in->kernel, "portable-tiled") != 0)
+        return "FA_CL_KERNEL_VARIANT=tiled not honoured";
+    if (env_variant == FA_CL_VARIANT_ROWS && !rows_variant)
+        return "FA_CL_KERNEL_VARIANT=portable not honoured";
+    if (env_tile_q && (in->block_q != env_tile_q || in->block_kv != env_tile_kv))
+        return "FA_CL_TILE not honoured";
+    if (env_cap && in->local_mem_budget > env_cap)
+        return "FA_CL_LOCAL_MEM_BYTES not honoured";
+    fa_cl_tile_request req = {(int)c->D, c->dtype, c->Sq, c->Sk};
+    fa_cl_tiles t;
+    char msg[256];
+    if (fa_cl_plan_tiles(&dev_limits, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
+        return "the planner refuses what the plan accepted";
+    /* the library may re-plan for a smaller work-group the compiled kernel reports */
+    int same = in->block_q == t.block_q && in->block_kv == t.block_kv && in->work_group_size == t.work_group_size &&
+               in->local_mem_budget == t.local_mem_budget && in->local_mem_bytes == t.local_mem_bytes &&
+               strcmp(in->kernel, t.kernel) == 0;
+    if (!same && !(in->work_group_size < t.work_group_size)) {
+        snprintf(why, sizeof why, "plan %s %dx%d wg %d bytes %zu budget %zu, planner on this device %s %dx%d wg %d "
+                 "bytes %zu budget %zu", in->kernel, in->block_q, in->block_kv, in->work_group_size,
+                 in->local_mem_bytes, in->local_mem_budget, t.kernel, t.block_q, t.block_kv, t.work_group_size,
+                 t.local_mem_bytes, t.local_mem_budget);
+        return why;
+    }
+    return NULL;
+}
+
+/* The tiled variant takes head_dim_padded <= FA_CL_TILED_MAX_DIM only: forced, larger ones must be
+ * refused with FA_CL_ERROR_UNSUPPORTED. Returns 1 when the case was handled that way. */
+static int tiled_refuses(const char *label, int idx, const tu_case *c);
+
+/* ---- running one case ------------------------------------------------------------------------- */
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static cl_int event_status(cl_event e)
+{
+    cl_int s = -1;
+    clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof s, &s, NULL);
+    return s;
+}
+
+enum { API_PLAN = 0, API_ONESHOT = 1 };
+
+/* Runs the fused forward on p's buffers. Fills info. Returns 0, or -1 with why filled in. */
+static int run_fused(fa_cl_context *ctx, tu_problem *p, int api, fa_cl_plan_info *info, char *why, size_t n)
+{
+    cl_mem lse = p->c.lse ? p->lse_mem : NULL;
+    fa_cl_status st;
+    if (api == API_PLAN) {
+        fa_cl_plan *plan = NULL;
+        st = fa_cl_plan_create(ctx, &p->desc, &plan);
+        if (st != FA_CL_SUCCESS) {
+            snprintf(why, n, "fa_cl_plan_create: %s: %.300s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            return -1;
+        }
+        fa_cl_plan_get_info(plan, info);
+        cl_event done = NULL;
+        st = fa_cl_plan_forward(plan, p->mem[0], p->mem[1], p->mem[2], p->mem[3], lse, 0, NULL, &done);
+        if (st != FA_CL_SUCCESS || !done) {
+            snprintf(why, n, "fa_cl_plan_forward: %s (event %p): %.300s", fa_cl_status_string(st), (void *)done,
+                     fa_cl_last_error(ctx));
+            fa_cl_plan_release(plan);
+            return -1;
+        }
+        clWaitForEvents(1, &done);
+        cl_int es = event_status(done);
+        clReleaseEvent(done);
+        fa_cl_plan_release(plan);
+        if (es != CL_COMPLETE) {
+            snprintf(why, n, "the returned event ended with status %d", (int)es);
+            return -1;
+        }
+        return 0;
+    }
+    cl_int err = CL_SUCCESS;
+    cl_event gate = clCreateUserEvent(fa_cl_context_cl_context(ctx), &err);
+    if (!gate) {
+        snprintf(why, n, "clCreateUserEvent: %d", (int)err);
+        return -1;
+    }
+    cl_event done = NULL;
+    st = fa_cl_attention_forward(ctx, &p->desc, p->mem[0], p->mem[1], p->mem[2], p->mem[3], lse, 1, &gate, &done);
+    int rc = 0;
+    if (st != FA_CL_SUCCESS || !done) {
+        snprintf(why, n, "fa_cl_attention_forward: %s (event %p): %.300s", fa_cl_status_string(st), (void *)done,
+                 fa_cl_last_error(ctx));
+        rc = -1;
+    } else {
+        sleep_ms(2);
+        cl_int before = event_status(done);
+        clSetUserEventStatus(gate, CL_COMPLETE);
+        clWaitForEvents(1, &done);
+        if (before == CL_COMPLETE) {
+            snprintf(why, n, "the kernel completed before its wait list (a user event) was");
+            rc = -1;
+        }
+    }
+    if (rc != 0)
+        clSetUserEventStatus(gate, CL_COMPLETE);
+    clFinish(fa_cl_context_queue(ctx));
+    if (done)
+        clReleaseEvent(done);
+    clReleaseEvent(gate);
+    if (rc == 0) {
+        fa_cl_plan *plan = NULL; /* the same descriptor: the plan the one-shot call used */
+        st = fa_cl_plan_create(ctx, &p->desc, &plan);
+        if (st != FA_CL_SUCCESS) {
+            snprintf(why, n, "fa_cl_plan_create after the one-shot call: %s", fa_cl_status_string(st));
+            return -1;
+        }
+        fa_cl_plan_get_info(plan, info);
+        fa_cl_plan_release(plan);
+    }
+    return rc;
+}
+
+/* Re-run through a plan and compare both images bitwise with the first run's. */
+static int rerun_identical(fa_cl_context *ctx, tu_problem *p, char *why, size_t n)
+{
+    const size_t ob = tu_tensor_bytes(&p->t[3]), lb = (p->lse_elems + p->lse_slack) * sizeof(float);
+    unsigned char *o1 = (unsigned char *)malloc(ob), *l1 = (unsigned char *)malloc(lb);
+    int rc = -1;
+    fa_cl_plan *plan = NULL;
+    if (!o1 || !l1)
+        goto out;
+    memcpy(o1, p->t[3].img, ob);
+    memcpy(l1, p->lse_img, lb);
+    if (tu_problem_poison(p, ctx) != 0 || fa_cl_plan_create(ctx, &p->desc, &plan) != FA_CL_SUCCESS ||
+        fa_cl_plan_forward(plan, p->mem[0], p->mem[1], p->mem[2], p->mem[3], p->c.lse ? p->lse_mem : NULL, 0, NULL,
+                           NULL) != FA_CL_SUCCESS ||
+        clFinish(fa_cl_context_queue(ctx)) != CL_SUCCESS || tu_problem_read(p, ctx) != 0) {
+        snprintf(why, n, "second run failed: %.300s", fa_cl_last_error(ctx));
+        goto out;
+    }
+    if (memcmp(o1, p->t[3].img, ob) != 0 || (p->c.lse && memcmp(l1, p->lse_img, lb) != 0)) {
+        snprintf(why, n, "a second run of the same plan is not bitwise identical");
+        goto out;
+    }
+    rc = 0;
+out:
+    fa_cl_plan_release(plan);
+    free(o1);
+    free(l1);
+    return rc;
+}
+
+static void report(const char *label, int idx, const tu_case *c, int api, const fa_cl_plan_info *info, int ok,
+                   const char *detail, double ms)
+{
+    char cs[256], tiles[64] = "";
+    tu_case_format(c, cs, sizeof cs);
+    if (info && info->block_q)
+        snprintf(tiles, sizeof tiles, " tiles %dx%d wg %d", info->block_q, info->block_kv, info->work_group_size);
+    tu_expect(&tally, ok, "%s #%d %s [%s%s] %.0f ms: %s", label, idx, cs, api == API_PLAN ? "plan" : "one-shot", tiles,
+              ms, detail);
+}
+
+static int tiled_refuses(const char *label, int idx, const tu_case *c)
+{
+    if (env_variant != FA_CL_VARIANT_TILED || (c->D + 3) / 4 * 4 <= FA_CL_TILED_MAX_DIM)
+        return 0;
+    fa_cl_attention_desc d;
+    fa_cl_attention_desc_init(&d, c->B, c->Hq, c->Sq, c->Sk, c->D, c->dtype);
+    d.heads_kv = c->Hkv;
+    fa_cl_plan *plan = NULL;
+    fa_cl_status st = fa_cl_plan_create(g_ctx, &d, &plan);
+    fa_cl_plan_release(plan);
+    char cs[256];
+    tu_case_format(c, cs, sizeof cs);
+    tu_expect(&tally, st == FA_CL_ERROR_UNSUPPORTED, "%s #%d %s: FA_CL_KERNEL_VARIANT=tiled, head_dim > %d -> %s: %.200s",
+              label, idx, cs, FA_CL_TILED_MAX_DIM, fa_cl_status_string(st), fa_cl_last_error(g_ctx));
+    return 1;
+}
+
+static void run_case(fa_cl_context *ctx, const char *label, int idx, const tu_case *c, int api)
+{
+    const double t0 = tu_now_ms();
+    if (tiled_refuses(label, idx, c))
+        return;
+    tu_problem p;
+    fa_cl_plan_info info;
+    memset(&info, 0, sizeof info);
+    char why[512] = "", detail[1024] = "";
+    if (tu_problem_init(&p, ctx, c, 1000u * (uint64_t)idx + (uint64_t)label[0], 1) != 0) {
+        report(label, idx, c, api, NULL, 0, "setup failed", 0);
+        return;
+    }
+    int ok = run_fused(ctx, &p, api, &info, why, sizeof why) == 0;
+    if (ok && tu_problem_read(&p, ctx) != 0) {
+        ok = 0;
+        snprintf(why, sizeof why, "read back failed");
+    }
+    if (!ok) {
+        report(label, idx, c, api, &info, 0, why, tu_now_ms() - t0);
+        tu_problem_free(&p);
+        return;
+    }
+    tu_result r;
+    tu_problem_check(&p, p.ref_o, p.ref_lse, &r);
+    tu_result_format(&r, &p, detail, sizeof detail);
+    ok = r.ok;
+    const char *bad_info = info_problem(&info, c);
+    if (bad_info) {
+        ok = 0;
+        snprintf(why, sizeof why, "; plan info: %s", bad_info);
+        strncat(detail, why, sizeof detail - strlen(detail) - 1);
+    }
+    /* determinism: plan cases that are not huge run twice */
+    if (ok && api == API_PLAN && c->B * c->Hq * c->Sq * c->Sk <= 400000) {
+        if (rerun_identical(ctx, &p, why, sizeof why) != 0) {
+            ok = 0;
+            strncat(detail, "; ", sizeof detail - strlen(detail) - 1);
+            strncat(detail, why, sizeof detail - strlen(detail) - 1);
+        } else {
+            strncat(detail, "; rerun bitwise identical", sizeof detail - strlen(detail) - 1);
+        }
+    }
+    report(label, idx, c, api, &info, ok, detail, tu_now_ms() - t0);
+    tu_problem_free(&p);
+}
+
+/* ---- the matrix ------------------------------------------------------------------------------- */
+
+/* (Sq, Sk) pairs: every listed length on both sides, unequal both ways */
+static const int64_t pairs[][2] = {{113, 203}, {203, 113}, {1, 239}, {65, 17}, {1000, 63},
+                                   {63, 1000}, {64, 64},   {17, 65}, {1, 1},   {64, 1}};
+static const int64_t head_dims[] = {1, 8, 40, 64, 80, 96, 128, 256};
+static const fa_cl_dtype dtypes[] = {F32, F16, BF16};
+
+static void subset_shapes(fa_cl_context *ctx)
+{
+    int idx = 0;
+    /* all 24 head_dim x dtype pairs; each head_dim meets 3 different (Sq, Sk) pairs, each pair 2-3 head_dims */
+    for (int ti = 0; ti < 3; ti++)
+        for (int di = 0; di < 8; di++, idx++) {
+            const int64_t *sp = pairs[(di + 4 * ti) % 10];
+            tu_case c = {2, 3, 3, sp[0], sp[1], head_dims[di], dtypes[ti], 0, -1, -1, NULL, 0.0f, 1};
+            if (sp[0] * sp[1] > 20000) { /* keep the float64 reference cheap */
+                c.B = 1;
+                c.Hq = c.Hkv = 2;
+            }
+            if (idx % 4 == 3)
+                c.causal = 1;
+            if (idx % 5 == 2)
+                c.scale = 0.7f;
+            if (idx % 5 == 4)
+                c.scale = 3.0f; /* a sharp softmax */
+            if (idx % 6 == 5)
+                c.lse = 0;
+            run_case(ctx, "shapes", idx, &c, idx % 2);
+        }
+    /* long square sequences: many blocks in both directions */
+    const tu_case big[] = {
+        {1, 1, 1, 1000, 1000, 64, F32, 0, -1, -1, NULL, 0.0f, 1},
+        {1, 1, 1, 1000, 1000, 256, F16, 1, -1, -1, NULL, 0.0f, 1},
+        {1, 2, 1, 1000, 1000, 128, BF16, 0, -1, -1, NULL, 0.0f, 1},
+    };
+    for (size_t i = 0; i < sizeof big / sizeof big[0]; i++, idx++)
+        run_case(ctx, "shapes", idx, &big[i], idx % 2);
+}
+
+static void subset_masks(fa_cl_context *ctx)
+{
+    const tu_case cases[] = {
+        /* B  Hq Hkv Sq    Sk   D    dtype causal wl  wr  layout scale lse */
+        {2, 4, 4, 113, 203, 64, F32, 1, -1, -1, NULL, 0.0f, 1},   /* causal, Sq < Sk: every row sees a prefix */
+        {1, 2, 2, 203, 113, 64, F16, 1, -1, -1, NULL, 0.0f, 1},   /* causal, Sq > Sk: 90 rows see nothing */
+        {1, 1, 1, 1000, 63, 40, BF16, 1, -1, -1, NULL, 0.0f, 1},  /* causal: 937 rows see nothing */
+        {2, 8, 1, 63, 1000, 128, F32, 1, -1, -1, NULL, 0.0f, 0},  /* MQA 8:1, causal, no LSE */
+        {3, 4, 2, 64, 64, 64, BF16, 0, 16, 0, NULL, 0.0f, 1},     /* GQA 2:1, batch 3, sliding window (16,0) */
+        {1, 2, 2, 113, 203, 40, F16, 0, 8, 8, NULL, 0.0f, 1},     /* symmetric window */
+        {1, 2, 2, 203, 113, 128, F32, 0, 0, -1, NULL, 0.0f, 1},   /* keys from the diagonal on; late rows: none */
+        {2, 2, 1, 65, 17, 64, F16, 1, 8, 8, NULL, 0.0f, 1},       /* causal + window: right side clamps to 0 */
+        {1, 3, 3, 113, 203, 80, BF16, 0, -1, 0, NULL, 0.0f, 1},   /* window (-1,0) == causal */
+        {2, 2, 2, 17, 65, 8, F32, 0, 0, 0, NULL, 0.0f, 1},        /* only the diagonal key */
+        {1, 4, 4, 1, 239, 96, F16, 1, -1, -1, NULL, 0.0f, 1},     /* causal, one query sees every key */
+        {1, 2, 2, 239, 1, 64, F32, 1, -1, -1, NULL, 0.0f, 1},     /* causal, one key: only the last row sees it */
+        {1, 1, 1, 1000, 1000, 64, F16, 0, 3, 5, NULL, 0.0f, 1},   /* narrow window, long: most blocks skipped */
+        {1, 1, 1, 1000, 1000, 128, BF16, 1, 100, -1, NULL, 0.0f, 1}, /* causal + window (100,-1) */
+        {1, 8, 1, 113, 203, 59, F32, 1, -1, -1, NULL, 0.5f, 1},   /* GQA 8:1, causal, scale given, d % 4 = 3 */
+        {2, 2, 2, 203, 113, 59, BF16, 1, -1, -1, NULL, 0.0f, 0},  /* masked rows without LSE: still exactly 0 */
+        {1, 2, 2, 64, 64, 40, F32, 1, 0, -1, NULL, 0.0f, 1},      /* causal + window (0,-1): diagonal only */
+        {1, 2, 1, 65, 17, 96, F16, 0, 5000, 5000, NULL, 0.0f, 1}, /* windows wider than the sequences */
+        {1, 1, 1, 113, 17, 256, F32, 0, 16, 0, NULL, 0.0f, 1},    /* window (16,0), Sq > Sk: 96 rows see nothing */
+        {2, 2, 2, 17, 65, 1, BF16, 0, 2, -1, NULL, 0.0f, 1},      /* left window only, d = 1 */
+        {1, 2, 2, 63, 64, 80, F32, 0, -1, 3, NULL, 0.0f, 1},      /* right window only */
+        {1, 8, 1, 1000, 63, 8, F16, 0, -1, -1, NULL, 2.0f, 1},    /* MQA 8:1, long Sq, scale 2 */
+        {1, 4, 2, 65, 1000, 128, BF16, 1, 30, 0, NULL, 0.0f, 1},  /* GQA + causal window, Sq < Sk */
+        {1, 2, 2, 64, 65, 256, BF16, 1, -1, -1, NULL, 0.0f, 1},   /* causal, off by one: Sk = Sq + 1 */
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        run_case(ctx, "masks", i, &cases[i], i % 2);
+}
+
+/* q and o in ONE buffer at disjoint ranges: allowed, must work. */
+static void shared_buffer_case(fa_cl_context *ctx, int idx)
+{
+    const tu_case c = {1, 2, 2, 65, 33, 64, F16, 1, -1, -1, "CCCH", 0.0f, 1};
+    tu_problem p;
+    char detail[1024] = "";
+    if (tu_problem_init(&p, ctx, &c, 4242, 1) != 0) {
+        report("layouts", idx, &c, API_ONESHOT, NULL, 0, "setup failed", 0);
+        return;
+    }
+    const size_t es = tu_dtype_size(c.dtype), qe = p.t[0].elems, gap = 5, oe = p.t[3].elems;
+    const size_t total = qe + gap + oe;
+    unsigned char *img = (unsigned char *)malloc(total * es);
+    memcpy(img, p.t[0].img, qe * es);
+    for (size_t i = qe; i < total; i++)
+        tu_store_bits(c.dtype, img, i, tu_sentinel_bits(c.dtype));
+    cl_mem shared = tu_buffer(ctx, CL_MEM_READ_WRITE, total * es, img);
+    fa_cl_attention_desc d = p.desc;
+    d.o_offset = qe + gap + p.t[3].offset;
+    fa_cl_status st = fa_cl_attention_forward(ctx, &d, shared, p.mem[1], p.mem[2], shared, p.lse_mem, 0, NULL, NULL);
+    int ok = st == FA_CL_SUCCESS;
+    if (!ok) {
+        snprintf(detail, sizeof detail, "fa_cl_attention_forward: %s: %.300s", fa_cl_status_string(st),
+                 fa_cl_last_error(ctx));
+    } else {
+        unsigned char *back = (unsigned char *)malloc(total * es);
+        clFinish(fa_cl_context_queue(ctx));
+        tu_read(ctx, shared, total * es, back);
+        tu_problem_read(&p, ctx); /* lse; o's own buffer is unused and must stay poisoned */
+        int q_same = memcmp(back, img, (qe + gap) * es) == 0;
+        int o_own_untouched = 1;
+        for (size_t i = 0; i < p.t[3].elems; i++)
+            o_own_untouched = o_own_untouched && tu_load_bits(c.dtype, p.t[3].img, i) == tu_sentinel_bits(c.dtype);
+        memcpy(p.t[3].img, back + (qe + gap) * es, oe * es);
+        tu_result r;
+        tu_problem_check(&p, p.ref_o, p.ref_lse, &r);
+        tu_result_format(&r, &p, detail, sizeof detail);
+        ok = r.ok && q_same && o_own_untouched;
+        if (!q_same)
+            strncat(detail, "; q (or the gap after it) changed in the shared buffer", sizeof detail - strlen(detail) - 1);
+        free(back);
+    }
+    char cs[200];
+    tu_case_format(&c, cs, sizeof cs);
+    tu_expect(&tally, ok, "layouts #%d q and o in one buffer (o at element %zu, after q's %zu): %s: %s", idx,
+              (size_t)d.o_offset, qe, cs, detail);
+    clReleaseMemObject(shared);
+    free(img);
+    tu_problem_free(&p);
+}
+
+/* 70 one-shot calls that differ only in o_offset: more descriptors than the plan cache holds (64);
+ * each must be correct, and the first again after it was evicted. */
+static void plan_cache_case(fa_cl_context *ctx, int idx)
+{
+    const tu_case c = {1, 2, 2, 17, 17, 8, F32, 0, -1, -1, "CCCH", 0.0f, 0};
+    enum { N = 70 };
+    tu_problem p;
+    if (tu_problem_init(&p, ctx, &c, 777, 1) != 0) {
+        report("layouts", idx, &c, API_ONESHOT, NULL, 0, "setup failed", 0);
+        return;
+    }
+    const size_t es = 4, oe = p.t[3].elems, total = oe + N;
+    unsigned char *img = (unsigned char *)malloc(total * es);
+    cl_mem big = tu_buffer(ctx, CL_MEM_READ_WRITE, total * es, NULL);
+    int bad = 0;
+    char first[600] = "";
+    for (int k = 0; k <= N; k++) {
+        const size_t off = (size_t)(k == N ? 0 : k);
+        for (size_t i = 0; i < total; i++)
+            tu_store_bits(F32, img, i, tu_sentinel_bits(F32));
+        tu_write(ctx, big, total * es, img);
+        fa_cl_attention_desc d = p.desc;
+        d.o_offset = off;
+        fa_cl_status st = fa_cl_attention_forward(ctx, &d, p.mem[0], p.mem[1], p.mem[2], big, NULL, 0, NULL, NULL);
+        if (st != FA_CL_SUCCESS) {
+            if (!bad++)
+                snprintf(first, sizeof first, "o_offset %zu: %s: %.300s", off, fa_cl_status_string(st),
+                         fa_cl_last_error(ctx));
+            continue;
+        }
+        tu_read(ctx, big, total * es, img);
+        int outside = 1;
+        for (size_t i = 0; i < total; i++)
+            if ((i < off || i >= off + oe) && tu_load_bits(F32, img, i) != tu_sentinel_bits(F32))
+                outside = 0;
+        memcpy(p.t[3].img, img + off * es, oe * es);
+        tu_result r;
+        tu_problem_check(&p, p.ref_o, p.ref_lse, &r);
+        if (!r.ok || !outside) {
+            if (!bad++)
+                snprintf(first, sizeof first, "o_offset %zu: %s%s", off, outside ? "" : "wrote outside its view; ",
+                         r.first);
+        }
+    }
+    char cs[200];
+    tu_case_format(&c, cs, sizeof cs);
+    tu_expect(&tally, bad == 0, "layouts #%d plan cache: %d one-shot calls with o_offset 0..%d then 0 again (%s): "
+              "%d wrong%s%s", idx, N + 1, N - 1, cs, bad, bad ? "; first: " : "", first);
+    clReleaseMemObject(big);
+    free(img);
+    tu_problem_free(&p);
+}
+
+static void subset_layouts(fa_cl_context *ctx)
+{
+    const tu_case cases[] = {
+        {2, 4, 2, 113, 203, 64, F16, 1, -1, -1, "SSSS", 0.0f, 1},  /* FlashAttention's [B,S,H,D] */
+        {2, 2, 1, 65, 17, 40, F32, 0, -1, -1, "PPPP", 0.0f, 1},    /* padded, offsets, GQA */
+        {1, 8, 1, 17, 65, 128, BF16, 1, -1, -1, "QQQQ", 0.0f, 1},  /* padded BSHD, MQA */
+        {1, 2, 2, 64, 64, 80, F32, 0, 16, 0, "HSPQ", 0.0f, 1},     /* every tensor its own layout */
+        {3, 2, 2, 63, 63, 96, F16, 0, -1, -1, "BBBP", 0.0f, 1},    /* q, k, v broadcast over the batch */
+        {2, 2, 2, 113, 203, 1, F32, 0, -1, -1, "CPSQ", 0.0f, 1},   /* d = 1 with strides and offsets */
+        {1, 2, 1, 17, 113, 256, BF16, 1, -1, -1, "PQSP", 0.0f, 1}, /* d = 256 padded */
+        {1, 2, 2, 1, 239, 8, BF16, 0, -1, -1, "SCCS", 0.0f, 1},
+        {1, 1, 1, 1000, 63, 64, F16, 0, -1, -1, "PPPP", 0.0f, 1},  /* odd element offsets: unaligned vector loads */
+        {2, 2, 2, 203, 113, 59, F16, 1, -1, -1, "QPHS", 0.0f, 1},  /* d % 4 = 3 with strides */
+        {1, 4, 4, 64, 1, 128, F32, 0, -1, -1, "SQPC", 0.0f, 1},
+        {2, 4, 1, 65, 65, 64, BF16, 0, 8, 8, "SBBQ", 0.5f, 1},     /* MQA with K/V broadcast over the batch */
+    };
+    int i = 0;
+    for (; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        run_case(ctx, "layouts", i, &cases[i], i % 2);
+    shared_buffer_case(ctx, i++);
+    plan_cache_case(ctx, i++);
+}
+
+static void subset_tiles(fa_cl_context *ctx)
+{
+    const tu_case cases[] = {
+        {1, 2, 1, 113, 203, 40, F16, 1, -1, -1, NULL, 0.0f, 1},
+        {2, 2, 2, 203, 113, 40, F16, 0, 8, 8, "SSSS", 0.0f, 1},
+        {1, 1, 1, 1, 239, 40, BF16, 0, -1, -1, NULL, 0.0f, 1},
+        {1, 4, 2, 65, 17, 64, F32, 1, -1, -1, "PPPP", 0.0f, 1},
+        {2, 2, 2, 64, 64, 64, F32, 0, 16, 0, NULL, 0.0f, 1},
+        {1, 2, 2, 17, 65, 64, F32, 0, -1, -1, "QQQQ", 0.0f, 0},
+        {1, 1, 1, 63, 1000, 64, F32, 1, 0, -1, NULL, 0.0f, 1},
+        {1, 2, 1, 113, 203, 128, BF16, 0, -1, -1, NULL, 0.0f, 1},
+        {1, 1, 1, 203, 113, 128, BF16, 1, -1, -1, NULL, 0.0f, 1},
+        {1, 2, 2, 1000, 63, 128, F32, 0, 30, 2, NULL, 0.0f, 1},
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        run_case(ctx, "tiles", i, &cases[i], i % 2);
+}
+
+/* ---- NaN propagation -------------------------------------------------------------------------- */
+
+/* One NaN at tensor t (0 q, 1 k, 2 v), logical (b, h, s, d): rows that see it (all of them for q's
+ * own row) must be NaN, every other row and head exactly as without it. */
+static void nan_case(fa_cl_context *ctx, int idx, const tu_case *c, int t, int64_t b, int64_t h, int64_t s,
+                     int64_t d, const char *what)
+{
+    tu_problem p;
+    char detail[1024] = "", why[512] = "";
+    if (tu_problem_init(&p, ctx, c, 99 + (uint64_t)idx, 0) != 0) {
+        report("nan", idx, c, API_PLAN, NULL, 0, "setup failed", 0);
+        return;
+    }
+    tu_tensor *tt = &p.t[t];
+    const size_t logical = (size_t)(((b * tt->dim[1] + h) * tt->dim[2] + s) * tt->dim[3] + d);
+    p.x[t][logical] = NAN;
+    tu_store_bits(c->dtype, tt->img, tu_tensor_index(tt, b, h, s, d), tu_nan_bits(c->dtype));
+    tu_write(ctx, p.mem[t], tu_tensor_bytes(tt), tt->img);
+    const size_t no = (size_t)(c->B * c->Hq * c->Sq * c->D);
+    p.ref_o = (double *)malloc(no * sizeof(double));
+    p.ref_lse = (double *)malloc(p.lse_elems * sizeof(double));
+    tu_attention_f64(&p.c, p.x[0], p.x[1], p.x[2], p.ref_o, p.ref_lse);
+    size_t nan_rows = 0;
+    for (size_t i = 0; i < p.lse_elems; i++) {
+        int any = isnan(p.ref_lse[i]);
+        for (int64_t e = 0; e < c->D; e++)
+            any = any || isnan(p.ref_o[i * (size_t)c->D + (size_t)e]);
+        nan_rows += (size_t)any;
+    }
+    fa_cl_plan_info info;
+    memset(&info, 0, sizeof info);
+    int ok = run_fused(ctx, &p, API_PLAN, &info, why, sizeof why) == 0 && tu_problem_read(&p, ctx) == 0;
+    if (ok) {
+        tu_result r;
+        tu_problem_check(&p, p.ref_o, p.ref_lse, &r);
+        tu_result_format(&r, &p, detail, sizeof detail);
+        ok = r.ok;
+    } else {
+        snprintf(detail, sizeof detail, "%s", why);
+    }
+    char cs[256];
+    tu_case_format(c, cs, sizeof cs);
+    tu_expect(&tally, ok, "nan #%d %s: NaN in %s[%lld,%lld,%lld,%lld] (%s; %zu of %zu rows must be NaN) tiles %dx%d: %s",
+              idx, cs, t == 0 ? "q" : t == 1 ? "k" : "v", (long long)b, (long long)h, (long long)s, (long long)d, what,
+              nan_rows, p.lse_elems, info.block_q, info.block_kv, detail);
+    tu_problem_free(&p);
+}
+
+static const tu_case nan_causal = {1, 2, 2, 64, 64, 64, F32, 1, -1, -1, NULL, 0.0f, 1};
+static const tu_case nan_window = {1, 2, 1, 113, 203, 40, F16, 0, 8, 8, NULL, 0.0f, 1};
+
+static void subset_nan(fa_cl_context *ctx)
+{
+    nan_case(ctx, 0, &nan_causal, 0, 0, 1, 20, 7, "a query row: only that row");
+    nan_case(ctx, 1, &nan_causal, 1, 0, 0, 40, 3, "a key: rows 40.. of head 0 see it");
+    nan_case(ctx, 2, &nan_window, 1, 0, 0, 150, 0, "a key inside some windows (GQA: both heads)");
+}
+
+/* "NaN/Inf in the inputs ... never affect other rows": a NaN in V at key j must not reach rows
+ * that do not see key j (their weight for it is 0, and 0 * NaN must not be computed). */
+static void subset_nan_v(fa_cl_context *ctx)
+{
+    nan_case(ctx, 3, &nan_causal, 2, 0, 0, 40, 3, "a value: rows 40.. of head 0 see it; rows < 40 must not change");
+    nan_case(ctx, 4, &nan_window, 2, 0, 0, 150, 5, "a value inside some windows only");
+}
+
+int main(int argc, char **argv)
+{
+    const char *subset = argc > 1 ? argv[1] : "all";
+    static char name[64];
+    snprintf(name, sizeof name, "forward[%s]", subset);
+    tally.name = name;
+    fa_cl_context *ctx = NULL;
+    int rc = tu_context(&ctx);
+    if (rc != 0)
+        return rc;
+    g_ctx = ctx;
+    read_limits(ctx);
+    const double t0 = tu_now_ms();
+    int all = strcmp(subset, "all") == 0, known = all;
+    if (all || strcmp(subset, "shapes") == 0)
+        known = 1, subset_shapes(ctx);
+    if (all || strcmp(subset, "masks") == 0)
+        known = 1, subset_masks(ctx);
+    if (all || strcmp(subset, "layouts") == 0)
+        known = 1, subset_layouts(ctx);
+    if (all || strcmp(subset, "tiles") == 0)
+        known = 1, subset_tiles(ctx);
+    if (all || strcmp(subset, "nan") == 0)
+        known = 1, subset_nan(ctx);
+    if (all || strcmp(subset, "nan_v") == 0)
+        known = 1, subset_nan_v(ctx);
+    if (!known) {
+        printf("unknown subset '%s' (shapes, masks, layouts, tiles, nan, nan_v, all)\n", subset);
+        fa_cl_context_release(ctx);
+        return 2;
+    }
+    printf("%s took %.1f s\n", name, (tu_now_ms() - t0) / 1e3);
+    fa_cl_context_release(ctx);
+    return tu_finish(&tally);
+}

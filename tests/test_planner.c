@@ -1,0 +1,518 @@
+/*
+ * Tile planner (src/planner.h), no device: fa_cl_plan_tiles on synthetic limits, against results
+ * computed by hand from the rule documented in src/planner.h:
+ *
+ *   local_mem_bytes = e * (B_r + B_c) * d_padded,  e = 4 for every storage type (fp32 tiles)
+ *   rows_fit = budget / (e * d_padded)
+ *   B_c = 32 (FA_CL_MAX_BLOCK_KV), B_r = largest multiple of 8 <= 128 with B_r + B_c <= rows_fit;
+ *   if B_r < B_c: B_r = B_c = largest multiple of 8 <= rows_fit / 2; neither above the sequence
+ *   rounded up to 8.
+ *
+ * and the rows-per-item rule of src/planner.c: a work-item owns 2 query rows when B_r is even,
+ * B_r / 2 >= 32 and 2 * (B_c + d_padded) <= 192 (FA_CL_PRIVATE_FLOATS), else 1 (doubled further
+ * only while B_r / rows exceeds max_work_group); work_group_size = B_r / rows.
+ *
+ * Budget: CL_DEVICE_LOCAL_MEM_SIZE; when local memory is global (CPUs) the cache budget
+ * (cache_bytes, default FA_CL_CPU_CACHE_BUDGET = 128 KiB) if smaller; then the
+ * FA_CL_LOCAL_MEM_BYTES cap if smaller; minus kernel_other_local.
+ *
+ * Note: the A100 example of the design article multiplies by 2 bytes twice; the formula as
+ * implemented (e = 4 for f16/bf16 too) is what is checked here.
+ */
+#include "planner.h"
+#include "test_util.h"
+
+#include <string.h>
+
+/* Synthetic devices. */
+#define KIB ((size_t)1024)
+enum { NV48, AMD64, MOB32, MOB16, POCL, DEV8K };
+static const struct {
+    const char *name;
+    size_t local;
+    int global;
+    size_t max_wg;
+} devices[] = {
+    [NV48] = {"48 KiB (NVIDIA OpenCL)", 48 * KIB, 0, 1024},
+    [AMD64] = {"64 KiB (AMD/Intel)", 64 * KIB, 0, 256},
+    [MOB32] = {"32 KiB (mobile)", 32 * KIB, 0, 512},
+    [MOB16] = {"16 KiB (mobile)", 16 * KIB, 0, 256},
+    [POCL] = {"1 MiB global (PoCL)", 1024 * KIB, 1, 4096},
+    [DEV8K] = {"8 KiB (tiny)", 8 * KIB, 0, 256},
+};
+
+#define SRC_DEV "device local memory"
+#define SRC_CACHE "cache (local memory is global)"
+#define SRC_CAP "FA_CL_LOCAL_MEM_BYTES"
+
+typedef struct pcase {
+    const char *arith; /* the hand computation */
+    int dev;
+    size_t cap, cache, other, max_wg; /* max_wg 0: the device's */
+    int forced_q, forced_kv;
+    int d;
+    int64_t sq, sk;
+    fa_cl_status want;
+    int br, bc, wg;
+    size_t bytes, budget;
+    const char *source;
+    /* the variant choice (zero: the rows variant, as on CPUs) */
+    int prefer_tiled, variant, frows, fcols_unused;
+    const char *kernel; /* expected kernel name; NULL = "portable" */
+} pcase;
+
+#define LONG 4096 /* a sequence longer than any tile */
+/* The tiled variant's largest B_r (planner.h names it once it differs from the rows variant's). */
+#ifdef FA_CL_TILED_MAX_BLOCK_Q
+#define TCAP FA_CL_TILED_MAX_BLOCK_Q
+#else
+#define TCAP FA_CL_MAX_BLOCK_Q
+#endif
+/* The tiled formula of planner.h with TN = 4, for expected values that depend on TCAP. */
+#define TB(br, bc, dp) ((size_t)4 * ((size_t)((br) + (bc)) * ((dp) + 4) + (size_t)((bc) + (bc) / 4) * ((br) + 4)))
+
+/* older entries leave the variant fields zero (the rows variant) */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+static const pcase cases[] = {
+    /* ---- 48 KiB (NVIDIA), max_wg 1024 ---- */
+    {"48K d=32: rows_fit = 49152/(4*32) = 384, B_c = 32, B_r = min(128, 352) = 128 -> 4*160*32 = 20480; "
+     "2*(32+32) = 128 <= 192, 128/2 >= 32 -> 2 rows, wg 64",
+     NV48, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 20480, 49152, SRC_DEV},
+    {"48K d=64: rows_fit = 49152/256 = 192, B_r = min(128, 160) = 128 -> 4*160*64 = 40960; 2*(32+64) = 192 "
+     "-> 2 rows, wg 64",
+     NV48, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 40960, 49152, SRC_DEV},
+    {"48K d=80: rows_fit = 49152/320 = 153, B_r = (153-32) = 121 -> 120 -> 4*152*80 = 48640; 2*(112) > 192 "
+     "-> 1 row, wg 120",
+     NV48, 0, 0, 0, 0, 0, 0, 80, LONG, LONG, FA_CL_SUCCESS, 120, 32, 120, 48640, 49152, SRC_DEV},
+    {"48K d=96: rows_fit = 49152/384 = 128, B_r = 96 -> 4*128*96 = 49152; wg 96",
+     NV48, 0, 0, 0, 0, 0, 0, 96, LONG, LONG, FA_CL_SUCCESS, 96, 32, 96, 49152, 49152, SRC_DEV},
+    {"48K d=128: rows_fit = 49152/(4*128) = 96, B_c = 32, B_r = 64 -> 4*96*128 = 49152; wg 64",
+     NV48, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 49152, 49152, SRC_DEV},
+    {"48K d=256: rows_fit = 49152/1024 = 48, B_r = 16 < B_c = 32 -> equal tiles 48/2 = 24 -> 24x24, "
+     "4*48*256 = 49152; wg 24",
+     NV48, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 24, 24, 24, 49152, 49152, SRC_DEV},
+
+    /* ---- 64 KiB (AMD/Intel), max_wg 256 ---- */
+    {"64K d=32: rows_fit = 512, B_r = 128 -> 20480; 2 rows, wg 64",
+     AMD64, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 20480, 65536, SRC_DEV},
+    {"64K d=64: rows_fit = 256, B_r = 128 -> 40960; 2 rows, wg 64",
+     AMD64, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 40960, 65536, SRC_DEV},
+    {"64K d=80: rows_fit = 65536/320 = 204, B_r = min(128, 168) = 128 -> 4*160*80 = 51200; 1 row, wg 128",
+     AMD64, 0, 0, 0, 0, 0, 0, 80, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 51200, 65536, SRC_DEV},
+    {"64K d=96: rows_fit = 65536/384 = 170, B_r = min(128, 136) = 128 -> 4*160*96 = 61440; wg 128",
+     AMD64, 0, 0, 0, 0, 0, 0, 96, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 61440, 65536, SRC_DEV},
+    {"64K d=128: rows_fit = 128, B_r = 96 -> 4*128*128 = 65536; wg 96",
+     AMD64, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 96, 32, 96, 65536, 65536, SRC_DEV},
+    {"64K d=256: rows_fit = 64, B_r = 32 = B_c (not below it) -> 32x32, 4*64*256 = 65536; wg 32",
+     AMD64, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 65536, 65536, SRC_DEV},
+
+    /* ---- 32 KiB (mobile), max_wg 512 ---- */
+    {"32K d=32: rows_fit = 256, B_r = 128 -> 20480; 2 rows, wg 64",
+     MOB32, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 20480, 32768, SRC_DEV},
+    {"32K d=64: rows_fit = 128, B_r = 96 -> 4*128*64 = 32768; 2*(32+64) = 192, 96/2 = 48 >= 32 -> 2 rows, "
+     "wg 48",
+     MOB32, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 96, 32, 48, 32768, 32768, SRC_DEV},
+    {"32K d=80: rows_fit = 32768/320 = 102, B_r = 70 -> 64 -> 4*96*80 = 30720; wg 64",
+     MOB32, 0, 0, 0, 0, 0, 0, 80, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 30720, 32768, SRC_DEV},
+    {"32K d=96: rows_fit = 32768/384 = 85, B_r = 53 -> 48 -> 4*80*96 = 30720; wg 48",
+     MOB32, 0, 0, 0, 0, 0, 0, 96, LONG, LONG, FA_CL_SUCCESS, 48, 32, 48, 30720, 32768, SRC_DEV},
+    {"32K d=128: rows_fit = 64, B_r = 32 -> 32x32, 4*64*128 = 32768; wg 32",
+     MOB32, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 32768, 32768, SRC_DEV},
+    {"32K d=256: rows_fit = 32, B_r = 0 < 32 -> equal 32/2 = 16 -> 16x16, 4*32*256 = 32768; wg 16",
+     MOB32, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 32768, 32768, SRC_DEV},
+
+    /* ---- 16 KiB (mobile), max_wg 256 ---- */
+    {"16K d=32: rows_fit = 128, B_r = 96 -> 4*128*32 = 16384; 2*(64) <= 192, 48 >= 32 -> 2 rows, wg 48",
+     MOB16, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 96, 32, 48, 16384, 16384, SRC_DEV},
+    {"16K d=64: rows_fit = 64, B_r = 32 -> 32x32, 16384; 32/2 = 16 < 32 -> 1 row, wg 32",
+     MOB16, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 16384, 16384, SRC_DEV},
+    {"16K d=80: rows_fit = 16384/320 = 51, B_r = 19 -> 16 < 32 -> equal 51/2 = 25 -> 24x24, 4*48*80 = 15360",
+     MOB16, 0, 0, 0, 0, 0, 0, 80, LONG, LONG, FA_CL_SUCCESS, 24, 24, 24, 15360, 16384, SRC_DEV},
+    {"16K d=96: rows_fit = 16384/384 = 42, B_r = 10 -> 8 < 32 -> equal 21 -> 16x16, 4*32*96 = 12288",
+     MOB16, 0, 0, 0, 0, 0, 0, 96, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 12288, 16384, SRC_DEV},
+    {"16K d=128: rows_fit = 32, B_r = 0 -> equal 16 -> 16x16, 4*32*128 = 16384",
+     MOB16, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 16384, 16384, SRC_DEV},
+    {"16K d=256: rows_fit = 16, B_r < 0 -> equal 8 -> 8x8, 4*16*256 = 16384",
+     MOB16, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 8, 8, 8, 16384, 16384, SRC_DEV},
+
+    /* ---- 1 MiB, local memory is global (PoCL): budget = FA_CL_CPU_CACHE_BUDGET = 131072 ---- */
+    {"PoCL d=32: rows_fit = 131072/128 = 1024, B_r = 128 -> 20480; 2 rows, wg 64",
+     POCL, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 20480, 131072, SRC_CACHE},
+    {"PoCL d=64: rows_fit = 512, B_r = 128 -> 40960; 2 rows, wg 64",
+     POCL, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 40960, 131072, SRC_CACHE},
+    {"PoCL d=80: rows_fit = 409, B_r = 128 -> 51200; wg 128",
+     POCL, 0, 0, 0, 0, 0, 0, 80, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 51200, 131072, SRC_CACHE},
+    {"PoCL d=96: rows_fit = 341, B_r = 128 -> 61440; wg 128",
+     POCL, 0, 0, 0, 0, 0, 0, 96, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 61440, 131072, SRC_CACHE},
+    {"PoCL d=128: rows_fit = 256, B_r = min(128, 224) = 128 -> 4*160*128 = 81920; wg 128",
+     POCL, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 81920, 131072, SRC_CACHE},
+    {"PoCL d=256: rows_fit = 131072/1024 = 128, B_r = 96 -> 4*128*256 = 131072; wg 96",
+     POCL, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 96, 32, 96, 131072, 131072, SRC_CACHE},
+    {"PoCL, cache_bytes 64 KiB, d=128: rows_fit = 128, B_r = 96 -> 65536",
+     POCL, 0, 64 * KIB, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 96, 32, 96, 65536, 65536, SRC_CACHE},
+    {"PoCL d=64, Sq=113 Sk=203 (the smoke test's shape): B_r = min(128, 120) = 120 -> 4*152*64 = 38912; "
+     "2 rows, wg 60",
+     POCL, 0, 0, 0, 0, 0, 0, 64, 113, 203, FA_CL_SUCCESS, 120, 32, 60, 38912, 131072, SRC_CACHE},
+
+    /* ---- the FA_CL_LOCAL_MEM_BYTES cap (limits.local_mem_cap) ---- */
+    {"64K capped to 16384, d=128: as 16K: 16x16, 16384",
+     AMD64, 16384, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 16384, 16384, SRC_CAP},
+    {"PoCL capped to 16384 (below the cache budget), d=64: rows_fit = 64 -> 32x32",
+     POCL, 16384, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 16384, 16384, SRC_CAP},
+    {"48K with a cap of 1 MiB (above the device): no effect, d=128 -> 64x32",
+     NV48, 1024 * KIB, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 49152, 49152, SRC_DEV},
+    {"48K minus 1024 bytes the kernel uses besides its tiles, d=128: budget 48128, rows_fit = 94, "
+     "B_r = 62 -> 56 -> 4*88*128 = 45056",
+     NV48, 0, 0, 1024, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 56, 32, 56, 45056, 48128, SRC_DEV},
+
+    /* ---- work-group limit (implementation: B_r <= 2 * max_work_group) ---- */
+    {"64K d=32, max_wg 32: B_r = min(128, 2*32) = 64; 2 rows -> wg 32; 4*96*32 = 12288",
+     AMD64, 0, 0, 0, 32, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 64, 32, 32, 12288, 65536, SRC_DEV},
+    {"64K d=128, max_wg 16: B_r = min(96, 2*16) = 32; 1 row -> 32 > 16 -> 2 rows, wg 16; 4*64*128 = 32768",
+     AMD64, 0, 0, 0, 16, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 32, 32, 16, 32768, 65536, SRC_DEV},
+
+    /* ---- short sequences clamp the tiles ---- */
+    {"48K d=128, Sq = Sk = 1: both rounded up to 8 -> 8x8, 4*16*128 = 8192",
+     NV48, 0, 0, 0, 0, 0, 0, 128, 1, 1, FA_CL_SUCCESS, 8, 8, 8, 8192, 49152, SRC_DEV},
+    {"PoCL d=1 (d_padded 4), Sq = Sk = 1 -> 8x8, 4*16*4 = 256",
+     POCL, 0, 0, 0, 0, 0, 0, 1, 1, 1, FA_CL_SUCCESS, 8, 8, 8, 256, 131072, SRC_CACHE},
+    {"48K d=128, Sq=17 Sk=1000: B_r = min(64, 24) = 24, B_c = 32 -> 4*56*128 = 28672",
+     NV48, 0, 0, 0, 0, 0, 0, 128, 17, 1000, FA_CL_SUCCESS, 24, 32, 24, 28672, 49152, SRC_DEV},
+    {"48K d=128, Sq=1000 Sk=17: B_c = min(32, 24) = 24 first, then B_r = 96-24 = 72 -> 4*96*128 = 49152",
+     NV48, 0, 0, 0, 0, 0, 0, 128, 1000, 17, FA_CL_SUCCESS, 72, 24, 72, 49152, 49152, SRC_DEV},
+    {"16K d=256, Sq = Sk = 1: B_c = 8, rows_fit = 16, B_r = 8 -> 8x8, 16384",
+     MOB16, 0, 0, 0, 0, 0, 0, 256, 1, 1, FA_CL_SUCCESS, 8, 8, 8, 16384, 16384, SRC_DEV},
+    {"PoCL d=59 (d_padded 60), Sq=65 Sk=17: B_c = 24, B_r = 72; 2*(24+60) = 168 <= 192, 36 >= 32 -> 2 rows, "
+     "wg 36; 4*96*60 = 23040",
+     POCL, 0, 0, 0, 0, 0, 0, 59, 65, 17, FA_CL_SUCCESS, 72, 24, 36, 23040, 131072, SRC_CACHE},
+
+    /* ---- forced tiles (FA_CL_TILE) ---- */
+    {"48K d=128, forced 64x32: 4*96*128 = 49152 fits exactly",
+     NV48, 0, 0, 0, 0, 64, 32, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 49152, 49152, SRC_DEV},
+    {"PoCL d=64, forced 16x8, Sq = Sk = 1: forced tiles are not clamped -> 16x8, 4*24*64 = 6144",
+     POCL, 0, 0, 0, 0, 16, 8, 64, 1, 1, FA_CL_SUCCESS, 16, 8, 16, 6144, 131072, SRC_CACHE},
+    {"64K d=40, forced 40x16, max_wg 8: 40 -> 20 -> 10 -> 5 work-items of 8 rows; 4*56*40 = 8960",
+     AMD64, 0, 0, 0, 8, 40, 16, 40, LONG, LONG, FA_CL_SUCCESS, 40, 16, 5, 8960, 65536, SRC_DEV},
+    {"48K d=128, forced 128x32: 160 rows > rows_fit 96 -> too big for the budget",
+     NV48, 0, 0, 0, 0, 128, 32, 128, LONG, LONG, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, NULL},
+    {"PoCL d=8, forced 64x300: B_c > 256",
+     POCL, 0, 0, 0, 0, 64, 300, 8, LONG, LONG, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, NULL},
+    {"64K d=8, forced 24x8, max_wg 2: 24 -> 12 -> 6 -> 3 > 2 and 3 rows not splittable -> no work-group",
+     AMD64, 0, 0, 0, 2, 24, 8, 8, LONG, LONG, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, NULL},
+
+    /* ---- budgets too small, unsupported head_dim ---- */
+    {"48K capped to 8192, d=256: rows_fit = 8 < two 8-row tiles (16) -> unsupported",
+     NV48, 8192, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL},
+    {"8K device, d=256: rows_fit = 8 -> unsupported",
+     DEV8K, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL},
+    {"8K device, d=128: rows_fit = 16 -> equal 8 -> 8x8, 8192",
+     DEV8K, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 8, 8, 8, 8192, 8192, SRC_DEV},
+    /* ---- forced rows per work-item (FA_CL_TILE's third field), rows variant ---- */
+    {"PoCL d=64, forced 64x32x2: 2 rows per work-item -> wg 32; 4*96*64 = 24576",
+     POCL, 0, 0, 0, 0, 64, 32, 64, LONG, LONG, FA_CL_SUCCESS, 64, 32, 32, 24576, 131072, SRC_CACHE, 0, 0, 2, 0, NULL},
+    {"PoCL d=64, forced 64x32x3: 64 is not a multiple of 3",
+     POCL, 0, 0, 0, 0, 64, 32, 64, LONG, LONG, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, NULL, 0, 0, 3, 0, NULL},
+
+    /* ---- the register-tiled variant (GPUs: prefer_tiled), TM = TN = 4, B_c = 32, B_r a multiple of 16:
+     *      bytes = 4 * ((B_r + B_c) * (d_padded + 4) + (B_c + B_c/TN) * (B_r + 4)), wg = (B_r/TM) * (B_c/TN) ---- */
+    {"tiled 48K d=128: B_r 128 -> 4*(160*132 + 40*132) = 105600 > 49152; 112 -> 94592; 96 -> 83584; 80 -> 72576; "
+     "64 -> 61568; 48 -> 50560; 32 -> 4*(64*132 + 40*36) = 39552 fits; wg 8*8 = 64",
+     NV48, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 32, 32, 64, 39552, 49152, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled"},
+    {"tiled 64K d=64: the budget allows 128 (4*(160*68 + 40*132) = 64640 <= 65536, wg 256) -> B_r = the tiled cap",
+     AMD64, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, TCAP, 32, TCAP / 4 * 8, TB(TCAP, 32, 64), 65536, SRC_DEV,
+     1, 0, 0, 0, "portable-tiled"},
+    {"FA_CL_KERNEL_VARIANT=tiled on PoCL, d=64: the budget allows 128 -> the tiled cap",
+     POCL, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, TCAP, 32, TCAP / 4 * 8, TB(TCAP, 32, 64), 131072,
+     SRC_CACHE, 0, FA_CL_VARIANT_TILED, 0, 0, "portable-tiled"},
+    {"tiled 64K d=128: 80 -> 72576 > 65536; 64 -> 61568 fits, wg 16*8 = 128",
+     AMD64, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 61568, 65536, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled"},
+    {"tiled 64K d=32, max_wg 128: 128 -> wg 256 > 128; 112: 224; 96: 192; 80: 160; 64: wg 128, "
+     "4*(96*36 + 40*68) = 24704",
+     AMD64, 0, 0, 0, 128, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 24704, 65536, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled"},
+    {"tiled 48K d=64, Sq = Sk = 1: B_c = 8, B_r = 128 fits, clamped to 16 (Sq rounded up to 16); wg 4*2 = 8; "
+     "4*(24*68 + 10*20) = 7328",
+     NV48, 0, 0, 0, 0, 0, 0, 64, 1, 1, FA_CL_SUCCESS, 16, 8, 8, 7328, 49152, SRC_DEV, 1, 0, 0, 0, "portable-tiled"},
+    {"tiled preferred, d=256 (d_padded > 128): the rows variant, 64K -> 32x32",
+     AMD64, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 65536, 65536, SRC_DEV, 1, 0, 0, 0, NULL},
+    {"tiled preferred, 16K d=128: B_r 16 needs 4*(48*132 + 40*20) = 28544 > 16384 -> the rows variant 16x16",
+     MOB16, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 16384, 16384, SRC_DEV, 1, 0, 0, 0, NULL},
+    {"FA_CL_KERNEL_VARIANT=tiled, d=256: the tiled kernel takes d_padded <= 128 -> unsupported",
+     POCL, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL, 0, FA_CL_VARIANT_TILED,
+     0, 0, NULL},
+    {"FA_CL_KERNEL_VARIANT=portable on a GPU (tiled preferred), 48K d=128 -> rows 64x32",
+     NV48, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 49152, 49152, SRC_DEV, 1,
+     FA_CL_VARIANT_ROWS, 0, 0, NULL},
+    {"tiled, forced 32x16 (TM = TN = 4): 4*(48*132 + 20*36) = 28224, wg 8*4 = 32",
+     NV48, 0, 0, 0, 0, 32, 16, 128, LONG, LONG, FA_CL_SUCCESS, 32, 16, 32, 28224, 49152, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled"},
+    {"tiled, forced 16x8x2 (TM = 2, TN = 4): 4*(24*68 + 10*20) = 7328, wg 8*2 = 16",
+     NV48, 0, 0, 0, 0, 16, 8, 64, LONG, LONG, FA_CL_SUCCESS, 16, 8, 16, 7328, 49152, SRC_DEV, 1, 0, 2, 0,
+     "portable-tiled"},
+    {"tiled, forced 32x18: B_c not a multiple of TN = 4",
+     NV48, 0, 0, 0, 0, 32, 18, 128, LONG, LONG, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, NULL, 1, 0, 0, 0, NULL},
+    {"tiled, forced 128x32, d=128: 105600 bytes > 49152",
+     NV48, 0, 0, 0, 0, 128, 32, 128, LONG, LONG, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, NULL, 1, 0, 0, 0, NULL},
+
+    {"d=257 > FA_CL_MAX_HEAD_DIM", POCL, 0, 0, 0, 0, 0, 0, 257, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0,
+     NULL},
+    {"d=0", NV48, 0, 0, 0, 0, 0, 0, 0, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL},
+};
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+static fa_cl_limits limits_of(const pcase *c)
+{
+    fa_cl_limits lim;
+    memset(&lim, 0, sizeof lim);
+    lim.local_mem_size = devices[c->dev].local;
+    lim.local_mem_is_global = devices[c->dev].global;
+    lim.cache_bytes = c->cache;
+    lim.max_work_group = c->max_wg ? c->max_wg : devices[c->dev].max_wg;
+    lim.local_mem_cap = c->cap;
+    lim.kernel_other_local = c->other;
+    lim.forced_q = c->forced_q;
+    lim.forced_kv = c->forced_kv;
+    lim.forced_rows = c->frows;
+    lim.prefer_tiled = c->prefer_tiled;
+    lim.forced_variant = c->variant;
+    return lim;
+}
+
+static int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+/* The tiled variant's local bytes, from the formula in planner.h. */
+static size_t tiled_bytes(int br, int bc, int dpad, int tn)
+{
+    return (size_t)4 * ((size_t)(br + bc) * (size_t)(dpad + 4) + (size_t)(bc + bc / tn) * (size_t)(br + 4));
+}
+
+static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_tiles *t)
+{
+    const int dpad = round_up(req->head_dim, FA_CL_VEC);
+    if (t->variant != FA_CL_VARIANT_TILED)
+        return "kernel name and variant disagree";
+    if (dpad > FA_CL_TILED_MAX_DIM || t->head_dim_padded != dpad)
+        return "tiled plan for d_padded > FA_CL_TILED_MAX_DIM, or wrong d_padded";
+    const int tm = t->rows_per_item, tn = t->cols_per_item;
+    if (tm < 1 || tn < 1 || t->block_q % tm || t->block_kv % tn)
+        return "tiles not multiples of the per-work-item tile";
+    if (t->work_group_size != (t->block_q / tm) * (t->block_kv / tn))
+        return "work_group_size != (B_r/TM) * (B_c/TN)";
+    if ((size_t)t->work_group_size > lim->max_work_group)
+        return "work_group_size > max_work_group";
+    if (t->local_mem_bytes != tiled_bytes(t->block_q, t->block_kv, dpad, tn))
+        return "local_mem_bytes != the tiled formula";
+    if (t->local_mem_bytes > t->local_mem_budget)
+        return "local_mem_bytes > budget";
+    if (t->forced)
+        return NULL;
+    const int64_t need_q = (req->seqlen_q + 15) / 16 * 16, need_kv = (req->seqlen_k + 7) / 8 * 8;
+    if (t->block_kv != (need_kv < 32 ? need_kv : 32) || tm != FA_CL_TILED_TM || tn != FA_CL_TILED_TN)
+        return "B_c != min(32, Sk rounded up to 8), or TM/TN not the defaults";
+    if (t->block_q % 16 || t->block_q > TCAP || t->block_q > need_q)
+        return "B_r not a multiple of 16 within min(the tiled cap, Sq rounded up to 16)";
+    const int cap = need_q < TCAP ? (int)need_q : TCAP;
+    if (t->block_q < cap && tiled_bytes(t->block_q + 16, t->block_kv, dpad, tn) <= t->local_mem_budget &&
+        (size_t)((t->block_q + 16) / tm) * (size_t)(t->block_kv / tn) <= lim->max_work_group)
+        return "B_r not maximal: B_r + 16 still fits";
+    return NULL;
+}
+
+/* Invariants every successful plan must satisfy, whatever the inputs. Returns NULL or what broke. */
+static const char *invariants(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_tiles *t)
+{
+    static char why[256];
+    const int dpad = round_up(req->head_dim, FA_CL_VEC);
+    if (!t->kernel)
+        return "no kernel name";
+    if (strcmp(t->kernel, "portable-tiled") == 0)
+        return tiled_invariants(lim, req, t);
+    if (strcmp(t->kernel, "portable") != 0)
+        return "unknown kernel name";
+    if (t->elem_bytes != 4)
+        return "elem_bytes != 4 (the portable kernel keeps fp32 tiles for every dtype)";
+    if (t->head_dim_padded != dpad)
+        return "head_dim_padded != head_dim rounded up to 4";
+    if (t->local_mem_bytes != (size_t)4 * (size_t)(t->block_q + t->block_kv) * (size_t)dpad)
+        return "local_mem_bytes != 4 * (B_r + B_c) * d_padded";
+    if (t->local_mem_bytes > t->local_mem_budget) {
+        snprintf(why, sizeof why, "local_mem_bytes %zu > budget %zu", t->local_mem_bytes, t->local_mem_budget);
+        return why;
+    }
+    if (t->rows_per_item < 1 || t->work_group_size * t->rows_per_item != t->block_q)
+        return "work_group_size * rows_per_item != B_r";
+    if ((size_t)t->work_group_size > lim->max_work_group)
+        return "work_group_size > max_work_group";
+    if (t->block_q < 1 || t->block_kv < 1)
+        return "empty tile";
+    if (t->forced)
+        return NULL;
+    const int64_t need_q = (req->seqlen_q + 7) / 8 * 8, need_kv = (req->seqlen_k + 7) / 8 * 8;
+    if (t->block_q % 8 || t->block_kv % 8)
+        return "tile not a multiple of 8";
+    if (t->block_q > FA_CL_MAX_BLOCK_Q || t->block_kv > FA_CL_MAX_BLOCK_KV)
+        return "tile above FA_CL_MAX_BLOCK_Q / FA_CL_MAX_BLOCK_KV";
+    if (t->block_q > need_q || t->block_kv > need_kv)
+        return "tile larger than the sequence needs";
+    const size_t row = (size_t)4 * (size_t)dpad;
+    const int64_t bc_full = need_kv < FA_CL_MAX_BLOCK_KV ? need_kv : FA_CL_MAX_BLOCK_KV;
+    int64_t br_cap = FA_CL_MAX_BLOCK_Q < need_q ? FA_CL_MAX_BLOCK_Q : need_q;
+    if ((int64_t)lim->max_work_group * 2 < br_cap)
+        br_cap = (int64_t)lim->max_work_group * 2;
+    if (t->block_kv == bc_full) {
+        /* B_r is the largest multiple of 8 that fits next to B_c (or a cap) */
+        if (t->block_q < br_cap && (size_t)(t->block_q + 8 + t->block_kv) * row <= t->local_mem_budget)
+            return "B_r is not maximal: B_r + 8 still fits";
+    } else {
+        /* equal tiles: B_c is the largest multiple of 8 with two of them fitting */
+        if ((size_t)2 * (size_t)(t->block_kv + 8) * row <= t->local_mem_budget)
+            return "equal tiles are not maximal";
+        int64_t want_q = t->block_kv < br_cap ? t->block_kv : br_cap;
+        if (t->block_q != want_q)
+            return "equal tiles: B_r != min(B_c, sequence)";
+    }
+    return NULL;
+}
+
+static const fa_cl_dtype dtypes[3] = {FA_CL_F32, FA_CL_F16, FA_CL_BF16};
+
+static void run_case(tu_tally *tally, const pcase *c)
+{
+    const fa_cl_limits lim = limits_of(c);
+    for (int ti = 0; ti < 3; ti++) {
+        fa_cl_tile_request req = {c->d, dtypes[ti], c->sq, c->sk};
+        fa_cl_tiles t;
+        char msg[512] = "";
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        char got[256];
+        snprintf(got, sizeof got, "%s B_r=%d B_c=%d wg=%d rows=%d bytes=%zu budget=%zu (%s)", fa_cl_status_string(st),
+                 t.block_q, t.block_kv, t.work_group_size, t.rows_per_item, t.local_mem_bytes, t.local_mem_budget,
+                 t.budget_source ? t.budget_source : "-");
+        int ok = st == c->want;
+        const char *why = ok ? NULL : "status";
+        if (ok && st == FA_CL_SUCCESS) {
+            if (t.block_q != c->br || t.block_kv != c->bc || t.work_group_size != c->wg)
+                why = "tiles";
+            else if (t.local_mem_bytes != c->bytes || t.local_mem_budget != c->budget)
+                why = "bytes/budget";
+            else if (!t.budget_source || strcmp(t.budget_source, c->source) != 0)
+                why = "budget_source";
+            else if (t.forced != (c->forced_q > 0))
+                why = "forced flag";
+            else if (!t.kernel || strcmp(t.kernel, c->kernel ? c->kernel : "portable") != 0)
+                why = "kernel variant";
+            else
+                why = invariants(&lim, &req, &t);
+        } else if (ok) {
+            if (strlen(msg) == 0)
+                why = "no message";
+            else if (c->want == FA_CL_ERROR_UNSUPPORTED && c->d >= 1 && c->d <= 256 && !c->variant &&
+                     !strstr(msg, "budget"))
+                why = "message does not mention the budget";
+            else if (c->forced_q && !strstr(msg, "FA_CL_TILE"))
+                why = "message does not name FA_CL_TILE";
+            else if (c->variant && c->want == FA_CL_ERROR_UNSUPPORTED && !strstr(msg, "FA_CL_KERNEL_VARIANT"))
+                why = "message does not name FA_CL_KERNEL_VARIANT";
+        }
+        ok = why == NULL;
+        if (ok || st != FA_CL_SUCCESS)
+            tu_expect(tally, ok, "%s %s: %s; got %s%s%s%s", devices[c->dev].name, tu_dtype_name(dtypes[ti]), c->arith,
+                      got, msg[0] ? " msg: " : "", msg, ok ? "" : " <- wrong");
+        else
+            tu_expect(tally, 0, "%s %s: %s; got %s; want B_r=%d B_c=%d wg=%d bytes=%zu budget=%zu (%s): %s wrong",
+                      devices[c->dev].name, tu_dtype_name(dtypes[ti]), c->arith, got, c->br, c->bc, c->wg, c->bytes,
+                      c->budget, c->source, why);
+    }
+}
+
+/* Every head_dim 1..256 on every synthetic device and several sequence shapes: only invariants. */
+static void sweep_one(tu_tally *tally, int prefer_tiled);
+static void sweep(tu_tally *tally)
+{
+    sweep_one(tally, 0);
+    sweep_one(tally, 1);
+}
+
+static void sweep_one(tu_tally *tally, int prefer_tiled)
+{
+    static const int64_t seqs[][2] = {{1, 1}, {17, 1000}, {1000, 17}, {113, 203}, {LONG, LONG}, {1, 65}, {9, 9}};
+    for (size_t dev = 0; dev < sizeof devices / sizeof devices[0]; dev++) {
+        long plans = 0, unsupported = 0, bad = 0;
+        char first[512] = "";
+        for (int d = 1; d <= FA_CL_MAX_HEAD_DIM; d++)
+            for (size_t s = 0; s < sizeof seqs / sizeof seqs[0]; s++)
+                for (int ti = 0; ti < 3; ti++) {
+                    pcase c;
+                    memset(&c, 0, sizeof c);
+                    c.dev = (int)dev;
+                    c.prefer_tiled = prefer_tiled;
+                    fa_cl_limits lim = limits_of(&c);
+                    fa_cl_tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1]};
+                    fa_cl_tiles t;
+                    char msg[512];
+                    fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+                    plans++;
+                    const char *why = NULL;
+                    if (st == FA_CL_ERROR_UNSUPPORTED) {
+                        unsupported++;
+                        /* only when two 8-row tiles do not fit */
+                        if ((size_t)16 * 4 * (size_t)round_up(d, 4) <= devices[dev].local)
+                            why = "unsupported although two 8-row tiles fit";
+                    } else if (st != FA_CL_SUCCESS) {
+                        why = "unexpected status";
+                    } else {
+                        why = invariants(&lim, &req, &t);
+                        /* preferring the tiled kernel, the rows one only where no 16-row tiled tile fits */
+                        if (!why && prefer_tiled && strcmp(t.kernel, "portable") == 0) {
+                            const int dpad = round_up(d, 4);
+                            const int64_t nkv = (seqs[s][1] + 7) / 8 * 8;
+                            const int bc = nkv < 32 ? (int)nkv : 32;
+                            if (dpad <= FA_CL_TILED_MAX_DIM && tiled_bytes(16, bc, dpad, 4) <= t.local_mem_budget &&
+                                (size_t)(16 / 4) * (size_t)(bc / 4) <= lim.max_work_group)
+                                why = "rows variant although a tiled tile fits";
+                        }
+                    }
+                    if (why) {
+                        if (!bad)
+                            snprintf(first, sizeof first, "d=%d Sq=%lld Sk=%lld %s: %s (B_r=%d B_c=%d wg=%d bytes=%zu)",
+                                     d, (long long)seqs[s][0], (long long)seqs[s][1], tu_dtype_name(dtypes[ti]), why,
+                                     t.block_q, t.block_kv, t.work_group_size, t.local_mem_bytes);
+                        bad++;
+                    }
+                }
+        tu_expect(tally, bad == 0, "sweep%s %s: %ld plans (head_dim 1..256 x 7 shapes x 3 dtypes), %ld unsupported, "
+                  "%ld break an invariant%s%s", prefer_tiled ? " (tiled preferred)" : "", devices[dev].name, plans, unsupported, bad, bad ? "; first: " : "",
+                  first);
+    }
+}
+
+int main(void)
+{
+    tu_tally tally = {"planner", 0, 0};
+    printf("FA_CL_CPU_CACHE_BUDGET = %u, FA_CL_MAX_BLOCK_Q = %d, FA_CL_MAX_BLOCK_KV = %d\n",
+           (unsigned)FA_CL_CPU_CACHE_BUDGET, FA_CL_MAX_BLOCK_Q, FA_CL_MAX_BLOCK_KV);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(&tally, &cases[i]);
+    sweep(&tally);
+
+    /* msg may be small: truncated, NUL-terminated, no overflow */
+    {
+        fa_cl_limits lim = limits_of(&cases[0]);
+        fa_cl_tile_request req = {300, FA_CL_F32, 8, 8};
+        fa_cl_tiles t;
+        char msg[8];
+        memset(msg, 'x', sizeof msg);
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_ERROR_UNSUPPORTED && memchr(msg, '\0', sizeof msg) != NULL,
+                  "head_dim 300 with an 8-byte message buffer: %s, message '%s' (truncated)", fa_cl_status_string(st),
+                  msg);
+    }
+    return tu_finish(&tally);
+}

@@ -1,0 +1,706 @@
+/* Shared helpers of the fa_cl test suite (see test_util.h). */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- reporting -------------------------------------------------------------------------------- */
+
+int tu_expect(tu_tally *t, int ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("[%s] ", ok ? "PASS" : "FAIL");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    fflush(stdout);
+    if (ok)
+        t->passed++;
+    else
+        t->failed++;
+    return ok;
+}
+
+int tu_finish(const tu_tally *t)
+{
+    printf("%s: %d passed, %d failed\n", t->name, t->passed, t->failed);
+    fflush(stdout);
+    return (t->failed == 0 && t->passed > 0) ? 0 : 1;
+}
+
+/* ---- contexts --------------------------------------------------------------------------------- */
+
+int tu_context(fa_cl_context **out)
+{
+    fa_cl_status st = fa_cl_context_create_default(out);
+    if (st != FA_CL_SUCCESS) {
+        printf("fa_cl_context_create_default: %s: %s\n", fa_cl_status_string(st), fa_cl_last_error(NULL));
+        return st == FA_CL_ERROR_NO_DEVICE ? TU_EXIT_SKIP : 1;
+    }
+    char name[256] = "", version[256] = "";
+    clGetDeviceInfo(fa_cl_context_device(*out), CL_DEVICE_NAME, sizeof name, name, NULL);
+    clGetDeviceInfo(fa_cl_context_device(*out), CL_DEVICE_VERSION, sizeof version, version, NULL);
+    printf("device: %s (%s)\n", name, version);
+    return 0;
+}
+
+/* ---- storage types ---------------------------------------------------------------------------- */
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bits_f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+uint16_t tu_f32_to_f16(float f)
+{
+    const uint32_t x = f32_bits(f);
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    const uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x1ffu)); /* quiet NaN, payload kept */
+    if (ax >= 0x477ff000u)                                           /* >= 65520 rounds past 65504 */
+        return (uint16_t)(sign | 0x7c00u);
+    if (ax < 0x38800000u) { /* below 2^-14: a subnormal f16 (units of 2^-24) or zero */
+        const uint32_t e = ax >> 23;
+        if (e < 102) /* < 2^-25: rounds to zero */
+            return sign;
+        const uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+        const uint32_t shift = 126 - e; /* value = m * 2^(e - 150) = (m >> shift) units of 2^-24 */
+        uint32_t r = m >> shift;
+        const uint32_t rem = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (r & 1u)))
+            r++;
+        return (uint16_t)(sign | r); /* r == 0x400 is the smallest normal: still the right bits */
+    }
+    /* normal: rebias 127 -> 15 and round 23 -> 10 mantissa bits; a carry moves into the exponent */
+    const uint32_t r = (ax - (112u << 23) + 0x0fffu + ((ax >> 13) & 1u)) >> 13;
+    return (uint16_t)(sign | r);
+}
+
+float tu_f16_to_f32(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) {
+        float v = (float)m * 0x1p-24f;
+        return sign ? -v : v;
+    }
+    if (e == 31)
+        return bits_f32(sign | 0x7f800000u | (m << 13));
+    return bits_f32(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+uint16_t tu_f32_to_bf16(float f)
+{
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float tu_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+
+float tu_round(fa_cl_dtype t, float x)
+{
+    switch (t) {
+    case FA_CL_F16: return tu_f16_to_f32(tu_f32_to_f16(x));
+    case FA_CL_BF16: return tu_bf16_to_f32(tu_f32_to_bf16(x));
+    default: return x;
+    }
+}
+
+size_t tu_dtype_size(fa_cl_dtype t) { return t == FA_CL_F32 ? 4 : 2; }
+
+const char *tu_dtype_name(fa_cl_dtype t)
+{
+    switch (t) {
+    case FA_CL_F32: return "f32";
+    case FA_CL_F16: return "f16";
+    case FA_CL_BF16: return "bf16";
+    }
+    return "?";
+}
+
+uint32_t tu_load_bits(fa_cl_dtype t, const void *img, size_t i)
+{
+    if (t == FA_CL_F32) {
+        uint32_t u;
+        memcpy(&u, (const unsigned char *)img + 4 * i, 4);
+        return u;
+    }
+    uint16_t h;
+    memcpy(&h, (const unsigned char *)img + 2 * i, 2);
+    return h;
+}
+
+void tu_store_bits(fa_cl_dtype t, void *img, size_t i, uint32_t bits)
+{
+    if (t == FA_CL_F32) {
+        memcpy((unsigned char *)img + 4 * i, &bits, 4);
+    } else {
+        uint16_t h = (uint16_t)bits;
+        memcpy((unsigned char *)img + 2 * i, &h, 2);
+    }
+}
+
+float tu_load(fa_cl_dtype t, const void *img, size_t i)
+{
+    uint32_t b = tu_load_bits(t, img, i);
+    switch (t) {
+    case FA_CL_F16: return tu_f16_to_f32((uint16_t)b);
+    case FA_CL_BF16: return tu_bf16_to_f32((uint16_t)b);
+    default: return bits_f32(b);
+    }
+}
+
+void tu_store(fa_cl_dtype t, void *img, size_t i, float x)
+{
+    switch (t) {
+    case FA_CL_F16: tu_store_bits(t, img, i, tu_f32_to_f16(x)); break;
+    case FA_CL_BF16: tu_store_bits(t, img, i, tu_f32_to_bf16(x)); break;
+    default: tu_store_bits(t, img, i, f32_bits(x)); break;
+    }
+}
+
+uint32_t tu_sentinel_bits(fa_cl_dtype t)
+{
+    switch (t) {
+    case FA_CL_F16: return 0x7d5au;  /* signalling-pattern NaN, payload 0x15a */
+    case FA_CL_BF16: return 0x7f3au; /* signalling-pattern NaN, payload 0x3a */
+    default: return 0x7fa5dead;      /* signalling-pattern NaN, payload 0x25dead */
+    }
+}
+
+uint32_t tu_nan_bits(fa_cl_dtype t)
+{
+    switch (t) {
+    case FA_CL_F16: return 0x7e00u;
+    case FA_CL_BF16: return 0x7fc0u;
+    default: return 0x7fc00000u;
+    }
+}
+
+/* ---- random numbers (splitmix64) -------------------------------------------------------------- */
+
+void tu_rng_seed(tu_rng *r, uint64_t seed) { r->s = seed * 0x9e3779b97f4a7c15ull + 0x2545f4914f6cdd1dull; }
+
+uint64_t tu_rng_next(tu_rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double tu_rng_uniform(tu_rng *r) { return (double)(tu_rng_next(r) >> 11) * 0x1p-53; }
+
+float tu_rng_nonzero(tu_rng *r)
+{
+    double u = tu_rng_uniform(r);
+    double mag = 0.0625 + 0.9375 * u;
+    return (float)((tu_rng_next(r) & 1) ? -mag : mag);
+}
+
+/* ---- strided tensors -------------------------------------------------------------------------- */
+
+int tu_tensor_init(tu_tensor *t, char layout, fa_cl_dtype dtype, int64_t B, int64_t H, int64_t S, int64_t D,
+                   size_t salt, size_t slack)
+{
+    memset(t, 0, sizeof *t);
+    t->dtype = dtype;
+    t->layout = layout;
+    t->dim[0] = B;
+    t->dim[1] = H;
+    t->dim[2] = S;
+    t->dim[3] = D;
+    int64_t *st = t->stride;
+    switch (layout) {
+    case 'C':
+    case 'H':
+        st[2] = D;
+        st[1] = S * D;
+        st[0] = H * S * D;
+        break;
+    case 'S':
+        st[1] = D;
+        st[2] = H * D;
+        st[0] = S * H * D;
+        break;
+    case 'P':
+        st[2] = D + 3;
+        st[1] = S * st[2] + 5;
+        st[0] = H * st[1] + 7;
+        t->offset = 5 + 6 * salt;
+        break;
+    case 'Q':
+        st[1] = D + 3;
+        st[2] = H * st[1] + 5;
+        st[0] = S * st[2] + 7;
+        t->offset = 7 + 6 * salt;
+        break;
+    case 'B':
+        st[2] = D;
+        st[1] = S * D;
+        st[0] = 0;
+        t->offset = 3;
+        break;
+    default:
+        return -1;
+    }
+    if (layout != 'C')
+        memcpy(t->desc_stride, st, sizeof t->desc_stride);
+    size_t last = t->offset + (size_t)(D - 1);
+    for (int i = 0; i < 3; i++)
+        last += (size_t)(t->dim[i] - 1) * (size_t)st[i];
+    t->elems = last + 1 + slack;
+    t->img = (unsigned char *)malloc(t->elems * tu_dtype_size(dtype));
+    t->inview = (unsigned char *)calloc(t->elems, 1);
+    if (!t->img || !t->inview) {
+        tu_tensor_free(t);
+        return -1;
+    }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t s = 0; s < S; s++)
+                memset(t->inview + tu_tensor_index(t, b, h, s, 0), 1, (size_t)D);
+    return 0;
+}
+
+void tu_tensor_free(tu_tensor *t)
+{
+    free(t->img);
+    free(t->inview);
+    t->img = NULL;
+    t->inview = NULL;
+}
+
+size_t tu_tensor_index(const tu_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d)
+{
+    return t->offset + (size_t)(b * t->stride[0] + h * t->stride[1] + s * t->stride[2] + d);
+}
+
+void tu_tensor_fill_bits(tu_tensor *t, uint32_t bits)
+{
+    for (size_t i = 0; i < t->elems; i++)
+        tu_store_bits(t->dtype, t->img, i, bits);
+}
+
+void tu_tensor_put(tu_tensor *t, float *x)
+{
+    const int64_t B = t->dim[0], H = t->dim[1], S = t->dim[2], D = t->dim[3];
+    size_t n = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t d = 0; d < D; d++)
+                    tu_store(t->dtype, t->img, tu_tensor_index(t, b, h, s, d), x[n++]);
+    n = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t d = 0; d < D; d++)
+                    x[n++] = tu_load(t->dtype, t->img, tu_tensor_index(t, b, h, s, d));
+}
+
+size_t tu_tensor_bytes(const tu_tensor *t) { return t->elems * tu_dtype_size(t->dtype); }
+
+/* ---- device buffers --------------------------------------------------------------------------- */
+
+cl_mem tu_buffer(fa_cl_context *ctx, cl_mem_flags flags, size_t bytes, const void *host)
+{
+    cl_int err = CL_SUCCESS;
+    cl_mem m = clCreateBuffer(fa_cl_context_cl_context(ctx), flags | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes,
+                              (void *)host, &err);
+    if (!m)
+        printf("clCreateBuffer(%zu bytes) failed: %d\n", bytes, (int)err);
+    return m;
+}
+
+int tu_write(fa_cl_context *ctx, cl_mem m, size_t bytes, const void *host)
+{
+    cl_int err = clEnqueueWriteBuffer(fa_cl_context_queue(ctx), m, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        printf("clEnqueueWriteBuffer(%zu bytes) failed: %d\n", bytes, (int)err);
+    return err == CL_SUCCESS ? 0 : -1;
+}
+
+int tu_read(fa_cl_context *ctx, cl_mem m, size_t bytes, void *host)
+{
+    cl_int err = clEnqueueReadBuffer(fa_cl_context_queue(ctx), m, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        printf("clEnqueueReadBuffer(%zu bytes) failed: %d\n", bytes, (int)err);
+    return err == CL_SUCCESS ? 0 : -1;
+}
+
+/* ---- problems --------------------------------------------------------------------------------- */
+
+double tu_case_scale(const tu_case *c) { return c->scale > 0.0f ? (double)c->scale : 1.0 / sqrt((double)c->D); }
+
+void tu_case_format(const tu_case *c, char *buf, size_t size)
+{
+    char win[64] = "", sc[32] = "dflt";
+    if (c->wl != -1 || c->wr != -1)
+        snprintf(win, sizeof win, " win=(%lld,%lld)", (long long)c->wl, (long long)c->wr);
+    if (c->scale > 0.0f)
+        snprintf(sc, sizeof sc, "%g", (double)c->scale);
+    snprintf(buf, size, "B=%lld H=%lld/%lld S=%lldx%lld D=%lld %s%s%s layout=%s scale=%s%s", (long long)c->B,
+             (long long)c->Hq, (long long)c->Hkv, (long long)c->Sq, (long long)c->Sk, (long long)c->D,
+             tu_dtype_name(c->dtype), c->causal ? " causal" : "", win, c->layout ? c->layout : "CCCC", sc,
+             c->lse ? " lse" : "");
+}
+
+void tu_attention_f64(const tu_case *c, const float *q, const float *k, const float *v, double *o, double *lse)
+{
+    const int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv, Sq = c->Sq, Sk = c->Sk, D = c->D;
+    const int64_t group = Hq / Hkv;
+    const double scale = tu_case_scale(c);
+    double *s = (double *)malloc((size_t)Sk * sizeof *s);
+    double *acc = (double *)malloc((size_t)D * sizeof *acc);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < Hq; h++) {
+            const int64_t hk = h / group;
+            const float *kh = k + (size_t)((b * Hkv + hk) * Sk) * (size_t)D;
+            const float *vh = v + (size_t)((b * Hkv + hk) * Sk) * (size_t)D;
+            for (int64_t i = 0; i < Sq; i++) {
+                const size_t row = (size_t)((b * Hq + h) * Sq + i);
+                const float *qi = q + row * (size_t)D;
+                const int64_t diag = i + Sk - Sq;
+                double m = -INFINITY;
+                int64_t seen = 0;
+                for (int64_t j = 0; j < Sk; j++) {
+                    int visible = (!c->causal || j <= diag) && (c->wl < 0 || j >= diag - c->wl) &&
+                                  (c->wr < 0 || j <= diag + c->wr);
+                    if (!visible) {
+                        s[j] = -INFINITY;
+                        continue;
+                    }
+                    const float *kj = kh + (size_t)j * (size_t)D;
+                    double t = 0.0;
+                    for (int64_t d = 0; d < D; d++)
+                        t += (double)qi[d] * (double)kj[d];
+                    s[j] = t * scale;
+                    seen++;
+                    if (s[j] > m)
+                        m = s[j];
+                }
+                double *oi = o + row * (size_t)D;
+                if (seen == 0) {
+                    for (int64_t d = 0; d < D; d++)
+                        oi[d] = 0.0;
+                    lse[row] = -INFINITY;
+                    continue;
+                }
+                double l = 0.0;
+                for (int64_t d = 0; d < D; d++)
+                    acc[d] = 0.0;
+                for (int64_t j = 0; j < Sk; j++) {
+                    if (s[j] == -INFINITY)
+                        continue; /* not visible (a NaN score is kept and makes the row NaN) */
+                    const double p = exp(s[j] - m);
+                    l += p;
+                    const float *vj = vh + (size_t)j * (size_t)D;
+                    for (int64_t d = 0; d < D; d++)
+                        acc[d] += p * (double)vj[d];
+                }
+                for (int64_t d = 0; d < D; d++)
+                    oi[d] = acc[d] / l;
+                lse[row] = m + log(l);
+            }
+        }
+    free(s);
+    free(acc);
+}
+
+void tu_problem_free(tu_problem *p)
+{
+    for (int i = 0; i < 4; i++) {
+        tu_tensor_free(&p->t[i]);
+        if (p->mem[i])
+            clReleaseMemObject(p->mem[i]);
+        p->mem[i] = NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        free(p->x[i]);
+        p->x[i] = NULL;
+    }
+    if (p->lse_mem)
+        clReleaseMemObject(p->lse_mem);
+    p->lse_mem = NULL;
+    free(p->ref_o);
+    free(p->ref_lse);
+    free(p->lse_img);
+    p->ref_o = p->ref_lse = NULL;
+    p->lse_img = NULL;
+}
+
+int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_t seed, int want_ref)
+{
+    memset(p, 0, sizeof *p);
+    p->c = *c;
+    snprintf(p->layout, sizeof p->layout, "%s", c->layout ? c->layout : "CCCC");
+    p->c.layout = p->layout;
+    const int64_t heads[4] = {c->Hq, c->Hkv, c->Hkv, c->Hq};
+    const int64_t seqs[4] = {c->Sq, c->Sk, c->Sk, c->Sq};
+    for (int i = 0; i < 4; i++) {
+        char l = p->layout[i];
+        size_t slack = (i == 3 && (l == 'P' || l == 'Q')) ? 9 : 0;
+        if (tu_tensor_init(&p->t[i], l, c->dtype, c->B, heads[i], seqs[i], c->D, (size_t)i, slack) != 0) {
+            printf("bad layout '%c' or out of memory\n", l);
+            tu_problem_free(p);
+            return -1;
+        }
+    }
+    tu_rng rng;
+    tu_rng_seed(&rng, seed);
+    for (int i = 0; i < 3; i++) {
+        size_t n = (size_t)(c->B * heads[i] * seqs[i] * c->D);
+        p->x[i] = (float *)malloc(n * sizeof(float));
+        if (!p->x[i]) {
+            tu_problem_free(p);
+            return -1;
+        }
+        for (size_t e = 0; e < n; e++)
+            p->x[i][e] = tu_rng_nonzero(&rng);
+        tu_tensor_fill_bits(&p->t[i], tu_nan_bits(c->dtype));
+        tu_tensor_put(&p->t[i], p->x[i]);
+    }
+    tu_tensor_fill_bits(&p->t[3], tu_sentinel_bits(c->dtype));
+
+    fa_cl_attention_desc *d = &p->desc;
+    fa_cl_attention_desc_init(d, c->B, c->Hq, c->Sq, c->Sk, c->D, c->dtype);
+    d->heads_kv = c->Hkv;
+    d->causal = c->causal;
+    d->window_left = c->wl;
+    d->window_right = c->wr;
+    d->scale = c->scale;
+    int64_t *ds[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
+    size_t *off[4] = {&d->q_offset, &d->k_offset, &d->v_offset, &d->o_offset};
+    for (int i = 0; i < 4; i++) {
+        memcpy(ds[i], p->t[i].desc_stride, sizeof p->t[i].desc_stride);
+        *off[i] = p->t[i].offset;
+    }
+
+    const size_t no = (size_t)(c->B * c->Hq * c->Sq * c->D);
+    p->lse_elems = (size_t)(c->B * c->Hq * c->Sq);
+    p->lse_slack = 7;
+    p->lse_img = (float *)malloc((p->lse_elems + p->lse_slack) * sizeof(float));
+    if (!p->lse_img) {
+        tu_problem_free(p);
+        return -1;
+    }
+    if (want_ref) {
+        p->ref_o = (double *)malloc(no * sizeof(double));
+        p->ref_lse = (double *)malloc(p->lse_elems * sizeof(double));
+        if (!p->ref_o || !p->ref_lse) {
+            tu_problem_free(p);
+            return -1;
+        }
+        tu_attention_f64(&p->c, p->x[0], p->x[1], p->x[2], p->ref_o, p->ref_lse);
+    }
+    if (ctx) {
+        for (int i = 0; i < 4; i++) {
+            p->mem[i] = tu_buffer(ctx, i < 3 ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE, tu_tensor_bytes(&p->t[i]),
+                                  p->t[i].img);
+            if (!p->mem[i]) {
+                tu_problem_free(p);
+                return -1;
+            }
+        }
+        if (c->lse) {
+            p->lse_mem = tu_buffer(ctx, CL_MEM_WRITE_ONLY, (p->lse_elems + p->lse_slack) * sizeof(float), NULL);
+            if (!p->lse_mem) {
+                tu_problem_free(p);
+                return -1;
+            }
+        }
+        if (tu_problem_poison(p, ctx) != 0) {
+            tu_problem_free(p);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int tu_problem_poison(tu_problem *p, fa_cl_context *ctx)
+{
+    tu_tensor_fill_bits(&p->t[3], tu_sentinel_bits(p->c.dtype));
+    for (size_t i = 0; i < p->lse_elems + p->lse_slack; i++)
+        tu_store_bits(FA_CL_F32, p->lse_img, i, tu_sentinel_bits(FA_CL_F32));
+    if (tu_write(ctx, p->mem[3], tu_tensor_bytes(&p->t[3]), p->t[3].img) != 0)
+        return -1;
+    if (p->lse_mem && tu_write(ctx, p->lse_mem, (p->lse_elems + p->lse_slack) * sizeof(float), p->lse_img) != 0)
+        return -1;
+    return 0;
+}
+
+int tu_problem_read(tu_problem *p, fa_cl_context *ctx)
+{
+    if (tu_read(ctx, p->mem[3], tu_tensor_bytes(&p->t[3]), p->t[3].img) != 0)
+        return -1;
+    if (p->lse_mem && tu_read(ctx, p->lse_mem, (p->lse_elems + p->lse_slack) * sizeof(float), p->lse_img) != 0)
+        return -1;
+    return 0;
+}
+
+void tu_problem_output(const tu_problem *p, double *o, double *lse)
+{
+    const tu_tensor *t = &p->t[3];
+    size_t n = 0;
+    for (int64_t b = 0; b < t->dim[0]; b++)
+        for (int64_t h = 0; h < t->dim[1]; h++)
+            for (int64_t s = 0; s < t->dim[2]; s++)
+                for (int64_t d = 0; d < t->dim[3]; d++)
+                    o[n++] = tu_load(t->dtype, t->img, tu_tensor_index(t, b, h, s, d));
+    if (lse)
+        for (size_t i = 0; i < p->lse_elems; i++)
+            lse[i] = p->lse_img[i];
+}
+
+static void note_first(tu_result *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void note_first(tu_result *r, const char *fmt, ...)
+{
+    if (r->first[0])
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->first, sizeof r->first, fmt, ap);
+    va_end(ap);
+}
+
+void tu_problem_check(const tu_problem *p, const double *ref_o, const double *ref_lse, tu_result *r)
+{
+    memset(r, 0, sizeof *r);
+    const tu_tensor *t = &p->t[3];
+    const fa_cl_dtype dt = p->c.dtype;
+    const uint32_t sentinel = tu_sentinel_bits(dt);
+    for (size_t e = 0; e < t->elems; e++) {
+        uint32_t bits = tu_load_bits(dt, t->img, e);
+        if (t->inview[e] && bits == sentinel) {
+            r->unwritten++;
+            note_first(r, "o element %zu of the buffer (inside the view) was never written", e);
+        } else if (!t->inview[e] && bits != sentinel) {
+            r->clobbered++;
+            note_first(r, "o element %zu of the buffer (outside the view) was overwritten with bits 0x%x", e,
+                       (unsigned)bits);
+        }
+    }
+    const int64_t D = t->dim[3];
+    size_t row = 0, n = 0;
+    for (int64_t b = 0; b < t->dim[0]; b++)
+        for (int64_t h = 0; h < t->dim[1]; h++)
+            for (int64_t s = 0; s < t->dim[2]; s++, row++) {
+                const int masked = isinf(ref_lse[row]) && ref_lse[row] < 0;
+                r->masked_rows += (size_t)masked;
+                int row_bad = 0;
+                for (int64_t d = 0; d < D; d++, n++) {
+                    size_t idx = tu_tensor_index(t, b, h, s, d);
+                    if (tu_load_bits(dt, t->img, idx) == sentinel)
+                        continue; /* counted as unwritten */
+                    const double got = tu_load(dt, t->img, idx), ref = ref_o[n];
+                    if (isnan(ref)) { /* NaN inputs: NaN must come out exactly where the math puts it */
+                        if (!isnan(got)) {
+                            r->bad++;
+                            note_first(r, "o[%lld,%lld,%lld,%lld] = %g, reference NaN", (long long)b, (long long)h,
+                                       (long long)s, (long long)d, got);
+                        }
+                        continue;
+                    }
+                    if (masked) {
+                        if (got != 0.0) {
+                            row_bad = 1;
+                            note_first(r, "o[%lld,%lld,%lld,%lld] = %g but the row sees no key (must be 0)",
+                                       (long long)b, (long long)h, (long long)s, (long long)d, got);
+                        }
+                        continue;
+                    }
+                    const double err = fabs(got - ref), bound = fa_cl_tolerance_bound(dt, ref);
+                    if (!(err <= r->max_err))
+                        r->max_err = err; /* NaN sticks */
+                    const double ratio = err / bound;
+                    if (!(ratio <= r->max_ratio)) {
+                        r->max_ratio = ratio;
+                        r->bound_at_max = bound;
+                    }
+                    if (!fa_cl_tolerance_ok(dt, got, ref)) {
+                        r->bad++;
+                        note_first(r, "o[%lld,%lld,%lld,%lld] = %.9g, reference %.9g, |err| %.3g > %.3g",
+                                   (long long)b, (long long)h, (long long)s, (long long)d, got, ref, err, bound);
+                    }
+                }
+                r->masked_bad += (size_t)row_bad;
+            }
+    if (p->c.lse) {
+        const uint32_t fs = tu_sentinel_bits(FA_CL_F32);
+        for (size_t i = 0; i < p->lse_elems + p->lse_slack; i++) {
+            uint32_t bits = tu_load_bits(FA_CL_F32, p->lse_img, i);
+            if (i < p->lse_elems && bits == fs) {
+                r->lse_unwritten++;
+                note_first(r, "lse[%zu] was never written", i);
+                continue;
+            }
+            if (i >= p->lse_elems) {
+                if (bits != fs) {
+                    r->lse_clobbered++;
+                    note_first(r, "lse element %zu (past the %zu of the view) was overwritten", i, p->lse_elems);
+                }
+                continue;
+            }
+            const double got = p->lse_img[i], ref = ref_lse[i];
+            if (isnan(ref) ? !isnan(got) : !fa_cl_tolerance_lse_ok(got, ref)) {
+                r->lse_bad++;
+                note_first(r, "lse[%zu] = %.9g, reference %.9g", i, got, ref);
+            }
+            if (isfinite(ref)) {
+                const double err = fabs(got - ref), ratio = err / fa_cl_tolerance_lse_bound(ref);
+                if (!(err <= r->lse_max_err))
+                    r->lse_max_err = err;
+                if (!(ratio <= r->lse_max_ratio))
+                    r->lse_max_ratio = ratio;
+            }
+        }
+    }
+    r->ok = r->bad == 0 && r->unwritten == 0 && r->clobbered == 0 && r->masked_bad == 0 && r->lse_bad == 0 &&
+            r->lse_unwritten == 0 && r->lse_clobbered == 0;
+}
+
+void tu_result_format(const tu_result *r, const tu_problem *p, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "max|err| %.3g (tol %.3g+%.3g|ref|, worst ratio %.3f)", r->max_err,
+                     fa_cl_tolerance_abs(p->c.dtype), fa_cl_tolerance_rel(p->c.dtype), r->max_ratio);
+    if (n > 0 && (size_t)n < size && p->c.lse)
+        n += snprintf(buf + n, size - (size_t)n, " lse max|err| %.3g (tol rel %.0e, ratio %.3f)", r->lse_max_err,
+                      fa_cl_tolerance_lse_rel(), r->lse_max_ratio);
+    if (n > 0 && (size_t)n < size && r->masked_rows)
+        n += snprintf(buf + n, size - (size_t)n, " masked rows %zu", r->masked_rows);
+    if (n > 0 && (size_t)n < size && !r->ok)
+        snprintf(buf + n, size - (size_t)n,
+                 " | bad %zu unwritten %zu clobbered %zu masked_bad %zu lse_bad %zu lse_unwritten %zu "
+                 "lse_clobbered %zu; first: %s",
+                 r->bad, r->unwritten, r->clobbered, r->masked_bad, r->lse_bad, r->lse_unwritten, r->lse_clobbered,
+                 r->first);
+}
+
+double tu_now_ms(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}

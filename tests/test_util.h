@@ -1,0 +1,191 @@
+/*
+ * Shared helpers of the fa_cl test suite: reporting, context creation, host f16/bf16 conversion
+ * (round to nearest even), seeded random data (never zero), strided tensor images with poisoned
+ * gaps, device buffers, the float64 CPU reference of the full semantics and the tolerance check
+ * (the bar itself lives in tolerance.h).
+ */
+#ifndef FA_CL_TEST_UTIL_H
+#define FA_CL_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fa_cl.h"
+#include "tolerance.h"
+
+/* Exit code CTest treats as "skipped" (SKIP_RETURN_CODE): no OpenCL device at all. */
+#define TU_EXIT_SKIP 77
+
+/* ---- reporting -------------------------------------------------------------------------------- */
+
+typedef struct tu_tally {
+    const char *name;
+    int passed, failed;
+} tu_tally;
+
+/* Record one check; prints "[PASS] what" or "[FAIL] what". Returns ok. */
+int tu_expect(tu_tally *t, int ok, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Print "<name>: N passed, N failed" and return the process exit code (0 only if none failed
+ * and at least one check ran). */
+int tu_finish(const tu_tally *t);
+
+/* ---- contexts --------------------------------------------------------------------------------- */
+
+/* fa_cl_context_create_default, printing the device once. Returns 0, TU_EXIT_SKIP when there is no
+ * OpenCL device, or 1 on another failure (message printed). */
+int tu_context(fa_cl_context **out);
+
+/* ---- storage types ---------------------------------------------------------------------------- */
+
+uint16_t tu_f32_to_f16(float f);  /* round to nearest even; overflow -> inf; NaN stays NaN */
+float tu_f16_to_f32(uint16_t h);
+uint16_t tu_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
+float tu_bf16_to_f32(uint16_t h);
+float tu_round(fa_cl_dtype t, float x); /* x rounded to t and back */
+size_t tu_dtype_size(fa_cl_dtype t);
+const char *tu_dtype_name(fa_cl_dtype t);
+
+/* Element i of a host image of storage type t. */
+float tu_load(fa_cl_dtype t, const void *img, size_t i);
+void tu_store(fa_cl_dtype t, void *img, size_t i, float x);
+uint32_t tu_load_bits(fa_cl_dtype t, const void *img, size_t i);
+void tu_store_bits(fa_cl_dtype t, void *img, size_t i, uint32_t bits);
+/* A NaN with a payload no arithmetic produces: fills output buffers before a call. */
+uint32_t tu_sentinel_bits(fa_cl_dtype t);
+/* A plain quiet NaN: fills the gaps of input buffers, so reading one poisons the result. */
+uint32_t tu_nan_bits(fa_cl_dtype t);
+
+/* ---- random numbers --------------------------------------------------------------------------- */
+
+typedef struct tu_rng {
+    uint64_t s;
+} tu_rng;
+
+void tu_rng_seed(tu_rng *r, uint64_t seed);
+uint64_t tu_rng_next(tu_rng *r);
+double tu_rng_uniform(tu_rng *r); /* [0, 1) */
+/* Uniform magnitude in [1/16, 1] with a random sign: never zero, also after rounding to bf16. */
+float tu_rng_nonzero(tu_rng *r);
+
+/* ---- strided tensors -------------------------------------------------------------------------- */
+
+/*
+ * Layout letters (one per tensor q, k, v, o in a case's layout string):
+ *   C  contiguous [B,H,S,D], descriptor strides all 0, offset 0
+ *   H  the same layout with explicit strides
+ *   S  [B,S,H,D] (FlashAttention's), explicit strides, offset 0
+ *   P  [B,H,S,D] padded at every level (D+3, +5, +7) with a nonzero element offset
+ *   Q  [B,S,H,D] padded at every level with a nonzero element offset
+ *   B  batch stride 0 (every batch reads the same data; inputs only), offset 3
+ */
+typedef struct tu_tensor {
+    fa_cl_dtype dtype;
+    char layout;
+    int64_t dim[4];         /* B, H, S, D */
+    int64_t stride[3];      /* element strides used for indexing (never all zero) */
+    int64_t desc_stride[3]; /* what the descriptor gets (all zero for 'C') */
+    size_t offset;          /* element offset of the view */
+    size_t elems;           /* buffer size in elements: offset + extent (+ slack) */
+    unsigned char *img;     /* host image of the whole buffer */
+    unsigned char *inview;  /* per element: 1 inside the view */
+} tu_tensor;
+
+/* Set up the layout; salt varies the offset between tensors; slack adds elements after the view.
+ * Returns 0, or -1 on a bad layout letter or out of memory. */
+int tu_tensor_init(tu_tensor *t, char layout, fa_cl_dtype dtype, int64_t B, int64_t H, int64_t S, int64_t D,
+                   size_t salt, size_t slack);
+void tu_tensor_free(tu_tensor *t);
+size_t tu_tensor_index(const tu_tensor *t, int64_t b, int64_t h, int64_t s, int64_t d);
+/* Fill the whole image (view and gaps) with one bit pattern. */
+void tu_tensor_fill_bits(tu_tensor *t, uint32_t bits);
+/* Write logical [B,H,S,D] values into the view, then read them back into x (so x holds exactly
+ * what the buffer holds: the rounded values, the last write where strides alias). */
+void tu_tensor_put(tu_tensor *t, float *x);
+size_t tu_tensor_bytes(const tu_tensor *t);
+
+/* ---- device buffers --------------------------------------------------------------------------- */
+
+/* clCreateBuffer with flags and (if host != NULL) CL_MEM_COPY_HOST_PTR; NULL on failure (printed). */
+cl_mem tu_buffer(fa_cl_context *ctx, cl_mem_flags flags, size_t bytes, const void *host);
+int tu_write(fa_cl_context *ctx, cl_mem m, size_t bytes, const void *host); /* blocking; 0 ok */
+int tu_read(fa_cl_context *ctx, cl_mem m, size_t bytes, void *host);        /* blocking; 0 ok */
+
+/* ---- problems: one attention call with its data, reference and checks ------------------------- */
+
+typedef struct tu_case {
+    int64_t B, Hq, Hkv, Sq, Sk, D;
+    fa_cl_dtype dtype;
+    int causal;
+    int64_t wl, wr;     /* window; -1 unbounded */
+    const char *layout; /* four letters for q, k, v, o; NULL = "CCCC" */
+    float scale;        /* 0 = default 1/sqrt(D) */
+    int lse;            /* pass an LSE buffer */
+} tu_case;
+
+/* "B=2 H=4/2 S=113x203 D=64 f16 causal win=(16,0) layout=SPCC scale=dflt lse" */
+void tu_case_format(const tu_case *c, char *buf, size_t size);
+/* The scale the semantics use: c->scale, or 1/sqrt(D) when it is 0. */
+double tu_case_scale(const tu_case *c);
+
+/*
+ * float64 attention over logical [B,H,S,D] float inputs: o [B,Hq,Sq,D] and lse [B,Hq,Sq]
+ * (-inf and o = 0 for a row that sees no key). Visibility, independently of the library:
+ * with diag = i + Sk - Sq, key j is visible iff (!causal || j <= diag) && (wl < 0 || j >= diag - wl)
+ * && (wr < 0 || j <= diag + wr). Query head h reads kv head h / (Hq / Hkv).
+ */
+void tu_attention_f64(const tu_case *c, const float *q, const float *k, const float *v, double *o, double *lse);
+
+typedef struct tu_problem {
+    tu_case c;
+    char layout[5];
+    fa_cl_attention_desc desc;
+    tu_tensor t[4];        /* q, k, v, o */
+    float *x[3];           /* logical q, k, v as stored (rounded) */
+    double *ref_o, *ref_lse;
+    size_t lse_elems;      /* B * Hq * Sq */
+    size_t lse_slack;      /* extra floats after the LSE, must stay untouched */
+    float *lse_img;        /* host image of the LSE buffer (lse_elems + lse_slack) */
+    cl_mem mem[4], lse_mem;
+} tu_problem;
+
+/* Build the tensors (random data from seed, input gaps NaN), the float64 reference (unless
+ * want_ref is 0) and the device buffers (inputs CL_MEM_READ_ONLY, o READ_WRITE, lse WRITE_ONLY).
+ * Returns 0, or -1 (printed). */
+int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_t seed, int want_ref);
+void tu_problem_free(tu_problem *p);
+/* Fill the o and lse buffers (every element, gaps and slack included) with the sentinel. */
+int tu_problem_poison(tu_problem *p, fa_cl_context *ctx);
+/* Read o and lse back into the host images. */
+int tu_problem_read(tu_problem *p, fa_cl_context *ctx);
+/* The output in the host image as logical float64 [B,Hq,Sq,D] (and the LSE image as float64). */
+void tu_problem_output(const tu_problem *p, double *o, double *lse);
+
+typedef struct tu_result {
+    double max_err;       /* max |got - ref| over the output */
+    double max_ratio;     /* max |got - ref| / bound: <= 1 passes */
+    double bound_at_max;  /* the bound where the ratio peaked */
+    double lse_max_err;   /* max |got - ref| over finite LSE values */
+    double lse_max_ratio;
+    size_t bad, unwritten, clobbered;             /* o: out of tolerance, sentinel left, gap written */
+    size_t masked_rows, masked_bad;               /* rows that see no key; of those not exactly 0 */
+    size_t lse_bad, lse_unwritten, lse_clobbered; /* same for lse */
+    int ok;
+    char first[256];                              /* the first failure, for the log */
+} tu_result;
+
+/* Compare the host images against ref_o / ref_lse (logical float64; ref_lse -inf marks a row that
+ * sees no key). Checks every element inside the o view was written and every one outside is the
+ * sentinel; the same for lse when the case has one. */
+void tu_problem_check(const tu_problem *p, const double *ref_o, const double *ref_lse, tu_result *r);
+/* One line: "max|err| 1.2e-05 (bound 1.1e-04, ratio 0.11) lse 3e-07 ..." */
+void tu_result_format(const tu_result *r, const tu_problem *p, char *buf, size_t size);
+
+/* Milliseconds since an arbitrary start. */
+double tu_now_ms(void);
+
+#endif /* FA_CL_TEST_UTIL_H */

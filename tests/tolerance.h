@@ -1,0 +1,81 @@
+/*
+ * Accuracy bar of fa_cl, in ONE place: the test suite and the benchmark tool include this header.
+ *
+ * An output element passes when
+ *     |got - ref| <= fa_cl_tolerance_abs(dtype) + fa_cl_tolerance_rel(dtype) * |ref|
+ * where ref is the float64 result computed from the *rounded* inputs (the values the kernel
+ * actually reads), or, when comparing the fused kernel against the unfused reference, the
+ * reference's output. The kernel's output is converted to float and compared directly (the
+ * reference is not rounded to the storage type first): the f16/bf16 bars include that rounding.
+ *
+ *   f32  : 1e-5 + 1e-4   * |ref|
+ *   f16  : 1e-3 + 2e-3   * |ref|   (f16 has 11 significant bits: half an ulp is 2.4e-4 relative)
+ *   bf16 : 8e-3 + 1.6e-2 * |ref|   (bf16 has 8: half an ulp is 2e-3 relative)
+ *
+ * LSE (always float32): relative 1e-4, i.e. |got - ref| <= 1e-4 * max(|ref|, 1). The floor of 1
+ * makes it absolute near LSE = 0 (a row that sees one key whose score is ~0), where a relative bar
+ * would ask for more than float32 can give. A row that sees no key must give -inf exactly, and
+ * both must be -inf for the check to pass.
+ */
+#ifndef FA_CL_TOLERANCE_H
+#define FA_CL_TOLERANCE_H
+
+#include <math.h>
+
+#include "fa_cl.h"
+
+static inline double fa_cl_tolerance_abs(fa_cl_dtype dtype)
+{
+    switch (dtype) {
+    case FA_CL_F32: return 1e-5;
+    case FA_CL_F16: return 1e-3;
+    case FA_CL_BF16: return 8e-3;
+    }
+    return 0.0;
+}
+
+static inline double fa_cl_tolerance_rel(fa_cl_dtype dtype)
+{
+    switch (dtype) {
+    case FA_CL_F32: return 1e-4;
+    case FA_CL_F16: return 2e-3;
+    case FA_CL_BF16: return 1.6e-2;
+    }
+    return 0.0;
+}
+
+/* Largest |got - ref| allowed for one output element. */
+static inline double fa_cl_tolerance_bound(fa_cl_dtype dtype, double ref)
+{
+    return fa_cl_tolerance_abs(dtype) + fa_cl_tolerance_rel(dtype) * fabs(ref);
+}
+
+/* 1 when got is within the bar of ref (NaN or Inf in got never passes unless ref is the same). */
+static inline int fa_cl_tolerance_ok(fa_cl_dtype dtype, double got, double ref)
+{
+    if (isnan(got) || isnan(ref))
+        return 0;
+    if (isinf(ref) || isinf(got))
+        return got == ref;
+    return fabs(got - ref) <= fa_cl_tolerance_bound(dtype, ref);
+}
+
+static inline double fa_cl_tolerance_lse_rel(void) { return 1e-4; }
+
+/* Largest |got - ref| allowed for one LSE value (finite ref). */
+static inline double fa_cl_tolerance_lse_bound(double ref)
+{
+    return fa_cl_tolerance_lse_rel() * (fabs(ref) > 1.0 ? fabs(ref) : 1.0);
+}
+
+/* 1 when the LSE passes: both -inf (a row that sees no key), or within the relative bar. */
+static inline int fa_cl_tolerance_lse_ok(double got, double ref)
+{
+    if (isnan(got) || isnan(ref))
+        return 0;
+    if (isinf(ref) || isinf(got))
+        return got == ref;
+    return fabs(got - ref) <= fa_cl_tolerance_lse_bound(ref);
+}
+
+#endif /* FA_CL_TOLERANCE_H */
