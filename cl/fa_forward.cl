@@ -78,6 +78,23 @@ inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int 
     *hi = (int)clamp(b, 0L, (long)seqlen_k);
 }
 
+/* O += p_j * V_j for the work-item's rows where `visible` holds (i is the row index). */
+#ifdef FA_UNROLL
+#define FA_PRAGMA_UNROLL _Pragma("unroll")
+#else
+#define FA_PRAGMA_UNROLL
+#endif
+#define FA_PV_KEY(j, visible)                                                                \
+    {                                                                                        \
+        FA_PRAGMA_UNROLL                                                                     \
+        for (int c = 0; c < D4; c++) {                                                       \
+            float4 vx = kv_tile[(j) * D4 + c];                                               \
+            for (int i = 0; i < ROWS; i++)                                                   \
+                if (visible)                                                                 \
+                    acc[i][c] = mad((float4)(s[i][j]), vx, acc[i][c]);                       \
+        }                                                                                    \
+    }
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,
                 __global fa_store_t *o, __global float *lse,
@@ -127,10 +144,11 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
         for (int c = 0; c < D4; c++)
             acc[i][c] = (float4)(0.0f);
     }
-    /* Keys any row of this block can see; blocks outside are skipped, not computed. */
-    int blk_lo, blk_hi, unused;
-    fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
-    fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
+    /* Keys any row of this block can see; blocks outside are skipped, not computed. Keys in
+     * [last_lo, first_hi) are seen by every row (ranges move right with the row). */
+    int blk_lo, blk_hi, first_hi, last_lo;
+    fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &first_hi);
+    fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &last_lo, &blk_hi);
     barrier(CLK_LOCAL_MEM_FENCE);
 
     for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
@@ -204,18 +222,20 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
         fa_load_kv(kv_tile, v, vbase, vs2, kv0, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 
+        /* A block every row sees fully takes the plain loop. Elsewhere masked (row, key) pairs are
+         * skipped, not multiplied by p = 0: a NaN/Inf in V must not reach rows that cannot see it. */
+        if (kv0 >= last_lo && kv0 + BLOCK_KV <= first_hi) {
 #ifdef FA_UNROLL
 #pragma unroll
 #endif
-        for (int j = 0; j < BLOCK_KV; j++) {
+            for (int j = 0; j < BLOCK_KV; j++)
+                FA_PV_KEY(j, 1)
+        } else {
 #ifdef FA_UNROLL
 #pragma unroll
 #endif
-            for (int c = 0; c < D4; c++) {
-                float4 vx = kv_tile[j * D4 + c];
-                for (int i = 0; i < ROWS; i++)
-                    acc[i][c] = mad((float4)(s[i][j]), vx, acc[i][c]);
-            }
+            for (int j = 0; j < BLOCK_KV; j++)
+                FA_PV_KEY(j, kv0 + j >= lo[i] && kv0 + j < hi[i])
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* every work-item is done with V before the next K */
     }

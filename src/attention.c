@@ -85,8 +85,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
             return fa_cl__fail_cl(ctx, err, "clGetKernelWorkGroupInfo");
         }
         int wg_ok = (size_t)plan->tiles.work_group_size <= kwg;
-        int local_ok = klocal <= ctx->props.local_mem_size || ctx->props.local_mem_is_global ||
-                       (ctx->env.local_mem_override && klocal <= ctx->env.local_mem_override);
+        int local_ok = klocal <= lim.local_mem_size || ctx->props.local_mem_is_global;
         if (wg_ok && local_ok)
             return FA_CL_SUCCESS;
         clReleaseKernel(plan->kernel);
@@ -96,7 +95,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
                                "FA_CL_TILE=%dx%d: the compiled kernel allows %zu work-items and uses %llu bytes of "
                                "local memory (device: %zu work-items, %llu bytes)",
                                plan->tiles.block_q, plan->tiles.block_kv, kwg, (unsigned long long)klocal,
-                               (size_t)plan->tiles.work_group_size, (unsigned long long)ctx->props.local_mem_size);
+                               (size_t)plan->tiles.work_group_size, (unsigned long long)lim.local_mem_size);
         if (!wg_ok)
             lim.max_work_group = kwg;
         if (!local_ok)
@@ -124,12 +123,6 @@ fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *d
         return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
     }
     const fa_cl_attention_desc *d = &plan->views.d;
-    if (d->heads_q > INT32_MAX) {
-        long long heads = (long long)d->heads_q;
-        free(plan);
-        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: heads_q %lld exceeds %d", heads,
-                           INT32_MAX);
-    }
     st = plan_tiles_and_kernel(ctx, plan);
     if (st != FA_CL_SUCCESS) {
         free(plan);

@@ -9,46 +9,69 @@
 
 void fa_cl__plan_cache_clear(fa_cl_context *ctx); /* attention.c */
 
+/* A byte count >= 1024 from the environment; unset or empty leaves *out alone. */
+static fa_cl_status env_bytes(const char *name, size_t *out, char *msg, size_t msg_size)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return FA_CL_SUCCESS;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < 1024 || v > (unsigned long long)SIZE_MAX || !isdigit((unsigned char)s[0])) {
+        snprintf(msg, msg_size, "%s='%s' is not a byte count >= 1024", name, s);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    *out = (size_t)v;
+    return FA_CL_SUCCESS;
+}
+
+/* "<a>x<b>[x<c>[x<d>]]" of positive decimal integers, nothing else; returns the field count or 0. */
+static int parse_tile(const char *s, int f[4])
+{
+    int n = 0;
+    while (n < 4) {
+        if (!isdigit((unsigned char)*s))
+            return 0;
+        long v = 0;
+        while (isdigit((unsigned char)*s) && v <= 100000)
+            v = v * 10 + (*s++ - '0');
+        if (v <= 0 || v > 100000)
+            return 0;
+        f[n++] = (int)v;
+        if (*s == '\0')
+            return n;
+        if (*s++ != 'x')
+            return 0;
+    }
+    return 0; /* a fifth field, or a trailing 'x' */
+}
+
 fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
 {
     memset(out, 0, sizeof *out);
-    const char *s = getenv("FA_CL_LOCAL_MEM_BYTES");
-    if (s && *s) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || *end || v < 1024 || s[0] == '-') {
-            snprintf(msg, msg_size, "FA_CL_LOCAL_MEM_BYTES='%s' is not a byte count >= 1024", s);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->local_mem_cap = (size_t)v;
-    }
-    /* Experiments only: plan for more local memory than the device reports (NVIDIA accepts static
-     * __local arrays beyond its reported 48 KiB). */
-    s = getenv("FA_CL_LOCAL_MEM_OVERRIDE");
-    if (s && *s) {
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || *end || v < 1024 || s[0] == '-') {
-            snprintf(msg, msg_size, "FA_CL_LOCAL_MEM_OVERRIDE='%s' is not a byte count >= 1024", s);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->local_mem_override = (size_t)v;
-    }
+    fa_cl_status st = env_bytes("FA_CL_LOCAL_MEM_BYTES", &out->local_mem_cap, msg, msg_size);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    /* Experiments only: plan for more local memory than the device reports. */
+    st = env_bytes("FA_CL_LOCAL_MEM_OVERRIDE", &out->local_mem_override, msg, msg_size);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    const char *s;
     s = getenv("FA_CL_TILE");
     if (s && *s) {
-        int q = 0, kv = 0, rows = 0;
-        char tail = 0;
-        int n = sscanf(s, "%dx%dx%d%c", &q, &kv, &rows, &tail);
-        if (n < 2 || n > 3 || q <= 0 || kv <= 0 || q > 4096 || kv > 4096 || (n == 3 && (rows <= 0 || q % rows))) {
-            snprintf(msg, msg_size, "FA_CL_TILE='%s' is not <B_r>x<B_c>[x<rows per work-item>] with positive sizes "
-                     "(e.g. 64x32 or 128x32x2; B_r a multiple of the rows)", s);
+        int f[4] = {0, 0, 0, 0};
+        int n = parse_tile(s, f);
+        int q = f[0], kv = f[1], rows = f[2], cols = f[3];
+        if (n < 2 || q > 4096 || kv > 4096 || (n >= 3 && q % rows) || (n == 4 && kv % cols)) {
+            snprintf(msg, msg_size, "FA_CL_TILE='%s' is not <B_r>x<B_c>[x<rows>[x<keys>]] per work-item with positive "
+                     "sizes (e.g. 64x32 or 64x32x4x4; B_r a multiple of the rows, B_c of the keys)", s);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
         out->tile_q = q;
         out->tile_kv = kv;
-        out->tile_rows = n == 3 ? rows : 0;
+        out->tile_rows = rows;
+        out->tile_cols = cols;
     }
     s = getenv("FA_CL_KERNEL_DIR");
     if (s && *s) {
@@ -271,13 +294,23 @@ cl_device_id fa_cl_context_device(const fa_cl_context *ctx) { return ctx ? ctx->
 void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
 {
     memset(out, 0, sizeof *out);
-    out->local_mem_size = ctx->env.local_mem_override ? ctx->env.local_mem_override : (size_t)ctx->props.local_mem_size;
+    out->local_mem_size = (size_t)ctx->props.local_mem_size;
+    size_t nv = ctx->props.is_nvidia ? fa_cl_nvidia_static_local_bytes(ctx->props.nv_cc_major, ctx->props.nv_cc_minor) : 0;
+    if (nv > out->local_mem_size) {
+        out->local_mem_size = nv;
+        out->local_mem_source = "NVIDIA static local memory (compute capability table)";
+    }
+    if (ctx->env.local_mem_override) {
+        out->local_mem_size = ctx->env.local_mem_override;
+        out->local_mem_source = "FA_CL_LOCAL_MEM_OVERRIDE";
+    }
     out->local_mem_is_global = ctx->props.local_mem_is_global;
     out->max_work_group = ctx->props.max_work_group_size;
     out->local_mem_cap = ctx->env.local_mem_cap;
     out->forced_q = ctx->env.tile_q;
     out->forced_kv = ctx->env.tile_kv;
     out->forced_rows = ctx->env.tile_rows;
+    out->forced_cols = ctx->env.tile_cols;
     out->forced_variant = ctx->env.variant;
     out->prefer_tiled = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
 }

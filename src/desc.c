@@ -207,6 +207,12 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *
         snprintf(msg, msg_size, "batch * heads_q * seqlen_q overflows the LSE's byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
+    /* a capability limit, checked after validity: kernels index heads with 32-bit ints */
+    if (desc->heads_q > INT32_MAX) {
+        snprintf(msg, msg_size, "desc.heads_q %lld is not supported (at most %d)", (long long)desc->heads_q,
+                 INT32_MAX);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     out->elem_size = elem;
     out->scale = desc->scale > 0.0f ? desc->scale : (float)(1.0 / sqrt((double)D));
     return FA_CL_SUCCESS;

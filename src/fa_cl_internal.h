@@ -53,7 +53,7 @@ fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_
 typedef struct fa_cl_env {
     size_t local_mem_cap; /* FA_CL_LOCAL_MEM_BYTES, 0 = none */
     size_t local_mem_override; /* FA_CL_LOCAL_MEM_OVERRIDE (experiments), 0 = none */
-    int tile_q, tile_kv, tile_rows; /* FA_CL_TILE=<Br>x<Bc>[x<rows>], 0 = none */
+    int tile_q, tile_kv, tile_rows, tile_cols; /* FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]], 0 = none */
     char kernel_dir[1024];    /* FA_CL_KERNEL_DIR, "" = embedded sources */
     char build_options[1024]; /* FA_CL_BUILD_OPTIONS */
     int print_build_log;      /* FA_CL_DEBUG_BUILD_LOG: print every build log to stderr (tuning) */

@@ -19,6 +19,19 @@ static int rows_per_item(int block_q, int block_kv, int head_dim_padded, size_t 
     return tm;
 }
 
+size_t fa_cl_nvidia_static_local_bytes(int major, int minor)
+{
+    /* per-block shared memory maxima from NVIDIA's CUDA C Programming Guide (compute capabilities
+     * table), less 1 KiB the driver reserves per block since 8.0 */
+    if (major == 7 && minor == 0) return 96 * 1024;
+    if (major == 7 && minor == 5) return 64 * 1024;
+    if (major == 8 && minor == 0) return 163 * 1024;
+    if (major == 8) return 99 * 1024;   /* 8.6, 8.7, 8.9 */
+    if (major == 9) return 227 * 1024;  /* Hopper */
+    if (major >= 10) return 227 * 1024; /* Blackwell datacenter parts; consumer parts may have less */
+    return 0;
+}
+
 size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item)
 {
     size_t pitch_q = (size_t)block_q + 4;
@@ -31,7 +44,7 @@ size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, i
 static fa_cl_status plan_tiled(const fa_cl_limits *lim, const fa_cl_tile_request *req, int dpad, size_t budget,
                                fa_cl_tiles *out, char *msg, size_t msg_size)
 {
-    const int tn = FA_CL_TILED_TN;
+    const int tn = lim->forced_cols > 0 ? lim->forced_cols : FA_CL_TILED_TN;
     const size_t max_wg = lim->max_work_group ? lim->max_work_group : 1;
     int br, bc, tm;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
@@ -39,7 +52,7 @@ static fa_cl_status plan_tiled(const fa_cl_limits *lim, const fa_cl_tile_request
         bc = lim->forced_kv;
         tm = lim->forced_rows > 0 ? lim->forced_rows : FA_CL_TILED_TM;
         size_t need = fa_cl_tiled_local_bytes(br, bc, dpad, tn);
-        if (bc % tn || br % tm || tm > 8 || dpad > FA_CL_TILED_MAX_DIM) {
+        if (bc % tn || br % tm || tm > 8 || tn > 16 || dpad > FA_CL_TILED_MAX_DIM) {
             snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel: B_c must be a multiple of %d, B_r of "
                      "the rows (at most 8), and head_dim at most %d", br, bc, tm, tn, FA_CL_TILED_MAX_DIM);
             return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -59,7 +72,7 @@ static fa_cl_status plan_tiled(const fa_cl_limits *lim, const fa_cl_tile_request
         int64_t need_q = round_up(req->seqlen_q > 0 ? req->seqlen_q : 1, 16);
         bc = (int)min64(32, need_kv);
         br = 0;
-        for (int r = FA_CL_MAX_BLOCK_Q; r >= 16; r -= 16) {
+        for (int r = FA_CL_TILED_MAX_BLOCK_Q; r >= 16; r -= 16) {
             if ((size_t)(r / tm) * (size_t)(bc / tn) <= max_wg && fa_cl_tiled_local_bytes(r, bc, dpad, tn) <= budget) {
                 br = r;
                 break;
@@ -92,7 +105,7 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     const int e = 4; /* fp32 in local memory for every storage type */
 
     size_t budget = lim->local_mem_size;
-    const char *source = "device local memory";
+    const char *source = lim->local_mem_source ? lim->local_mem_source : "device local memory";
     if (lim->local_mem_is_global) {
         size_t cache = lim->cache_bytes ? lim->cache_bytes : FA_CL_CPU_CACHE_BUDGET;
         if (cache < budget || budget == 0) {

@@ -6,7 +6,8 @@
 
 /* What the planner needs to know about a device and the environment. */
 typedef struct fa_cl_limits {
-    size_t local_mem_size;     /* CL_DEVICE_LOCAL_MEM_SIZE */
+    size_t local_mem_size;     /* CL_DEVICE_LOCAL_MEM_SIZE, or what the device really gives (see local_mem_source) */
+    const char *local_mem_source; /* where local_mem_size came from; NULL = "device local memory" */
     int local_mem_is_global;   /* CL_DEVICE_LOCAL_MEM_TYPE == CL_GLOBAL: size tiles for the cache */
     size_t cache_bytes;        /* budget used instead when local memory is global (0: planner default) */
     size_t max_work_group;     /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
@@ -14,6 +15,7 @@ typedef struct fa_cl_limits {
     size_t kernel_other_local; /* local bytes the kernel uses besides its tiles */
     int forced_q, forced_kv;   /* FA_CL_TILE, 0 = none */
     int forced_rows;           /* FA_CL_TILE's optional third field: rows per work-item, 0 = planner's */
+    int forced_cols;           /* FA_CL_TILE's optional fourth field: keys per work-item (tiled), 0 = planner's */
     int prefer_tiled;          /* GPUs: use the register-tiled kernel where it fits */
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
 } fa_cl_limits;
@@ -55,6 +57,9 @@ typedef struct fa_cl_tiles {
 #define FA_CL_MAX_BLOCK_KV 32
 /* Most query rows per work-group. */
 #define FA_CL_MAX_BLOCK_Q 128
+/* Most query rows per work-group of the tiled kernel: on an H200, 64 rows ran faster than 32, 96 or 128
+ * (docs/performance.md). */
+#define FA_CL_TILED_MAX_BLOCK_Q 64
 /* Floats of private accumulators (scores + output) a work-item may hold before it spills. */
 #define FA_CL_PRIVATE_FLOATS 192
 /* Tiled variant: keys per work-item and the largest head_dim it takes (its O tile is TM x D/NX). */
@@ -78,12 +83,17 @@ typedef struct fa_cl_tiles {
  * padded by 4 floats (bank spread), plus P^T (B_c x (B_r + 4) floats) and a row exchange
  * (B_c/TN x (B_r + 4) floats):
  *     local_mem_bytes = 4 * ((B_r + B_c) * (d_padded + 4) + (B_c + B_c/TN) * (B_r + 4))
- * with B_c = 32 and B_r the largest multiple of 16 (up to 128) that fits; where not even B_r = 16
+ * with B_c = 32 and B_r the largest multiple of 16 (up to 64) that fits; where not even B_r = 16
  * fits, the rows variant is planned instead.
  * On failure returns FA_CL_ERROR_UNSUPPORTED (or INVALID_ARGUMENT for a bad forced tile) with a message.
  */
 /* Local bytes the tiled kernel needs for a tile (the formula above). */
 size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item);
+
+/* Local memory a work-group really gets on NVIDIA GPUs of compute capability major.minor when the
+ * kernel declares it statically: NVIDIA's OpenCL reports 48 KiB, the hardware gives a block more
+ * (checked on an H200 up to 200 KiB with tools/h200_session.sh's probe). 0 = no larger value known. */
+size_t fa_cl_nvidia_static_local_bytes(int major, int minor);
 
 fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
                               size_t msg_size);

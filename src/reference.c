@@ -64,7 +64,7 @@ static int chunk_fits(const fa_cl_device_props *p, const fa_cl_attention_desc *d
         max_alloc = SIZE_MAX;
     const long long sq = (long long)d->seqlen_q, sk = (long long)d->seqlen_k, dim = (long long)d->head_dim;
     const uint64_t total = add_sat(c->scratch_bytes, mul_sat(c->blast_sum_el, 4));
-    char dummy[8];
+    char dummy[512]; /* callers that only want the verdict */
     if (!why) {
         why = dummy;
         why_size = sizeof dummy;

@@ -66,6 +66,19 @@ explore2)
     for t in 128x32 128x64 64x64 128x32x8 128x64x8; do row "FA_CL_LOCAL_MEM_OVERRIDE=200000 FA_CL_TILE=$t" "-d 64"; done
     } 2>&1 | tee "$OUT/bench.txt"
     ;;
+sweep)
+    # one line per (env, shape): ptxas registers/spills of the variant, then the bench row
+    sweep_row() {
+        local log; log=$(env $1 FA_CL_DEBUG_BUILD_LOG=1 FA_CL_BUILD_OPTIONS="-cl-nv-verbose $2" $BENCH -b 8 -h 16 -q 4096 $3 --no-reference 2>&1)
+        echo "$1 $2 $3 :: $(echo "$log" | grep -oE "Used [0-9]+ registers|[0-9]+ bytes spill stores" | tail -2 | tr '\n' ' ') :: $(echo "$log" | tail -1 | cut -c60-200)"
+    }
+    O="FA_CL_LOCAL_MEM_OVERRIDE=200000"
+    {
+    for t in 64x32x4x4 64x64x8x8 64x64x4x8 128x64x8x8 64x32x8x4 64x32x4x8 32x32x4x8 128x32x8x4 96x32x4x4; do sweep_row "$O FA_CL_TILE=$t" "" "-d 128"; done
+    for u in "-DFA_QK_UNROLL=4" "-DFA_QK_UNROLL=16" "-DFA_QK_UNROLL=32" "-DFA_PV_UNROLL=2" "-DFA_PV_UNROLL=8"; do sweep_row "$O FA_CL_TILE=64x32x4x4" "$u" "-d 128"; done
+    for t in 64x32x4x4 64x32x8x4 128x64x8x8 64x64x8x8 128x32x8x4 128x64x4x8 128x32x4x4; do sweep_row "$O FA_CL_TILE=$t" "" "-d 64"; done
+    } 2>&1 | tee "$OUT/sweep.txt"
+    ;;
 tests)
     ctest --test-dir "$BUILD" --output-on-failure -j4 2>&1 | tee "$OUT/ctest.txt" | tail -40
     ;;
