@@ -122,7 +122,8 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     out->elem_bytes = e;
     out->local_mem_budget = budget;
     out->budget_source = source;
-    int want_tiled = lim->forced_variant ? lim->forced_variant == FA_CL_VARIANT_TILED : lim->prefer_tiled;
+    int want_tiled = lim->forced_variant ? lim->forced_variant == FA_CL_VARIANT_TILED
+                                         : lim->prefer_tiled && dpad > FA_CL_GPU_ROWS_MAX_DIM;
     if (want_tiled) {
         fa_cl_status st = plan_tiled(lim, req, dpad, budget, out, msg, msg_size);
         if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT)
@@ -167,7 +168,10 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     } else {
         const int64_t need_q = round_up(req->seqlen_q > 0 ? req->seqlen_q : 1, FA_CL_TILE_ALIGN);
         const int64_t need_kv = round_up(req->seqlen_k > 0 ? req->seqlen_k : 1, FA_CL_TILE_ALIGN);
-        int64_t c = min64(FA_CL_MAX_BLOCK_KV, need_kv);
+        /* GPUs at head_dim <= 64: 16-key blocks leave room for two rows per work-item in registers
+         * (measured fastest on an H200, docs/performance.md) */
+        const int small_gpu_rows = lim->prefer_tiled && dpad <= FA_CL_GPU_ROWS_MAX_DIM;
+        int64_t c = min64(small_gpu_rows ? FA_CL_GPU_ROWS_BLOCK_KV : FA_CL_MAX_BLOCK_KV, need_kv);
         int64_t r_budget = (rows_fit - c) / FA_CL_TILE_ALIGN * FA_CL_TILE_ALIGN;
         int64_t r_max = min64(FA_CL_MAX_BLOCK_Q, (int64_t)max_wg * 2);
         if (r_budget < c) {

@@ -16,7 +16,7 @@ typedef struct fa_cl_limits {
     int forced_q, forced_kv;   /* FA_CL_TILE, 0 = none */
     int forced_rows;           /* FA_CL_TILE's optional third field: rows per work-item, 0 = planner's */
     int forced_cols;           /* FA_CL_TILE's optional fourth field: keys per work-item (tiled), 0 = planner's */
-    int prefer_tiled;          /* GPUs: use the register-tiled kernel where it fits */
+    int prefer_tiled;          /* GPUs: tiled kernel above FA_CL_GPU_ROWS_MAX_DIM, 16-key rows kernel below */
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
 } fa_cl_limits;
 
@@ -66,6 +66,10 @@ typedef struct fa_cl_tiles {
 #define FA_CL_TILED_TN 4
 #define FA_CL_TILED_TM 4
 #define FA_CL_TILED_MAX_DIM 128
+/* GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per
+ * work-item fit the registers there); above it, the tiled variant. */
+#define FA_CL_GPU_ROWS_MAX_DIM 64
+#define FA_CL_GPU_ROWS_BLOCK_KV 16
 /* Budget assumed for CPU devices, whose "local" memory is ordinary cached memory: a per-core L2
  * share, not the whole last-level cache the device reports. */
 #define FA_CL_CPU_CACHE_BUDGET (128u * 1024u)
@@ -79,7 +83,8 @@ typedef struct fa_cl_tiles {
  * budget; if that leaves B_r < B_c, both become the largest equal multiple of 8 that fits. Neither
  * is larger than the sequence needs (rounded up to 8).
  *
- * The tiled variant (GPUs, head_dim_padded <= 128) holds the same Q block and K/V buffer with rows
+ * On GPUs with head_dim_padded <= 64 the rows variant takes B_c = 16 (two rows per work-item fit).
+ * The tiled variant (GPUs, 64 < head_dim_padded <= 128) holds the same Q block and K/V buffer with rows
  * padded by 4 floats (bank spread), plus P^T (B_c x (B_r + 4) floats) and a row exchange
  * (B_c/TN x (B_r + 4) floats):
  *     local_mem_bytes = 4 * ((B_r + B_c) * (d_padded + 4) + (B_c + B_c/TN) * (B_r + 4))

@@ -63,7 +63,10 @@ static void read_limits(fa_cl_context *ctx)
         env_variant = strstr(s, "tiled") ? FA_CL_VARIANT_TILED : FA_CL_VARIANT_ROWS;
     fa_cl__context_limits(ctx, &dev_limits);
     const fa_cl_limits *l = &dev_limits;
-    int ok = l->local_mem_size == (size_t)local && l->local_mem_is_global == (type == CL_GLOBAL) &&
+    /* the budget is the reported size, or more where the library knows the device gives more
+     * (NVIDIA's static local memory), and then it says where the number came from */
+    int budget_ok = l->local_mem_size == (size_t)local || (l->local_mem_source && l->local_mem_size > (size_t)local);
+    int ok = budget_ok && l->local_mem_is_global == (type == CL_GLOBAL) &&
              l->max_work_group == wg && l->local_mem_cap == env_cap && l->forced_q == env_tile_q &&
              l->forced_kv == env_tile_kv && l->forced_rows == rows &&
              l->forced_variant == env_variant && l->prefer_tiled == ((dtype & CL_DEVICE_TYPE_GPU) != 0);

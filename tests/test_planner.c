@@ -224,7 +224,7 @@ static const pcase cases[] = {
      "portable-tiled"},
     {"tiled 64K d=64: the budget allows 128 (4*(160*68 + 40*132) = 64640 <= 65536, wg 256) -> B_r = the tiled cap",
      AMD64, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, TCAP, 32, TCAP / 4 * 8, TB(TCAP, 32, 64), 65536, SRC_DEV,
-     1, 0, 0, 0, "portable-tiled"},
+     1, FA_CL_VARIANT_TILED, 0, 0, "portable-tiled"},
     {"FA_CL_KERNEL_VARIANT=tiled on PoCL, d=64: the budget allows 128 -> the tiled cap",
      POCL, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, TCAP, 32, TCAP / 4 * 8, TB(TCAP, 32, 64), 131072,
      SRC_CACHE, 0, FA_CL_VARIANT_TILED, 0, 0, "portable-tiled"},
@@ -233,11 +233,12 @@ static const pcase cases[] = {
      "portable-tiled"},
     {"tiled 64K d=32, max_wg 128: 128 -> wg 256 > 128; 112: 224; 96: 192; 80: 160; 64: wg 128, "
      "4*(96*36 + 40*68) = 24704",
-     AMD64, 0, 0, 0, 128, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 24704, 65536, SRC_DEV, 1, 0, 0, 0,
-     "portable-tiled"},
+     AMD64, 0, 0, 0, 128, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 24704, 65536, SRC_DEV, 1,
+     FA_CL_VARIANT_TILED, 0, 0, "portable-tiled"},
     {"tiled 48K d=64, Sq = Sk = 1: B_c = 8, B_r = 128 fits, clamped to 16 (Sq rounded up to 16); wg 4*2 = 8; "
      "4*(24*68 + 10*20) = 7328",
-     NV48, 0, 0, 0, 0, 0, 0, 64, 1, 1, FA_CL_SUCCESS, 16, 8, 8, 7328, 49152, SRC_DEV, 1, 0, 0, 0, "portable-tiled"},
+     NV48, 0, 0, 0, 0, 0, 0, 64, 1, 1, FA_CL_SUCCESS, 16, 8, 8, 7328, 49152, SRC_DEV, 1, FA_CL_VARIANT_TILED, 0, 0,
+     "portable-tiled"},
     {"tiled preferred, d=256 (d_padded > 128): the rows variant, 64K -> 32x32",
      AMD64, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 65536, 65536, SRC_DEV, 1, 0, 0, 0, NULL},
     {"tiled preferred, 16K d=128: B_r 16 needs 4*(48*132 + 40*20) = 28544 > 16384 -> the rows variant 16x16",
@@ -252,7 +253,18 @@ static const pcase cases[] = {
      NV48, 0, 0, 0, 0, 32, 16, 128, LONG, LONG, FA_CL_SUCCESS, 32, 16, 32, 28224, 49152, SRC_DEV, 1, 0, 0, 0,
      "portable-tiled"},
     {"tiled, forced 16x8x2 (TM = 2, TN = 4): 4*(24*68 + 10*20) = 7328, wg 8*2 = 16",
-     NV48, 0, 0, 0, 0, 16, 8, 64, LONG, LONG, FA_CL_SUCCESS, 16, 8, 16, 7328, 49152, SRC_DEV, 1, 0, 2, 0,
+     NV48, 0, 0, 0, 0, 16, 8, 64, LONG, LONG, FA_CL_SUCCESS, 16, 8, 16, 7328, 49152, SRC_DEV, 1, FA_CL_VARIANT_TILED,
+     2, 0, "portable-tiled"},
+    /* ---- GPUs at d_padded <= 64 (FA_CL_GPU_ROWS_MAX_DIM): the rows variant with 16-key blocks ---- */
+    {"GPU 48K d=64: rows, B_c = 16; rows_fit = 49152/(4*64) = 192, B_r = (192-16) -> 176 -> cap 128; "
+     "2*(16+64) = 160 <= 192 and 128/2 >= 32 -> 2 rows per item, wg 64; 4*(128+16)*64 = 36864",
+     NV48, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 16, 64, 36864, 49152, SRC_DEV, 1, 0, 0, 0, NULL},
+    {"GPU 48K d=32: rows, B_c = 16; rows_fit = 384 -> B_r cap 128; 2*(16+32) = 96 -> 2 rows, wg 64; "
+     "4*(128+16)*32 = 18432",
+     NV48, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 16, 64, 18432, 49152, SRC_DEV, 1, 0, 0, 0, NULL},
+    {"GPU 48K d=68 (d_padded 68 > 64): the tiled variant; 48 -> 4*(80*72 + 40*52) = 31360 fits, 64 -> "
+     "4*(96*72 + 40*68) = 38528 fits -> B_r 64, wg 16*8 = 128",
+     NV48, 0, 0, 0, 0, 0, 0, 68, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 38528, 49152, SRC_DEV, 1, 0, 0, 0,
      "portable-tiled"},
     {"tiled, forced 32x18: B_c not a multiple of TN = 4",
      NV48, 0, 0, 0, 0, 32, 18, 128, LONG, LONG, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, NULL, 1, 0, 0, 0, NULL},
@@ -357,12 +369,18 @@ static const char *invariants(const fa_cl_limits *lim, const fa_cl_tile_request 
     const int64_t need_q = (req->seqlen_q + 7) / 8 * 8, need_kv = (req->seqlen_k + 7) / 8 * 8;
     if (t->block_q % 8 || t->block_kv % 8)
         return "tile not a multiple of 8";
-    if (t->block_q > FA_CL_MAX_BLOCK_Q || t->block_kv > FA_CL_MAX_BLOCK_KV)
+    if (t->block_q > FA_CL_MAX_BLOCK_Q)
         return "tile above FA_CL_MAX_BLOCK_Q / FA_CL_MAX_BLOCK_KV";
     if (t->block_q > need_q || t->block_kv > need_kv)
         return "tile larger than the sequence needs";
     const size_t row = (size_t)4 * (size_t)dpad;
-    const int64_t bc_full = need_kv < FA_CL_MAX_BLOCK_KV ? need_kv : FA_CL_MAX_BLOCK_KV;
+    /* GPUs at d_padded <= FA_CL_GPU_ROWS_MAX_DIM take 16-key blocks */
+    const int64_t bc_max = lim->prefer_tiled && !lim->forced_variant && dpad <= FA_CL_GPU_ROWS_MAX_DIM
+                               ? FA_CL_GPU_ROWS_BLOCK_KV
+                               : FA_CL_MAX_BLOCK_KV;
+    if (t->block_kv > bc_max)
+        return "B_c above the variant's block size";
+    const int64_t bc_full = need_kv < bc_max ? need_kv : bc_max;
     int64_t br_cap = FA_CL_MAX_BLOCK_Q < need_q ? FA_CL_MAX_BLOCK_Q : need_q;
     if ((int64_t)lim->max_work_group * 2 < br_cap)
         br_cap = (int64_t)lim->max_work_group * 2;
@@ -474,7 +492,8 @@ static void sweep_one(tu_tally *tally, int prefer_tiled)
                             const int dpad = round_up(d, 4);
                             const int64_t nkv = (seqs[s][1] + 7) / 8 * 8;
                             const int bc = nkv < 32 ? (int)nkv : 32;
-                            if (dpad <= FA_CL_TILED_MAX_DIM && tiled_bytes(16, bc, dpad, 4) <= t.local_mem_budget &&
+                            if (dpad > FA_CL_GPU_ROWS_MAX_DIM && dpad <= FA_CL_TILED_MAX_DIM &&
+                                tiled_bytes(16, bc, dpad, 4) <= t.local_mem_budget &&
                                 (size_t)(16 / 4) * (size_t)(bc / 4) <= lim.max_work_group)
                                 why = "rows variant although a tiled tile fits";
                         }

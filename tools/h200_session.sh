@@ -4,7 +4,7 @@
 #   tools/h200_session.sh explore   correctness smoke, baseline rows, tile sweep, ptxas reports, PyTorch anchors
 #   tools/h200_session.sh explore2  the tiled kernel: plans, sweeps, local-memory probe
 #   tools/h200_session.sh tests     the CTest suite on the GPU
-#   tools/h200_session.sh final     the rows docs/performance.md quotes, side by side with PyTorch
+#   tools/h200_session.sh final     the CTest suite, the rows docs/performance.md quotes and PyTorch's kernels
 set -u
 BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-/tmp/fa_cl_out}
@@ -80,7 +80,33 @@ sweep)
     } 2>&1 | tee "$OUT/sweep.txt"
     ;;
 tests)
-    ctest --test-dir "$BUILD" --output-on-failure -j4 2>&1 | tee "$OUT/ctest.txt" | tail -40
+    # CTest files hold the Debian machine's absolute paths: make them resolve here
+    here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
+    (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 2>&1) | tee "$OUT/ctest.txt" | tail -25
+    ;;
+final)
+    here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
+    (cd /work/main && ctest --test-dir "$BUILD" -j4 2>&1) > "$OUT/ctest.txt"; tail -12 "$OUT/ctest.txt"
+    "$BUILD/tools/fa_cl_info" > "$OUT/info.txt" 2>&1
+    {
+    for r in "-d 128 --dtype f32" "-d 64 --dtype f32" "-d 128 --dtype f16" "-d 64 --dtype f16" "-d 128 --dtype bf16" \
+             "-d 128 --dtype f32 --causal" "-d 64 --dtype f32 --causal" "-d 128 --dtype f16 --causal"; do
+        $BENCH -b 8 -h 16 -q 4096 $r --check --json "$OUT/row.json" | tail -1
+    done
+    # the gap to the reference as N grows (B*H*N constant)
+    for n in 1024 2048 4096 8192 16384; do
+        $BENCH -b $((8 * 4096 / n > 1 ? 8 * 4096 / n : 1)) -h 16 -q $n -d 128 --check | tail -1
+    done
+    # memory: the reference cannot allocate its N x N scratch, the fused path runs
+    $BENCH -b 1 -h 8 -q 131072 -d 128 --reps 10 --warmup 1 | tail -1
+    } 2>&1 | tee "$OUT/final_bench.txt"
+    {
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f32
+    anchor -b 8 -H 16 -n 4096 -d 64 --dtype f32
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f16
+    anchor -b 8 -H 16 -n 4096 -d 64 --dtype f16
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f32 --causal
+    } 2>&1 | grep -vE "lambda|^ *$" | tee "$OUT/anchor.txt"
     ;;
 *)
     echo "usage: $0 explore|tests|final" >&2
