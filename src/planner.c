@@ -129,8 +129,12 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
         if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT)
             return st;
         if (lim->forced_variant) {
-            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=tiled: no tile of the tiled kernel fits head_dim %d in "
-                     "%zu bytes (%s)", req->head_dim, budget, source);
+            if (dpad > FA_CL_TILED_MAX_DIM)
+                snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=tiled: the tiled kernel takes head_dim up to %d (got %d)",
+                         FA_CL_TILED_MAX_DIM, req->head_dim);
+            else
+                snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=tiled: no tile of the tiled kernel fits head_dim %d in "
+                         "%zu bytes (%s)", req->head_dim, budget, source);
             return FA_CL_ERROR_UNSUPPORTED;
         }
     }

@@ -485,8 +485,8 @@ static void human_plan_row(const plan_row *row)
     const fa_cl_tiles *t = &row->tiles;
     char used[48];
     snprintf(used, sizeof used, "%zu / %zu", t->local_mem_bytes, t->local_mem_budget);
-    printf("%4d %4d %9d %7d %19s  %-9s %s%s\n", t->block_q, t->block_kv, t->rows_per_item, t->work_group_size, used,
-           "portable", t->budget_source, t->forced ? " (FA_CL_TILE)" : "");
+    printf("%4d %4d %9d %7d %19s  %-14s %s%s\n", t->block_q, t->block_kv, t->rows_per_item, t->work_group_size, used,
+           t->kernel, t->budget_source, t->forced ? " (FA_CL_TILE)" : "");
 }
 
 static void human_plans(const device_report *r)
@@ -506,7 +506,7 @@ static void human_plans(const device_report *r)
     const char *tile = getenv("FA_CL_TILE"); /* as typed: its fields are the library's to parse */
     if (tile && *tile)
         printf(", FA_CL_TILE %s", tile);
-    printf("\n      head_dim dtype  B_r  B_c rows/item WG size  local bytes/budget  kernel    budget source\n");
+    printf("\n      head_dim dtype  B_r  B_c rows/item WG size  local bytes/budget  kernel         budget source\n");
     for (size_t i = 0; i < N_PLANS; i++)
         human_plan_row(&r->plans[i]);
 }
@@ -688,7 +688,7 @@ static void json_plan_row(json *w, const plan_row *row)
         json_num(w, "local_mem_budget", t->local_mem_budget);
         json_str(w, "budget_source", t->budget_source);
         json_bool(w, "forced", t->forced);
-        json_str(w, "kernel", "portable");
+        json_str(w, "kernel", t->kernel);
         json_str(w, "error", NULL);
     }
     json_close(w, '}');
