@@ -7,12 +7,13 @@
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Query rows per work-item: two when both rows' scores and outputs fit the private budget, which
- * halves local-memory reads per multiply-add; one otherwise. */
-static int rows_per_item(int block_q, int block_kv, int head_dim_padded, size_t max_wg)
+/* Query rows per work-item: on GPUs two when both rows' scores and outputs fit the private budget,
+ * which halves local-memory reads per multiply-add; one otherwise, and always one on CPUs (PoCL ran
+ * 128x32 at d=64 in 91 ms with one row per work-item, 152 ms with two: docs/performance.md). */
+static int rows_per_item(int block_q, int block_kv, int head_dim_padded, size_t max_wg, int gpu)
 {
     int tm = 1;
-    if (block_q % 2 == 0 && 2 * (block_kv + head_dim_padded) <= FA_CL_PRIVATE_FLOATS && block_q / 2 >= 32)
+    if (gpu && block_q % 2 == 0 && 2 * (block_kv + head_dim_padded) <= FA_CL_PRIVATE_FLOATS && block_q / 2 >= 32)
         tm = 2;
     while ((size_t)(block_q / tm) > max_wg && block_q % (tm * 2) == 0)
         tm *= 2;
@@ -192,7 +193,7 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
         }
         br = (int)min64(min64(r_budget, r_max), need_q);
         bc = (int)c;
-        tm = rows_per_item(br, bc, dpad, max_wg);
+        tm = rows_per_item(br, bc, dpad, max_wg, lim->prefer_tiled);
         if ((size_t)(br / tm) > max_wg) {
             br = (int)(max_wg * (size_t)tm) / FA_CL_TILE_ALIGN * FA_CL_TILE_ALIGN;
             if (br < 1)

@@ -79,11 +79,10 @@ typedef struct pcase {
 static const pcase cases[] = {
     /* ---- 48 KiB (NVIDIA), max_wg 1024 ---- */
     {"48K d=32: rows_fit = 49152/(4*32) = 384, B_c = 32, B_r = min(128, 352) = 128 -> 4*160*32 = 20480; "
-     "2*(32+32) = 128 <= 192, 128/2 >= 32 -> 2 rows, wg 64",
-     NV48, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 20480, 49152, SRC_DEV},
-    {"48K d=64: rows_fit = 49152/256 = 192, B_r = min(128, 160) = 128 -> 4*160*64 = 40960; 2*(32+64) = 192 "
-     "-> 2 rows, wg 64",
-     NV48, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 40960, 49152, SRC_DEV},
+     "1 row per work-item (two only on GPUs: prefer_tiled), wg 128",
+     NV48, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 20480, 49152, SRC_DEV},
+    {"48K d=64: rows_fit = 49152/256 = 192, B_r = min(128, 160) = 128 -> 4*160*64 = 40960; 1 row, wg 128",
+     NV48, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 40960, 49152, SRC_DEV},
     {"48K d=80: rows_fit = 49152/320 = 153, B_r = (153-32) = 121 -> 120 -> 4*152*80 = 48640; 2*(112) > 192 "
      "-> 1 row, wg 120",
      NV48, 0, 0, 0, 0, 0, 0, 80, LONG, LONG, FA_CL_SUCCESS, 120, 32, 120, 48640, 49152, SRC_DEV},
@@ -96,10 +95,10 @@ static const pcase cases[] = {
      NV48, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 24, 24, 24, 49152, 49152, SRC_DEV},
 
     /* ---- 64 KiB (AMD/Intel), max_wg 256 ---- */
-    {"64K d=32: rows_fit = 512, B_r = 128 -> 20480; 2 rows, wg 64",
-     AMD64, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 20480, 65536, SRC_DEV},
-    {"64K d=64: rows_fit = 256, B_r = 128 -> 40960; 2 rows, wg 64",
-     AMD64, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 40960, 65536, SRC_DEV},
+    {"64K d=32: rows_fit = 512, B_r = 128 -> 20480; 1 row, wg 128",
+     AMD64, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 20480, 65536, SRC_DEV},
+    {"64K d=64: rows_fit = 256, B_r = 128 -> 40960; 1 row, wg 128",
+     AMD64, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 40960, 65536, SRC_DEV},
     {"64K d=80: rows_fit = 65536/320 = 204, B_r = min(128, 168) = 128 -> 4*160*80 = 51200; 1 row, wg 128",
      AMD64, 0, 0, 0, 0, 0, 0, 80, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 51200, 65536, SRC_DEV},
     {"64K d=96: rows_fit = 65536/384 = 170, B_r = min(128, 136) = 128 -> 4*160*96 = 61440; wg 128",
@@ -110,11 +109,10 @@ static const pcase cases[] = {
      AMD64, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 65536, 65536, SRC_DEV},
 
     /* ---- 32 KiB (mobile), max_wg 512 ---- */
-    {"32K d=32: rows_fit = 256, B_r = 128 -> 20480; 2 rows, wg 64",
-     MOB32, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 20480, 32768, SRC_DEV},
-    {"32K d=64: rows_fit = 128, B_r = 96 -> 4*128*64 = 32768; 2*(32+64) = 192, 96/2 = 48 >= 32 -> 2 rows, "
-     "wg 48",
-     MOB32, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 96, 32, 48, 32768, 32768, SRC_DEV},
+    {"32K d=32: rows_fit = 256, B_r = 128 -> 20480; 1 row, wg 128",
+     MOB32, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 20480, 32768, SRC_DEV},
+    {"32K d=64: rows_fit = 128, B_r = 96 -> 4*128*64 = 32768; 1 row, wg 96",
+     MOB32, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 96, 32, 96, 32768, 32768, SRC_DEV},
     {"32K d=80: rows_fit = 32768/320 = 102, B_r = 70 -> 64 -> 4*96*80 = 30720; wg 64",
      MOB32, 0, 0, 0, 0, 0, 0, 80, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 30720, 32768, SRC_DEV},
     {"32K d=96: rows_fit = 32768/384 = 85, B_r = 53 -> 48 -> 4*80*96 = 30720; wg 48",
@@ -125,8 +123,8 @@ static const pcase cases[] = {
      MOB32, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 32768, 32768, SRC_DEV},
 
     /* ---- 16 KiB (mobile), max_wg 256 ---- */
-    {"16K d=32: rows_fit = 128, B_r = 96 -> 4*128*32 = 16384; 2*(64) <= 192, 48 >= 32 -> 2 rows, wg 48",
-     MOB16, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 96, 32, 48, 16384, 16384, SRC_DEV},
+    {"16K d=32: rows_fit = 128, B_r = 96 -> 4*128*32 = 16384; 1 row, wg 96",
+     MOB16, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 96, 32, 96, 16384, 16384, SRC_DEV},
     {"16K d=64: rows_fit = 64, B_r = 32 -> 32x32, 16384; 32/2 = 16 < 32 -> 1 row, wg 32",
      MOB16, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 16384, 16384, SRC_DEV},
     {"16K d=80: rows_fit = 16384/320 = 51, B_r = 19 -> 16 < 32 -> equal 51/2 = 25 -> 24x24, 4*48*80 = 15360",
@@ -139,10 +137,10 @@ static const pcase cases[] = {
      MOB16, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 8, 8, 8, 16384, 16384, SRC_DEV},
 
     /* ---- 1 MiB, local memory is global (PoCL): budget = FA_CL_CPU_CACHE_BUDGET = 131072 ---- */
-    {"PoCL d=32: rows_fit = 131072/128 = 1024, B_r = 128 -> 20480; 2 rows, wg 64",
-     POCL, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 20480, 131072, SRC_CACHE},
-    {"PoCL d=64: rows_fit = 512, B_r = 128 -> 40960; 2 rows, wg 64",
-     POCL, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 32, 64, 40960, 131072, SRC_CACHE},
+    {"PoCL d=32: rows_fit = 131072/128 = 1024, B_r = 128 -> 20480; 1 row (CPUs), wg 128",
+     POCL, 0, 0, 0, 0, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 20480, 131072, SRC_CACHE},
+    {"PoCL d=64: rows_fit = 512, B_r = 128 -> 40960; 1 row (CPUs), wg 128",
+     POCL, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 40960, 131072, SRC_CACHE},
     {"PoCL d=80: rows_fit = 409, B_r = 128 -> 51200; wg 128",
      POCL, 0, 0, 0, 0, 0, 0, 80, LONG, LONG, FA_CL_SUCCESS, 128, 32, 128, 51200, 131072, SRC_CACHE},
     {"PoCL d=96: rows_fit = 341, B_r = 128 -> 61440; wg 128",
@@ -154,8 +152,8 @@ static const pcase cases[] = {
     {"PoCL, cache_bytes 64 KiB, d=128: rows_fit = 128, B_r = 96 -> 65536",
      POCL, 0, 64 * KIB, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 96, 32, 96, 65536, 65536, SRC_CACHE},
     {"PoCL d=64, Sq=113 Sk=203 (the smoke test's shape): B_r = min(128, 120) = 120 -> 4*152*64 = 38912; "
-     "2 rows, wg 60",
-     POCL, 0, 0, 0, 0, 0, 0, 64, 113, 203, FA_CL_SUCCESS, 120, 32, 60, 38912, 131072, SRC_CACHE},
+     "1 row, wg 120",
+     POCL, 0, 0, 0, 0, 0, 0, 64, 113, 203, FA_CL_SUCCESS, 120, 32, 120, 38912, 131072, SRC_CACHE},
 
     /* ---- the FA_CL_LOCAL_MEM_BYTES cap (limits.local_mem_cap) ---- */
     {"64K capped to 16384, d=128: as 16K: 16x16, 16384",
@@ -185,9 +183,8 @@ static const pcase cases[] = {
      NV48, 0, 0, 0, 0, 0, 0, 128, 1000, 17, FA_CL_SUCCESS, 72, 24, 72, 49152, 49152, SRC_DEV},
     {"16K d=256, Sq = Sk = 1: B_c = 8, rows_fit = 16, B_r = 8 -> 8x8, 16384",
      MOB16, 0, 0, 0, 0, 0, 0, 256, 1, 1, FA_CL_SUCCESS, 8, 8, 8, 16384, 16384, SRC_DEV},
-    {"PoCL d=59 (d_padded 60), Sq=65 Sk=17: B_c = 24, B_r = 72; 2*(24+60) = 168 <= 192, 36 >= 32 -> 2 rows, "
-     "wg 36; 4*96*60 = 23040",
-     POCL, 0, 0, 0, 0, 0, 0, 59, 65, 17, FA_CL_SUCCESS, 72, 24, 36, 23040, 131072, SRC_CACHE},
+    {"PoCL d=59 (d_padded 60), Sq=65 Sk=17: B_c = 24, B_r = 72; 1 row (CPUs), wg 72; 4*96*60 = 23040",
+     POCL, 0, 0, 0, 0, 0, 0, 59, 65, 17, FA_CL_SUCCESS, 72, 24, 72, 23040, 131072, SRC_CACHE},
 
     /* ---- forced tiles (FA_CL_TILE) ---- */
     {"48K d=128, forced 64x32: 4*96*128 = 49152 fits exactly",
