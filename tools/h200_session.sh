@@ -45,7 +45,7 @@ explore)
     } 2>&1 | tee "$OUT/anchor.txt"
     ;;
 explore2)
-    "$BUILD/probe_local" 2>&1 | tee "$OUT/probe_local.txt"
+    "$BUILD/tools/fa_cl_probe_local" 2>&1 | tee "$OUT/probe_local.txt"
     for args in "100 130 64 0" "130 100 40 1" "1000 1000 128 1" "17 1 1 1" "64 700 256 0" "333 4000 128 1"; do
         echo "smoke $args: $($BUILD/smoke $args | tr '\n' ' ')"
     done 2>&1 | tee "$OUT/smoke.txt"
