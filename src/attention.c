@@ -28,6 +28,7 @@ struct fa_cl_plan_entry {
 
 static const char *const rows_files[] = {"fa_common.cl", "fa_forward.cl"};
 static const char *const tiled_files[] = {"fa_common.cl", "fa_forward_tiled.cl"};
+static const char *const mma_files[] = {"fa_common.cl", "fa_forward_nv_mma.cl"};
 
 /* Build the kernel variant for the tiles chosen: sizes and storage type become -D options. */
 static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t, cl_kernel *out)
@@ -38,14 +39,17 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     char options[512];
     int n = snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DD_PAD=%d -DBLOCK_Q=%d -DBLOCK_KV=%d",
                      (int)v->d.dtype, (int)v->d.head_dim, t->head_dim_padded, t->block_q, t->block_kv);
-    if (tiled)
+    const char *const *files = tiled ? tiled_files : rows_files;
+    if (t->variant == FA_CL_VARIANT_NV_MMA)
+        files = mma_files;
+    else if (tiled)
         n += snprintf(options + n, sizeof options - (size_t)n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
     else
         n += snprintf(options + n, sizeof options - (size_t)n, " -DROWS=%d", t->rows_per_item);
     if (gpu)
         snprintf(options + n, sizeof options - (size_t)n, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable");
     cl_program prog;
-    fa_cl_status st = fa_cl__program_get(ctx, tiled ? tiled_files : rows_files, 2, options, &prog);
+    fa_cl_status st = fa_cl__program_get(ctx, files, 2, options, &prog);
     if (st != FA_CL_SUCCESS)
         return st;
     cl_int err;
@@ -70,6 +74,15 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
         st = build_kernel(ctx, &plan->views, &plan->tiles, &plan->kernel);
+        if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_VARIANT_NV_MMA && !lim.forced_variant) {
+            /* the vendor kernel did not compile on this driver: portable kernels from now on */
+            fa_cl_lock_acquire(&ctx->lock);
+            ctx->mma_failed = 1;
+            fa_cl_lock_release(&ctx->lock);
+            lim.nv_mma = 0;
+            attempt--;
+            continue;
+        }
         if (st != FA_CL_SUCCESS)
             return st;
         size_t kwg = 0;

@@ -96,11 +96,15 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
             out->variant = FA_CL_VARIANT_ROWS;
         else if (strcmp(s, "portable-tiled") == 0 || strcmp(s, "tiled") == 0)
             out->variant = FA_CL_VARIANT_TILED;
+        else if (strcmp(s, "nvidia-mma") == 0)
+            out->variant = FA_CL_VARIANT_NV_MMA;
         else {
-            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not 'portable' or 'portable-tiled'", s);
+            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not 'portable', 'portable-tiled' or 'nvidia-mma'", s);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
     }
+    s = getenv("FA_CL_VENDOR_PATH");
+    out->vendor_path_off = s && strcmp(s, "0") == 0;
     s = getenv("FA_CL_DEBUG_BUILD_LOG");
     out->print_build_log = s && *s && strcmp(s, "0") != 0;
     return FA_CL_SUCCESS;
@@ -313,4 +317,6 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     out->forced_cols = ctx->env.tile_cols;
     out->forced_variant = ctx->env.variant;
     out->prefer_tiled = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
+    out->nv_mma = ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8 && !ctx->env.vendor_path_off &&
+                  !ctx->mma_failed;
 }

@@ -58,6 +58,7 @@ typedef struct fa_cl_env {
     char build_options[1024]; /* FA_CL_BUILD_OPTIONS */
     int print_build_log;      /* FA_CL_DEBUG_BUILD_LOG: print every build log to stderr (tuning) */
     int variant;              /* FA_CL_KERNEL_VARIANT: 0 = planner's choice, else an fa_cl_variant */
+    int vendor_path_off;      /* FA_CL_VENDOR_PATH=0: portable kernels only */
 } fa_cl_env;
 
 /* Parse the environment; a malformed value is an FA_CL_ERROR_INVALID_ARGUMENT naming the variable. */
@@ -79,6 +80,7 @@ struct fa_cl_context {
     fa_cl_program_entry *programs;
     fa_cl_plan_entry *plans;
     int plan_count;
+    int mma_failed;           /* the tensor-core kernel did not compile here: plan portable kernels (under lock) */
     char last_error[FA_CL_ERROR_CAPACITY];
 };
 

@@ -33,6 +33,50 @@ size_t fa_cl_nvidia_static_local_bytes(int major, int minor)
     return 0;
 }
 
+size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded)
+{
+    return 2 * (size_t)(block_q + 2 * block_kv) * (size_t)(dim_padded + 8);
+}
+
+/* The tensor-core variant (f16/bf16 on NVIDIA >= 8.0). Returns UNSUPPORTED without a message when it
+ * does not apply, so the portable plan is made instead. */
+static fa_cl_status plan_mma(const fa_cl_limits *lim, const fa_cl_tile_request *req, size_t budget,
+                             fa_cl_tiles *out, char *msg, size_t msg_size)
+{
+    if (req->dtype == FA_CL_F32 || req->head_dim > FA_CL_MMA_MAX_DIM)
+        return FA_CL_ERROR_UNSUPPORTED;
+    const int dp = req->head_dim <= 64 ? 64 : 128;
+    int br = FA_CL_MMA_BLOCK_Q, bc = FA_CL_MMA_BLOCK_KV;
+    if (lim->forced_q > 0 && lim->forced_kv > 0) {
+        br = lim->forced_q;
+        bc = lim->forced_kv;
+        /* a tile the tensor-core kernel cannot take is meant for the portable kernels: plan those */
+        if (br % 16 || bc % 16 || br > 256 || bc > 128)
+            return lim->forced_variant == FA_CL_VARIANT_NV_MMA
+                       ? (snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for the tensor-core kernel: B_r a multiple of 16 "
+                                   "up to 256, B_c a multiple of 16 up to 128", br, bc),
+                          FA_CL_ERROR_INVALID_ARGUMENT)
+                       : FA_CL_ERROR_UNSUPPORTED;
+        out->forced = 1;
+    }
+    if (fa_cl_mma_local_bytes(br, bc, dp) > budget || (size_t)(br / 16 * 32) > lim->max_work_group)
+        return out->forced ? (snprintf(msg, msg_size, "FA_CL_TILE=%dx%d: the tensor-core kernel needs %zu bytes and "
+                                       "%d work-items", br, bc, fa_cl_mma_local_bytes(br, bc, dp), br / 16 * 32),
+                              FA_CL_ERROR_INVALID_ARGUMENT)
+                           : FA_CL_ERROR_UNSUPPORTED;
+    out->variant = FA_CL_VARIANT_NV_MMA;
+    out->kernel = "nvidia-mma";
+    out->block_q = br;
+    out->block_kv = bc;
+    out->rows_per_item = 16; /* per warp */
+    out->cols_per_item = 8;
+    out->work_group_size = br / 16 * 32;
+    out->head_dim_padded = dp;
+    out->elem_bytes = 2;
+    out->local_mem_bytes = fa_cl_mma_local_bytes(br, bc, dp);
+    return FA_CL_SUCCESS;
+}
+
 size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item)
 {
     size_t pitch_q = (size_t)block_q + 4;
@@ -123,6 +167,16 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     out->elem_bytes = e;
     out->local_mem_budget = budget;
     out->budget_source = source;
+    if (lim->nv_mma && (!lim->forced_variant || lim->forced_variant == FA_CL_VARIANT_NV_MMA)) {
+        fa_cl_status st = plan_mma(lim, req, budget, out, msg, msg_size);
+        if (st != FA_CL_ERROR_UNSUPPORTED)
+            return st;
+    }
+    if (lim->forced_variant == FA_CL_VARIANT_NV_MMA) {
+        snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=nvidia-mma needs an NVIDIA GPU of compute capability >= 8.0, "
+                 "f16 or bf16 data and head_dim <= %d", FA_CL_MMA_MAX_DIM);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     int want_tiled = lim->forced_variant ? lim->forced_variant == FA_CL_VARIANT_TILED
                                          : lim->prefer_tiled && dpad > FA_CL_GPU_ROWS_MAX_DIM;
     if (want_tiled) {

