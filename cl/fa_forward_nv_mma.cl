@@ -12,7 +12,7 @@
  * by ldmatrix.trans from V rows): P never leaves registers. Arithmetic: fp32 accumulate.
  *
  * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64 or 128), BLOCK_Q (16 per
- * warp), BLOCK_KV (multiple of 16).
+ * warp), BLOCK_KV (multiple of 16); FA_ALIGNED16 when every row start is 16-byte aligned.
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core kernel takes f16 or bf16 storage"
@@ -80,28 +80,56 @@ inline uint fa_pack2(float lo, float hi)
     return r;
 }
 
-/* rows [first, first + count) of a [seq, D] view into a local tile of 16-bit values; zero padded */
+/* rows [first, first + count) of a [seq, D] view into a local tile of 16-bit values; zero padded.
+ * FA_ALIGNED16 (planner: head_dim, strides and offsets multiples of 8 elements) allows 16-byte
+ * global loads; local rows are always 16-byte aligned. */
 inline void fa_load_tile(__local ushort *tile, __global const ushort *src, ulong base, long row_stride, int first,
                          int count, int limit, int lid)
 {
     for (int e = lid; e < count * CH; e += WG) {
         int r = e / CH, c = e % CH;
-        ushort8 x = (ushort8)(0);
-        if (first + r < limit) {
+        uint4 x = (uint4)(0);
+        if (first + r < limit && 8 * c < HEAD_DIM) {
             __global const ushort *p = src + base + (ulong)(first + r) * (ulong)row_stride + 8 * c;
-#if HEAD_DIM % 8 == 0
-            if (8 * c < HEAD_DIM)
-                x = vload8(0, p);
+#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+            x = *(__global const uint4 *)p;
 #else
             ushort t[8];
             for (int i = 0; i < 8; i++)
                 t[i] = (8 * c + i < HEAD_DIM) ? p[i] : (ushort)0;
-            x = (ushort8)(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+            x = as_uint4((ushort8)(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]));
 #endif
         }
-        vstore8(x, 0, tile + r * ROW + 8 * c);
+        *(__local uint4 *)(tile + r * ROW + 8 * c) = x;
     }
 }
+
+#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+/* K/V blocks are copied asynchronously (cp.async, double-buffered): the next block's copy overlaps
+ * this block's math. */
+#define FA_ASYNC 1
+#define TILE (BLOCK_KV * ROW)
+
+/* 16 bytes global -> local without passing through registers; valid == 0 writes zeros (src-size 0) */
+inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"(fa_smem_addr(dst)), "l"((ulong)src), "r"(valid ? 16 : 0) : "memory");
+}
+
+inline void fa_load_tile_async(__local ushort *tile, __global const ushort *src, ulong base, long row_stride,
+                               int first, int limit, int lid)
+{
+    for (int e = lid; e < BLOCK_KV * CH; e += WG) {
+        int r = e / CH, c = e % CH;
+        int valid = first + r < limit && 8 * c < HEAD_DIM;
+        /* an in-bounds address even when nothing is read: row 0, column 0 of this head */
+        __global const ushort *p = src + base + (valid ? (ulong)(first + r) * (ulong)row_stride + 8 * c : 0);
+        fa_cp_async16(tile + r * ROW + 8 * c, p, valid);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+#endif
 
 inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)
 {
@@ -125,8 +153,13 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
                 float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse)
 {
     __local ushort q_s[BLOCK_Q * ROW] __attribute__((aligned(16)));
+#ifdef FA_ASYNC
+    __local ushort k_s[2 * TILE] __attribute__((aligned(16)));
+    __local ushort v_s[2 * TILE] __attribute__((aligned(16)));
+#else
     __local ushort k_s[BLOCK_KV * ROW] __attribute__((aligned(16)));
     __local ushort v_s[BLOCK_KV * ROW] __attribute__((aligned(16)));
+#endif
 
     const int lid = (int)get_local_id(0);
     const int warp = lid / 32, lane = lid % 32;
@@ -171,11 +204,29 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
     fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
     fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
 
-    for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
+    const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
+#ifdef FA_ASYNC
+    if (kv_first < blk_hi) {
+        fa_load_tile_async(k_s, kg, kbase, ks2, kv_first, seqlen_k, lid);
+        fa_load_tile_async(v_s, vg, vbase, vs2, kv_first, seqlen_k, lid);
+    }
+#endif
+    for (int kv0 = kv_first, it = 0; kv0 < blk_hi; kv0 += BLOCK_KV, it++) {
+#ifdef FA_ASYNC
+        __local const ushort *kc = k_s + (it & 1) * TILE, *vc = v_s + (it & 1) * TILE;
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        barrier(CLK_LOCAL_MEM_FENCE); /* this block is in; every warp is done with the other buffer */
+        if (kv0 + BLOCK_KV < blk_hi) {
+            fa_load_tile_async(k_s + ((it + 1) & 1) * TILE, kg, kbase, ks2, kv0 + BLOCK_KV, seqlen_k, lid);
+            fa_load_tile_async(v_s + ((it + 1) & 1) * TILE, vg, vbase, vs2, kv0 + BLOCK_KV, seqlen_k, lid);
+        }
+#else
+        __local const ushort *kc = k_s, *vc = v_s;
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's K and V are consumed */
         fa_load_tile(k_s, kg, kbase, ks2, kv0, BLOCK_KV, seqlen_k, lid);
         fa_load_tile(v_s, vg, vbase, vs2, kv0, BLOCK_KV, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
+#endif
 
         /* S = Q K^T: s[nt] holds rows (g, g+8) x keys nt*8 + 2*t4 + {0,1} */
         float4 s[NT];
@@ -185,7 +236,7 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
 #pragma unroll
             for (int kk = 0; kk < KSTEPS; kk += 2) {
                 uint b0, b1, b2, b3;
-                fa_ldsm_x4(fa_smem_addr(k_s + (nt * 8 + lane % 8) * ROW + kk * 16 + (lane / 8) * 8), &b0, &b1, &b2,
+                fa_ldsm_x4(fa_smem_addr(kc + (nt * 8 + lane % 8) * ROW + kk * 16 + (lane / 8) * 8), &b0, &b1, &b2,
                            &b3);
                 fa_mma(&s[nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1);
                 fa_mma(&s[nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3);
@@ -236,7 +287,7 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
 #pragma unroll
             for (int dt = 0; dt < DT; dt += 2) {
                 uint b0, b1, b2, b3;
-                fa_ldsm_x4_trans(fa_smem_addr(v_s + (kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW +
+                fa_ldsm_x4_trans(fa_smem_addr(vc + (kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW +
                                               (dt + lane / 16) * 8),
                                  &b0, &b1, &b2, &b3);
                 fa_mma(&acc[dt], a0, a1, a2, a3, b0, b1);

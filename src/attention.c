@@ -30,6 +30,18 @@ static const char *const rows_files[] = {"fa_common.cl", "fa_forward.cl"};
 static const char *const tiled_files[] = {"fa_common.cl", "fa_forward_tiled.cl"};
 static const char *const mma_files[] = {"fa_common.cl", "fa_forward_nv_mma.cl"};
 
+/* Every row of q, k and v starts on a 16-byte boundary (buffers themselves are at least that aligned):
+ * 16-bit elements, so head_dim, strides and offsets multiples of 8. */
+static int rows_aligned16(const fa_cl_attention_desc *d)
+{
+    if (fa_cl__dtype_size(d->dtype) != 2 || d->head_dim % 8 || d->q_offset % 8 || d->k_offset % 8 || d->v_offset % 8)
+        return 0;
+    for (int i = 0; i < 3; i++)
+        if (d->q_stride[i] % 8 || d->k_stride[i] % 8 || d->v_stride[i] % 8)
+            return 0;
+    return 1;
+}
+
 /* Build the kernel variant for the tiles chosen: sizes and storage type become -D options. */
 static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t, cl_kernel *out)
 {
@@ -40,8 +52,11 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     int n = snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DD_PAD=%d -DBLOCK_Q=%d -DBLOCK_KV=%d",
                      (int)v->d.dtype, (int)v->d.head_dim, t->head_dim_padded, t->block_q, t->block_kv);
     const char *const *files = tiled ? tiled_files : rows_files;
-    if (t->variant == FA_CL_VARIANT_NV_MMA)
+    if (t->variant == FA_CL_VARIANT_NV_MMA) {
         files = mma_files;
+        if (rows_aligned16(&v->d))
+            n += snprintf(options + n, sizeof options - (size_t)n, " -DFA_ALIGNED16");
+    }
     else if (tiled)
         n += snprintf(options + n, sizeof options - (size_t)n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
     else
@@ -65,7 +80,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     fa_cl_limits lim;
     fa_cl__context_limits(ctx, &lim);
     const fa_cl_attention_desc *d = &plan->views.d;
-    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k};
+    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, rows_aligned16(d)};
     char msg[512];
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
@@ -99,8 +114,12 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         }
         int wg_ok = (size_t)plan->tiles.work_group_size <= kwg;
         int local_ok = klocal <= lim.local_mem_size || ctx->props.local_mem_is_global;
-        if (wg_ok && local_ok)
+        if (wg_ok && local_ok) {
+            /* the tensor-core kernel's local arrays depend on alignment (double-buffered copies): report what it uses */
+            if (plan->tiles.variant == FA_CL_VARIANT_NV_MMA)
+                plan->tiles.local_mem_bytes = (size_t)klocal;
             return FA_CL_SUCCESS;
+        }
         clReleaseKernel(plan->kernel);
         plan->kernel = NULL;
         if (plan->tiles.forced)

@@ -33,6 +33,7 @@ typedef struct fa_cl_tile_request {
     int head_dim;
     fa_cl_dtype dtype;
     int64_t seqlen_q, seqlen_k;
+    int aligned16; /* every q/k/v row starts 16-byte aligned (lets the tensor-core kernel copy asynchronously) */
 } fa_cl_tile_request;
 
 typedef struct fa_cl_tiles {
@@ -73,7 +74,8 @@ typedef struct fa_cl_tiles {
 #define FA_CL_MMA_BLOCK_KV 64
 #define FA_CL_MMA_MAX_DIM 128
 
-/* Local bytes of the tensor-core kernel: Q, K and V tiles of 16-bit values, rows padded by 8. */
+/* Local bytes of the tensor-core kernel: Q, K and V tiles of 16-bit values, rows padded by 8 (the
+ * asynchronous-copy build doubles the K and V tiles; the compiled kernel's report is checked). */
 size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded);
 
 /* GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per

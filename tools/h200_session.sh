@@ -96,6 +96,23 @@ mma)
     here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
     (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 2>&1) > "$OUT/ctest.txt"; grep -E "tests passed|\*\*\*Failed|FAIL" "$OUT/ctest.txt" | head -30
     ;;
+mma2)
+    {
+    for r in "-b 2 -h 4 -q 1000 -d 128 --dtype f16 --causal" "-b 1 -h 8 --heads-kv 2 -q 333 -k 777 -d 64 --dtype bf16" "-b 1 -h 4 -q 500 -d 40 --dtype f16 --window 64,8" \
+             "-b 2 -h 3 -q 300 -k 901 -d 36 --dtype f16 --causal" "-b 1 -h 2 -q 2000 -d 128 --dtype bf16 --window 100,-1" "-b 2 -h 4 -q 1000 -d 64 --dtype f16"; do
+        echo "check $r :: $($BENCH $r --check 2>&1 | tail -1 | cut -c60-240)"
+    done
+    for r in "-d 128 --dtype f16" "-d 64 --dtype f16" "-d 128 --dtype bf16" "-d 128 --dtype f16 --causal" "-d 64 --dtype f16 --causal"; do
+        echo "default $r :: $($BENCH -b 8 -h 16 -q 4096 $r --no-reference 2>&1 | tail -1 | cut -c60-240)"
+    done
+    for t in 64x64 128x64 64x16 128x32; do
+        for r in "-d 128 --dtype f16" "-d 64 --dtype f16"; do
+            echo "FA_CL_TILE=$t $r :: $(FA_CL_TILE=$t $BENCH -b 8 -h 16 -q 4096 $r --no-reference 2>&1 | tail -1 | cut -c60-240)"
+        done
+    done
+    for t in 64x32; do FA_CL_DEBUG_BUILD_LOG=1 FA_CL_TILE=$t FA_CL_BUILD_OPTIONS=-cl-nv-verbose $BENCH -b 1 -h 1 -q 128 -d 128 --dtype f16 --no-reference 2>&1 | grep -E "registers|spill"; done
+    } 2>&1 | tee "$OUT/mma2.txt"
+    ;;
 tests)
     # CTest files hold the Debian machine's absolute paths: make them resolve here
     here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
