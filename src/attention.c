@@ -30,18 +30,6 @@ static const char *const rows_files[] = {"fa_common.cl", "fa_forward.cl"};
 static const char *const tiled_files[] = {"fa_common.cl", "fa_forward_tiled.cl"};
 static const char *const mma_files[] = {"fa_common.cl", "fa_forward_nv_mma.cl"};
 
-/* Every row of q, k and v starts on a 16-byte boundary (buffers themselves are at least that aligned):
- * 16-bit elements, so head_dim, strides and offsets multiples of 8. */
-static int rows_aligned16(const fa_cl_attention_desc *d)
-{
-    if (fa_cl__dtype_size(d->dtype) != 2 || d->head_dim % 8 || d->q_offset % 8 || d->k_offset % 8 || d->v_offset % 8)
-        return 0;
-    for (int i = 0; i < 3; i++)
-        if (d->q_stride[i] % 8 || d->k_stride[i] % 8 || d->v_stride[i] % 8)
-            return 0;
-    return 1;
-}
-
 /* Build the kernel variant for the tiles chosen: sizes and storage type become -D options. */
 static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t, cl_kernel *out)
 {
@@ -54,7 +42,7 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     const char *const *files = tiled ? tiled_files : rows_files;
     if (t->variant == FA_CL_VARIANT_NV_MMA) {
         files = mma_files;
-        if (rows_aligned16(&v->d))
+        if (fa_cl__rows_aligned16(&v->d))
             n += snprintf(options + n, sizeof options - (size_t)n, " -DFA_ALIGNED16");
     }
     else if (tiled)
@@ -80,7 +68,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     fa_cl_limits lim;
     fa_cl__context_limits(ctx, &lim);
     const fa_cl_attention_desc *d = &plan->views.d;
-    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, rows_aligned16(d)};
+    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, fa_cl__rows_aligned16(d)};
     char msg[512];
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */

@@ -218,6 +218,18 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *
     return FA_CL_SUCCESS;
 }
 
+int fa_cl__rows_aligned16(const fa_cl_attention_desc *d)
+{
+    /* buffers themselves are at least 16-byte aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN); 16-bit
+     * elements: head_dim, strides and offsets multiples of 8 */
+    if (fa_cl__dtype_size(d->dtype) != 2 || d->head_dim % 8 || d->q_offset % 8 || d->k_offset % 8 || d->v_offset % 8)
+        return 0;
+    for (int i = 0; i < 3; i++)
+        if (d->q_stride[i] % 8 || d->k_stride[i] % 8 || d->v_stride[i] % 8)
+            return 0;
+    return 1;
+}
+
 fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc *desc, char *msg, size_t msg_size)
 {
     fa_cl_views v;

@@ -119,6 +119,9 @@ typedef struct fa_cl_views {
 
 fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *out, char *msg, size_t msg_size);
 
+/* Every q, k and v row of the (normalised) descriptor starts on a 16-byte boundary (16-bit data). */
+int fa_cl__rows_aligned16(const fa_cl_attention_desc *d);
+
 /* Check the buffers a forward call gets against the views: non-NULL, same context, large enough,
  * o not overlapping q/k/v, lse large enough if given. Records the message on ctx. */
 fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem q, cl_mem k, cl_mem v_mem,

@@ -80,7 +80,7 @@ static void read_limits(fa_cl_context *ctx)
 }
 
 /* NULL when the plan info is sane for this case, else what is wrong. */
-static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c)
+static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, const fa_cl_attention_desc *desc)
 {
     static char why[256];
     const int dpad = (int)((c->D + 3) / 4 * 4);
@@ -110,14 +110,20 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c)
         return "FA_CL_TILE not honoured";
     if (env_cap && in->local_mem_budget > env_cap)
         return "FA_CL_LOCAL_MEM_BYTES not honoured";
-    fa_cl_tile_request req = {(int)c->D, c->dtype, c->Sq, c->Sk};
+    fa_cl_views views;
+    char vmsg[256];
+    if (fa_cl__desc_resolve(desc, &views, vmsg, sizeof vmsg) != FA_CL_SUCCESS)
+        return "the descriptor of an accepted plan does not resolve";
+    fa_cl_tile_request req = {(int)c->D, c->dtype, c->Sq, c->Sk, fa_cl__rows_aligned16(&views.d)};
     fa_cl_tiles t;
     char msg[256];
     if (fa_cl_plan_tiles(&dev_limits, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
         return "the planner refuses what the plan accepted";
     /* the library may re-plan for a smaller work-group the compiled kernel reports */
+    /* the tensor-core plan reports the compiled kernel's local memory (double-buffered copies) */
     int same = in->block_q == t.block_q && in->block_kv == t.block_kv && in->work_group_size == t.work_group_size &&
-               in->local_mem_budget == t.local_mem_budget && in->local_mem_bytes == t.local_mem_bytes &&
+               in->local_mem_budget == t.local_mem_budget &&
+               (in->local_mem_bytes == t.local_mem_bytes || strcmp(in->kernel, "nvidia-mma") == 0) &&
                strcmp(in->kernel, t.kernel) == 0;
     if (!same && !(in->work_group_size < t.work_group_size)) {
         snprintf(why, sizeof why, "plan %s %dx%d wg %d bytes %zu budget %zu, planner on this device %s %dx%d wg %d "
@@ -308,7 +314,7 @@ static void run_case(fa_cl_context *ctx, const char *label, int idx, const tu_ca
     tu_problem_check(&p, p.ref_o, p.ref_lse, &r);
     tu_result_format(&r, &p, detail, sizeof detail);
     ok = r.ok;
-    const char *bad_info = info_problem(&info, c);
+    const char *bad_info = info_problem(&info, c, &p.desc);
     if (bad_info) {
         ok = 0;
         snprintf(why, sizeof why, "; plan info: %s", bad_info);

@@ -402,7 +402,7 @@ static void run_case(tu_tally *tally, const pcase *c)
 {
     const fa_cl_limits lim = limits_of(c);
     for (int ti = 0; ti < 3; ti++) {
-        fa_cl_tile_request req = {c->d, dtypes[ti], c->sq, c->sk};
+        fa_cl_tile_request req = {c->d, dtypes[ti], c->sq, c->sk, 0};
         fa_cl_tiles t;
         char msg[512] = "";
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
@@ -469,7 +469,7 @@ static void sweep_one(tu_tally *tally, int prefer_tiled)
                     c.dev = (int)dev;
                     c.prefer_tiled = prefer_tiled;
                     fa_cl_limits lim = limits_of(&c);
-                    fa_cl_tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1]};
+                    fa_cl_tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1], 0};
                     fa_cl_tiles t;
                     char msg[512];
                     fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
@@ -521,7 +521,7 @@ int main(void)
     /* msg may be small: truncated, NUL-terminated, no overflow */
     {
         fa_cl_limits lim = limits_of(&cases[0]);
-        fa_cl_tile_request req = {300, FA_CL_F32, 8, 8};
+        fa_cl_tile_request req = {300, FA_CL_F32, 8, 8, 0};
         fa_cl_tiles t;
         char msg[8];
         memset(msg, 'x', sizeof msg);
