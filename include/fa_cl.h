@@ -109,6 +109,14 @@ FA_CL_API cl_command_queue fa_cl_context_queue(const fa_cl_context *ctx);
 FA_CL_API cl_device_id fa_cl_context_device(const fa_cl_context *ctx);
 
 /**
+ * Informational notes about ctx that are not errors, one per line ("" if none): where the on-disk
+ * program cache is ("program cache: /home/u/.cache/fa_cl"), why it is disabled ("program cache
+ * disabled: /x is not writable: Permission denied (EACCES)"), cache files that were ignored and
+ * rebuilt. Owned by ctx and valid until fa_cl_context_release; lines are only ever appended.
+ */
+FA_CL_API const char *fa_cl_context_notes(const fa_cl_context *ctx);
+
+/**
  * Human-readable message of the last failure on ctx (what was wrong, which argument, the OpenCL
  * error name, the build log), or "" if none. With ctx == NULL: the last failure of this thread
  * that had no context to hold it (e.g. fa_cl_context_create_default). Valid until the next failing
