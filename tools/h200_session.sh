@@ -5,6 +5,7 @@
 #   tools/h200_session.sh explore2  the tiled kernel: plans, sweeps, local-memory probe
 #   tools/h200_session.sh tests     the CTest suite on the GPU
 #   tools/h200_session.sh final     the rows docs/performance.md quotes, side by side with PyTorch
+#   tools/h200_session.sh cache     cold vs warm plan creation (program cache) for docs/performance.md
 set -u
 BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-/tmp/fa_cl_out}
@@ -80,10 +81,15 @@ sweep)
     } 2>&1 | tee "$OUT/sweep.txt"
     ;;
 tests)
-    ctest --test-dir "$BUILD" --output-on-failure -j4 2>&1 | tee "$OUT/ctest.txt" | tail -40
+    # install tests configure and compile consumer projects (a host toolchain matter, not a device
+    # one): they run on the Debian machine
+    ctest --test-dir "$BUILD" --output-on-failure -j4 -LE install 2>&1 | tee "$OUT/ctest.txt" | tail -40
+    ;;
+cache)
+    FA_CL_BUILD_DIR="$BUILD" bash tools/plan_cache_timing.sh 2>&1 | tee "$OUT/plan_cache.txt"
     ;;
 *)
-    echo "usage: $0 explore|tests|final" >&2
+    echo "usage: $0 explore|explore2|tests|final|cache" >&2
     exit 2
     ;;
 esac
