@@ -136,6 +136,8 @@ void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)
 {
     static const char full[] = "(further notes dropped)\n";
     char line[1024];
+    if (!fmt) /* never, but GCC's -fsanitize builds warn about a possibly null format otherwise */
+        return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
