@@ -1,4 +1,5 @@
-/*
+/**
+ * @file fa_cl.h
  * fa_cl — exact FlashAttention-2 forward for any OpenCL 1.2+ device.
  *
  * O = softmax(scale * Q K^T + mask) V, computed in one pass over K/V per query block with the
@@ -23,11 +24,18 @@
  *
  * Errors: every function returns a status; on failure fa_cl_last_error() names the problem
  * (the argument, the OpenCL error name, or the kernel build log). Nothing is enqueued and no
- * output is touched when a call fails its argument checks.
+ * output is touched when a call fails its argument checks. The library never exits or aborts.
  *
  * Thread safety: one fa_cl_context may be used from several host threads at once (its program and
  * plan caches are guarded); a plan may be shared between threads too. fa_cl_last_error() on a
  * shared context returns the message of the most recent failure on that context by any thread.
+ * Several contexts (on one device or several) are independent of each other.
+ *
+ * Programs: kernels are compiled at plan creation and cached in the context and on disk (see
+ * fa_cl_context_create and fa_cl_context_notes), so a second process does not compile again.
+ *
+ * Units: sizes and strides are element counts, offsets are elements from the start of a buffer,
+ * memory sizes are bytes; the storage type of an element is the descriptor's dtype.
  */
 #ifndef FA_CL_H
 #define FA_CL_H
@@ -48,19 +56,23 @@
 extern "C" {
 #endif
 
+/* Marks the functions the shared library exports; everything else in it is hidden. */
 #if defined(_WIN32)
 #define FA_CL_API
 #else
 #define FA_CL_API __attribute__((visibility("default")))
 #endif
 
+/** Version of this header; the shared library's SONAME carries the major version. 0.x: a minor
+ *  release may change the API. */
 #define FA_CL_VERSION_MAJOR 0
-#define FA_CL_VERSION_MINOR 1
-#define FA_CL_VERSION_PATCH 0
+#define FA_CL_VERSION_MINOR 1 /**< see FA_CL_VERSION_MAJOR */
+#define FA_CL_VERSION_PATCH 0 /**< see FA_CL_VERSION_MAJOR */
 
-/** Status codes. The values are part of the ABI and are never renumbered. */
+/** Status codes returned by every function that can fail. The values are part of the ABI and are
+ *  never renumbered; fa_cl_status_string() names them and fa_cl_last_error() explains a failure. */
 typedef enum fa_cl_status {
-    FA_CL_SUCCESS = 0,
+    FA_CL_SUCCESS = 0,                /**< the call did what it says */
     FA_CL_ERROR_INVALID_ARGUMENT = 1, /**< a descriptor field or argument is invalid */
     FA_CL_ERROR_UNSUPPORTED = 2,      /**< valid but not supported (e.g. head_dim > 256) */
     FA_CL_ERROR_BUFFER_TOO_SMALL = 3, /**< a cl_mem is smaller than the view described needs */
@@ -70,22 +82,49 @@ typedef enum fa_cl_status {
     FA_CL_ERROR_NO_DEVICE = 7         /**< no OpenCL platform/device found or FA_CL_DEVICE matched none */
 } fa_cl_status;
 
-/** Constant name of a status ("FA_CL_ERROR_INVALID_ARGUMENT"...); never NULL. */
+/**
+ * Constant name of a status ("FA_CL_ERROR_INVALID_ARGUMENT"...), or "FA_CL_ERROR_UNKNOWN_STATUS"
+ * for a value that is not one. Never NULL; static storage; thread-safe.
+ */
 FA_CL_API const char *fa_cl_status_string(fa_cl_status s);
 
-/** Storage type of q, k, v and o. Arithmetic is always fp32. Values are ABI. */
-typedef enum fa_cl_dtype { FA_CL_F32 = 0, FA_CL_F16 = 1, FA_CL_BF16 = 2 } fa_cl_dtype;
+/** Storage type of q, k, v and o. Arithmetic is always fp32 (no cl_khr_fp16 needed). Values are ABI. */
+typedef enum fa_cl_dtype {
+    FA_CL_F32 = 0, /**< IEEE binary32 */
+    FA_CL_F16 = 1, /**< IEEE binary16; outputs round to nearest even, overflow gives +-inf */
+    FA_CL_BF16 = 2 /**< bfloat16 (the upper half of a binary32); outputs round to nearest even */
+} fa_cl_dtype;
 
-/** Opaque: wraps one device, its context and an in-order queue, and caches programs and plans. */
+/** Opaque: wraps one device, its OpenCL context and a command queue, and caches programs and plans.
+ *  Created by fa_cl_context_create() or fa_cl_context_create_default(), freed by fa_cl_context_release(). */
 typedef struct fa_cl_context fa_cl_context;
 
 /**
- * Wrap an application's OpenCL objects. The context, device and queue are retained (and released by
- * fa_cl_context_release), so the caller may release its own references. The queue must belong to
- * the context and device. Returns FA_CL_ERROR_INVALID_ARGUMENT for NULL handles or a mismatch.
- * Environment read here: FA_CL_LOCAL_MEM_BYTES (cap the local-memory budget), FA_CL_TILE=<Br>x<Bc>
- * (force the tile), FA_CL_KERNEL_DIR (read the kernel .cl files from a directory instead of the embedded copy),
- * FA_CL_BUILD_OPTIONS (extra compiler flags).
+ * Wrap an application's OpenCL objects: the common way to use fa_cl inside an engine that already
+ * has a context, a queue and its tensors in cl_mem buffers.
+ *
+ * The context, device and queue are retained (and released by fa_cl_context_release), so the caller
+ * may release its own references. The queue must belong to the context and device; an in-order queue
+ * is expected (work is ordered through it), and profiling need not be enabled. Buffers given to later
+ * calls must belong to this OpenCL context.
+ *
+ * Environment read here (once; later changes do not affect this context): FA_CL_LOCAL_MEM_BYTES
+ * (cap the local-memory budget), FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]] (force the tile),
+ * FA_CL_KERNEL_VARIANT (force a kernel variant), FA_CL_KERNEL_DIR (read the kernel .cl files from a
+ * directory instead of the embedded copy), FA_CL_BUILD_OPTIONS (extra compiler flags),
+ * FA_CL_DEBUG_BUILD_LOG (print build logs), and FA_CL_CACHE_DIR: the on-disk program cache
+ * directory, default $XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl, "off" to disable it. The directory is
+ * created here if missing; if that fails or it is not writable, the context works without the
+ * cache and fa_cl_context_notes() says why.
+ *
+ * @param context an OpenCL context holding device
+ * @param device  the device every kernel runs on
+ * @param queue   a command queue of context on device; every call enqueues there
+ * @param out     receives the new context (NULL on failure)
+ * @return FA_CL_SUCCESS; FA_CL_ERROR_INVALID_ARGUMENT for NULL handles, a queue of another context or
+ *         device, or a malformed FA_CL_* variable (named in the message); FA_CL_ERROR_OPENCL when a
+ *         device query fails; FA_CL_ERROR_OUT_OF_MEMORY. The message is in fa_cl_last_error(NULL).
+ * Thread-safe.
  */
 FA_CL_API fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_command_queue queue,
                                             fa_cl_context **out);
@@ -93,82 +132,162 @@ FA_CL_API fa_cl_status fa_cl_context_create(cl_context context, cl_device_id dev
 /**
  * Create a context on the default device: FA_CL_DEVICE="p:d" (platform and device index as
  * fa_cl_info lists them) or a case-insensitive substring of the device name; otherwise the first
- * GPU of any platform, otherwise the first device. The queue is in-order with profiling enabled.
- * Returns FA_CL_ERROR_NO_DEVICE (message: why, and what to install) when nothing is found.
+ * GPU of any platform, otherwise the first device. fa_cl creates and owns the OpenCL context and
+ * an in-order queue with profiling enabled (fa_cl_context_cl_context / fa_cl_context_queue give
+ * them, to create buffers and to wait). The environment is read as by fa_cl_context_create().
+ *
+ * @param out receives the new context (NULL on failure)
+ * @return FA_CL_SUCCESS; FA_CL_ERROR_NO_DEVICE (message: why, and what to install) when nothing is
+ *         found or FA_CL_DEVICE matches nothing; FA_CL_ERROR_OPENCL when creating the context or
+ *         queue fails; otherwise as fa_cl_context_create(). The message is in fa_cl_last_error(NULL).
+ * Thread-safe.
  */
 FA_CL_API fa_cl_status fa_cl_context_create_default(fa_cl_context **out);
 
-/** Release the context and everything it cached. NULL is fine. Plans created from it must be released first. */
+/**
+ * Release the context, everything it cached (programs and the one-shot plan cache; files of the
+ * on-disk cache stay) and its references to the OpenCL objects. NULL is fine. Plans created from it
+ * must be released first, and no other thread may be using it. Work already enqueued is not waited for.
+ */
 FA_CL_API void fa_cl_context_release(fa_cl_context *ctx);
 
-/** The wrapped OpenCL context (not retained for the caller). */
+/** The wrapped OpenCL context, to create buffers on (not retained for the caller; valid while ctx
+ *  lives). NULL for ctx == NULL. Thread-safe. */
 FA_CL_API cl_context fa_cl_context_cl_context(const fa_cl_context *ctx);
-/** The wrapped command queue (not retained for the caller). */
+/** The command queue every call enqueues on (not retained for the caller; valid while ctx lives).
+ *  NULL for ctx == NULL. Thread-safe. */
 FA_CL_API cl_command_queue fa_cl_context_queue(const fa_cl_context *ctx);
-/** The wrapped device. */
+/** The wrapped device (not retained for the caller). NULL for ctx == NULL. Thread-safe. */
 FA_CL_API cl_device_id fa_cl_context_device(const fa_cl_context *ctx);
+
+/**
+ * Informational notes about ctx that are not errors, each line ending in a newline ("" if none):
+ * where the on-disk program cache is ("program cache: /home/u/.cache/fa_cl"), why it is disabled
+ * ("program cache disabled: /x is not writable: Permission denied (EACCES)", "... FA_CL_CACHE_DIR=off"),
+ * cache files that were ignored and rebuilt, or that could not be written. Meant for logs and
+ * diagnostics tools (fa_cl_info prints them); their wording is not an API.
+ *
+ * The string is owned by ctx and valid until fa_cl_context_release(); lines are only ever appended
+ * (at most a few KiB, then further notes are dropped). Calls that compile programs may append while
+ * another thread reads: read it when no plan is being created on ctx to see a stable text.
+ * Returns "" for ctx == NULL.
+ */
+FA_CL_API const char *fa_cl_context_notes(const fa_cl_context *ctx);
 
 /**
  * Human-readable message of the last failure on ctx (what was wrong, which argument, the OpenCL
  * error name, the build log), or "" if none. With ctx == NULL: the last failure of this thread
- * that had no context to hold it (e.g. fa_cl_context_create_default). Valid until the next failing
- * call on the same context (or thread).
+ * that had no context to hold it (e.g. fa_cl_context_create_default). Owned by the library; valid
+ * until the next failing call on the same context (or thread). A successful call does not clear it.
  */
 FA_CL_API const char *fa_cl_last_error(const fa_cl_context *ctx);
 
-/** What to compute and where the tensors live. Initialise with fa_cl_attention_desc_init(). */
+/**
+ * What to compute and where the tensors live. Initialise with fa_cl_attention_desc_init(), then set
+ * the fields that differ. A plain struct owned by the caller: functions that take it copy what they need.
+ *
+ * Shapes: q and o are [batch, heads_q, seqlen_q, head_dim], k and v [batch, heads_kv, seqlen_k,
+ * head_dim], each a view given by its strides and offset. All sizes must be positive; head_dim at
+ * most 256, seqlen_q and seqlen_k at most 2^30 - 1 (FA_CL_ERROR_UNSUPPORTED beyond).
+ */
 typedef struct fa_cl_attention_desc {
-    int64_t batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
+    int64_t batch;                      /**< batch size B */
+    int64_t heads_q;                    /**< query (and output) heads */
+    int64_t heads_kv;                   /**< key/value heads; heads_q % heads_kv == 0 (GQA/MQA) */
+    int64_t seqlen_q;                   /**< query rows per head */
+    int64_t seqlen_k;                   /**< keys per head */
+    int64_t head_dim;                   /**< d, 1..256 */
     fa_cl_dtype dtype;                  /**< storage type of q, k, v, o; arithmetic is fp32 */
     float scale;                        /**< 0 means 1/sqrt(head_dim); must be finite and >= 0 */
-    int causal;                         /**< bottom-right aligned causal mask */
+    int causal;                         /**< nonzero: bottom-right aligned causal mask (key j <= i + sk - sq) */
     int64_t window_left, window_right;  /**< -1 = unbounded; keys in [i+sk-sq-left, i+sk-sq+right] */
-    int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3]; /**< elements, [batch, head, seq]; all 0 = contiguous */
+    int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3]; /**< elements, [batch, head, seq]; all 0 = contiguous;
+                                                                     never negative; o's rows must not overlap */
     size_t q_offset, k_offset, v_offset, o_offset;              /**< elements from the buffer's start */
 } fa_cl_attention_desc;
 
-/** Contiguous [B, H, S, D] tensors, heads_kv = heads, no mask, windows -1, default scale, offsets 0. */
+/**
+ * Fill desc for contiguous [B, H, S, D] tensors: heads_kv = heads, no mask, windows -1, default
+ * scale (0), strides and offsets 0. Does not validate (see fa_cl_attention_desc_validate). NULL desc
+ * is ignored. Thread-safe.
+ */
 FA_CL_API void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t batch, int64_t heads, int64_t seqlen_q,
                                          int64_t seqlen_k, int64_t head_dim, fa_cl_dtype dtype);
 
 /**
  * Check a descriptor without a device: sizes, divisibility, windows, scale, strides, and that
  * every byte extent fits in 64 bits. Returns the status fa_cl_plan_create would for the same desc
- * (before any device limit is applied). If msg is not NULL, a message naming the problem is
- * written to it (at most msg_size bytes, NUL-terminated).
+ * (before any device limit is applied): FA_CL_SUCCESS, FA_CL_ERROR_INVALID_ARGUMENT (a field is
+ * invalid, or desc is NULL) or FA_CL_ERROR_UNSUPPORTED (valid but beyond what fa_cl supports, e.g.
+ * head_dim > 256). If msg is not NULL, a message naming the problem is written to it (at most
+ * msg_size bytes, NUL-terminated; "" on success). Does not touch fa_cl_last_error(). Thread-safe.
  */
 FA_CL_API fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc *desc, char *msg, size_t msg_size);
 
-/** The launch a plan chose. */
+/** The launch a plan chose (fa_cl_plan_get_info). docs/design.md explains the numbers. */
 typedef struct fa_cl_plan_info {
     int block_q;             /**< B_r: query rows per work-group */
     int block_kv;            /**< B_c: keys per inner-loop block */
     int work_group_size;     /**< work-items per work-group */
     int head_dim_padded;     /**< head_dim rounded up to the kernel's vector width */
-    size_t local_mem_bytes;  /**< local memory the tiles use: e * (B_r + B_c) * head_dim_padded */
-    size_t local_mem_budget; /**< budget the planner had (device limit, or cache size on CPUs, or the env cap) */
-    const char *kernel;      /**< kernel variant name, e.g. "portable"; static storage */
+    size_t local_mem_bytes;  /**< bytes of local memory the tiles use: 4 * (B_r + B_c) * head_dim_padded for
+                                  "portable"; more for "portable-tiled" (row padding, P and row maxima) */
+    size_t local_mem_budget; /**< bytes the planner had (device limit, or cache size on CPUs, or the env cap) */
+    const char *kernel;      /**< kernel variant: "portable" or "portable-tiled"; static storage */
 } fa_cl_plan_info;
 
-/** A compiled, validated launch for one descriptor. Only plan creation compiles kernels. */
+/** Opaque: a compiled, validated launch for one descriptor. Only plan creation compiles kernels;
+ *  a plan refers to its context, which must outlive it. */
 typedef struct fa_cl_plan fa_cl_plan;
 
-/** Validate desc, choose tiles, compile (or fetch from the context's cache). The plan keeps a copy of desc. */
+/**
+ * Validate desc, choose tiles for ctx's device, and compile the kernel — or take the program from
+ * the context's in-memory cache, or load its binary from the on-disk cache (a corrupt or foreign
+ * cache file is ignored and the kernel compiled; never an error). The plan keeps a copy of desc, so
+ * desc may change or go away afterwards. Create a plan once per shape and reuse it.
+ *
+ * @param ctx  the context whose device and queue the plan uses
+ * @param desc what to compute (see fa_cl_attention_desc)
+ * @param out  receives the plan (NULL on failure); release it with fa_cl_plan_release()
+ * @return FA_CL_SUCCESS; FA_CL_ERROR_INVALID_ARGUMENT (bad desc, NULL ctx/out, a forced FA_CL_TILE
+ *         that does not fit); FA_CL_ERROR_UNSUPPORTED (valid but beyond the kernels or the device);
+ *         FA_CL_ERROR_BUILD_FAILED (build log in fa_cl_last_error(ctx)); FA_CL_ERROR_OPENCL;
+ *         FA_CL_ERROR_OUT_OF_MEMORY.
+ * Thread-safe: several threads may create plans on one context at once.
+ */
 FA_CL_API fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *desc, fa_cl_plan **out);
+
+/** Copy what plan chose into *out (static strings included). FA_CL_ERROR_INVALID_ARGUMENT for a NULL
+ *  argument (message in fa_cl_last_error(NULL)). Thread-safe. */
 FA_CL_API fa_cl_status fa_cl_plan_get_info(const fa_cl_plan *plan, fa_cl_plan_info *out);
 
 /**
- * Enqueue the fused forward pass. q, k, v, o are buffers holding the views the plan's descriptor
- * describes; lse may be NULL. Buffers must belong to the plan's context, be large enough for their
- * views (else FA_CL_ERROR_BUFFER_TOO_SMALL), and o's extent must not overlap q's, k's or v's.
+ * Enqueue the fused forward pass on the context's queue and return without waiting. q, k, v, o are
+ * buffers holding the views the plan's descriptor describes; lse may be NULL (no LSE written).
+ * Buffers stay owned by the caller and must stay alive until the work completes. They must belong
+ * to the plan's OpenCL context, be large enough for their views (else FA_CL_ERROR_BUFFER_TOO_SMALL),
+ * inputs not created CL_MEM_WRITE_ONLY and outputs not CL_MEM_READ_ONLY, and o's and lse's extents
+ * must not overlap q's, k's, v's or each other (sub-buffers of one buffer are compared by their
+ * real ranges); otherwise FA_CL_ERROR_INVALID_ARGUMENT. Only the elements of o's view and the LSE
+ * are written; gaps between strided rows are left alone.
+ *
+ * @param num_wait, wait events to wait for (OpenCL's rule: wait is NULL iff num_wait is 0)
+ * @param done      if not NULL, receives an event for this call's work; the caller releases it
+ * @return FA_CL_SUCCESS once enqueued; the errors above; FA_CL_ERROR_OPENCL if the enqueue fails.
+ * Thread-safe: a plan may be used from several threads (argument setting and enqueue are serialised).
  */
 FA_CL_API fa_cl_status fa_cl_plan_forward(fa_cl_plan *plan, cl_mem q, cl_mem k, cl_mem v, cl_mem o, cl_mem lse,
                                           cl_uint num_wait, const cl_event *wait, cl_event *done);
 
-/** NULL is fine. */
+/** Release a plan. NULL is fine. Work already enqueued with it completes normally. Must not race
+ *  with a call using the same plan. */
 FA_CL_API void fa_cl_plan_release(fa_cl_plan *plan);
 
-/** One-shot: plan through the context's cache (compiles on first use of a shape class), then forward. */
+/**
+ * One-shot: fa_cl_plan_create() through the context's plan cache (the last 64 descriptors; a new one
+ * compiles, or loads from the on-disk cache), then fa_cl_plan_forward(). Arguments, ownership and
+ * errors as those two; desc is not kept. Thread-safe.
+ */
 FA_CL_API fa_cl_status fa_cl_attention_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q,
                                                cl_mem k, cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait,
                                                const cl_event *wait, cl_event *done);
@@ -179,13 +298,17 @@ FA_CL_API fa_cl_status fa_cl_attention_forward(fa_cl_context *ctx, const fa_cl_a
  * batch*heads_q*seqlen_q*seqlen_k floats of scratch (in chunks of heads that fit the device's
  * maximum allocation); if even one head does not fit it returns FA_CL_ERROR_OUT_OF_MEMORY.
  * Scratch is released before the call returns (OpenCL keeps it alive until the queued work ends);
- * fa_cl_reference_scratch_bytes() says how much it takes.
+ * fa_cl_reference_scratch_bytes() says how much it takes. Arguments, buffer checks, events and
+ * errors otherwise as fa_cl_attention_forward(). For testing and benchmarking, not for speed.
+ * A library built without CLBlast (FA_CL_WITH_CLBLAST=OFF) returns FA_CL_ERROR_UNSUPPORTED with a
+ * message saying so. Thread-safe.
  */
 FA_CL_API fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q,
                                                cl_mem k, cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait,
                                                const cl_event *wait, cl_event *done);
 
-/** Device bytes fa_cl_reference_forward allocates beyond q/k/v/o/lse for desc on ctx's device (0 on invalid desc). */
+/** Device bytes fa_cl_reference_forward allocates beyond q/k/v/o/lse for desc on ctx's device
+ *  (0 on an invalid desc, NULL ctx, or a library built without CLBlast). Thread-safe. */
 FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const fa_cl_attention_desc *desc);
 
 #ifdef __cplusplus

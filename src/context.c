@@ -107,6 +107,17 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     out->vendor_path_off = s && strcmp(s, "0") == 0;
     s = getenv("FA_CL_DEBUG_BUILD_LOG");
     out->print_build_log = s && *s && strcmp(s, "0") != 0;
+    s = getenv("FA_CL_CACHE_DIR");
+    if (s && *s) {
+        if (strlen(s) >= sizeof out->cache_dir - 64) { /* room for "/<entry name>" */
+            snprintf(msg, msg_size, "FA_CL_CACHE_DIR is longer than %zu characters", sizeof out->cache_dir - 65);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        if (fa_cl__contains_nocase(s, "off") && strlen(s) == 3)
+            out->cache_off = 1;
+        else
+            strcpy(out->cache_dir, s);
+    }
     return FA_CL_SUCCESS;
 }
 
@@ -156,6 +167,7 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
     ctx->device = device;
     ctx->queue = queue;
     ctx->queue_in_order = !(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    fa_cl__binary_cache_open(ctx);
     *out = ctx;
     return FA_CL_SUCCESS;
 }

@@ -1,4 +1,4 @@
-/* Status names, OpenCL error names, and where failure messages are recorded. */
+/* Status names, OpenCL error names, and where failure messages and informational notes are recorded. */
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
@@ -130,4 +130,32 @@ fa_cl_status fa_cl__fail_cl(fa_cl_context *ctx, cl_int err, const char *what)
 const char *fa_cl_last_error(const fa_cl_context *ctx)
 {
     return ctx ? ctx->last_error : thread_error;
+}
+
+void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)
+{
+    static const char full[] = "(further notes dropped)\n";
+    char line[1024];
+    if (!fmt) /* never, but GCC's -fsanitize builds warn about a possibly null format otherwise */
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fa_cl_lock_acquire(&ctx->lock);
+    size_t used = strlen(ctx->notes), n = strlen(line);
+    /* keep room for the "dropped" line, so the notes never end mid-sentence */
+    if (used + n + 1 + sizeof full <= sizeof ctx->notes) {
+        memcpy(ctx->notes + used, line, n);
+        ctx->notes[used + n] = '\n';
+        ctx->notes[used + n + 1] = '\0';
+    } else if (used + sizeof full <= sizeof ctx->notes && !strstr(ctx->notes, full)) {
+        memcpy(ctx->notes + used, full, sizeof full);
+    }
+    fa_cl_lock_release(&ctx->lock);
+}
+
+const char *fa_cl_context_notes(const fa_cl_context *ctx)
+{
+    return ctx ? ctx->notes : "";
 }

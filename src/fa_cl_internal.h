@@ -9,6 +9,7 @@
 #include <stdarg.h>
 
 #define FA_CL_ERROR_CAPACITY 16384
+#define FA_CL_NOTES_CAPACITY 4096
 
 /* ---- errors (error.c) ------------------------------------------------------------------------ */
 
@@ -17,6 +18,13 @@
 fa_cl_status fa_cl__fail(fa_cl_context *ctx, fa_cl_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* Append one line to ctx's informational notes (fa_cl_context_notes): not an error. Once the notes
+ * are full, later lines are dropped (the last line then says so); never fails. */
+void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
 #endif
     ;
 /* Record an OpenCL failure: "<what>: <CL_ERROR_NAME> (<code>)"; maps allocation failures to OUT_OF_MEMORY. */
@@ -59,6 +67,8 @@ typedef struct fa_cl_env {
     int print_build_log;      /* FA_CL_DEBUG_BUILD_LOG: print every build log to stderr (tuning) */
     int variant;              /* FA_CL_KERNEL_VARIANT: 0 = planner's choice, else an fa_cl_variant */
     int vendor_path_off;      /* FA_CL_VENDOR_PATH=0: portable kernels only */
+    char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */
+    int cache_off;            /* FA_CL_CACHE_DIR=off */
 } fa_cl_env;
 
 /* Parse the environment; a malformed value is an FA_CL_ERROR_INVALID_ARGUMENT naming the variable. */
@@ -68,6 +78,15 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size);
 
 typedef struct fa_cl_program_entry fa_cl_program_entry;
 typedef struct fa_cl_plan_entry fa_cl_plan_entry;
+
+/* Where the programs of a context came from (guarded by the context's lock): tests and fa_cl_bench
+ * read them to tell a cold plan creation from a warm one. */
+typedef struct fa_cl_program_stats {
+    unsigned built_from_source; /* clBuildProgram from the kernel text */
+    unsigned loaded_from_disk;  /* from the on-disk binary cache */
+    unsigned cache_stored;      /* cache files written */
+    unsigned cache_rejected;    /* cache files found but not used: corrupt, truncated, foreign, refused */
+} fa_cl_program_stats;
 
 struct fa_cl_context {
     cl_context cl_ctx;
@@ -80,8 +99,11 @@ struct fa_cl_context {
     fa_cl_program_entry *programs;
     fa_cl_plan_entry *plans;
     int plan_count;
-    int mma_failed;           /* the tensor-core kernel did not compile here: plan portable kernels (under lock) */
+    int mma_failed;        /* the tensor-core kernel did not compile here: plan portable kernels (under lock) */
+    char cache_dir[1024];  /* the on-disk program cache; "" = disabled (the notes say why) */
+    fa_cl_program_stats stats;
     char last_error[FA_CL_ERROR_CAPACITY];
+    char notes[FA_CL_NOTES_CAPACITY]; /* only appended to: a pointer handed out stays valid */
 };
 
 /* Planner limits for this context's device and environment. */
@@ -103,6 +125,52 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
 
 /* Release every cached program (context teardown). */
 void fa_cl__program_cache_clear(fa_cl_context *ctx);
+
+/* ---- on-disk program binary cache (binary_cache.c) ------------------------------------------- */
+
+/* Choose the cache directory at context creation (FA_CL_CACHE_DIR, $XDG_CACHE_HOME/fa_cl,
+ * ~/.cache/fa_cl), create it and check it is writable; sets ctx->cache_dir, or leaves it "" and
+ * says why in the notes. Never fails: without a cache, programs are built from source. */
+void fa_cl__binary_cache_open(fa_cl_context *ctx);
+
+/* A program built for ctx's device from the cached binary of (texts, options), or NULL on a miss.
+ * A file that is corrupt, truncated, written for another key, or refused by the driver is ignored
+ * (and noted); it is replaced by the next store. */
+cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options);
+
+/* Write prog's binary for ctx's device to the cache: a temporary file in the cache directory,
+ * renamed over the entry (atomic; concurrent writers are safe). Failures are noted, not returned. */
+void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
+                               cl_program prog);
+
+/* The cache file format, exposed for tests. Fields of the key, all compared byte for byte on load: */
+enum {
+    FA_CL_KEY_SOURCE,
+    FA_CL_KEY_OPTIONS,
+    FA_CL_KEY_DEVICE_NAME,
+    FA_CL_KEY_DEVICE_VENDOR,
+    FA_CL_KEY_DEVICE_VERSION,
+    FA_CL_KEY_DRIVER_VERSION,
+    FA_CL_KEY_PLATFORM_NAME,
+    FA_CL_KEY_PLATFORM_VERSION,
+    FA_CL_KEY_FIELDS
+};
+
+/* One entry: key fields and the program binary, as pointers into someone else's memory. */
+typedef struct fa_cl_cache_entry {
+    const char *field[FA_CL_KEY_FIELDS];
+    size_t field_len[FA_CL_KEY_FIELDS];
+    const unsigned char *binary;
+    size_t binary_len;
+} fa_cl_cache_entry;
+
+/* The file's bytes for an entry (malloc'd, *size set), or NULL when out of memory. */
+unsigned char *fa_cl__cache_entry_encode(const fa_cl_cache_entry *e, size_t *size);
+/* Parse a file's bytes: magic, format version, field lengths within the file, binary length equal
+ * to what is left, binary checksum. Returns 0 (out points into data) or -1 with *why set. */
+int fa_cl__cache_entry_decode(const unsigned char *data, size_t size, fa_cl_cache_entry *out, const char **why);
+/* The entry's file name: two independent 64-bit hashes of the key fields, in hex, + ".bin". */
+void fa_cl__cache_entry_name(const fa_cl_cache_entry *e, char name[64]);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 

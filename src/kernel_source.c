@@ -5,11 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct fa_cl_embedded_source {
+typedef struct fa_cl__embedded_source {
     const char *name;
     const char *text;
-} fa_cl_embedded_source;
-extern const fa_cl_embedded_source fa_cl_embedded_sources[]; /* generated: fa_cl_embedded_kernels.c */
+} fa_cl__embedded_source;
+/* generated: fa_cl_embedded_kernels.c; internal like every fa_cl__ name (hidden in the shared library) */
+extern const fa_cl__embedded_source fa_cl__embedded_sources[];
 
 static fa_cl_status read_from_dir(fa_cl_context *ctx, const char *name, char **owned)
 {
@@ -55,7 +56,7 @@ fa_cl_status fa_cl__kernel_source(fa_cl_context *ctx, const char *name, const ch
             *text = *owned;
         return st;
     }
-    for (const fa_cl_embedded_source *s = fa_cl_embedded_sources; s->name; s++) {
+    for (const fa_cl__embedded_source *s = fa_cl__embedded_sources; s->name; s++) {
         if (strcmp(s->name, name) == 0) {
             *text = s->text;
             return FA_CL_SUCCESS;

@@ -1,4 +1,5 @@
-/* Program builds and the per-context program cache (keyed by source text and build options). */
+/* Program builds and the per-context program cache (keyed by source text and build options); misses
+ * go to the on-disk binary cache (binary_cache.c) before compiling from source. */
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
@@ -90,37 +91,46 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
     }
 
     if (st == FA_CL_SUCCESS && !*out) {
+        /* FA_CL_DEBUG_BUILD_LOG wants the compiler's log, which a cached binary does not have */
+        cl_program prog = ctx->env.print_build_log ? NULL : fa_cl__binary_cache_load(ctx, texts, nfiles, full);
         cl_int err = CL_SUCCESS;
-        cl_program prog = clCreateProgramWithSource(ctx->cl_ctx, (cl_uint)nfiles, texts, NULL, &err);
         if (!prog) {
-            st = fa_cl__fail_cl(ctx, err, "clCreateProgramWithSource");
-        } else {
-            /* Builds run outside the lock: they can take seconds, and other threads may plan meanwhile. */
-            err = clBuildProgram(prog, 1, &ctx->device, full, NULL, NULL);
-            if (err == CL_SUCCESS && ctx->env.print_build_log)
-                print_build_log(ctx, prog, full);
-            if (err != CL_SUCCESS) {
-                st = build_failed(ctx, prog, err, full);
-                clReleaseProgram(prog);
+            prog = clCreateProgramWithSource(ctx->cl_ctx, (cl_uint)nfiles, texts, NULL, &err);
+            if (!prog) {
+                st = fa_cl__fail_cl(ctx, err, "clCreateProgramWithSource");
             } else {
-                fa_cl_program_entry *e = (fa_cl_program_entry *)calloc(1, sizeof *e);
-                char *opts = e ? (char *)malloc(strlen(full) + 1) : NULL;
-                if (!e || !opts) {
-                    free(e);
-                    /* still usable, just not cached */
-                    *out = prog;
+                /* Builds run outside the lock: they can take seconds, and other threads may plan meanwhile. */
+                err = clBuildProgram(prog, 1, &ctx->device, full, NULL, NULL);
+                if (err == CL_SUCCESS && ctx->env.print_build_log)
+                    print_build_log(ctx, prog, full);
+                if (err != CL_SUCCESS) {
+                    st = build_failed(ctx, prog, err, full);
+                    clReleaseProgram(prog);
+                    prog = NULL;
                 } else {
-                    strcpy(opts, full);
-                    e->source_hash = h;
-                    e->options = opts;
-                    e->program = prog;
-                    clRetainProgram(prog); /* one reference for the cache, one for the caller */
                     fa_cl_lock_acquire(&ctx->lock);
-                    e->next = ctx->programs;
-                    ctx->programs = e;
+                    ctx->stats.built_from_source++;
                     fa_cl_lock_release(&ctx->lock);
-                    *out = prog;
+                    fa_cl__binary_cache_store(ctx, texts, nfiles, full, prog);
                 }
+            }
+        }
+        if (prog) {
+            *out = prog;
+            fa_cl_program_entry *e = (fa_cl_program_entry *)calloc(1, sizeof *e);
+            char *opts = e ? (char *)malloc(strlen(full) + 1) : NULL;
+            if (!e || !opts) {
+                free(e); /* still usable, just not cached */
+            } else {
+                strcpy(opts, full);
+                e->source_hash = h;
+                e->options = opts;
+                e->program = prog;
+                clRetainProgram(prog); /* one reference for the cache, one for the caller */
+                fa_cl_lock_acquire(&ctx->lock);
+                e->next = ctx->programs;
+                ctx->programs = e;
+                fa_cl_lock_release(&ctx->lock);
             }
         }
     }

@@ -5,7 +5,9 @@
  *  - the fused kernel meets that bar against it (the reference's output as |ref|);
  *  - a call whose score scratch cannot be allocated returns FA_CL_ERROR_OUT_OF_MEMORY, enqueues
  *    nothing, leaves the output alone, and the context stays usable;
- *  - invalid arguments get the same statuses and messages as the fused path.
+ *  - invalid arguments get the same statuses and messages as the fused path;
+ *  - (argument "unsupported", builds with FA_CL_WITH_CLBLAST=OFF) the call is refused with
+ *    FA_CL_ERROR_UNSUPPORTED and nothing else changes.
  */
 #include "test_util.h"
 
@@ -233,12 +235,50 @@ static void invalid(fa_cl_context *ctx)
     tu_problem_free(&p);
 }
 
-int main(void)
+/* Built with FA_CL_WITH_CLBLAST=OFF: the reference refuses with UNSUPPORTED and a message saying why,
+ * enqueues nothing, leaves the output alone and needs no scratch; the fused path still works. */
+static void unsupported(fa_cl_context *ctx)
+{
+    tu_problem p;
+    if (tu_problem_init(&p, ctx, &cases[0], 5, 1) != 0) {
+        tu_expect(&tally, 0, "problem setup");
+        return;
+    }
+    cl_event done = NULL;
+    fa_cl_status st =
+        fa_cl_reference_forward(ctx, &p.desc, p.mem[0], p.mem[1], p.mem[2], p.mem[3], p.lse_mem, 0, NULL, &done);
+    const char *msg = fa_cl_last_error(ctx);
+    tu_problem_read(&p, ctx);
+    tu_result r;
+    tu_problem_check(&p, p.ref_o, p.ref_lse, &r);
+    tu_expect(&tally, st == FA_CL_ERROR_UNSUPPORTED && strstr(msg, "CLBlast") && done == NULL && r.unwritten > 0 &&
+                          r.clobbered == 0,
+              "reference without CLBlast: %s (\"%s\"), no event, output untouched", fa_cl_status_string(st), msg);
+    size_t s = fa_cl_reference_scratch_bytes(ctx, &p.desc);
+    tu_expect(&tally, s == 0, "fa_cl_reference_scratch_bytes without CLBlast = %zu (want 0)", s);
+    st = fa_cl_attention_forward(ctx, &p.desc, p.mem[0], p.mem[1], p.mem[2], p.mem[3], p.lse_mem, 0, NULL, NULL);
+    char detail[600] = "";
+    if (st == FA_CL_SUCCESS && tu_problem_read(&p, ctx) == 0) {
+        tu_problem_check(&p, p.ref_o, p.ref_lse, &r);
+        tu_result_format(&r, &p, detail, sizeof detail);
+    }
+    tu_expect(&tally, st == FA_CL_SUCCESS && r.ok, "the fused path without CLBlast: %s %s", fa_cl_status_string(st),
+              detail);
+    tu_problem_free(&p);
+}
+
+int main(int argc, char **argv)
 {
     fa_cl_context *ctx = NULL;
     int rc = tu_context(&ctx);
     if (rc != 0)
         return rc;
+    if (argc > 1 && strcmp(argv[1], "unsupported") == 0) {
+        tally.name = "reference[unsupported]";
+        unsupported(ctx);
+        fa_cl_context_release(ctx);
+        return tu_finish(&tally);
+    }
     const double t0 = tu_now_ms();
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         one_case(ctx, i, &cases[i]);

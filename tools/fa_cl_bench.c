@@ -1,9 +1,12 @@
 /* fa_cl_bench: the fused forward against the CLBlast reference, timed with OpenCL profiling events.
  *
  * Per row: median/min ms, TFLOP/s (4 * B * Hq * visible pairs * d), speed-up over the reference,
- * extra device memory of each path, max error vs the reference, and the plan.
+ * extra device memory of each path, max error vs the reference, and the plan with its creation time
+ * (compiled from source, or loaded from the on-disk program cache). --plan-timing times only plan
+ * creation: run it twice to see a cold and a warm (second-process) start.
  * Run with --help for the options. */
 #include "fa_cl.h"
+#include "fa_cl_internal.h" /* program stats: compiled vs loaded from the disk cache */
 #include "tolerance.h"
 
 #include <math.h>
@@ -24,12 +27,14 @@ typedef struct options {
     shape one;
     const char *suite; /* NULL, "full" or "tiny" */
     const char *json;
-    int check, reps, warmup, no_reference, lse;
+    int check, reps, warmup, no_reference, lse, plan_timing;
 } options;
 
 typedef struct row {
     shape s;
     fa_cl_plan_info plan;
+    double plan_ms;                 /* fa_cl_plan_create, wall clock */
+    unsigned plan_built, plan_loaded; /* programs it compiled / loaded from the disk cache */
     double flops;
     double fused_med, fused_min, ref_med, ref_min; /* ms; ref < 0: not run */
     size_t fused_extra, ref_extra;
@@ -136,6 +141,40 @@ static double event_ms(cl_event start_marker, cl_event end)
 
 static const char *dtype_name(fa_cl_dtype t) { return t == FA_CL_F32 ? "f32" : t == FA_CL_F16 ? "f16" : "bf16"; }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void shape_desc(const shape *s, fa_cl_attention_desc *d)
+{
+    fa_cl_attention_desc_init(d, s->b, s->h, s->sq, s->sk, s->d, s->dtype);
+    d->heads_kv = s->hkv;
+    d->causal = s->causal;
+    d->window_left = s->wl;
+    d->window_right = s->wr;
+}
+
+/* fa_cl_plan_create, timed, with where its programs came from. The caller releases *plan. */
+static fa_cl_status timed_plan(fa_cl_context *ctx, const fa_cl_attention_desc *d, fa_cl_plan **plan, row *out)
+{
+    fa_cl_program_stats before = ctx->stats;
+    double t0 = now_ms();
+    fa_cl_status st = fa_cl_plan_create(ctx, d, plan);
+    out->plan_ms = now_ms() - t0;
+    out->plan_built = ctx->stats.built_from_source - before.built_from_source;
+    out->plan_loaded = ctx->stats.loaded_from_disk - before.loaded_from_disk;
+    return st;
+}
+
+/* "compiled", "disk cache", "in-memory" (an earlier row built the same program) */
+static const char *plan_source(const row *r)
+{
+    return r->plan_built ? "compiled" : r->plan_loaded ? "disk cache" : "in-memory";
+}
+
 /* ---- one row -------------------------------------------------------------------------------- */
 
 typedef fa_cl_status (*forward_fn)(fa_cl_context *, const fa_cl_attention_desc *, cl_mem, cl_mem, cl_mem, cl_mem,
@@ -187,15 +226,11 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     cl_context c = fa_cl_context_cl_context(ctx);
     cl_command_queue queue = fa_cl_context_queue(ctx);
     fa_cl_attention_desc d;
-    fa_cl_attention_desc_init(&d, s->b, s->h, s->sq, s->sk, s->d, s->dtype);
-    d.heads_kv = s->hkv;
-    d.causal = s->causal;
-    d.window_left = s->wl;
-    d.window_right = s->wr;
+    shape_desc(s, &d);
     out->flops = 4.0 * (double)s->b * (double)s->h * visible_pairs(s) * (double)s->d;
 
     fa_cl_plan *plan = NULL;
-    fa_cl_status st = fa_cl_plan_create(ctx, &d, &plan);
+    fa_cl_status st = timed_plan(ctx, &d, &plan, out);
     if (st != FA_CL_SUCCESS) {
         snprintf(out->note, sizeof out->note, "plan: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
         out->failed = 1;
@@ -325,8 +360,9 @@ static void print_row(const row *r)
         printf("%9.2e%s| ", r->max_err, r->within_tol ? " " : "!");
     else
         printf("%9s | ", "-");
-    printf("%dx%d, %d, %zu/%zu B, %s", r->plan.block_q, r->plan.block_kv, r->plan.work_group_size,
-           r->plan.local_mem_bytes, r->plan.local_mem_budget, r->plan.kernel);
+    printf("%dx%d, %d, %zu/%zu B, %s; created in %.1f ms (%s)", r->plan.block_q, r->plan.block_kv,
+           r->plan.work_group_size, r->plan.local_mem_bytes, r->plan.local_mem_budget, r->plan.kernel, r->plan_ms,
+           plan_source(r));
     if (r->note[0])
         printf("  [%s]", r->note);
     printf("\n");
@@ -376,9 +412,9 @@ static void write_json(const char *path, const char *device, const row *rows, in
                 fprintf(f, ", \"max_err\": %.6e, \"within_tolerance\": %s", r->max_err,
                         r->within_tol ? "true" : "false");
             fprintf(f, ", \"block_q\": %d, \"block_kv\": %d, \"work_group_size\": %d, \"local_mem_bytes\": %zu, "
-                       "\"local_mem_budget\": %zu, \"kernel\": \"%s\"",
+                       "\"local_mem_budget\": %zu, \"kernel\": \"%s\", \"plan_ms\": %.3f, \"plan_source\": \"%s\"",
                     r->plan.block_q, r->plan.block_kv, r->plan.work_group_size, r->plan.local_mem_bytes,
-                    r->plan.local_mem_budget, r->plan.kernel);
+                    r->plan.local_mem_budget, r->plan.kernel, r->plan_ms, plan_source(r));
         }
         fprintf(f, ", \"note\": ");
         json_string(f, r->note);
@@ -408,6 +444,8 @@ static void usage(FILE *f)
             "  --no-lse        do not ask for the LSE\n"
             "  --json FILE     write all rows as JSON\n"
             "  --check         exit 1 if any fused result is outside the tests' tolerance vs the reference\n"
+            "  --plan-timing   only time plan creation (per shape); run twice for cold vs warm (the second\n"
+            "                  process loads the programs from the on-disk cache, see FA_CL_CACHE_DIR)\n"
             "Device: FA_CL_DEVICE=p:d or a name substring (see fa_cl_info).\n");
 }
 
@@ -471,6 +509,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->json = argv[++i];
         } else if (!strcmp(a, "--check")) {
             o->check = 1;
+        } else if (!strcmp(a, "--plan-timing")) {
+            o->plan_timing = 1;
         } else if (!strcmp(a, "--reps") && val) {
             o->reps = atoi(argv[++i]);
         } else if (!strcmp(a, "--warmup") && val) {
@@ -525,6 +565,52 @@ static int build_suite(const char *which, shape *rows, int cap)
     return count;
 }
 
+/* Each line of the context's notes as a "# " comment. */
+static void print_notes(const char *notes)
+{
+    for (const char *p = notes; *p;) {
+        const char *end = strchr(p, '\n');
+        int len = end ? (int)(end - p) : (int)strlen(p);
+        printf("# %.*s\n", len, p);
+        p += len + (end != NULL);
+    }
+}
+
+/* --plan-timing: plan creation only, one line per shape. The first process on an empty cache
+ * compiles (cold); a second one loads the binaries the first stored (warm). */
+static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes, const shape *shapes, int n)
+{
+    printf("# fa_cl_bench --plan-timing on %s\n", device);
+    print_notes(notes);
+    int failed = 0;
+    double total = 0;
+    for (int i = 0; i < n; i++) {
+        const shape *s = &shapes[i];
+        fa_cl_attention_desc d;
+        shape_desc(s, &d);
+        row r;
+        memset(&r, 0, sizeof r);
+        fa_cl_plan *plan = NULL;
+        fa_cl_status st = timed_plan(ctx, &d, &plan, &r);
+        printf("%-5s d=%-4lld Sq=%-6lld Sk=%-6lld %-6s ", dtype_name(s->dtype), (long long)s->d, (long long)s->sq,
+               (long long)s->sk, s->causal ? "causal" : "");
+        if (st != FA_CL_SUCCESS) {
+            printf("FAILED: %s: %s\n", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            failed = 1;
+            continue;
+        }
+        fa_cl_plan_get_info(plan, &r.plan);
+        fa_cl_plan_release(plan);
+        total += r.plan_ms;
+        printf("plan creation: %9.2f ms (%s; %s %dx%d)\n", r.plan_ms, plan_source(&r), r.plan.kernel, r.plan.block_q,
+               r.plan.block_kv);
+    }
+    if (n > 1)
+        printf("plan creation total: %.2f ms\n", total);
+    fa_cl_context_release(ctx);
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     options opt;
@@ -543,19 +629,25 @@ int main(int argc, char **argv)
     clGetDeviceInfo(fa_cl_context_device(ctx), CL_DRIVER_VERSION, sizeof driver, driver, NULL);
     size_t dl = strlen(device);
     snprintf(device + dl, sizeof device - dl, " (driver %s)", driver);
+    shape shapes[64];
+    int n = opt.suite ? build_suite(opt.suite, shapes, 64) : 1;
+    if (!opt.suite)
+        shapes[0] = opt.one;
+    /* the cache line of the notes ("program cache: <dir>" or why it is off), as comment lines */
+    char notes[FA_CL_NOTES_CAPACITY];
+    snprintf(notes, sizeof notes, "%s", fa_cl_context_notes(ctx));
+    if (opt.plan_timing)
+        return plan_timing(ctx, device, notes, shapes, n);
     cl_kernel filler = fill_kernel(fa_cl_context_cl_context(ctx), fa_cl_context_device(ctx));
     if (!filler) {
         fprintf(stderr, "fa_cl_bench: could not build the input-fill kernel\n");
         fa_cl_context_release(ctx);
         return 1;
     }
-    shape shapes[64];
-    int n = opt.suite ? build_suite(opt.suite, shapes, 64) : 1;
-    if (!opt.suite)
-        shapes[0] = opt.one;
     row *rows = (row *)calloc((size_t)n, sizeof *rows);
     printf("# fa_cl_bench on %s; %d timed reps after %d warm-up, median and min; LSE %s\n", device, opt.reps,
            opt.warmup, opt.lse ? "on" : "off");
+    print_notes(notes);
     print_header();
     int bad = 0;
     for (int i = 0; i < n; i++) {

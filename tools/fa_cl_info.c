@@ -272,6 +272,7 @@ typedef struct device_report {
     char plans_error[FA_CL_ERROR_CAPACITY];
     fa_cl_limits limits;
     plan_row plans[N_PLANS];
+    char notes[FA_CL_NOTES_CAPACITY]; /* fa_cl_context_notes of a context on the device (program cache) */
 } device_report;
 
 typedef struct platform_report {
@@ -350,13 +351,21 @@ static fa_cl_context *context_on(cl_platform_id plat, cl_device_id dev, char *wh
     return ctx;
 }
 
-static void collect_plans(cl_platform_id plat, cl_device_id dev, device_report *r)
+/* The library's notes (where the program cache is, or why it is off) and, if asked, the plan table. */
+static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, device_report *r)
 {
     fa_cl_context *ctx = context_on(plat, dev, r->plans_error, sizeof r->plans_error);
-    if (!ctx)
+    if (!ctx) {
+        snprintf(r->notes, sizeof r->notes, "(no fa_cl context: %.3000s)\n", r->plans_error);
         return;
+    }
+    snprintf(r->notes, sizeof r->notes, "%s", fa_cl_context_notes(ctx));
     fa_cl__context_limits(ctx, &r->limits);
     fa_cl_context_release(ctx);
+    if (!plans) {
+        snprintf(r->plans_error, sizeof r->plans_error, "not computed (--no-plans)");
+        return;
+    }
     size_t i = 0;
     for (size_t h = 0; h < COUNT_OF(plan_head_dims); h++) {
         for (size_t t = 0; t < COUNT_OF(plan_dtypes); t++, i++) {
@@ -386,10 +395,7 @@ static void collect_device(cl_platform_id plat, cl_device_id dev, int p, int d, 
         else
             dp->fmt(dev, dp->param, &r->props[i]);
     }
-    if (o->plans)
-        collect_plans(plat, dev, r);
-    else
-        snprintf(r->plans_error, sizeof r->plans_error, "not computed (--no-plans)");
+    collect_context(plat, dev, o->plans, r);
 }
 
 static void collect_platform(cl_platform_id plat, int p, platform_report *r)
@@ -448,7 +454,7 @@ static void human_row(const char *indent, const char *label, const value *v)
 static void human_env(const env_state *env)
 {
     static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TILE", "FA_CL_KERNEL_DIR",
-                                        "FA_CL_BUILD_OPTIONS"};
+                                        "FA_CL_BUILD_OPTIONS", "FA_CL_KERNEL_VARIANT", "FA_CL_CACHE_DIR"};
     int any = 0;
     printf("Environment:");
     for (size_t i = 0; i < COUNT_OF(names); i++) {
@@ -526,6 +532,13 @@ static void human_device(const device_report *r)
         printf("    Extensions\n");
         for (size_t i = 0; i < N_EXTS; i++)
             printf("      %-34s %s\n", extensions[i], r->ext_has[i] ? "yes" : "no");
+    }
+    printf("    Notes\n");
+    for (const char *p = r->notes; *p;) {
+        const char *end = strchr(p, '\n');
+        int len = end ? (int)(end - p) : (int)strlen(p);
+        printf("      %.*s\n", len, p);
+        p += len + (end != NULL);
     }
     human_plans(r);
 }
@@ -660,7 +673,7 @@ static void json_value(json *w, const char *key, const value *v)
 static void json_env(json *w, const env_state *env)
 {
     static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TILE", "FA_CL_KERNEL_DIR",
-                                        "FA_CL_BUILD_OPTIONS"};
+                                        "FA_CL_BUILD_OPTIONS", "FA_CL_KERNEL_VARIANT", "FA_CL_CACHE_DIR"};
     json_open(w, "environment", '{');
     for (size_t i = 0; i < COUNT_OF(names); i++) {
         const char *s = getenv(names[i]);
@@ -738,6 +751,7 @@ static void json_device(json *w, const device_report *r)
             json_bool(w, extensions[i], r->ext_has[i]);
         json_close(w, '}');
     }
+    json_str(w, "notes", r->notes);
     json_plans(w, r);
     json_close(w, '}');
 }

@@ -6,6 +6,7 @@
 #   tools/h200_session.sh mma       the tensor-core variant: build report, checks vs the reference, speed; CTest
 #   tools/h200_session.sh tests     the CTest suite on the GPU
 #   tools/h200_session.sh final     the CTest suite, the rows docs/performance.md quotes and PyTorch's kernels
+#   tools/h200_session.sh cache     cold vs warm plan creation (program cache) for docs/performance.md
 set -u
 BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-/tmp/fa_cl_out}
@@ -114,9 +115,10 @@ mma2)
     } 2>&1 | tee "$OUT/mma2.txt"
     ;;
 tests)
-    # CTest files hold the Debian machine's absolute paths: make them resolve here
+    # CTest files hold the Debian machine's absolute paths: make them resolve here. Install tests
+    # configure and compile consumer projects (a host toolchain matter): they run on the Debian machine
     here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
-    (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 2>&1) | tee "$OUT/ctest.txt" | tail -25
+    (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 -LE install 2>&1) | tee "$OUT/ctest.txt" | tail -25
     ;;
 final)
     here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
@@ -142,8 +144,11 @@ final)
     anchor -b 8 -H 16 -n 4096 -d 128 --dtype f32 --causal
     } 2>&1 | grep -vE "lambda|^ *$" | tee "$OUT/anchor.txt"
     ;;
+cache)
+    FA_CL_BUILD_DIR="$BUILD" bash tools/plan_cache_timing.sh 2>&1 | tee "$OUT/plan_cache.txt"
+    ;;
 *)
-    echo "usage: $0 explore|tests|final" >&2
+    echo "usage: $0 explore|explore2|tests|final|cache" >&2
     exit 2
     ;;
 esac

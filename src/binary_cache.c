@@ -1,0 +1,536 @@
+/*
+ * On-disk cache of compiled programs, so that a second process does not compile the kernels again.
+ *
+ * One file per (kernel source, build options, device name, vendor, device version, driver version,
+ * platform name, platform version), named by two independent 64-bit hashes of those fields. The file
+ * holds every field in full and is trusted only if all of them match, so a hash collision or a
+ * file copied from another machine is ignored rather than loaded:
+ *
+ *   "FA_CL_PB"  u32 format version  u32 field count
+ *   field count x (u32 length, bytes)
+ *   u64 binary length  u64 FNV-1a 64 of the binary  binary      (integers little-endian)
+ *
+ * Files are written to a temporary name in the same directory and renamed over the entry, which is
+ * atomic: a reader sees the old file or the new one, never half of one, and concurrent writers of
+ * the same entry each leave a valid file.
+ */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* mkstemp, mkdir, unlink */
+#endif
+
+#include "fa_cl_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if !defined(_WIN32)
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+#endif
+
+#define CACHE_MAGIC "FA_CL_PB"
+#define CACHE_FORMAT_VERSION 1u
+/* Larger files are not read (no driver's program binary for these kernels comes near). */
+#define CACHE_MAX_FILE_BYTES ((size_t)256 << 20)
+
+static const char *const field_names[FA_CL_KEY_FIELDS] = {
+    "kernel source", "build options", "device name", "device vendor", "device version", "driver version",
+    "platform name", "platform version"};
+
+/* ---- hashing ---------------------------------------------------------------------------------- */
+
+static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* A second hash unrelated to FNV: a multiply-rotate over bytes, finished with splitmix64's mixer. */
+static uint64_t mix_bytes(uint64_t h, const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h = (h ^ (p[i] + 0x9e3779b97f4a7c15ull)) * 0xbf58476d1ce4e5b9ull;
+        h = (h << 31) | (h >> 33);
+    }
+    return h;
+}
+
+static uint64_t mix_final(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void fa_cl__cache_entry_name(const fa_cl_cache_entry *e, char name[64])
+{
+    /* the format version is hashed too: a new format never reads an old file's name */
+    uint64_t h1 = 14695981039346656037ull ^ CACHE_FORMAT_VERSION, h2 = 0x6a09e667f3bcc909ull + CACHE_FORMAT_VERSION;
+    for (int i = 0; i < FA_CL_KEY_FIELDS; i++) {
+        /* length first, so that fields cannot run into each other ("ab"+"c" vs "a"+"bc") */
+        unsigned char len[8];
+        for (int b = 0; b < 8; b++)
+            len[b] = (unsigned char)((uint64_t)e->field_len[i] >> (8 * b));
+        h1 = fnv1a(fnv1a(h1, len, 8), (const unsigned char *)e->field[i], e->field_len[i]);
+        h2 = mix_bytes(mix_bytes(h2, len, 8), (const unsigned char *)e->field[i], e->field_len[i]);
+    }
+    snprintf(name, 64, "%016llx%016llx.bin", (unsigned long long)h1, (unsigned long long)mix_final(h2));
+}
+
+/* ---- the file format -------------------------------------------------------------------------- */
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int b = 0; b < 4; b++)
+        p[b] = (unsigned char)(v >> (8 * b));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int b = 0; b < 8; b++)
+        p[b] = (unsigned char)(v >> (8 * b));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int b = 3; b >= 0; b--)
+        v = (v << 8) | p[b];
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int b = 7; b >= 0; b--)
+        v = (v << 8) | p[b];
+    return v;
+}
+
+unsigned char *fa_cl__cache_entry_encode(const fa_cl_cache_entry *e, size_t *size)
+{
+    size_t n = 8 + 4 + 4 + 8 + 8 + e->binary_len;
+    for (int i = 0; i < FA_CL_KEY_FIELDS; i++) {
+        if (e->field_len[i] > 0xffffffffu)
+            return NULL;
+        n += 4 + e->field_len[i];
+    }
+    unsigned char *buf = (unsigned char *)malloc(n), *p = buf;
+    if (!buf)
+        return NULL;
+    memcpy(p, CACHE_MAGIC, 8), p += 8;
+    put_u32(p, CACHE_FORMAT_VERSION), p += 4;
+    put_u32(p, FA_CL_KEY_FIELDS), p += 4;
+    for (int i = 0; i < FA_CL_KEY_FIELDS; i++) {
+        put_u32(p, (uint32_t)e->field_len[i]), p += 4;
+        if (e->field_len[i])
+            memcpy(p, e->field[i], e->field_len[i]);
+        p += e->field_len[i];
+    }
+    put_u64(p, e->binary_len), p += 8;
+    put_u64(p, fnv1a(14695981039346656037ull, e->binary, e->binary_len)), p += 8;
+    if (e->binary_len)
+        memcpy(p, e->binary, e->binary_len);
+    *size = n;
+    return buf;
+}
+
+int fa_cl__cache_entry_decode(const unsigned char *data, size_t size, fa_cl_cache_entry *out, const char **why)
+{
+    memset(out, 0, sizeof *out);
+    size_t at = 16;
+    if (size < at || memcmp(data, CACHE_MAGIC, 8) != 0) {
+        *why = "not an fa_cl program cache file (bad magic)";
+        return -1;
+    }
+    if (get_u32(data + 8) != CACHE_FORMAT_VERSION || get_u32(data + 12) != FA_CL_KEY_FIELDS) {
+        *why = "another format version";
+        return -1;
+    }
+    for (int i = 0; i < FA_CL_KEY_FIELDS; i++) {
+        if (size - at < 4) {
+            *why = "truncated (in the key)";
+            return -1;
+        }
+        size_t len = get_u32(data + at);
+        at += 4;
+        if (size - at < len) {
+            *why = "truncated (in the key)";
+            return -1;
+        }
+        out->field[i] = (const char *)data + at;
+        out->field_len[i] = len;
+        at += len;
+    }
+    if (size - at < 16) {
+        *why = "truncated (before the binary)";
+        return -1;
+    }
+    uint64_t len = get_u64(data + at), sum = get_u64(data + at + 8);
+    at += 16;
+    if (len != (uint64_t)(size - at)) {
+        *why = len > (uint64_t)(size - at) ? "truncated (in the binary)" : "trailing bytes after the binary";
+        return -1;
+    }
+    out->binary = data + at;
+    out->binary_len = (size_t)len;
+    if (fnv1a(14695981039346656037ull, out->binary, out->binary_len) != sum) {
+        *why = "the binary's checksum does not match (corrupt)";
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the key of a program --------------------------------------------------------------------- */
+
+/* Fills e's key fields from ctx's device and the program; *source is a malloc'd concatenation of
+ * the texts the caller frees. Returns 0, or -1 when out of memory. */
+static int make_key(const fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
+                    fa_cl_cache_entry *e, char **source)
+{
+    size_t total = 0;
+    for (int i = 0; i < ntexts; i++)
+        total += strlen(texts[i]);
+    char *src = (char *)malloc(total + 1), *p = src;
+    if (!src)
+        return -1;
+    for (int i = 0; i < ntexts; i++) {
+        size_t n = strlen(texts[i]);
+        memcpy(p, texts[i], n);
+        p += n;
+    }
+    *p = '\0';
+    const fa_cl_device_props *d = &ctx->props;
+    const char *f[FA_CL_KEY_FIELDS] = {src, options, d->name, d->vendor, d->device_version, d->driver_version,
+                                       d->platform_name, d->platform_version};
+    memset(e, 0, sizeof *e);
+    for (int i = 0; i < FA_CL_KEY_FIELDS; i++) {
+        e->field[i] = f[i];
+        e->field_len[i] = strlen(f[i]);
+    }
+    *source = src;
+    return 0;
+}
+
+#if defined(_WIN32)
+
+void fa_cl__binary_cache_open(fa_cl_context *ctx)
+{
+    ctx->cache_dir[0] = '\0';
+    fa_cl__note(ctx, "program cache disabled: not implemented on Windows yet");
+}
+
+cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options)
+{
+    (void)ctx, (void)texts, (void)ntexts, (void)options;
+    return NULL;
+}
+
+void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
+                               cl_program prog)
+{
+    (void)ctx, (void)texts, (void)ntexts, (void)options, (void)prog;
+}
+
+#else
+
+/* "Permission denied (EACCES)": the words for people, the name for searching. */
+static void describe_errno(int err, char *buf, size_t size)
+{
+    static const struct {
+        int code;
+        const char *name;
+    } names[] = {{EACCES, "EACCES"}, {EPERM, "EPERM"},   {EROFS, "EROFS"},   {ENOTDIR, "ENOTDIR"},
+                 {ENOENT, "ENOENT"}, {ENOSPC, "ENOSPC"}, {EEXIST, "EEXIST"}, {ENAMETOOLONG, "ENAMETOOLONG"},
+                 {EISDIR, "EISDIR"}, {EIO, "EIO"},       {EMFILE, "EMFILE"}, {ELOOP, "ELOOP"},
+                 {EFBIG, "EFBIG"},   {ENOMEM, "ENOMEM"}, {EDQUOT, "EDQUOT"}};
+    const char *name = "errno";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].code == err)
+            name = names[i].name;
+    snprintf(buf, size, "%s (%s)", strerror(err), name);
+}
+
+/* mkdir -p. Returns 0 or an errno value. */
+static int make_dirs(const char *path)
+{
+    char p[1024];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof p)
+        return ENAMETOOLONG;
+    memcpy(p, path, n + 1);
+    while (n > 1 && p[n - 1] == '/')
+        p[--n] = '\0';
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+            int err = errno;
+            *s = '/';
+            return err;
+        }
+        *s = '/';
+    }
+    if (mkdir(p, 0777) != 0 && errno != EEXIST)
+        return errno;
+    struct stat st;
+    if (stat(p, &st) != 0)
+        return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+/* Create and delete a file in dir: the only test of writability that holds for root, ACLs and
+ * read-only mounts alike. Returns 0 or an errno value. */
+static int probe_writable(const char *dir)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/.probe-XXXXXX", dir);
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return errno;
+    close(fd);
+    unlink(path);
+    return 0;
+}
+
+void fa_cl__binary_cache_open(fa_cl_context *ctx)
+{
+    ctx->cache_dir[0] = '\0';
+    if (ctx->env.cache_off) {
+        fa_cl__note(ctx, "program cache disabled: FA_CL_CACHE_DIR=off");
+        return;
+    }
+    char dir[1024];
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    if (ctx->env.cache_dir[0])
+        n = snprintf(dir, sizeof dir, "%s", ctx->env.cache_dir);
+    else if (xdg && xdg[0] == '/') /* the XDG spec: a relative value is to be ignored */
+        n = snprintf(dir, sizeof dir, "%s/fa_cl", xdg);
+    else if (home && home[0])
+        n = snprintf(dir, sizeof dir, "%s/.cache/fa_cl", home);
+    else {
+        fa_cl__note(ctx, "program cache disabled: none of FA_CL_CACHE_DIR, XDG_CACHE_HOME, HOME is set");
+        return;
+    }
+    if (n < 0 || (size_t)n >= sizeof dir - 64) {
+        fa_cl__note(ctx, "program cache disabled: the directory name is too long");
+        return;
+    }
+    char why[256];
+    int err = make_dirs(dir);
+    if (err) {
+        describe_errno(err, why, sizeof why);
+        fa_cl__note(ctx, "program cache disabled: cannot create %s: %s", dir, why);
+        return;
+    }
+    err = probe_writable(dir);
+    if (err) {
+        describe_errno(err, why, sizeof why);
+        fa_cl__note(ctx, "program cache disabled: %s is not writable: %s", dir, why);
+        return;
+    }
+    memcpy(ctx->cache_dir, dir, (size_t)n + 1);
+    fa_cl__note(ctx, "program cache: %s", dir);
+}
+
+/* The whole file, malloc'd. Returns 0, or an errno value (ENOENT: no entry, the usual miss). */
+static int read_all(const char *path, unsigned char **out, size_t *size)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return errno;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        len = ftell(f);
+    if (len < 0 || (unsigned long)len > CACHE_MAX_FILE_BYTES || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return len < 0 ? EIO : EFBIG;
+    }
+    unsigned char *buf = (unsigned char *)malloc(len > 0 ? (size_t)len : 1);
+    if (!buf) {
+        fclose(f);
+        return ENOMEM;
+    }
+    size_t got = fread(buf, 1, (size_t)len, f);
+    fclose(f);
+    if (got != (size_t)len) {
+        free(buf);
+        return EIO;
+    }
+    *out = buf;
+    *size = got;
+    return 0;
+}
+
+static void count(fa_cl_context *ctx, unsigned *counter)
+{
+    fa_cl_lock_acquire(&ctx->lock);
+    (*counter)++;
+    fa_cl_lock_release(&ctx->lock);
+}
+
+static void rejected(fa_cl_context *ctx, const char *name, const char *why)
+{
+    count(ctx, &ctx->stats.cache_rejected);
+    fa_cl__note(ctx, "program cache: ignored %s: %s; building from source", name, why);
+}
+
+cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options)
+{
+    if (!ctx->cache_dir[0])
+        return NULL;
+    fa_cl_cache_entry want, got;
+    char *source = NULL, name[64], path[1100], why_buf[256];
+    if (make_key(ctx, texts, ntexts, options, &want, &source) != 0)
+        return NULL;
+    fa_cl__cache_entry_name(&want, name);
+    snprintf(path, sizeof path, "%s/%s", ctx->cache_dir, name);
+    unsigned char *file = NULL;
+    size_t size = 0;
+    cl_program prog = NULL;
+    const char *why = NULL;
+    int err = read_all(path, &file, &size);
+    if (err) {
+        if (err != ENOENT) {
+            describe_errno(err, why_buf, sizeof why_buf);
+            rejected(ctx, name, why_buf);
+        }
+        goto done;
+    }
+    if (fa_cl__cache_entry_decode(file, size, &got, &why) != 0) {
+        rejected(ctx, name, why);
+        goto done;
+    }
+    for (int i = 0; i < FA_CL_KEY_FIELDS; i++) {
+        if (got.field_len[i] != want.field_len[i] || memcmp(got.field[i], want.field[i], want.field_len[i]) != 0) {
+            snprintf(why_buf, sizeof why_buf, "written for another %s", field_names[i]);
+            rejected(ctx, name, why_buf);
+            goto done;
+        }
+    }
+    cl_int status = CL_SUCCESS, cl_err = CL_SUCCESS;
+    const unsigned char *bin = got.binary;
+    size_t bin_len = got.binary_len;
+    prog = clCreateProgramWithBinary(ctx->cl_ctx, 1, &ctx->device, &bin_len, &bin, &status, &cl_err);
+    if (prog && cl_err == CL_SUCCESS && status == CL_SUCCESS)
+        cl_err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+    if (!prog || cl_err != CL_SUCCESS || status != CL_SUCCESS) {
+        snprintf(why_buf, sizeof why_buf, "the driver refused the binary (%s)",
+                 fa_cl__cl_error_name(cl_err != CL_SUCCESS ? cl_err : status));
+        if (prog)
+            clReleaseProgram(prog);
+        prog = NULL;
+        rejected(ctx, name, why_buf);
+        goto done;
+    }
+    count(ctx, &ctx->stats.loaded_from_disk);
+done:
+    free(file);
+    free(source);
+    return prog;
+}
+
+/* prog's binary for ctx's device (a program may span several devices of the context). */
+static unsigned char *program_binary(fa_cl_context *ctx, cl_program prog, size_t *size, cl_int *err)
+{
+    cl_uint ndev = 0;
+    *err = clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof ndev, &ndev, NULL);
+    if (*err != CL_SUCCESS || ndev == 0 || ndev > 64)
+        return NULL;
+    cl_device_id devs[64];
+    size_t sizes[64] = {0};
+    unsigned char *bins[64] = {0};
+    *err = clGetProgramInfo(prog, CL_PROGRAM_DEVICES, ndev * sizeof devs[0], devs, NULL);
+    if (*err == CL_SUCCESS)
+        *err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, ndev * sizeof sizes[0], sizes, NULL);
+    if (*err != CL_SUCCESS)
+        return NULL;
+    cl_uint mine = ndev;
+    for (cl_uint i = 0; i < ndev; i++)
+        if (devs[i] == ctx->device)
+            mine = i;
+    if (mine == ndev || sizes[mine] == 0)
+        return NULL;
+    /* entries left NULL are skipped by the implementation (OpenCL 1.2, CL_PROGRAM_BINARIES) */
+    bins[mine] = (unsigned char *)malloc(sizes[mine]);
+    if (!bins[mine])
+        return NULL;
+    *err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, ndev * sizeof bins[0], bins, NULL);
+    if (*err != CL_SUCCESS) {
+        free(bins[mine]);
+        return NULL;
+    }
+    *size = sizes[mine];
+    return bins[mine];
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? errno : EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
+                               cl_program prog)
+{
+    if (!ctx->cache_dir[0])
+        return;
+    fa_cl_cache_entry e;
+    char *source = NULL, name[64], path[1100], tmp[1100], why[256];
+    if (make_key(ctx, texts, ntexts, options, &e, &source) != 0)
+        return;
+    fa_cl__cache_entry_name(&e, name);
+    cl_int cl_err = CL_SUCCESS;
+    size_t bin_len = 0, file_len = 0;
+    unsigned char *bin = program_binary(ctx, prog, &bin_len, &cl_err), *file = NULL;
+    if (!bin) {
+        fa_cl__note(ctx, "program cache: the driver gave no program binary to store (%s)",
+                    fa_cl__cl_error_name(cl_err));
+        goto done;
+    }
+    e.binary = bin;
+    e.binary_len = bin_len;
+    file = fa_cl__cache_entry_encode(&e, &file_len);
+    if (!file)
+        goto done;
+    snprintf(path, sizeof path, "%s/%s", ctx->cache_dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", ctx->cache_dir, name);
+    int fd = mkstemp(tmp);
+    int err = fd < 0 ? errno : write_all(fd, file, file_len);
+    if (fd >= 0 && close(fd) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, path) != 0)
+        err = errno;
+    if (err) {
+        if (fd >= 0)
+            unlink(tmp);
+        describe_errno(err, why, sizeof why);
+        fa_cl__note(ctx, "program cache: could not write %s: %s", path, why);
+        goto done;
+    }
+    count(ctx, &ctx->stats.cache_stored);
+done:
+    free(file);
+    free(bin);
+    free(source);
+}
+
+#endif

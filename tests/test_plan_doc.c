@@ -1,0 +1,77 @@
+/*
+ * The worked planner numbers of docs/design.md, from the real planner (fa_cl_plan_tiles), no device.
+ * Prints the table the document shows and fails if the planner no longer gives those numbers
+ * (then docs/design.md needs the new ones). Devices: a local-memory size, 1024 work-items, and
+ * whether it is a GPU (the register-tiled variant where it fits) or not (the rows variant).
+ */
+#include "planner.h"
+#include "test_util.h"
+
+#include <string.h>
+
+static tu_tally tally = {"plan_doc", 0, 0};
+
+typedef struct doc_row {
+    size_t local; /* CL_DEVICE_LOCAL_MEM_SIZE (or the NVIDIA table's value) */
+    int gpu;
+    int d;
+    const char *kernel; /* what docs/design.md says */
+    int br, bc, rows, wg;
+    size_t bytes;
+} doc_row;
+
+#define KIB ((size_t)1024)
+static const doc_row rows[] = {
+    /* local      gpu  d    kernel            B_r B_c rows WG  bytes */
+    {48 * KIB, 0, 64, "portable", 128, 32, 2, 64, 40960},
+    {48 * KIB, 0, 128, "portable", 64, 32, 1, 64, 49152},
+    {48 * KIB, 0, 256, "portable", 24, 24, 1, 24, 49152},
+    {48 * KIB, 1, 64, "portable-tiled", 64, 32, 4, 128, 36992},
+    {48 * KIB, 1, 128, "portable-tiled", 32, 32, 4, 64, 39552},
+    {48 * KIB, 1, 256, "portable", 24, 24, 1, 24, 49152},
+    {64 * KIB, 0, 64, "portable", 128, 32, 2, 64, 40960},
+    {64 * KIB, 0, 128, "portable", 96, 32, 1, 96, 65536},
+    {64 * KIB, 0, 256, "portable", 32, 32, 1, 32, 65536},
+    {64 * KIB, 1, 64, "portable-tiled", 64, 32, 4, 128, 36992},
+    {64 * KIB, 1, 128, "portable-tiled", 64, 32, 4, 128, 61568},
+    {64 * KIB, 1, 256, "portable", 32, 32, 1, 32, 65536},
+    {1024 * KIB, 0, 64, "portable", 128, 32, 2, 64, 40960},
+    {1024 * KIB, 0, 128, "portable", 128, 32, 1, 128, 81920},
+    {1024 * KIB, 0, 256, "portable", 128, 32, 1, 128, 163840},
+    {1024 * KIB, 1, 64, "portable-tiled", 64, 32, 4, 128, 36992},
+    {1024 * KIB, 1, 128, "portable-tiled", 64, 32, 4, 128, 61568},
+    {1024 * KIB, 1, 256, "portable", 128, 32, 1, 128, 163840},
+};
+
+int main(void)
+{
+    printf("%-9s %-4s %4s  %-14s %4s %4s %5s %4s %8s %9s\n", "local", "gpu", "d", "kernel", "B_r", "B_c", "rows",
+           "WG", "bytes", "of budget");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const doc_row *r = &rows[i];
+        fa_cl_limits lim;
+        memset(&lim, 0, sizeof lim);
+        lim.local_mem_size = r->local;
+        lim.max_work_group = 1024;
+        lim.prefer_tiled = r->gpu;
+        fa_cl_tile_request req = {r->d, FA_CL_F16, 4096, 4096, 1};
+        fa_cl_tiles t;
+        char msg[256] = "";
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        if (st != FA_CL_SUCCESS) {
+            tu_expect(&tally, 0, "%zu bytes, d=%d: %s", r->local, r->d, msg);
+            continue;
+        }
+        printf("%4zu KiB  %-4s %4d  %-14s %4d %4d %5d %4d %8zu %8.0f%%\n", r->local / KIB, r->gpu ? "yes" : "no",
+               r->d, t.kernel, t.block_q, t.block_kv, t.rows_per_item, t.work_group_size, t.local_mem_bytes,
+               100.0 * (double)t.local_mem_bytes / (double)r->local);
+        int same = strcmp(t.kernel, r->kernel) == 0 && t.block_q == r->br && t.block_kv == r->bc &&
+                   t.rows_per_item == r->rows && t.work_group_size == r->wg && t.local_mem_bytes == r->bytes;
+        if (!same)
+            tu_expect(&tally, 0, "the row above differs from docs/design.md (%s %dx%d rows %d WG %d, %zu bytes): "
+                      "update the document", r->kernel, r->br, r->bc, r->rows, r->wg, r->bytes);
+        else
+            tally.passed++;
+    }
+    return tu_finish(&tally);
+}
