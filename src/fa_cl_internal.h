@@ -92,6 +92,9 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out);
  * The text starts with a #line directive naming cl/<name>. */
 fa_cl_status fa_cl__kernel_source(fa_cl_context *ctx, const char *name, const char **text, char **owned);
 
+/* The copy of cl/<name> embedded at build time (starting with its #line directive), or NULL. */
+const char *fa_cl__embedded_source(const char *name);
+
 /* Build (or fetch from the context cache) a program from the named cl/ files, concatenated in order,
  * with the options given (the library adds -cl-std=CL1.2 and FA_CL_BUILD_OPTIONS). On success
  * *out holds a reference the caller releases. A build failure is FA_CL_ERROR_BUILD_FAILED with the

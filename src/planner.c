@@ -32,6 +32,21 @@ size_t fa_cl_nvidia_static_local_bytes(int major, int minor)
     return 0;
 }
 
+void fa_cl_limits_for_device(const fa_cl_device_traits *dev, fa_cl_limits *out)
+{
+    memset(out, 0, sizeof *out);
+    out->local_mem_size = dev->local_mem_size;
+    size_t nv = dev->vendor == FA_CL_VENDOR_NVIDIA ? fa_cl_nvidia_static_local_bytes(dev->nv_cc_major, dev->nv_cc_minor)
+                                                   : 0;
+    if (nv > out->local_mem_size) {
+        out->local_mem_size = nv;
+        out->local_mem_source = "NVIDIA static local memory (compute capability table)";
+    }
+    out->local_mem_is_global = dev->local_mem_is_global;
+    out->max_work_group = dev->max_work_group;
+    out->prefer_tiled = dev->is_gpu;
+}
+
 size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item)
 {
     size_t pitch_q = (size_t)block_q + 4;

@@ -20,6 +20,26 @@ typedef struct fa_cl_limits {
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
 } fa_cl_limits;
 
+/* GPU vendors whose compilers the planner knows something about. */
+typedef enum fa_cl_vendor {
+    FA_CL_VENDOR_OTHER = 0,
+    FA_CL_VENDOR_NVIDIA = 1,
+    FA_CL_VENDOR_AMD = 2,
+    FA_CL_VENDOR_INTEL = 3,
+} fa_cl_vendor;
+
+/* The device properties the planner's limits come from: queried from a live device (context.c)
+ * or read from a named profile (profiles.c). Both go through fa_cl_limits_for_device so that the
+ * offline checks plan exactly as the library would on the device. */
+typedef struct fa_cl_device_traits {
+    int is_gpu;                /* CL_DEVICE_TYPE_GPU */
+    fa_cl_vendor vendor;       /* FA_CL_VENDOR_OTHER for CPUs whatever their maker */
+    size_t local_mem_size;     /* CL_DEVICE_LOCAL_MEM_SIZE */
+    int local_mem_is_global;   /* CL_DEVICE_LOCAL_MEM_TYPE == CL_GLOBAL */
+    size_t max_work_group;     /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    int nv_cc_major, nv_cc_minor; /* cl_nv_device_attribute_query; 0 when absent */
+} fa_cl_device_traits;
+
 /* Kernel variants; both are portable OpenCL C 1.2. */
 typedef enum fa_cl_variant {
     FA_CL_VARIANT_ROWS = 1,  /* cl/fa_forward.cl: each work-item owns whole query rows; P never leaves registers */
@@ -94,6 +114,10 @@ size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, i
  * kernel declares it statically: NVIDIA's OpenCL reports 48 KiB, the hardware gives a block more
  * (checked on an H200 up to 200 KiB with tools/h200_session.sh's probe). 0 = no larger value known. */
 size_t fa_cl_nvidia_static_local_bytes(int major, int minor);
+
+/* Planner limits of a device before the environment (FA_CL_LOCAL_MEM_BYTES, FA_CL_TILE, ...) is
+ * applied: the whole of out is written. */
+void fa_cl_limits_for_device(const fa_cl_device_traits *dev, fa_cl_limits *out);
 
 fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
                               size_t msg_size);
