@@ -119,6 +119,28 @@ size_t fa_cl_nvidia_static_local_bytes(int major, int minor);
  * applied: the whole of out is written. */
 void fa_cl_limits_for_device(const fa_cl_device_traits *dev, fa_cl_limits *out);
 
+/* A named device the planner can plan for without having it (profiles.c): what the device's
+ * OpenCL driver reports, and which offline compiler builds for it. */
+typedef struct fa_cl_device_profile {
+    const char *name;            /* "intel-arc-a770" */
+    const char *description;     /* "Intel Arc A770 (Xe-HPG, DG2-512)" */
+    fa_cl_device_traits traits;  /* what fa_cl_limits_for_device needs */
+    unsigned compute_units;      /* CL_DEVICE_MAX_COMPUTE_UNITS */
+    int preferred_multiple;      /* SIMD / wave width work-groups should be a multiple of */
+    const char *extensions;      /* the CL_DEVICE_EXTENSIONS that matter to fa_cl (none is used) */
+    const char *compiler;        /* offline compiler family: "ocloc", "amdgcn" or NULL (none here) */
+    const char *target;          /* its target: "dg2", "gfx1100", ... */
+    const char *source;          /* where the numbers come from */
+} fa_cl_device_profile;
+
+int fa_cl_profile_count(void);
+/* Profile i (0 <= i < count), or NULL. */
+const fa_cl_device_profile *fa_cl_profile_get(int i);
+/* By name, or NULL. */
+const fa_cl_device_profile *fa_cl_profile_find(const char *name);
+/* The planner limits the library would derive on that device with no FA_CL_* variable set. */
+void fa_cl_profile_limits(const fa_cl_device_profile *p, fa_cl_limits *out);
+
 fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
                               size_t msg_size);
 
