@@ -306,6 +306,7 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     dev.max_work_group = p->max_work_group_size;
     dev.nv_cc_major = p->nv_cc_major;
     dev.nv_cc_minor = p->nv_cc_minor;
+    dev.min_subgroup = p->min_subgroup;
     fa_cl_limits_for_device(&dev, out);
     /* the environment, read at context creation */
     if (ctx->env.local_mem_override) {

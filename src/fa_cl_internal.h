@@ -39,6 +39,7 @@ typedef struct fa_cl_device_props {
     int has_fp16, has_fp64, has_subgroups;
     int is_nvidia, is_amd, is_intel;
     int nv_cc_major, nv_cc_minor; /* cl_nv_device_attribute_query; 0 when absent */
+    int min_subgroup;             /* narrowest of CL_DEVICE_SUB_GROUP_SIZES_INTEL; 0 when absent */
     char extensions[8192];        /* truncated if longer */
 } fa_cl_device_props;
 

@@ -18,6 +18,7 @@ typedef struct fa_cl_limits {
     int forced_cols;           /* FA_CL_TILE's optional fourth field: keys per work-item (tiled), 0 = planner's */
     int prefer_tiled;          /* GPUs: use the register-tiled kernel where it fits */
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
+    int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
 } fa_cl_limits;
 
 /* GPU vendors whose compilers the planner knows something about. */
@@ -38,6 +39,7 @@ typedef struct fa_cl_device_traits {
     int local_mem_is_global;   /* CL_DEVICE_LOCAL_MEM_TYPE == CL_GLOBAL */
     size_t max_work_group;     /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
     int nv_cc_major, nv_cc_minor; /* cl_nv_device_attribute_query; 0 when absent */
+    int min_subgroup;          /* Intel: narrowest of CL_DEVICE_SUB_GROUP_SIZES_INTEL; 0 when unknown */
 } fa_cl_device_traits;
 
 /* Kernel variants; both are portable OpenCL C 1.2. */
@@ -82,7 +84,9 @@ typedef struct fa_cl_tiles {
 #define FA_CL_TILED_MAX_BLOCK_Q 64
 /* Floats of private accumulators (scores + output) a work-item may hold before it spills. */
 #define FA_CL_PRIVATE_FLOATS 192
-/* Tiled variant: keys per work-item and the largest head_dim it takes (its O tile is TM x D/NX). */
+/* Tiled variant: keys per work-item and the most query rows per work-item (its O tile is TM x D/NX).
+ * It takes any head_dim; the planner gives it head_dim_padded > FA_CL_TILED_MAX_DIM only where the
+ * device's register budget is known (the rows variant cannot hold O of 256 columns in registers). */
 #define FA_CL_TILED_TN 4
 #define FA_CL_TILED_TM 4
 #define FA_CL_TILED_MAX_DIM 128
@@ -104,11 +108,27 @@ typedef struct fa_cl_tiles {
  * (B_c/TN x (B_r + 4) floats):
  *     local_mem_bytes = 4 * ((B_r + B_c) * (d_padded + 4) + (B_c + B_c/TN) * (B_r + 4))
  * with B_c = 32 and B_r the largest multiple of 16 (up to 64) that fits; where not even B_r = 16
- * fits, the rows variant is planned instead.
+ * fits, the rows variant is planned instead. TM is the largest of 4, 2, 1 whose private floats fit
+ * the device's register budget (4 when the budget is unknown); where none fits, TM = 1 (it spills
+ * less than the rows variant would).
  * On failure returns FA_CL_ERROR_UNSUPPORTED (or INVALID_ARGUMENT for a bad forced tile) with a message.
  */
 /* Local bytes the tiled kernel needs for a tile (the formula above). */
 size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item);
+
+/* 32-bit registers a work-item of these kernels can hold before the vendor's compiler spills, or 0
+ * when unknown (NVIDIA: no offline compiler checks it here; the tiles measured there stay).
+ * Intel: IGC gives a hardware thread 128 GRFs (no large-GRF mode); it compiles these kernels SIMD8
+ * where the device has 8-wide sub-groups (32-byte GRFs: 128 floats a work-item) and SIMD32 on
+ * Xe-HPC, whose narrowest sub-group is 16 (64-byte GRFs: 64). AMD: 256 VGPRs a lane, of which
+ * the compiler keeps about a quarter for addresses and loads in flight (clang 19 spills the tiled
+ * kernel at d = 256, TM = 4, which the model puts at 228): 192. */
+int fa_cl_private_floats(fa_cl_vendor vendor, int min_subgroup);
+
+/* Private floats a work-item keeps live in the tiled kernel (TM rows, TN keys, NX = B_c / TN) and in
+ * the rows kernel: the model the planner compares with fa_cl_private_floats. */
+int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
+int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded);
 
 /* Local memory a work-group really gets on NVIDIA GPUs of compute capability major.minor when the
  * kernel declares it statically: NVIDIA's OpenCL reports 48 KiB, the hardware gives a block more

@@ -67,9 +67,15 @@ static void print_profile(const fa_cl_device_profile *p)
         printf("  %-24s %s, target %s\n", "Offline compiler", p->compiler, p->target);
     else
         printf("  %-24s none here (the generic SPIR check still compiles its plans)\n", "Offline compiler");
-    printf("  Planner limits: local memory %zu bytes (%s), max work-group %zu, %s variant preferred\n",
-           lim.local_mem_size, lim.local_mem_source ? lim.local_mem_source : "device local memory",
-           lim.max_work_group, lim.prefer_tiled ? "tiled" : "rows");
+    printf("  Planner limits: local memory %zu bytes (%s), max work-group %zu, %s variant preferred,\n"
+           "    registers a work-item holds without spilling: ", lim.local_mem_size,
+           lim.local_mem_source ? lim.local_mem_source : "device local memory", lim.max_work_group,
+           lim.prefer_tiled ? "tiled" : "rows");
+    if (lim.private_floats > 0)
+        printf("%d floats\n", lim.private_floats);
+    else
+        printf("unknown (the measured defaults: TM = %d, tiled up to head_dim %d)\n", FA_CL_TILED_TM,
+               FA_CL_TILED_MAX_DIM);
     printf("    head_dim dtype  B_r  B_c rows/item keys/item WG size  local bytes/budget  kernel\n");
     for (size_t h = 0; h < COUNT_OF(table_head_dims); h++) {
         for (size_t d = 0; d < COUNT_OF(table_dtypes); d++) {
@@ -159,9 +165,10 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *wrote_row
                 return 1;
             }
             *(t.variant == FA_CL_VARIANT_TILED ? wrote_tiled : wrote_rows) = 1;
-            fprintf(tsv, "%s\t%s\t%s\t%s\t%d\t%s\tboth\t%d\t%zu\t%s.cl\t%s\n", p->name, p->compiler ? p->compiler : "-",
-                    p->target ? p->target : "-", t.kernel, req.head_dim, fa_cl__dtype_name(req.dtype),
-                    t.work_group_size, t.local_mem_bytes, t.kernel, full);
+            fprintf(tsv, "%s\t%s\t%s\t%s\t%d\t%s\tboth\t%d\t%zu\t%zu\t%s.cl\t%s\n", p->name,
+                    p->compiler ? p->compiler : "-", p->target ? p->target : "-", t.kernel, req.head_dim,
+                    fa_cl__dtype_name(req.dtype), t.work_group_size, t.local_mem_bytes, t.local_mem_budget, t.kernel,
+                    full);
         }
     }
     return 0;
@@ -176,8 +183,8 @@ static int emit(const char *which, const char *dir)
         fprintf(stderr, "fa_cl_info: cannot write %s: %s\n", path, strerror(errno));
         return 1;
     }
-    fprintf(tsv, "profile\tcompiler\ttarget\tvariant\thead_dim\tdtype\tcausal\twork_group\tlocal_bytes\tsource\t"
-                 "options\n");
+    fprintf(tsv, "profile\tcompiler\ttarget\tvariant\thead_dim\tdtype\tcausal\twork_group\tlocal_bytes\t"
+                 "local_budget\tsource\toptions\n");
     int rc = 0, rows = 0, tiled = 0, n = 0;
     for (int i = 0; i < fa_cl_profile_count() && rc == 0; i++) {
         const fa_cl_device_profile *p = fa_cl_profile_get(i);
