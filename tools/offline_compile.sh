@@ -178,6 +178,10 @@ fi
 have=""
 missing=""
 CLANG=${CLANG:-$(find_clang || true)}
+if [ -n "$CLANG" ] && ! command -v "$CLANG" >/dev/null 2>&1; then
+    echo "offline_compile.sh: $CLANG not found"
+    CLANG=""
+fi
 AMD_BITCODE=""
 for c in ${want//,/ }; do
     case "$c" in
@@ -187,9 +191,9 @@ for c in ${want//,/ }; do
     amd)
         AMD_BITCODE=$(find_rocm_bitcode || true)
         if [ -n "$CLANG" ] && [ -n "$AMD_BITCODE" ]; then have="$have amd"
-        else missing="$missing amd(clang-15 and rocm-device-libs)"; fi ;;
+        else missing="$missing amd(clang-15 or newer, and rocm-device-libs)"; fi ;;
     spir)
-        if [ -n "$CLANG" ]; then have="$have spir"; else missing="$missing spir(clang-15)"; fi ;;
+        if [ -n "$CLANG" ]; then have="$have spir"; else missing="$missing spir(clang-15 or newer)"; fi ;;
     *) echo "offline_compile.sh: unknown compiler family '$c' (intel, amd, spir)" >&2; exit 2 ;;
     esac
 done
