@@ -504,6 +504,8 @@ static void human_plans(const device_report *r)
            PLAN_SEQLEN);
     printf("    Planner limits: local memory %zu bytes (%s), max work-group %zu", l->local_mem_size,
            l->local_mem_is_global ? "type global" : "type local", l->max_work_group);
+    if (l->private_floats > 0)
+        printf(", %d registers a work-item", l->private_floats);
     if (l->local_mem_cap)
         printf(", FA_CL_LOCAL_MEM_BYTES %zu", l->local_mem_cap);
     const char *tile = getenv("FA_CL_TILE"); /* as typed: its fields are the library's to parse */
@@ -711,6 +713,7 @@ static void json_plans(json *w, const device_report *r)
         json_bool(w, "local_mem_is_global", l->local_mem_is_global);
         json_num(w, "max_work_group", l->max_work_group);
         json_num(w, "local_mem_cap", l->local_mem_cap);
+        json_num(w, "private_floats", (unsigned long long)l->private_floats);
         const char *tile = getenv("FA_CL_TILE");
         json_str(w, "forced_tile", tile && *tile ? tile : NULL);
         json_close(w, '}');
