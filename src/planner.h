@@ -125,8 +125,9 @@ size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, i
  * kernel at d = 256, TM = 4, which the model puts at 228): 192. */
 int fa_cl_private_floats(fa_cl_vendor vendor, int min_subgroup);
 
-/* Private floats a work-item keeps live in the tiled kernel (TM rows, TN keys, NX = B_c / TN) and in
- * the rows kernel: the model the planner compares with fa_cl_private_floats. */
+/* Private floats a work-item keeps live in the tiled kernel (TM rows, TN keys, NX = B_c / TN), which
+ * the planner compares with fa_cl_private_floats, and in the rows kernel (for reports: its O row
+ * alone is head_dim floats). */
 int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
 int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded);
 

@@ -206,6 +206,11 @@ if [ -z "$have" ]; then
 fi
 
 if [ -n "$keep" ]; then
+    # a new or empty directory, or one of an earlier --keep (never wipe anything else)
+    if [ -e "$keep" ] && [ -n "$(ls -A "$keep" 2>/dev/null)" ] && [ ! -f "$keep/builds.tsv" ]; then
+        echo "offline_compile.sh: --keep $keep: not empty and not an earlier run's directory" >&2
+        exit 2
+    fi
     WORK=$keep
     rm -rf "$WORK"
     mkdir -p "$WORK"
