@@ -1,4 +1,5 @@
 /* Plans for the fused forward pass: planning, compiling, launching, and the context's plan cache. */
+#include "build_options.h"
 #include "fa_cl_internal.h"
 
 #include <math.h>
@@ -26,33 +27,19 @@ struct fa_cl_plan_entry {
 
 #define FA_CL_PLAN_CACHE_MAX 64
 
-static const char *const rows_files[] = {"fa_common.cl", "fa_forward.cl"};
-static const char *const tiled_files[] = {"fa_common.cl", "fa_forward_tiled.cl"};
-static const char *const mma_files[] = {"fa_common.cl", "fa_forward_nv_mma.cl"};
-
-/* Build the kernel variant for the tiles chosen: sizes and storage type become -D options. */
+/* Build the kernel variant for the tiles chosen: sizes and storage type become -D options
+ * (build_options.c, shared with the offline compile checks). */
 static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t, cl_kernel *out)
 {
-    const fa_cl_device_props *p = &ctx->props;
-    int gpu = (p->type & CL_DEVICE_TYPE_GPU) != 0;
-    int tiled = t->variant == FA_CL_VARIANT_TILED;
     char options[512];
-    int n = snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DD_PAD=%d -DBLOCK_Q=%d -DBLOCK_KV=%d",
-                     (int)v->d.dtype, (int)v->d.head_dim, t->head_dim_padded, t->block_q, t->block_kv);
-    const char *const *files = tiled ? tiled_files : rows_files;
-    if (t->variant == FA_CL_VARIANT_NV_MMA) {
-        files = mma_files;
-        if (fa_cl__rows_aligned16(&v->d))
-            n += snprintf(options + n, sizeof options - (size_t)n, " -DFA_ALIGNED16");
-    }
-    else if (tiled)
-        n += snprintf(options + n, sizeof options - (size_t)n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
-    else
-        n += snprintf(options + n, sizeof options - (size_t)n, " -DROWS=%d", t->rows_per_item);
-    if (gpu)
-        snprintf(options + n, sizeof options - (size_t)n, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable");
+    int gpu = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
+    if (fa_cl_build_options(t, v->d.dtype, (int)v->d.head_dim, gpu, options, sizeof options) < 0)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: build options longer than %zu characters",
+                           sizeof options - 1);
+    const char *const *files;
+    int nfiles = fa_cl_variant_files(t->variant, &files);
     cl_program prog;
-    fa_cl_status st = fa_cl__program_get(ctx, files, 2, options, &prog);
+    fa_cl_status st = fa_cl__program_get(ctx, files, nfiles, options, &prog);
     if (st != FA_CL_SUCCESS)
         return st;
     cl_int err;

@@ -309,26 +309,32 @@ cl_device_id fa_cl_context_device(const fa_cl_context *ctx) { return ctx ? ctx->
 
 void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
 {
-    memset(out, 0, sizeof *out);
-    out->local_mem_size = (size_t)ctx->props.local_mem_size;
-    size_t nv = ctx->props.is_nvidia ? fa_cl_nvidia_static_local_bytes(ctx->props.nv_cc_major, ctx->props.nv_cc_minor) : 0;
-    if (nv > out->local_mem_size) {
-        out->local_mem_size = nv;
-        out->local_mem_source = "NVIDIA static local memory (compute capability table)";
-    }
+    const fa_cl_device_props *p = &ctx->props;
+    fa_cl_device_traits dev = {0};
+    dev.is_gpu = (p->type & CL_DEVICE_TYPE_GPU) != 0;
+    /* device.c clears the vendor flags of CPUs: they take the generic path */
+    dev.vendor = p->is_nvidia ? FA_CL_VENDOR_NVIDIA
+                 : p->is_amd  ? FA_CL_VENDOR_AMD
+                 : p->is_intel ? FA_CL_VENDOR_INTEL
+                               : FA_CL_VENDOR_OTHER;
+    dev.local_mem_size = (size_t)p->local_mem_size;
+    dev.local_mem_is_global = p->local_mem_is_global;
+    dev.max_work_group = p->max_work_group_size;
+    dev.nv_cc_major = p->nv_cc_major;
+    dev.nv_cc_minor = p->nv_cc_minor;
+    dev.min_subgroup = p->min_subgroup;
+    fa_cl_limits_for_device(&dev, out);
+    /* the environment, read at context creation */
     if (ctx->env.local_mem_override) {
         out->local_mem_size = ctx->env.local_mem_override;
         out->local_mem_source = "FA_CL_LOCAL_MEM_OVERRIDE";
     }
-    out->local_mem_is_global = ctx->props.local_mem_is_global;
-    out->max_work_group = ctx->props.max_work_group_size;
     out->local_mem_cap = ctx->env.local_mem_cap;
     out->forced_q = ctx->env.tile_q;
     out->forced_kv = ctx->env.tile_kv;
     out->forced_rows = ctx->env.tile_rows;
     out->forced_cols = ctx->env.tile_cols;
     out->forced_variant = ctx->env.variant;
-    out->prefer_tiled = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
-    out->nv_mma = ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8 && !ctx->env.vendor_path_off &&
-                  !ctx->mma_failed;
+    /* FA_CL_VENDOR_PATH=0, or a tensor-core build that failed here: portable kernels only */
+    out->nv_mma = out->nv_mma && !ctx->env.vendor_path_off && !ctx->mma_failed;
 }

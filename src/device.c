@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef CL_DEVICE_SUB_GROUP_SIZES_INTEL
+#define CL_DEVICE_SUB_GROUP_SIZES_INTEL 0x4108 /* cl_intel_required_subgroup_size */
+#endif
+
 #ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
 #define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
 #define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
@@ -117,6 +121,15 @@ fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_
             clGetDeviceInfo(device, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof minor, &minor, NULL) == CL_SUCCESS) {
             out->nv_cc_major = (int)major;
             out->nv_cc_minor = (int)minor;
+        }
+    }
+    /* the narrowest SIMD width IGC may compile for: it sets the register budget (planner.h) */
+    if (has_extension(out->extensions, "cl_intel_required_subgroup_size")) {
+        size_t sizes[16], bytes = 0;
+        if (clGetDeviceInfo(device, CL_DEVICE_SUB_GROUP_SIZES_INTEL, sizeof sizes, sizes, &bytes) == CL_SUCCESS) {
+            for (size_t i = 0; i < bytes / sizeof sizes[0] && i < 16; i++)
+                if (sizes[i] > 0 && (out->min_subgroup == 0 || (int)sizes[i] < out->min_subgroup))
+                    out->min_subgroup = (int)sizes[i];
         }
     }
     return FA_CL_SUCCESS;

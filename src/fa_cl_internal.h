@@ -47,6 +47,7 @@ typedef struct fa_cl_device_props {
     int has_fp16, has_fp64, has_subgroups;
     int is_nvidia, is_amd, is_intel;
     int nv_cc_major, nv_cc_minor; /* cl_nv_device_attribute_query; 0 when absent */
+    int min_subgroup;             /* narrowest of CL_DEVICE_SUB_GROUP_SIZES_INTEL; 0 when absent */
     char extensions[8192];        /* truncated if longer */
 } fa_cl_device_props;
 
@@ -115,6 +116,9 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out);
  * *owned is set to a heap copy the caller frees when the text came from disk (NULL otherwise).
  * The text starts with a #line directive naming cl/<name>. */
 fa_cl_status fa_cl__kernel_source(fa_cl_context *ctx, const char *name, const char **text, char **owned);
+
+/* The copy of cl/<name> embedded at build time (starting with its #line directive), or NULL. */
+const char *fa_cl__embedded_text(const char *name);
 
 /* Build (or fetch from the context cache) a program from the named cl/ files, concatenated in order,
  * with the options given (the library adds -cl-std=CL1.2 and FA_CL_BUILD_OPTIONS). On success

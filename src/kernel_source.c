@@ -12,6 +12,14 @@ typedef struct fa_cl__embedded_source {
 /* generated: fa_cl_embedded_kernels.c; internal like every fa_cl__ name (hidden in the shared library) */
 extern const fa_cl__embedded_source fa_cl__embedded_sources[];
 
+const char *fa_cl__embedded_text(const char *name)
+{
+    for (const fa_cl__embedded_source *s = fa_cl__embedded_sources; s->name; s++)
+        if (strcmp(s->name, name) == 0)
+            return s->text;
+    return NULL;
+}
+
 static fa_cl_status read_from_dir(fa_cl_context *ctx, const char *name, char **owned)
 {
     char path[1200];
@@ -56,11 +64,8 @@ fa_cl_status fa_cl__kernel_source(fa_cl_context *ctx, const char *name, const ch
             *text = *owned;
         return st;
     }
-    for (const fa_cl__embedded_source *s = fa_cl__embedded_sources; s->name; s++) {
-        if (strcmp(s->name, name) == 0) {
-            *text = s->text;
-            return FA_CL_SUCCESS;
-        }
-    }
+    *text = fa_cl__embedded_text(name);
+    if (*text)
+        return FA_CL_SUCCESS;
     return fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "no embedded kernel source named cl/%s", name);
 }

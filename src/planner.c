@@ -76,7 +76,53 @@ static fa_cl_status plan_mma(const fa_cl_limits *lim, const fa_cl_tile_request *
     out->head_dim_padded = dp;
     out->elem_bytes = 2;
     out->local_mem_bytes = fa_cl_mma_local_bytes(br, bc, dp);
+    out->aligned16 = req->aligned16;
     return FA_CL_SUCCESS;
+}
+
+void fa_cl_limits_for_device(const fa_cl_device_traits *dev, fa_cl_limits *out)
+{
+    memset(out, 0, sizeof *out);
+    out->local_mem_size = dev->local_mem_size;
+    size_t nv = dev->vendor == FA_CL_VENDOR_NVIDIA ? fa_cl_nvidia_static_local_bytes(dev->nv_cc_major, dev->nv_cc_minor)
+                                                   : 0;
+    if (nv > out->local_mem_size) {
+        out->local_mem_size = nv;
+        out->local_mem_source = "NVIDIA static local memory (compute capability table)";
+    }
+    out->local_mem_is_global = dev->local_mem_is_global;
+    out->max_work_group = dev->max_work_group;
+    out->prefer_tiled = dev->is_gpu;
+    out->private_floats = dev->is_gpu ? fa_cl_private_floats(dev->vendor, dev->min_subgroup) : 0;
+    out->rows_small_dims = dev->is_gpu && dev->vendor == FA_CL_VENDOR_NVIDIA;
+    /* tensor cores through mma.sync: Ampere and later */
+    out->nv_mma = dev->vendor == FA_CL_VENDOR_NVIDIA && dev->nv_cc_major >= 8;
+}
+
+int fa_cl_private_floats(fa_cl_vendor vendor, int min_subgroup)
+{
+    switch (vendor) {
+    case FA_CL_VENDOR_INTEL: return min_subgroup >= 16 ? 64 : 128;
+    case FA_CL_VENDOR_AMD: return 192; /* of 256 VGPRs: a quarter goes to addresses and loads in flight */
+    case FA_CL_VENDOR_NVIDIA:
+    case FA_CL_VENDOR_OTHER: break;
+    }
+    return 0;
+}
+
+/* O accumulators (TM x OC float4), the V chunks of one key (OC float4), scores (TM x TN), the Q and
+ * K operands (TM + TN float4), P of one key (TM) and the row state m, l, lo, hi (4 x TM). IGC
+ * (ocloc 22.43) spills exactly where this exceeds its budget (docs/portability.md). */
+int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded)
+{
+    int oc = (head_dim_padded / 4 + nx - 1) / nx;
+    return 4 * tm * oc + 4 * oc + tm * tn + 4 * (tm + tn) + tm + 4 * tm;
+}
+
+/* O (ROWS x D_PAD), scores (ROWS x B_c), Q operands and row state (8 x ROWS), one K chunk (4). */
+int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded)
+{
+    return rows * (head_dim_padded + block_kv + 8) + 4;
 }
 
 size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item)
@@ -84,6 +130,17 @@ size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, i
     size_t pitch_q = (size_t)block_q + 4;
     return 4 * ((size_t)(block_q + block_kv) * (size_t)(head_dim_padded + 4) +
                 (size_t)(block_kv + block_kv / cols_per_item) * pitch_q);
+}
+
+/* Largest multiple of 16 rows (up to the tiled cap) whose tile fits the local budget and whose
+ * work-group the device takes, for TM rows per work-item; 0 when none does. */
+static int tiled_block_q(const fa_cl_limits *lim, int tm, int tn, int bc, int dpad, size_t budget)
+{
+    const size_t max_wg = lim->max_work_group ? lim->max_work_group : 1;
+    for (int r = FA_CL_TILED_MAX_BLOCK_Q; r >= 16; r -= 16)
+        if ((size_t)(r / tm) * (size_t)(bc / tn) <= max_wg && fa_cl_tiled_local_bytes(r, bc, dpad, tn) <= budget)
+            return r;
+    return 0;
 }
 
 /* The register-tiled variant. Returns FA_CL_ERROR_UNSUPPORTED without a message when no tile fits
@@ -99,9 +156,9 @@ static fa_cl_status plan_tiled(const fa_cl_limits *lim, const fa_cl_tile_request
         bc = lim->forced_kv;
         tm = lim->forced_rows > 0 ? lim->forced_rows : FA_CL_TILED_TM;
         size_t need = fa_cl_tiled_local_bytes(br, bc, dpad, tn);
-        if (bc % tn || br % tm || tm > 8 || tn > 16 || dpad > FA_CL_TILED_MAX_DIM) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel: B_c must be a multiple of %d, B_r of "
-                     "the rows (at most 8), and head_dim at most %d", br, bc, tm, tn, FA_CL_TILED_MAX_DIM);
+        if (bc % tn || br % tm || tm > 8 || tn > 16) {
+            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel: B_c must be a multiple of %d and B_r "
+                     "of the rows (at most 8)", br, bc, tm, tn);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
         if (need > budget || (size_t)(br / tm) * (size_t)(bc / tn) > max_wg) {
@@ -112,18 +169,23 @@ static fa_cl_status plan_tiled(const fa_cl_limits *lim, const fa_cl_tile_request
         }
         out->forced = 1;
     } else {
-        if (dpad > FA_CL_TILED_MAX_DIM)
+        /* beyond FA_CL_TILED_MAX_DIM only where asked to or where registers are known to be short */
+        if (dpad > FA_CL_TILED_MAX_DIM && lim->forced_variant != FA_CL_VARIANT_TILED && lim->private_floats <= 0)
             return FA_CL_ERROR_UNSUPPORTED;
-        tm = FA_CL_TILED_TM;
         int64_t need_kv = round_up(req->seqlen_k > 0 ? req->seqlen_k : 1, FA_CL_TILE_ALIGN);
         int64_t need_q = round_up(req->seqlen_q > 0 ? req->seqlen_q : 1, 16);
         bc = (int)min64(32, need_kv);
+        /* the most rows per work-item whose registers fit; TM = 1 (fewest) when none does */
+        const int regs = lim->private_floats;
         br = 0;
-        for (int r = FA_CL_TILED_MAX_BLOCK_Q; r >= 16; r -= 16) {
-            if ((size_t)(r / tm) * (size_t)(bc / tn) <= max_wg && fa_cl_tiled_local_bytes(r, bc, dpad, tn) <= budget) {
-                br = r;
-                break;
-            }
+        tm = FA_CL_TILED_TM;
+        for (int t = FA_CL_TILED_TM; t >= 1 && br == 0; t /= 2) {
+            if (regs > 0 && t > 1 && fa_cl_tiled_private_floats(t, tn, bc / tn, dpad) > regs)
+                continue;
+            tm = t;
+            br = tiled_block_q(lim, t, tn, bc, dpad, budget);
+            if (regs <= 0)
+                break; /* register budget unknown: TM = FA_CL_TILED_TM only, as measured */
         }
         if (br == 0)
             return FA_CL_ERROR_UNSUPPORTED;
@@ -180,7 +242,8 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
         return FA_CL_ERROR_UNSUPPORTED;
     }
     int want_tiled = lim->forced_variant ? lim->forced_variant == FA_CL_VARIANT_TILED
-                                         : lim->prefer_tiled && dpad > FA_CL_GPU_ROWS_MAX_DIM;
+                                         : lim->prefer_tiled &&
+                                               !(lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM);
     if (want_tiled) {
         fa_cl_status st = plan_tiled(lim, req, dpad, budget, out, msg, msg_size);
         if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT)
@@ -231,7 +294,7 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
         const int64_t need_kv = round_up(req->seqlen_k > 0 ? req->seqlen_k : 1, FA_CL_TILE_ALIGN);
         /* GPUs at head_dim <= 64: 16-key blocks leave room for two rows per work-item in registers
          * (measured fastest on an H200, docs/performance.md) */
-        const int small_gpu_rows = lim->prefer_tiled && dpad <= FA_CL_GPU_ROWS_MAX_DIM;
+        const int small_gpu_rows = lim->prefer_tiled && lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM;
         int64_t c = min64(small_gpu_rows ? FA_CL_GPU_ROWS_BLOCK_KV : FA_CL_MAX_BLOCK_KV, need_kv);
         int64_t r_budget = (rows_fit - c) / FA_CL_TILE_ALIGN * FA_CL_TILE_ALIGN;
         int64_t r_max = min64(FA_CL_MAX_BLOCK_Q, (int64_t)max_wg * 2);

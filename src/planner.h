@@ -16,10 +16,33 @@ typedef struct fa_cl_limits {
     int forced_q, forced_kv;   /* FA_CL_TILE, 0 = none */
     int forced_rows;           /* FA_CL_TILE's optional third field: rows per work-item, 0 = planner's */
     int forced_cols;           /* FA_CL_TILE's optional fourth field: keys per work-item (tiled), 0 = planner's */
-    int prefer_tiled;          /* GPUs: tiled kernel above FA_CL_GPU_ROWS_MAX_DIM, 16-key rows kernel below */
+    int prefer_tiled;          /* GPUs: the tiled kernel (but see rows_small_dims) */
+    int rows_small_dims;       /* NVIDIA: the rows kernel with 16-key blocks up to FA_CL_GPU_ROWS_MAX_DIM (measured) */
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
     int nv_mma;                /* NVIDIA, compute capability >= 8.0, vendor path allowed (FA_CL_VENDOR_PATH) */
+    int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
 } fa_cl_limits;
+
+/* GPU vendors whose compilers the planner knows something about. */
+typedef enum fa_cl_vendor {
+    FA_CL_VENDOR_OTHER = 0,
+    FA_CL_VENDOR_NVIDIA = 1,
+    FA_CL_VENDOR_AMD = 2,
+    FA_CL_VENDOR_INTEL = 3,
+} fa_cl_vendor;
+
+/* The device properties the planner's limits come from: queried from a live device (context.c)
+ * or read from a named profile (profiles.c). Both go through fa_cl_limits_for_device so that the
+ * offline checks plan exactly as the library would on the device. */
+typedef struct fa_cl_device_traits {
+    int is_gpu;                /* CL_DEVICE_TYPE_GPU */
+    fa_cl_vendor vendor;       /* FA_CL_VENDOR_OTHER for CPUs whatever their maker */
+    size_t local_mem_size;     /* CL_DEVICE_LOCAL_MEM_SIZE */
+    int local_mem_is_global;   /* CL_DEVICE_LOCAL_MEM_TYPE == CL_GLOBAL */
+    size_t max_work_group;     /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    int nv_cc_major, nv_cc_minor; /* cl_nv_device_attribute_query; 0 when absent */
+    int min_subgroup;          /* Intel: narrowest of CL_DEVICE_SUB_GROUP_SIZES_INTEL; 0 when unknown */
+} fa_cl_device_traits;
 
 /* Kernel variants; both are portable OpenCL C 1.2. */
 typedef enum fa_cl_variant {
@@ -49,6 +72,7 @@ typedef struct fa_cl_tiles {
     size_t local_mem_budget;  /* what the tiles had to fit */
     const char *budget_source;/* "device local memory", "FA_CL_LOCAL_MEM_BYTES", "cache (local memory is global)" */
     int forced;               /* FA_CL_TILE decided it */
+    int aligned16;            /* tensor-core plan: rows are 16-byte aligned, copy tiles asynchronously */
 } fa_cl_tiles;
 
 /* Kernel vector width along head_dim and the largest head_dim any kernel supports. */
@@ -65,7 +89,9 @@ typedef struct fa_cl_tiles {
 #define FA_CL_TILED_MAX_BLOCK_Q 64
 /* Floats of private accumulators (scores + output) a work-item may hold before it spills. */
 #define FA_CL_PRIVATE_FLOATS 192
-/* Tiled variant: keys per work-item and the largest head_dim it takes (its O tile is TM x D/NX). */
+/* Tiled variant: keys per work-item and the most query rows per work-item (its O tile is TM x D/NX).
+ * It takes any head_dim; the planner gives it head_dim_padded > FA_CL_TILED_MAX_DIM only where the
+ * device's register budget is known (the rows variant cannot hold O of 256 columns in registers). */
 #define FA_CL_TILED_TN 4
 #define FA_CL_TILED_TM 4
 #define FA_CL_TILED_MAX_DIM 128
@@ -78,8 +104,9 @@ typedef struct fa_cl_tiles {
  * asynchronous-copy build doubles the K and V tiles; the compiled kernel's report is checked). */
 size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded);
 
-/* GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per
- * work-item fit the registers there); above it, the tiled variant. */
+/* NVIDIA GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per
+ * work-item fit the registers there: 31.8 vs 25.2 TFLOP/s on an H200); above it, the tiled variant.
+ * Other GPUs keep the tiled variant, whose register use the planner models per vendor. */
 #define FA_CL_GPU_ROWS_MAX_DIM 64
 #define FA_CL_GPU_ROWS_BLOCK_KV 16
 /* Budget assumed for CPU devices, whose "local" memory is ordinary cached memory: a per-core L2
@@ -101,16 +128,59 @@ size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded);
  * (B_c/TN x (B_r + 4) floats):
  *     local_mem_bytes = 4 * ((B_r + B_c) * (d_padded + 4) + (B_c + B_c/TN) * (B_r + 4))
  * with B_c = 32 and B_r the largest multiple of 16 (up to 64) that fits; where not even B_r = 16
- * fits, the rows variant is planned instead.
+ * fits, the rows variant is planned instead. TM is the largest of 4, 2, 1 whose private floats fit
+ * the device's register budget (4 when the budget is unknown); where none fits, TM = 1 (it spills
+ * less than the rows variant would).
  * On failure returns FA_CL_ERROR_UNSUPPORTED (or INVALID_ARGUMENT for a bad forced tile) with a message.
  */
 /* Local bytes the tiled kernel needs for a tile (the formula above). */
 size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item);
 
+/* 32-bit registers a work-item of these kernels can hold before the vendor's compiler spills, or 0
+ * when unknown (NVIDIA: no offline compiler checks it here; the tiles measured there stay).
+ * Intel: IGC gives a hardware thread 128 GRFs (no large-GRF mode); it compiles these kernels SIMD8
+ * where the device has 8-wide sub-groups (32-byte GRFs: 128 floats a work-item) and SIMD32 on
+ * Xe-HPC, whose narrowest sub-group is 16 (64-byte GRFs: 64). AMD: 256 VGPRs a lane, of which
+ * the compiler keeps about a quarter for addresses and loads in flight (clang 19 spills the tiled
+ * kernel at d = 256, TM = 4, which the model puts at 228): 192. */
+int fa_cl_private_floats(fa_cl_vendor vendor, int min_subgroup);
+
+/* Private floats a work-item keeps live in the tiled kernel (TM rows, TN keys, NX = B_c / TN), which
+ * the planner compares with fa_cl_private_floats, and in the rows kernel (for reports: its O row
+ * alone is head_dim floats). */
+int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
+int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded);
+
 /* Local memory a work-group really gets on NVIDIA GPUs of compute capability major.minor when the
  * kernel declares it statically: NVIDIA's OpenCL reports 48 KiB, the hardware gives a block more
  * (checked on an H200 up to 200 KiB with tools/h200_session.sh's probe). 0 = no larger value known. */
 size_t fa_cl_nvidia_static_local_bytes(int major, int minor);
+
+/* Planner limits of a device before the environment (FA_CL_LOCAL_MEM_BYTES, FA_CL_TILE, ...) is
+ * applied: the whole of out is written. */
+void fa_cl_limits_for_device(const fa_cl_device_traits *dev, fa_cl_limits *out);
+
+/* A named device the planner can plan for without having it (profiles.c): what the device's
+ * OpenCL driver reports, and which offline compiler builds for it. */
+typedef struct fa_cl_device_profile {
+    const char *name;            /* "intel-arc-a770" */
+    const char *description;     /* "Intel Arc A770 (Xe-HPG, DG2-512)" */
+    fa_cl_device_traits traits;  /* what fa_cl_limits_for_device needs */
+    unsigned compute_units;      /* CL_DEVICE_MAX_COMPUTE_UNITS */
+    int preferred_multiple;      /* SIMD / wave width work-groups should be a multiple of */
+    const char *extensions;      /* the CL_DEVICE_EXTENSIONS that matter to fa_cl (none is used) */
+    const char *compiler;        /* offline compiler family: "ocloc", "amdgcn" or NULL (none here) */
+    const char *target;          /* its target: "dg2", "gfx1100", ... */
+    const char *source;          /* where the numbers come from */
+} fa_cl_device_profile;
+
+int fa_cl_profile_count(void);
+/* Profile i (0 <= i < count), or NULL. */
+const fa_cl_device_profile *fa_cl_profile_get(int i);
+/* By name, or NULL. */
+const fa_cl_device_profile *fa_cl_profile_find(const char *name);
+/* The planner limits the library would derive on that device with no FA_CL_* variable set. */
+void fa_cl_profile_limits(const fa_cl_device_profile *p, fa_cl_limits *out);
 
 fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
                               size_t msg_size);

@@ -1,5 +1,6 @@
 /* Program builds and the per-context program cache (keyed by source text and build options); misses
  * go to the on-disk binary cache (binary_cache.c) before compiling from source. */
+#include "build_options.h"
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
@@ -72,8 +73,7 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
 
     char full[4096];
     if (st == FA_CL_SUCCESS) {
-        int n = snprintf(full, sizeof full, "-cl-std=CL1.2 %s %s", options, ctx->env.build_options);
-        if (n < 0 || (size_t)n >= sizeof full)
+        if (fa_cl_full_build_options(options, ctx->env.build_options, full, sizeof full) < 0)
             st = fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "build options longer than %zu characters",
                              sizeof full - 1);
     }

@@ -135,10 +135,6 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     return NULL;
 }
 
-/* The tiled variant takes head_dim_padded <= FA_CL_TILED_MAX_DIM only: forced, larger ones must be
- * refused with FA_CL_ERROR_UNSUPPORTED. Returns 1 when the case was handled that way. */
-static int tiled_refuses(const char *label, int idx, const tu_case *c);
-
 /* ---- running one case ------------------------------------------------------------------------- */
 
 static void sleep_ms(int ms)
@@ -270,28 +266,9 @@ static void report(const char *label, int idx, const tu_case *c, int api, const 
               ms, detail);
 }
 
-static int tiled_refuses(const char *label, int idx, const tu_case *c)
-{
-    if (env_variant != FA_CL_VARIANT_TILED || (c->D + 3) / 4 * 4 <= FA_CL_TILED_MAX_DIM)
-        return 0;
-    fa_cl_attention_desc d;
-    fa_cl_attention_desc_init(&d, c->B, c->Hq, c->Sq, c->Sk, c->D, c->dtype);
-    d.heads_kv = c->Hkv;
-    fa_cl_plan *plan = NULL;
-    fa_cl_status st = fa_cl_plan_create(g_ctx, &d, &plan);
-    fa_cl_plan_release(plan);
-    char cs[256];
-    tu_case_format(c, cs, sizeof cs);
-    tu_expect(&tally, st == FA_CL_ERROR_UNSUPPORTED, "%s #%d %s: FA_CL_KERNEL_VARIANT=tiled, head_dim > %d -> %s: %.200s",
-              label, idx, cs, FA_CL_TILED_MAX_DIM, fa_cl_status_string(st), fa_cl_last_error(g_ctx));
-    return 1;
-}
-
 static void run_case(fa_cl_context *ctx, const char *label, int idx, const tu_case *c, int api)
 {
     const double t0 = tu_now_ms();
-    if (tiled_refuses(label, idx, c))
-        return;
     tu_problem p;
     fa_cl_plan_info info;
     memset(&info, 0, sizeof info);

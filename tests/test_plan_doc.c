@@ -23,19 +23,19 @@ typedef struct doc_row {
 #define KIB ((size_t)1024)
 static const doc_row rows[] = {
     /* local      gpu  d    kernel            B_r B_c rows WG  bytes */
-    {48 * KIB, 0, 64, "portable", 128, 32, 2, 64, 40960},
+    {48 * KIB, 0, 64, "portable", 128, 32, 1, 128, 40960},
     {48 * KIB, 0, 128, "portable", 64, 32, 1, 64, 49152},
     {48 * KIB, 0, 256, "portable", 24, 24, 1, 24, 49152},
     {48 * KIB, 1, 64, "portable-tiled", 64, 32, 4, 128, 36992},
     {48 * KIB, 1, 128, "portable-tiled", 32, 32, 4, 64, 39552},
     {48 * KIB, 1, 256, "portable", 24, 24, 1, 24, 49152},
-    {64 * KIB, 0, 64, "portable", 128, 32, 2, 64, 40960},
+    {64 * KIB, 0, 64, "portable", 128, 32, 1, 128, 40960},
     {64 * KIB, 0, 128, "portable", 96, 32, 1, 96, 65536},
     {64 * KIB, 0, 256, "portable", 32, 32, 1, 32, 65536},
     {64 * KIB, 1, 64, "portable-tiled", 64, 32, 4, 128, 36992},
     {64 * KIB, 1, 128, "portable-tiled", 64, 32, 4, 128, 61568},
     {64 * KIB, 1, 256, "portable", 32, 32, 1, 32, 65536},
-    {1024 * KIB, 0, 64, "portable", 128, 32, 2, 64, 40960},
+    {1024 * KIB, 0, 64, "portable", 128, 32, 1, 128, 40960},
     {1024 * KIB, 0, 128, "portable", 128, 32, 1, 128, 81920},
     {1024 * KIB, 0, 256, "portable", 128, 32, 1, 128, 163840},
     {1024 * KIB, 1, 64, "portable-tiled", 64, 32, 4, 128, 36992},

@@ -59,6 +59,7 @@ typedef struct pcase {
     /* the variant choice (zero: the rows variant, as on CPUs) */
     int prefer_tiled, variant, frows, fcols_unused;
     const char *kernel; /* expected kernel name; NULL = "portable" */
+    int regs, tm;       /* the register budget (private_floats, 0 = unknown) and the expected TM (0: any) */
 } pcase;
 
 #define LONG 4096 /* a sequence longer than any tile */
@@ -240,9 +241,38 @@ static const pcase cases[] = {
      AMD64, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 65536, 65536, SRC_DEV, 1, 0, 0, 0, NULL},
     {"tiled preferred, 16K d=128: B_r 16 needs 4*(48*132 + 40*20) = 28544 > 16384 -> the rows variant 16x16",
      MOB16, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 16384, 16384, SRC_DEV, 1, 0, 0, 0, NULL},
-    {"FA_CL_KERNEL_VARIANT=tiled, d=256: the tiled kernel takes d_padded <= 128 -> unsupported",
-     POCL, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL, 0, FA_CL_VARIANT_TILED,
-     0, 0, NULL},
+    {"FA_CL_KERNEL_VARIANT=tiled, d=256 on PoCL (128K cache): 64 -> 4*(96*260 + 40*68) = 110720, wg 16*8 = 128",
+     POCL, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 110720, 131072, SRC_CACHE, 0,
+     FA_CL_VARIANT_TILED, 0, 0, "portable-tiled"},
+    /* ---- known register budgets (planner.h: fa_cl_tiled_private_floats, TM the largest of 4, 2, 1 that fits):
+     * oc = D_PAD/4 / 8; floats = 4*TM*oc + 4*oc + TM*4 + 4*(TM + 4) + TM + 4*TM ---- */
+    {"128 registers (Intel SIMD8), d=128: TM 4 = 64+16+16+32+4+16 = 148 > 128, TM 2 = 32+16+8+24+2+8 = 90 -> TM 2; "
+     "B_r 64: wg 32*8 = 256, 61568 bytes",
+     AMD64, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 256, 61568, 65536, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled", 128, 2},
+    {"128 registers, d=64: TM 4 = 32+8+16+32+4+16 = 108 fits -> as with no budget",
+     AMD64, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 36992, 65536, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled", 128, 4},
+    {"128 registers, d=256: the rows kernel would need 256+32+8+4 = 300; tiled TM 2 = 64+32+8+24+2+8 = 138 > 128, "
+     "TM 1 = 32+32+4+20+1+4 = 93 -> TM 1; B_r 32 -> 4*(64*260 + 40*36) = 72320 > 65536, 16 -> 53120, wg 16*8 = 128",
+     AMD64, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 16, 32, 128, 53120, 65536, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled", 128, 1},
+    {"64 registers (Intel Xe-HPC, SIMD32), d=64: TM 2 = 16+8+8+24+2+8 = 66 > 64, TM 1 = 8+8+4+20+1+4 = 45 -> TM 1; "
+     "B_r 64 -> wg 512 > 256, 48 -> 384, 32 -> 256: 4*(64*68 + 40*36) = 23168",
+     AMD64, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, 32, 32, 256, 23168, 65536, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled", 64, 1},
+    {"64 registers, d=256: not even TM 1 fits (93) -> TM 1, which spills least; 16 rows, 53120 bytes",
+     AMD64, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 16, 32, 128, 53120, 65536, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled", 64, 1},
+    {"192 registers (AMD), d=256: TM 4 = 128+32+16+32+4+16 = 228 > 192, TM 2 = 138 -> TM 2; 16 rows, wg 8*8 = 64",
+     AMD64, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 16, 32, 64, 53120, 65536, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled", 192, 2},
+    {"192 registers, d=128: TM 4 = 148 fits -> as with no budget, 64x32, wg 128",
+     AMD64, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 61568, 65536, SRC_DEV, 1, 0, 0, 0,
+     "portable-tiled", 192, 4},
+    {"192 registers, 16K d=256: no tiled tile fits 16 KiB -> the rows variant 8x8 (4*16*256 = 16384)",
+     MOB16, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 8, 8, 8, 16384, 16384, SRC_DEV, 1, 0, 0, 0, NULL, 192,
+     0},
     {"FA_CL_KERNEL_VARIANT=portable on a GPU (tiled preferred), 48K d=128 -> rows 64x32",
      NV48, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 49152, 49152, SRC_DEV, 1,
      FA_CL_VARIANT_ROWS, 0, 0, NULL},
@@ -290,7 +320,10 @@ static fa_cl_limits limits_of(const pcase *c)
     lim.forced_kv = c->forced_kv;
     lim.forced_rows = c->frows;
     lim.prefer_tiled = c->prefer_tiled;
+    /* the 48 KiB device stands for NVIDIA's OpenCL: as a GPU it gets the 16-key rows plans at d <= 64 */
+    lim.rows_small_dims = c->prefer_tiled && c->dev == NV48;
     lim.forced_variant = c->variant;
+    lim.private_floats = c->regs;
     return lim;
 }
 
@@ -307,8 +340,11 @@ static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_re
     const int dpad = round_up(req->head_dim, FA_CL_VEC);
     if (t->variant != FA_CL_VARIANT_TILED)
         return "kernel name and variant disagree";
-    if (dpad > FA_CL_TILED_MAX_DIM || t->head_dim_padded != dpad)
-        return "tiled plan for d_padded > FA_CL_TILED_MAX_DIM, or wrong d_padded";
+    if (t->head_dim_padded != dpad)
+        return "wrong d_padded";
+    if (dpad > FA_CL_TILED_MAX_DIM && !t->forced && lim->forced_variant != FA_CL_VARIANT_TILED &&
+        lim->private_floats <= 0)
+        return "tiled plan for d_padded > FA_CL_TILED_MAX_DIM with the register budget unknown";
     const int tm = t->rows_per_item, tn = t->cols_per_item;
     if (tm < 1 || tn < 1 || t->block_q % tm || t->block_kv % tn)
         return "tiles not multiples of the per-work-item tile";
@@ -323,8 +359,15 @@ static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_re
     if (t->forced)
         return NULL;
     const int64_t need_q = (req->seqlen_q + 15) / 16 * 16, need_kv = (req->seqlen_k + 7) / 8 * 8;
-    if (t->block_kv != (need_kv < 32 ? need_kv : 32) || tm != FA_CL_TILED_TM || tn != FA_CL_TILED_TN)
-        return "B_c != min(32, Sk rounded up to 8), or TM/TN not the defaults";
+    if (t->block_kv != (need_kv < 32 ? need_kv : 32) || tn != FA_CL_TILED_TN)
+        return "B_c != min(32, Sk rounded up to 8), or TN not the default";
+    /* TM: the default with no budget; else the largest of 4, 2, 1 whose registers fit (1 if none) */
+    int want_tm = FA_CL_TILED_TM;
+    while (lim->private_floats > 0 && want_tm > 1 &&
+           fa_cl_tiled_private_floats(want_tm, tn, t->block_kv / tn, dpad) > lim->private_floats)
+        want_tm /= 2;
+    if (tm != want_tm)
+        return "TM is not the largest whose registers fit";
     if (t->block_q % 16 || t->block_q > TCAP || t->block_q > need_q)
         return "B_r not a multiple of 16 within min(the tiled cap, Sq rounded up to 16)";
     const int cap = need_q < TCAP ? (int)need_q : TCAP;
@@ -372,7 +415,7 @@ static const char *invariants(const fa_cl_limits *lim, const fa_cl_tile_request 
         return "tile larger than the sequence needs";
     const size_t row = (size_t)4 * (size_t)dpad;
     /* GPUs at d_padded <= FA_CL_GPU_ROWS_MAX_DIM take 16-key blocks */
-    const int64_t bc_max = lim->prefer_tiled && !lim->forced_variant && dpad <= FA_CL_GPU_ROWS_MAX_DIM
+    const int64_t bc_max = lim->prefer_tiled && lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM
                                ? FA_CL_GPU_ROWS_BLOCK_KV
                                : FA_CL_MAX_BLOCK_KV;
     if (t->block_kv > bc_max)
@@ -423,6 +466,8 @@ static void run_case(tu_tally *tally, const pcase *c)
                 why = "forced flag";
             else if (!t.kernel || strcmp(t.kernel, c->kernel ? c->kernel : "portable") != 0)
                 why = "kernel variant";
+            else if (c->tm && t.rows_per_item != c->tm)
+                why = "rows per work-item (TM)";
             else
                 why = invariants(&lim, &req, &t);
         } else if (ok) {
@@ -448,14 +493,18 @@ static void run_case(tu_tally *tally, const pcase *c)
 }
 
 /* Every head_dim 1..256 on every synthetic device and several sequence shapes: only invariants. */
-static void sweep_one(tu_tally *tally, int prefer_tiled);
+static void sweep_one(tu_tally *tally, int prefer_tiled, int regs);
 static void sweep(tu_tally *tally)
 {
-    sweep_one(tally, 0);
-    sweep_one(tally, 1);
+    sweep_one(tally, 0, 0);
+    sweep_one(tally, 1, 0);
+    /* the register budgets fa_cl_private_floats gives: Intel SIMD32 / SIMD8, AMD */
+    sweep_one(tally, 1, 64);
+    sweep_one(tally, 1, 128);
+    sweep_one(tally, 1, 192);
 }
 
-static void sweep_one(tu_tally *tally, int prefer_tiled)
+static void sweep_one(tu_tally *tally, int prefer_tiled, int regs)
 {
     static const int64_t seqs[][2] = {{1, 1}, {17, 1000}, {1000, 17}, {113, 203}, {LONG, LONG}, {1, 65}, {9, 9}};
     for (size_t dev = 0; dev < sizeof devices / sizeof devices[0]; dev++) {
@@ -468,6 +517,7 @@ static void sweep_one(tu_tally *tally, int prefer_tiled)
                     memset(&c, 0, sizeof c);
                     c.dev = (int)dev;
                     c.prefer_tiled = prefer_tiled;
+                    c.regs = regs;
                     fa_cl_limits lim = limits_of(&c);
                     fa_cl_tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1], 0};
                     fa_cl_tiles t;
@@ -489,7 +539,8 @@ static void sweep_one(tu_tally *tally, int prefer_tiled)
                             const int dpad = round_up(d, 4);
                             const int64_t nkv = (seqs[s][1] + 7) / 8 * 8;
                             const int bc = nkv < 32 ? (int)nkv : 32;
-                            if (dpad > FA_CL_GPU_ROWS_MAX_DIM && dpad <= FA_CL_TILED_MAX_DIM &&
+                            if (!(lim.rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM) &&
+                                (dpad <= FA_CL_TILED_MAX_DIM || regs > 0) &&
                                 tiled_bytes(16, bc, dpad, 4) <= t.local_mem_budget &&
                                 (size_t)(16 / 4) * (size_t)(bc / 4) <= lim.max_work_group)
                                 why = "rows variant although a tiled tile fits";
@@ -503,8 +554,11 @@ static void sweep_one(tu_tally *tally, int prefer_tiled)
                         bad++;
                     }
                 }
+        char mode[64] = "";
+        if (prefer_tiled)
+            snprintf(mode, sizeof mode, regs ? " (tiled preferred, %d registers)" : " (tiled preferred)", regs);
         tu_expect(tally, bad == 0, "sweep%s %s: %ld plans (head_dim 1..256 x 7 shapes x 3 dtypes), %ld unsupported, "
-                  "%ld break an invariant%s%s", prefer_tiled ? " (tiled preferred)" : "", devices[dev].name, plans, unsupported, bad, bad ? "; first: " : "",
+                  "%ld break an invariant%s%s", mode, devices[dev].name, plans, unsupported, bad, bad ? "; first: " : "",
                   first);
     }
 }

@@ -10,6 +10,7 @@
 #define _POSIX_C_SOURCE 200809L /* opendir/stat for the ICD registration check */
 #endif
 
+#include "fa_cl_info_profile.h"
 #include "fa_cl_internal.h" /* planner, environment parsing, device query, CL error names */
 
 #include <errno.h>
@@ -284,7 +285,9 @@ typedef struct platform_report {
 
 typedef struct options {
     int json, plans;
-    int want_p, want_d; /* -1: every device */
+    int want_p, want_d;     /* -1: every device */
+    const char *profile;    /* --profile: plan for a named profile instead of the devices */
+    const char *emit_dir;   /* --emit: with --profile, write sources and build options there */
 } options;
 
 /* The FA_CL_* environment, read once (the library reads it the same way per context). */
@@ -508,6 +511,8 @@ static void human_plans(const device_report *r)
            PLAN_SEQLEN);
     printf("    Planner limits: local memory %zu bytes (%s), max work-group %zu", l->local_mem_size,
            l->local_mem_is_global ? "type global" : "type local", l->max_work_group);
+    if (l->private_floats > 0)
+        printf(", %d registers a work-item", l->private_floats);
     if (l->local_mem_cap)
         printf(", FA_CL_LOCAL_MEM_BYTES %zu", l->local_mem_cap);
     const char *tile = getenv("FA_CL_TILE"); /* as typed: its fields are the library's to parse */
@@ -722,6 +727,7 @@ static void json_plans(json *w, const device_report *r)
         json_bool(w, "local_mem_is_global", l->local_mem_is_global);
         json_num(w, "max_work_group", l->max_work_group);
         json_num(w, "local_mem_cap", l->local_mem_cap);
+        json_num(w, "private_floats", (unsigned long long)l->private_floats);
         const char *tile = getenv("FA_CL_TILE");
         json_str(w, "forced_tile", tile && *tile ? tile : NULL);
         json_close(w, '}');
@@ -911,13 +917,18 @@ static int report_no_platform(cl_int err, cl_uint count, const options *o)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: fa_cl_info [--device p:d] [--json] [--no-plans] [--help]\n"
+               "       fa_cl_info --profile NAME|all|list [--emit DIR]\n"
                "List OpenCL platforms and devices with the properties fa_cl uses, and the tiles its\n"
                "planner chooses on each device for head_dim 32..256 (f32, f16).\n"
                "  -d, --device p:d   only platform p, device d (the numbering FA_CL_DEVICE uses)\n"
                "  --json             machine-readable output\n"
                "  --no-plans         skip the plan table\n"
+               "  --profile NAME     no device: the plan table for a named device profile ('list' names them)\n"
+               "  --emit DIR         with --profile: write each plan's kernel source and exact build options\n"
+               "                     (DIR/builds.tsv) for head_dim 64, 128, 256 x f32, f16, bf16\n"
                "  -h, --help         this text\n"
-               "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TILE in the plan table, as the library does.\n");
+               "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TILE in the device plan table, as the library does;\n"
+               "profiles are planned as the library would with no FA_CL_* variable set.\n");
 }
 
 /* "p:d" with two non-negative decimal indices. */
@@ -940,7 +951,7 @@ static int parse_device(const char *s, int *p, int *d)
 /* 0: run; 1: --help printed; 2: usage error (already reported). */
 static int parse_options(int argc, char **argv, options *o)
 {
-    *o = (options){.json = 0, .plans = 1, .want_p = -1, .want_d = -1};
+    *o = (options){.json = 0, .plans = 1, .want_p = -1, .want_d = -1, .profile = NULL, .emit_dir = NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *dev = NULL;
@@ -951,6 +962,13 @@ static int parse_options(int argc, char **argv, options *o)
             o->json = 1;
         } else if (strcmp(a, "--no-plans") == 0) {
             o->plans = 0;
+        } else if (strcmp(a, "--profile") == 0 || strcmp(a, "--emit") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "fa_cl_info: %s needs an argument\n", a);
+                usage(stderr);
+                return 2;
+            }
+            *(strcmp(a, "--profile") == 0 ? &o->profile : &o->emit_dir) = argv[++i];
         } else if (strcmp(a, "-d") == 0 || strcmp(a, "--device") == 0) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "fa_cl_info: %s needs an argument p:d\n", a);
@@ -970,6 +988,11 @@ static int parse_options(int argc, char **argv, options *o)
             usage(stderr);
             return 2;
         }
+    }
+    if (o->emit_dir && !o->profile) {
+        fprintf(stderr, "fa_cl_info: --emit needs --profile\n");
+        usage(stderr);
+        return 2;
     }
     return 0;
 }
@@ -1072,6 +1095,8 @@ int main(int argc, char **argv)
     int rc = parse_options(argc, argv, &o);
     if (rc != 0)
         return rc == 1 ? 0 : 2;
+    if (o.profile) /* no OpenCL at all: the offline checks run where no device is */
+        return fa_cl_info_profile(o.profile, o.emit_dir);
 
     inventory inv = {NULL, 0};
     cl_int err = clGetPlatformIDs(0, NULL, &inv.num_platforms);

@@ -1,0 +1,26 @@
+/* The OpenCL build options and kernel files of a planned variant: pure functions, so that the
+ * library (attention.c, program.c) and the offline compile checks (fa_cl_info --emit) pass the
+ * compiler exactly the same thing. */
+#ifndef FA_CL_BUILD_OPTIONS_H
+#define FA_CL_BUILD_OPTIONS_H
+
+#include "planner.h"
+
+#include <stddef.h>
+
+/* Every kernel is OpenCL C 1.2; program.c puts this first. */
+#define FA_CL_STD_OPTION "-cl-std=CL1.2"
+
+/* The -D options (and GPU flags) of the forward kernel for these tiles, storage type and head_dim.
+ * Returns the length written, or -1 when out (n bytes, NUL-terminated) is too small. */
+int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, int is_gpu, char *out, size_t n);
+
+/* The whole string clBuildProgram gets: FA_CL_STD_OPTION, the options, then FA_CL_BUILD_OPTIONS
+ * (extra, may be ""). Returns the length written, or -1 when out is too small. */
+int fa_cl_full_build_options(const char *options, const char *extra, char *out, size_t n);
+
+/* The cl/ files of a variant, concatenated in this order into one program; returns their count
+ * (0 for an unknown variant). */
+int fa_cl_variant_files(fa_cl_variant v, const char *const **files);
+
+#endif /* FA_CL_BUILD_OPTIONS_H */

@@ -1,0 +1,162 @@
+/*
+ * Device profiles and build options (no device): what the offline compile checks rely on.
+ *  - fa_cl_limits_for_device: the one path from device properties to planner limits (a live
+ *    context and a profile both go through it), the NVIDIA static local table, register budgets.
+ *  - the profiles the issue names exist, with the numbers their vendors document, and every
+ *    plan the offline checks build for them is one the planner makes.
+ *  - fa_cl_build_options: the exact -D string the library passes, and its files per variant.
+ */
+#include "build_options.h"
+#include "planner.h"
+#include "test_util.h"
+
+#include <string.h>
+
+#define KIB ((size_t)1024)
+
+static void limits(tu_tally *t)
+{
+    fa_cl_device_traits cpu = {0, FA_CL_VENDOR_OTHER, 1024 * KIB, 1, 4096, 0, 0, 0};
+    fa_cl_limits l;
+    fa_cl_limits_for_device(&cpu, &l);
+    tu_expect(t, l.local_mem_size == 1024 * KIB && l.local_mem_is_global && l.max_work_group == 4096 &&
+                     !l.prefer_tiled && l.private_floats == 0 && l.local_mem_source == NULL && l.forced_q == 0,
+              "CPU: limits are the properties, rows variant, no register budget");
+
+    fa_cl_device_traits h100 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+    fa_cl_limits_for_device(&h100, &l);
+    tu_expect(t, l.local_mem_size == 227 * KIB && l.local_mem_source && strstr(l.local_mem_source, "NVIDIA") &&
+                     l.prefer_tiled && l.private_floats == 0,
+              "NVIDIA cc 9.0: 48 KiB reported -> 227 KiB static (%zu), tiled, register budget unknown (%d)",
+              l.local_mem_size, l.private_floats);
+
+    static const struct {
+        fa_cl_vendor v;
+        int min_subgroup, want;
+        const char *why;
+    } regs[] = {
+        {FA_CL_VENDOR_INTEL, 8, 128, "Intel, 8-wide sub-groups: SIMD8, 128 GRFs of 32 bytes"},
+        {FA_CL_VENDOR_INTEL, 0, 128, "Intel, sub-group sizes unknown: as SIMD8"},
+        {FA_CL_VENDOR_INTEL, 16, 64, "Intel Xe-HPC (narrowest sub-group 16): SIMD32, 128 GRFs of 64 bytes"},
+        {FA_CL_VENDOR_AMD, 0, 192, "AMD: 256 VGPRs less a quarter"},
+        {FA_CL_VENDOR_NVIDIA, 0, 0, "NVIDIA: unknown (no offline compiler here)"},
+        {FA_CL_VENDOR_OTHER, 0, 0, "other: unknown"},
+    };
+    for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++) {
+        int got = fa_cl_private_floats(regs[i].v, regs[i].min_subgroup);
+        tu_expect(t, got == regs[i].want, "register budget %s: %d (want %d)", regs[i].why, got, regs[i].want);
+    }
+}
+
+static void profiles(tu_tally *t)
+{
+    static const char *const required[] = {"intel-arc-a770", "intel-max-1550", "intel-xe-lp", "amd-rx7900",
+                                           "amd-mi250",      "nvidia-h100",    "mobile-32k"};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        tu_expect(t, fa_cl_profile_find(required[i]) != NULL, "profile %s exists", required[i]);
+    tu_expect(t, fa_cl_profile_find("no-such-gpu") == NULL && fa_cl_profile_find(NULL) == NULL &&
+                     fa_cl_profile_get(-1) == NULL && fa_cl_profile_get(fa_cl_profile_count()) == NULL,
+              "unknown names and indices give NULL");
+
+    for (int i = 0; i < fa_cl_profile_count(); i++) {
+        const fa_cl_device_profile *p = fa_cl_profile_get(i);
+        tu_expect(t, fa_cl_profile_find(p->name) == p, "%s: found by its name, once", p->name);
+        tu_expect(t, p->description && p->source && p->source[0] && p->extensions && p->traits.local_mem_size > 0 &&
+                         p->traits.max_work_group > 0 && p->compute_units > 0 && p->preferred_multiple > 0 &&
+                         (p->compiler == NULL) == (p->target == NULL),
+                  "%s: every field set, a source cited", p->name);
+        fa_cl_limits a, b;
+        fa_cl_profile_limits(p, &a);
+        fa_cl_limits_for_device(&p->traits, &b);
+        tu_expect(t, memcmp(&a, &b, sizeof a) == 0, "%s: limits come from fa_cl_limits_for_device", p->name);
+        /* every plan the offline checks build: planned, within the device, and spill-free by the
+         * register model except where not even one row per work-item fits (documented) */
+        static const int dims[] = {64, 128, 256};
+        for (size_t d = 0; d < 3; d++) {
+            fa_cl_tile_request req = {dims[d], FA_CL_F16, 4096, 4096, 1};
+            fa_cl_tiles tl;
+            char msg[256];
+            fa_cl_status st = fa_cl_plan_tiles(&a, &req, &tl, msg, sizeof msg);
+            int ok = st == FA_CL_SUCCESS && tl.local_mem_bytes <= a.local_mem_size &&
+                     (size_t)tl.work_group_size <= p->traits.max_work_group;
+            int floats = 0;
+            if (ok && tl.variant == FA_CL_VARIANT_TILED)
+                floats = fa_cl_tiled_private_floats(tl.rows_per_item, tl.cols_per_item,
+                                                    tl.block_kv / tl.cols_per_item, tl.head_dim_padded);
+            else if (ok)
+                floats = fa_cl_rows_private_floats(tl.rows_per_item, tl.block_kv, tl.head_dim_padded);
+            if (ok && a.private_floats > 0 && floats > a.private_floats)
+                ok = tl.variant == FA_CL_VARIANT_TILED && tl.rows_per_item == 1;
+            tu_expect(t, ok, "%s d=%d: %s %dx%d, %d rows a work-item, wg %d, %zu local bytes, %d private floats "
+                      "(budget %d)%s%s", p->name, dims[d], tl.kernel ? tl.kernel : "-", tl.block_q, tl.block_kv,
+                      tl.rows_per_item, tl.work_group_size, tl.local_mem_bytes, floats, a.private_floats,
+                      st ? ": " : "", st ? msg : "");
+        }
+    }
+
+    /* the documented numbers */
+    const fa_cl_device_profile *arc = fa_cl_profile_find("intel-arc-a770");
+    const fa_cl_device_profile *pvc = fa_cl_profile_find("intel-max-1550");
+    const fa_cl_device_profile *xelp = fa_cl_profile_find("intel-xe-lp");
+    const fa_cl_device_profile *rdna3 = fa_cl_profile_find("amd-rx7900");
+    const fa_cl_device_profile *cdna2 = fa_cl_profile_find("amd-mi250");
+    const fa_cl_device_profile *mob = fa_cl_profile_find("mobile-32k");
+    if (arc && pvc && xelp && rdna3 && cdna2 && mob) {
+        tu_expect(t, arc->traits.local_mem_size == 64 * KIB && arc->traits.max_work_group == 1024 &&
+                         strcmp(arc->target, "dg2") == 0,
+                  "Arc A770: 64 KiB SLM, 1024 work-items, ocloc dg2");
+        tu_expect(t, pvc->traits.local_mem_size == 128 * KIB && pvc->traits.max_work_group == 1024 &&
+                         pvc->traits.min_subgroup == 16 && strcmp(pvc->target, "pvc") == 0,
+                  "Max 1550: 128 KiB SLM, 1024 work-items, sub-groups from 16, ocloc pvc");
+        tu_expect(t, xelp->traits.local_mem_size == 64 * KIB && xelp->traits.max_work_group == 512 &&
+                         strcmp(xelp->target, "tgllp") == 0,
+                  "Xe-LP: 64 KiB SLM, 512 work-items, ocloc tgllp");
+        tu_expect(t, rdna3->traits.max_work_group == 256 && cdna2->traits.max_work_group == 256 &&
+                         rdna3->traits.local_mem_size == 64 * KIB && strcmp(rdna3->target, "gfx1100") == 0 &&
+                         strcmp(cdna2->target, "gfx90a") == 0,
+                  "AMD on ROCm OpenCL: 64 KiB LDS, 256 work-items reported, gfx1100 / gfx90a");
+        tu_expect(t, mob->traits.local_mem_size == 32 * KIB && mob->traits.max_work_group == 256 && !mob->compiler,
+                  "mobile-32k: 32 KiB, 256 work-items, no offline compiler");
+    }
+}
+
+static void build_options(tu_tally *t)
+{
+    fa_cl_tiles tiled = {FA_CL_VARIANT_TILED, "portable-tiled", 64, 32, 2, 4, 256, 128, 4, 61568, 65536, "", 0, 0};
+    char buf[512];
+    int n = fa_cl_build_options(&tiled, FA_CL_BF16, 128, 1, buf, sizeof buf);
+    const char *want = "-DFA_DTYPE=2 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=32 -DTM=2 -DTN=4 -DFA_UNROLL "
+                       "-DFA_NATIVE_EXP -cl-mad-enable";
+    tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "tiled, GPU: '%s'", buf);
+
+    fa_cl_tiles rows = {FA_CL_VARIANT_ROWS, "portable", 128, 32, 2, 32, 64, 44, 4, 0, 0, "", 0, 0};
+    n = fa_cl_build_options(&rows, FA_CL_F32, 41, 0, buf, sizeof buf);
+    want = "-DFA_DTYPE=0 -DHEAD_DIM=41 -DD_PAD=44 -DBLOCK_Q=128 -DBLOCK_KV=32 -DROWS=2";
+    tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "rows, CPU (no GPU flags): '%s'", buf);
+
+    char small[16];
+    tu_expect(t, fa_cl_build_options(&tiled, FA_CL_F16, 128, 1, small, sizeof small) == -1 &&
+                     memchr(small, '\0', sizeof small) != NULL,
+              "a short buffer: -1, still NUL-terminated");
+
+    char full[256];
+    n = fa_cl_full_build_options("-DX=1", "-cl-nv-verbose", full, sizeof full);
+    tu_expect(t, n > 0 && strcmp(full, FA_CL_STD_OPTION " -DX=1 -cl-nv-verbose") == 0, "full options: '%s'", full);
+
+    const char *const *files;
+    int nr = fa_cl_variant_files(FA_CL_VARIANT_ROWS, &files);
+    tu_expect(t, nr == 2 && strcmp(files[0], "fa_common.cl") == 0 && strcmp(files[1], "fa_forward.cl") == 0,
+              "rows variant: fa_common.cl + fa_forward.cl");
+    int nt = fa_cl_variant_files(FA_CL_VARIANT_TILED, &files);
+    tu_expect(t, nt == 2 && strcmp(files[1], "fa_forward_tiled.cl") == 0, "tiled variant: + fa_forward_tiled.cl");
+    tu_expect(t, fa_cl_variant_files((fa_cl_variant)0, &files) == 0 && files == NULL, "unknown variant: no files");
+}
+
+int main(void)
+{
+    tu_tally t = {"profiles", 0, 0};
+    limits(&t);
+    profiles(&t);
+    build_options(&t);
+    return tu_finish(&t);
+}

@@ -1,0 +1,9 @@
+/* fa_cl_info's --profile mode (fa_cl_info_profile.c): plans for a named profile, no device needed. */
+#ifndef FA_CL_INFO_PROFILE_H
+#define FA_CL_INFO_PROFILE_H
+
+/* name: a profile, "all" or "list". With emit_dir, write <variant>.cl and builds.tsv there instead
+ * of printing the plan table. Returns the exit status: 0, 1 (write failed), 2 (no such profile). */
+int fa_cl_info_profile(const char *name, const char *emit_dir);
+
+#endif /* FA_CL_INFO_PROFILE_H */
