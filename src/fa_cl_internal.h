@@ -79,6 +79,7 @@ struct fa_cl_context {
     fa_cl_program_entry *programs;
     fa_cl_plan_entry *plans;
     int plan_count;
+    int used_clblast; /* guarded by lock: the reference ran CLBlast on this context */
     char last_error[FA_CL_ERROR_CAPACITY];
 };
 
@@ -101,6 +102,11 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
 
 /* Release every cached program (context teardown). */
 void fa_cl__program_cache_clear(fa_cl_context *ctx);
+
+/* ---- the reference (reference.c) ------------------------------------------------------------ */
+
+/* Context teardown: drop what CLBlast cached for this context (see fa_cl_context_release). */
+void fa_cl__reference_release(fa_cl_context *ctx);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
