@@ -110,9 +110,10 @@ FA_CL_API cl_device_id fa_cl_context_device(const fa_cl_context *ctx);
 
 /**
  * Human-readable message of the last failure on ctx (what was wrong, which argument, the OpenCL
- * error name, the build log), or "" if none. With ctx == NULL: the last failure of this thread
- * that had no context to hold it (e.g. fa_cl_context_create_default). Valid until the next failing
- * call on the same context (or thread).
+ * error name, the build log), or "" if none; on a context shared between threads, the most recent
+ * failure by any of them. With ctx == NULL: the last failure of this thread that had no context to
+ * hold it (e.g. fa_cl_context_create_default). The string is the calling thread's own copy: valid
+ * until this thread calls fa_cl_last_error again (or, with ctx == NULL, fails without a context).
  */
 FA_CL_API const char *fa_cl_last_error(const fa_cl_context *ctx);
 
