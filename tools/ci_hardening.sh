@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI's hardening steps (after `tools/setup.sh test`, which already ran the oclgrind and leaks
 # labels): one clang build of the library, tools and tests with AddressSanitizer + UBSan
-# (-DFA_CL_SANITIZE=address,undefined, no recovery: any report fails), whose unit and device labels
+# (-DFA_CL_SANITIZE=address,undefined, no recovery: any report fails), whose unit, device and reference labels
 # must run clean on PoCL, and a bounded libFuzzer run of the descriptor/buffer fuzz target.
 #
 #   tools/ci_hardening.sh            both
@@ -44,9 +44,9 @@ fi
 export ASAN_OPTIONS="detect_leaks=1:fast_unwind_on_malloc=0:detect_stack_use_after_return=1:strict_string_checks=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-ctest --test-dir "$BUILD_DIR" -L "unit|device" -j "$JOBS" --output-on-failure
+ctest --test-dir "$BUILD_DIR" -L "unit|device|reference" -j "$JOBS" --output-on-failure
 t1=$(date +%s)
-echo "fa_cl: sanitizer build + unit/device labels: $((t1 - t0)) s"
+echo "fa_cl: sanitizer build + unit/device/reference labels: $((t1 - t0)) s"
 
 fuzz="$BUILD_DIR/tests/fuzz_desc"
 if [ -x "$fuzz" ]; then
