@@ -18,16 +18,36 @@
  *  - LSE (optional): float32, contiguous [batch, heads_q, seqlen_q], natural log of
  *    sum(exp(scale * q.k)) over the visible keys.
  *  - A query row that sees no key gets output 0 and LSE -inf.
- *  - NaN/Inf in the inputs propagate as in the unfused reference (a NaN score makes its row NaN);
- *    they never affect other rows or heads.
+ *  - NaN/Inf in the inputs (fused path): a NaN or Inf in query row i reaches only row i; one in
+ *    key or value row j reaches only the query rows that see key j (in the same batch and kv head
+ *    group); every other row, head and batch is bitwise what it would be without it. Where it
+ *    arrives it behaves as in exact arithmetic: a NaN score makes its row and LSE NaN, +Inf scores
+ *    give NaN (Inf - Inf), a -Inf score is a zero weight, a NaN/Inf in v[j][c] makes column c of
+ *    the rows that see j NaN/Inf. The unfused reference (fa_cl_reference_forward) agrees on the rows
+ *    that see the key, but its P.V GEMM multiplies masked weights (0) by V: a NaN/Inf in v also
+ *    reaches rows of that head that do NOT see its key (0 * Inf = NaN).
+ *  - Offsets and strides are 64-bit in every kernel (there is no 32-bit indexing path); only
+ *    heads_q and sequence lengths are bounded (2^31 - 1, 2^30 - 1). The fused path accumulates
+ *    sum(p * v) unnormalised in fp32, as FlashAttention-2 does: values of v near FLT_MAX (|v| >
+ *    FLT_MAX / number of visible keys, reachable with f32 or bf16 storage, never with f16) can
+ *    overflow to +-Inf there where the reference, which normalises first, stays finite.
+ *  - Determinism: the same plan (or the same descriptor through the one-shot call) on the same
+ *    device gives bitwise-identical o and LSE for the same inputs: no atomics, a fixed reduction
+ *    order.
  *
  * Errors: every function returns a status; on failure fa_cl_last_error() names the problem
  * (the argument, the OpenCL error name, or the kernel build log). Nothing is enqueued and no
- * output is touched when a call fails its argument checks.
+ * output is touched when a call fails its argument checks. The library never exits, aborts or
+ * asserts; a failed call releases what it took, and the context stays usable (a kernel that fails
+ * to build is not cached: the next plan tries again).
  *
  * Thread safety: one fa_cl_context may be used from several host threads at once (its program and
- * plan caches are guarded); a plan may be shared between threads too. fa_cl_last_error() on a
- * shared context returns the message of the most recent failure on that context by any thread.
+ * plan caches and its error message are guarded by the context's lock); a plan may be shared
+ * between threads too (argument setting and enqueue are serialised per plan). Calls from several
+ * threads go to the context's one queue in whatever order they reach it. Several contexts, on one
+ * device or several, are independent. Not allowed: releasing a plan or a context while another
+ * thread still uses it. fa_cl_last_error() on a shared context returns the most recent failure on
+ * it by any thread, as the calling thread's own copy.
  */
 #ifndef FA_CL_H
 #define FA_CL_H
@@ -98,7 +118,12 @@ FA_CL_API fa_cl_status fa_cl_context_create(cl_context context, cl_device_id dev
  */
 FA_CL_API fa_cl_status fa_cl_context_create_default(fa_cl_context **out);
 
-/** Release the context and everything it cached. NULL is fine. Plans created from it must be released first. */
+/**
+ * Release the context and everything it cached. NULL is fine. Plans created from it must be released
+ * first. If the context ran fa_cl_reference_forward, CLBlast's program caches are cleared too
+ * (CLBlastClearCache: CLBlast keys them by cl_context and would keep a released context alive); other
+ * contexts' CLBlast kernels are then rebuilt on their next call.
+ */
 FA_CL_API void fa_cl_context_release(fa_cl_context *ctx);
 
 /** The wrapped OpenCL context (not retained for the caller). */
