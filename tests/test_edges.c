@@ -10,6 +10,9 @@
  *                           spurious overflow), and an f16 +Inf in v (the rows that see it give +Inf,
  *                           as the reference does): all against float64 (and the CLBlast reference)
  *   test_edges determinism  the same inputs 100 times: o and LSE bitwise identical every time
+ *   test_edges subbuffers   q, k, v and o each a sub-buffer (clCreateSubBuffer) of one parent, at
+ *                           aligned origins, with element offsets and strides inside: results against
+ *                           float64, and nothing of the parent outside o's view written
  *   test_edges offset64     a view at an element offset past 2^29 in a buffer of the device's maximum
  *                           allocation (f16): offsets are 64-bit in every kernel (there is no 32-bit
  *                           path), so the result is right there too
@@ -270,6 +273,86 @@ static void subset_determinism(fa_cl_context *ctx)
     }
 }
 
+/* ---- sub-buffers ------------------------------------------------------------------------------ */
+
+static void subset_subbuffers(fa_cl_context *ctx)
+{
+    cl_uint align_bits = 0;
+    clGetDeviceInfo(fa_cl_context_device(ctx), CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+    const size_t align = align_bits >= 8 ? align_bits / 8 : 128;
+    const tu_case cases[] = {
+        {2, 4, 2, 29, 41, 24, F16, 1, -1, -1, "PQSP", 0.0f, 1},
+        {1, 2, 1, 33, 17, 40, F32, 0, 5, 5, "CCCC", 0.0f, 1},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const tu_case *c = &cases[ci];
+        tu_problem p;
+        char cs[200], detail[1024] = "";
+        tu_case_format(c, cs, sizeof cs);
+        if (tu_problem_init(&p, ctx, c, 21 + ci, 1) != 0)
+            continue;
+        const size_t es = tu_dtype_size(c->dtype);
+        size_t origin[4], at = align; /* the first sub-buffer does not start at the parent's start */
+        for (int t = 0; t < 4; t++) {
+            origin[t] = at;
+            at = (at + tu_tensor_bytes(&p.t[t]) + align - 1) / align * align + align;
+        }
+        const size_t total = at;
+        unsigned char *img = (unsigned char *)malloc(total);
+        for (size_t i = 0; i < total / es; i++)
+            tu_store_bits(c->dtype, img, i, tu_sentinel_bits(c->dtype));
+        for (int t = 0; t < 4; t++)
+            memcpy(img + origin[t], p.t[t].img, tu_tensor_bytes(&p.t[t]));
+        cl_mem parent = tu_buffer(ctx, CL_MEM_READ_WRITE, total, img), sub[4] = {NULL, NULL, NULL, NULL};
+        cl_int err = CL_SUCCESS;
+        for (int t = 0; t < 4 && parent; t++) {
+            cl_buffer_region reg = {origin[t], tu_tensor_bytes(&p.t[t])};
+            sub[t] = clCreateSubBuffer(parent, t < 3 ? CL_MEM_READ_ONLY : CL_MEM_READ_WRITE,
+                                       CL_BUFFER_CREATE_TYPE_REGION, &reg, &err);
+        }
+        int ok = parent && sub[0] && sub[1] && sub[2] && sub[3];
+        fa_cl_status st = FA_CL_ERROR_OPENCL;
+        if (ok) {
+            fa_cl_plan *plan = NULL;
+            st = fa_cl_plan_create(ctx, &p.desc, &plan);
+            if (st == FA_CL_SUCCESS)
+                st = fa_cl_plan_forward(plan, sub[0], sub[1], sub[2], sub[3], p.lse_mem, 0, NULL, NULL);
+            fa_cl_plan_release(plan);
+            ok = st == FA_CL_SUCCESS;
+        }
+        if (ok) {
+            unsigned char *back = (unsigned char *)malloc(total);
+            clFinish(fa_cl_context_queue(ctx));
+            tu_read(ctx, parent, total, back);
+            tu_problem_read(&p, ctx); /* lse */
+            memcpy(p.t[3].img, back + origin[3], tu_tensor_bytes(&p.t[3]));
+            tu_result r;
+            tu_problem_check(&p, p.ref_o, p.ref_lse, &r);
+            tu_result_format(&r, &p, detail, sizeof detail);
+            /* everything of the parent outside o's sub-buffer is as it was */
+            int outside = memcmp(back, img, origin[3]) == 0 &&
+                          memcmp(back + origin[3] + tu_tensor_bytes(&p.t[3]), img + origin[3] + tu_tensor_bytes(&p.t[3]),
+                                 total - origin[3] - tu_tensor_bytes(&p.t[3])) == 0;
+            ok = r.ok && outside;
+            if (!outside)
+                strncat(detail, "; the parent changed outside o's sub-buffer", sizeof detail - strlen(detail) - 1);
+            free(back);
+        } else {
+            snprintf(detail, sizeof detail, "%s (%d): %.300s", fa_cl_status_string(st), (int)err,
+                     fa_cl_last_error(ctx));
+        }
+        tu_expect(&tally, ok, "sub-buffers %s: q, k, v, o at origins %zu, %zu, %zu, %zu of one %zu-byte buffer: %s",
+                  cs, origin[0], origin[1], origin[2], origin[3], total, detail);
+        for (int t = 0; t < 4; t++)
+            if (sub[t])
+                clReleaseMemObject(sub[t]);
+        if (parent)
+            clReleaseMemObject(parent);
+        free(img);
+        tu_problem_free(&p);
+    }
+}
+
 /* ---- 64-bit offsets --------------------------------------------------------------------------- */
 
 static void subset_offset64(fa_cl_context *ctx)
@@ -374,8 +457,10 @@ int main(int argc, char **argv)
         subset_determinism(ctx);
     else if (strcmp(subset, "offset64") == 0)
         subset_offset64(ctx);
+    else if (strcmp(subset, "subbuffers") == 0)
+        subset_subbuffers(ctx);
     else {
-        printf("unknown subset '%s' (nan_inf, magnitudes, determinism, offset64)\n", subset);
+        printf("unknown subset '%s' (nan_inf, magnitudes, determinism, offset64, subbuffers)\n", subset);
         fa_cl_context_release(ctx);
         return 2;
     }
