@@ -16,7 +16,8 @@
  * from the second fa_cl_reference_forward call on (rows past the first 8 of its output), although
  * the outputs are right (checked against float64 with different data and shapes each time) and
  * each call alone is clean; CLBlast alone, called repeatedly on one context, is clean too. Not
- * explained: noted in tests/oclgrind_run.sh.
+ * explained yet (a fresh context per call is clean, so per-context state is involved: CLBlast's
+ * program cache or Oclgrind's shadow memory are the suspects).
  *
  * Shapes are chosen so that with FA_CL_TILE=8x8.. every kernel runs several query blocks and several
  * K/V blocks (the reused K/V buffer and its barriers), including partially visible blocks.
