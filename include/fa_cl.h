@@ -19,17 +19,40 @@
  *  - LSE (optional): float32, contiguous [batch, heads_q, seqlen_q], natural log of
  *    sum(exp(scale * q.k)) over the visible keys.
  *  - A query row that sees no key gets output 0 and LSE -inf.
- *  - NaN/Inf in the inputs propagate as in the unfused reference (a NaN score makes its row NaN);
- *    they never affect other rows or heads.
+ *  - NaN/Inf in the inputs (fused path): a NaN or Inf in query row i reaches only row i; one in
+ *    key or value row j reaches only the query rows that see key j (in the same batch and kv head
+ *    group); every other row, head and batch is bitwise what it would be without it. Where it
+ *    arrives it behaves as in exact arithmetic: a NaN score makes its row and LSE NaN, +Inf scores
+ *    give NaN (Inf - Inf), a -Inf score is a zero weight, a NaN/Inf in v[j][c] makes column c of
+ *    the rows that see j NaN/Inf. The unfused reference (fa_cl_reference_forward) agrees on the rows
+ *    that see the key, but its P.V GEMM multiplies masked weights (0) by V: a NaN/Inf in v also
+ *    reaches rows of that head that do NOT see its key (0 * Inf = NaN). The NVIDIA tensor-core
+ *    variant ("nvidia-mma", f16/bf16 on NVIDIA >= 8.0; FA_CL_VENDOR_PATH=0 turns it off) multiplies
+ *    P by V inside the matrix unit in tiles of 16 query rows x 16 keys, as FlashAttention-2 does:
+ *    there a NaN/Inf in v[j] can also reach rows of the same 16-row tile that do not see key j
+ *    (never other heads or batches).
+ *  - Offsets and strides are 64-bit in every kernel (there is no 32-bit indexing path); only
+ *    heads_q and sequence lengths are bounded (2^31 - 1, 2^30 - 1). The fused path accumulates
+ *    sum(p * v) unnormalised in fp32, as FlashAttention-2 does: values of v near FLT_MAX (|v| >
+ *    FLT_MAX / number of visible keys, reachable with f32 or bf16 storage, never with f16) can
+ *    overflow to +-Inf there where the reference, which normalises first, stays finite.
+ *  - Determinism: the same plan (or the same descriptor through the one-shot call) on the same
+ *    device gives bitwise-identical o and LSE for the same inputs: no atomics, a fixed reduction
+ *    order.
  *
  * Errors: every function returns a status; on failure fa_cl_last_error() names the problem
  * (the argument, the OpenCL error name, or the kernel build log). Nothing is enqueued and no
- * output is touched when a call fails its argument checks. The library never exits or aborts.
+ * output is touched when a call fails its argument checks. The library never exits, aborts or
+ * asserts; a failed call releases what it took, and the context stays usable (a kernel that fails
+ * to build is not cached: the next plan tries again).
  *
  * Thread safety: one fa_cl_context may be used from several host threads at once (its program and
- * plan caches are guarded); a plan may be shared between threads too. fa_cl_last_error() on a
- * shared context returns the message of the most recent failure on that context by any thread.
- * Several contexts (on one device or several) are independent of each other.
+ * plan caches and its error message are guarded by the context's lock); a plan may be shared
+ * between threads too (argument setting and enqueue are serialised per plan). Calls from several
+ * threads go to the context's one queue in whatever order they reach it. Several contexts, on one
+ * device or several, are independent. Not allowed: releasing a plan or a context while another
+ * thread still uses it. fa_cl_last_error() on a shared context returns the most recent failure on
+ * it by any thread, as the calling thread's own copy.
  *
  * Programs: kernels are compiled at plan creation and cached in the context and on disk (see
  * fa_cl_context_create and fa_cl_context_notes), so a second process does not compile again.
@@ -148,6 +171,9 @@ FA_CL_API fa_cl_status fa_cl_context_create_default(fa_cl_context **out);
  * Release the context, everything it cached (programs and the one-shot plan cache; files of the
  * on-disk cache stay) and its references to the OpenCL objects. NULL is fine. Plans created from it
  * must be released first, and no other thread may be using it. Work already enqueued is not waited for.
+ * If the context ran fa_cl_reference_forward, CLBlast's program caches are cleared too
+ * (CLBlastClearCache: CLBlast keys them by cl_context and would keep a released context alive); other
+ * contexts' CLBlast kernels are then rebuilt on their next call.
  */
 FA_CL_API void fa_cl_context_release(fa_cl_context *ctx);
 
@@ -176,9 +202,11 @@ FA_CL_API const char *fa_cl_context_notes(const fa_cl_context *ctx);
 
 /**
  * Human-readable message of the last failure on ctx (what was wrong, which argument, the OpenCL
- * error name, the build log), or "" if none. With ctx == NULL: the last failure of this thread
- * that had no context to hold it (e.g. fa_cl_context_create_default). Owned by the library; valid
- * until the next failing call on the same context (or thread). A successful call does not clear it.
+ * error name, the build log), or "" if none; on a context shared between threads, the most recent
+ * failure by any of them. With ctx == NULL: the last failure of this thread that had no context to
+ * hold it (e.g. fa_cl_context_create_default). The string is the calling thread's own copy: valid
+ * until this thread calls fa_cl_last_error again (or, with ctx == NULL, fails without a context).
+ * Owned by the library. A successful call does not clear it.
  */
 FA_CL_API const char *fa_cl_last_error(const fa_cl_context *ctx);
 

@@ -268,6 +268,52 @@ static int same_desc(const fa_cl_attention_desc *a, const fa_cl_attention_desc *
            a->k_offset == b->k_offset && a->v_offset == b->v_offset && a->o_offset == b->o_offset;
 }
 
+/* Put a new plan (one reference: the caller's) into ctx's cache and return the plan to use: it, or
+ * the equal plan another thread cached meanwhile (then the new one is dropped). The cache holds one
+ * entry per descriptor, at most FA_CL_PLAN_CACHE_MAX; the oldest entry goes first. Without memory
+ * for an entry the plan is used uncached. */
+static fa_cl_plan *cache_insert(fa_cl_context *ctx, fa_cl_plan *plan)
+{
+    fa_cl_plan_entry *e = (fa_cl_plan_entry *)calloc(1, sizeof *e);
+    if (!e)
+        return plan;
+    fa_cl_plan_entry *evicted = NULL;
+    fa_cl_plan *cached = NULL;
+    fa_cl_lock_acquire(&ctx->lock);
+    for (fa_cl_plan_entry *x = ctx->plans; x; x = x->next) {
+        if (same_desc(&x->plan->views.d, &plan->views.d)) {
+            cached = x->plan;
+            cached->refs++;
+            break;
+        }
+    }
+    if (!cached) {
+        plan->refs++;
+        e->plan = plan;
+        e->next = ctx->plans;
+        ctx->plans = e;
+        if (++ctx->plan_count > FA_CL_PLAN_CACHE_MAX) {
+            fa_cl_plan_entry **pp = &ctx->plans;
+            while ((*pp)->next)
+                pp = &(*pp)->next;
+            evicted = *pp;
+            *pp = NULL;
+            ctx->plan_count--;
+        }
+    }
+    fa_cl_lock_release(&ctx->lock);
+    if (cached) {
+        free(e);
+        plan_unref(plan);
+        return cached;
+    }
+    if (evicted) {
+        plan_unref(evicted->plan);
+        free(evicted);
+    }
+    return plan;
+}
+
 fa_cl_status fa_cl_attention_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q, cl_mem k,
                                      cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait, const cl_event *wait,
                                      cl_event *done)
@@ -296,28 +342,7 @@ fa_cl_status fa_cl_attention_forward(fa_cl_context *ctx, const fa_cl_attention_d
         fa_cl_status st = fa_cl_plan_create(ctx, desc, &plan);
         if (st != FA_CL_SUCCESS)
             return st;
-        fa_cl_plan_entry *e = (fa_cl_plan_entry *)calloc(1, sizeof *e);
-        if (e) {
-            fa_cl_plan_entry *evicted = NULL;
-            fa_cl_lock_acquire(&ctx->lock);
-            plan->refs++;
-            e->plan = plan;
-            e->next = ctx->plans;
-            ctx->plans = e;
-            if (++ctx->plan_count > FA_CL_PLAN_CACHE_MAX) {
-                fa_cl_plan_entry **pp = &ctx->plans;
-                while ((*pp)->next)
-                    pp = &(*pp)->next;
-                evicted = *pp;
-                *pp = NULL;
-                ctx->plan_count--;
-            }
-            fa_cl_lock_release(&ctx->lock);
-            if (evicted) {
-                plan_unref(evicted->plan);
-                free(evicted);
-            }
-        }
+        plan = cache_insert(ctx, plan);
     }
     fa_cl_status st = fa_cl_plan_forward(plan, q, k, v, o, lse, num_wait, wait, done);
     plan_unref(plan);

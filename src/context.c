@@ -296,6 +296,7 @@ void fa_cl_context_release(fa_cl_context *ctx)
         return;
     fa_cl__plan_cache_clear(ctx);
     fa_cl__program_cache_clear(ctx);
+    fa_cl__reference_release(ctx);
     clReleaseCommandQueue(ctx->queue);
     clReleaseDevice(ctx->device);
     clReleaseContext(ctx->cl_ctx);

@@ -12,6 +12,10 @@
 
 /* Failures that have no context to hold them (context creation) land here, one slot per thread. */
 static FA_CL_THREAD_LOCAL char thread_error[FA_CL_ERROR_CAPACITY];
+/* fa_cl_last_error(ctx) returns a copy of ctx's message taken under its lock: another thread may be
+ * writing ctx->last_error at the same time (a failing call on the shared context), and handing out
+ * ctx->last_error itself let a reader see it half overwritten. */
+static FA_CL_THREAD_LOCAL char thread_copy[FA_CL_ERROR_CAPACITY];
 
 const char *fa_cl_status_string(fa_cl_status s)
 {
@@ -129,7 +133,13 @@ fa_cl_status fa_cl__fail_cl(fa_cl_context *ctx, cl_int err, const char *what)
 
 const char *fa_cl_last_error(const fa_cl_context *ctx)
 {
-    return ctx ? ctx->last_error : thread_error;
+    if (!ctx)
+        return thread_error;
+    fa_cl_context *c = (fa_cl_context *)ctx; /* the lock is not part of the context's value */
+    fa_cl_lock_acquire(&c->lock);
+    memcpy(thread_copy, c->last_error, sizeof thread_copy);
+    fa_cl_lock_release(&c->lock);
+    return thread_copy;
 }
 
 void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)

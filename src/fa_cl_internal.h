@@ -103,6 +103,7 @@ struct fa_cl_context {
     int mma_failed;        /* the tensor-core kernel did not compile here: plan portable kernels (under lock) */
     char cache_dir[1024];  /* the on-disk program cache; "" = disabled (the notes say why) */
     fa_cl_program_stats stats;
+    int used_clblast; /* guarded by lock: the reference ran CLBlast on this context */
     char last_error[FA_CL_ERROR_CAPACITY];
     char notes[FA_CL_NOTES_CAPACITY]; /* only appended to: a pointer handed out stays valid */
 };
@@ -175,6 +176,11 @@ unsigned char *fa_cl__cache_entry_encode(const fa_cl_cache_entry *e, size_t *siz
 int fa_cl__cache_entry_decode(const unsigned char *data, size_t size, fa_cl_cache_entry *out, const char **why);
 /* The entry's file name: two independent 64-bit hashes of the key fields, in hex, + ".bin". */
 void fa_cl__cache_entry_name(const fa_cl_cache_entry *e, char name[64]);
+
+/* ---- the reference (reference.c) ------------------------------------------------------------ */
+
+/* Context teardown: drop what CLBlast cached for this context (see fa_cl_context_release). */
+void fa_cl__reference_release(fa_cl_context *ctx);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 

@@ -126,11 +126,25 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
                 e->source_hash = h;
                 e->options = opts;
                 e->program = prog;
-                clRetainProgram(prog); /* one reference for the cache, one for the caller */
                 fa_cl_lock_acquire(&ctx->lock);
-                e->next = ctx->programs;
-                ctx->programs = e;
+                /* another thread may have built the same program meanwhile: keep one entry */
+                fa_cl_program_entry *x = ctx->programs;
+                while (x && !(x->source_hash == h && strcmp(x->options, full) == 0))
+                    x = x->next;
+                if (x) {
+                    clRetainProgram(x->program);
+                    *out = x->program;
+                } else {
+                    clRetainProgram(prog); /* one reference for the cache, one for the caller */
+                    e->next = ctx->programs;
+                    ctx->programs = e;
+                }
                 fa_cl_lock_release(&ctx->lock);
+                if (x) {
+                    clReleaseProgram(prog);
+                    free(opts);
+                    free(e);
+                }
             }
         }
     }

@@ -4,7 +4,8 @@
  *
  *   test_invalid args    descriptor fields, buffers, overlaps, wait lists, NULL handles, environment
  *   test_invalid build   a kernel that fails to build (FA_CL_KERNEL_DIR pointing at a broken copy):
- *                        FA_CL_ERROR_BUILD_FAILED with the build log; the context recovers
+ *                        FA_CL_ERROR_BUILD_FAILED with the build log; the context recovers; with only
+ *                        one file broken the same context keeps running every other kernel
  *   test_invalid env_trailing  FA_CL_TILE values with trailing characters must be refused
  */
 #include "test_util.h"
@@ -577,6 +578,95 @@ static int copy_file(const char *from, const char *to)
 
 #define BROKEN_SYMBOL "fa_cl_test_deliberately_undefined"
 
+/* A kernel directory where only one file is broken: broken_rows = 1 breaks cl/fa_forward.cl (the
+ * variant PoCL plans), 0 breaks cl/fa_forward_tiled.cl (the GPU variant). On one context:
+ *  - rows broken: plans fail with FA_CL_ERROR_BUILD_FAILED and the log, every time (not cached), and
+ *    the same context still runs the reference (cl/fa_reference.cl) correctly, before and after;
+ *  - tiled broken: the rows variant plans and computes correctly on the same context, and a context
+ *    forcing the tiled variant gets FA_CL_ERROR_BUILD_FAILED, then the reference still works there. */
+static int build_one_broken(int broken_rows)
+{
+    char dir[] = "/tmp/fa_cl_test_kernels1_XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    static const char *const files[] = {"fa_common.cl", "fa_forward.cl", "fa_forward_tiled.cl", "fa_reference.cl"};
+    const int bad = broken_rows ? 1 : 2;
+    char path[4][512];
+    for (int i = 0; i < 4; i++) {
+        char src[512];
+        snprintf(path[i], sizeof path[i], "%s/%s", dir, files[i]);
+        snprintf(src, sizeof src, "%s/cl/%s", FA_CL_SOURCE_DIR, files[i]);
+        if (i != bad) {
+            if (copy_file(src, path[i]) != 0)
+                return 1;
+            continue;
+        }
+        FILE *f = fopen(path[i], "wb");
+        if (!f)
+            return 1;
+        fprintf(f, "__kernel void fa_forward(__global float *x) { x[0] = %s; }\n", BROKEN_SYMBOL);
+        fclose(f);
+    }
+    const char *name = broken_rows ? "fa_forward.cl" : "fa_forward_tiled.cl";
+    for (int force_tiled = 0; force_tiled <= (broken_rows ? 0 : 1); force_tiled++) {
+        setenv("FA_CL_KERNEL_DIR", dir, 1);
+        if (force_tiled)
+            setenv("FA_CL_KERNEL_VARIANT", "portable-tiled", 1);
+        fa_cl_context *ctx = NULL;
+        int rc = tu_context(&ctx);
+        unsetenv("FA_CL_KERNEL_DIR");
+        unsetenv("FA_CL_KERNEL_VARIANT");
+        if (rc != 0)
+            return rc;
+        tu_problem p;
+        if (tu_problem_init(&p, ctx, &base_case, 13, 1) != 0)
+            return 1;
+        char detail[600] = "";
+        const int expect_fail = broken_rows || force_tiled;
+        for (int attempt = 0; attempt < 2; attempt++) {
+            fa_cl_plan *plan = NULL;
+            fa_cl_status st = fa_cl_plan_create(ctx, &p.desc, &plan);
+            const char *log = fa_cl_last_error(ctx);
+            if (expect_fail) {
+                tu_expect(&tally, st == FA_CL_ERROR_BUILD_FAILED && !plan && strstr(log, BROKEN_SYMBOL),
+                          "only %s broken%s, attempt %d: plan_create -> %s with the build log", name,
+                          force_tiled ? " (variant forced to portable-tiled)" : "", attempt + 1,
+                          fa_cl_status_string(st));
+                fa_cl_plan_release(plan);
+            } else {
+                fa_cl_plan_release(plan);
+                int ok = st == FA_CL_SUCCESS && forward_correct(ctx, &p, detail, sizeof detail);
+                tu_expect(&tally, ok, "only %s broken: the rows variant plans and computes on that context: %s %s",
+                          name, fa_cl_status_string(st), detail);
+            }
+#ifdef FA_CL_TEST_WITH_CLBLAST
+            /* the same context runs the reference's kernels (another file) correctly */
+            tu_problem_poison(&p, ctx);
+            st = fa_cl_reference_forward(ctx, &p.desc, p.mem[0], p.mem[1], p.mem[2], p.mem[3], p.lse_mem, 0, NULL,
+                                         NULL);
+            int ok = st == FA_CL_SUCCESS && clFinish(fa_cl_context_queue(ctx)) == CL_SUCCESS &&
+                     tu_problem_read(&p, ctx) == 0;
+            tu_result r;
+            memset(&r, 0, sizeof r);
+            if (ok) {
+                tu_problem_check(&p, p.ref_o, p.ref_lse, &r);
+                tu_result_format(&r, &p, detail, sizeof detail);
+                ok = r.ok;
+            }
+            tu_expect(&tally, ok, "only %s broken%s: the reference on the same context afterwards: %s %s", name,
+                      force_tiled ? " (tiled forced)" : "", fa_cl_status_string(st), ok ? detail : fa_cl_last_error(ctx));
+            tu_problem_poison(&p, ctx);
+#endif
+        }
+        tu_problem_free(&p);
+        fa_cl_context_release(ctx);
+    }
+    for (int i = 0; i < 4; i++)
+        remove(path[i]);
+    rmdir(dir);
+    return 0;
+}
+
 static int subset_build(void)
 {
     char dir[] = "/tmp/fa_cl_test_kernels_XXXXXX";
@@ -664,6 +754,10 @@ static int subset_build(void)
     for (int i = 0; i < 4; i++)
         remove(path[i]);
     rmdir(dir);
+
+    /* one broken file only: the context stays usable for every kernel that does not need it */
+    if (build_one_broken(0) != 0 || build_one_broken(1) != 0)
+        return 1;
 
     /* a second context without the variable works */
     rc = tu_context(&ctx);

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${FA_CL_BUILD_DIR:-build}
 JOBS=$(nproc 2>/dev/null || echo 2)
-PACKAGES="cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo oclgrind"
+PACKAGES="cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo oclgrind valgrind"
 # `ctest -L offline` (test only): Intel's offline compiler (ocloc), ROCm's device libraries and the
 # newest clang for AMD GPUs and the generic SPIR check, readelf. Where the distribution lacks one,
 # that offline test is skipped (with the reason), never failed for it.
