@@ -43,7 +43,7 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     if (st != FA_CL_SUCCESS)
         return st;
     cl_int err;
-    *out = clCreateKernel(prog, "fa_forward", &err);
+    *out = fa_cl__kernel_take(ctx, prog, "fa_forward", &err);
     clReleaseProgram(prog);
     if (!*out)
         return fa_cl__fail_cl(ctx, err, "clCreateKernel(fa_forward)");
@@ -243,7 +243,7 @@ static void plan_unref(fa_cl_plan *plan)
     fa_cl_lock_release(&ctx->lock);
     if (left > 0)
         return;
-    clReleaseKernel(plan->kernel);
+    fa_cl__kernel_give(ctx, plan->kernel);
     fa_cl_lock_destroy(&plan->lock);
     free(plan);
 }

@@ -128,6 +128,12 @@ const char *fa_cl__embedded_text(const char *name);
 fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, int nfiles, const char *options,
                                 cl_program *out);
 
+/* A kernel of a cached program: a pooled one left by a released plan, else a new one. The plan
+ * gives it back with fa_cl__kernel_give (which releases it when the pool is full or the program is
+ * not cached); its arguments are set again before every launch. */
+cl_kernel fa_cl__kernel_take(fa_cl_context *ctx, cl_program prog, const char *name, cl_int *err);
+void fa_cl__kernel_give(fa_cl_context *ctx, cl_kernel k);
+
 /* Release every cached program (context teardown). */
 void fa_cl__program_cache_clear(fa_cl_context *ctx);
 
