@@ -185,8 +185,11 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
             }
         }
 
-        /* Online softmax, in base 2 with the scale folded in: m_new = max(m, rowmax), delta =
-         * 2^(m - m_new), l = delta * l + sum(p), O = delta * O (+ P.V below). */
+        /* Online softmax on raw scores s = q.k, in base 2 with the scale folded in: m_new = max(m,
+         * rowmax), delta = 2^((m - m_new) c), p = 2^(fma(s, c, -m_new c)), l = delta l + sum(p),
+         * O = delta O (+ P.V below), c = scale * log2(e). Scaling inside the fma keeps each s c
+         * unrounded; the rounding of m_new c is the same for the whole row and cancels in O / l
+         * (scores of |s| ~ 1e4 would otherwise lose ~1e-3 each). */
         for (int i = 0; i < ROWS; i++) {
             float mx = m[i];
 #ifdef FA_UNROLL
@@ -194,18 +197,19 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
 #endif
             for (int j = 0; j < BLOCK_KV; j++) {
                 int key = kv0 + j;
-                float x = (key >= lo[i] && key < hi[i]) ? s[i][j] * scale_log2 : -INFINITY;
+                float x = (key >= lo[i] && key < hi[i]) ? s[i][j] : -INFINITY;
                 s[i][j] = x;
                 mx = fmax(mx, x);
             }
             float m_use = (mx == -INFINITY) ? 0.0f : mx; /* a row that has seen no key yet */
-            float delta = FA_EXP2(m[i] - m_use);
+            float mc = m_use * scale_log2;
+            float delta = FA_EXP2(m[i] * scale_log2 - mc);
             float sum = 0.0f;
 #ifdef FA_UNROLL
 #pragma unroll
 #endif
             for (int j = 0; j < BLOCK_KV; j++) {
-                float p = FA_EXP2(s[i][j] - m_use);
+                float p = FA_EXP2(fma(s[i][j], scale_log2, -mc));
                 s[i][j] = p;
                 sum += p;
             }
@@ -253,7 +257,7 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
             q_tile[c * BLOCK_Q + r] = acc[i][c] * inv;
         if (has_lse && row < seqlen_q)
             lse[bh * (ulong)seqlen_q + (ulong)row] =
-                (l[i] == 0.0f) ? -INFINITY : (m[i] + log2(l[i])) * M_LN2_F;
+                (l[i] == 0.0f) ? -INFINITY : (m[i] * scale_log2 + log2(l[i])) * M_LN2_F;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < BLOCK_Q * D4; e += WG) {

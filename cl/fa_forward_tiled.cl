@@ -196,7 +196,7 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
                 }
         }
 
-        /* mask + scale (base 2), then this work-item's partial row maxima */
+        /* mask (raw scores; the scale is applied inside the exponent below), partial row maxima */
         float pmax[TM];
         FA_PRAGMA_UNROLL
         for (int i = 0; i < TM; i++) {
@@ -204,7 +204,7 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
             FA_PRAGMA_UNROLL
             for (int j = 0; j < TN; j++) {
                 int key = kv0 + tx + NX * j;
-                float x = (key >= lo[i] && key < hi[i]) ? s[i][j] * scale_log2 : -INFINITY;
+                float x = (key >= lo[i] && key < hi[i]) ? s[i][j] : -INFINITY;
                 s[i][j] = x;
                 pmax[i] = fmax(pmax[i], x);
             }
@@ -220,11 +220,12 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
             for (int x = 0; x < NX; x++)
                 mx = fmax(mx, xchg[x * PT_PITCH + ty * TM + i]);
             float m_use = (mx == -INFINITY) ? 0.0f : mx;
-            float delta = FA_EXP2(m[i] - m_use);
+            float mc = m_use * scale_log2;
+            float delta = FA_EXP2(m[i] * scale_log2 - mc);
             float sum = 0.0f;
             FA_PRAGMA_UNROLL
             for (int j = 0; j < TN; j++) {
-                float p = FA_EXP2(s[i][j] - m_use);
+                float p = FA_EXP2(fma(s[i][j], scale_log2, -mc));
                 p_t[(tx + NX * j) * PT_PITCH + ty * TM + i] = p;
                 sum += p;
             }
@@ -277,6 +278,6 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
                 fa_store_chunk(o, rbase, chunk, acc[i][c] * inv);
         }
         if (has_lse && tx == 0)
-            lse[bh * (ulong)seqlen_q + (ulong)row] = (total == 0.0f) ? -INFINITY : (m[i] + log2(total)) * M_LN2_F;
+            lse[bh * (ulong)seqlen_q + (ulong)row] = (total == 0.0f) ? -INFINITY : (m[i] * scale_log2 + log2(total)) * M_LN2_F;
     }
 }
