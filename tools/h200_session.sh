@@ -6,6 +6,7 @@
 #   tools/h200_session.sh mma       the tensor-core variant: build report, checks vs the reference, speed; CTest
 #   tools/h200_session.sh tests     the CTest suite on the GPU
 #   tools/h200_session.sh final     the CTest suite, the rows docs/performance.md quotes and PyTorch's kernels
+#   tools/h200_session.sh validate  the merged code: CTest, the quoted rows with --check, PyTorch, plan cache
 #   tools/h200_session.sh cache     cold vs warm plan creation (program cache) for docs/performance.md
 set -u
 BUILD=${BUILD:-build-gpu}
@@ -113,6 +114,38 @@ mma2)
     done
     for t in 64x32; do FA_CL_DEBUG_BUILD_LOG=1 FA_CL_TILE=$t FA_CL_BUILD_OPTIONS=-cl-nv-verbose $BENCH -b 1 -h 1 -q 128 -d 128 --dtype f16 --no-reference 2>&1 | grep -E "registers|spill"; done
     } 2>&1 | tee "$OUT/mma2.txt"
+    ;;
+validate)
+    # the merged code on the GPU: CTest (not the labels that need host tools: compilers, oclgrind,
+    # valgrind), the quoted rows with --check, PyTorch's kernels beside them, cold vs warm plans
+    here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
+    (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 -LE "install|offline|oclgrind|leaks" 2>&1) > "$OUT/ctest.txt"
+    grep -E "tests passed|\*\*\*Failed|Not Run" "$OUT/ctest.txt" | head -20
+    "$BUILD/tools/fa_cl_info" > "$OUT/info.txt" 2>&1
+    {
+    for r in "-d 128 --dtype f32" "-d 64 --dtype f32" "-d 128 --dtype f32 --causal" "-d 64 --dtype f32 --causal" \
+             "-d 128 --dtype f16" "-d 64 --dtype f16" "-d 128 --dtype bf16" "-d 64 --dtype bf16" "-d 128 --dtype f16 --causal" "-d 64 --dtype f16 --causal"; do
+        $BENCH -b 8 -h 16 -q 4096 $r --check | tail -1
+    done
+    echo "portable f16 d=128 (FA_CL_VENDOR_PATH=0): $(FA_CL_VENDOR_PATH=0 $BENCH -b 8 -h 16 -q 4096 -d 128 --dtype f16 --check | tail -1)"
+    } 2>&1 | tee "$OUT/validate_bench.txt"
+    {
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f16
+    anchor -b 8 -H 16 -n 4096 -d 64 --dtype f16
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype bf16
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f16 --causal
+    anchor -b 8 -H 16 -n 4096 -d 64 --dtype f16 --causal
+    anchor -b 8 -H 16 -n 4096 -d 64 --dtype f32
+    } 2>&1 | grep -vE "lambda|^ *$" | tee "$OUT/anchor.txt"
+    ROUNDS=2 FA_CL_BUILD_DIR="$BUILD" bash tools/plan_cache_timing.sh > "$OUT/plan_cache.txt" 2>&1; tail -8 "$OUT/plan_cache.txt"
+    ;;
+recheck)
+    here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
+    (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 -R "edges|forward|threads|invalid" 2>&1) > "$OUT/ctest.txt"
+    grep -E "tests passed|\*\*\*Failed|\[FAIL\]" "$OUT/ctest.txt" | head -12
+    for r in "-d 128 --dtype f32" "-d 64 --dtype f32" "-d 128 --dtype f32 --causal"; do
+        $BENCH -b 8 -h 16 -q 4096 $r --check | tail -1
+    done 2>&1 | tee "$OUT/recheck_bench.txt"
     ;;
 tests)
     # CTest files hold the Debian machine's absolute paths: make them resolve here. Install tests
