@@ -14,40 +14,6 @@
 #define D4 (D_PAD / 4)
 #define WG (BLOCK_Q / ROWS)
 
-#ifdef FA_NATIVE_EXP
-#define FA_EXP2(x) native_exp2(x)
-#else
-#define FA_EXP2(x) exp2(x)
-#endif
-
-/* Elements 4c .. 4c+3 of one row, zero beyond HEAD_DIM. */
-inline float4 fa_load_chunk(__global const fa_store_t *p, ulong row_base, int c)
-{
-#if HEAD_DIM % 4 == 0
-    return fa_load4(p, row_base + 4 * (ulong)c);
-#else
-    float4 x = (float4)(0.0f);
-    int k = 4 * c;
-    if (k + 0 < HEAD_DIM) x.x = fa_load1(p, row_base + k + 0);
-    if (k + 1 < HEAD_DIM) x.y = fa_load1(p, row_base + k + 1);
-    if (k + 2 < HEAD_DIM) x.z = fa_load1(p, row_base + k + 2);
-    if (k + 3 < HEAD_DIM) x.w = fa_load1(p, row_base + k + 3);
-    return x;
-#endif
-}
-
-inline void fa_store_chunk(__global fa_store_t *p, ulong row_base, int c, float4 x)
-{
-#if HEAD_DIM % 4 == 0
-    fa_store4(p, row_base + 4 * (ulong)c, x);
-#else
-    int k = 4 * c;
-    if (k + 0 < HEAD_DIM) fa_store1(p, row_base + k + 0, x.x);
-    if (k + 1 < HEAD_DIM) fa_store1(p, row_base + k + 1, x.y);
-    if (k + 2 < HEAD_DIM) fa_store1(p, row_base + k + 2, x.z);
-    if (k + 3 < HEAD_DIM) fa_store1(p, row_base + k + 3, x.w);
-#endif
-}
 
 /* Cooperative load of BLOCK_KV rows (keys kv0 ..) into the shared K/V buffer; rows past seqlen_k
  * are zero (they are masked anyway, but must not be read from global memory). */
@@ -64,26 +30,7 @@ inline void fa_load_kv(__local float4 *tile, __global const fa_store_t *src, ulo
     }
 }
 
-/* Visible key range [lo, hi) of query row `row`: causal and windows folded into win_left/right. */
-inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)
-{
-    if (row >= seqlen_q) {
-        *lo = 0;
-        *hi = 0;
-        return;
-    }
-    long diag = (long)row + seqlen_k - seqlen_q;
-    long a = diag - win_left, b = diag + win_right + 1;
-    *lo = (int)clamp(a, 0L, (long)seqlen_k);
-    *hi = (int)clamp(b, 0L, (long)seqlen_k);
-}
-
 /* O += p_j * V_j for the work-item's rows where `visible` holds (i is the row index). */
-#ifdef FA_UNROLL
-#define FA_PRAGMA_UNROLL _Pragma("unroll")
-#else
-#define FA_PRAGMA_UNROLL
-#endif
 #define FA_PV_KEY(j, visible)                                                                \
     {                                                                                        \
         FA_PRAGMA_UNROLL                                                                     \
@@ -96,27 +43,13 @@ inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int 
     }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,
-                __global fa_store_t *o, __global float *lse,
-                ulong q_off, ulong k_off, ulong v_off, ulong o_off,
-                long qs0, long qs1, long qs2, long ks0, long ks1, long ks2,
-                long vs0, long vs1, long vs2, long os0, long os1, long os2,
-                int heads_q, int group, int seqlen_q, int seqlen_k, int num_q_blocks,
-                float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse)
+void fa_forward(FA_FORWARD_PARAMS)
 {
     __local float4 q_tile[D4 * BLOCK_Q];   /* chunk-major: q_tile[c * BLOCK_Q + r], conflict-free per row */
     __local float4 kv_tile[BLOCK_KV * D4]; /* row-major, read by every work-item at once (broadcast) */
 
     const int lid = (int)get_local_id(0);
-    const ulong g = get_group_id(0);
-    const ulong bh = g / (ulong)num_q_blocks;
-    int qb = (int)(g % (ulong)num_q_blocks);
-    if (reverse_blocks)
-        qb = num_q_blocks - 1 - qb; /* causal: the longest rows first */
-    const ulong b = bh / (ulong)heads_q;
-    const int h = (int)(bh % (ulong)heads_q);
-    const int hk = h / group;
-    const int q0 = qb * BLOCK_Q;
+    FA_BLOCK_COORDS
     const ulong qbase = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
     const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
     const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;

@@ -131,26 +131,8 @@ inline void fa_load_tile_async(__local ushort *tile, __global const ushort *src,
 }
 #endif
 
-inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)
-{
-    if (row >= seqlen_q) {
-        *lo = 0;
-        *hi = 0;
-        return;
-    }
-    long diag = (long)row + seqlen_k - seqlen_q;
-    *lo = (int)clamp(diag - win_left, 0L, (long)seqlen_k);
-    *hi = (int)clamp(diag + win_right + 1, 0L, (long)seqlen_k);
-}
-
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,
-                __global fa_store_t *o, __global float *lse,
-                ulong q_off, ulong k_off, ulong v_off, ulong o_off,
-                long qs0, long qs1, long qs2, long ks0, long ks1, long ks2,
-                long vs0, long vs1, long vs2, long os0, long os1, long os2,
-                int heads_q, int group, int seqlen_q, int seqlen_k, int num_q_blocks,
-                float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse)
+void fa_forward(FA_FORWARD_PARAMS)
 {
     __local ushort q_s[BLOCK_Q * ROW] __attribute__((aligned(16)));
 #ifdef FA_ASYNC
@@ -164,15 +146,7 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
     const int lid = (int)get_local_id(0);
     const int warp = lid / 32, lane = lid % 32;
     const int g = lane / 4, t4 = lane % 4;
-    const ulong grp = get_group_id(0);
-    const ulong bh = grp / (ulong)num_q_blocks;
-    int qb = (int)(grp % (ulong)num_q_blocks);
-    if (reverse_blocks)
-        qb = num_q_blocks - 1 - qb;
-    const ulong b = bh / (ulong)heads_q;
-    const int h = (int)(bh % (ulong)heads_q);
-    const int hk = h / group;
-    const int q0 = qb * BLOCK_Q;
+    FA_BLOCK_COORDS
     __global const ushort *qg = (__global const ushort *)q;
     __global const ushort *kg = (__global const ushort *)k;
     __global const ushort *vg = (__global const ushort *)v;

@@ -21,19 +21,6 @@
 #define PT_PITCH (BLOCK_Q + 4)   /* padded pitch of P^T and of the max exchange, in floats */
 #define OC ((D4 + NX - 1) / NX)  /* output chunks per work-item */
 
-#ifdef FA_NATIVE_EXP
-#define FA_EXP2(x) native_exp2(x)
-#else
-#define FA_EXP2(x) exp2(x)
-#endif
-#define FA_PRAGMA(x) _Pragma(#x)
-#ifdef FA_UNROLL
-#define FA_PRAGMA_UNROLL _Pragma("unroll")
-#define FA_PRAGMA_UNROLL_N(n) FA_PRAGMA(unroll n)
-#else
-#define FA_PRAGMA_UNROLL
-#define FA_PRAGMA_UNROLL_N(n)
-#endif
 /* partial unrolling of the two products' outer loops: more loads in flight vs registers */
 #ifndef FA_QK_UNROLL
 #define FA_QK_UNROLL 32 /* D4 at d = 128: full unrolling measured best on an H200 */
@@ -41,34 +28,6 @@
 #ifndef FA_PV_UNROLL
 #define FA_PV_UNROLL 4
 #endif
-
-inline float4 fa_load_chunk(__global const fa_store_t *p, ulong row_base, int c)
-{
-#if HEAD_DIM % 4 == 0
-    return fa_load4(p, row_base + 4 * (ulong)c);
-#else
-    float4 x = (float4)(0.0f);
-    int k = 4 * c;
-    if (k + 0 < HEAD_DIM) x.x = fa_load1(p, row_base + k + 0);
-    if (k + 1 < HEAD_DIM) x.y = fa_load1(p, row_base + k + 1);
-    if (k + 2 < HEAD_DIM) x.z = fa_load1(p, row_base + k + 2);
-    if (k + 3 < HEAD_DIM) x.w = fa_load1(p, row_base + k + 3);
-    return x;
-#endif
-}
-
-inline void fa_store_chunk(__global fa_store_t *p, ulong row_base, int c, float4 x)
-{
-#if HEAD_DIM % 4 == 0
-    fa_store4(p, row_base + 4 * (ulong)c, x);
-#else
-    int k = 4 * c;
-    if (k + 0 < HEAD_DIM) fa_store1(p, row_base + k + 0, x.x);
-    if (k + 1 < HEAD_DIM) fa_store1(p, row_base + k + 1, x.y);
-    if (k + 2 < HEAD_DIM) fa_store1(p, row_base + k + 2, x.z);
-    if (k + 3 < HEAD_DIM) fa_store1(p, row_base + k + 3, x.w);
-#endif
-}
 
 /* rows (or keys) [first, first + count) of a [seq, D] view into a padded local tile; zero past `limit` */
 inline void fa_load_rows(__local float4 *tile, __global const fa_store_t *src, ulong base, long row_stride,
@@ -81,18 +40,6 @@ inline void fa_load_rows(__local float4 *tile, __global const fa_store_t *src, u
             x = fa_load_chunk(src, base + (ulong)(first + j) * (ulong)row_stride, c);
         tile[j * ROW4 + c] = x;
     }
-}
-
-inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)
-{
-    if (row >= seqlen_q) {
-        *lo = 0;
-        *hi = 0;
-        return;
-    }
-    long diag = (long)row + seqlen_k - seqlen_q;
-    *lo = (int)clamp(diag - win_left, 0L, (long)seqlen_k);
-    *hi = (int)clamp(diag + win_right + 1, 0L, (long)seqlen_k);
 }
 
 /* O += P[., j] V[j] for the work-item's TM rows where `visible` holds (i is the row index). */
@@ -116,13 +63,7 @@ inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int 
     }
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,
-                __global fa_store_t *o, __global float *lse,
-                ulong q_off, ulong k_off, ulong v_off, ulong o_off,
-                long qs0, long qs1, long qs2, long ks0, long ks1, long ks2,
-                long vs0, long vs1, long vs2, long os0, long os1, long os2,
-                int heads_q, int group, int seqlen_q, int seqlen_k, int num_q_blocks,
-                float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse)
+void fa_forward(FA_FORWARD_PARAMS)
 {
     __local float4 q_tile[BLOCK_Q * ROW4];
     __local float4 kv_tile[BLOCK_KV * ROW4];
@@ -131,15 +72,7 @@ void fa_forward(__global const fa_store_t *q, __global const fa_store_t *k, __gl
 
     const int lid = (int)get_local_id(0);
     const int tx = lid % NX, ty = lid / NX;
-    const ulong g = get_group_id(0);
-    const ulong bh = g / (ulong)num_q_blocks;
-    int qb = (int)(g % (ulong)num_q_blocks);
-    if (reverse_blocks)
-        qb = num_q_blocks - 1 - qb;
-    const ulong b = bh / (ulong)heads_q;
-    const int h = (int)(bh % (ulong)heads_q);
-    const int hk = h / group;
-    const int q0 = qb * BLOCK_Q;
+    FA_BLOCK_COORDS
     const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
     const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;
 

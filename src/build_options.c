@@ -3,16 +3,16 @@
 
 #include <stdio.h>
 
-static const char *const rows_files[] = {"fa_common.cl", "fa_forward.cl"};
-static const char *const tiled_files[] = {"fa_common.cl", "fa_forward_tiled.cl"};
-static const char *const mma_files[] = {"fa_common.cl", "fa_forward_nv_mma.cl"};
+static const char *const rows_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward.cl"};
+static const char *const tiled_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward_tiled.cl"};
+static const char *const mma_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward_nv_mma.cl"};
 
 int fa_cl_variant_files(fa_cl_variant v, const char *const **files)
 {
     switch (v) {
-    case FA_CL_VARIANT_ROWS: *files = rows_files; return 2;
-    case FA_CL_VARIANT_TILED: *files = tiled_files; return 2;
-    case FA_CL_VARIANT_NV_MMA: *files = mma_files; return 2;
+    case FA_CL_VARIANT_ROWS: *files = rows_files; return 3;
+    case FA_CL_VARIANT_TILED: *files = tiled_files; return 3;
+    case FA_CL_VARIANT_NV_MMA: *files = mma_files; return 3;
     }
     *files = NULL;
     return 0;

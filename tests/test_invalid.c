@@ -589,10 +589,12 @@ static int build_one_broken(int broken_rows)
     char dir[] = "/tmp/fa_cl_test_kernels1_XXXXXX";
     if (!mkdtemp(dir))
         return 1;
-    static const char *const files[] = {"fa_common.cl", "fa_forward.cl", "fa_forward_tiled.cl", "fa_reference.cl"};
-    const int bad = broken_rows ? 1 : 2;
-    char path[4][512];
-    for (int i = 0; i < 4; i++) {
+    static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward.cl",
+                                        "fa_forward_tiled.cl", "fa_reference.cl"};
+    enum { NFILES = sizeof files / sizeof files[0] };
+    const int bad = broken_rows ? 2 : 3;
+    char path[NFILES][512];
+    for (int i = 0; i < NFILES; i++) {
         char src[512];
         snprintf(path[i], sizeof path[i], "%s/%s", dir, files[i]);
         snprintf(src, sizeof src, "%s/cl/%s", FA_CL_SOURCE_DIR, files[i]);
@@ -661,7 +663,7 @@ static int build_one_broken(int broken_rows)
         tu_problem_free(&p);
         fa_cl_context_release(ctx);
     }
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NFILES; i++)
         remove(path[i]);
     rmdir(dir);
     return 0;
@@ -675,11 +677,13 @@ static int subset_build(void)
         return 1;
     }
     /* a copy of every kernel file, with both forward variants broken (GPUs plan the tiled one) */
-    static const char *const files[] = {"fa_common.cl", "fa_forward.cl", "fa_forward_tiled.cl", "fa_reference.cl"};
-    static const int broken[] = {0, 1, 1, 0};
-    char path[4][512], src[4][512];
-    int present[4];
-    for (int i = 0; i < 4; i++) {
+    static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward.cl",
+                                        "fa_forward_tiled.cl", "fa_reference.cl"};
+    enum { NFILES = sizeof files / sizeof files[0] };
+    static const int broken[NFILES] = {0, 0, 1, 1, 0};
+    char path[NFILES][512], src[NFILES][512];
+    int present[NFILES];
+    for (int i = 0; i < NFILES; i++) {
         snprintf(path[i], sizeof path[i], "%s/%s", dir, files[i]);
         snprintf(src[i], sizeof src[i], "%s/cl/%s", FA_CL_SOURCE_DIR, files[i]);
         FILE *probe = fopen(src[i], "rb");
@@ -751,7 +755,7 @@ static int subset_build(void)
                fa_cl_last_error(ctx), "fa_forward", NULL);
     }
     fa_cl_context_release(ctx);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < NFILES; i++)
         remove(path[i]);
     rmdir(dir);
 

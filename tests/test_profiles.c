@@ -145,10 +145,11 @@ static void build_options(tu_tally *t)
 
     const char *const *files;
     int nr = fa_cl_variant_files(FA_CL_VARIANT_ROWS, &files);
-    tu_expect(t, nr == 2 && strcmp(files[0], "fa_common.cl") == 0 && strcmp(files[1], "fa_forward.cl") == 0,
-              "rows variant: fa_common.cl + fa_forward.cl");
+    tu_expect(t, nr == 3 && strcmp(files[0], "fa_common.cl") == 0 && strcmp(files[1], "fa_forward_common.cl") == 0 &&
+                     strcmp(files[2], "fa_forward.cl") == 0,
+              "rows variant: fa_common.cl + fa_forward_common.cl + fa_forward.cl");
     int nt = fa_cl_variant_files(FA_CL_VARIANT_TILED, &files);
-    tu_expect(t, nt == 2 && strcmp(files[1], "fa_forward_tiled.cl") == 0, "tiled variant: + fa_forward_tiled.cl");
+    tu_expect(t, nt == 3 && strcmp(files[2], "fa_forward_tiled.cl") == 0, "tiled variant: + fa_forward_tiled.cl");
     tu_expect(t, fa_cl_variant_files((fa_cl_variant)0, &files) == 0 && files == NULL, "unknown variant: no files");
 }
 

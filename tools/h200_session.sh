@@ -143,7 +143,7 @@ recheck)
     here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
     (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 -R "edges|forward|threads|invalid" 2>&1) > "$OUT/ctest.txt"
     grep -E "tests passed|\*\*\*Failed|\[FAIL\]" "$OUT/ctest.txt" | head -12
-    for r in "-d 128 --dtype f32" "-d 64 --dtype f32" "-d 128 --dtype f32 --causal"; do
+    for r in "-d 128 --dtype f32" "-d 64 --dtype f32" "-d 128 --dtype f16" "-d 64 --dtype bf16 --causal"; do
         $BENCH -b 8 -h 16 -q 4096 $r --check | tail -1
     done 2>&1 | tee "$OUT/recheck_bench.txt"
     ;;
