@@ -67,8 +67,12 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_VARIANT_NV_MMA && !lim.forced_variant) {
             /* the vendor kernel did not compile on this driver: portable kernels from now on */
             fa_cl_lock_acquire(&ctx->lock);
+            int first = !ctx->mma_failed;
             ctx->mma_failed = 1;
             fa_cl_lock_release(&ctx->lock);
+            if (first)
+                fa_cl__note(ctx, "tensor-core kernel (nvidia-mma): did not build on this driver, portable kernels "
+                                 "planned instead (the build log is in fa_cl_last_error)");
             lim.nv_mma = 0;
             attempt--;
             continue;
