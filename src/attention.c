@@ -122,17 +122,14 @@ fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *d
     if (!out)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_plan_create: out is NULL");
     *out = NULL;
-    if (!ctx)
-        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_plan_create: ctx is NULL");
+    fa_cl_views views;
+    fa_cl_status st = fa_cl__resolve_call(ctx, "fa_cl_plan_create", desc, &views);
+    if (st != FA_CL_SUCCESS)
+        return st;
     fa_cl_plan *plan = (fa_cl_plan *)calloc(1, sizeof *plan);
     if (!plan)
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_plan_create: out of host memory");
-    char msg[512];
-    fa_cl_status st = fa_cl__desc_resolve(desc, &plan->views, msg, sizeof msg);
-    if (st != FA_CL_SUCCESS) {
-        free(plan);
-        return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
-    }
+    plan->views = views;
     const fa_cl_attention_desc *d = &plan->views.d;
     st = plan_tiles_and_kernel(ctx, plan);
     if (st != FA_CL_SUCCESS) {
@@ -322,16 +319,11 @@ fa_cl_status fa_cl_attention_forward(fa_cl_context *ctx, const fa_cl_attention_d
                                      cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait, const cl_event *wait,
                                      cl_event *done)
 {
-    if (!ctx)
-        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_attention_forward: ctx is NULL");
-    if (!desc)
-        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_attention_forward: desc is NULL");
     /* the cache holds normalised descriptors: compare like with like */
     fa_cl_views views;
-    char msg[512];
-    fa_cl_status rs = fa_cl__desc_resolve(desc, &views, msg, sizeof msg);
+    fa_cl_status rs = fa_cl__resolve_call(ctx, "fa_cl_attention_forward", desc, &views);
     if (rs != FA_CL_SUCCESS)
-        return fa_cl__fail(ctx, rs, "fa_cl_attention_forward: %s", msg);
+        return rs;
     fa_cl_plan *plan = NULL;
     fa_cl_lock_acquire(&ctx->lock);
     for (fa_cl_plan_entry *e = ctx->plans; e; e = e->next) {

@@ -230,6 +230,18 @@ int fa_cl__rows_aligned16(const fa_cl_attention_desc *d)
     return 1;
 }
 
+fa_cl_status fa_cl__resolve_call(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
+                                 fa_cl_views *out)
+{
+    if (!ctx)
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
+    if (!desc)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", call);
+    char msg[512];
+    fa_cl_status st = fa_cl__desc_resolve(desc, out, msg, sizeof msg);
+    return st == FA_CL_SUCCESS ? st : fa_cl__fail(ctx, st, "%s: %s", call, msg);
+}
+
 fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc *desc, char *msg, size_t msg_size)
 {
     fa_cl_views v;

@@ -203,6 +203,11 @@ typedef struct fa_cl_views {
 
 fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *out, char *msg, size_t msg_size);
 
+/* The start of every call that takes (ctx, desc): both non-NULL and desc resolved, a failure
+ * recorded on ctx with the call's name ("fa_cl_plan_create: desc.batch must be positive ..."). */
+fa_cl_status fa_cl__resolve_call(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
+                                 fa_cl_views *out);
+
 /* Every q, k and v row of the (normalised) descriptor starts on a 16-byte boundary (16-bit data). */
 int fa_cl__rows_aligned16(const fa_cl_attention_desc *d);
 

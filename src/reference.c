@@ -455,21 +455,17 @@ fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_d
                                      cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait, const cl_event *wait,
                                      cl_event *done)
 {
-    if (!ctx)
-        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_reference_forward: ctx is NULL");
-    if (!desc)
-        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_reference_forward: desc is NULL");
     fa_cl_views views;
-    char msg[512];
-    fa_cl_status st = fa_cl__desc_resolve(desc, &views, msg, sizeof msg);
+    fa_cl_status st = fa_cl__resolve_call(ctx, "fa_cl_reference_forward", desc, &views);
     if (st != FA_CL_SUCCESS)
-        return fa_cl__fail(ctx, st, "fa_cl_reference_forward: %s", msg);
+        return st;
     st = fa_cl__check_buffers(ctx, &views, q, k, v, o, lse);
     if (st == FA_CL_SUCCESS)
         st = fa_cl__check_wait_list(ctx, num_wait, wait);
     if (st != FA_CL_SUCCESS)
         return st;
     ref_chunk chunk;
+    char msg[512];
     st = plan_chunks(&ctx->props, &views.d, &chunk, msg, sizeof msg);
     if (st != FA_CL_SUCCESS)
         return fa_cl__fail(ctx, st, "fa_cl_reference_forward: %s", msg);
