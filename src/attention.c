@@ -64,8 +64,10 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
         st = build_kernel(ctx, &plan->views, &plan->tiles, &plan->kernel);
-        if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_VARIANT_NV_MMA && !lim.forced_variant) {
-            /* the vendor kernel did not compile on this driver: portable kernels from now on */
+        if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_VARIANT_NV_MMA && !lim.forced_variant &&
+            !plan->tiles.ptx_emulated) {
+            /* the vendor kernel did not compile on this driver: portable kernels from now on (the
+             * emulated build is portable code under test: its failure is reported, not hidden) */
             fa_cl_lock_acquire(&ctx->lock);
             int first = !ctx->mma_failed;
             ctx->mma_failed = 1;

@@ -5,14 +5,15 @@
 
 static const char *const rows_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward.cl"};
 static const char *const tiled_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward_tiled.cl"};
-static const char *const mma_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward_nv_mma.cl"};
+static const char *const mma_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl",
+                                        "fa_forward_nv_mma.cl"};
 
 int fa_cl_variant_files(fa_cl_variant v, const char *const **files)
 {
     switch (v) {
     case FA_CL_VARIANT_ROWS: *files = rows_files; return 3;
     case FA_CL_VARIANT_TILED: *files = tiled_files; return 3;
-    case FA_CL_VARIANT_NV_MMA: *files = mma_files; return 3;
+    case FA_CL_VARIANT_NV_MMA: *files = mma_files; return 4;
     }
     *files = NULL;
     return 0;
@@ -26,7 +27,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
         return -1;
     int k;
     if (t->variant == FA_CL_VARIANT_NV_MMA)
-        k = snprintf(out + len, n - (size_t)len, "%s", t->aligned16 ? " -DFA_ALIGNED16" : "");
+        k = snprintf(out + len, n - (size_t)len, " -DWARP_ROWS=%d%s%s", t->rows_per_item,
+                     t->aligned16 ? " -DFA_ALIGNED16" : "", t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
     else if (t->variant == FA_CL_VARIANT_TILED)
         k = snprintf(out + len, n - (size_t)len, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
     else

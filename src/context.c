@@ -105,6 +105,8 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     }
     s = getenv("FA_CL_VENDOR_PATH");
     out->vendor_path_off = s && strcmp(s, "0") == 0;
+    s = getenv("FA_CL_MMA_EMULATE");
+    out->mma_emulate = s && *s && strcmp(s, "0") != 0;
     s = getenv("FA_CL_DEBUG_BUILD_LOG");
     out->print_build_log = s && *s && strcmp(s, "0") != 0;
     s = getenv("FA_CL_CACHE_DIR");
@@ -168,7 +170,10 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
     ctx->queue = queue;
     ctx->queue_in_order = !(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
     fa_cl__binary_cache_open(ctx);
-    if (ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
+    if (ctx->env.mma_emulate && !ctx->env.vendor_path_off)
+        fa_cl__note(ctx, "tensor-core kernel (nvidia-mma): planned for f16/bf16 with its PTX emulated in portable "
+                         "OpenCL C (FA_CL_MMA_EMULATE=1, for tests: slow)");
+    else if (ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
         fa_cl__note(ctx, ctx->env.vendor_path_off
                              ? "tensor-core kernel (nvidia-mma): off (FA_CL_VENDOR_PATH=0), portable kernels only"
                              : "tensor-core kernel (nvidia-mma): planned for f16/bf16, head_dim <= 128");
@@ -340,6 +345,11 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     out->forced_rows = ctx->env.tile_rows;
     out->forced_cols = ctx->env.tile_cols;
     out->forced_variant = ctx->env.variant;
+    /* FA_CL_MMA_EMULATE=1: the tensor-core kernel's logic on any device, its PTX in portable C */
+    if (ctx->env.mma_emulate) {
+        out->nv_mma = 1;
+        out->mma_emulated = 1;
+    }
     /* FA_CL_VENDOR_PATH=0, or a tensor-core build that failed here: portable kernels only */
     out->nv_mma = out->nv_mma && !ctx->env.vendor_path_off && !ctx->mma_failed;
 }

@@ -33,9 +33,12 @@ size_t fa_cl_nvidia_static_local_bytes(int major, int minor)
     return 0;
 }
 
-size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded)
+size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int aligned16)
 {
-    return 2 * (size_t)(block_q + 2 * block_kv) * (size_t)(dim_padded + 8);
+    const size_t kv_rows = (size_t)(aligned16 ? 4 : 2) * (size_t)block_kv;
+    const size_t rows = warp_rows == 16 ? (kv_rows > (size_t)block_q ? kv_rows : (size_t)block_q)
+                                        : kv_rows + (size_t)block_q;
+    return 2 * rows * (size_t)(dim_padded + 8);
 }
 
 /* The tensor-core variant (f16/bf16 on NVIDIA >= 8.0). Returns UNSUPPORTED without a message when it
@@ -49,34 +52,40 @@ static fa_cl_status plan_mma(const fa_cl_limits *lim, const fa_cl_tile_request *
     /* H200 (docs/performance.md): with asynchronous copies 64 x 64 (227.6 TFLOP/s at d = 128, f16);
      * with synchronous ones 64 x 32 at d = 128 (163 vs 82 for 64 x 64) */
     int br = FA_CL_MMA_BLOCK_Q, bc = (dp == 128 && !req->aligned16) ? 32 : FA_CL_MMA_BLOCK_KV;
+    int wr = FA_CL_MMA_WARP_ROWS;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
         br = lim->forced_q;
         bc = lim->forced_kv;
+        wr = lim->forced_rows > 0 ? lim->forced_rows : wr;
         /* a tile the tensor-core kernel cannot take is meant for the portable kernels: plan those */
-        if (br % 16 || bc % 16 || br > 256 || bc > 128)
+        if (br % 16 || bc % 16 || br > 256 || bc > 128 || (wr != 16 && wr != 32) || br % wr || lim->forced_cols > 0)
             return lim->forced_variant == FA_CL_VARIANT_NV_MMA
-                       ? (snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for the tensor-core kernel: B_r a multiple of 16 "
-                                   "up to 256, B_c a multiple of 16 up to 128", br, bc),
+                       ? (snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tensor-core kernel: B_r a multiple of 16 "
+                                   "up to 256, B_c a multiple of 16 up to 128, optional rows per warp 16 or 32 "
+                                   "dividing B_r, no fourth field", br, bc, wr),
                           FA_CL_ERROR_INVALID_ARGUMENT)
                        : FA_CL_ERROR_UNSUPPORTED;
         out->forced = 1;
     }
-    if (fa_cl_mma_local_bytes(br, bc, dp) > budget || (size_t)(br / 16 * 32) > lim->max_work_group)
-        return out->forced ? (snprintf(msg, msg_size, "FA_CL_TILE=%dx%d: the tensor-core kernel needs %zu bytes and "
-                                       "%d work-items", br, bc, fa_cl_mma_local_bytes(br, bc, dp), br / 16 * 32),
+    const size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, req->aligned16);
+    const int wg = br / wr * 32;
+    if (bytes > budget || (size_t)wg > lim->max_work_group)
+        return out->forced ? (snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d: the tensor-core kernel needs %zu bytes "
+                                       "and %d work-items", br, bc, wr, bytes, wg),
                               FA_CL_ERROR_INVALID_ARGUMENT)
                            : FA_CL_ERROR_UNSUPPORTED;
     out->variant = FA_CL_VARIANT_NV_MMA;
     out->kernel = "nvidia-mma";
     out->block_q = br;
     out->block_kv = bc;
-    out->rows_per_item = 16; /* per warp */
+    out->rows_per_item = wr; /* per warp */
     out->cols_per_item = 8;
-    out->work_group_size = br / 16 * 32;
+    out->work_group_size = wg;
     out->head_dim_padded = dp;
     out->elem_bytes = 2;
-    out->local_mem_bytes = fa_cl_mma_local_bytes(br, bc, dp);
+    out->local_mem_bytes = bytes;
     out->aligned16 = req->aligned16;
+    out->ptx_emulated = lim->mma_emulated;
     return FA_CL_SUCCESS;
 }
 

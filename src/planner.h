@@ -20,6 +20,7 @@ typedef struct fa_cl_limits {
     int rows_small_dims;       /* NVIDIA: the rows kernel with 16-key blocks up to FA_CL_GPU_ROWS_MAX_DIM (measured) */
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
     int nv_mma;                /* NVIDIA, compute capability >= 8.0, vendor path allowed (FA_CL_VENDOR_PATH) */
+    int mma_emulated;          /* FA_CL_MMA_EMULATE=1: nv_mma plans build with the PTX emulated (tests) */
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
 } fa_cl_limits;
 
@@ -61,7 +62,7 @@ typedef struct fa_cl_tile_request {
 
 typedef struct fa_cl_tiles {
     fa_cl_variant variant;
-    const char *kernel;       /* "portable" or "portable-tiled" (static storage) */
+    const char *kernel;       /* "portable", "portable-tiled" or "nvidia-mma" (static storage) */
     int block_q, block_kv;    /* B_r, B_c */
     int rows_per_item;        /* query rows each work-item owns (TM) */
     int cols_per_item;        /* tiled: keys per work-item in a block (TN); rows variant: the whole block */
@@ -73,6 +74,7 @@ typedef struct fa_cl_tiles {
     const char *budget_source;/* "device local memory", "FA_CL_LOCAL_MEM_BYTES", "cache (local memory is global)" */
     int forced;               /* FA_CL_TILE decided it */
     int aligned16;            /* tensor-core plan: rows are 16-byte aligned, copy tiles asynchronously */
+    int ptx_emulated;         /* tensor-core plan: build with FA_PTX_EMULATE (cl/fa_nv_ptx.cl) */
 } fa_cl_tiles;
 
 /* Kernel vector width along head_dim and the largest head_dim any kernel supports. */
@@ -95,14 +97,17 @@ typedef struct fa_cl_tiles {
 #define FA_CL_TILED_TN 4
 #define FA_CL_TILED_TM 4
 #define FA_CL_TILED_MAX_DIM 128
-/* Tensor-core variant: 16 query rows per warp, 4 warps; keys per block; head_dim padded to 64 or 128. */
+/* Tensor-core variant: 16 query rows per warp, 4 warps; keys per block; head_dim padded to 64 or 128.
+ * FA_CL_TILE=BrxBcxW sets W query rows per warp (16, or 32: two m16 tiles per warp). */
 #define FA_CL_MMA_BLOCK_Q 64
 #define FA_CL_MMA_BLOCK_KV 64
+#define FA_CL_MMA_WARP_ROWS 16
 #define FA_CL_MMA_MAX_DIM 128
 
-/* Local bytes of the tensor-core kernel: Q, K and V tiles of 16-bit values, rows padded by 8 (the
- * asynchronous-copy build doubles the K and V tiles; the compiled kernel's report is checked). */
-size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded);
+/* Local bytes of the tensor-core kernel (cl/fa_forward_nv_mma.cl's SMEM_HALVES): K and V tiles of
+ * 16-bit values with rows padded by 8, two of each when the copies are asynchronous (rows 16-byte
+ * aligned), and Q: in its own tile with 32 rows per warp, else staged in the K/V space. */
+size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int aligned16);
 
 /* NVIDIA GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per
  * work-item fit the registers there: 31.8 vs 25.2 TFLOP/s on an H200); above it, the tiled variant.

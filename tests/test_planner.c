@@ -563,6 +563,77 @@ static void sweep_one(tu_tally *tally, int prefer_tiled, int regs)
     }
 }
 
+/* The tensor-core plan (NVIDIA >= 8.0, f16/bf16), on the H200's limits: 227 KiB of static local
+ * memory, 1024 work-items. Bytes by hand from cl/fa_forward_nv_mma.cl's SMEM_HALVES: rows of
+ * (d_padded + 8) 16-bit values; K and V, two tiles each when the rows are 16-byte aligned (cp.async),
+ * and Q, staged in the K/V space with 16 rows per warp, in its own tile with 32. */
+static void mma_cases(tu_tally *tally)
+{
+    static const struct {
+        const char *arith;
+        int d, aligned, fq, fkv, frows, variant;
+        fa_cl_dtype dtype;
+        fa_cl_status want;
+        int br, bc, wr, wg, dp;
+        size_t bytes;
+    } mc[] = {
+        {"d=128 aligned: 64x64, max(64, 4*64) rows * 136 * 2 = 69632", 128, 1, 0, 0, 0, 0, FA_CL_F16, FA_CL_SUCCESS,
+         64, 64, 16, 128, 128, 69632},
+        {"d=128 unaligned: 64x32, max(64, 2*32) rows * 136 * 2 = 17408", 128, 0, 0, 0, 0, 0, FA_CL_BF16,
+         FA_CL_SUCCESS, 64, 32, 16, 128, 128, 17408},
+        {"d=40 aligned: padded to 64, 256 rows * 72 * 2 = 36864", 40, 1, 0, 0, 0, 0, FA_CL_F16, FA_CL_SUCCESS, 64, 64,
+         16, 128, 64, 36864},
+        {"FA_CL_TILE=128x32x32, d=128 aligned: (128 + 4*32) rows * 136 * 2 = 69632, 4 warps", 128, 1, 128, 32, 32, 0,
+         FA_CL_F16, FA_CL_SUCCESS, 128, 32, 32, 128, 128, 69632},
+        {"FA_CL_TILE=128x64x32, d=64 unaligned: (128 + 2*64) rows * 72 * 2 = 36864", 64, 0, 128, 64, 32, 0,
+         FA_CL_F16, FA_CL_SUCCESS, 128, 64, 32, 128, 64, 36864},
+        {"FA_CL_TILE=128x64 (16 rows per warp): 8 warps, max(128, 256) rows * 136 * 2 = 69632", 128, 1, 128, 64, 0,
+         0, FA_CL_F16, FA_CL_SUCCESS, 128, 64, 16, 256, 128, 69632},
+        {"FA_CL_TILE=256x128x32: (256 + 512) rows * 136 * 2 = 208896 <= 227 KiB", 128, 1, 256, 128, 32, 0,
+         FA_CL_F16, FA_CL_SUCCESS, 256, 128, 32, 256, 128, 208896},
+        {"FA_CL_TILE=48x32x32 with nvidia-mma forced: 32 does not divide 48", 128, 1, 48, 32, 32,
+         FA_CL_VARIANT_NV_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
+        {"FA_CL_TILE=64x64x8 with nvidia-mma forced: 8 rows per warp", 128, 1, 64, 64, 8, FA_CL_VARIANT_NV_MMA,
+         FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
+        {"f32 is not the tensor-core kernel's", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0},
+        {"d=160 > 128 is not the tensor-core kernel's", 160, 1, 0, 0, 0, 0, FA_CL_F16, FA_CL_SUCCESS, -1, 0, 0, 0, 0,
+         0},
+    };
+    for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++) {
+        fa_cl_limits lim;
+        memset(&lim, 0, sizeof lim);
+        lim.local_mem_size = 227 * KIB;
+        lim.max_work_group = 1024;
+        lim.prefer_tiled = 1;
+        lim.rows_small_dims = 1;
+        lim.nv_mma = 1;
+        lim.private_floats = 128;
+        lim.forced_q = mc[i].fq;
+        lim.forced_kv = mc[i].fkv;
+        lim.forced_rows = mc[i].frows;
+        lim.forced_variant = mc[i].variant;
+        fa_cl_tile_request req = {mc[i].d, mc[i].dtype, LONG, LONG, mc[i].aligned};
+        fa_cl_tiles t;
+        memset(&t, 0, sizeof t);
+        char msg[256] = "";
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        int ok = st == mc[i].want;
+        if (ok && st == FA_CL_SUCCESS && mc[i].br < 0) /* another variant's plan */
+            ok = t.variant != FA_CL_VARIANT_NV_MMA;
+        else if (ok && st == FA_CL_SUCCESS)
+            ok = t.variant == FA_CL_VARIANT_NV_MMA && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
+                 t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
+                 t.local_mem_bytes == mc[i].bytes &&
+                 t.local_mem_bytes == fa_cl_mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
+                                                            t.rows_per_item, mc[i].aligned);
+        else if (ok)
+            ok = msg[0] != '\0';
+        tu_expect(tally, ok, "tensor-core plan, %s: %s %s %dx%d, %d rows/warp, wg %d, d_pad %d, %zu bytes%s%s",
+                  mc[i].arith, fa_cl_status_string(st), t.kernel ? t.kernel : "-", t.block_q, t.block_kv,
+                  t.rows_per_item, t.work_group_size, t.head_dim_padded, t.local_mem_bytes, msg[0] ? "; " : "", msg);
+    }
+}
+
 int main(void)
 {
     tu_tally tally = {"planner", 0, 0};
@@ -571,6 +642,7 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&tally, &cases[i]);
     sweep(&tally);
+    mma_cases(&tally);
 
     /* msg may be small: truncated, NUL-terminated, no overflow */
     {

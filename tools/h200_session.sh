@@ -115,6 +115,45 @@ mma2)
     for t in 64x32; do FA_CL_DEBUG_BUILD_LOG=1 FA_CL_TILE=$t FA_CL_BUILD_OPTIONS=-cl-nv-verbose $BENCH -b 1 -h 1 -q 128 -d 128 --dtype f16 --no-reference 2>&1 | grep -E "registers|spill"; done
     } 2>&1 | tee "$OUT/mma2.txt"
     ;;
+mma3)
+    # the generalised tensor-core kernel (16 or 32 rows per warp, unmasked full blocks, Q staged in
+    # the K/V space): per tile, ptxas' registers/spills, checks against the reference, then speed
+    sweep_row() { # $1: env assignments, $2: bench shape
+        local log; log=$(env $1 FA_CL_DEBUG_BUILD_LOG=1 FA_CL_BUILD_OPTIONS="-cl-nv-verbose ${XOPT:-}" $BENCH -b 8 -h 16 -q 4096 $2 --no-reference 2>&1)
+        echo "$1 ${XOPT:-} $2 :: $(echo "$log" | grep -oE "Used [0-9]+ registers|[0-9]+ bytes spill stores" | tail -2 | tr '\n' ' ') :: $(echo "$log" | tail -1 | cut -c60-250)"
+    }
+    {
+    for t in 64x64x16 64x32x16 128x64x16 128x64x32 128x32x32 64x64x32 64x32x32; do
+        for d in 128 64; do
+            for r in "-b 1 -h 4 --heads-kv 2 -q 333 -k 777 -d $d --dtype f16 --causal" "-b 2 -h 2 -q 1000 -d $d --dtype bf16 --window 64,8" "-b 1 -h 2 -q 517 -d $d --dtype f16"; do
+                echo "check FA_CL_TILE=$t $r :: $(FA_CL_TILE=$t $BENCH $r --check 2>&1 | tail -1 | cut -c60-250)"
+            done
+        done
+    done
+    } 2>&1 | tee "$OUT/mma3_check.txt" | grep -vE "ok|PASS" | head -40
+    {
+    for t in 64x64x16 64x32x16 128x64x16 128x64x32 128x32x32 64x64x32 64x32x32 256x64x32; do
+        sweep_row "FA_CL_TILE=$t" "-d 128 --dtype f16"
+    done
+    XOPT=-cl-nv-maxrregcount=168 sweep_row "FA_CL_TILE=64x64x16" "-d 128 --dtype f16"
+    XOPT=-cl-nv-maxrregcount=128 sweep_row "FA_CL_TILE=64x32x16" "-d 128 --dtype f16"
+    for t in 64x64x16 64x32x16 128x64x16 128x64x32 128x32x32 64x64x32 256x64x32 128x128x32; do
+        sweep_row "FA_CL_TILE=$t" "-d 64 --dtype f16"
+    done
+    XOPT=-cl-nv-maxrregcount=128 sweep_row "FA_CL_TILE=64x64x16" "-d 64 --dtype f16"
+    for t in 64x64x16 128x64x32 128x32x32; do
+        sweep_row "FA_CL_TILE=$t" "-d 128 --dtype f16 --causal"
+        sweep_row "FA_CL_TILE=$t" "-d 64 --dtype f16 --causal"
+        sweep_row "FA_CL_TILE=$t" "-d 128 --dtype bf16"
+    done
+    } 2>&1 | tee "$OUT/mma3_sweep.txt"
+    {
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f16
+    anchor -b 8 -H 16 -n 4096 -d 64 --dtype f16
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f16 --causal
+    anchor -b 8 -H 16 -n 4096 -d 64 --dtype f16 --causal
+    } 2>&1 | grep -vE "lambda|^ *$" | tee "$OUT/anchor.txt"
+    ;;
 validate)
     # the merged code on the GPU: CTest (not the labels that need host tools: compilers, oclgrind,
     # valgrind), the quoted rows with --check, PyTorch's kernels beside them, cold vs warm plans
@@ -181,7 +220,7 @@ cache)
     FA_CL_BUILD_DIR="$BUILD" bash tools/plan_cache_timing.sh 2>&1 | tee "$OUT/plan_cache.txt"
     ;;
 *)
-    echo "usage: $0 explore|explore2|tests|final|cache" >&2
+    echo "usage: $0 explore|explore2|sweep|mma|mma2|mma3|final|validate|recheck|cache|tests" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,210 @@
+/* Warp-level primitives of the tensor-core kernel (cl/fa_forward_nv_mma.cl): mma.sync m16n8k16,
+ * ldmatrix, shfl.sync, cvt to f16x2/bf16x2 and cp.async, as inline PTX for NVIDIA's OpenCL.
+ *
+ * FA_PTX_EMULATE (FA_CL_MMA_EMULATE=1, for tests) builds the same functions in portable OpenCL C,
+ * following the fragment layouts of the PTX ISA, so that the kernel's indexing, masking and online
+ * softmax run and are checked on any device (PoCL in CI, oclgrind). A warp's lanes exchange their
+ * registers through a local scratch between two work-group barriers: every call must be reached by
+ * every work-item of the work-group, which the kernel's uniform loops guarantee. Products are
+ * summed in fp32 in k order; the matrix unit's order differs within rounding.
+ *
+ * Each collective takes FA_EMU_ARG last (nothing in the PTX build); the kernel declares the scratch
+ * with FA_EMU_DECL(warps, warp). Needs FA_DTYPE (1 f16, 2 bf16).
+ */
+#if FA_DTYPE == 1
+#define FA_MMA_TYPE "f16"
+#else
+#define FA_MMA_TYPE "bf16"
+#endif
+
+#ifndef FA_PTX_EMULATE
+
+#define FA_EMU_DECL(warps, warp)
+#define FA_EMU_ARG
+
+inline uint fa_smem_addr(__local const ushort *p) { return (uint)(size_t)p; }
+
+/* four 8x8 matrices of 16-bit values; lane i gives the address of row i % 8 of matrix i / 8 */
+inline void fa_ldsm_x4(__local const ushort *p, uint *r0, uint *r1, uint *r2, uint *r3)
+{
+    uint a, b, c, d;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(fa_smem_addr(p)));
+    *r0 = a; *r1 = b; *r2 = c; *r3 = d;
+}
+
+inline void fa_ldsm_x4_trans(__local const ushort *p, uint *r0, uint *r1, uint *r2, uint *r3)
+{
+    uint a, b, c, d;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(fa_smem_addr(p)));
+    *r0 = a; *r1 = b; *r2 = c; *r3 = d;
+}
+
+/* acc (16x8, fp32) += A (16x16) B (16x8) */
+inline void fa_mma(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
+{
+    float c0 = acc->x, c1 = acc->y, c2 = acc->z, c3 = acc->w;
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." FA_MMA_TYPE "." FA_MMA_TYPE ".f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    *acc = (float4)(c0, c1, c2, c3);
+}
+
+inline float fa_shfl_xor(float x, uint mask)
+{
+    uint r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(as_uint(x)), "r"(mask));
+    return as_float(r);
+}
+
+/* two floats -> one register of two f16/bf16 (lo in the low half), round to nearest even */
+inline uint fa_pack2(float lo, float hi)
+{
+    uint r;
+#if FA_DTYPE == 1
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+/* 16 bytes global -> local without passing through registers; valid == 0 writes zeros (src-size 0) */
+inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 :: "r"(fa_smem_addr(dst)), "l"((ulong)src), "r"(valid ? 16 : 0) : "memory");
+}
+
+inline void fa_cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+inline void fa_cp_async_wait_all(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+#else /* FA_PTX_EMULATE */
+
+/* per warp: 32 lanes x 6 words (the mma's A and B registers), which also holds 32 pointers */
+#define FA_EMU_WORDS 192
+#define FA_EMU_DECL(warps, warp)                                                                          \
+    __local ulong fa_emu_scratch[(warps) * FA_EMU_WORDS / 2];                                             \
+    __local uint *const fa_emu = (__local uint *)(fa_emu_scratch + (warp) * FA_EMU_WORDS / 2);
+#define FA_EMU_ARG , fa_emu
+
+inline int fa_emu_lane(void) { return (int)(get_local_id(0) % 32); }
+
+inline float fa_emu_to_f32(uint bits16)
+{
+#if FA_DTYPE == 1
+    ushort h = (ushort)bits16;
+    return vload_half(0, (const __private half *)&h);
+#else
+    return as_float(bits16 << 16);
+#endif
+}
+
+inline uint fa_emu_from_f32(float x)
+{
+#if FA_DTYPE == 1
+    ushort h;
+    vstore_half_rte(x, 0, (__private half *)&h);
+    return h;
+#else
+    return fa_f32_to_bf16(x);
+#endif
+}
+
+inline uint fa_pack2(float lo, float hi) { return fa_emu_from_f32(lo) | (fa_emu_from_f32(hi) << 16); }
+
+/* every lane publishes its row address; then reads its two elements of each of the 4 matrices:
+ * plain: row lane / 4, columns 2 (lane % 4) + {0, 1}; .trans: rows 2 (lane % 4) + {0, 1}, column lane / 4 */
+inline void fa_emu_ldsm(__local const ushort *p, uint r[4], int trans, __local uint *emu)
+{
+    __local ulong *addr = (__local ulong *)emu;
+    const int lane = fa_emu_lane();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    addr[lane] = (ulong)(size_t)p;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int j = 0; j < 4; j++) {
+        uint lo, hi;
+        if (trans) {
+            __local const ushort *ra = (__local const ushort *)(size_t)addr[j * 8 + 2 * (lane % 4)];
+            __local const ushort *rb = (__local const ushort *)(size_t)addr[j * 8 + 2 * (lane % 4) + 1];
+            lo = ra[lane / 4];
+            hi = rb[lane / 4];
+        } else {
+            __local const ushort *row = (__local const ushort *)(size_t)addr[j * 8 + lane / 4];
+            lo = row[2 * (lane % 4)];
+            hi = row[2 * (lane % 4) + 1];
+        }
+        r[j] = lo | (hi << 16);
+    }
+}
+
+inline void fa_ldsm_x4(__local const ushort *p, uint *r0, uint *r1, uint *r2, uint *r3, __local uint *emu)
+{
+    uint r[4];
+    fa_emu_ldsm(p, r, 0, emu);
+    *r0 = r[0]; *r1 = r[1]; *r2 = r[2]; *r3 = r[3];
+}
+
+inline void fa_ldsm_x4_trans(__local const ushort *p, uint *r0, uint *r1, uint *r2, uint *r3, __local uint *emu)
+{
+    uint r[4];
+    fa_emu_ldsm(p, r, 1, emu);
+    *r0 = r[0]; *r1 = r[1]; *r2 = r[2]; *r3 = r[3];
+}
+
+/* the 16-bit element of register `reg` of lane `lane`: the low one, or the high one when hi */
+inline float fa_emu_elem(__local const uint *emu, int lane, int reg, int hi)
+{
+    return fa_emu_to_f32((emu[lane * 6 + reg] >> (16 * hi)) & 0xffffu);
+}
+
+/* PTX fragment layouts (g = lane / 4, t = lane % 4): A (16x16, row) a0 (g, 2t..2t+1), a1 (g+8, ..),
+ * a2 (g, 2t+8..), a3 (g+8, 2t+8..); B (16x8, col) b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g);
+ * C (16x8) c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1) */
+inline void fa_mma(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1, __local uint *emu)
+{
+    const int lane = fa_emu_lane();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    emu[lane * 6 + 0] = a0;
+    emu[lane * 6 + 1] = a1;
+    emu[lane * 6 + 2] = a2;
+    emu[lane * 6 + 3] = a3;
+    emu[lane * 6 + 4] = b0;
+    emu[lane * 6 + 5] = b1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int g = lane / 4, t = lane % 4;
+    float c[4] = {acc->x, acc->y, acc->z, acc->w};
+    for (int i = 0; i < 4; i++) {
+        const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+        float sum = c[i];
+        for (int k = 0; k < 16; k++) {
+            float a = fa_emu_elem(emu, (row % 8) * 4 + (k % 8) / 2, row / 8 + 2 * (k / 8), k % 2);
+            float b = fa_emu_elem(emu, col * 4 + (k % 8) / 2, 4 + k / 8, k % 2);
+            sum = fma(a, b, sum);
+        }
+        c[i] = sum;
+    }
+    *acc = (float4)(c[0], c[1], c[2], c[3]);
+}
+
+inline float fa_shfl_xor(float x, uint mask, __local uint *emu)
+{
+    const int lane = fa_emu_lane();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    emu[lane] = as_uint(x);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return as_float(emu[lane ^ (int)mask]);
+}
+
+/* synchronous here: the kernel's wait + barrier before reading holds either way */
+inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int valid)
+{
+    *(__local uint4 *)dst = valid ? *(__global const uint4 *)src : (uint4)(0);
+}
+
+inline void fa_cp_async_commit(void) {}
+inline void fa_cp_async_wait_all(void) {}
+
+#endif /* FA_PTX_EMULATE */
