@@ -6,11 +6,11 @@
  * FA_CL_VENDOR_PATH=0. With FA_PTX_EMULATE those primitives are portable OpenCL C and the kernel
  * runs anywhere (tests).
  *
- * Each warp owns WARP_ROWS (16 or 32) query rows, one or two m16 tiles. With 16, the Q block is
- * staged through local memory once (in the space K/V use later) and kept in registers as mma A
- * fragments; with 32, Q stays in local memory and each k-step's A fragments are reloaded, so that
- * every K/V fragment read from local memory feeds two mma (FlashAttention-2's 128-row block of 4
- * warps). Per block of BLOCK_KV keys: K and V are loaded into local memory,
+ * Each warp owns WARP_ROWS (16 or 32) query rows, one or two m16 tiles. With 16 (and D_PAD <= 128),
+ * the Q block is staged through local memory once (in the space K/V use later) and kept in
+ * registers as mma A fragments; with 32, or a wider head, Q stays in local memory and each k-step's
+ * A fragments are reloaded; with 32 every K/V fragment read from local memory feeds two mma
+ * (FlashAttention-2's 128-row block of 4 warps). Per block of BLOCK_KV keys: K and V are loaded into local memory,
  * S = Q K^T is computed with mma (B fragments by ldmatrix from K rows), the online softmax runs on
  * the accumulators (row max/sum across the 4 lanes sharing a row by shfl.sync), and the
  * probabilities, packed to f16/bf16, are used directly as the A fragments of O += P V (B fragments
@@ -19,7 +19,7 @@
  * A block whose keys every row of a warp sees in full (no causal/window edge, no seqlen tail) skips
  * the per-element mask.
  *
- * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64 or 128), BLOCK_Q (a multiple
+ * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64, 128, 192 or 256), BLOCK_Q (a multiple
  * of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16); FA_ALIGNED16 when every
  * row start is 16-byte aligned.
  */
@@ -41,6 +41,7 @@
 #define KSTEPS (D_PAD / 16)   /* k-steps of Q K^T */
 #define NT (BLOCK_KV / 8)     /* n-tiles of S */
 #define DT (D_PAD / 8)        /* n-tiles of O */
+#define FA_MMA_Q_REGS_MAX_DIM 128 /* src/planner.h FA_CL_MMA_Q_REGS_MAX_DIM */
 
 /* rows [first, first + count) of a [seq, D] view into a local tile of 16-bit values; zero padded.
  * FA_ALIGNED16 (planner: head_dim, strides and offsets multiples of 8 elements) allows 16-byte
@@ -88,13 +89,14 @@ inline void fa_load_tile_async(__local ushort *tile, __global const ushort *src,
 #define NBUF 1
 #endif
 
-/* Local memory, in 16-bit elements: K and V tiles (NBUF each), and Q. With Q in registers
- * (WARP_ROWS 16) Q is staged in the K/V space before the first K/V copy; src/planner.c's
+/* Local memory, in 16-bit elements: K and V tiles (NBUF each), and Q. Q lives in registers with
+ * 16 rows per warp up to D_PAD 128 (beyond, its fragments would take the O accumulator's
+ * registers), and is then staged in the K/V space before the first K/V copy; src/planner.c's
  * fa_cl_mma_local_bytes is the same sum. */
 #define TILE (BLOCK_KV * ROW)
 #define KV_HALVES (2 * NBUF * TILE)
 #define Q_HALVES (BLOCK_Q * ROW)
-#if MT == 1
+#if MT == 1 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM
 #define FA_Q_REGS 1
 #define SMEM_HALVES (Q_HALVES > KV_HALVES ? Q_HALVES : KV_HALVES)
 #define KV_AT 0

@@ -176,7 +176,7 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
     else if (ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
         fa_cl__note(ctx, ctx->env.vendor_path_off
                              ? "tensor-core kernel (nvidia-mma): off (FA_CL_VENDOR_PATH=0), portable kernels only"
-                             : "tensor-core kernel (nvidia-mma): planned for f16/bf16, head_dim <= 128");
+                             : "tensor-core kernel (nvidia-mma): planned for f16/bf16, head_dim <= 256");
     *out = ctx;
     return FA_CL_SUCCESS;
 }

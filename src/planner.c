@@ -33,11 +33,17 @@ size_t fa_cl_nvidia_static_local_bytes(int major, int minor)
     return 0;
 }
 
+int fa_cl_mma_dim_padded(int head_dim)
+{
+    return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : head_dim <= 192 ? 192 : 256;
+}
+
 size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int aligned16)
 {
     const size_t kv_rows = (size_t)(aligned16 ? 4 : 2) * (size_t)block_kv;
-    const size_t rows = warp_rows == 16 ? (kv_rows > (size_t)block_q ? kv_rows : (size_t)block_q)
-                                        : kv_rows + (size_t)block_q;
+    const int q_in_registers = warp_rows == 16 && dim_padded <= FA_CL_MMA_Q_REGS_MAX_DIM;
+    const size_t rows = q_in_registers ? (kv_rows > (size_t)block_q ? kv_rows : (size_t)block_q)
+                                       : kv_rows + (size_t)block_q;
     return 2 * rows * (size_t)(dim_padded + 8);
 }
 
@@ -48,10 +54,11 @@ static fa_cl_status plan_mma(const fa_cl_limits *lim, const fa_cl_tile_request *
 {
     if (req->dtype == FA_CL_F32 || req->head_dim > FA_CL_MMA_MAX_DIM)
         return FA_CL_ERROR_UNSUPPORTED;
-    const int dp = req->head_dim <= 64 ? 64 : 128;
+    const int dp = fa_cl_mma_dim_padded(req->head_dim);
     /* H200 (docs/performance.md): with asynchronous copies 64 x 64 (227.6 TFLOP/s at d = 128, f16);
-     * with synchronous ones 64 x 32 at d = 128 (163 vs 82 for 64 x 64) */
-    int br = FA_CL_MMA_BLOCK_Q, bc = (dp == 128 && !req->aligned16) ? 32 : FA_CL_MMA_BLOCK_KV;
+     * with synchronous ones 64 x 32 at d = 128 (163 vs 82 for 64 x 64). Above 128, 32 keys: the
+     * O accumulator takes the registers (252 at d = 256, ptxas 12.9 on clang's PTX; unmeasured) */
+    int br = FA_CL_MMA_BLOCK_Q, bc = (dp > 128 || (dp == 128 && !req->aligned16)) ? 32 : FA_CL_MMA_BLOCK_KV;
     int wr = FA_CL_MMA_WARP_ROWS;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
         br = lim->forced_q;
@@ -67,11 +74,18 @@ static fa_cl_status plan_mma(const fa_cl_limits *lim, const fa_cl_tile_request *
                        : FA_CL_ERROR_UNSUPPORTED;
         out->forced = 1;
     }
-    const size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, req->aligned16);
+    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, req->aligned16);
+    /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 */
+    while (!out->forced && bytes > budget && bc > 16) {
+        bc /= 2;
+        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, req->aligned16);
+    }
     const int wg = br / wr * 32;
     if (bytes > budget || (size_t)wg > lim->max_work_group)
         return out->forced ? (snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d: the tensor-core kernel needs %zu bytes "
-                                       "and %d work-items", br, bc, wr, bytes, wg),
+                                       "of local memory and %d work-items at head_dim %d; the budget is %zu bytes, "
+                                       "the device takes %zu work-items", br, bc, wr, bytes, wg, req->head_dim, budget,
+                                       lim->max_work_group),
                               FA_CL_ERROR_INVALID_ARGUMENT)
                            : FA_CL_ERROR_UNSUPPORTED;
     out->variant = FA_CL_VARIANT_NV_MMA;

@@ -97,16 +97,24 @@ typedef struct fa_cl_tiles {
 #define FA_CL_TILED_TN 4
 #define FA_CL_TILED_TM 4
 #define FA_CL_TILED_MAX_DIM 128
-/* Tensor-core variant: 16 query rows per warp, 4 warps; keys per block; head_dim padded to 64 or 128.
- * FA_CL_TILE=BrxBcxW sets W query rows per warp (16, or 32: two m16 tiles per warp). */
+/* Tensor-core variant: 16 query rows per warp, 4 warps; keys per block (32 above head_dim 128);
+ * head_dim padded to 64, 128, 192 or 256 (fa_cl_mma_dim_padded). FA_CL_TILE=BrxBcxW sets W query
+ * rows per warp (16, or 32: two m16 tiles per warp). */
 #define FA_CL_MMA_BLOCK_Q 64
 #define FA_CL_MMA_BLOCK_KV 64
 #define FA_CL_MMA_WARP_ROWS 16
-#define FA_CL_MMA_MAX_DIM 128
+#define FA_CL_MMA_MAX_DIM 256
+/* Q's A fragments stay in registers (16 rows per warp) up to this padded head_dim; the kernel's
+ * FA_MMA_Q_REGS_MAX_DIM. */
+#define FA_CL_MMA_Q_REGS_MAX_DIM 128
+
+/* The tensor-core kernel's padded head_dim (its instantiations). */
+int fa_cl_mma_dim_padded(int head_dim);
 
 /* Local bytes of the tensor-core kernel (cl/fa_forward_nv_mma.cl's SMEM_HALVES): K and V tiles of
  * 16-bit values with rows padded by 8, two of each when the copies are asynchronous (rows 16-byte
- * aligned), and Q: in its own tile with 32 rows per warp, else staged in the K/V space. */
+ * aligned), and Q: staged in the K/V space when it lives in registers (16 rows per warp, padded
+ * head_dim <= FA_CL_MMA_Q_REGS_MAX_DIM), else in its own tile. */
 size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int aligned16);
 
 /* NVIDIA GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per

@@ -93,8 +93,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     if (in->work_group_size < 1 || (size_t)in->work_group_size > dev_limits.max_work_group)
         return "work_group_size outside 1..device maximum";
     const int mma_variant = strcmp(in->kernel, "nvidia-mma") == 0;
-    if (mma_variant && in->head_dim_padded != (c->D <= 64 ? 64 : 128))
-        return "tensor-core plan: head_dim_padded is not 64 or 128 (the kernel's instantiations)";
+    if (mma_variant && in->head_dim_padded != (c->D <= 64 ? 64 : c->D <= 128 ? 128 : c->D <= 192 ? 192 : 256))
+        return "tensor-core plan: head_dim_padded is not 64, 128, 192 or 256 (the kernel's instantiations)";
     const int rows_variant = strcmp(in->kernel, "portable") == 0;
     if (rows_variant) {
         if (in->local_mem_bytes != (size_t)4 * (size_t)(in->block_q + in->block_kv) * (size_t)dpad)
