@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Registers, spills and shared memory of a kernel for an NVIDIA GPU without one: clang's NVPTX
+# back end (with libclc's OpenCL built-ins) writes PTX, and ptxas from NVIDIA's PyPI wheel
+# (nvidia-cuda-nvcc-cu12) assembles it for sm_90 with -v. A proxy, not NVIDIA's OpenCL compiler:
+# on the tensor-core kernel it gave 168 registers at 64x32 (the driver: 168) and 255 at 64x64
+# (the driver: 246). Tuning without the H200; the H200 has the last word.
+#
+#   tools/nv_ptxas_report.sh VARIANT "-D options"
+#     VARIANT: mma | tiled | rows; options as fa_cl's planner writes them (fa_cl_info --emit shows
+#     them), e.g. tools/nv_ptxas_report.sh mma "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64
+#     -DBLOCK_KV=64 -DWARP_ROWS=16 -DFA_ALIGNED16"  (FA_UNROLL, FA_NATIVE_EXP added as on GPUs)
+#
+# Needs clang-15 and libclc-15 (apt-get install clang-15 libclc-15), and downloads the wheel once
+# into ${FA_CL_PTXAS_DIR:-$HOME/.cache/fa_cl/ptxas} (pip download; about 40 MB).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+[ $# -eq 2 ] || { sed -n 2,14p "$0" >&2; exit 2; }
+case "$1" in
+mma) files="fa_common.cl fa_forward_common.cl fa_nv_ptx.cl fa_forward_nv_mma.cl" ;;
+tiled) files="fa_common.cl fa_forward_common.cl fa_forward_tiled.cl" ;;
+rows) files="fa_common.cl fa_forward_common.cl fa_forward.cl" ;;
+*) echo "nv_ptxas_report.sh: variant '$1' is not mma, tiled or rows" >&2; exit 2 ;;
+esac
+CLANG=${CLANG:-clang-15}
+LIBCLC=${LIBCLC:-/usr/lib/clc/nvptx64--nvidiacl.bc}
+for need in "$CLANG" "$LIBCLC"; do
+    command -v "$need" >/dev/null 2>&1 || [ -f "$need" ] || { echo "nv_ptxas_report.sh: $need missing (apt-get install clang-15 libclc-15)" >&2; exit 1; }
+done
+dir=${FA_CL_PTXAS_DIR:-$HOME/.cache/fa_cl/ptxas}
+ptxas=$(find "$dir" -name ptxas -type f 2>/dev/null | head -1 || true)
+if [ -z "$ptxas" ]; then
+    mkdir -p "$dir"
+    python3 -m pip download nvidia-cuda-nvcc-cu12 --no-deps -q -d "$dir"
+    (cd "$dir" && python3 -m zipfile -e nvidia_cuda_nvcc_cu12-*.whl x)
+    ptxas=$(find "$dir" -name ptxas -type f | head -1)
+    chmod +x "$ptxas"
+fi
+work=$(mktemp -d /tmp/fa_cl_ptxas.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+for f in $files; do cat "cl/$f"; done > "$work/k.cl"
+# asm: OpenCL C has no GNU keyword; the built-ins libclc leaves to libdevice map to PTX instructions
+# shellcheck disable=SC2086
+"$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -Xclang -finclude-default-header \
+    -Xclang -mlink-bitcode-file -Xclang "$LIBCLC" -Wno-linker-warnings -O3 -S -o "$work/k.ptx" \
+    -Dasm=__asm__ -Dnative_exp2=__nvvm_ex2_approx_f -Dlog2=__nvvm_lg2_approx_f -Dexp2=__nvvm_ex2_approx_f \
+    $2 -DFA_UNROLL -DFA_NATIVE_EXP "$work/k.cl"
+sed -i 's/^\.target sm_[0-9]*/.target sm_90/; s/^\.version [0-9.]*/.version 8.0/' "$work/k.ptx"
+"$ptxas" -arch=sm_90 -v "$work/k.ptx" -o "$work/k.cubin" 2>&1 | grep -E "fa_forward|registers|spill|error" | sed 's/^ptxas info *: //'
