@@ -117,7 +117,8 @@ mma2)
     ;;
 mma3)
     # the generalised tensor-core kernel (16 or 32 rows per warp, unmasked full blocks, Q staged in
-    # the K/V space): per tile, ptxas' registers/spills, checks against the reference, then speed
+    # the K/V space, head_dim up to 256): per tile, checks against the reference, then ptxas'
+    # registers/spills and speed; PyTorch beside it. Then the CTest suite on the GPU.
     sweep_row() { # $1: env assignments, $2: bench shape
         local log; log=$(env $1 FA_CL_DEBUG_BUILD_LOG=1 FA_CL_BUILD_OPTIONS="-cl-nv-verbose ${XOPT:-}" $BENCH -b 8 -h 16 -q 4096 $2 --no-reference 2>&1)
         echo "$1 ${XOPT:-} $2 :: $(echo "$log" | grep -oE "Used [0-9]+ registers|[0-9]+ bytes spill stores" | tail -2 | tr '\n' ' ') :: $(echo "$log" | tail -1 | cut -c60-250)"
@@ -130,6 +131,10 @@ mma3)
             done
         done
     done
+    for r in "-b 1 -h 4 --heads-kv 2 -q 333 -k 777 -d 256 --dtype f16 --causal" "-b 2 -h 2 -q 1000 -d 160 --dtype bf16 --window 64,8" \
+             "-b 1 -h 2 -q 517 -d 200 --dtype f16" "-b 1 -h 2 -q 517 -k 300 -d 256 --dtype f32 --causal"; do
+        echo "check default $r :: $($BENCH $r --check 2>&1 | tail -1 | cut -c60-250)"
+    done
     } 2>&1 | tee "$OUT/mma3_check.txt" | grep -vE "ok|PASS" | head -40
     {
     for t in 64x64x16 64x32x16 128x64x16 128x64x32 128x32x32 64x64x32 64x32x32 256x64x32; do
@@ -141,6 +146,11 @@ mma3)
         sweep_row "FA_CL_TILE=$t" "-d 64 --dtype f16"
     done
     XOPT=-cl-nv-maxrregcount=128 sweep_row "FA_CL_TILE=64x64x16" "-d 64 --dtype f16"
+    # head_dim above 128: the tensor-core kernel (f16) and the tiled kernel with 2 rows (f32)
+    for r in "-d 256 --dtype f16" "-d 192 --dtype bf16" "-d 256 --dtype f16 --causal" "-d 256 --dtype f32"; do sweep_row "X=default" "$r"; done
+    sweep_row "FA_CL_TILE=64x16x16" "-d 256 --dtype f16"
+    sweep_row "FA_CL_KERNEL_VARIANT=portable" "-d 256 --dtype f32"
+    sweep_row "FA_CL_VENDOR_PATH=0" "-d 256 --dtype f16"
     for t in 64x64x16 128x64x32 128x32x32; do
         sweep_row "FA_CL_TILE=$t" "-d 128 --dtype f16 --causal"
         sweep_row "FA_CL_TILE=$t" "-d 64 --dtype f16 --causal"
@@ -153,6 +163,9 @@ mma3)
     anchor -b 8 -H 16 -n 4096 -d 128 --dtype f16 --causal
     anchor -b 8 -H 16 -n 4096 -d 64 --dtype f16 --causal
     } 2>&1 | grep -vE "lambda|^ *$" | tee "$OUT/anchor.txt"
+    here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
+    (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 -LE "install|offline|oclgrind|leaks" 2>&1) > "$OUT/ctest.txt"
+    grep -E "tests passed|\*\*\*Failed|Not Run" "$OUT/ctest.txt" | head -20
     ;;
 validate)
     # the merged code on the GPU: CTest (not the labels that need host tools: compilers, oclgrind,

@@ -2,8 +2,10 @@
 # Registers, spills and shared memory of a kernel for an NVIDIA GPU without one: clang's NVPTX
 # back end (with libclc's OpenCL built-ins) writes PTX, and ptxas from NVIDIA's PyPI wheel
 # (nvidia-cuda-nvcc-cu12) assembles it for sm_90 with -v. A proxy, not NVIDIA's OpenCL compiler:
-# on the tensor-core kernel it gave 168 registers at 64x32 (the driver: 168) and 255 at 64x64
-# (the driver: 246). Tuning without the H200; the H200 has the last word.
+# on the tiled kernel 64x32x4x4 at d=128 it gives 188 registers (the H200's driver: 168). Tuning
+# without the H200; the H200 has the last word. Standalone ptxas refuses
+# static shared memory above 48 KiB ("uses too much shared data") where NVIDIA's OpenCL driver
+# accepted up to 200 KB (docs/performance.md); the register report comes all the same.
 #
 #   tools/nv_ptxas_report.sh VARIANT "-D options"
 #     VARIANT: mma | tiled | rows; options as fa_cl's planner writes them (fa_cl_info --emit shows
