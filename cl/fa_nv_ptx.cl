@@ -9,12 +9,17 @@
  * summed in fp32 in k order; the matrix unit's order differs within rounding.
  *
  * Each collective takes FA_EMU_ARG last (nothing in the PTX build); the kernel declares the scratch
- * with FA_EMU_DECL(warps, warp). Needs FA_DTYPE (1 f16, 2 bf16).
+ * with FA_EMU_DECL(warps, warp). Needs FA_DTYPE (1 f16, 2 bf16; 0 for the tf32 forms).
+ *
+ * tf32 (the fp32 kernel, cl/fa_forward_nv_tf32.cl): fa_mma_tf32 is mma.sync m16n8k8 with tf32
+ * inputs, fa_tf32 rounds an fp32 value to tf32 (cvt.rna: nearest, ties away; 10 mantissa bits).
+ * Layouts (g = lane / 4, t = lane % 4): A (16x8) a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
+ * B (8x8) b0 (k t, n g), b1 (k t+4, n g); C as for m16n8k16.
  */
 #if FA_DTYPE == 1
 #define FA_MMA_TYPE "f16"
 #else
-#define FA_MMA_TYPE "bf16"
+#define FA_MMA_TYPE "bf16" /* (f32 storage: the kernel uses the tf32 forms only) */
 #endif
 
 #ifndef FA_PTX_EMULATE
@@ -80,6 +85,24 @@ inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int v
 
 inline void fa_cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 inline void fa_cp_async_wait_all(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+
+inline uint fa_tf32(float x)
+{
+    uint r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
+/* acc (16x8, fp32) += A (16x8, tf32) B (8x8, tf32) */
+inline void fa_mma_tf32(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
+{
+    float c0 = acc->x, c1 = acc->y, c2 = acc->z, c3 = acc->w;
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    *acc = (float4)(c0, c1, c2, c3);
+}
 
 #else /* FA_PTX_EMULATE */
 
@@ -206,5 +229,46 @@ inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int v
 
 inline void fa_cp_async_commit(void) {}
 inline void fa_cp_async_wait_all(void) {}
+
+/* round to nearest, ties away from zero, at 10 mantissa bits; NaN and infinity pass */
+inline uint fa_tf32(float x)
+{
+    uint u = as_uint(x);
+    if ((u & 0x7f800000u) == 0x7f800000u)
+        return u;
+    return (u + 0x1000u) & 0xffffe000u;
+}
+
+/* the matrix unit reads the 19 tf32 bits of each register: products are exact in fp32 */
+inline float fa_emu_tf32_elem(__local const uint *emu, int lane, int reg)
+{
+    return as_float(emu[lane * 6 + reg] & 0xffffe000u);
+}
+
+inline void fa_mma_tf32(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1, __local uint *emu)
+{
+    const int lane = fa_emu_lane();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    emu[lane * 6 + 0] = a0;
+    emu[lane * 6 + 1] = a1;
+    emu[lane * 6 + 2] = a2;
+    emu[lane * 6 + 3] = a3;
+    emu[lane * 6 + 4] = b0;
+    emu[lane * 6 + 5] = b1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int g = lane / 4, t = lane % 4;
+    float c[4] = {acc->x, acc->y, acc->z, acc->w};
+    for (int i = 0; i < 4; i++) {
+        const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+        float sum = c[i];
+        for (int k = 0; k < 8; k++) {
+            float a = fa_emu_tf32_elem(emu, (row % 8) * 4 + k % 4, row / 8 + 2 * (k / 4));
+            float b = fa_emu_tf32_elem(emu, col * 4 + k % 4, 4 + k / 4);
+            sum = fma(a, b, sum);
+        }
+        c[i] = sum;
+    }
+    *acc = (float4)(c[0], c[1], c[2], c[3]);
+}
 
 #endif /* FA_PTX_EMULATE */

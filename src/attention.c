@@ -64,8 +64,9 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
         st = build_kernel(ctx, &plan->views, &plan->tiles, &plan->kernel);
-        if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_VARIANT_NV_MMA && !lim.forced_variant &&
-            !plan->tiles.ptx_emulated) {
+        const int tensor_cores =
+            plan->tiles.variant == FA_CL_VARIANT_NV_MMA || plan->tiles.variant == FA_CL_VARIANT_NV_TF32;
+        if (st != FA_CL_SUCCESS && tensor_cores && !lim.forced_variant && !plan->tiles.ptx_emulated) {
             /* the vendor kernel did not compile on this driver: portable kernels from now on (the
              * emulated build is portable code under test: its failure is reported, not hidden) */
             fa_cl_lock_acquire(&ctx->lock);
@@ -73,8 +74,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
             ctx->mma_failed = 1;
             fa_cl_lock_release(&ctx->lock);
             if (first)
-                fa_cl__note(ctx, "tensor-core kernel (nvidia-mma): did not build on this driver, portable kernels "
-                                 "planned instead (the build log is in fa_cl_last_error)");
+                fa_cl__note(ctx, "tensor-core kernel (%s): did not build on this driver, portable kernels "
+                                 "planned instead (the build log is in fa_cl_last_error)", plan->tiles.kernel);
             lim.nv_mma = 0;
             attempt--;
             continue;
@@ -96,8 +97,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         int wg_ok = (size_t)plan->tiles.work_group_size <= kwg;
         int local_ok = klocal <= lim.local_mem_size || ctx->props.local_mem_is_global;
         if (wg_ok && local_ok) {
-            /* the tensor-core kernel's local arrays depend on alignment (double-buffered copies): report what it uses */
-            if (plan->tiles.variant == FA_CL_VARIANT_NV_MMA)
+            /* the tensor-core kernels' local arrays depend on alignment (double-buffered copies): report what they use */
+            if (tensor_cores)
                 plan->tiles.local_mem_bytes = (size_t)klocal;
             return FA_CL_SUCCESS;
         }

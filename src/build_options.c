@@ -7,6 +7,8 @@ static const char *const rows_files[] = {"fa_common.cl", "fa_forward_common.cl",
 static const char *const tiled_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward_tiled.cl"};
 static const char *const mma_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl",
                                         "fa_forward_nv_mma.cl"};
+static const char *const tf32_files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl",
+                                         "fa_forward_nv_tf32.cl"};
 
 int fa_cl_variant_files(fa_cl_variant v, const char *const **files)
 {
@@ -14,6 +16,7 @@ int fa_cl_variant_files(fa_cl_variant v, const char *const **files)
     case FA_CL_VARIANT_ROWS: *files = rows_files; return 3;
     case FA_CL_VARIANT_TILED: *files = tiled_files; return 3;
     case FA_CL_VARIANT_NV_MMA: *files = mma_files; return 4;
+    case FA_CL_VARIANT_NV_TF32: *files = tf32_files; return 4;
     }
     *files = NULL;
     return 0;
@@ -29,6 +32,9 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
     if (t->variant == FA_CL_VARIANT_NV_MMA)
         k = snprintf(out + len, n - (size_t)len, " -DWARP_ROWS=%d%s%s", t->rows_per_item,
                      t->aligned16 ? " -DFA_ALIGNED16" : "", t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+    else if (t->variant == FA_CL_VARIANT_NV_TF32)
+        k = snprintf(out + len, n - (size_t)len, "%s%s", t->aligned16 ? " -DFA_ALIGNED16" : "",
+                     t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
     else if (t->variant == FA_CL_VARIANT_TILED)
         k = snprintf(out + len, n - (size_t)len, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
     else

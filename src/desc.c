@@ -220,12 +220,18 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *
 
 int fa_cl__rows_aligned16(const fa_cl_attention_desc *d)
 {
-    /* buffers themselves are at least 16-byte aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN); 16-bit
-     * elements: head_dim, strides and offsets multiples of 8 */
-    if (fa_cl__dtype_size(d->dtype) != 2 || d->head_dim % 8 || d->q_offset % 8 || d->k_offset % 8 || d->v_offset % 8)
+    /* buffers themselves are at least 16-byte aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN); head_dim,
+     * strides and offsets of q, k, v and o multiples of the elements in 16 bytes (8 of 16 bits, 4
+     * of 32): the tensor-core kernels then copy rows asynchronously and store outputs in pairs */
+    const size_t size = fa_cl__dtype_size(d->dtype);
+    if (size == 0)
+        return 0;
+    const int64_t e = (int64_t)(16 / size);
+    if (d->head_dim % e || d->q_offset % (size_t)e || d->k_offset % (size_t)e || d->v_offset % (size_t)e ||
+        d->o_offset % (size_t)e)
         return 0;
     for (int i = 0; i < 3; i++)
-        if (d->q_stride[i] % 8 || d->k_stride[i] % 8 || d->v_stride[i] % 8)
+        if (d->q_stride[i] % e || d->k_stride[i] % e || d->v_stride[i] % e || d->o_stride[i] % e)
             return 0;
     return 1;
 }

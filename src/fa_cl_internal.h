@@ -69,6 +69,7 @@ typedef struct fa_cl_env {
     int variant;              /* FA_CL_KERNEL_VARIANT: 0 = planner's choice, else an fa_cl_variant */
     int vendor_path_off;      /* FA_CL_VENDOR_PATH=0: portable kernels only */
     int mma_emulate;          /* FA_CL_MMA_EMULATE=1 (tests): the tensor-core kernel on any device, PTX emulated */
+    int nv_tf32;              /* FA_CL_NV_TF32=1: f32 on NVIDIA tensor cores (3xTF32), opt-in until measured */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */
     int cache_off;            /* FA_CL_CACHE_DIR=off */
 } fa_cl_env;
@@ -209,7 +210,7 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *
 fa_cl_status fa_cl__resolve_call(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
                                  fa_cl_views *out);
 
-/* Every q, k and v row of the (normalised) descriptor starts on a 16-byte boundary (16-bit data). */
+/* Every q, k, v and o row of the (normalised) descriptor starts on a 16-byte boundary. */
 int fa_cl__rows_aligned16(const fa_cl_attention_desc *d);
 
 /* Check the buffers a forward call gets against the views: non-NULL, same context, large enough,

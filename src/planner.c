@@ -47,6 +47,53 @@ size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp
     return 2 * rows * (size_t)(dim_padded + 8);
 }
 
+size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int aligned16)
+{
+    const size_t nbuf = aligned16 ? 2 : 1;
+    return 4 * ((size_t)block_q * (size_t)(dim_padded + 8) +
+                nbuf * (size_t)block_kv * (size_t)(2 * dim_padded + 12));
+}
+
+/* The fp32 tensor-core variant (3xTF32; FA_CL_NV_TF32=1 on NVIDIA >= 8.0). UNSUPPORTED without a
+ * message when it does not apply. */
+static fa_cl_status plan_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req, size_t budget,
+                              fa_cl_tiles *out, char *msg, size_t msg_size)
+{
+    if (req->dtype != FA_CL_F32 || req->head_dim > FA_CL_TF32_MAX_DIM)
+        return FA_CL_ERROR_UNSUPPORTED;
+    const int dp = req->head_dim <= 64 ? 64 : 128;
+    int br = FA_CL_TF32_BLOCK_Q, bc = FA_CL_TF32_BLOCK_KV;
+    if (lim->forced_q > 0 && lim->forced_kv > 0) {
+        br = lim->forced_q;
+        bc = lim->forced_kv;
+        if (br % 16 || bc % 8 || br > 256 || bc > 128 || (lim->forced_rows > 0 && lim->forced_rows != 16) ||
+            lim->forced_cols > 0)
+            return FA_CL_ERROR_UNSUPPORTED; /* meant for the portable kernels */
+        out->forced = 1;
+    }
+    const size_t bytes = fa_cl_tf32_local_bytes(br, bc, dp, req->aligned16);
+    const int wg = br / 16 * 32;
+    if (bytes > budget || (size_t)wg > lim->max_work_group)
+        return out->forced ? (snprintf(msg, msg_size, "FA_CL_TILE=%dx%d: the fp32 tensor-core kernel needs %zu bytes "
+                                       "of local memory and %d work-items at head_dim %d; the budget is %zu bytes",
+                                       br, bc, bytes, wg, req->head_dim, budget),
+                              FA_CL_ERROR_INVALID_ARGUMENT)
+                           : FA_CL_ERROR_UNSUPPORTED;
+    out->variant = FA_CL_VARIANT_NV_TF32;
+    out->kernel = "nvidia-tf32x3";
+    out->block_q = br;
+    out->block_kv = bc;
+    out->rows_per_item = 16; /* per warp */
+    out->cols_per_item = 8;
+    out->work_group_size = wg;
+    out->head_dim_padded = dp;
+    out->elem_bytes = 4;
+    out->local_mem_bytes = bytes;
+    out->aligned16 = req->aligned16;
+    out->ptx_emulated = lim->mma_emulated;
+    return FA_CL_SUCCESS;
+}
+
 /* The tensor-core variant (f16/bf16 on NVIDIA >= 8.0). Returns UNSUPPORTED without a message when it
  * does not apply, so the portable plan is made instead. */
 static fa_cl_status plan_mma(const fa_cl_limits *lim, const fa_cl_tile_request *req, size_t budget,
@@ -260,6 +307,11 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     out->budget_source = source;
     if (lim->nv_mma && (!lim->forced_variant || lim->forced_variant == FA_CL_VARIANT_NV_MMA)) {
         fa_cl_status st = plan_mma(lim, req, budget, out, msg, msg_size);
+        if (st != FA_CL_ERROR_UNSUPPORTED)
+            return st;
+    }
+    if (lim->nv_mma && lim->nv_tf32 && !lim->forced_variant) {
+        fa_cl_status st = plan_tf32(lim, req, budget, out, msg, msg_size);
         if (st != FA_CL_ERROR_UNSUPPORTED)
             return st;
     }

@@ -21,6 +21,7 @@ typedef struct fa_cl_limits {
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
     int nv_mma;                /* NVIDIA, compute capability >= 8.0, vendor path allowed (FA_CL_VENDOR_PATH) */
     int mma_emulated;          /* FA_CL_MMA_EMULATE=1: nv_mma plans build with the PTX emulated (tests) */
+    int nv_tf32;               /* FA_CL_NV_TF32=1 where nv_mma: f32 on tensor cores as 3xTF32 (unmeasured: opt-in) */
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
 } fa_cl_limits;
 
@@ -50,6 +51,7 @@ typedef enum fa_cl_variant {
     FA_CL_VARIANT_ROWS = 1,  /* cl/fa_forward.cl: each work-item owns whole query rows; P never leaves registers */
     FA_CL_VARIANT_TILED = 2, /* cl/fa_forward_tiled.cl: TM x TN register tiles; P passes through local memory */
     FA_CL_VARIANT_NV_MMA = 3, /* cl/fa_forward_nv_mma.cl: NVIDIA tensor cores (inline PTX), f16/bf16 only */
+    FA_CL_VARIANT_NV_TF32 = 4, /* cl/fa_forward_nv_tf32.cl: NVIDIA tensor cores, f32 as 3xTF32 (opt-in) */
 } fa_cl_variant;
 
 /* The shape class a plan is made for. */
@@ -57,7 +59,7 @@ typedef struct fa_cl_tile_request {
     int head_dim;
     fa_cl_dtype dtype;
     int64_t seqlen_q, seqlen_k;
-    int aligned16; /* every q/k/v row starts 16-byte aligned (lets the tensor-core kernel copy asynchronously) */
+    int aligned16; /* every q/k/v/o row starts 16-byte aligned (tensor-core kernels: asynchronous copies, paired stores) */
 } fa_cl_tile_request;
 
 typedef struct fa_cl_tiles {
@@ -107,6 +109,14 @@ typedef struct fa_cl_tiles {
 /* Q's A fragments stay in registers (16 rows per warp) up to this padded head_dim; the kernel's
  * FA_MMA_Q_REGS_MAX_DIM. */
 #define FA_CL_MMA_Q_REGS_MAX_DIM 128
+
+/* The fp32 tensor-core kernel (3xTF32): 4 warps of 16 rows, 32 keys per block, head_dim <= 128
+ * padded to 64 or 128. Local bytes (cl/fa_forward_nv_tf32.cl's SMEM_FLOATS): fp32 rows of Q and K
+ * padded by 8, of V by 4; K and V doubled when copied asynchronously. */
+#define FA_CL_TF32_BLOCK_Q 64
+#define FA_CL_TF32_BLOCK_KV 32
+#define FA_CL_TF32_MAX_DIM 128
+size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int aligned16);
 
 /* The tensor-core kernel's padded head_dim (its instantiations). */
 int fa_cl_mma_dim_padded(int head_dim);

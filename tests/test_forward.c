@@ -86,7 +86,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     const int dpad = (int)((c->D + 3) / 4 * 4);
     if (!in->kernel || !in->kernel[0])
         return "no kernel name";
-    if (in->head_dim_padded != dpad && strcmp(in->kernel, "nvidia-mma") != 0)
+    const int tensor_cores = strcmp(in->kernel, "nvidia-mma") == 0 || strcmp(in->kernel, "nvidia-tf32x3") == 0;
+    if (in->head_dim_padded != dpad && !tensor_cores)
         return "head_dim_padded != head_dim rounded up to 4";
     if (in->local_mem_bytes > in->local_mem_budget)
         return "local_mem_bytes > local_mem_budget";
@@ -123,7 +124,7 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     /* the tensor-core plan reports the compiled kernel's local memory (double-buffered copies) */
     int same = in->block_q == t.block_q && in->block_kv == t.block_kv && in->work_group_size == t.work_group_size &&
                in->local_mem_budget == t.local_mem_budget &&
-               (in->local_mem_bytes == t.local_mem_bytes || strcmp(in->kernel, "nvidia-mma") == 0) &&
+               (in->local_mem_bytes == t.local_mem_bytes || tensor_cores) &&
                strcmp(in->kernel, t.kernel) == 0;
     if (!same && !(in->work_group_size < t.work_group_size)) {
         snprintf(why, sizeof why, "plan %s %dx%d wg %d bytes %zu budget %zu, planner on this device %s %dx%d wg %d "
@@ -568,7 +569,8 @@ static void nan_case(fa_cl_context *ctx, int idx, const tu_case *c, int t, int64
     fa_cl_plan_info info;
     memset(&info, 0, sizeof info);
     int ok = run_fused(ctx, &p, API_PLAN, &info, why, sizeof why) == 0 && tu_problem_read(&p, ctx) == 0;
-    if (ok && t == 2 && info.kernel && strcmp(info.kernel, "nvidia-mma") == 0) {
+    if (ok && t == 2 && info.kernel &&
+        (strcmp(info.kernel, "nvidia-mma") == 0 || strcmp(info.kernel, "nvidia-tf32x3") == 0)) {
         /* The tensor-core path multiplies whole 16-row tiles of P by V inside the matrix unit, where
          * 0 * NaN = NaN: rows of the same head that do not see the key may get NaN in that column
          * (as in FlashAttention-2). Documented; everything else must hold as for the portable kernels. */

@@ -581,6 +581,7 @@ static void mma_cases(tu_tally *tally)
         int br, bc, wr, wg, dp;
         size_t bytes;
         size_t local; /* the budget; 0: the H200's 227 KiB */
+        int tf32;     /* FA_CL_NV_TF32=1: f32 on the 3xTF32 kernel */
     } mc[] = {
         {"d=128 aligned: 64x64, max(64, 4*64) rows * 136 * 2 = 69632", 128, 1, 0, 0, 0, 0, FA_CL_F16, FA_CL_SUCCESS,
          64, 64, 16, 128, 128, 69632},
@@ -613,6 +614,19 @@ static void mma_cases(tu_tally *tally)
          FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0, 64 * KIB},
         {"FA_CL_TILE=64x64 at d=256 in 80 KiB with nvidia-mma forced: not shrunk, refused", 256, 1, 64, 64, 0,
          FA_CL_VARIANT_NV_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0, 80 * KIB},
+        /* f32 with FA_CL_NV_TF32=1 (tf32 = 1): 4 * (B_r (d + 8) + bufs B_c (2 d + 12)) */
+        {"f32 tf32 d=128 aligned: 4 * (64*136 + 2*32*268) = 103424", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, 64,
+         32, 16, 128, 128, 103424, 0, 1},
+        {"f32 tf32 d=128 unaligned: 4 * (64*136 + 32*268) = 69120", 128, 0, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, 64,
+         32, 16, 128, 128, 69120, 0, 1},
+        {"f32 tf32 d=40: padded to 64, 4 * (64*72 + 2*32*140) = 54272", 40, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
+         64, 32, 16, 128, 64, 54272, 0, 1},
+        {"f32 tf32 FA_CL_TILE=32x16: 4 * (32*136 + 2*16*268) = 51712", 128, 1, 32, 16, 0, 0, FA_CL_F32,
+         FA_CL_SUCCESS, 32, 16, 16, 64, 128, 51712, 0, 1},
+        {"f32 tf32 d=160 > 128: the portable kernels", 160, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0,
+         0, 1},
+        {"f32 tf32 in 64 KiB, d=128 aligned (103424 bytes): the portable kernels", 128, 1, 0, 0, 0, 0, FA_CL_F32,
+         FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0, 64 * KIB, 1},
     };
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
@@ -625,6 +639,7 @@ static void mma_cases(tu_tally *tally)
         lim.prefer_tiled = 1;
         lim.rows_small_dims = 1;
         lim.nv_mma = 1;
+        lim.nv_tf32 = mc[i].tf32;
         lim.private_floats = 128;
         lim.forced_q = mc[i].fq;
         lim.forced_kv = mc[i].fkv;
@@ -637,7 +652,12 @@ static void mma_cases(tu_tally *tally)
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
         int ok = st == mc[i].want;
         if (ok && st == FA_CL_SUCCESS && mc[i].br < 0) /* another variant's plan */
-            ok = t.variant != FA_CL_VARIANT_NV_MMA;
+            ok = t.variant != FA_CL_VARIANT_NV_MMA && t.variant != FA_CL_VARIANT_NV_TF32;
+        else if (ok && st == FA_CL_SUCCESS && mc[i].tf32)
+            ok = t.variant == FA_CL_VARIANT_NV_TF32 && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
+                 t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
+                 t.local_mem_bytes == mc[i].bytes &&
+                 t.local_mem_bytes == fa_cl_tf32_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, mc[i].aligned);
         else if (ok && st == FA_CL_SUCCESS)
             ok = t.variant == FA_CL_VARIANT_NV_MMA && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&

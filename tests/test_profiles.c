@@ -150,6 +150,16 @@ static void build_options(tu_tally *t)
     want = "-DFA_DTYPE=2 -DHEAD_DIM=40 -DD_PAD=128 -DBLOCK_Q=128 -DBLOCK_KV=32 -DWARP_ROWS=32 -DFA_PTX_EMULATE";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "tensor-core emulated, CPU: '%s'", buf);
 
+    fa_cl_tiles tf32 = {FA_CL_VARIANT_NV_TF32, "nvidia-tf32x3", 64, 32, 16, 8, 128, 128, 4, 103424, 232448, "", 0, 1, 0};
+    n = fa_cl_build_options(&tf32, FA_CL_F32, 128, 1, buf, sizeof buf);
+    want = "-DFA_DTYPE=0 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=32 -DFA_ALIGNED16 -DFA_UNROLL "
+           "-DFA_NATIVE_EXP -cl-mad-enable";
+    tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "fp32 tensor-core (3xTF32), GPU: '%s'", buf);
+    const char *const *tf32_files = NULL;
+    tu_expect(t, fa_cl_variant_files(FA_CL_VARIANT_NV_TF32, &tf32_files) == 4 &&
+                     strcmp(tf32_files[3], "fa_forward_nv_tf32.cl") == 0 && strcmp(tf32_files[2], "fa_nv_ptx.cl") == 0,
+              "fp32 tensor-core kernel files: common, forward common, PTX primitives, fa_forward_nv_tf32.cl");
+
     char small[16];
     tu_expect(t, fa_cl_build_options(&tiled, FA_CL_F16, 128, 1, small, sizeof small) == -1 &&
                      memchr(small, '\0', sizeof small) != NULL,

@@ -131,6 +131,11 @@ mma3)
             done
         done
     done
+    # the fp32 tensor-core kernel (3xTF32, FA_CL_NV_TF32=1): fp32 accuracy against the reference
+    for r in "-b 1 -h 4 --heads-kv 2 -q 333 -k 777 -d 128 --dtype f32 --causal" "-b 2 -h 2 -q 1000 -d 64 --dtype f32 --window 64,8" \
+             "-b 1 -h 2 -q 517 -d 40 --dtype f32" "-b 2 -h 2 -q 300 -d 37 --dtype f32 --causal"; do
+        echo "check FA_CL_NV_TF32=1 $r :: $(FA_CL_NV_TF32=1 $BENCH $r --check 2>&1 | tail -1 | cut -c60-250)"
+    done
     for r in "-b 1 -h 4 --heads-kv 2 -q 333 -k 777 -d 256 --dtype f16 --causal" "-b 2 -h 2 -q 1000 -d 160 --dtype bf16 --window 64,8" \
              "-b 1 -h 2 -q 517 -d 200 --dtype f16" "-b 1 -h 2 -q 517 -k 300 -d 256 --dtype f32 --causal"; do
         echo "check default $r :: $($BENCH $r --check 2>&1 | tail -1 | cut -c60-250)"
@@ -151,6 +156,15 @@ mma3)
     sweep_row "FA_CL_TILE=64x16x16" "-d 256 --dtype f16"
     sweep_row "FA_CL_KERNEL_VARIANT=portable" "-d 256 --dtype f32"
     sweep_row "FA_CL_VENDOR_PATH=0" "-d 256 --dtype f16"
+    # fp32 on tensor cores (3xTF32) against the portable kernels (PyTorch's fp32 anchors below)
+    for t in 64x32 64x64 128x32 32x32 64x16; do
+        sweep_row "FA_CL_NV_TF32=1 FA_CL_TILE=$t" "-d 128 --dtype f32"
+        sweep_row "FA_CL_NV_TF32=1 FA_CL_TILE=$t" "-d 64 --dtype f32"
+    done
+    for r in "-d 128 --dtype f32" "-d 64 --dtype f32" "-d 128 --dtype f32 --causal" "-d 64 --dtype f32 --causal"; do
+        sweep_row "FA_CL_NV_TF32=1" "$r"
+        sweep_row "X=portable" "$r"
+    done
     for t in 64x64x16 128x64x32 128x32x32; do
         sweep_row "FA_CL_TILE=$t" "-d 128 --dtype f16 --causal"
         sweep_row "FA_CL_TILE=$t" "-d 64 --dtype f16 --causal"
@@ -162,9 +176,12 @@ mma3)
     anchor -b 8 -H 16 -n 4096 -d 64 --dtype f16
     anchor -b 8 -H 16 -n 4096 -d 128 --dtype f16 --causal
     anchor -b 8 -H 16 -n 4096 -d 64 --dtype f16 --causal
+    anchor -b 8 -H 16 -n 4096 -d 128 --dtype f32
+    anchor -b 8 -H 16 -n 4096 -d 64 --dtype f32
     } 2>&1 | grep -vE "lambda|^ *$" | tee "$OUT/anchor.txt"
     here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
     (cd /work/main && ctest --test-dir "$BUILD" --output-on-failure -j4 -LE "install|offline|oclgrind|leaks" 2>&1) > "$OUT/ctest.txt"
+
     grep -E "tests passed|\*\*\*Failed|Not Run" "$OUT/ctest.txt" | head -20
     ;;
 validate)

@@ -8,7 +8,7 @@
 # accepted up to 200 KB (docs/performance.md); the register report comes all the same.
 #
 #   tools/nv_ptxas_report.sh VARIANT "-D options"
-#     VARIANT: mma | tiled | rows; options as fa_cl's planner writes them (fa_cl_info --emit shows
+#     VARIANT: mma | tf32 | tiled | rows; options as fa_cl's planner writes them (fa_cl_info --emit shows
 #     them), e.g. tools/nv_ptxas_report.sh mma "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64
 #     -DBLOCK_KV=64 -DWARP_ROWS=16 -DFA_ALIGNED16"  (FA_UNROLL, FA_NATIVE_EXP added as on GPUs)
 #
@@ -19,9 +19,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 [ $# -eq 2 ] || { sed -n 2,14p "$0" >&2; exit 2; }
 case "$1" in
 mma) files="fa_common.cl fa_forward_common.cl fa_nv_ptx.cl fa_forward_nv_mma.cl" ;;
+tf32) files="fa_common.cl fa_forward_common.cl fa_nv_ptx.cl fa_forward_nv_tf32.cl" ;;
 tiled) files="fa_common.cl fa_forward_common.cl fa_forward_tiled.cl" ;;
 rows) files="fa_common.cl fa_forward_common.cl fa_forward.cl" ;;
-*) echo "nv_ptxas_report.sh: variant '$1' is not mma, tiled or rows" >&2; exit 2 ;;
+*) echo "nv_ptxas_report.sh: variant '$1' is not mma, tf32, tiled or rows" >&2; exit 2 ;;
 esac
 CLANG=${CLANG:-clang-15}
 LIBCLC=${LIBCLC:-/usr/lib/clc/nvptx64--nvidiacl.bc}

@@ -1,0 +1,276 @@
+/* FlashAttention-2 forward for fp32 data on NVIDIA tensor cores (compute capability >= 8.0),
+ * accurate to fp32: every product is 3xTF32. A value x is split into big = tf32(x) and
+ * small = tf32(x - big); a*b is taken as a_small*b_big + a_big*b_small + a_big*b_big (the dropped
+ * a_small*b_small is below fp32's rounding), each an mma.sync m16n8k8 with fp32 accumulation.
+ *
+ * NVIDIA-only through cl/fa_nv_ptx.cl (inline PTX; FA_PTX_EMULATE runs it anywhere, for tests).
+ * Planned only on request (FA_CL_KERNEL_VARIANT=nvidia-tf32x3) until measured on a GPU.
+ *
+ * Each warp owns 16 query rows; Q, K and V blocks are fp32 in local memory and fragments are read
+ * with 64-bit (Q, K) and 32-bit (V) local loads. The k index of an mma is free to permute as long
+ * as A and B agree: k slot t holds element 2t and slot t + 4 element 2t + 1, so that Q and K
+ * fragments are float2 reads, and S's accumulator layout (keys 2t, 2t + 1 of each 8) is P's A
+ * fragment as it stands: P never leaves registers. Masking, the online softmax and the blocks'
+ * order are those of cl/fa_forward_nv_mma.cl.
+ *
+ * Defined by the planner: FA_DTYPE 0, HEAD_DIM, D_PAD (64 or 128), BLOCK_Q (16 per warp), BLOCK_KV
+ * (a multiple of 8); FA_ALIGNED16 when every q/k/v/o row is 16-byte aligned (asynchronous copies,
+ * paired stores).
+ */
+#if FA_DTYPE != 0
+#error "the tf32 kernel takes f32 storage"
+#endif
+
+#define WARPS (BLOCK_Q / 16)
+#define WG (WARPS * 32)
+#define QP (D_PAD + 8)      /* Q and K row pitch in floats, 8 mod 32: float2 fragment reads hit 32 banks */
+#define VP (D_PAD + 4)      /* V row pitch, 4 mod 32: the column reads of V's fragments hit 32 banks */
+#define CH (D_PAD / 4)      /* 16-byte chunks per row */
+#define KSTEPS (D_PAD / 8)  /* k-steps of Q K^T */
+#define NT (BLOCK_KV / 8)   /* n-tiles of S, k-steps of P V */
+#define DT (D_PAD / 8)      /* n-tiles of O */
+
+/* rows [first, first + count) of a [seq, D] view into a local tile of pitch `pitch`; zero padded */
+inline void fa_tf_load_tile(__local float *tile, int pitch, __global const float *src, ulong base, long row_stride,
+                            int first, int count, int limit, int lid)
+{
+    for (int e = lid; e < count * CH; e += WG) {
+        int r = e / CH, c = e % CH;
+        float4 x = (float4)(0.0f);
+        if (first + r < limit && 4 * c < HEAD_DIM) {
+            __global const float *p = src + base + (ulong)(first + r) * (ulong)row_stride + 4 * c;
+#if defined(FA_ALIGNED16) && HEAD_DIM % 4 == 0
+            x = *(__global const float4 *)p;
+#else
+            x.x = p[0];
+            if (4 * c + 1 < HEAD_DIM) x.y = p[1];
+            if (4 * c + 2 < HEAD_DIM) x.z = p[2];
+            if (4 * c + 3 < HEAD_DIM) x.w = p[3];
+#endif
+        }
+        *(__local float4 *)(tile + r * pitch + 4 * c) = x;
+    }
+}
+
+#if defined(FA_ALIGNED16) && HEAD_DIM % 4 == 0
+#define FA_ASYNC 1
+#define NBUF 2
+inline void fa_tf_load_tile_async(__local float *tile, int pitch, __global const float *src, ulong base,
+                                  long row_stride, int first, int limit, int lid)
+{
+    for (int e = lid; e < BLOCK_KV * CH; e += WG) {
+        int r = e / CH, c = e % CH;
+        int valid = first + r < limit && 4 * c < HEAD_DIM;
+        __global const float *p = src + base + (valid ? (ulong)(first + r) * (ulong)row_stride + 4 * c : 0);
+        fa_cp_async16((__local ushort *)(tile + r * pitch + 4 * c), (__global const ushort *)p, valid);
+    }
+    fa_cp_async_commit();
+}
+#else
+#define NBUF 1
+#endif
+
+/* local memory in floats: Q, then NBUF K tiles and NBUF V tiles (src/planner.c: fa_cl_tf32_local_bytes) */
+#define KT (BLOCK_KV * QP)
+#define VT (BLOCK_KV * VP)
+#define SMEM_FLOATS (BLOCK_Q * QP + NBUF * (KT + VT))
+
+/* x = big + small in tf32 */
+inline void fa_split(float x, uint *big, uint *small)
+{
+    uint b = fa_tf32(x);
+    *big = b;
+    *small = fa_tf32(x - as_float(b & 0xffffe000u));
+}
+
+inline void fa_store_two(__global float *o, ulong i, int col, float x, float y)
+{
+#if defined(FA_ALIGNED16) && HEAD_DIM % 4 == 0
+    (void)col;
+    *(__global float2 *)(o + i) = (float2)(x, y);
+#else
+    if (col < HEAD_DIM) o[i] = x;
+    if (col + 1 < HEAD_DIM) o[i + 1] = y;
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fa_forward(FA_FORWARD_PARAMS)
+{
+    __local float smem[SMEM_FLOATS] __attribute__((aligned(16)));
+    __local float *const q_s = smem;
+    __local float *const k_s = smem + BLOCK_Q * QP;
+    __local float *const v_s = k_s + NBUF * KT;
+    const int warp_of_item = (int)get_local_id(0) / 32;
+    FA_EMU_DECL(WARPS, warp_of_item)
+
+    const int lid = (int)get_local_id(0);
+    const int warp = lid / 32, lane = lid % 32;
+    const int g = lane / 4, t4 = lane % 4;
+    FA_BLOCK_COORDS
+    const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
+    const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;
+    const int wrow = warp * 16;
+
+    fa_tf_load_tile(q_s, QP, q, q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1, qs2, q0, BLOCK_Q, seqlen_q, lid);
+
+    const int row0 = q0 + wrow + g, row1 = row0 + 8;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    float4 acc[DT];
+    FA_PRAGMA_UNROLL
+    for (int dt = 0; dt < DT; dt++)
+        acc[dt] = (float4)(0.0f);
+
+    int blk_lo, blk_hi, unused;
+    fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
+    fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
+    int clean_lo = 0, clean_hi = 0; /* keys every row of this warp sees */
+    if (q0 + wrow + 16 <= seqlen_q) {
+        fa_row_range(q0 + wrow + 15, seqlen_q, seqlen_k, win_left, win_right, &clean_lo, &unused);
+        fa_row_range(q0 + wrow, seqlen_q, seqlen_k, win_left, win_right, &unused, &clean_hi);
+    }
+
+    const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
+#ifdef FA_ASYNC
+    if (kv_first < blk_hi) {
+        fa_tf_load_tile_async(k_s, QP, k, kbase, ks2, kv_first, seqlen_k, lid);
+        fa_tf_load_tile_async(v_s, VP, v, vbase, vs2, kv_first, seqlen_k, lid);
+    }
+#endif
+    for (int kv0 = kv_first, it = 0; kv0 < blk_hi; kv0 += BLOCK_KV, it++) {
+#ifdef FA_ASYNC
+        __local const float *kc = k_s + (it & 1) * KT, *vc = v_s + (it & 1) * VT;
+        fa_cp_async_wait_all();
+        barrier(CLK_LOCAL_MEM_FENCE); /* this block (and Q) is in; every warp is done with the other buffer */
+        if (kv0 + BLOCK_KV < blk_hi) {
+            fa_tf_load_tile_async(k_s + ((it + 1) & 1) * KT, QP, k, kbase, ks2, kv0 + BLOCK_KV, seqlen_k, lid);
+            fa_tf_load_tile_async(v_s + ((it + 1) & 1) * VT, VP, v, vbase, vs2, kv0 + BLOCK_KV, seqlen_k, lid);
+        }
+#else
+        __local const float *kc = k_s, *vc = v_s;
+        barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's K and V are consumed */
+        fa_tf_load_tile(k_s, QP, k, kbase, ks2, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_tf_load_tile(v_s, VP, v, vbase, vs2, kv0, BLOCK_KV, seqlen_k, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+
+        /* S = Q K^T: s[nt] holds rows (g, g+8) x keys nt*8 + 2*t4 + {0,1} */
+        float4 s[NT];
+        FA_PRAGMA_UNROLL
+        for (int nt = 0; nt < NT; nt++)
+            s[nt] = (float4)(0.0f);
+        FA_PRAGMA_UNROLL
+        for (int kk = 0; kk < KSTEPS; kk++) {
+            const float2 qa = *(__local const float2 *)(q_s + (wrow + g) * QP + kk * 8 + 2 * t4);
+            const float2 qb = *(__local const float2 *)(q_s + (wrow + g + 8) * QP + kk * 8 + 2 * t4);
+            uint ab[4], as[4]; /* A: (g, slot t4) (g+8, t4) (g, t4+4) (g+8, t4+4) = elements 2t4, 2t4+1 */
+            fa_split(qa.x, &ab[0], &as[0]);
+            fa_split(qb.x, &ab[1], &as[1]);
+            fa_split(qa.y, &ab[2], &as[2]);
+            fa_split(qb.y, &ab[3], &as[3]);
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NT; nt++) {
+                const float2 kx = *(__local const float2 *)(kc + (nt * 8 + g) * QP + kk * 8 + 2 * t4);
+                uint bb0, bs0, bb1, bs1;
+                fa_split(kx.x, &bb0, &bs0);
+                fa_split(kx.y, &bb1, &bs1);
+                fa_mma_tf32(&s[nt], as[0], as[1], as[2], as[3], bb0, bb1 FA_EMU_ARG);
+                fa_mma_tf32(&s[nt], ab[0], ab[1], ab[2], ab[3], bs0, bs1 FA_EMU_ARG);
+                fa_mma_tf32(&s[nt], ab[0], ab[1], ab[2], ab[3], bb0, bb1 FA_EMU_ARG);
+            }
+        }
+
+        /* scale (and mask, unless every row of the warp sees every key of the block) */
+        if (kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi) {
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NT; nt++)
+                s[nt] *= scale_log2;
+        } else {
+            int lo0, hi0, lo1, hi1;
+            fa_row_range(row0, seqlen_q, seqlen_k, win_left, win_right, &lo0, &hi0);
+            fa_row_range(row1, seqlen_q, seqlen_k, win_left, win_right, &lo1, &hi1);
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NT; nt++) {
+                int key = kv0 + nt * 8 + 2 * t4;
+                s[nt].x = (key >= lo0 && key < hi0) ? s[nt].x * scale_log2 : -INFINITY;
+                s[nt].y = (key + 1 >= lo0 && key + 1 < hi0) ? s[nt].y * scale_log2 : -INFINITY;
+                s[nt].z = (key >= lo1 && key < hi1) ? s[nt].z * scale_log2 : -INFINITY;
+                s[nt].w = (key + 1 >= lo1 && key + 1 < hi1) ? s[nt].w * scale_log2 : -INFINITY;
+            }
+        }
+
+        /* online softmax: row maxima over the block and the 4 lanes sharing each row */
+        float mx0 = m0, mx1 = m1;
+        FA_PRAGMA_UNROLL
+        for (int nt = 0; nt < NT; nt++) {
+            mx0 = fmax(mx0, fmax(s[nt].x, s[nt].y));
+            mx1 = fmax(mx1, fmax(s[nt].z, s[nt].w));
+        }
+        mx0 = fmax(mx0, fa_shfl_xor(mx0, 1 FA_EMU_ARG));
+        mx0 = fmax(mx0, fa_shfl_xor(mx0, 2 FA_EMU_ARG));
+        mx1 = fmax(mx1, fa_shfl_xor(mx1, 1 FA_EMU_ARG));
+        mx1 = fmax(mx1, fa_shfl_xor(mx1, 2 FA_EMU_ARG));
+        const float u0 = (mx0 == -INFINITY) ? 0.0f : mx0, u1 = (mx1 == -INFINITY) ? 0.0f : mx1;
+        const float d0 = FA_EXP2(m0 - u0), d1 = FA_EXP2(m1 - u1);
+        m0 = mx0;
+        m1 = mx1;
+        float sum0 = 0.0f, sum1 = 0.0f;
+        FA_PRAGMA_UNROLL
+        for (int nt = 0; nt < NT; nt++) {
+            s[nt].x = FA_EXP2(s[nt].x - u0);
+            s[nt].y = FA_EXP2(s[nt].y - u0);
+            s[nt].z = FA_EXP2(s[nt].z - u1);
+            s[nt].w = FA_EXP2(s[nt].w - u1);
+            sum0 += s[nt].x + s[nt].y;
+            sum1 += s[nt].z + s[nt].w;
+        }
+        l0 = l0 * d0 + sum0; /* partial over this lane's keys; the 4 lanes are added at the end */
+        l1 = l1 * d1 + sum1;
+        FA_PRAGMA_UNROLL
+        for (int dt = 0; dt < DT; dt++)
+            acc[dt] *= (float4)(d0, d0, d1, d1);
+
+        /* O += P V, 8 keys at a time: S tile nt is the A fragment (slot t4 = key 2t4, t4+4 = 2t4+1) */
+        FA_PRAGMA_UNROLL
+        for (int nt = 0; nt < NT; nt++) {
+            uint pb[4], ps[4];
+            fa_split(s[nt].x, &pb[0], &ps[0]);
+            fa_split(s[nt].z, &pb[1], &ps[1]);
+            fa_split(s[nt].y, &pb[2], &ps[2]);
+            fa_split(s[nt].w, &pb[3], &ps[3]);
+            __local const float *v0 = vc + (nt * 8 + 2 * t4) * VP + g, *v1 = v0 + VP;
+            FA_PRAGMA_UNROLL
+            for (int dt = 0; dt < DT; dt++) {
+                uint bb0, bs0, bb1, bs1;
+                fa_split(v0[dt * 8], &bb0, &bs0);
+                fa_split(v1[dt * 8], &bb1, &bs1);
+                fa_mma_tf32(&acc[dt], ps[0], ps[1], ps[2], ps[3], bb0, bb1 FA_EMU_ARG);
+                fa_mma_tf32(&acc[dt], pb[0], pb[1], pb[2], pb[3], bs0, bs1 FA_EMU_ARG);
+                fa_mma_tf32(&acc[dt], pb[0], pb[1], pb[2], pb[3], bb0, bb1 FA_EMU_ARG);
+            }
+        }
+    }
+
+    l0 += fa_shfl_xor(l0, 1 FA_EMU_ARG);
+    l0 += fa_shfl_xor(l0, 2 FA_EMU_ARG);
+    l1 += fa_shfl_xor(l1, 1 FA_EMU_ARG);
+    l1 += fa_shfl_xor(l1, 2 FA_EMU_ARG);
+    const float inv0 = (l0 == 0.0f) ? 0.0f : 1.0f / l0, inv1 = (l1 == 0.0f) ? 0.0f : 1.0f / l1;
+    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    FA_PRAGMA_UNROLL
+    for (int dt = 0; dt < DT; dt++) {
+        const int col = dt * 8 + 2 * t4;
+        if (col < HEAD_DIM) {
+            if (row0 < seqlen_q)
+                fa_store_two(o, obase + (ulong)row0 * (ulong)os2 + col, col, acc[dt].x * inv0, acc[dt].y * inv0);
+            if (row1 < seqlen_q)
+                fa_store_two(o, obase + (ulong)row1 * (ulong)os2 + col, col, acc[dt].z * inv1, acc[dt].w * inv1);
+        }
+    }
+    if (has_lse && t4 == 0) {
+        if (row0 < seqlen_q)
+            lse[bh * (ulong)seqlen_q + (ulong)row0] = (l0 == 0.0f) ? -INFINITY : (m0 + log2(l0)) * M_LN2_F;
+        if (row1 < seqlen_q)
+            lse[bh * (ulong)seqlen_q + (ulong)row1] = (l1 == 0.0f) ? -INFINITY : (m1 + log2(l1)) * M_LN2_F;
+    }
+}
