@@ -177,6 +177,21 @@ inline void fa_ldsm_x4_trans(__local const ushort *p, uint *r0, uint *r1, uint *
     *r0 = r[0]; *r1 = r[1]; *r2 = r[2]; *r3 = r[3];
 }
 
+/* every lane's A and B registers into the warp's scratch (6 words a lane); returns the lane */
+inline int fa_emu_publish(uint a0, uint a1, uint a2, uint a3, uint b0, uint b1, __local uint *emu)
+{
+    const int lane = fa_emu_lane();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    emu[lane * 6 + 0] = a0;
+    emu[lane * 6 + 1] = a1;
+    emu[lane * 6 + 2] = a2;
+    emu[lane * 6 + 3] = a3;
+    emu[lane * 6 + 4] = b0;
+    emu[lane * 6 + 5] = b1;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return lane;
+}
+
 /* the 16-bit element of register `reg` of lane `lane`: the low one, or the high one when hi */
 inline float fa_emu_elem(__local const uint *emu, int lane, int reg, int hi)
 {
@@ -188,15 +203,7 @@ inline float fa_emu_elem(__local const uint *emu, int lane, int reg, int hi)
  * C (16x8) c0 (g, 2t), c1 (g, 2t+1), c2 (g+8, 2t), c3 (g+8, 2t+1) */
 inline void fa_mma(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1, __local uint *emu)
 {
-    const int lane = fa_emu_lane();
-    barrier(CLK_LOCAL_MEM_FENCE);
-    emu[lane * 6 + 0] = a0;
-    emu[lane * 6 + 1] = a1;
-    emu[lane * 6 + 2] = a2;
-    emu[lane * 6 + 3] = a3;
-    emu[lane * 6 + 4] = b0;
-    emu[lane * 6 + 5] = b1;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    const int lane = fa_emu_publish(a0, a1, a2, a3, b0, b1, emu);
     const int g = lane / 4, t = lane % 4;
     float c[4] = {acc->x, acc->y, acc->z, acc->w};
     for (int i = 0; i < 4; i++) {
@@ -247,15 +254,7 @@ inline float fa_emu_tf32_elem(__local const uint *emu, int lane, int reg)
 
 inline void fa_mma_tf32(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1, __local uint *emu)
 {
-    const int lane = fa_emu_lane();
-    barrier(CLK_LOCAL_MEM_FENCE);
-    emu[lane * 6 + 0] = a0;
-    emu[lane * 6 + 1] = a1;
-    emu[lane * 6 + 2] = a2;
-    emu[lane * 6 + 3] = a3;
-    emu[lane * 6 + 4] = b0;
-    emu[lane * 6 + 5] = b1;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    const int lane = fa_emu_publish(a0, a1, a2, a3, b0, b1, emu);
     const int g = lane / 4, t = lane % 4;
     float c[4] = {acc->x, acc->y, acc->z, acc->w};
     for (int i = 0; i < 4; i++) {

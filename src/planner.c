@@ -54,6 +54,25 @@ size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int ali
                 nbuf * (size_t)block_kv * (size_t)(2 * dim_padded + 12));
 }
 
+/* A tensor-core plan: rows_per_item counts a warp's rows (8-column mma tiles), one warp per 32 work-items. */
+static void tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_variant variant,
+                              const char *kernel, int br, int bc, int warp_rows, int dim_padded, int elem_bytes,
+                              size_t bytes, fa_cl_tiles *out)
+{
+    out->variant = variant;
+    out->kernel = kernel;
+    out->block_q = br;
+    out->block_kv = bc;
+    out->rows_per_item = warp_rows;
+    out->cols_per_item = 8;
+    out->work_group_size = br / warp_rows * 32;
+    out->head_dim_padded = dim_padded;
+    out->elem_bytes = elem_bytes;
+    out->local_mem_bytes = bytes;
+    out->aligned16 = req->aligned16;
+    out->ptx_emulated = lim->mma_emulated;
+}
+
 /* The fp32 tensor-core variant (3xTF32; FA_CL_NV_TF32=1 on NVIDIA >= 8.0). UNSUPPORTED without a
  * message when it does not apply. */
 static fa_cl_status plan_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req, size_t budget,
@@ -79,18 +98,7 @@ static fa_cl_status plan_tf32(const fa_cl_limits *lim, const fa_cl_tile_request 
                                        br, bc, bytes, wg, req->head_dim, budget),
                               FA_CL_ERROR_INVALID_ARGUMENT)
                            : FA_CL_ERROR_UNSUPPORTED;
-    out->variant = FA_CL_VARIANT_NV_TF32;
-    out->kernel = "nvidia-tf32x3";
-    out->block_q = br;
-    out->block_kv = bc;
-    out->rows_per_item = 16; /* per warp */
-    out->cols_per_item = 8;
-    out->work_group_size = wg;
-    out->head_dim_padded = dp;
-    out->elem_bytes = 4;
-    out->local_mem_bytes = bytes;
-    out->aligned16 = req->aligned16;
-    out->ptx_emulated = lim->mma_emulated;
+    tensor_core_tiles(lim, req, FA_CL_VARIANT_NV_TF32, "nvidia-tf32x3", br, bc, 16, dp, 4, bytes, out);
     return FA_CL_SUCCESS;
 }
 
@@ -135,18 +143,7 @@ static fa_cl_status plan_mma(const fa_cl_limits *lim, const fa_cl_tile_request *
                                        lim->max_work_group),
                               FA_CL_ERROR_INVALID_ARGUMENT)
                            : FA_CL_ERROR_UNSUPPORTED;
-    out->variant = FA_CL_VARIANT_NV_MMA;
-    out->kernel = "nvidia-mma";
-    out->block_q = br;
-    out->block_kv = bc;
-    out->rows_per_item = wr; /* per warp */
-    out->cols_per_item = 8;
-    out->work_group_size = wg;
-    out->head_dim_padded = dp;
-    out->elem_bytes = 2;
-    out->local_mem_bytes = bytes;
-    out->aligned16 = req->aligned16;
-    out->ptx_emulated = lim->mma_emulated;
+    tensor_core_tiles(lim, req, FA_CL_VARIANT_NV_MMA, "nvidia-mma", br, bc, wr, dp, 2, bytes, out);
     return FA_CL_SUCCESS;
 }
 
