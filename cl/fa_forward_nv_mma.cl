@@ -10,8 +10,8 @@
  * the Q block is staged through local memory once (in the space K/V use later) and kept in
  * registers as mma A fragments; with 32, or a wider head, Q stays in local memory and each k-step's
  * A fragments are reloaded; with 32 every K/V fragment read from local memory feeds two mma
- * (FlashAttention-2's 128-row block of 4 warps). Per block of BLOCK_KV keys: K and V are loaded into local memory,
- * S = Q K^T is computed with mma (B fragments by ldmatrix from K rows), the online softmax runs on
+ * (FlashAttention-2's 128-row block of 4 warps). Per block of BLOCK_KV keys: K and V are loaded
+ * into local memory, S = Q K^T is computed with mma (B fragments by ldmatrix from K rows), the online softmax runs on
  * the accumulators (row max/sum across the 4 lanes sharing a row by shfl.sync), and the
  * probabilities, packed to f16/bf16, are used directly as the A fragments of O += P V (B fragments
  * by ldmatrix.trans from V rows): P never leaves registers. Arithmetic: fp32 accumulate.
@@ -19,9 +19,9 @@
  * A block whose keys every row of a warp sees in full (no causal/window edge, no seqlen tail) skips
  * the per-element mask.
  *
- * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64, 128, 192 or 256), BLOCK_Q (a multiple
- * of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16); FA_ALIGNED16 when every
- * row start is 16-byte aligned.
+ * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64, 128, 192 or 256), BLOCK_Q
+ * (a multiple of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16);
+ * FA_ALIGNED16 when every q/k/v/o row start is 16-byte aligned (asynchronous copies, paired stores).
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core kernel takes f16 or bf16 storage"
