@@ -119,10 +119,11 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
 
         /* Online softmax on raw scores s = q.k, in base 2 with the scale folded in: m_new = max(m,
-         * rowmax), delta = 2^((m - m_new) c), p = 2^(fma(s, c, -m_new c)), l = delta l + sum(p),
-         * O = delta O (+ P.V below), c = scale * log2(e). Scaling inside the fma keeps each s c
-         * unrounded; the rounding of m_new c is the same for the whole row and cancels in O / l
-         * (scores of |s| ~ 1e4 would otherwise lose ~1e-3 each). */
+         * rowmax), delta = 2^((m - m_new) c), p = 2^((s - m_new) c), l = delta l + sum(p),
+         * O = delta O (+ P.V below), c = scale * log2(e). The difference comes first: it is exact
+         * near the maximum (scores of |s| ~ 1e4 keep their digits), exactly 0 at it whatever c, and
+         * s c never overflows; a product first, fused or not, gives 2^(+-2^k) garbage for scales
+         * of ~1e30 (found by the fuzz target). */
         for (int i = 0; i < ROWS; i++) {
             float mx = m[i];
 #ifdef FA_UNROLL
@@ -135,14 +136,13 @@ void fa_forward(FA_FORWARD_PARAMS)
                 mx = fmax(mx, x);
             }
             float m_use = (mx == -INFINITY) ? 0.0f : mx; /* a row that has seen no key yet */
-            float mc = m_use * scale_log2;
-            float delta = FA_EXP2(m[i] * scale_log2 - mc);
+            float delta = FA_EXP2((m[i] - m_use) * scale_log2);
             float sum = 0.0f;
 #ifdef FA_UNROLL
 #pragma unroll
 #endif
             for (int j = 0; j < BLOCK_KV; j++) {
-                float p = FA_EXP2(fma(s[i][j], scale_log2, -mc));
+                float p = FA_EXP2((s[i][j] - m_use) * scale_log2);
                 s[i][j] = p;
                 sum += p;
             }

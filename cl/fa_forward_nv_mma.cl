@@ -241,14 +241,9 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
 #endif
 
-        /* scale (and mask, unless every row of the warp sees every key of the block) */
-        if (kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi) {
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++)
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt++)
-                    s[mt][nt] *= scale_log2;
-        } else {
+        /* mask, unless every row of the warp sees every key of the block; scores stay raw (the
+         * scale goes into the exponent with the difference: 2^((s - m) c), see cl/fa_forward.cl) */
+        if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
             FA_PRAGMA_UNROLL
             for (int mt = 0; mt < MT; mt++) {
                 /* the visible ranges of this lane's two rows (recomputed here: fewer live registers) */
@@ -260,10 +255,10 @@ void fa_forward(FA_FORWARD_PARAMS)
                 FA_PRAGMA_UNROLL
                 for (int nt = 0; nt < NT; nt++) {
                     int key = kv0 + nt * 8 + 2 * t4;
-                    s[mt][nt].x = (key >= lo[0] && key < hi[0]) ? s[mt][nt].x * scale_log2 : -INFINITY;
-                    s[mt][nt].y = (key + 1 >= lo[0] && key + 1 < hi[0]) ? s[mt][nt].y * scale_log2 : -INFINITY;
-                    s[mt][nt].z = (key >= lo[1] && key < hi[1]) ? s[mt][nt].z * scale_log2 : -INFINITY;
-                    s[mt][nt].w = (key + 1 >= lo[1] && key + 1 < hi[1]) ? s[mt][nt].w * scale_log2 : -INFINITY;
+                    s[mt][nt].x = (key >= lo[0] && key < hi[0]) ? s[mt][nt].x : -INFINITY;
+                    s[mt][nt].y = (key + 1 >= lo[0] && key + 1 < hi[0]) ? s[mt][nt].y : -INFINITY;
+                    s[mt][nt].z = (key >= lo[1] && key < hi[1]) ? s[mt][nt].z : -INFINITY;
+                    s[mt][nt].w = (key + 1 >= lo[1] && key + 1 < hi[1]) ? s[mt][nt].w : -INFINITY;
                 }
             }
         }
@@ -282,16 +277,16 @@ void fa_forward(FA_FORWARD_PARAMS)
             mx1 = fmax(mx1, fa_shfl_xor(mx1, 1 FA_EMU_ARG));
             mx1 = fmax(mx1, fa_shfl_xor(mx1, 2 FA_EMU_ARG));
             float u0 = (mx0 == -INFINITY) ? 0.0f : mx0, u1 = (mx1 == -INFINITY) ? 0.0f : mx1;
-            float d0 = native_exp2(m[mt][0] - u0), d1 = native_exp2(m[mt][1] - u1);
+            float d0 = native_exp2((m[mt][0] - u0) * scale_log2), d1 = native_exp2((m[mt][1] - u1) * scale_log2);
             m[mt][0] = mx0;
             m[mt][1] = mx1;
             float sum0 = 0.0f, sum1 = 0.0f;
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NT; nt++) {
-                s[mt][nt].x = native_exp2(s[mt][nt].x - u0);
-                s[mt][nt].y = native_exp2(s[mt][nt].y - u0);
-                s[mt][nt].z = native_exp2(s[mt][nt].z - u1);
-                s[mt][nt].w = native_exp2(s[mt][nt].w - u1);
+                s[mt][nt].x = native_exp2((s[mt][nt].x - u0) * scale_log2);
+                s[mt][nt].y = native_exp2((s[mt][nt].y - u0) * scale_log2);
+                s[mt][nt].z = native_exp2((s[mt][nt].z - u1) * scale_log2);
+                s[mt][nt].w = native_exp2((s[mt][nt].w - u1) * scale_log2);
                 sum0 += s[mt][nt].x + s[mt][nt].y;
                 sum1 += s[mt][nt].z + s[mt][nt].w;
             }
@@ -356,7 +351,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                 const int row = row0 + 8 * r;
                 if (row < seqlen_q)
                     lse[bh * (ulong)seqlen_q + (ulong)row] =
-                        (l[mt][r] == 0.0f) ? -INFINITY : (m[mt][r] + log2(l[mt][r])) * M_LN2_F;
+                        (l[mt][r] == 0.0f) ? -INFINITY : (m[mt][r] * scale_log2 + log2(l[mt][r])) * M_LN2_F;
             }
         }
     }

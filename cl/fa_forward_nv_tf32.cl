@@ -180,22 +180,19 @@ void fa_forward(FA_FORWARD_PARAMS)
             }
         }
 
-        /* scale (and mask, unless every row of the warp sees every key of the block) */
-        if (kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi) {
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NT; nt++)
-                s[nt] *= scale_log2;
-        } else {
+        /* mask, unless every row of the warp sees every key of the block; scores stay raw (the
+         * scale goes into the exponent with the difference: 2^((s - m) c), see cl/fa_forward.cl) */
+        if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
             int lo0, hi0, lo1, hi1;
             fa_row_range(row0, seqlen_q, seqlen_k, win_left, win_right, &lo0, &hi0);
             fa_row_range(row1, seqlen_q, seqlen_k, win_left, win_right, &lo1, &hi1);
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NT; nt++) {
                 int key = kv0 + nt * 8 + 2 * t4;
-                s[nt].x = (key >= lo0 && key < hi0) ? s[nt].x * scale_log2 : -INFINITY;
-                s[nt].y = (key + 1 >= lo0 && key + 1 < hi0) ? s[nt].y * scale_log2 : -INFINITY;
-                s[nt].z = (key >= lo1 && key < hi1) ? s[nt].z * scale_log2 : -INFINITY;
-                s[nt].w = (key + 1 >= lo1 && key + 1 < hi1) ? s[nt].w * scale_log2 : -INFINITY;
+                s[nt].x = (key >= lo0 && key < hi0) ? s[nt].x : -INFINITY;
+                s[nt].y = (key + 1 >= lo0 && key + 1 < hi0) ? s[nt].y : -INFINITY;
+                s[nt].z = (key >= lo1 && key < hi1) ? s[nt].z : -INFINITY;
+                s[nt].w = (key + 1 >= lo1 && key + 1 < hi1) ? s[nt].w : -INFINITY;
             }
         }
 
@@ -211,16 +208,16 @@ void fa_forward(FA_FORWARD_PARAMS)
         mx1 = fmax(mx1, fa_shfl_xor(mx1, 1 FA_EMU_ARG));
         mx1 = fmax(mx1, fa_shfl_xor(mx1, 2 FA_EMU_ARG));
         const float u0 = (mx0 == -INFINITY) ? 0.0f : mx0, u1 = (mx1 == -INFINITY) ? 0.0f : mx1;
-        const float d0 = FA_EXP2(m0 - u0), d1 = FA_EXP2(m1 - u1);
+        const float d0 = FA_EXP2((m0 - u0) * scale_log2), d1 = FA_EXP2((m1 - u1) * scale_log2);
         m0 = mx0;
         m1 = mx1;
         float sum0 = 0.0f, sum1 = 0.0f;
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NT; nt++) {
-            s[nt].x = FA_EXP2(s[nt].x - u0);
-            s[nt].y = FA_EXP2(s[nt].y - u0);
-            s[nt].z = FA_EXP2(s[nt].z - u1);
-            s[nt].w = FA_EXP2(s[nt].w - u1);
+            s[nt].x = FA_EXP2((s[nt].x - u0) * scale_log2);
+            s[nt].y = FA_EXP2((s[nt].y - u0) * scale_log2);
+            s[nt].z = FA_EXP2((s[nt].z - u1) * scale_log2);
+            s[nt].w = FA_EXP2((s[nt].w - u1) * scale_log2);
             sum0 += s[nt].x + s[nt].y;
             sum1 += s[nt].z + s[nt].w;
         }
@@ -269,8 +266,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     }
     if (has_lse && t4 == 0) {
         if (row0 < seqlen_q)
-            lse[bh * (ulong)seqlen_q + (ulong)row0] = (l0 == 0.0f) ? -INFINITY : (m0 + log2(l0)) * M_LN2_F;
+            lse[bh * (ulong)seqlen_q + (ulong)row0] = (l0 == 0.0f) ? -INFINITY : (m0 * scale_log2 + log2(l0)) * M_LN2_F;
         if (row1 < seqlen_q)
-            lse[bh * (ulong)seqlen_q + (ulong)row1] = (l1 == 0.0f) ? -INFINITY : (m1 + log2(l1)) * M_LN2_F;
+            lse[bh * (ulong)seqlen_q + (ulong)row1] = (l1 == 0.0f) ? -INFINITY : (m1 * scale_log2 + log2(l1)) * M_LN2_F;
     }
 }

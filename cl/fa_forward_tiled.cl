@@ -153,12 +153,11 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int x = 0; x < NX; x++)
                 mx = fmax(mx, xchg[x * PT_PITCH + ty * TM + i]);
             float m_use = (mx == -INFINITY) ? 0.0f : mx;
-            float mc = m_use * scale_log2;
-            float delta = FA_EXP2(m[i] * scale_log2 - mc);
+            float delta = FA_EXP2((m[i] - m_use) * scale_log2); /* as in cl/fa_forward.cl */
             float sum = 0.0f;
             FA_PRAGMA_UNROLL
             for (int j = 0; j < TN; j++) {
-                float p = FA_EXP2(fma(s[i][j], scale_log2, -mc));
+                float p = FA_EXP2((s[i][j] - m_use) * scale_log2);
                 p_t[(tx + NX * j) * PT_PITCH + ty * TM + i] = p;
                 sum += p;
             }

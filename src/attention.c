@@ -3,6 +3,7 @@
 #include "fa_cl_internal.h"
 
 #include <math.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,7 +160,10 @@ fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *d
     plan->win_left = (int)(wl < unbounded ? wl : unbounded);
     plan->win_right = (int)(wr < unbounded ? wr : unbounded);
     plan->reverse_blocks = d->causal != 0;
-    plan->scale_log2 = (float)((double)plan->views.scale * 1.4426950408889634);
+    /* Kernels take 2^((s - m) c): c must be a normal, finite float, or (s - m) c gives 0 * inf or
+     * -inf * 0 (a NaN). Only scales below 8.1e-39 or above 2.3e38 are moved, to that range's ends. */
+    const double c = (double)plan->views.scale * 1.4426950408889634;
+    plan->scale_log2 = (float)(c < (double)FLT_MIN ? (double)FLT_MIN : c > (double)FLT_MAX ? (double)FLT_MAX : c);
     plan->ctx = ctx;
     plan->refs = 1;
     fa_cl_lock_init(&plan->lock);

@@ -24,7 +24,9 @@ def pick(v):
 def seed(B, Hq, Hkv, Sq, Sk, D, dtype=0, scale=0, causal=0, wl=-1, wr=-1, strides=None, offsets=(0, 0, 0, 0),
          msg=1, device=None):
     s = b''.join(pick(x) for x in (B, Hq, Hkv, Sq, Sk, D))
-    s += bytes([dtype + 1, scale, causal, 0]) + pick(wl) + pick(wr)
+    # scale: a selector byte of pick_scale (0: default, 6: 1e30, ...), or a float given as raw bits
+    scale_bytes = bytes([scale]) if isinstance(scale, int) else bytes([7]) + struct.pack('<f', scale) + bytes(4)
+    s += bytes([dtype + 1]) + scale_bytes + bytes([causal, 0]) + pick(wl) + pick(wr)
     for t in range(4):
         if strides and strides[t]:
             s += b'\x01' + b''.join(pick(x) for x in strides[t])
@@ -40,6 +42,11 @@ def seed(B, Hq, Hkv, Sq, Sk, D, dtype=0, scale=0, causal=0, wl=-1, wr=-1, stride
 
 EXACT = [3, 3, 3, 3, 3]
 seeds = {
+    # huge scales (uniform inputs: every output 0.25): 2^(fma(s, c, -m c)) once gave 2^(+-2^76)
+    'scale_1e30_f32': seed(1, 1, 1, 4, 4, 8, scale=6, device=(0, 1, 0, EXACT, [])),
+    'scale_1e30_bf16_causal': seed(1, 1, 1, 4, 4, 12, dtype=2, scale=6, causal=1, device=(0, 0, 0, EXACT, [])),
+    'scale_3e38_f16': seed(1, 2, 1, 5, 9, 16, dtype=1, scale=3.0e38, device=(0, 1, 1, EXACT, [])),
+    'scale_1e-44_f32_causal': seed(1, 1, 1, 6, 6, 4, scale=1e-44, causal=1, device=(0, 1, 0, EXACT, [])),
     'valid_f32_causal_gqa': seed(1, 2, 1, 13, 21, 8, causal=1, device=(0, 1, 0, EXACT, [])),
     'valid_f16_window_bshd_offsets': seed(2, 2, 2, 9, 19, 5, dtype=1, wl=3, wr=2,
                                           strides=[(2 * 9 * 5, 5, 10), (2 * 19 * 5, 5, 10), None, (2 * 9 * 5, 5, 10)],
