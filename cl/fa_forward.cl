@@ -9,7 +9,8 @@
  *
  * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (HEAD_DIM rounded up to 4), BLOCK_Q,
  * BLOCK_KV, ROWS (query rows per work-item); optional FA_UNROLL (force unrolling so the private
- * arrays stay in registers on GPUs) and FA_NATIVE_EXP (native_exp2).
+ * arrays stay in registers on GPUs), FA_NATIVE_EXP (native_exp2) and FA_FLUSH_BLOCKS (two-level
+ * accumulation for long rows, cl/fa_forward_common.cl).
  */
 #define D4 (D_PAD / 4)
 #define WG (BLOCK_Q / ROWS)
@@ -67,9 +68,17 @@ void fa_forward(FA_FORWARD_PARAMS)
     float4 acc[ROWS][D4];
     float m[ROWS], l[ROWS];
     int lo[ROWS], hi[ROWS];
+#ifdef FA_FLUSH_BLOCKS
+    float m_hi[ROWS], l_hi[ROWS];
+    int since_flush = 0;
+#endif
     for (int i = 0; i < ROWS; i++) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
+#ifdef FA_FLUSH_BLOCKS
+        m_hi[i] = -INFINITY;
+        l_hi[i] = 0.0f;
+#endif
         fa_row_range(q0 + lid + i * WG, seqlen_q, seqlen_k, win_left, win_right, &lo[i], &hi[i]);
 #ifdef FA_UNROLL
 #pragma unroll
@@ -174,6 +183,26 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int j = 0; j < BLOCK_KV; j++)
                 FA_PV_KEY(j, kv0 + j >= lo[i] && kv0 + j < hi[i])
         }
+#ifdef FA_FLUSH_BLOCKS
+        if (++since_flush == FA_FLUSH_BLOCKS) { /* this work-item's own rows: no barrier needed */
+            since_flush = 0;
+            for (int i = 0; i < ROWS; i++) {
+                const int row = q0 + lid + i * WG;
+                const float f = fa_hi_factor(m_hi[i], m[i], scale_log2);
+                if (row < seqlen_q)
+                    for (int c = 0; c < D4; c++) {
+                        float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
+                        for (int e = 0; e < 4; e++)
+                            if (4 * c + e < HEAD_DIM)
+                                FA_HI_ADD(row, 4 * c + e, m_hi[i], f, x[e]);
+                        acc[i][c] = (float4)(0.0f);
+                    }
+                l_hi[i] = mad(l_hi[i], f, l[i]);
+                l[i] = 0.0f;
+                m_hi[i] = m[i];
+            }
+        }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE); /* every work-item is done with V before the next K */
     }
 
@@ -182,6 +211,19 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int i = 0; i < ROWS; i++) {
         int r = lid + i * WG;
         int row = q0 + r;
+#ifdef FA_FLUSH_BLOCKS
+        /* both levels, the second read back from the rows this work-item flushed */
+        const float f = fa_hi_factor(m_hi[i], m[i], scale_log2);
+        l[i] = mad(l_hi[i], f, l[i]);
+        if (row < seqlen_q)
+            for (int c = 0; c < D4; c++) {
+                float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
+                for (int e = 0; e < 4; e++)
+                    if (4 * c + e < HEAD_DIM)
+                        x[e] = FA_HI_GET(row, 4 * c + e, m_hi[i], f, x[e]);
+                acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);
+            }
+#endif
         float inv = (l[i] == 0.0f) ? 0.0f : 1.0f / l[i];
 #ifdef FA_UNROLL
 #pragma unroll
@@ -189,10 +231,13 @@ void fa_forward(FA_FORWARD_PARAMS)
         for (int c = 0; c < D4; c++)
             q_tile[c * BLOCK_Q + r] = acc[i][c] * inv;
         if (has_lse && row < seqlen_q)
-            lse[bh * (ulong)seqlen_q + (ulong)row] =
-                (l[i] == 0.0f) ? -INFINITY : (m[i] * scale_log2 + log2(l[i])) * M_LN2_F;
+            lse[bh * (ulong)seqlen_q + (ulong)row] = fa_row_lse(m[i], l[i], scale);
     }
+#ifdef FA_FLUSH_BLOCKS
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE); /* f32: o held the second level, read above */
+#else
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     for (int e = lid; e < BLOCK_Q * D4; e += WG) {
         int r = e / D4, c = e % D4;
         int row = q0 + r;

@@ -21,7 +21,8 @@
  *
  * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64, 128, 192 or 256), BLOCK_Q
  * (a multiple of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16);
- * FA_ALIGNED16 when every q/k/v/o row start is 16-byte aligned (asynchronous copies, paired stores).
+ * FA_ALIGNED16 when every q/k/v/o row start is 16-byte aligned (asynchronous copies, paired stores);
+ * FA_FLUSH_BLOCKS: two-level accumulation for long rows (cl/fa_forward_common.cl).
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core kernel takes f16 or bf16 storage"
@@ -154,12 +155,21 @@ void fa_forward(FA_FORWARD_PARAMS)
     /* the rows this lane holds: per m-tile, wrow + 16 mt + g and + 8 */
     float m[MT][2], l[MT][2];
     float4 acc[MT][DT];
+    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+#ifdef FA_FLUSH_BLOCKS
+    float m_hi[MT][2], l_hi[MT][2];
+    int since_flush = 0;
+#endif
     FA_PRAGMA_UNROLL
     for (int mt = 0; mt < MT; mt++) {
         FA_PRAGMA_UNROLL
         for (int r = 0; r < 2; r++) {
             m[mt][r] = -INFINITY;
             l[mt][r] = 0.0f;
+#ifdef FA_FLUSH_BLOCKS
+            m_hi[mt][r] = -INFINITY;
+            l_hi[mt][r] = 0.0f;
+#endif
         }
         FA_PRAGMA_UNROLL
         for (int dt = 0; dt < DT; dt++)
@@ -320,14 +330,54 @@ void fa_forward(FA_FORWARD_PARAMS)
                 }
             }
         }
+#ifdef FA_FLUSH_BLOCKS
+        if (++since_flush == FA_FLUSH_BLOCKS) { /* this lane's own elements and partial sums */
+            since_flush = 0;
+            for (int mt = 0; mt < MT; mt++)
+                for (int r = 0; r < 2; r++) {
+                    const int row = q0 + wrow + 16 * mt + g + 8 * r;
+                    const float f = fa_hi_factor(m_hi[mt][r], m[mt][r], scale_log2);
+                    for (int dt = 0; dt < DT; dt++) {
+                        const int col = dt * 8 + 2 * t4;
+                        float2 x = r ? acc[mt][dt].zw : acc[mt][dt].xy;
+                        if (row < seqlen_q && col < HEAD_DIM)
+                            FA_HI_ADD(row, col, m_hi[mt][r], f, x.x);
+                        if (row < seqlen_q && col + 1 < HEAD_DIM)
+                            FA_HI_ADD(row, col + 1, m_hi[mt][r], f, x.y);
+                    }
+                    l_hi[mt][r] = mad(l_hi[mt][r], f, l[mt][r]);
+                    l[mt][r] = 0.0f;
+                    m_hi[mt][r] = m[mt][r];
+                }
+            for (int mt = 0; mt < MT; mt++)
+                for (int dt = 0; dt < DT; dt++)
+                    acc[mt][dt] = (float4)(0.0f);
+        }
+#endif
     }
 
-    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
     FA_PRAGMA_UNROLL
     for (int mt = 0; mt < MT; mt++) {
         float inv[2];
         FA_PRAGMA_UNROLL
         for (int r = 0; r < 2; r++) {
+#ifdef FA_FLUSH_BLOCKS
+            const int row = q0 + wrow + 16 * mt + g + 8 * r;
+            const float f = fa_hi_factor(m_hi[mt][r], m[mt][r], scale_log2);
+            l[mt][r] = mad(l_hi[mt][r], f, l[mt][r]);
+            for (int dt = 0; dt < DT; dt++) {
+                const int col = dt * 8 + 2 * t4;
+                float2 x = r ? acc[mt][dt].zw : acc[mt][dt].xy;
+                if (row < seqlen_q && col < HEAD_DIM)
+                    x.x = FA_HI_GET(row, col, m_hi[mt][r], f, x.x);
+                if (row < seqlen_q && col + 1 < HEAD_DIM)
+                    x.y = FA_HI_GET(row, col + 1, m_hi[mt][r], f, x.y);
+                if (r)
+                    acc[mt][dt].zw = x;
+                else
+                    acc[mt][dt].xy = x;
+            }
+#endif
             l[mt][r] += fa_shfl_xor(l[mt][r], 1 FA_EMU_ARG);
             l[mt][r] += fa_shfl_xor(l[mt][r], 2 FA_EMU_ARG);
             inv[r] = (l[mt][r] == 0.0f) ? 0.0f : 1.0f / l[mt][r];
@@ -350,8 +400,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int r = 0; r < 2; r++) {
                 const int row = row0 + 8 * r;
                 if (row < seqlen_q)
-                    lse[bh * (ulong)seqlen_q + (ulong)row] =
-                        (l[mt][r] == 0.0f) ? -INFINITY : (m[mt][r] * scale_log2 + log2(l[mt][r])) * M_LN2_F;
+                    lse[bh * (ulong)seqlen_q + (ulong)row] = fa_row_lse(m[mt][r], l[mt][r], scale);
             }
         }
     }

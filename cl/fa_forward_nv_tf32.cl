@@ -4,7 +4,7 @@
  * a_small*b_small is below fp32's rounding), each an mma.sync m16n8k8 with fp32 accumulation.
  *
  * NVIDIA-only through cl/fa_nv_ptx.cl (inline PTX; FA_PTX_EMULATE runs it anywhere, for tests).
- * Planned only on request (FA_CL_KERNEL_VARIANT=nvidia-tf32x3) until measured on a GPU.
+ * Planned for f32 on NVIDIA >= 8.0 with FA_CL_NV_TF32=1 (src/planner.c).
  *
  * Each warp owns 16 query rows; Q, K and V blocks are fp32 in local memory and fragments are read
  * with 64-bit (Q, K) and 32-bit (V) local loads. The k index of an mma is free to permute as long
@@ -15,7 +15,7 @@
  *
  * Defined by the planner: FA_DTYPE 0, HEAD_DIM, D_PAD (64 or 128), BLOCK_Q (16 per warp), BLOCK_KV
  * (a multiple of 8); FA_ALIGNED16 when every q/k/v/o row is 16-byte aligned (asynchronous copies,
- * paired stores).
+ * paired stores); FA_FLUSH_BLOCKS: two-level accumulation for long rows (cl/fa_forward_common.cl).
  */
 #if FA_DTYPE != 0
 #error "the tf32 kernel takes f32 storage"
@@ -117,6 +117,11 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int row0 = q0 + wrow + g, row1 = row0 + 8;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
     float4 acc[DT];
+    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+#ifdef FA_FLUSH_BLOCKS
+    float mh0 = -INFINITY, mh1 = -INFINITY, lh0 = 0.0f, lh1 = 0.0f;
+    int since_flush = 0;
+#endif
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
         acc[dt] = (float4)(0.0f);
@@ -246,14 +251,46 @@ void fa_forward(FA_FORWARD_PARAMS)
                 fa_mma_tf32(&acc[dt], pb[0], pb[1], pb[2], pb[3], bb0, bb1 FA_EMU_ARG);
             }
         }
+#ifdef FA_FLUSH_BLOCKS
+        if (++since_flush == FA_FLUSH_BLOCKS) { /* this lane's own elements and partial sums */
+            since_flush = 0;
+            const float f0 = fa_hi_factor(mh0, m0, scale_log2), f1 = fa_hi_factor(mh1, m1, scale_log2);
+            for (int dt = 0; dt < DT; dt++) {
+                const int col = dt * 8 + 2 * t4;
+                for (int e = 0; e < 2; e++)
+                    if (col + e < HEAD_DIM) {
+                        if (row0 < seqlen_q)
+                            FA_HI_ADD(row0, col + e, mh0, f0, e ? acc[dt].y : acc[dt].x);
+                        if (row1 < seqlen_q)
+                            FA_HI_ADD(row1, col + e, mh1, f1, e ? acc[dt].w : acc[dt].z);
+                    }
+                acc[dt] = (float4)(0.0f);
+            }
+            lh0 = mad(lh0, f0, l0), lh1 = mad(lh1, f1, l1);
+            l0 = l1 = 0.0f;
+            mh0 = m0, mh1 = m1;
+        }
+#endif
     }
 
+#ifdef FA_FLUSH_BLOCKS
+    {
+        const float f0 = fa_hi_factor(mh0, m0, scale_log2), f1 = fa_hi_factor(mh1, m1, scale_log2);
+        l0 = mad(lh0, f0, l0), l1 = mad(lh1, f1, l1);
+        for (int dt = 0; dt < DT; dt++) {
+            const int col = dt * 8 + 2 * t4;
+            if (row0 < seqlen_q && col < HEAD_DIM) acc[dt].x = FA_HI_GET(row0, col, mh0, f0, acc[dt].x);
+            if (row0 < seqlen_q && col + 1 < HEAD_DIM) acc[dt].y = FA_HI_GET(row0, col + 1, mh0, f0, acc[dt].y);
+            if (row1 < seqlen_q && col < HEAD_DIM) acc[dt].z = FA_HI_GET(row1, col, mh1, f1, acc[dt].z);
+            if (row1 < seqlen_q && col + 1 < HEAD_DIM) acc[dt].w = FA_HI_GET(row1, col + 1, mh1, f1, acc[dt].w);
+        }
+    }
+#endif
     l0 += fa_shfl_xor(l0, 1 FA_EMU_ARG);
     l0 += fa_shfl_xor(l0, 2 FA_EMU_ARG);
     l1 += fa_shfl_xor(l1, 1 FA_EMU_ARG);
     l1 += fa_shfl_xor(l1, 2 FA_EMU_ARG);
     const float inv0 = (l0 == 0.0f) ? 0.0f : 1.0f / l0, inv1 = (l1 == 0.0f) ? 0.0f : 1.0f / l1;
-    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++) {
         const int col = dt * 8 + 2 * t4;
@@ -266,8 +303,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     }
     if (has_lse && t4 == 0) {
         if (row0 < seqlen_q)
-            lse[bh * (ulong)seqlen_q + (ulong)row0] = (l0 == 0.0f) ? -INFINITY : (m0 * scale_log2 + log2(l0)) * M_LN2_F;
+            lse[bh * (ulong)seqlen_q + (ulong)row0] = fa_row_lse(m0, l0, scale);
         if (row1 < seqlen_q)
-            lse[bh * (ulong)seqlen_q + (ulong)row1] = (l1 == 0.0f) ? -INFINITY : (m1 * scale_log2 + log2(l1)) * M_LN2_F;
+            lse[bh * (ulong)seqlen_q + (ulong)row1] = fa_row_lse(m1, l1, scale);
     }
 }

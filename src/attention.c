@@ -13,6 +13,7 @@ struct fa_cl_plan {
     fa_cl_views views;
     fa_cl_tiles tiles;
     cl_kernel kernel;
+    cl_mem scratch; /* the second accumulation level of f16/bf16 long rows (tiles.flush_blocks); else NULL */
     fa_cl_lock lock; /* clSetKernelArg + enqueue must not interleave between threads */
     int refs;        /* guarded by ctx->lock: the caller's and the plan cache's references */
     int num_q_blocks;
@@ -51,12 +52,28 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     return FA_CL_SUCCESS;
 }
 
+/* Causal folded into the window: (left, right) with unbounded sides as sq + sk. */
+static void fold_window(const fa_cl_attention_desc *d, int64_t *left, int64_t *right)
+{
+    const int64_t unbounded = d->seqlen_q + d->seqlen_k;
+    int64_t wl = d->window_left < 0 ? unbounded : d->window_left;
+    int64_t wr = d->window_right < 0 ? unbounded : d->window_right;
+    if (d->causal && wr > 0)
+        wr = 0;
+    *left = wl < unbounded ? wl : unbounded;
+    *right = wr < unbounded ? wr : unbounded;
+}
+
 static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     fa_cl_limits lim;
     fa_cl__context_limits(ctx, &lim);
     const fa_cl_attention_desc *d = &plan->views.d;
-    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, fa_cl__rows_aligned16(d)};
+    int64_t wl, wr;
+    fold_window(d, &wl, &wr);
+    const int64_t span = wl + wr + 1; /* keys in a row's window */
+    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, fa_cl__rows_aligned16(d),
+                              span < d->seqlen_k ? span : d->seqlen_k};
     char msg[512];
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
@@ -151,15 +168,23 @@ fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *d
     }
     plan->global_size = (size_t)groups * (size_t)plan->tiles.work_group_size;
 
-    /* Causal is the window (-1 -> unbounded left, 0 right); unbounded sides become sq + sk. */
-    const int64_t unbounded = d->seqlen_q + d->seqlen_k;
-    int64_t wl = d->window_left < 0 ? unbounded : d->window_left;
-    int64_t wr = d->window_right < 0 ? unbounded : d->window_right;
-    if (d->causal && wr > 0)
-        wr = 0;
-    plan->win_left = (int)(wl < unbounded ? wl : unbounded);
-    plan->win_right = (int)(wr < unbounded ? wr : unbounded);
+    int64_t wl, wr;
+    fold_window(d, &wl, &wr);
+    plan->win_left = (int)wl;
+    plan->win_right = (int)wr;
     plan->reverse_blocks = d->causal != 0;
+    if (plan->tiles.flush_blocks > 0 && d->dtype != FA_CL_F32) {
+        /* f32 plans keep the second level in o itself; f16/bf16 in an fp32 image of o */
+        const size_t bytes = sizeof(float) * (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q *
+                             (size_t)d->head_dim;
+        cl_int err;
+        plan->scratch = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+        if (!plan->scratch) {
+            clReleaseKernel(plan->kernel);
+            free(plan);
+            return fa_cl__fail_cl(ctx, err, "fa_cl_plan_create: clCreateBuffer (long-row accumulator)");
+        }
+    }
     /* Kernels take 2^((s - m) c): c must be a normal, finite float, or (s - m) c gives 0 * inf or
      * -inf * 0 (a NaN). Only scales below 8.1e-39 or above 2.3e38 are moved, to that range's ends. */
     const double c = (double)plan->views.scale * 1.4426950408889634;
@@ -213,6 +238,10 @@ static fa_cl_status set_args(fa_cl_plan *plan, cl_mem q, cl_mem k, cl_mem v, cl_
         err = clSetKernelArg(kr, a++, sizeof(cl_float), &plan->scale_log2);
     for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, a++, sizeof(cl_int), &tail[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, a++, sizeof(cl_float), &plan->views.scale);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, a++, sizeof(cl_mem), &plan->scratch);
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");
     return FA_CL_SUCCESS;
@@ -252,6 +281,8 @@ static void plan_unref(fa_cl_plan *plan)
     if (left > 0)
         return;
     fa_cl__kernel_give(ctx, plan->kernel);
+    if (plan->scratch)
+        clReleaseMemObject(plan->scratch);
     fa_cl_lock_destroy(&plan->lock);
     free(plan);
 }

@@ -42,6 +42,12 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
     if (k < 0 || (size_t)k >= n - (size_t)len)
         return -1;
     len += k;
+    if (t->flush_blocks > 0) {
+        k = snprintf(out + len, n - (size_t)len, " -DFA_FLUSH_BLOCKS=%d", t->flush_blocks);
+        if (k < 0 || (size_t)k >= n - (size_t)len)
+            return -1;
+        len += k;
+    }
     if (is_gpu) {
         k = snprintf(out + len, n - (size_t)len, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable");
         if (k < 0 || (size_t)k >= n - (size_t)len)

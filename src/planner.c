@@ -273,8 +273,30 @@ static fa_cl_status plan_tiled(const fa_cl_limits *lim, const fa_cl_tile_request
     return FA_CL_SUCCESS;
 }
 
+int64_t fa_cl_flush_threshold(fa_cl_dtype dtype)
+{
+    return dtype == FA_CL_F32 ? (int64_t)1 << 16 : dtype == FA_CL_F16 ? (int64_t)1 << 21 : (int64_t)1 << 24;
+}
+
+static fa_cl_status plan_variant(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+                                 size_t msg_size);
+
 fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
                               size_t msg_size)
+{
+    fa_cl_status st = plan_variant(lim, req, out, msg, msg_size);
+    const int64_t keys = req->row_keys > 0 ? req->row_keys : req->seqlen_k;
+    if (st != FA_CL_SUCCESS)
+        return st;
+    if (lim->flush_keys > 0)
+        out->flush_blocks = lim->flush_keys > out->block_kv ? lim->flush_keys / out->block_kv : 1;
+    else if (keys > fa_cl_flush_threshold(req->dtype))
+        out->flush_blocks = FA_CL_FLUSH_KEYS / out->block_kv;
+    return st;
+}
+
+static fa_cl_status plan_variant(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+                                 size_t msg_size)
 {
     memset(out, 0, sizeof *out);
     if (req->head_dim <= 0 || req->head_dim > FA_CL_MAX_HEAD_DIM) {

@@ -16,6 +16,14 @@
  *   test_edges offset64     a view at an element offset past 2^29 in a buffer of the device's maximum
  *                           allocation (f16): offsets are 64-bit in every kernel (there is no 32-bit
  *                           path), so the result is right there too
+ *   test_edges long_rows    f32 rows of 2^20 keys with near-uniform weights and positive v (the case
+ *                           where one fp32 accumulator drifts: 1.1e-3 relative at 4M keys before the
+ *                           two-level accumulation) against float64; and rows of 2^25 + 4097
+ *                           identical keys (a seqlen stride of 0: one K and V row read every time) in
+ *                           f32, f16 and bf16, whose output is v exactly and LSE s + ln(Sk); a sum of
+ *                           ones in fp32 stops at 2^24 terms, and this row gave half of v before.
+ *                           `test_edges long_rows N` takes N identical keys instead (2^30 - 1, the
+ *                           largest seqlen_k: 2 minutes on a 2-core CPU)
  */
 #include "test_util.h"
 
@@ -443,6 +451,89 @@ static void subset_offset64(fa_cl_context *ctx)
     tu_problem_free(&p);
 }
 
+/* ---- long rows -------------------------------------------------------------------------------- */
+
+/* N identical keys: k and v are one row each, read through a seqlen stride of 0. Every weight is 1,
+ * so o = v and LSE = scale * q.k + ln(N), whatever the kernel's summation order. */
+static void identical_keys(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t n)
+{
+    enum { D = 4, H = 2, SQ = 3 };
+    const float vals[D] = {0.25f, -0.5f, 0.75f, 1.0f}; /* exact in every storage type */
+    unsigned char qkv[D * 4], o_img[H * SQ * D * 4];
+    float lse[H * SQ];
+    for (int e = 0; e < D; e++)
+        tu_store(dtype, qkv, (size_t)e, vals[e]);
+    double dot = 0;
+    for (int e = 0; e < D; e++)
+        dot += (double)vals[e] * vals[e];
+    const double want_lse = dot / sqrt((double)D) + log((double)n);
+    const size_t es = tu_dtype_size(dtype);
+    cl_mem in = tu_buffer(ctx, CL_MEM_READ_ONLY, D * es, qkv);
+    cl_mem o = tu_buffer(ctx, CL_MEM_READ_WRITE, sizeof o_img, NULL);
+    cl_mem l = tu_buffer(ctx, CL_MEM_READ_WRITE, sizeof lse, NULL);
+    fa_cl_attention_desc d;
+    fa_cl_attention_desc_init(&d, 1, H, SQ, n, D, dtype);
+    /* head and seqlen strides 0: every q, k and v row of every head is the buffer's one row (the
+     * batch stride, unused with B = 1, keeps the strides from being all zero, i.e. contiguous) */
+    const int64_t one_row[3] = {1, 0, 0};
+    memcpy(d.q_stride, one_row, sizeof one_row);
+    memcpy(d.k_stride, one_row, sizeof one_row);
+    memcpy(d.v_stride, one_row, sizeof one_row);
+    char why[400] = "";
+    int ok = in && o && l;
+    const double t0 = tu_now_ms();
+    if (ok) {
+        fa_cl_status st = fa_cl_attention_forward(ctx, &d, in, in, in, o, l, 0, NULL, NULL);
+        ok = st == FA_CL_SUCCESS && tu_read(ctx, o, sizeof o_img, o_img) == 0 && tu_read(ctx, l, sizeof lse, lse) == 0;
+        if (st != FA_CL_SUCCESS)
+            snprintf(why, sizeof why, "%s: %.300s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+    }
+    double worst = 0, worst_lse = 0;
+    for (int r = 0; ok && r < H * SQ; r++) {
+        for (int e = 0; e < D; e++) {
+            double got = tu_load(dtype, o_img, (size_t)(r * D + e));
+            if (!fa_cl_tolerance_ok(dtype, got, vals[e]))
+                ok = 0, snprintf(why, sizeof why, "row %d o[%d] = %.9g, want %g", r, e, got, (double)vals[e]);
+            worst = fmax(worst, fabs(got - vals[e]));
+        }
+        if (!fa_cl_tolerance_lse_ok(lse[r], want_lse))
+            ok = 0, snprintf(why, sizeof why, "row %d LSE %.9g, want %.9g", r, (double)lse[r], want_lse);
+        worst_lse = fmax(worst_lse, fabs(lse[r] - want_lse));
+    }
+    tu_expect(&tally, ok, "%lld identical keys, %s: max|o - v| %.3g, max|LSE - ref| %.3g (%.1f s) %s", (long long)n,
+              tu_dtype_name(dtype), worst, worst_lse, (tu_now_ms() - t0) / 1e3, why);
+    if (in) clReleaseMemObject(in);
+    if (o) clReleaseMemObject(o);
+    if (l) clReleaseMemObject(l);
+}
+
+static void subset_long_rows(fa_cl_context *ctx, int64_t n_identical)
+{
+    /* near-uniform weights (scores within +-0.05) and v in [1/16, 1]: every p.v adds to one sum */
+    const tu_case near_uniform = {1, 1, 1, 8, (int64_t)1 << 20, 8, F32, 0, -1, -1, NULL, 0.0f, 1};
+    tu_problem p;
+    if (tu_problem_init(&p, ctx, &near_uniform, 21, 0) == 0) {
+        const size_t nq = (size_t)(near_uniform.Sq * near_uniform.D), nk = (size_t)(near_uniform.Sk * near_uniform.D);
+        for (size_t i = 0; i < nq; i++)
+            p.x[0][i] *= 0.02f;
+        for (size_t i = 0; i < nk; i++)
+            p.x[2][i] = fabsf(p.x[2][i]);
+        p.ref_o = (double *)malloc(nq * sizeof(double));
+        p.ref_lse = (double *)malloc((size_t)near_uniform.Sq * sizeof(double));
+        if (p.ref_o && p.ref_lse && refresh(&p, ctx) == 0)
+            check_case(ctx, &p, "2^20 keys, near-uniform weights, positive v", 0);
+        tu_problem_free(&p);
+    }
+    if (n_identical > 0) {
+        identical_keys(ctx, F32, n_identical);
+        return;
+    }
+    const int64_t n = ((int64_t)1 << 25) + 4097;
+    identical_keys(ctx, F32, n);
+    identical_keys(ctx, F16, n);
+    identical_keys(ctx, BF16, n);
+}
+
 int main(int argc, char **argv)
 {
     const char *subset = argc > 1 ? argv[1] : "nan_inf";
@@ -463,8 +554,10 @@ int main(int argc, char **argv)
         subset_offset64(ctx);
     else if (strcmp(subset, "subbuffers") == 0)
         subset_subbuffers(ctx);
+    else if (strcmp(subset, "long_rows") == 0)
+        subset_long_rows(ctx, argc > 2 ? strtoll(argv[2], NULL, 10) : 0);
     else {
-        printf("unknown subset '%s' (nan_inf, magnitudes, determinism, offset64, subbuffers)\n", subset);
+        printf("unknown subset '%s' (nan_inf, magnitudes, determinism, offset64, subbuffers, long_rows)\n", subset);
         fa_cl_context_release(ctx);
         return 2;
     }

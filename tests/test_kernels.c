@@ -11,13 +11,20 @@
  *   test_kernels reference  fa_cl_reference_forward: the gather / softmax / scatter kernels and
  *                           CLBlast's GEMM kernels, on the same kind of shapes
  *
+ *   test_kernels fused_fresh  the fused cases, each on a fresh context (below): the runs with the
+ *                           two-level accumulation of long rows forced (FA_CL_FLUSH_KEYS), whose f16/bf16
+ *                           plans write and re-read a scratch buffer
+ *
  * The reference subset takes a fresh context for every case. With one context, Oclgrind 21.10's
  * uninitialized-value checker reports the score matrix CLBlast's first GEMM writes as uninitialised
  * from the second fa_cl_reference_forward call on (rows past the first 8 of its output), although
  * the outputs are right (checked against float64 with different data and shapes each time) and
  * each call alone is clean; CLBlast alone, called repeatedly on one context, is clean too. Not
  * explained yet (a fresh context per call is clean, so per-context state is involved: CLBlast's
- * program cache or Oclgrind's shadow memory are the suspects).
+ * program cache or Oclgrind's shadow memory are the suspects). The fused kernels show the same with
+ * a plan-owned scratch buffer: the second run of a case on one context reports the scratch the
+ * kernel itself wrote as uninitialised, and not when the first plan's scratch is never freed (so
+ * Oclgrind's shadow of reused device memory, not the kernel: a fresh context per case is clean).
  *
  * Shapes are chosen so that with FA_CL_TILE=8x8.. every kernel runs several query blocks and several
  * K/V blocks (the reused K/V buffer and its barriers), including partially visible blocks.
@@ -97,10 +104,10 @@ static void one(fa_cl_context *ctx, const char *what, int idx, const tu_case *c,
     tu_problem_free(&p);
 }
 
-/* Runs case i; the reference subset on a fresh context each time (see the header comment). */
-static int run_one(fa_cl_context **ctx, const char *subset, int i, const tu_case *c, int reference)
+/* Runs case i, on a fresh context each time when asked (see the header comment). */
+static int run_one(fa_cl_context **ctx, const char *subset, int i, const tu_case *c, int reference, int fresh)
 {
-    if (reference && i > 0) {
+    if (fresh && i > 0) {
         fa_cl_context_release(*ctx);
         *ctx = NULL;
         int rc = tu_context(ctx);
@@ -115,8 +122,9 @@ int main(int argc, char **argv)
 {
     const char *subset = argc > 1 ? argv[1] : "fused";
     int reference = strcmp(subset, "reference") == 0;
-    if (!reference && strcmp(subset, "fused") != 0) {
-        printf("unknown subset '%s' (fused, reference)\n", subset);
+    int fresh = reference || strcmp(subset, "fused_fresh") == 0;
+    if (!fresh && strcmp(subset, "fused") != 0) {
+        printf("unknown subset '%s' (fused, fused_fresh, reference)\n", subset);
         return 2;
     }
     static char name[64];
@@ -133,10 +141,10 @@ int main(int argc, char **argv)
     for (int a = 2; a < argc && rc == 0; a++) {
         int i = atoi(argv[a]);
         if (i >= 0 && i < n)
-            rc = run_one(&ctx, subset, a - 2, &cases[i], reference);
+            rc = run_one(&ctx, subset, a - 2, &cases[i], reference, fresh);
     }
     for (int i = 0; argc <= 2 && i < n && rc == 0; i++)
-        rc = run_one(&ctx, subset, i, &cases[i], reference);
+        rc = run_one(&ctx, subset, i, &cases[i], reference, fresh);
     fa_cl_context_release(ctx);
     return rc != 0 ? rc : tu_finish(&tally);
 }

@@ -54,7 +54,7 @@ int main(void)
         lim.local_mem_size = r->local;
         lim.max_work_group = 1024;
         lim.prefer_tiled = r->gpu;
-        fa_cl_tile_request req = {r->d, FA_CL_F16, 4096, 4096, 1};
+        fa_cl_tile_request req = {r->d, FA_CL_F16, 4096, 4096, 1, 0};
         fa_cl_tiles t;
         char msg[256] = "";
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);

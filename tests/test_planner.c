@@ -445,7 +445,7 @@ static void run_case(tu_tally *tally, const pcase *c)
 {
     const fa_cl_limits lim = limits_of(c);
     for (int ti = 0; ti < 3; ti++) {
-        fa_cl_tile_request req = {c->d, dtypes[ti], c->sq, c->sk, 0};
+        fa_cl_tile_request req = {c->d, dtypes[ti], c->sq, c->sk, 0, 0};
         fa_cl_tiles t;
         char msg[512] = "";
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
@@ -519,7 +519,7 @@ static void sweep_one(tu_tally *tally, int prefer_tiled, int regs)
                     c.prefer_tiled = prefer_tiled;
                     c.regs = regs;
                     fa_cl_limits lim = limits_of(&c);
-                    fa_cl_tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1], 0};
+                    fa_cl_tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1], 0, 0};
                     fa_cl_tiles t;
                     char msg[512];
                     fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
@@ -645,7 +645,7 @@ static void mma_cases(tu_tally *tally)
         lim.forced_kv = mc[i].fkv;
         lim.forced_rows = mc[i].frows;
         lim.forced_variant = mc[i].variant;
-        fa_cl_tile_request req = {mc[i].d, mc[i].dtype, LONG, LONG, mc[i].aligned};
+        fa_cl_tile_request req = {mc[i].d, mc[i].dtype, LONG, LONG, mc[i].aligned, 0};
         fa_cl_tiles t;
         memset(&t, 0, sizeof t);
         char msg[256] = "";
@@ -672,6 +672,38 @@ static void mma_cases(tu_tally *tally)
     }
 }
 
+/* The two-level accumulation of long rows: only where a row sees more keys than the dtype's
+ * threshold (masks counted), every FA_CL_FLUSH_KEYS keys; FA_CL_FLUSH_KEYS=n in every plan. */
+static void flush_cases(tu_tally *tally)
+{
+    static const struct {
+        fa_cl_dtype dtype;
+        int64_t sk, row_keys;
+        int forced_keys, want_keys; /* want_keys: flush_blocks * block_kv, 0 = one level */
+    } fc[] = {
+        {FA_CL_F32, 65536, 0, 0, 0},          {FA_CL_F32, 65537, 0, 0, 65536},
+        {FA_CL_F32, 1 << 20, 4096, 0, 0},     /* a window of 4096 keys: short rows */
+        {FA_CL_F16, 1 << 21, 0, 0, 0},        {FA_CL_F16, (1 << 21) + 1, 0, 0, 65536},
+        {FA_CL_BF16, 1 << 24, 0, 0, 0},       {FA_CL_BF16, (1 << 24) + 1, 0, 0, 65536},
+        {FA_CL_F16, 100, 0, 40, 32},          /* FA_CL_FLUSH_KEYS=40 with 32-key blocks: every block */
+        {FA_CL_F32, 100, 0, 8, 32},           /* fewer keys than a block: still every block */
+    };
+    for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
+        fa_cl_limits lim = limits_of(&cases[0]);
+        lim.flush_keys = fc[i].forced_keys;
+        fa_cl_tile_request req = {64, fc[i].dtype, 256, fc[i].sk, 0, fc[i].row_keys};
+        fa_cl_tiles t;
+        char msg[256] = "";
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        const int keys = t.flush_blocks * t.block_kv;
+        const int want = fc[i].want_keys && fc[i].want_keys < t.block_kv ? t.block_kv : fc[i].want_keys;
+        tu_expect(tally, st == FA_CL_SUCCESS && keys == want && (want == 0) == (t.flush_blocks == 0),
+                  "flush: %s, %lld keys (a row sees %lld), FA_CL_FLUSH_KEYS %d: every %d blocks of %d (%d keys), want %d "
+                  "keys %s", tu_dtype_name(fc[i].dtype), (long long)fc[i].sk, (long long)fc[i].row_keys,
+                  fc[i].forced_keys, t.flush_blocks, t.block_kv, keys, want, msg);
+    }
+}
+
 int main(void)
 {
     tu_tally tally = {"planner", 0, 0};
@@ -681,11 +713,12 @@ int main(void)
         run_case(&tally, &cases[i]);
     sweep(&tally);
     mma_cases(&tally);
+    flush_cases(&tally);
 
     /* msg may be small: truncated, NUL-terminated, no overflow */
     {
         fa_cl_limits lim = limits_of(&cases[0]);
-        fa_cl_tile_request req = {300, FA_CL_F32, 8, 8, 0};
+        fa_cl_tile_request req = {300, FA_CL_F32, 8, 8, 0, 0};
         fa_cl_tiles t;
         char msg[8];
         memset(msg, 'x', sizeof msg);

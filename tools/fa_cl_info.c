@@ -376,7 +376,7 @@ static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, de
             row->head_dim = plan_head_dims[h];
             row->dtype = plan_dtypes[t];
             /* contiguous tensors: 16-byte rows whenever head_dim is a multiple of 8 */
-            fa_cl_tile_request req = {row->head_dim, row->dtype, PLAN_SEQLEN, PLAN_SEQLEN, row->head_dim % 8 == 0};
+            fa_cl_tile_request req = {row->head_dim, row->dtype, PLAN_SEQLEN, PLAN_SEQLEN, row->head_dim % 8 == 0, 0};
             row->status = fa_cl_plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
         }
     }

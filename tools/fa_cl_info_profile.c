@@ -79,7 +79,7 @@ static void print_profile(const fa_cl_device_profile *p)
     printf("    head_dim dtype  B_r  B_c rows/item keys/item WG size  local bytes/budget  kernel\n");
     for (size_t h = 0; h < COUNT_OF(table_head_dims); h++) {
         for (size_t d = 0; d < COUNT_OF(table_dtypes); d++) {
-            fa_cl_tile_request req = {table_head_dims[h], table_dtypes[d], PLAN_SEQLEN, PLAN_SEQLEN, table_head_dims[h] % 8 == 0};
+            fa_cl_tile_request req = {table_head_dims[h], table_dtypes[d], PLAN_SEQLEN, PLAN_SEQLEN, table_head_dims[h] % 8 == 0, 0};
             fa_cl_tiles t;
             char msg[512];
             printf("    %8d %-5s ", req.head_dim, fa_cl__dtype_name(req.dtype));
@@ -152,7 +152,7 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *wrote_row
     fa_cl_profile_limits(p, &lim);
     for (size_t h = 0; h < COUNT_OF(emit_head_dims); h++) {
         for (size_t d = 0; d < COUNT_OF(dtypes); d++) {
-            fa_cl_tile_request req = {emit_head_dims[h], dtypes[d], PLAN_SEQLEN, PLAN_SEQLEN, emit_head_dims[h] % 8 == 0};
+            fa_cl_tile_request req = {emit_head_dims[h], dtypes[d], PLAN_SEQLEN, PLAN_SEQLEN, emit_head_dims[h] % 8 == 0, 0};
             fa_cl_tiles t;
             char msg[512], opts[512], full[1024];
             if (fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS) {
