@@ -157,15 +157,25 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
     d->window_right = s->wr;
 }
 
+/* The context's program stats, read under its lock (plan creation updates them under it). */
+static fa_cl_program_stats program_stats(fa_cl_context *ctx)
+{
+    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl_program_stats s = ctx->stats;
+    fa_cl_lock_release(&ctx->lock);
+    return s;
+}
+
 /* fa_cl_plan_create, timed, with where its programs came from. The caller releases *plan. */
 static fa_cl_status timed_plan(fa_cl_context *ctx, const fa_cl_attention_desc *d, fa_cl_plan **plan, row *out)
 {
-    fa_cl_program_stats before = ctx->stats;
+    fa_cl_program_stats before = program_stats(ctx);
     double t0 = now_ms();
     fa_cl_status st = fa_cl_plan_create(ctx, d, plan);
     out->plan_ms = now_ms() - t0;
-    out->plan_built = ctx->stats.built_from_source - before.built_from_source;
-    out->plan_loaded = ctx->stats.loaded_from_disk - before.loaded_from_disk;
+    fa_cl_program_stats after = program_stats(ctx);
+    out->plan_built = after.built_from_source - before.built_from_source;
+    out->plan_loaded = after.loaded_from_disk - before.loaded_from_disk;
     return st;
 }
 
