@@ -257,6 +257,14 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     fa_cl_plan_release(plan);
 
     size_t es = s->dtype == FA_CL_F32 ? 4 : 2;
+    /* the library checks extents in 64 bits; the products below must also fit a size_t */
+    double need = (double)es * (double)s->d * fmax((double)s->b * (double)s->h * (double)s->sq,
+                                                    (double)s->b * (double)s->hkv * (double)s->sk);
+    if (need > (double)(SIZE_MAX / 4)) {
+        snprintf(out->note, sizeof out->note, "inputs of %.3g bytes: more than this host can address", need);
+        out->failed = 1;
+        return;
+    }
     /* whole 32-bit words, so the fill kernel covers an odd element count too */
     size_t qbytes = ((size_t)(s->b * s->h * s->sq * s->d) * es + 3) & ~(size_t)3;
     size_t kbytes = ((size_t)(s->b * s->hkv * s->sk * s->d) * es + 3) & ~(size_t)3;
@@ -400,13 +408,9 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void write_json(const char *path, const char *device, const row *rows, int n)
+/* All rows to f (opened at startup), closed here; 0 with a message when writing failed. */
+static int write_json(FILE *f, const char *path, const char *device, const row *rows, int n)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "fa_cl_bench: cannot write %s\n", path);
-        return;
-    }
     fprintf(f, "{\n \"device\": ");
     json_string(f, device);
     fprintf(f, ",\n \"rows\": [\n");
@@ -438,7 +442,12 @@ static void write_json(const char *path, const char *device, const row *rows, in
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, " ]\n}\n");
-    fclose(f);
+    int ok = !ferror(f);
+    if (fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "fa_cl_bench: --json %s: writing failed\n", path);
+    return ok;
 }
 
 /* ---- command line ------------------------------------------------------------------------------ */
@@ -476,15 +485,18 @@ static void usage(FILE *f)
             "  --warmup N        untimed calls before them, 0..%d (default 2)\n"
             "  --no-reference    time the fused path only\n"
             "  --no-lse          do not ask for the LSE\n"
-            "  --check           exit 1 if a fused result is outside the tests' tolerance vs the reference\n"
+            "  --check           also fail when a fused result is outside the tests' tolerance vs the reference\n"
             "  --plan-timing     only time plan creation (per shape); run twice for cold vs warm (the second\n"
             "                    process loads the programs from the on-disk cache, see FA_CL_CACHE_DIR)\n"
-            "  --json FILE       also write all rows as JSON to FILE\n"
+            "  --json FILE       also write all rows as JSON to FILE (opened, and emptied, before the run)\n"
             "  --device p:d|NAME platform:device indices as fa_cl_info numbers them, or a case-insensitive\n"
             "                    name substring (sets FA_CL_DEVICE for this process); default: FA_CL_DEVICE,\n"
             "                    else the first GPU, else the first device\n"
             "  --version         the tool and library version\n"
-            "  --help            this text\n",
+            "  --help            this text\n"
+            "Exit status: 0 every row ran (and with --check matched the reference); 1 a row FAILED (a shape\n"
+            "the library rejects, a build or launch failure), a --check mismatch, no device, or the JSON\n"
+            "could not be written; 2 bad usage or a --json FILE that cannot be opened (nothing is run).\n",
             REPS_MAX, REPS_MAX);
 }
 
@@ -691,6 +703,10 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "fa_cl_bench: unexpected argument '%s'\n", argv[optind]);
         return PARSE_ERROR;
     }
+    if (o->plan_timing && o->json) {
+        fprintf(stderr, "fa_cl_bench: --json has no rows to write with --plan-timing\n");
+        return PARSE_ERROR;
+    }
     if (s->hkv < 0) s->hkv = s->h;
     if (s->sk < 0) s->sk = s->sq;
     return PARSE_RUN;
@@ -741,6 +757,7 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
 {
     printf("# fa_cl_bench --plan-timing on %s\n", device);
     print_notes(notes);
+    fflush(stdout);
     int failed = 0;
     double total = 0;
     for (int i = 0; i < n; i++) {
@@ -755,6 +772,7 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
                (long long)s->sk, s->causal ? "causal" : "");
         if (st != FA_CL_SUCCESS) {
             printf("FAILED: %s: %s\n", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            fflush(stdout);
             failed = 1;
             continue;
         }
@@ -763,6 +781,7 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
         total += r.plan_ms;
         printf("plan creation: %9.2f ms (%s; %s %dx%d)\n", r.plan_ms, plan_source(&r), r.plan.kernel, r.plan.block_q,
                r.plan.block_kv);
+        fflush(stdout);
     }
     if (n > 1)
         printf("plan creation total: %.2f ms\n", total);
@@ -790,11 +809,19 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    /* open --json FILE now: a path that cannot be written fails before the run, not after it */
+    FILE *json = NULL;
+    if (opt.json && !(json = fopen(opt.json, "w"))) {
+        fprintf(stderr, "fa_cl_bench: --json %s: cannot open for writing: %s\n", opt.json, strerror(errno));
+        return 2;
+    }
     fa_cl_context *ctx = NULL;
     fa_cl_status st = fa_cl_context_create_default(&ctx);
     if (st != FA_CL_SUCCESS) {
         fprintf(stderr, "fa_cl_bench: %s%s%s%s: %s\n", opt.device ? "--device " : "", opt.device ? opt.device : "",
                 opt.device ? ": " : "", fa_cl_status_string(st), fa_cl_last_error(NULL));
+        if (json)
+            fclose(json);
         return 1;
     }
     char device[512] = "", driver[128] = "";
@@ -811,33 +838,40 @@ int main(int argc, char **argv)
     snprintf(notes, sizeof notes, "%s", fa_cl_context_notes(ctx));
     if (opt.plan_timing)
         return plan_timing(ctx, device, notes, shapes, n);
-    cl_kernel filler = fill_kernel(fa_cl_context_cl_context(ctx), fa_cl_context_device(ctx));
-    if (!filler) {
-        fprintf(stderr, "fa_cl_bench: could not build the input-fill kernel\n");
-        fa_cl_context_release(ctx);
-        return 1;
-    }
-    row *rows = (row *)calloc((size_t)n, sizeof *rows);
+    /* the header before any row computes (a first row can take a while): a user sees what runs */
     printf("# fa_cl_bench on %s; %d timed reps after %d warm-up, median and min; LSE %s\n", device, opt.reps,
            opt.warmup, opt.lse ? "on" : "off");
     print_notes(notes);
     print_header();
-    int bad = 0;
+    fflush(stdout);
+    row *rows = (row *)calloc((size_t)n, sizeof *rows);
+    cl_kernel filler = fill_kernel(fa_cl_context_cl_context(ctx), fa_cl_context_device(ctx));
+    if (!filler || !rows) {
+        fprintf(stderr, "fa_cl_bench: %s\n", rows ? "could not build the input-fill kernel" : "out of host memory");
+        free(rows);
+        if (filler)
+            clReleaseKernel(filler);
+        if (json)
+            fclose(json);
+        fa_cl_context_release(ctx);
+        return 1;
+    }
+    int failed = 0, mismatch = 0;
     for (int i = 0; i < n; i++) {
         if (n > 1)
             fprintf(stderr, "[%d/%d] %s d=%lld N=%lld%s\n", i + 1, n, dtype_name(shapes[i].dtype),
                     (long long)shapes[i].d, (long long)shapes[i].sq, shapes[i].causal ? " causal" : "");
         run_row(ctx, filler, &opt, &shapes[i], &rows[i]);
         print_row(&rows[i]);
-        if (rows[i].failed || (rows[i].max_err >= 0 && !rows[i].within_tol))
-            bad = 1;
+        failed |= rows[i].failed;
+        mismatch |= rows[i].max_err >= 0 && !rows[i].within_tol;
         if (opt.check && !rows[i].failed && rows[i].max_err < 0 && !opt.no_reference)
             fprintf(stderr, "fa_cl_bench: row %d has no reference to check against (%s)\n", i + 1, rows[i].note);
     }
-    if (opt.json)
-        write_json(opt.json, device, rows, n);
+    int written = !json || write_json(json, opt.json, device, rows, n);
     free(rows);
     clReleaseKernel(filler);
     fa_cl_context_release(ctx);
-    return opt.check && bad ? 1 : 0;
+    /* a FAILED row fails the run; an error above tolerance only with --check (the "!" marks it) */
+    return failed || (opt.check && mismatch) || !written ? 1 : 0;
 }
