@@ -5,10 +5,16 @@
  * (compiled from source, or loaded from the on-disk program cache). --plan-timing times only plan
  * creation: run it twice to see a cold and a warm (second-process) start.
  * Run with --help for the options. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L /* setenv, for --device */
+#endif
+
 #include "fa_cl.h"
 #include "fa_cl_internal.h" /* program stats: compiled vs loaded from the disk cache */
 #include "tolerance.h"
 
+#include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +33,7 @@ typedef struct options {
     shape one;
     const char *suite; /* NULL, "full" or "tiny" */
     const char *json;
+    const char *device; /* --device: FA_CL_DEVICE for this process */
     int check, reps, warmup, no_reference, lse, plan_timing;
 } options;
 
@@ -157,15 +164,25 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
     d->window_right = s->wr;
 }
 
+/* The context's program stats, read under its lock (plan creation updates them under it). */
+static fa_cl_program_stats program_stats(fa_cl_context *ctx)
+{
+    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl_program_stats s = ctx->stats;
+    fa_cl_lock_release(&ctx->lock);
+    return s;
+}
+
 /* fa_cl_plan_create, timed, with where its programs came from. The caller releases *plan. */
 static fa_cl_status timed_plan(fa_cl_context *ctx, const fa_cl_attention_desc *d, fa_cl_plan **plan, row *out)
 {
-    fa_cl_program_stats before = ctx->stats;
+    fa_cl_program_stats before = program_stats(ctx);
     double t0 = now_ms();
     fa_cl_status st = fa_cl_plan_create(ctx, d, plan);
     out->plan_ms = now_ms() - t0;
-    out->plan_built = ctx->stats.built_from_source - before.built_from_source;
-    out->plan_loaded = ctx->stats.loaded_from_disk - before.loaded_from_disk;
+    fa_cl_program_stats after = program_stats(ctx);
+    out->plan_built = after.built_from_source - before.built_from_source;
+    out->plan_loaded = after.loaded_from_disk - before.loaded_from_disk;
     return st;
 }
 
@@ -240,6 +257,14 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     fa_cl_plan_release(plan);
 
     size_t es = s->dtype == FA_CL_F32 ? 4 : 2;
+    /* the library checks extents in 64 bits; the products below must also fit a size_t */
+    double need = (double)es * (double)s->d * fmax((double)s->b * (double)s->h * (double)s->sq,
+                                                    (double)s->b * (double)s->hkv * (double)s->sk);
+    if (need > (double)(SIZE_MAX / 4)) {
+        snprintf(out->note, sizeof out->note, "inputs of %.3g bytes: more than this host can address", need);
+        out->failed = 1;
+        return;
+    }
     /* whole 32-bit words, so the fill kernel covers an odd element count too */
     size_t qbytes = ((size_t)(s->b * s->h * s->sq * s->d) * es + 3) & ~(size_t)3;
     size_t kbytes = ((size_t)(s->b * s->hkv * s->sk * s->d) * es + 3) & ~(size_t)3;
@@ -383,13 +408,9 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static void write_json(const char *path, const char *device, const row *rows, int n)
+/* All rows to f (opened at startup), closed here; 0 with a message when writing failed. */
+static int write_json(FILE *f, const char *path, const char *device, const row *rows, int n)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "fa_cl_bench: cannot write %s\n", path);
-        return;
-    }
     fprintf(f, "{\n \"device\": ");
     json_string(f, device);
     fprintf(f, ",\n \"rows\": [\n");
@@ -421,120 +442,274 @@ static void write_json(const char *path, const char *device, const row *rows, in
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
     }
     fprintf(f, " ]\n}\n");
-    fclose(f);
+    int ok = !ferror(f);
+    if (fclose(f) != 0)
+        ok = 0;
+    if (!ok)
+        fprintf(stderr, "fa_cl_bench: --json %s: writing failed\n", path);
+    return ok;
 }
 
 /* ---- command line ------------------------------------------------------------------------------ */
 
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+#define FA_CL_VERSION_STRING \
+    STRINGIFY(FA_CL_VERSION_MAJOR) "." STRINGIFY(FA_CL_VERSION_MINOR) "." STRINGIFY(FA_CL_VERSION_PATCH)
+
+/* Shape options are dimensions: anything past int32 is a typo, and the products stay in int64. */
+#define DIM_MAX INT32_MAX
+#define REPS_MAX 1000000
+
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: fa_cl_bench [shape options] [--suite [full|tiny]] [--json FILE] [--check]\n"
-            "  -b N            batch (default 8)\n"
-            "  -h N            query heads (default 16)\n"
-            "  --heads-kv N    key/value heads (default = -h)\n"
-            "  -q N, -k N      query / key sequence lengths (default 4096; -k defaults to -q)\n"
-            "  -d N            head dimension (default 128)\n"
-            "  --dtype T       f32 | f16 | bf16 (default f32)\n"
-            "  --causal        bottom-right causal mask\n"
-            "  --window L,R    local window (-1 = unbounded)\n"
-            "  --suite [S]     built-in suite: full (d 64/128, N 512..16384, causal on/off, f32/f16) or tiny\n"
-            "  --reps N        timed repetitions (>= 10, default 10); --warmup N (default 2)\n"
-            "  --no-reference  time the fused path only\n"
-            "  --no-lse        do not ask for the LSE\n"
-            "  --json FILE     write all rows as JSON\n"
-            "  --check         exit 1 if any fused result is outside the tests' tolerance vs the reference\n"
-            "  --plan-timing   only time plan creation (per shape); run twice for cold vs warm (the second\n"
-            "                  process loads the programs from the on-disk cache, see FA_CL_CACHE_DIR)\n"
-            "Device: FA_CL_DEVICE=p:d or a name substring (see fa_cl_info).\n");
+            "usage: fa_cl_bench [shape options] [--suite [full|tiny]] [--check] [--json FILE] [--device p:d|NAME]\n"
+            "The fused forward timed against the CLBlast reference, for one shape or a built-in suite.\n"
+            "Every option takes '--opt VALUE' or '--opt=VALUE'.\n"
+            "Shape (the default, B=1 H=8 N=1024 d=64 f32, takes seconds on a 2-core CPU through PoCL;\n"
+            "the H200 rows of docs/performance.md are -b 8 -h 16 -q 4096 -d 128):\n"
+            "  -b N              batch (default 1)\n"
+            "  -h N              query heads (default 8)\n"
+            "  --heads-kv N      key/value heads (default: as -h)\n"
+            "  -q N, -k N        query / key sequence lengths (default 1024; -k defaults to -q)\n"
+            "  -d N              head dimension (default 64)\n"
+            "  --dtype T         f32 | f16 | bf16 (default f32)\n"
+            "  --causal          bottom-right causal mask\n"
+            "  --window L,R      local window, L and R >= -1 (-1 = unbounded, the default)\n"
+            "  --suite [S]       a built-in suite instead of the one shape: full (the default S: d 64/128,\n"
+            "                    N 512..16384 at B*H*N = 8*16*4096, causal on/off, f32/f16; sized for a GPU)\n"
+            "                    or tiny (d 32, N 128/256: seconds anywhere)\n"
+            "Run:\n"
+            "  --reps N          timed repetitions, 10..%d (default 10)\n"
+            "  --warmup N        untimed calls before them, 0..%d (default 2)\n"
+            "  --no-reference    time the fused path only\n"
+            "  --no-lse          do not ask for the LSE\n"
+            "  --check           also fail when a fused result is outside the tests' tolerance vs the reference\n"
+            "  --plan-timing     only time plan creation (per shape); run twice for cold vs warm (the second\n"
+            "                    process loads the programs from the on-disk cache, see FA_CL_CACHE_DIR)\n"
+            "  --json FILE       also write all rows as JSON to FILE (opened, and emptied, before the run)\n"
+            "  --device p:d|NAME platform:device indices as fa_cl_info numbers them, or a case-insensitive\n"
+            "                    name substring (sets FA_CL_DEVICE for this process); default: FA_CL_DEVICE,\n"
+            "                    else the first GPU, else the first device\n"
+            "  --version         the tool and library version\n"
+            "  --help            this text\n"
+            "Exit status: 0 every row ran (and with --check matched the reference); 1 a row FAILED (a shape\n"
+            "the library rejects, a build or launch failure), a --check mismatch, no device, or the JSON\n"
+            "could not be written; 2 bad usage or a --json FILE that cannot be opened (nothing is run).\n",
+            REPS_MAX, REPS_MAX);
 }
 
-static int parse_i64(const char *s, int64_t *out)
+/* 1 when s is a whole decimal integer (an optional sign, digits, nothing after) that fits. */
+static int to_integer(const char *s, long long *out)
 {
-    char *end;
+    if (!((*s >= '0' && *s <= '9') || *s == '-' || *s == '+')) /* strtoll would skip spaces */
+        return 0;
+    char *end = NULL;
+    errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (!*s || *end)
+    if (end == s || *end || errno == ERANGE)
         return 0;
     *out = v;
     return 1;
 }
 
+/* An integer in lo..hi, or a message naming the option. */
+static int parse_int(const char *name, const char *s, long long lo, long long hi, long long *out)
+{
+    if (!to_integer(s, out)) {
+        fprintf(stderr, "fa_cl_bench: %s wants an integer, got '%s'\n", name, s);
+        return 0;
+    }
+    if (*out < lo || *out > hi) {
+        fprintf(stderr, "fa_cl_bench: %s must be %lld..%lld, got %s\n", name, lo, hi, s);
+        return 0;
+    }
+    return 1;
+}
+
+static int parse_window(const char *s, int64_t *left, int64_t *right)
+{
+    const char *comma = strchr(s, ',');
+    char buf[32];
+    long long l, r;
+    if (comma && (size_t)(comma - s) < sizeof buf) {
+        memcpy(buf, s, (size_t)(comma - s));
+        buf[comma - s] = '\0';
+        if (to_integer(buf, &l) && to_integer(comma + 1, &r) && l >= -1 && r >= -1 && l <= DIM_MAX && r <= DIM_MAX) {
+            *left = l;
+            *right = r;
+            return 1;
+        }
+    }
+    fprintf(stderr, "fa_cl_bench: --window wants L,R, two integers -1..%d (-1 = unbounded), got '%s'\n", DIM_MAX, s);
+    return 0;
+}
+
+/* --device: "p:d" (two non-negative indices, checked here as fa_cl_info checks them) or a name. */
+static int check_device(const char *s)
+{
+    long long p, d;
+    const char *colon = strchr(s, ':');
+    int indices = colon && ((*s >= '0' && *s <= '9') || *s == '-' || *s == '+');
+    if (*s && !indices)
+        return 1;
+    if (indices) {
+        char buf[32];
+        if ((size_t)(colon - s) < sizeof buf) {
+            memcpy(buf, s, (size_t)(colon - s));
+            buf[colon - s] = '\0';
+            if (to_integer(buf, &p) && to_integer(colon + 1, &d) && p >= 0 && d >= 0 && p <= 1000000 && d <= 1000000)
+                return 1;
+        }
+    }
+    fprintf(stderr, "fa_cl_bench: --device wants p:d (two indices, e.g. 0:1) or a device name substring, got '%s'\n",
+            s);
+    return 0;
+}
+
+enum { PARSE_RUN, PARSE_EXIT_0, PARSE_ERROR };
+
+enum {
+    OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
+    OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_DEVICE, OPT_VERSION, OPT_HELP
+};
+
+static const struct option long_options[] = {
+    {"heads-kv", required_argument, NULL, OPT_HEADS_KV},
+    {"dtype", required_argument, NULL, OPT_DTYPE},
+    {"causal", no_argument, NULL, OPT_CAUSAL},
+    {"window", required_argument, NULL, OPT_WINDOW},
+    {"suite", optional_argument, NULL, OPT_SUITE},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"plan-timing", no_argument, NULL, OPT_PLAN_TIMING},
+    {"reps", required_argument, NULL, OPT_REPS},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"no-reference", no_argument, NULL, OPT_NO_REFERENCE},
+    {"no-lse", no_argument, NULL, OPT_NO_LSE},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* PARSE_RUN with *o filled; PARSE_EXIT_0 after --help or --version; PARSE_ERROR, already reported. */
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     shape *s = &o->one;
-    s->b = 8, s->h = 16, s->hkv = 0, s->sq = 4096, s->sk = 0, s->d = 128, s->dtype = FA_CL_F32;
+    /* -1: not given, so "--heads-kv 0" still reaches the library (and fails there as a shape) */
+    s->b = 1, s->h = 8, s->hkv = -1, s->sq = 1024, s->sk = -1, s->d = 64, s->dtype = FA_CL_F32;
     s->wl = s->wr = -1;
     o->reps = 10, o->warmup = 2, o->lse = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t *target = NULL;
-        if (!strcmp(a, "-b")) target = &s->b;
-        else if (!strcmp(a, "-h")) target = &s->h;
-        else if (!strcmp(a, "--heads-kv")) target = &s->hkv;
-        else if (!strcmp(a, "-q")) target = &s->sq;
-        else if (!strcmp(a, "-k")) target = &s->sk;
-        else if (!strcmp(a, "-d")) target = &s->d;
-        if (target) {
-            if (!val || !parse_i64(val, target)) {
-                fprintf(stderr, "fa_cl_bench: %s needs an integer\n", a);
-                return 0;
-            }
-            i++;
-        } else if (!strcmp(a, "--dtype") && val) {
-            i++;
-            if (!strcmp(val, "f32")) s->dtype = FA_CL_F32;
-            else if (!strcmp(val, "f16")) s->dtype = FA_CL_F16;
-            else if (!strcmp(val, "bf16")) s->dtype = FA_CL_BF16;
+    opterr = 0; /* our messages: getopt's would start with the full path of argv[0] */
+    /* "+": stop at the first operand, so that argv[optind] after --suite is the next word */
+    const char *shorts = "+:b:h:q:k:d:";
+    for (;;) {
+        int longindex = -1;
+        int c = getopt_long(argc, argv, shorts, long_options, &longindex);
+        if (c == -1)
+            break;
+        char name[32]; /* the option, for messages */
+        if (longindex >= 0)
+            snprintf(name, sizeof name, "--%s", long_options[longindex].name);
+        else
+            snprintf(name, sizeof name, "-%c", c);
+        long long v = 0;
+        int64_t *dim = NULL;
+        switch (c) {
+        case 'b': dim = &s->b; break;
+        case 'h': dim = &s->h; break;
+        case OPT_HEADS_KV: dim = &s->hkv; break;
+        case 'q': dim = &s->sq; break;
+        case 'k': dim = &s->sk; break;
+        case 'd': dim = &s->d; break;
+        case OPT_DTYPE:
+            if (!strcmp(optarg, "f32")) s->dtype = FA_CL_F32;
+            else if (!strcmp(optarg, "f16")) s->dtype = FA_CL_F16;
+            else if (!strcmp(optarg, "bf16")) s->dtype = FA_CL_BF16;
             else {
-                fprintf(stderr, "fa_cl_bench: unknown dtype '%s'\n", val);
-                return 0;
+                fprintf(stderr, "fa_cl_bench: --dtype wants f32, f16 or bf16, got '%s'\n", optarg);
+                return PARSE_ERROR;
             }
-        } else if (!strcmp(a, "--causal")) {
-            s->causal = 1;
-        } else if (!strcmp(a, "--window") && val) {
-            long long l, r;
-            char tail;
-            if (sscanf(val, "%lld,%lld%c", &l, &r, &tail) != 2) {
-                fprintf(stderr, "fa_cl_bench: --window takes L,R\n");
-                return 0;
+            break;
+        case OPT_CAUSAL: s->causal = 1; break;
+        case OPT_WINDOW:
+            if (!parse_window(optarg, &s->wl, &s->wr))
+                return PARSE_ERROR;
+            break;
+        case OPT_SUITE: {
+            /* an optional argument is only "--suite=S" to getopt; "--suite S" is taken here */
+            const char *which = optarg;
+            if (!which && optind < argc && argv[optind][0] != '-')
+                which = argv[optind++];
+            if (which && strcmp(which, "full") && strcmp(which, "tiny")) {
+                fprintf(stderr, "fa_cl_bench: --suite wants full or tiny, got '%s'\n", which);
+                return PARSE_ERROR;
             }
-            s->wl = l, s->wr = r, i++;
-        } else if (!strcmp(a, "--suite")) {
-            o->suite = "full";
-            if (val && (!strcmp(val, "full") || !strcmp(val, "tiny")))
-                o->suite = argv[++i];
-        } else if (!strcmp(a, "--json") && val) {
-            o->json = argv[++i];
-        } else if (!strcmp(a, "--check")) {
-            o->check = 1;
-        } else if (!strcmp(a, "--plan-timing")) {
-            o->plan_timing = 1;
-        } else if (!strcmp(a, "--reps") && val) {
-            o->reps = atoi(argv[++i]);
-        } else if (!strcmp(a, "--warmup") && val) {
-            o->warmup = atoi(argv[++i]);
-        } else if (!strcmp(a, "--no-reference")) {
-            o->no_reference = 1;
-        } else if (!strcmp(a, "--no-lse")) {
-            o->lse = 0;
-        } else if (!strcmp(a, "--help")) {
+            o->suite = which ? which : "full";
+            break;
+        }
+        case OPT_JSON: o->json = optarg; break;
+        case OPT_CHECK: o->check = 1; break;
+        case OPT_PLAN_TIMING: o->plan_timing = 1; break;
+        case OPT_REPS:
+            if (!parse_int(name, optarg, 10, REPS_MAX, &v))
+                return PARSE_ERROR;
+            o->reps = (int)v;
+            break;
+        case OPT_WARMUP:
+            if (!parse_int(name, optarg, 0, REPS_MAX, &v))
+                return PARSE_ERROR;
+            o->warmup = (int)v;
+            break;
+        case OPT_NO_REFERENCE: o->no_reference = 1; break;
+        case OPT_NO_LSE: o->lse = 0; break;
+        case OPT_DEVICE:
+            if (!check_device(optarg))
+                return PARSE_ERROR;
+            o->device = optarg;
+            break;
+        case OPT_VERSION:
+            printf("fa_cl_bench (fa_cl %s)\n", FA_CL_VERSION_STRING);
+            return PARSE_EXIT_0;
+        case OPT_HELP:
             usage(stdout);
-            exit(0);
-        } else {
-            fprintf(stderr, "fa_cl_bench: unknown or incomplete option '%s'\n", a);
-            return 0;
+            return PARSE_EXIT_0;
+        /* getopt_long's errors: optopt is the short option, a long option's value (>= 256), or 0 */
+        case ':':
+            if (optopt > 0 && optopt < 256)
+                fprintf(stderr, "fa_cl_bench: -%c needs a value\n", optopt);
+            else
+                fprintf(stderr, "fa_cl_bench: %s needs a value\n", argv[optind - 1]);
+            return PARSE_ERROR;
+        default:
+            if (optopt >= 256)
+                fprintf(stderr, "fa_cl_bench: '%s': that option takes no value\n", argv[optind - 1]);
+            else if (optopt)
+                fprintf(stderr, "fa_cl_bench: unknown option '-%c'\n", optopt);
+            else /* an unknown long option, or an abbreviation of more than one */
+                fprintf(stderr, "fa_cl_bench: unknown or ambiguous option '%s'\n", argv[optind - 1]);
+            return PARSE_ERROR;
+        }
+        if (dim) {
+            if (!parse_int(name, optarg, 0, DIM_MAX, &v))
+                return PARSE_ERROR;
+            *dim = v;
         }
     }
-    if (s->hkv == 0) s->hkv = s->h;
-    if (s->sk == 0) s->sk = s->sq;
-    if (o->reps < 10) {
-        fprintf(stderr, "fa_cl_bench: --reps must be >= 10\n");
-        return 0;
+    if (optind < argc) {
+        fprintf(stderr, "fa_cl_bench: unexpected argument '%s'\n", argv[optind]);
+        return PARSE_ERROR;
     }
-    if (o->warmup < 0) o->warmup = 0;
-    return 1;
+    if (o->plan_timing && o->json) {
+        fprintf(stderr, "fa_cl_bench: --json has no rows to write with --plan-timing\n");
+        return PARSE_ERROR;
+    }
+    if (s->hkv < 0) s->hkv = s->h;
+    if (s->sk < 0) s->sk = s->sq;
+    return PARSE_RUN;
 }
 
 /* Suite rows: d x N x causal x dtype, batch*heads sized to keep about the same work per row. */
@@ -582,6 +757,7 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
 {
     printf("# fa_cl_bench --plan-timing on %s\n", device);
     print_notes(notes);
+    fflush(stdout);
     int failed = 0;
     double total = 0;
     for (int i = 0; i < n; i++) {
@@ -596,6 +772,7 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
                (long long)s->sk, s->causal ? "causal" : "");
         if (st != FA_CL_SUCCESS) {
             printf("FAILED: %s: %s\n", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            fflush(stdout);
             failed = 1;
             continue;
         }
@@ -604,6 +781,7 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
         total += r.plan_ms;
         printf("plan creation: %9.2f ms (%s; %s %dx%d)\n", r.plan_ms, plan_source(&r), r.plan.kernel, r.plan.block_q,
                r.plan.block_kv);
+        fflush(stdout);
     }
     if (n > 1)
         printf("plan creation total: %.2f ms\n", total);
@@ -614,14 +792,36 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
 int main(int argc, char **argv)
 {
     options opt;
-    if (!parse_args(argc, argv, &opt)) {
-        usage(stderr);
+    int parsed = parse_args(argc, argv, &opt);
+    if (parsed == PARSE_ERROR)
+        fprintf(stderr, "fa_cl_bench --help lists the options\n");
+    if (parsed != PARSE_RUN)
+        return parsed == PARSE_EXIT_0 ? 0 : 2;
+    /* the library reads FA_CL_DEVICE when it creates the context: --device is that, for this process */
+    if (opt.device) {
+#if defined(_WIN32)
+        int set = _putenv_s("FA_CL_DEVICE", opt.device);
+#else
+        int set = setenv("FA_CL_DEVICE", opt.device, 1);
+#endif
+        if (set != 0) {
+            fprintf(stderr, "fa_cl_bench: --device: cannot set FA_CL_DEVICE\n");
+            return 1;
+        }
+    }
+    /* open --json FILE now: a path that cannot be written fails before the run, not after it */
+    FILE *json = NULL;
+    if (opt.json && !(json = fopen(opt.json, "w"))) {
+        fprintf(stderr, "fa_cl_bench: --json %s: cannot open for writing: %s\n", opt.json, strerror(errno));
         return 2;
     }
     fa_cl_context *ctx = NULL;
     fa_cl_status st = fa_cl_context_create_default(&ctx);
     if (st != FA_CL_SUCCESS) {
-        fprintf(stderr, "fa_cl_bench: %s: %s\n", fa_cl_status_string(st), fa_cl_last_error(NULL));
+        fprintf(stderr, "fa_cl_bench: %s%s%s%s: %s\n", opt.device ? "--device " : "", opt.device ? opt.device : "",
+                opt.device ? ": " : "", fa_cl_status_string(st), fa_cl_last_error(NULL));
+        if (json)
+            fclose(json);
         return 1;
     }
     char device[512] = "", driver[128] = "";
@@ -638,33 +838,40 @@ int main(int argc, char **argv)
     snprintf(notes, sizeof notes, "%s", fa_cl_context_notes(ctx));
     if (opt.plan_timing)
         return plan_timing(ctx, device, notes, shapes, n);
-    cl_kernel filler = fill_kernel(fa_cl_context_cl_context(ctx), fa_cl_context_device(ctx));
-    if (!filler) {
-        fprintf(stderr, "fa_cl_bench: could not build the input-fill kernel\n");
-        fa_cl_context_release(ctx);
-        return 1;
-    }
-    row *rows = (row *)calloc((size_t)n, sizeof *rows);
+    /* the header before any row computes (a first row can take a while): a user sees what runs */
     printf("# fa_cl_bench on %s; %d timed reps after %d warm-up, median and min; LSE %s\n", device, opt.reps,
            opt.warmup, opt.lse ? "on" : "off");
     print_notes(notes);
     print_header();
-    int bad = 0;
+    fflush(stdout);
+    row *rows = (row *)calloc((size_t)n, sizeof *rows);
+    cl_kernel filler = fill_kernel(fa_cl_context_cl_context(ctx), fa_cl_context_device(ctx));
+    if (!filler || !rows) {
+        fprintf(stderr, "fa_cl_bench: %s\n", rows ? "could not build the input-fill kernel" : "out of host memory");
+        free(rows);
+        if (filler)
+            clReleaseKernel(filler);
+        if (json)
+            fclose(json);
+        fa_cl_context_release(ctx);
+        return 1;
+    }
+    int failed = 0, mismatch = 0;
     for (int i = 0; i < n; i++) {
         if (n > 1)
             fprintf(stderr, "[%d/%d] %s d=%lld N=%lld%s\n", i + 1, n, dtype_name(shapes[i].dtype),
                     (long long)shapes[i].d, (long long)shapes[i].sq, shapes[i].causal ? " causal" : "");
         run_row(ctx, filler, &opt, &shapes[i], &rows[i]);
         print_row(&rows[i]);
-        if (rows[i].failed || (rows[i].max_err >= 0 && !rows[i].within_tol))
-            bad = 1;
+        failed |= rows[i].failed;
+        mismatch |= rows[i].max_err >= 0 && !rows[i].within_tol;
         if (opt.check && !rows[i].failed && rows[i].max_err < 0 && !opt.no_reference)
             fprintf(stderr, "fa_cl_bench: row %d has no reference to check against (%s)\n", i + 1, rows[i].note);
     }
-    if (opt.json)
-        write_json(opt.json, device, rows, n);
+    int written = !json || write_json(json, opt.json, device, rows, n);
     free(rows);
     clReleaseKernel(filler);
     fa_cl_context_release(ctx);
-    return opt.check && bad ? 1 : 0;
+    /* a FAILED row fails the run; an error above tolerance only with --check (the "!" marks it) */
+    return failed || (opt.check && mismatch) || !written ? 1 : 0;
 }

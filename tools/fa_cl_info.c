@@ -14,6 +14,7 @@
 #include "fa_cl_internal.h" /* planner, environment parsing, device query, CL error names */
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -916,19 +917,24 @@ static int report_no_platform(cl_int err, cl_uint count, const options *o)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: fa_cl_info [--device p:d] [--json] [--no-plans] [--help]\n"
+    fprintf(f, "usage: fa_cl_info [--device p:d] [--json] [--no-plans]\n"
                "       fa_cl_info --profile NAME|all|list [--emit DIR]\n"
+               "       fa_cl_info --help | --version\n"
                "List OpenCL platforms and devices with the properties fa_cl uses, and the tiles its\n"
                "planner chooses on each device for head_dim 32..256 (f32, f16).\n"
+               "Options with a value take '--opt VALUE' or '--opt=VALUE'.\n"
                "  -d, --device p:d   only platform p, device d (the numbering FA_CL_DEVICE uses)\n"
                "  --json             machine-readable output\n"
                "  --no-plans         skip the plan table\n"
-               "  --profile NAME     no device: the plan table for a named device profile ('list' names them)\n"
+               "  --profile NAME     no device: the plan table for a named device profile ('list' names them,\n"
+               "                     'all' plans every one)\n"
                "  --emit DIR         with --profile: write each plan's kernel source and exact build options\n"
                "                     (DIR/builds.tsv) for head_dim 64, 128, 256 x f32, f16, bf16\n"
+               "  --version          the tool and library version\n"
                "  -h, --help         this text\n"
                "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TILE in the device plan table, as the library does;\n"
-               "profiles are planned as the library would with no FA_CL_* variable set.\n");
+               "profiles are planned as the library would with no FA_CL_* variable set.\n"
+               "Exit status: 0 listed; 1 no platform or no such device; 2 bad usage.\n");
 }
 
 /* "p:d" with two non-negative decimal indices. */
@@ -948,50 +954,71 @@ static int parse_device(const char *s, int *p, int *d)
     return 1;
 }
 
-/* 0: run; 1: --help printed; 2: usage error (already reported). */
+/* values >= 256, so that optopt after an error tells a long option from a short one */
+enum { OPT_DEVICE = 256, OPT_JSON, OPT_NO_PLANS, OPT_PROFILE, OPT_EMIT, OPT_VERSION, OPT_HELP };
+
+static const struct option long_options[] = {
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"no-plans", no_argument, NULL, OPT_NO_PLANS},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"emit", required_argument, NULL, OPT_EMIT},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* 0: run; 1: --help or --version printed; 2: usage error (already reported). */
 static int parse_options(int argc, char **argv, options *o)
 {
     *o = (options){.json = 0, .plans = 1, .want_p = -1, .want_d = -1, .profile = NULL, .emit_dir = NULL};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *dev = NULL;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+    opterr = 0; /* our messages: getopt's would start with the full path of argv[0] */
+    for (;;) {
+        int c = getopt_long(argc, argv, "+:d:h", long_options, NULL);
+        if (c == -1)
+            break;
+        switch (c) {
+        case 'h':
+        case OPT_HELP:
             usage(stdout);
             return 1;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--no-plans") == 0) {
-            o->plans = 0;
-        } else if (strcmp(a, "--profile") == 0 || strcmp(a, "--emit") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "fa_cl_info: %s needs an argument\n", a);
-                usage(stderr);
+        case OPT_VERSION:
+            printf("fa_cl_info (fa_cl %s)\n", FA_CL_VERSION_STRING);
+            return 1;
+        case OPT_JSON: o->json = 1; break;
+        case OPT_NO_PLANS: o->plans = 0; break;
+        case OPT_PROFILE: o->profile = optarg; break;
+        case OPT_EMIT: o->emit_dir = optarg; break;
+        case 'd':
+        case OPT_DEVICE:
+            if (!parse_device(optarg, &o->want_p, &o->want_d)) {
+                fprintf(stderr, "fa_cl_info: --device wants p:d (two indices, e.g. 0:1), got '%s'\n", optarg);
                 return 2;
             }
-            *(strcmp(a, "--profile") == 0 ? &o->profile : &o->emit_dir) = argv[++i];
-        } else if (strcmp(a, "-d") == 0 || strcmp(a, "--device") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "fa_cl_info: %s needs an argument p:d\n", a);
-                usage(stderr);
-                return 2;
-            }
-            dev = argv[++i];
-        } else if (strncmp(a, "--device=", 9) == 0) {
-            dev = a + 9;
-        } else {
-            fprintf(stderr, "fa_cl_info: unknown option '%s'\n", a);
-            usage(stderr);
+            break;
+        /* getopt_long's errors: optopt is the short option, a long option's value (>= 256), or 0 */
+        case ':':
+            if (optopt > 0 && optopt < 256)
+                fprintf(stderr, "fa_cl_info: -%c needs a value\n", optopt);
+            else
+                fprintf(stderr, "fa_cl_info: %s needs a value\n", argv[optind - 1]);
             return 2;
-        }
-        if (dev && !parse_device(dev, &o->want_p, &o->want_d)) {
-            fprintf(stderr, "fa_cl_info: --device wants p:d (two indices, e.g. 0:1), got '%s'\n", dev);
-            usage(stderr);
+        default:
+            if (optopt >= 256)
+                fprintf(stderr, "fa_cl_info: '%s': that option takes no value\n", argv[optind - 1]);
+            else if (optopt)
+                fprintf(stderr, "fa_cl_info: unknown option '-%c'\n", optopt);
+            else /* an unknown long option, or an abbreviation of more than one */
+                fprintf(stderr, "fa_cl_info: unknown or ambiguous option '%s'\n", argv[optind - 1]);
             return 2;
         }
     }
+    if (optind < argc) {
+        fprintf(stderr, "fa_cl_info: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
     if (o->emit_dir && !o->profile) {
         fprintf(stderr, "fa_cl_info: --emit needs --profile\n");
-        usage(stderr);
         return 2;
     }
     return 0;
@@ -1093,6 +1120,8 @@ int main(int argc, char **argv)
 {
     options o;
     int rc = parse_options(argc, argv, &o);
+    if (rc == 2)
+        fprintf(stderr, "fa_cl_info --help lists the options\n");
     if (rc != 0)
         return rc == 1 ? 0 : 2;
     if (o.profile) /* no OpenCL at all: the offline checks run where no device is */

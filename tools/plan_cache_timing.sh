@@ -13,6 +13,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH=${FA_CL_BUILD_DIR:-build}/tools/fa_cl_bench
 ROUNDS=${ROUNDS:-3}
+# the shape of the numbers in docs/performance.md (fa_cl_bench's default is smaller since issue 10)
+SHAPE=(-b 8 -h 16 -q 4096)
 [ -x "$BENCH" ] || { echo "no $BENCH: build first (bash tools/setup.sh build)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -23,7 +25,7 @@ plan_ms() { # the bench's "plan creation: X ms (source; ...)" line -> "X source"
 }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-FA_CL_CACHE_DIR=off "$BENCH" --plan-timing -d 64 --dtype f32 | sed -n "1s/--plan-timing //p"
+FA_CL_CACHE_DIR=off "$BENCH" --plan-timing "${SHAPE[@]}" -d 64 --dtype f32 | sed -n "1s/--plan-timing //p"
 echo "# $ROUNDS rounds per shape; each round: a fresh FA_CL_CACHE_DIR and POCL_CACHE_DIR, then two processes"
 printf '%-6s %-5s %14s %12s %12s %9s\n' "d" "dtype" "cache off ms" "cold ms" "warm ms" "cold/warm"
 for d in 64 128; do
@@ -33,11 +35,11 @@ for d in 64 128; do
         : >"$work/warm"
         for r in $(seq "$ROUNDS"); do
             read -r off src0 < <(FA_CL_CACHE_DIR=off POCL_CACHE_DIR="$work/pocl-off.$d.$dtype.$r" \
-                "$BENCH" --plan-timing -d "$d" --dtype "$dtype" | plan_ms)
+                "$BENCH" --plan-timing "${SHAPE[@]}" -d "$d" --dtype "$dtype" | plan_ms)
             echo "$off" >>"$work/off"
             export FA_CL_CACHE_DIR="$work/fa_cl.$d.$dtype.$r" POCL_CACHE_DIR="$work/pocl.$d.$dtype.$r"
-            read -r cold src1 < <("$BENCH" --plan-timing -d "$d" --dtype "$dtype" | plan_ms)
-            read -r warm src2 < <("$BENCH" --plan-timing -d "$d" --dtype "$dtype" | plan_ms)
+            read -r cold src1 < <("$BENCH" --plan-timing "${SHAPE[@]}" -d "$d" --dtype "$dtype" | plan_ms)
+            read -r warm src2 < <("$BENCH" --plan-timing "${SHAPE[@]}" -d "$d" --dtype "$dtype" | plan_ms)
             if [ "$src1" != compiled ] || [ "$src2" != "disk cache" ]; then
                 echo "round $r, d=$d $dtype: expected compiled then disk cache, got '$src1' then '$src2'" >&2
                 exit 1
