@@ -117,7 +117,7 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     s = getenv("FA_CL_VENDOR_PATH");
     out->vendor_path_off = s && strcmp(s, "0") == 0;
     s = getenv("FA_CL_NV_TF32");
-    out->nv_tf32 = s && *s && strcmp(s, "0") != 0;
+    out->nv_tf32 = !s || !*s ? -1 : strcmp(s, "0") != 0;
     s = getenv("FA_CL_MMA_EMULATE");
     out->mma_emulate = s && *s && strcmp(s, "0") != 0;
     s = getenv("FA_CL_DEBUG_BUILD_LOG");
@@ -183,10 +183,8 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
     ctx->queue = queue;
     ctx->queue_in_order = !(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
     fa_cl__binary_cache_open(ctx);
-    if (ctx->env.nv_tf32 && !ctx->env.vendor_path_off &&
-        (ctx->env.mma_emulate || (ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)))
-        fa_cl__note(ctx, "fp32 on tensor cores (nvidia-tf32x3: 3xTF32, fp32 accuracy): on (FA_CL_NV_TF32=1; not yet "
-                         "measured against the portable kernels)");
+    if (ctx->env.nv_tf32 == 0 && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
+        fa_cl__note(ctx, "fp32 on tensor cores (nvidia-tf32x3): off (FA_CL_NV_TF32=0): f32 takes the portable kernels");
     if (ctx->env.mma_emulate && !ctx->env.vendor_path_off)
         fa_cl__note(ctx, "tensor-core kernel (nvidia-mma): planned for f16/bf16 with its PTX emulated in portable "
                          "OpenCL C (FA_CL_MMA_EMULATE=1, for tests: slow)");
@@ -370,5 +368,6 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     }
     /* FA_CL_VENDOR_PATH=0, or a tensor-core build that failed here: portable kernels only */
     out->nv_mma = out->nv_mma && !ctx->env.vendor_path_off && !ctx->mma_failed;
-    out->nv_tf32 = out->nv_mma && ctx->env.nv_tf32;
+    /* f32 on tensor cores: the default where they run natively; emulated only when asked for */
+    out->nv_tf32 = out->nv_mma && (ctx->env.mma_emulate ? ctx->env.nv_tf32 == 1 : ctx->env.nv_tf32 != 0);
 }

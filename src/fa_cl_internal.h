@@ -70,7 +70,7 @@ typedef struct fa_cl_env {
     int variant;              /* FA_CL_KERNEL_VARIANT: 0 = planner's choice, else an fa_cl_variant */
     int vendor_path_off;      /* FA_CL_VENDOR_PATH=0: portable kernels only */
     int mma_emulate;          /* FA_CL_MMA_EMULATE=1 (tests): the tensor-core kernel on any device, PTX emulated */
-    int nv_tf32;              /* FA_CL_NV_TF32=1: f32 on NVIDIA tensor cores (3xTF32), opt-in until measured */
+    int nv_tf32;              /* FA_CL_NV_TF32: -1 unset (on where tensor cores run natively), 0 off, 1 on */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */
     int cache_off;            /* FA_CL_CACHE_DIR=off */
 } fa_cl_env;

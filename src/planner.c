@@ -73,8 +73,8 @@ static void tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     out->ptx_emulated = lim->mma_emulated;
 }
 
-/* The fp32 tensor-core variant (3xTF32; FA_CL_NV_TF32=1 on NVIDIA >= 8.0). UNSUPPORTED without a
- * message when it does not apply. */
+/* The fp32 tensor-core variant (3xTF32; NVIDIA >= 8.0 unless FA_CL_NV_TF32=0). UNSUPPORTED without
+ * a message when it does not apply (the portable kernels are planned instead). */
 static fa_cl_status plan_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req, size_t budget,
                               fa_cl_tiles *out, char *msg, size_t msg_size)
 {
@@ -110,15 +110,17 @@ static fa_cl_status plan_mma(const fa_cl_limits *lim, const fa_cl_tile_request *
     if (req->dtype == FA_CL_F32 || req->head_dim > FA_CL_MMA_MAX_DIM)
         return FA_CL_ERROR_UNSUPPORTED;
     const int dp = fa_cl_mma_dim_padded(req->head_dim);
-    /* H200 (docs/performance.md): with asynchronous copies 64 x 64 (227.6 TFLOP/s at d = 128, f16);
-     * with synchronous ones 64 x 32 at d = 128 (163 vs 82 for 64 x 64). Above 128, 32 keys: the
-     * O accumulator takes the registers (252 at d = 256, ptxas 12.9 on clang's PTX; unmeasured) */
-    int br = FA_CL_MMA_BLOCK_Q, bc = (dp > 128 || (dp == 128 && !req->aligned16)) ? 32 : FA_CL_MMA_BLOCK_KV;
-    int wr = FA_CL_MMA_WARP_ROWS;
+    /* H200 (docs/performance.md): with asynchronous copies up to d = 128, 128 x 64 with 32 rows per
+     * warp; with synchronous ones 64 x 32 at d = 128 (163 vs 82 for 64 x 64). Above 128, 64 x 32:
+     * the O accumulator takes the registers (244 at d = 256, measured) */
+    const int async_wide = req->aligned16 && dp <= 128;
+    int br = async_wide ? FA_CL_MMA_ASYNC_BLOCK_Q : FA_CL_MMA_BLOCK_Q;
+    int bc = (dp > 128 || (dp == 128 && !req->aligned16)) ? 32 : FA_CL_MMA_BLOCK_KV;
+    int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
         br = lim->forced_q;
         bc = lim->forced_kv;
-        wr = lim->forced_rows > 0 ? lim->forced_rows : wr;
+        wr = lim->forced_rows > 0 ? lim->forced_rows : FA_CL_MMA_WARP_ROWS; /* as the sweeps wrote it */
         /* a tile the tensor-core kernel cannot take is meant for the portable kernels: plan those */
         if (br % 16 || bc % 16 || br > 256 || bc > 128 || (wr != 16 && wr != 32) || br % wr || lim->forced_cols > 0)
             return lim->forced_variant == FA_CL_VARIANT_NV_MMA

@@ -22,7 +22,7 @@ typedef struct fa_cl_limits {
     int flush_keys;            /* FA_CL_FLUSH_KEYS (tests): the second accumulation level every n keys, any row; 0 = policy */
     int nv_mma;                /* NVIDIA, compute capability >= 8.0, vendor path allowed (FA_CL_VENDOR_PATH) */
     int mma_emulated;          /* FA_CL_MMA_EMULATE=1: nv_mma plans build with the PTX emulated (tests) */
-    int nv_tf32;               /* FA_CL_NV_TF32=1 where nv_mma: f32 on tensor cores as 3xTF32 (unmeasured: opt-in) */
+    int nv_tf32;               /* where nv_mma: f32 on tensor cores as 3xTF32 (FA_CL_NV_TF32=0 turns it off) */
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
 } fa_cl_limits;
 
@@ -52,7 +52,7 @@ typedef enum fa_cl_variant {
     FA_CL_VARIANT_ROWS = 1,  /* cl/fa_forward.cl: each work-item owns whole query rows; P never leaves registers */
     FA_CL_VARIANT_TILED = 2, /* cl/fa_forward_tiled.cl: TM x TN register tiles; P passes through local memory */
     FA_CL_VARIANT_NV_MMA = 3, /* cl/fa_forward_nv_mma.cl: NVIDIA tensor cores (inline PTX), f16/bf16 only */
-    FA_CL_VARIANT_NV_TF32 = 4, /* cl/fa_forward_nv_tf32.cl: NVIDIA tensor cores, f32 as 3xTF32 (opt-in) */
+    FA_CL_VARIANT_NV_TF32 = 4, /* cl/fa_forward_nv_tf32.cl: NVIDIA tensor cores, f32 as 3xTF32 */
 } fa_cl_variant;
 
 /* The shape class a plan is made for. */
@@ -117,15 +117,20 @@ int64_t fa_cl_flush_threshold(fa_cl_dtype dtype);
 #define FA_CL_MMA_BLOCK_Q 64
 #define FA_CL_MMA_BLOCK_KV 64
 #define FA_CL_MMA_WARP_ROWS 16
+/* With asynchronous copies (16-byte rows) up to head_dim 128: FlashAttention-2's 128 x 64 block of
+ * 4 warps, 32 rows each (the H200 sweep of main at 5f30f0b: 279.8 against 203.6 TFLOP/s for 64 x 64
+ * x 16 at d = 128 f16, 244.8 against 194.0 at d = 64; docs/performance.md). */
+#define FA_CL_MMA_ASYNC_BLOCK_Q 128
+#define FA_CL_MMA_ASYNC_WARP_ROWS 32
 #define FA_CL_MMA_MAX_DIM 256
 /* Q's A fragments stay in registers (16 rows per warp) up to this padded head_dim; the kernel's
  * FA_MMA_Q_REGS_MAX_DIM. */
 #define FA_CL_MMA_Q_REGS_MAX_DIM 128
 
-/* The fp32 tensor-core kernel (3xTF32): 4 warps of 16 rows, 32 keys per block, head_dim <= 128
- * padded to 64 or 128. Local bytes (cl/fa_forward_nv_tf32.cl's SMEM_FLOATS): fp32 rows of Q and K
+/* The fp32 tensor-core kernel (3xTF32): 8 warps of 16 rows (128 x 32 ran 42.8 TFLOP/s against 39.7
+ * for 64 x 32 at d = 128 on the H200), 32 keys per block, head_dim <= 128 padded to 64 or 128. Local bytes (cl/fa_forward_nv_tf32.cl's SMEM_FLOATS): fp32 rows of Q and K
  * padded by 8, of V by 4; K and V doubled when copied asynchronously. */
-#define FA_CL_TF32_BLOCK_Q 64
+#define FA_CL_TF32_BLOCK_Q 128
 #define FA_CL_TF32_BLOCK_KV 32
 #define FA_CL_TF32_MAX_DIM 128
 size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int aligned16);

@@ -581,14 +581,14 @@ static void mma_cases(tu_tally *tally)
         int br, bc, wr, wg, dp;
         size_t bytes;
         size_t local; /* the budget; 0: the H200's 227 KiB */
-        int tf32;     /* FA_CL_NV_TF32=1: f32 on the 3xTF32 kernel */
+        int tf32;     /* f32 on the 3xTF32 kernel (FA_CL_NV_TF32 not 0) */
     } mc[] = {
-        {"d=128 aligned: 64x64, max(64, 4*64) rows * 136 * 2 = 69632", 128, 1, 0, 0, 0, 0, FA_CL_F16, FA_CL_SUCCESS,
-         64, 64, 16, 128, 128, 69632},
+        {"d=128 aligned: 128x64, 32 rows per warp, (128 + 4*64) rows * 136 * 2 = 104448", 128, 1, 0, 0, 0, 0,
+         FA_CL_F16, FA_CL_SUCCESS, 128, 64, 32, 128, 128, 104448},
         {"d=128 unaligned: 64x32, max(64, 2*32) rows * 136 * 2 = 17408", 128, 0, 0, 0, 0, 0, FA_CL_BF16,
          FA_CL_SUCCESS, 64, 32, 16, 128, 128, 17408},
-        {"d=40 aligned: padded to 64, 256 rows * 72 * 2 = 36864", 40, 1, 0, 0, 0, 0, FA_CL_F16, FA_CL_SUCCESS, 64, 64,
-         16, 128, 64, 36864},
+        {"d=40 aligned: padded to 64, 128x64x32, (128 + 256) rows * 72 * 2 = 55296", 40, 1, 0, 0, 0, 0, FA_CL_F16,
+         FA_CL_SUCCESS, 128, 64, 32, 128, 64, 55296},
         {"FA_CL_TILE=128x32x32, d=128 aligned: (128 + 4*32) rows * 136 * 2 = 69632, 4 warps", 128, 1, 128, 32, 32, 0,
          FA_CL_F16, FA_CL_SUCCESS, 128, 32, 32, 128, 128, 69632},
         {"FA_CL_TILE=128x64x32, d=64 unaligned: (128 + 2*64) rows * 72 * 2 = 36864", 64, 0, 128, 64, 32, 0,
@@ -614,13 +614,13 @@ static void mma_cases(tu_tally *tally)
          FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0, 64 * KIB},
         {"FA_CL_TILE=64x64 at d=256 in 80 KiB with nvidia-mma forced: not shrunk, refused", 256, 1, 64, 64, 0,
          FA_CL_VARIANT_NV_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0, 80 * KIB},
-        /* f32 with FA_CL_NV_TF32=1 (tf32 = 1): 4 * (B_r (d + 8) + bufs B_c (2 d + 12)) */
-        {"f32 tf32 d=128 aligned: 4 * (64*136 + 2*32*268) = 103424", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, 64,
-         32, 16, 128, 128, 103424, 0, 1},
-        {"f32 tf32 d=128 unaligned: 4 * (64*136 + 32*268) = 69120", 128, 0, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, 64,
-         32, 16, 128, 128, 69120, 0, 1},
-        {"f32 tf32 d=40: padded to 64, 4 * (64*72 + 2*32*140) = 54272", 40, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
-         64, 32, 16, 128, 64, 54272, 0, 1},
+        /* f32 on the 3xTF32 kernel (tf32 = 1, the default): 4 * (B_r (d + 8) + bufs B_c (2 d + 12)) */
+        {"f32 tf32 d=128 aligned: 4 * (128*136 + 2*32*268) = 138240", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
+         128, 32, 16, 256, 128, 138240, 0, 1},
+        {"f32 tf32 d=128 unaligned: 4 * (128*136 + 32*268) = 103936", 128, 0, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
+         128, 32, 16, 256, 128, 103936, 0, 1},
+        {"f32 tf32 d=40: padded to 64, 4 * (128*72 + 2*32*140) = 72704", 40, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
+         128, 32, 16, 256, 64, 72704, 0, 1},
         {"f32 tf32 FA_CL_TILE=32x16: 4 * (32*136 + 2*16*268) = 51712", 128, 1, 32, 16, 0, 0, FA_CL_F32,
          FA_CL_SUCCESS, 32, 16, 16, 64, 128, 51712, 0, 1},
         {"f32 tf32 d=160 > 128: the portable kernels", 160, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0,
