@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# One call on the NVIDIA GPU host (../shared/gpu/README.md): the CTest suite through NVIDIA's OpenCL,
+# the rows of docs/performance.md with the planner's defaults beside the previous defaults and a
+# build of an earlier commit (BASE), long-row costs, and PyTorch's SDPA kernels on the same shapes.
+# Run from the repo root with .gpu/ (a copy of ../shared/gpu), a build made on the Debian machine
+# (BUILD, default build-gpu) and optionally BASE (default build-base). Logs go to $OUT.
+#   scripts/h200_check.sh [all|tests|rows|torch]
+set -u
+BUILD=${BUILD:-build-gpu}
+BASE=${BASE:-build-base}
+OUT=${OUT:-/tmp/fa_cl_out}
+mkdir -p "$OUT"
+. .gpu/nvidia-opencl-env.sh
+# CTest files and rpaths hold the Debian machine's absolute paths (/work/main/...): make them resolve
+here=$(pwd)
+[ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw --format=csv | tee "$OUT/gpu.txt"
+what=${1:-all}
+
+bench() { # label, env..., -- bench args
+    local label=$1; shift
+    local envs=()
+    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    printf '%-34s %s :: %s\n' "$label" "$*" "$(env "${envs[@]}" "$B" "$@" 2>&1 | tail -1 | cut -c1-240)"
+}
+
+if [ "$what" = all ] || [ "$what" = tests ]; then
+    t0=$(date +%s)
+    (cd /work/main && ctest --test-dir "$BUILD" -LE "install|offline|oclgrind|leaks" -j4 --output-on-failure 2>&1) \
+        > "$OUT/ctest.txt"
+    echo "ctest wall time: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/ctest.txt"
+    grep -E "tests passed|tests failed|\*\*\*|Not Run|Skipped" "$OUT/ctest.txt" | tail -30
+    "$BUILD/tools/fa_cl_info" > "$OUT/info.txt" 2>&1
+fi
+
+ROWS=("-b 8 -h 16 -q 4096 -d 128 --dtype f16" "-b 8 -h 16 -q 4096 -d 64 --dtype f16"
+      "-b 8 -h 16 -q 4096 -d 128 --dtype bf16" "-b 8 -h 16 -q 4096 -d 128 --dtype f16 --causal"
+      "-b 8 -h 16 -q 4096 -d 64 --dtype f16 --causal" "-b 2 -h 16 -q 4096 -d 256 --dtype f16"
+      "-b 64 -h 16 -q 512 -d 128 --dtype f16" "-b 8 -h 16 -q 4096 -d 128 --dtype f32"
+      "-b 8 -h 16 -q 4096 -d 64 --dtype f32")
+if [ "$what" = all ] || [ "$what" = rows ]; then
+    {
+    for r in "${ROWS[@]}"; do
+        B="$BUILD/tools/fa_cl_bench"
+        bench "new default" -- $r --no-reference
+        if [ -x "$BASE/tools/fa_cl_bench" ]; then B="$BASE/tools/fa_cl_bench"; bench "base $(cat "$BASE/commit" 2>/dev/null)" -- $r --no-reference; fi
+        B="$BUILD/tools/fa_cl_bench"
+        case "$r" in
+        *f32*) bench "new, FA_CL_NV_TF32=0" FA_CL_NV_TF32=0 -- $r --no-reference ;;
+        *"-d 256"*) ;;
+        *) bench "new, FA_CL_TILE=64x64x16 (old)" FA_CL_TILE=64x64x16 -- $r --no-reference ;;
+        esac
+    done
+    # the defaults checked against the reference
+    B="$BUILD/tools/fa_cl_bench"
+    for r in "-b 2 -h 8 -q 2048 -d 128 --dtype f16" "-b 2 -h 8 -q 2048 -d 64 --dtype bf16 --causal" \
+             "-b 2 -h 8 -q 2048 -d 128 --dtype f32" "-b 2 -h 8 -q 1000 -k 1500 -d 64 --dtype f32 --causal"; do
+        bench "check" -- $r --check
+    done
+    # long rows: the two-level accumulation (f32 above 2^16 keys, f16 above 2^21) against the base build
+    for r in "-b 1 -h 16 -q 2048 -k 262144 -d 128 --dtype f32" "-b 4 -h 32 --heads-kv 8 -q 16 -k 4194304 -d 128 --dtype f16"; do
+        B="$BUILD/tools/fa_cl_bench"; bench "long rows new" -- $r --no-reference --reps 10 --warmup 1
+        if [ -x "$BASE/tools/fa_cl_bench" ]; then B="$BASE/tools/fa_cl_bench"; bench "long rows base" -- $r --no-reference --reps 10 --warmup 1; fi
+    done
+    # sweep around the new defaults
+    B="$BUILD/tools/fa_cl_bench"
+    for t in 128x64x32 256x64x32 128x128x32 128x32x32; do
+        bench "FA_CL_TILE=$t" FA_CL_TILE=$t -- -b 8 -h 16 -q 4096 -d 128 --dtype f16 --no-reference
+        bench "FA_CL_TILE=$t" FA_CL_TILE=$t -- -b 8 -h 16 -q 4096 -d 64 --dtype f16 --no-reference
+    done
+    for t in 128x32 64x32 256x32; do
+        bench "FA_CL_TILE=$t (tf32)" FA_CL_TILE=$t -- -b 8 -h 16 -q 4096 -d 128 --dtype f32 --no-reference
+    done
+    } 2>&1 | tee "$OUT/rows.txt"
+fi
+
+if [ "$what" = all ] || [ "$what" = torch ]; then
+    for r in "${ROWS[@]}"; do
+        args=$(echo "$r" | sed 's/-h /-H /; s/-q /-n /')
+        python3 scripts/torch_sdpa_anchor.py $args 2>&1 | grep -v -i warn
+    done 2>&1 | tee "$OUT/torch.txt"
+fi
