@@ -75,6 +75,30 @@ if [ "$what" = all ] || [ "$what" = rows ]; then
     } 2>&1 | tee "$OUT/rows.txt"
 fi
 
+if [ "$what" = all ] || [ "$what" = long ]; then
+    # the two-level accumulation's cost: just below and just above the threshold where it starts
+    # (f32 2^16 keys, f16 2^21), and against the earlier build on the same shape
+    {
+    B="$BUILD/tools/fa_cl_bench"
+    for k in 65536 65600; do
+        bench "f32 tf32, Sk=$k" -- -b 1 -h 16 -q 4096 -k $k -d 128 --dtype f32 --no-reference
+        bench "f32 portable, Sk=$k" FA_CL_NV_TF32=0 -- -b 1 -h 16 -q 4096 -k $k -d 128 --dtype f32 --no-reference
+    done
+    for k in 2097152 2097216; do
+        bench "f16, Sk=$k" -- -b 1 -h 16 -q 1024 -k $k -d 128 --dtype f16 --no-reference
+    done
+    for r in "-b 1 -h 16 -q 2048 -k 262144 -d 128 --dtype f32" "-b 4 -h 32 --heads-kv 8 -q 16 -k 4194304 -d 128 --dtype f16"; do
+        B="$BUILD/tools/fa_cl_bench"; bench "long rows new" FA_CL_NV_TF32=0 -- $r --no-reference --warmup 1
+        if [ -x "$BASE/tools/fa_cl_bench" ]; then B="$BASE/tools/fa_cl_bench"; bench "long rows base" -- $r --no-reference --warmup 1; fi
+    done
+    # decode shapes (issue 13's), new against base
+    for r in "-b 16 -h 32 --heads-kv 8 -q 1 -k 8192 -d 128 --dtype f16" "-b 1 -h 32 --heads-kv 8 -q 1 -k 131072 -d 128 --dtype f16"; do
+        B="$BUILD/tools/fa_cl_bench"; bench "decode new" -- $r --no-reference
+        if [ -x "$BASE/tools/fa_cl_bench" ]; then B="$BASE/tools/fa_cl_bench"; bench "decode base" -- $r --no-reference; fi
+    done
+    } 2>&1 | tee "$OUT/long.txt"
+fi
+
 if [ "$what" = all ] || [ "$what" = torch ]; then
     for r in "${ROWS[@]}"; do
         args=$(echo "$r" | sed 's/-h /-H /; s/-q /-n /')

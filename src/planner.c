@@ -113,7 +113,9 @@ static fa_cl_status plan_mma(const fa_cl_limits *lim, const fa_cl_tile_request *
     /* H200 (docs/performance.md): with asynchronous copies up to d = 128, 128 x 64 with 32 rows per
      * warp; with synchronous ones 64 x 32 at d = 128 (163 vs 82 for 64 x 64). Above 128, 64 x 32:
      * the O accumulator takes the registers (244 at d = 256, measured) */
-    const int async_wide = req->aligned16 && dp <= 128;
+    /* ... where the rows fill it: with 16 query rows against 4M keys, 128 x 64 x 32 ran 282 ms
+     * where 64 x 64 x 16 ran 132 (H200, f16 d = 128, 8 KV heads) */
+    const int async_wide = req->aligned16 && dp <= 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q;
     int br = async_wide ? FA_CL_MMA_ASYNC_BLOCK_Q : FA_CL_MMA_BLOCK_Q;
     int bc = (dp > 128 || (dp == 128 && !req->aligned16)) ? 32 : FA_CL_MMA_BLOCK_KV;
     int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;

@@ -715,6 +715,26 @@ int main(void)
     mma_cases(&tally);
     flush_cases(&tally);
 
+    /* few query rows (decode): the 64-row tensor-core block with 16 rows per warp, not 128 x 64 */
+    {
+        fa_cl_limits lim;
+        memset(&lim, 0, sizeof lim);
+        lim.local_mem_size = 227 * KIB;
+        lim.max_work_group = 1024;
+        lim.prefer_tiled = 1;
+        lim.nv_mma = 1;
+        const int64_t sq[2] = {16, 65};
+        const int want_br[2] = {64, 128}, want_wr[2] = {16, 32};
+        for (int i = 0; i < 2; i++) {
+            fa_cl_tile_request req = {128, FA_CL_F16, sq[i], 1 << 20, 1, 0};
+            fa_cl_tiles t;
+            char msg[256] = "";
+            fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            tu_expect(&tally, st == FA_CL_SUCCESS && t.block_q == want_br[i] && t.rows_per_item == want_wr[i],
+                      "tensor-core plan, %lld query rows: %dx%d, %d rows per warp (want %dx64x%d) %s",
+                      (long long)sq[i], t.block_q, t.block_kv, t.rows_per_item, want_br[i], want_wr[i], msg);
+        }
+    }
     /* msg may be small: truncated, NUL-terminated, no overflow */
     {
         fa_cl_limits lim = limits_of(&cases[0]);
