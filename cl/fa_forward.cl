@@ -9,11 +9,12 @@
  *
  * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (HEAD_DIM rounded up to 4), BLOCK_Q,
  * BLOCK_KV, ROWS (query rows per work-item); optional FA_UNROLL (force unrolling so the private
- * arrays stay in registers on GPUs), FA_NATIVE_EXP (native_exp2) and FA_FLUSH_BLOCKS (two-level
- * accumulation for long rows, cl/fa_forward_common.cl).
+ * arrays stay in registers on GPUs), FA_NATIVE_EXP (native_exp2) and FA_KV_CHUNKED (long rows in chunks
+ * of keys, cl/fa_forward_common.cl).
  */
 #define D4 (D_PAD / 4)
 #define WG (BLOCK_Q / ROWS)
+#define FA_ITEM_ROWS ROWS
 
 
 /* Cooperative load of BLOCK_KV rows (keys kv0 ..) into the shared K/V buffer; rows past seqlen_k
@@ -68,17 +69,9 @@ void fa_forward(FA_FORWARD_PARAMS)
     float4 acc[ROWS][D4];
     float m[ROWS], l[ROWS];
     int lo[ROWS], hi[ROWS];
-#ifdef FA_FLUSH_BLOCKS
-    float m_hi[ROWS], l_hi[ROWS];
-    int since_flush = 0;
-#endif
     for (int i = 0; i < ROWS; i++) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
-#ifdef FA_FLUSH_BLOCKS
-        m_hi[i] = -INFINITY;
-        l_hi[i] = 0.0f;
-#endif
         fa_row_range(q0 + lid + i * WG, seqlen_q, seqlen_k, win_left, win_right, &lo[i], &hi[i]);
 #ifdef FA_UNROLL
 #pragma unroll
@@ -91,6 +84,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     int blk_lo, blk_hi, first_hi, last_lo;
     fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &first_hi);
     fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &last_lo, &blk_hi);
+    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys (all of them without FA_KV_CHUNKED) */
+    blk_hi = min(blk_hi, kv_end);
     barrier(CLK_LOCAL_MEM_FENCE);
 
     for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
@@ -183,47 +178,38 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int j = 0; j < BLOCK_KV; j++)
                 FA_PV_KEY(j, kv0 + j >= lo[i] && kv0 + j < hi[i])
         }
-#ifdef FA_FLUSH_BLOCKS
-        if (++since_flush == FA_FLUSH_BLOCKS) { /* this work-item's own rows: no barrier needed */
-            since_flush = 0;
-            for (int i = 0; i < ROWS; i++) {
-                const int row = q0 + lid + i * WG;
-                const float f = fa_hi_factor(m_hi[i], m[i], scale_log2);
-                if (row < seqlen_q)
-                    for (int c = 0; c < D4; c++) {
-                        float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
-                        for (int e = 0; e < 4; e++)
-                            if (4 * c + e < HEAD_DIM)
-                                FA_HI_ADD(row, 4 * c + e, m_hi[i], f, x[e]);
-                        acc[i][c] = (float4)(0.0f);
-                    }
-                l_hi[i] = mad(l_hi[i], f, l[i]);
-                l[i] = 0.0f;
-                m_hi[i] = m[i];
-            }
-        }
-#endif
         barrier(CLK_LOCAL_MEM_FENCE); /* every work-item is done with V before the next K */
     }
 
+#ifdef FA_KV_CHUNKED
+    /* merge with the earlier chunks; every launch but the last leaves O and (m, l) for the next */
+    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k;
+    for (int i = 0; i < ROWS; i++) {
+        const int row = q0 + lid + i * WG;
+        const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, &m[i], &l[i], scale_log2);
+        FA_PRAGMA_UNROLL
+        for (int c = 0; c < D4; c++) {
+            float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
+            FA_PRAGMA_UNROLL
+            for (int e = 0; e < 4; e++)
+                if (row < seqlen_q && 4 * c + e < HEAD_DIM) {
+                    x[e] = FA_CHUNK_GET(row, 4 * c + e, first_chunk, f, x[e]);
+                    if (!last_chunk)
+                        *FA_CHUNK_O(row, 4 * c + e) = x[e];
+                }
+            acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);
+        }
+        if (!last_chunk)
+            vstore2((float2)(m[i], l[i]), 0, FA_CHUNK_SLOT(i));
+    }
+    if (!last_chunk)
+        return; /* the whole work-group: last_chunk is the launch's */
+#endif
     /* Normalise, then stage the block through the Q tile (each work-item only ever touched its own
      * rows there) so the global stores are coalesced. */
     for (int i = 0; i < ROWS; i++) {
         int r = lid + i * WG;
         int row = q0 + r;
-#ifdef FA_FLUSH_BLOCKS
-        /* both levels, the second read back from the rows this work-item flushed */
-        const float f = fa_hi_factor(m_hi[i], m[i], scale_log2);
-        l[i] = mad(l_hi[i], f, l[i]);
-        if (row < seqlen_q)
-            for (int c = 0; c < D4; c++) {
-                float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
-                for (int e = 0; e < 4; e++)
-                    if (4 * c + e < HEAD_DIM)
-                        x[e] = FA_HI_GET(row, 4 * c + e, m_hi[i], f, x[e]);
-                acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);
-            }
-#endif
         float inv = (l[i] == 0.0f) ? 0.0f : 1.0f / l[i];
 #ifdef FA_UNROLL
 #pragma unroll
@@ -233,8 +219,8 @@ void fa_forward(FA_FORWARD_PARAMS)
         if (has_lse && row < seqlen_q)
             lse[bh * (ulong)seqlen_q + (ulong)row] = fa_row_lse(m[i], l[i], scale);
     }
-#ifdef FA_FLUSH_BLOCKS
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE); /* f32: o held the second level, read above */
+#ifdef FA_KV_CHUNKED
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE); /* f32: o held the earlier chunks, read above */
 #else
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif

@@ -24,7 +24,7 @@
         long qs0, long qs1, long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, long os0, \
         long os1, long os2, int heads_q, int group, int seqlen_q, int seqlen_k, int num_q_blocks,         \
         float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse, float scale,         \
-        __global float *scratch
+        __global float *scratch, int kv_begin, int kv_end
 
 /* One work-group per (query block, batch*head), flattened into dimension 0: this one's batch b,
  * query head h, kv head hk and first row q0. Causal plans visit each head's longest rows first. */
@@ -45,26 +45,47 @@ inline float fa_row_lse(float m, float l, float scale)
     return l == 0.0f ? -INFINITY : mad(m, scale, log(l));
 }
 
-/* Two-level accumulation (FA_FLUSH_BLOCKS, set by the planner where a row can see more keys than
- * fp32 sums keep accurate: docs/design.md). Every FA_FLUSH_BLOCKS blocks each work-item adds its
- * unnormalised O and l into a second level and restarts them at 0: O into an fp32 image of the
- * output (o itself for f32 storage, the plan's scratch buffer [B*Hq, Sq, HEAD_DIM] otherwise), l
- * into a register. Each level then sums at most FA_FLUSH_BLOCKS * BLOCK_KV terms (or that many
- * partial sums). m_hi is the running maximum at the last flush (-inf: the second level holds
- * nothing and is never read); fa_hi_factor rescales it to the running maximum m, as delta does. */
-#ifdef FA_FLUSH_BLOCKS
-inline float fa_hi_factor(float m_hi, float m, float scale_log2)
+/* Long rows in chunks of keys (FA_KV_CHUNKED, set by the planner where a row can see more keys than
+ * fp32 sums keep accurate: docs/design.md). The plan launches the kernel once per chunk [kv_begin,
+ * kv_end) of keys, a multiple of BLOCK_KV apart; each launch sums its chunk alone (the loop as
+ * without chunks: no registers added) and merges into what the earlier launches left, as split-KV
+ * partial results merge: O = O_hi 2^((m_hi - M) c) + O 2^((m - M) c), l likewise, M = max(m_hi, m).
+ * So no fp32 sum has more than a chunk's terms. What a launch leaves: per work-item row a slot
+ * (m, l) at the start of the plan's scratch buffer, and the unnormalised O in an fp32 image of the
+ * output: o itself for f32 storage, else the scratch after the slots ([B*Hq, Sq, HEAD_DIM]). The
+ * last chunk's launch normalises and writes o and the LSE. A variant defines FA_ITEM_ROWS, the rows
+ * each work-item holds. */
+#ifdef FA_KV_CHUNKED
+/* the factor bringing sums relative to maximum m to maximum mx (both raw scores); 0 where m is -inf */
+inline float fa_rescale(float m, float mx, float scale_log2)
 {
-    return m_hi == -INFINITY ? 0.0f : FA_EXP2((m_hi - (m == -INFINITY ? 0.0f : m)) * scale_log2);
+    return m == -INFINITY ? 0.0f : FA_EXP2((m - mx) * scale_log2);
 }
+/* the state slot of this work-item's row i */
+#define FA_CHUNK_SLOT(i) (scratch + 2 * ((ulong)get_global_id(0) * FA_ITEM_ROWS + (ulong)(i)))
 #if FA_DTYPE == 0
-#define FA_HI_AT(row, col) ((__global float *)o + obase + (ulong)(row) * (ulong)os2 + (ulong)(col))
+#define FA_CHUNK_O(row, col)                                                                              \
+    ((__global float *)o + o_off + b * (ulong)os0 + (ulong)h * (ulong)os1 + (ulong)(row) * (ulong)os2 + (ulong)(col))
 #else
-#define FA_HI_AT(row, col) (scratch + (bh * (ulong)seqlen_q + (ulong)(row)) * (ulong)HEAD_DIM + (ulong)(col))
+#define FA_CHUNK_O(row, col)                                                                              \
+    (scratch + 2 * (ulong)get_global_size(0) * FA_ITEM_ROWS + (bh * (ulong)seqlen_q + (ulong)(row)) * HEAD_DIM + \
+     (ulong)(col))
 #endif
-/* the second level of (row, col) rescaled by f, plus x; FA_HI_ADD stores it back */
-#define FA_HI_GET(row, col, m_hi, f, x) (((m_hi) == -INFINITY ? 0.0f : *FA_HI_AT(row, col) * (f)) + (x))
-#define FA_HI_ADD(row, col, m_hi, f, x) (*FA_HI_AT(row, col) = FA_HI_GET(row, col, m_hi, f, x))
+/* Merge the earlier chunks' row (slot i) into this launch's running maximum *m and sum *l: returns
+ * the factors for the earlier O (.x) and this launch's O (.y); *m becomes the merged maximum. */
+inline float2 fa_chunk_merge(__global const float *slot, int first_chunk, float *m, float *l, float scale_log2)
+{
+    const float2 st = first_chunk ? (float2)(-INFINITY, 0.0f) : vload2(0, slot);
+    const float mx = fmax(st.x, *m);
+    const float mu = mx == -INFINITY ? 0.0f : mx;
+    const float2 f = (float2)(fa_rescale(st.x, mu, scale_log2), fa_rescale(*m, mu, scale_log2));
+    *l = st.y * f.x + *l * f.y;
+    *m = mx;
+    return f;
+}
+/* one element of O merged: the earlier chunks' value (never read on the first chunk) and this one's */
+#define FA_CHUNK_GET(row, col, first_chunk, f, val) \
+    ((first_chunk) ? (val) * (f).y : mad(*FA_CHUNK_O(row, col), (f).x, (val) * (f).y))
 #endif
 
 /* Visible key range [lo, hi) of query row `row`: causal and windows folded into win_left/right by

@@ -22,7 +22,7 @@
  * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64, 128, 192 or 256), BLOCK_Q
  * (a multiple of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16);
  * FA_ALIGNED16 when every q/k/v/o row start is 16-byte aligned (asynchronous copies, paired stores);
- * FA_FLUSH_BLOCKS: two-level accumulation for long rows (cl/fa_forward_common.cl).
+ * FA_KV_CHUNKED: long rows in chunks of keys (cl/fa_forward_common.cl).
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core kernel takes f16 or bf16 storage"
@@ -43,6 +43,7 @@
 #define NT (BLOCK_KV / 8)     /* n-tiles of S */
 #define DT (D_PAD / 8)        /* n-tiles of O */
 #define FA_MMA_Q_REGS_MAX_DIM 128 /* src/planner.h FA_CL_MMA_Q_REGS_MAX_DIM */
+#define FA_ITEM_ROWS (2 * MT)      /* rows of a lane: g and g + 8 of each m-tile */
 
 /* rows [first, first + count) of a [seq, D] view into a local tile of 16-bit values; zero padded.
  * FA_ALIGNED16 (planner: head_dim, strides and offsets multiples of 8 elements) allows 16-byte
@@ -155,21 +156,12 @@ void fa_forward(FA_FORWARD_PARAMS)
     /* the rows this lane holds: per m-tile, wrow + 16 mt + g and + 8 */
     float m[MT][2], l[MT][2];
     float4 acc[MT][DT];
-    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
-#ifdef FA_FLUSH_BLOCKS
-    float m_hi[MT][2], l_hi[MT][2];
-    int since_flush = 0;
-#endif
     FA_PRAGMA_UNROLL
     for (int mt = 0; mt < MT; mt++) {
         FA_PRAGMA_UNROLL
         for (int r = 0; r < 2; r++) {
             m[mt][r] = -INFINITY;
             l[mt][r] = 0.0f;
-#ifdef FA_FLUSH_BLOCKS
-            m_hi[mt][r] = -INFINITY;
-            l_hi[mt][r] = 0.0f;
-#endif
         }
         FA_PRAGMA_UNROLL
         for (int dt = 0; dt < DT; dt++)
@@ -179,6 +171,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     int blk_lo, blk_hi, unused;
     fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
     fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
+    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys (all of them without FA_KV_CHUNKED) */
+    blk_hi = min(blk_hi, kv_end);
     /* keys every row of this warp sees: [clean_lo, clean_hi) (lo and hi grow with the row) */
     int clean_lo = 0, clean_hi = 0;
     if (q0 + wrow + WARP_ROWS <= seqlen_q) {
@@ -330,54 +324,49 @@ void fa_forward(FA_FORWARD_PARAMS)
                 }
             }
         }
-#ifdef FA_FLUSH_BLOCKS
-        if (++since_flush == FA_FLUSH_BLOCKS) { /* this lane's own elements and partial sums */
-            since_flush = 0;
-            for (int mt = 0; mt < MT; mt++)
-                for (int r = 0; r < 2; r++) {
-                    const int row = q0 + wrow + 16 * mt + g + 8 * r;
-                    const float f = fa_hi_factor(m_hi[mt][r], m[mt][r], scale_log2);
-                    for (int dt = 0; dt < DT; dt++) {
-                        const int col = dt * 8 + 2 * t4;
-                        float2 x = r ? acc[mt][dt].zw : acc[mt][dt].xy;
-                        if (row < seqlen_q && col < HEAD_DIM)
-                            FA_HI_ADD(row, col, m_hi[mt][r], f, x.x);
-                        if (row < seqlen_q && col + 1 < HEAD_DIM)
-                            FA_HI_ADD(row, col + 1, m_hi[mt][r], f, x.y);
-                    }
-                    l_hi[mt][r] = mad(l_hi[mt][r], f, l[mt][r]);
-                    l[mt][r] = 0.0f;
-                    m_hi[mt][r] = m[mt][r];
-                }
-            for (int mt = 0; mt < MT; mt++)
-                for (int dt = 0; dt < DT; dt++)
-                    acc[mt][dt] = (float4)(0.0f);
-        }
-#endif
     }
 
-    FA_PRAGMA_UNROLL
-    for (int mt = 0; mt < MT; mt++) {
-        float inv[2];
+#ifdef FA_KV_CHUNKED
+    /* merge with the earlier chunks (this lane's elements and partial sums); every launch but the
+     * last leaves them for the next */
+    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k;
+    FA_PRAGMA_UNROLL /* constant indices: a run-time one would put the accumulators in memory */
+    for (int mt = 0; mt < MT; mt++)
         FA_PRAGMA_UNROLL
         for (int r = 0; r < 2; r++) {
-#ifdef FA_FLUSH_BLOCKS
             const int row = q0 + wrow + 16 * mt + g + 8 * r;
-            const float f = fa_hi_factor(m_hi[mt][r], m[mt][r], scale_log2);
-            l[mt][r] = mad(l_hi[mt][r], f, l[mt][r]);
+            const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(2 * mt + r), first_chunk, &m[mt][r], &l[mt][r], scale_log2);
+            FA_PRAGMA_UNROLL
             for (int dt = 0; dt < DT; dt++) {
                 const int col = dt * 8 + 2 * t4;
                 float2 x = r ? acc[mt][dt].zw : acc[mt][dt].xy;
-                if (row < seqlen_q && col < HEAD_DIM)
-                    x.x = FA_HI_GET(row, col, m_hi[mt][r], f, x.x);
-                if (row < seqlen_q && col + 1 < HEAD_DIM)
-                    x.y = FA_HI_GET(row, col + 1, m_hi[mt][r], f, x.y);
+                if (row < seqlen_q && col < HEAD_DIM) {
+                    x.x = FA_CHUNK_GET(row, col, first_chunk, f, x.x);
+                    if (!last_chunk)
+                        *FA_CHUNK_O(row, col) = x.x;
+                }
+                if (row < seqlen_q && col + 1 < HEAD_DIM) {
+                    x.y = FA_CHUNK_GET(row, col + 1, first_chunk, f, x.y);
+                    if (!last_chunk)
+                        *FA_CHUNK_O(row, col + 1) = x.y;
+                }
                 if (r)
                     acc[mt][dt].zw = x;
                 else
                     acc[mt][dt].xy = x;
             }
+            if (!last_chunk)
+                vstore2((float2)(m[mt][r], l[mt][r]), 0, FA_CHUNK_SLOT(2 * mt + r));
+        }
+    if (!last_chunk)
+        return; /* the whole work-group: last_chunk is the launch's */
 #endif
+    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    FA_PRAGMA_UNROLL
+    for (int mt = 0; mt < MT; mt++) {
+        float inv[2];
+        FA_PRAGMA_UNROLL
+        for (int r = 0; r < 2; r++) {
             l[mt][r] += fa_shfl_xor(l[mt][r], 1 FA_EMU_ARG);
             l[mt][r] += fa_shfl_xor(l[mt][r], 2 FA_EMU_ARG);
             inv[r] = (l[mt][r] == 0.0f) ? 0.0f : 1.0f / l[mt][r];

@@ -15,7 +15,7 @@
  *
  * Defined by the planner: FA_DTYPE 0, HEAD_DIM, D_PAD (64 or 128), BLOCK_Q (16 per warp), BLOCK_KV
  * (a multiple of 8); FA_ALIGNED16 when every q/k/v/o row is 16-byte aligned (asynchronous copies,
- * paired stores); FA_FLUSH_BLOCKS: two-level accumulation for long rows (cl/fa_forward_common.cl).
+ * paired stores); FA_KV_CHUNKED: long rows in chunks of keys (cl/fa_forward_common.cl).
  */
 #if FA_DTYPE != 0
 #error "the tf32 kernel takes f32 storage"
@@ -23,6 +23,7 @@
 
 #define WARPS (BLOCK_Q / 16)
 #define WG (WARPS * 32)
+#define FA_ITEM_ROWS 2      /* rows of a lane: g and g + 8 */
 #define QP (D_PAD + 8)      /* Q and K row pitch in floats, 8 mod 32: float2 fragment reads hit 32 banks */
 #define VP (D_PAD + 4)      /* V row pitch, 4 mod 32: the column reads of V's fragments hit 32 banks */
 #define CH (D_PAD / 4)      /* 16-byte chunks per row */
@@ -117,11 +118,6 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int row0 = q0 + wrow + g, row1 = row0 + 8;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
     float4 acc[DT];
-    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
-#ifdef FA_FLUSH_BLOCKS
-    float mh0 = -INFINITY, mh1 = -INFINITY, lh0 = 0.0f, lh1 = 0.0f;
-    int since_flush = 0;
-#endif
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
         acc[dt] = (float4)(0.0f);
@@ -129,6 +125,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     int blk_lo, blk_hi, unused;
     fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
     fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
+    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys (all of them without FA_KV_CHUNKED) */
+    blk_hi = min(blk_hi, kv_end);
     int clean_lo = 0, clean_hi = 0; /* keys every row of this warp sees */
     if (q0 + wrow + 16 <= seqlen_q) {
         fa_row_range(q0 + wrow + 15, seqlen_q, seqlen_k, win_left, win_right, &clean_lo, &unused);
@@ -251,38 +249,34 @@ void fa_forward(FA_FORWARD_PARAMS)
                 fa_mma_tf32(&acc[dt], pb[0], pb[1], pb[2], pb[3], bb0, bb1 FA_EMU_ARG);
             }
         }
-#ifdef FA_FLUSH_BLOCKS
-        if (++since_flush == FA_FLUSH_BLOCKS) { /* this lane's own elements and partial sums */
-            since_flush = 0;
-            const float f0 = fa_hi_factor(mh0, m0, scale_log2), f1 = fa_hi_factor(mh1, m1, scale_log2);
-            for (int dt = 0; dt < DT; dt++) {
-                const int col = dt * 8 + 2 * t4;
-                for (int e = 0; e < 2; e++)
-                    if (col + e < HEAD_DIM) {
-                        if (row0 < seqlen_q)
-                            FA_HI_ADD(row0, col + e, mh0, f0, e ? acc[dt].y : acc[dt].x);
-                        if (row1 < seqlen_q)
-                            FA_HI_ADD(row1, col + e, mh1, f1, e ? acc[dt].w : acc[dt].z);
-                    }
-                acc[dt] = (float4)(0.0f);
-            }
-            lh0 = mad(lh0, f0, l0), lh1 = mad(lh1, f1, l1);
-            l0 = l1 = 0.0f;
-            mh0 = m0, mh1 = m1;
-        }
-#endif
     }
 
-#ifdef FA_FLUSH_BLOCKS
+#ifdef FA_KV_CHUNKED
+    /* merge with the earlier chunks (this lane's elements and partial sums); every launch but the
+     * last leaves them for the next */
     {
-        const float f0 = fa_hi_factor(mh0, m0, scale_log2), f1 = fa_hi_factor(mh1, m1, scale_log2);
-        l0 = mad(lh0, f0, l0), l1 = mad(lh1, f1, l1);
+        const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k;
+        const float2 f0 = fa_chunk_merge(FA_CHUNK_SLOT(0), first_chunk, &m0, &l0, scale_log2);
+        const float2 f1 = fa_chunk_merge(FA_CHUNK_SLOT(1), first_chunk, &m1, &l1, scale_log2);
+        FA_PRAGMA_UNROLL /* constant indices: a run-time one would put the accumulators in memory */
         for (int dt = 0; dt < DT; dt++) {
             const int col = dt * 8 + 2 * t4;
-            if (row0 < seqlen_q && col < HEAD_DIM) acc[dt].x = FA_HI_GET(row0, col, mh0, f0, acc[dt].x);
-            if (row0 < seqlen_q && col + 1 < HEAD_DIM) acc[dt].y = FA_HI_GET(row0, col + 1, mh0, f0, acc[dt].y);
-            if (row1 < seqlen_q && col < HEAD_DIM) acc[dt].z = FA_HI_GET(row1, col, mh1, f1, acc[dt].z);
-            if (row1 < seqlen_q && col + 1 < HEAD_DIM) acc[dt].w = FA_HI_GET(row1, col + 1, mh1, f1, acc[dt].w);
+            float x[4] = {acc[dt].x, acc[dt].y, acc[dt].z, acc[dt].w};
+            FA_PRAGMA_UNROLL
+            for (int e = 0; e < 4; e++) {
+                const int row = e < 2 ? row0 : row1, cc = col + (e & 1);
+                if (row < seqlen_q && cc < HEAD_DIM) {
+                    x[e] = FA_CHUNK_GET(row, cc, first_chunk, e < 2 ? f0 : f1, x[e]);
+                    if (!last_chunk)
+                        *FA_CHUNK_O(row, cc) = x[e];
+                }
+            }
+            acc[dt] = (float4)(x[0], x[1], x[2], x[3]);
+        }
+        if (!last_chunk) {
+            vstore2((float2)(m0, l0), 0, FA_CHUNK_SLOT(0));
+            vstore2((float2)(m1, l1), 0, FA_CHUNK_SLOT(1));
+            return; /* the whole work-group: last_chunk is the launch's */
         }
     }
 #endif
@@ -291,6 +285,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     l1 += fa_shfl_xor(l1, 1 FA_EMU_ARG);
     l1 += fa_shfl_xor(l1, 2 FA_EMU_ARG);
     const float inv0 = (l0 == 0.0f) ? 0.0f : 1.0f / l0, inv1 = (l1 == 0.0f) ? 0.0f : 1.0f / l1;
+    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++) {
         const int col = dt * 8 + 2 * t4;

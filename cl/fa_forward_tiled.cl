@@ -11,13 +11,14 @@
  * and added up once at the end.
  *
  * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (multiple of 4), BLOCK_Q, BLOCK_KV, TM,
- * TN; optional FA_UNROLL, FA_NATIVE_EXP, FA_FLUSH_BLOCKS (two-level accumulation for long rows,
+ * TN; optional FA_UNROLL, FA_NATIVE_EXP, FA_KV_CHUNKED (long rows in chunks of keys,
  * cl/fa_forward_common.cl).
  */
 #define D4 (D_PAD / 4)
 #define NY (BLOCK_Q / TM)
 #define NX (BLOCK_KV / TN)
 #define WG (NX * NY)
+#define FA_ITEM_ROWS TM
 #define ROW4 (D4 + 1)            /* padded row pitch of Q and K/V in float4s: spreads rows over banks */
 #define PT_PITCH (BLOCK_Q + 4)   /* padded pitch of P^T and of the max exchange, in floats */
 #define OC ((D4 + NX - 1) / NX)  /* output chunks per work-item */
@@ -77,24 +78,15 @@ void fa_forward(FA_FORWARD_PARAMS)
     const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
     const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;
 
-    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
     fa_load_rows(q_tile, q, q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1, qs2, q0, BLOCK_Q, seqlen_q, lid);
 
     float4 acc[TM][OC];
     float m[TM], l[TM];
     int lo[TM], hi[TM];
-#ifdef FA_FLUSH_BLOCKS
-    float m_hi[TM], l_hi[TM];
-    int since_flush = 0;
-#endif
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
-#ifdef FA_FLUSH_BLOCKS
-        m_hi[i] = -INFINITY;
-        l_hi[i] = 0.0f;
-#endif
         fa_row_range(q0 + ty * TM + i, seqlen_q, seqlen_k, win_left, win_right, &lo[i], &hi[i]);
         FA_PRAGMA_UNROLL
         for (int c = 0; c < OC; c++)
@@ -104,6 +96,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     int blk_lo, blk_hi, first_hi, last_lo;
     fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &first_hi);
     fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &last_lo, &blk_hi);
+    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys (all of them without FA_KV_CHUNKED) */
+    blk_hi = min(blk_hi, kv_end);
 
     for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
         barrier(CLK_LOCAL_MEM_FENCE); /* previous V (and the Q load, first time) done */
@@ -193,37 +187,43 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int j = 0; j < BLOCK_KV; j++)
                 FA_PV_KEY(j, kv0 + j >= lo[i] && kv0 + j < hi[i])
         }
-#ifdef FA_FLUSH_BLOCKS
-        if (++since_flush == FA_FLUSH_BLOCKS) { /* this work-item's own rows and chunks */
-            since_flush = 0;
-            for (int i = 0; i < TM; i++) {
-                const int row = q0 + ty * TM + i;
-                const float f = fa_hi_factor(m_hi[i], m[i], scale_log2);
-                for (int c = 0; c < OC; c++) {
-                    const int chunk = tx + NX * c;
-                    float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
-                    for (int e = 0; e < 4; e++)
-                        if (row < seqlen_q && chunk < D4 && 4 * chunk + e < HEAD_DIM)
-                            FA_HI_ADD(row, 4 * chunk + e, m_hi[i], f, x[e]);
-                    acc[i][c] = (float4)(0.0f);
-                }
-                l_hi[i] = mad(l_hi[i], f, l[i]);
-                l[i] = 0.0f;
-                m_hi[i] = m[i];
-            }
-        }
-#endif
     }
 
     /* total sums: add the partial sums of the NX work-items sharing each row */
-    barrier(CLK_LOCAL_MEM_FENCE);
+#ifdef FA_KV_CHUNKED
+    /* merge with the earlier chunks (this work-item's partial sums and chunks of O); every launch
+     * but the last leaves them for the next */
+    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k;
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {
-#ifdef FA_FLUSH_BLOCKS
-        l[i] = mad(l_hi[i], fa_hi_factor(m_hi[i], m[i], scale_log2), l[i]);
-#endif
-        xchg[tx * PT_PITCH + ty * TM + i] = l[i];
+        const int row = q0 + ty * TM + i;
+        const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, &m[i], &l[i], scale_log2);
+        FA_PRAGMA_UNROLL
+        for (int c = 0; c < OC; c++) {
+            const int chunk = tx + NX * c;
+            float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
+            FA_PRAGMA_UNROLL
+            for (int e = 0; e < 4; e++)
+                if (row < seqlen_q && chunk < D4 && 4 * chunk + e < HEAD_DIM) {
+                    x[e] = FA_CHUNK_GET(row, 4 * chunk + e, first_chunk, f, x[e]);
+                    if (!last_chunk)
+                        *FA_CHUNK_O(row, 4 * chunk + e) = x[e];
+                }
+            acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);
+        }
+        if (!last_chunk)
+            vstore2((float2)(m[i], l[i]), 0, FA_CHUNK_SLOT(i));
     }
+    if (!last_chunk)
+        return; /* the whole work-group: last_chunk is the launch's */
+#endif
+    /* total sums: add the partial sums of the NX work-items sharing each row */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < TM; i++)
+        xchg[tx * PT_PITCH + ty * TM + i] = l[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
     barrier(CLK_LOCAL_MEM_FENCE);
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {
@@ -236,22 +236,11 @@ void fa_forward(FA_FORWARD_PARAMS)
             continue;
         float inv = (total == 0.0f) ? 0.0f : 1.0f / total;
         ulong rbase = obase + (ulong)row * (ulong)os2;
-#ifdef FA_FLUSH_BLOCKS
-        const float f = fa_hi_factor(m_hi[i], m[i], scale_log2);
-#endif
         FA_PRAGMA_UNROLL
         for (int c = 0; c < OC; c++) {
             int chunk = tx + NX * c;
-            if (OC * NX == D4 || chunk < D4) {
-#ifdef FA_FLUSH_BLOCKS
-                float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
-                for (int e = 0; e < 4; e++)
-                    if (4 * chunk + e < HEAD_DIM)
-                        x[e] = FA_HI_GET(row, 4 * chunk + e, m_hi[i], f, x[e]);
-                acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);
-#endif
+            if (OC * NX == D4 || chunk < D4)
                 fa_store_chunk(o, rbase, chunk, acc[i][c] * inv);
-            }
         }
         if (has_lse && tx == 0)
             lse[bh * (ulong)seqlen_q + (ulong)row] = fa_row_lse(m[i], total, scale);

@@ -13,7 +13,8 @@ struct fa_cl_plan {
     fa_cl_views views;
     fa_cl_tiles tiles;
     cl_kernel kernel;
-    cl_mem scratch; /* the second accumulation level of f16/bf16 long rows (tiles.flush_blocks); else NULL */
+    cl_mem scratch; /* long rows (tiles.chunk_keys): what each chunk's launch leaves the next; else NULL */
+    int num_chunks; /* launches: one per chunk of tiles.chunk_keys keys, or 1 */
     fa_cl_lock lock; /* clSetKernelArg + enqueue must not interleave between threads */
     int refs;        /* guarded by ctx->lock: the caller's and the plan cache's references */
     int num_q_blocks;
@@ -28,6 +29,9 @@ struct fa_cl_plan_entry {
 };
 
 #define FA_CL_PLAN_CACHE_MAX 64
+/* Arguments of fa_forward (cl/fa_forward_common.cl's FA_FORWARD_PARAMS); the last two, the chunk of
+ * keys, are set per launch. */
+#define FA_CL_FORWARD_ARGS 35
 
 /* Build the kernel variant for the tiles chosen: sizes and storage type become -D options
  * (build_options.c, shared with the offline compile checks). */
@@ -173,10 +177,18 @@ fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *d
     plan->win_left = (int)wl;
     plan->win_right = (int)wr;
     plan->reverse_blocks = d->causal != 0;
-    if (plan->tiles.flush_blocks > 0 && d->dtype != FA_CL_F32) {
-        /* f32 plans keep the second level in o itself; f16/bf16 in an fp32 image of o */
-        const size_t bytes = sizeof(float) * (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q *
-                             (size_t)d->head_dim;
+    plan->num_chunks = 1;
+    if (plan->tiles.chunk_keys > 0) {
+        /* one launch per chunk of keys, each leaving the next (cl/fa_forward_common.cl) a (max, sum)
+         * slot per row of each work-item, then for f16/bf16 an fp32 image of o (f32: o itself) */
+        plan->num_chunks = (int)((d->seqlen_k + plan->tiles.chunk_keys - 1) / plan->tiles.chunk_keys);
+        const fa_cl_tiles *t = &plan->tiles;
+        const int item_rows = t->variant == FA_CL_VARIANT_NV_MMA || t->variant == FA_CL_VARIANT_NV_TF32
+                                  ? t->rows_per_item / 8 /* a lane holds 2 rows of each 16-row m-tile */
+                                  : t->rows_per_item;
+        size_t bytes = 2 * sizeof(float) * plan->global_size * (size_t)item_rows;
+        if (d->dtype != FA_CL_F32)
+            bytes += sizeof(float) * (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q * (size_t)d->head_dim;
         cl_int err;
         plan->scratch = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
         if (!plan->scratch) {
@@ -242,9 +254,21 @@ static fa_cl_status set_args(fa_cl_plan *plan, cl_mem q, cl_mem k, cl_mem v, cl_
         err = clSetKernelArg(kr, a++, sizeof(cl_float), &plan->views.scale);
     if (err == CL_SUCCESS)
         err = clSetKernelArg(kr, a++, sizeof(cl_mem), &plan->scratch);
+    if (err == CL_SUCCESS && a != FA_CL_FORWARD_ARGS - 2)
+        return fa_cl__fail(plan->ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: %u arguments set", a);
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");
     return FA_CL_SUCCESS;
+}
+
+/* The key range [kv_begin, kv_end) of launch c (the last two kernel arguments). */
+static cl_int set_chunk(fa_cl_plan *plan, int c)
+{
+    const cl_uint a = FA_CL_FORWARD_ARGS - 2;
+    const int64_t sk = plan->views.d.seqlen_k, step = plan->tiles.chunk_keys > 0 ? plan->tiles.chunk_keys : sk;
+    const cl_int range[2] = {(cl_int)(c * step), (cl_int)((c + 1) * step < sk ? (c + 1) * step : sk)};
+    cl_int err = clSetKernelArg(plan->kernel, a, sizeof(cl_int), &range[0]);
+    return err == CL_SUCCESS ? clSetKernelArg(plan->kernel, a + 1, sizeof(cl_int), &range[1]) : err;
 }
 
 fa_cl_status fa_cl_plan_forward(fa_cl_plan *plan, cl_mem q, cl_mem k, cl_mem v, cl_mem o, cl_mem lse,
@@ -261,12 +285,24 @@ fa_cl_status fa_cl_plan_forward(fa_cl_plan *plan, cl_mem q, cl_mem k, cl_mem v, 
     size_t local = (size_t)plan->tiles.work_group_size;
     fa_cl_lock_acquire(&plan->lock);
     st = set_args(plan, q, k, v, o, lse);
-    if (st == FA_CL_SUCCESS) {
-        cl_int err = clEnqueueNDRangeKernel(ctx->queue, plan->kernel, 1, NULL, &plan->global_size, &local, num_wait,
-                                            wait, done);
+    /* chunks run in order, each after the previous one (also on an out-of-order queue) */
+    cl_event prev = NULL;
+    for (int c = 0; c < plan->num_chunks && st == FA_CL_SUCCESS; c++) {
+        const int last = c == plan->num_chunks - 1;
+        cl_event ev = NULL;
+        cl_int err = set_chunk(plan, c);
+        if (err == CL_SUCCESS)
+            err = clEnqueueNDRangeKernel(ctx->queue, plan->kernel, 1, NULL, &plan->global_size, &local,
+                                         c == 0 ? num_wait : 1, c == 0 ? wait : &prev,
+                                         last ? done : &ev);
+        if (prev)
+            clReleaseEvent(prev);
+        prev = ev;
         if (err != CL_SUCCESS)
             st = fa_cl__fail_cl(ctx, err, "clEnqueueNDRangeKernel(fa_forward)");
     }
+    if (prev)
+        clReleaseEvent(prev);
     fa_cl_lock_release(&plan->lock);
     return st;
 }

@@ -42,8 +42,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
     if (k < 0 || (size_t)k >= n - (size_t)len)
         return -1;
     len += k;
-    if (t->flush_blocks > 0) {
-        k = snprintf(out + len, n - (size_t)len, " -DFA_FLUSH_BLOCKS=%d", t->flush_blocks);
+    if (t->chunk_keys > 0) {
+        k = snprintf(out + len, n - (size_t)len, " -DFA_KV_CHUNKED");
         if (k < 0 || (size_t)k >= n - (size_t)len)
             return -1;
         len += k;

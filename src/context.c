@@ -58,16 +58,16 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     if (st != FA_CL_SUCCESS)
         return st;
     const char *s;
-    s = getenv("FA_CL_FLUSH_KEYS");
+    s = getenv("FA_CL_KV_CHUNK");
     if (s && *s) {
         char *end = NULL;
         errno = 0;
         long v = strtol(s, &end, 10);
         if (errno || *end || v < 1 || v > (1L << 30) || !isdigit((unsigned char)s[0])) {
-            snprintf(msg, msg_size, "FA_CL_FLUSH_KEYS='%s' is not a key count in 1..2^30", s);
+            snprintf(msg, msg_size, "FA_CL_KV_CHUNK='%s' is not a key count in 1..2^30", s);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
-        out->flush_keys = (int)v;
+        out->chunk_keys = (int)v;
     }
     s = getenv("FA_CL_TILE");
     if (s && *s) {
@@ -360,7 +360,7 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     out->forced_rows = ctx->env.tile_rows;
     out->forced_cols = ctx->env.tile_cols;
     out->forced_variant = ctx->env.variant;
-    out->flush_keys = ctx->env.flush_keys;
+    out->chunk_keys = ctx->env.chunk_keys;
     /* FA_CL_MMA_EMULATE=1: the tensor-core kernel's logic on any device, its PTX in portable C */
     if (ctx->env.mma_emulate) {
         out->nv_mma = 1;

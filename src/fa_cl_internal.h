@@ -63,7 +63,7 @@ typedef struct fa_cl_env {
     size_t local_mem_cap; /* FA_CL_LOCAL_MEM_BYTES, 0 = none */
     size_t local_mem_override; /* FA_CL_LOCAL_MEM_OVERRIDE (experiments), 0 = none */
     int tile_q, tile_kv, tile_rows, tile_cols; /* FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]], 0 = none */
-    int flush_keys;           /* FA_CL_FLUSH_KEYS (tests): two-level accumulation every n keys in every plan */
+    int chunk_keys;           /* FA_CL_KV_CHUNK (tests): every plan sums keys in chunks of n (whole blocks) */
     char kernel_dir[1024];    /* FA_CL_KERNEL_DIR, "" = embedded sources */
     char build_options[1024]; /* FA_CL_BUILD_OPTIONS */
     int print_build_log;      /* FA_CL_DEBUG_BUILD_LOG: print every build log to stderr (tuning) */

@@ -277,7 +277,7 @@ static fa_cl_status plan_tiled(const fa_cl_limits *lim, const fa_cl_tile_request
     return FA_CL_SUCCESS;
 }
 
-int64_t fa_cl_flush_threshold(fa_cl_dtype dtype)
+int64_t fa_cl_chunk_threshold(fa_cl_dtype dtype)
 {
     return dtype == FA_CL_F32 ? (int64_t)1 << 16 : dtype == FA_CL_F16 ? (int64_t)1 << 21 : (int64_t)1 << 24;
 }
@@ -292,10 +292,10 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     const int64_t keys = req->row_keys > 0 ? req->row_keys : req->seqlen_k;
     if (st != FA_CL_SUCCESS)
         return st;
-    if (lim->flush_keys > 0)
-        out->flush_blocks = lim->flush_keys > out->block_kv ? lim->flush_keys / out->block_kv : 1;
-    else if (keys > fa_cl_flush_threshold(req->dtype))
-        out->flush_blocks = FA_CL_FLUSH_KEYS / out->block_kv;
+    const int want = lim->chunk_keys > 0 ? lim->chunk_keys
+                     : keys > fa_cl_chunk_threshold(req->dtype) ? FA_CL_KV_CHUNK_KEYS : 0;
+    if (want > 0) /* whole blocks: a launch's blocks never straddle two chunks */
+        out->chunk_keys = want > out->block_kv ? want / out->block_kv * out->block_kv : out->block_kv;
     return st;
 }
 

@@ -19,7 +19,7 @@ typedef struct fa_cl_limits {
     int prefer_tiled;          /* GPUs: the tiled kernel (but see rows_small_dims) */
     int rows_small_dims;       /* NVIDIA: the rows kernel with 16-key blocks up to FA_CL_GPU_ROWS_MAX_DIM (measured) */
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
-    int flush_keys;            /* FA_CL_FLUSH_KEYS (tests): the second accumulation level every n keys, any row; 0 = policy */
+    int chunk_keys;            /* FA_CL_KV_CHUNK (tests): keys in chunks of n in every plan; 0 = the policy below */
     int nv_mma;                /* NVIDIA, compute capability >= 8.0, vendor path allowed (FA_CL_VENDOR_PATH) */
     int mma_emulated;          /* FA_CL_MMA_EMULATE=1: nv_mma plans build with the PTX emulated (tests) */
     int nv_tf32;               /* where nv_mma: f32 on tensor cores as 3xTF32 (FA_CL_NV_TF32=0 turns it off) */
@@ -79,17 +79,17 @@ typedef struct fa_cl_tiles {
     int forced;               /* FA_CL_TILE decided it */
     int aligned16;            /* tensor-core plan: rows are 16-byte aligned, copy tiles asynchronously */
     int ptx_emulated;         /* tensor-core plan: build with FA_PTX_EMULATE (cl/fa_nv_ptx.cl) */
-    int flush_blocks;         /* two-level accumulation every this many K/V blocks; 0 = one level */
+    int chunk_keys;           /* long rows: keys per launch (a multiple of block_kv); 0 = one launch */
 } fa_cl_tiles;
 
 /* Long rows: one fp32 accumulator summing many keys drifts (near-uniform weights, per-key sums:
  * relative error 1.1e-3 at 4M keys on PoCL, and a sum of ones stops growing at 2^24 terms). Where a
- * row can see more keys than fa_cl_flush_threshold(dtype), the kernels sum FA_CL_FLUSH_KEYS keys at
- * a time in registers and add each such partial into a second level (cl/fa_forward_common.cl).
- * The threshold is where the one-level error would pass a quarter of the dtype's tolerance
- * (tests/tolerance.h): 2^16 keys for f32, 2^21 for f16, 2^24 for bf16. */
-#define FA_CL_FLUSH_KEYS 65536
-int64_t fa_cl_flush_threshold(fa_cl_dtype dtype);
+ * row can see more keys than fa_cl_chunk_threshold(dtype), the plan launches the kernel once per
+ * chunk of at most FA_CL_KV_CHUNK_KEYS keys and each launch merges into the previous ones' partial
+ * result (cl/fa_forward_common.cl). The threshold is where the one-level error would pass a quarter
+ * of the dtype's tolerance (tests/tolerance.h): 2^16 keys for f32, 2^21 for f16, 2^24 for bf16. */
+#define FA_CL_KV_CHUNK_KEYS 65536
+int64_t fa_cl_chunk_threshold(fa_cl_dtype dtype);
 
 /* Kernel vector width along head_dim and the largest head_dim any kernel supports. */
 #define FA_CL_VEC 4

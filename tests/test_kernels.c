@@ -11,9 +11,9 @@
  *   test_kernels reference  fa_cl_reference_forward: the gather / softmax / scatter kernels and
  *                           CLBlast's GEMM kernels, on the same kind of shapes
  *
- *   test_kernels fused_fresh  the fused cases, each on a fresh context (below): the runs with the
- *                           two-level accumulation of long rows forced (FA_CL_FLUSH_KEYS), whose f16/bf16
- *                           plans write and re-read a scratch buffer
+ *   test_kernels fused_fresh  the fused cases, each on a fresh context (below): the runs with long
+ *                           rows' chunks of keys forced (FA_CL_KV_CHUNK), whose plans write and
+ *                           re-read a scratch buffer
  *
  * The reference subset takes a fresh context for every case. With one context, Oclgrind 21.10's
  * uninitialized-value checker reports the score matrix CLBlast's first GEMM writes as uninitialised

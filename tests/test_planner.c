@@ -672,35 +672,35 @@ static void mma_cases(tu_tally *tally)
     }
 }
 
-/* The two-level accumulation of long rows: only where a row sees more keys than the dtype's
- * threshold (masks counted), every FA_CL_FLUSH_KEYS keys; FA_CL_FLUSH_KEYS=n in every plan. */
-static void flush_cases(tu_tally *tally)
+/* Long rows in chunks of keys: only where a row sees more keys than the dtype's threshold (masks
+ * counted), FA_CL_KV_CHUNK_KEYS keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
+static void chunk_cases(tu_tally *tally)
 {
     static const struct {
         fa_cl_dtype dtype;
         int64_t sk, row_keys;
-        int forced_keys, want_keys; /* want_keys: flush_blocks * block_kv, 0 = one level */
+        int forced_keys, want_keys; /* want_keys: chunk_keys, 0 = one launch */
     } fc[] = {
         {FA_CL_F32, 65536, 0, 0, 0},          {FA_CL_F32, 65537, 0, 0, 65536},
         {FA_CL_F32, 1 << 20, 4096, 0, 0},     /* a window of 4096 keys: short rows */
         {FA_CL_F16, 1 << 21, 0, 0, 0},        {FA_CL_F16, (1 << 21) + 1, 0, 0, 65536},
         {FA_CL_BF16, 1 << 24, 0, 0, 0},       {FA_CL_BF16, (1 << 24) + 1, 0, 0, 65536},
-        {FA_CL_F16, 100, 0, 40, 32},          /* FA_CL_FLUSH_KEYS=40 with 32-key blocks: every block */
+        {FA_CL_F16, 100, 0, 40, 32},          /* FA_CL_KV_CHUNK=40 with 32-key blocks: one block */
         {FA_CL_F32, 100, 0, 8, 32},           /* fewer keys than a block: still every block */
     };
     for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
         fa_cl_limits lim = limits_of(&cases[0]);
-        lim.flush_keys = fc[i].forced_keys;
+        lim.chunk_keys = fc[i].forced_keys;
         fa_cl_tile_request req = {64, fc[i].dtype, 256, fc[i].sk, 0, fc[i].row_keys};
         fa_cl_tiles t;
         char msg[256] = "";
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
-        const int keys = t.flush_blocks * t.block_kv;
+        const int keys = t.chunk_keys;
         const int want = fc[i].want_keys && fc[i].want_keys < t.block_kv ? t.block_kv : fc[i].want_keys;
-        tu_expect(tally, st == FA_CL_SUCCESS && keys == want && (want == 0) == (t.flush_blocks == 0),
-                  "flush: %s, %lld keys (a row sees %lld), FA_CL_FLUSH_KEYS %d: every %d blocks of %d (%d keys), want %d "
+        tu_expect(tally, st == FA_CL_SUCCESS && keys == want && keys % t.block_kv == 0,
+                  "chunks: %s, %lld keys (a row sees %lld), FA_CL_KV_CHUNK %d: %d blocks of %d (%d keys), want %d "
                   "keys %s", tu_dtype_name(fc[i].dtype), (long long)fc[i].sk, (long long)fc[i].row_keys,
-                  fc[i].forced_keys, t.flush_blocks, t.block_kv, keys, want, msg);
+                  fc[i].forced_keys, t.chunk_keys / t.block_kv, t.block_kv, keys, want, msg);
     }
 }
 
@@ -713,7 +713,7 @@ int main(void)
         run_case(&tally, &cases[i]);
     sweep(&tally);
     mma_cases(&tally);
-    flush_cases(&tally);
+    chunk_cases(&tally);
 
     /* few query rows (decode): the 64-row tensor-core block with 16 rows per warp, not 128 x 64 */
     {
