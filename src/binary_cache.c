@@ -13,9 +13,18 @@
  * Files are written to a temporary name in the same directory and renamed over the entry, which is
  * atomic: a reader sees the old file or the new one, never half of one, and concurrent writers of
  * the same entry each leave a valid file.
+ *
+ * Trust: every key field is public, so a file with the right key and someone else's binary inside
+ * would be run. A binary is therefore loaded only from files that nobody but this user could have
+ * written (docs/design.md, "The program cache"): the cache directory is owned by the effective uid
+ * and writable by nobody else, every directory above it is owned by this user or root and writable
+ * by nobody else (sticky ones like /tmp and the user's own private group excepted), and the entry is
+ * a regular file owned by the effective uid, not writable by group or others, opened without
+ * following a symlink and without blocking. Directories are created 0700 and files 0600 whatever
+ * the umask. Anything else is not loaded and the notes say why.
  */
-#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
-#define _POSIX_C_SOURCE 200809L /* mkstemp, mkdir, unlink */
+#if !defined(_WIN32) && !defined(_XOPEN_SOURCE)
+#define _XOPEN_SOURCE 700 /* mkstemp, realpath, getgrgid_r, S_ISVTX */
 #endif
 
 #include "fa_cl_internal.h"
@@ -27,6 +36,8 @@
 
 #if !defined(_WIN32)
 #include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -258,7 +269,15 @@ static void describe_errno(int err, char *buf, size_t size)
     snprintf(buf, size, "%s (%s)", strerror(err), name);
 }
 
-/* mkdir -p. Returns 0 or an errno value. */
+/* mkdir: 0700 whatever the umask (chmod, as a umask can also take the owner's bits away). */
+static int make_private_dir(const char *p)
+{
+    if (mkdir(p, 0700) != 0)
+        return errno;
+    return chmod(p, 0700) != 0 ? errno : 0;
+}
+
+/* mkdir -p; the directories it creates are 0700. Returns 0 or an errno value. */
 static int make_dirs(const char *path)
 {
     char p[1024];
@@ -272,15 +291,14 @@ static int make_dirs(const char *path)
         if (*s != '/')
             continue;
         *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            int err = errno;
-            *s = '/';
-            return err;
-        }
+        int err = make_private_dir(p);
         *s = '/';
+        if (err && err != EEXIST)
+            return err;
     }
-    if (mkdir(p, 0777) != 0 && errno != EEXIST)
-        return errno;
+    int err = make_private_dir(p);
+    if (err && err != EEXIST)
+        return err;
     struct stat st;
     if (stat(p, &st) != 0)
         return errno;
@@ -299,6 +317,65 @@ static int probe_writable(const char *dir)
     close(fd);
     unlink(path);
     return 0;
+}
+
+/* The effective gid is a group of this user alone (the user-private-group scheme of most Linux
+ * distributions: umask 002 leaves the user's directories group-writable). */
+static int private_group(gid_t gid)
+{
+    if (gid != getegid())
+        return 0;
+    struct group gr, *found = NULL;
+    char buf[4096];
+    return getgrgid_r(gid, &gr, buf, sizeof buf, &found) == 0 && found && (!gr.gr_mem || !gr.gr_mem[0]);
+}
+
+/* Why dir cannot hold binaries this process may run (a message into why), or NULL when it can: see
+ * the trust rule at the top of this file. */
+static const char *untrusted_dir(const char *dir, char *why, size_t n)
+{
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) {
+        char e[128];
+        describe_errno(errno, e, sizeof e);
+        snprintf(why, n, "cannot resolve %.900s: %s", dir, e);
+        return why;
+    }
+    const uid_t me = geteuid();
+    struct stat st;
+    if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(why, n, "%.900s is not a directory", real);
+        return why;
+    }
+    if (st.st_uid != me || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(why, n, "%.900s is %s (owner uid %u, mode %03o): a binary there could be another user's", real,
+                 st.st_uid != me ? "not owned by this user" : "writable by group or others", (unsigned)st.st_uid,
+                 (unsigned)(st.st_mode & 07777));
+        return why;
+    }
+    /* every directory above: nobody else may rename the cache directory and put another in its place */
+    for (char *slash = strrchr(real, '/'); slash; slash = strrchr(real, '/')) {
+        if (slash == real)
+            slash[1] = '\0'; /* "/" itself */
+        else
+            *slash = '\0';
+        if (stat(real, &st) != 0) {
+            snprintf(why, n, "cannot stat %.900s", real);
+            return why;
+        }
+        const int sticky = (st.st_mode & S_ISVTX) != 0;
+        const int others = (st.st_mode & S_IWOTH) && !sticky;
+        const int group = (st.st_mode & S_IWGRP) && !sticky && !(st.st_uid == me && private_group(st.st_gid));
+        if ((st.st_uid != me && st.st_uid != 0) || others || group) {
+            snprintf(why, n, "%.900s, above the cache directory, is %s (owner uid %u, mode %03o): another user could "
+                     "replace the cache directory", real, others || group ? "writable by others" : "another user's",
+                     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+            return why;
+        }
+        if (slash == real)
+            break;
+    }
+    return NULL;
 }
 
 void fa_cl__binary_cache_open(fa_cl_context *ctx)
@@ -325,7 +402,7 @@ void fa_cl__binary_cache_open(fa_cl_context *ctx)
         fa_cl__note(ctx, "program cache disabled: the directory name is too long");
         return;
     }
-    char why[256];
+    char why[1200];
     int err = make_dirs(dir);
     if (err) {
         describe_errno(err, why, sizeof why);
@@ -338,34 +415,52 @@ void fa_cl__binary_cache_open(fa_cl_context *ctx)
         fa_cl__note(ctx, "program cache disabled: %s is not writable: %s", dir, why);
         return;
     }
+    if (untrusted_dir(dir, why, sizeof why)) {
+        fa_cl__note(ctx, "program cache disabled: %s", why);
+        return;
+    }
     memcpy(ctx->cache_dir, dir, (size_t)n + 1);
     fa_cl__note(ctx, "program cache: %s", dir);
 }
 
-/* The whole file, malloc'd. Returns 0, or an errno value (ENOENT: no entry, the usual miss). */
-static int read_all(const char *path, unsigned char **out, size_t *size)
+/* The whole of a cache entry, malloc'd, if it can be trusted (the rule at the top of this file).
+ * Returns 0; ENOENT (no entry: the usual miss); another errno value; or -1 with *why set. */
+static int read_entry(const char *path, unsigned char **out, size_t *size, const char **why)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return errno;
-    long len = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        len = ftell(f);
-    if (len < 0 || (unsigned long)len > CACHE_MAX_FILE_BYTES || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return len < 0 ? EIO : EFBIG;
+    /* O_NONBLOCK: a FIFO or a device in the cache is refused, not waited on */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ELOOP ? (*why = "a symbolic link, not followed", -1) : errno;
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0)
+        rc = errno;
+    else if (!S_ISREG(st.st_mode))
+        *why = "not a regular file", rc = -1;
+    else if (st.st_uid != geteuid())
+        *why = "not owned by this user: another user's binary is never run", rc = -1;
+    else if (st.st_mode & (S_IWGRP | S_IWOTH))
+        *why = "writable by group or others: its binary could be anyone's", rc = -1;
+    else if ((unsigned long long)st.st_size > CACHE_MAX_FILE_BYTES)
+        rc = EFBIG;
+    unsigned char *buf = NULL;
+    size_t got = 0;
+    if (rc == 0 && !(buf = (unsigned char *)malloc(st.st_size > 0 ? (size_t)st.st_size : 1)))
+        rc = ENOMEM;
+    while (rc == 0 && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            rc = r < 0 ? errno : EIO;
+        else
+            got += (size_t)r;
     }
-    unsigned char *buf = (unsigned char *)malloc(len > 0 ? (size_t)len : 1);
-    if (!buf) {
-        fclose(f);
-        return ENOMEM;
-    }
-    size_t got = fread(buf, 1, (size_t)len, f);
-    fclose(f);
-    if (got != (size_t)len) {
+    close(fd);
+    if (rc != 0) {
         free(buf);
-        return EIO;
+        return rc;
     }
     *out = buf;
     *size = got;
@@ -399,12 +494,12 @@ cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts
     size_t size = 0;
     cl_program prog = NULL;
     const char *why = NULL;
-    int err = read_all(path, &file, &size);
+    int err = read_entry(path, &file, &size, &why);
     if (err) {
-        if (err != ENOENT) {
-            describe_errno(err, why_buf, sizeof why_buf);
-            rejected(ctx, name, why_buf);
-        }
+        if (err > 0 && err != ENOENT)
+            describe_errno(err, why_buf, sizeof why_buf), why = why_buf;
+        if (err != ENOENT)
+            rejected(ctx, name, why);
         goto done;
     }
     if (fa_cl__cache_entry_decode(file, size, &got, &why) != 0) {
@@ -514,7 +609,7 @@ void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int
     snprintf(path, sizeof path, "%s/%s", ctx->cache_dir, name);
     snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", ctx->cache_dir, name);
     int fd = mkstemp(tmp);
-    int err = fd < 0 ? errno : write_all(fd, file, file_len);
+    int err = fd < 0 ? errno : fchmod(fd, 0600) != 0 ? errno : write_all(fd, file, file_len);
     if (fd >= 0 && close(fd) != 0 && !err)
         err = errno;
     if (!err && rename(tmp, path) != 0)

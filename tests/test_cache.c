@@ -10,6 +10,13 @@
  *              directory removed after context creation, FA_CL_CACHE_DIR=off: plans still work, no
  *              cache file, and the notes say why; the default directory follows XDG_CACHE_HOME / HOME
  *   concurrent processes storing the same entry at once leave one valid file and no temporary files
+ *   trust      a forged entry (the genuine key, another kernel's binary writing 42) runs from the
+ *              user's own private directory (the trust boundary) and is never loaded where someone
+ *              else could have written it: a directory writable by others, a directory above it
+ *              writable by others, a directory or file of another uid (as root), a group/other-
+ *              writable file, a symlinked entry, a symlinked cache directory pointing somewhere
+ *              unsafe (one pointing somewhere safe is used); a FIFO as the entry or as a .cl file of
+ *              FA_CL_KERNEL_DIR returns at once; under umask 000 directories are made 0700, files 0600
  * Every subset works in its own temporary directory (FA_CL_CACHE_DIR is set here, never ~/.cache).
  */
 #include "test_util.h"
@@ -556,6 +563,223 @@ static int subset_unwritable(void)
     return 0;
 }
 
+/* ---- trust: only files nobody else could have written are loaded --------------------------------- */
+
+/* The base case's o has this many elements (contiguous [B, Hq, Sq, D]). */
+#define BASE_O_ELEMS ((size_t)(1 * 4 * 37 * 32))
+
+/* A program binary of another kernel with fa_forward's signature, built for ctx's device: it writes
+ * 42 into every element of the base case's o. NULL on failure (printed). */
+static unsigned char *foreign_binary(fa_cl_context *ctx, size_t *len)
+{
+    const char *texts[3] = {fa_cl__embedded_text("fa_common.cl"), fa_cl__embedded_text("fa_forward_common.cl"),
+                            "__kernel void fa_forward(FA_FORWARD_PARAMS) {\n"
+                            "    for (ulong i = get_global_id(0); i < N_ELEMS; i += get_global_size(0))\n"
+                            "        o[o_off + i] = 42.0f;\n"
+                            "}\n"};
+    char options[200];
+    snprintf(options, sizeof options, "-DFA_DTYPE=0 -DHEAD_DIM=32 -DD_PAD=32 -DBLOCK_Q=8 -DBLOCK_KV=8 -DN_ELEMS=%zu",
+             BASE_O_ELEMS);
+    cl_int err = CL_SUCCESS;
+    cl_program prog = clCreateProgramWithSource(ctx->cl_ctx, 3, texts, NULL, &err);
+    if (prog)
+        err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+    unsigned char *bin = NULL;
+    if (prog && err == CL_SUCCESS && clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof *len, len, NULL) == 0 &&
+        *len > 0 && (bin = (unsigned char *)malloc(*len)) != NULL &&
+        clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) != CL_SUCCESS) {
+        free(bin);
+        bin = NULL;
+    }
+    if (!bin)
+        printf("  could not build the foreign kernel (%s)\n", fa_cl__cl_error_name(err));
+    if (prog)
+        clReleaseProgram(prog);
+    return bin;
+}
+
+/* Replace the binary of the entry at path (genuine key kept) by bin, mode 0600. 0 on success. */
+static int forge(const char *path, const unsigned char *bin, size_t len)
+{
+    size_t size = 0;
+    unsigned char *data = read_file(path, &size);
+    fa_cl_cache_entry e;
+    const char *why = "";
+    int rc = -1;
+    if (data && fa_cl__cache_entry_decode(data, size, &e, &why) == 0) {
+        e.binary = bin;
+        e.binary_len = len;
+        size_t n = 0;
+        unsigned char *re = fa_cl__cache_entry_encode(&e, &n);
+        unlink(path);
+        rc = re && write_file(path, re, n) == 0 && chmod(path, 0600) == 0 ? 0 : -1;
+        free(re);
+    }
+    free(data);
+    return rc;
+}
+
+/* One run on dir with a forged entry at path: never loaded, correct, and a note containing note. */
+static void expect_refused(const char *what, const char *dir, const char *note)
+{
+    outcome o;
+    if (run_once(dir, &o) != 0)
+        return;
+    print_notes(&o);
+    tu_expect(&tally, o.correct && o.stats.loaded_from_disk == 0 && strstr(o.notes, note) != NULL,
+              "%s: the forged entry is not loaded (loaded %u, built %u), correct, notes say \"%s\": %s", what,
+              o.stats.loaded_from_disk, o.stats.built_from_source, note, o.detail);
+}
+
+static int subset_trust(void)
+{
+    char dir[512], path[1024], link[1100], open_dir[600], sub[700];
+    snprintf(dir, sizeof dir, "%s/trusted", root);
+    outcome o;
+    int rc = run_once(dir, &o);
+    if (rc != 0)
+        return rc;
+    if (!tu_expect(&tally, o.correct && count_entries(dir, path, sizeof path, NULL) == 1, "a genuine entry: %s",
+                   o.detail))
+        return 0;
+    fa_cl_context *ctx = NULL;
+    if ((rc = context_on("off", &ctx)) != 0)
+        return rc;
+    size_t len = 0;
+    unsigned char *bin = foreign_binary(ctx, &len);
+    fa_cl_context_release(ctx);
+    if (!bin)
+        return 1;
+
+    /* the boundary: in the user's own private directory a file with the genuine key is trusted */
+    struct stat st;
+    stat(dir, &st);
+    tu_expect(&tally, forge(path, bin, len) == 0 && (st.st_mode & 0777) == 0700,
+              "forged entry written (the library made the directory %03o)", (unsigned)(st.st_mode & 0777));
+    if ((rc = run_once(dir, &o)) != 0)
+        return rc;
+    tu_expect(&tally, o.stats.loaded_from_disk == 1 && !o.correct,
+              "control: from the user's own 0700 directory the forged binary is loaded and runs (o = 42): loaded "
+              "%u, %s", o.stats.loaded_from_disk, o.correct ? "correct" : "wrong, as forged");
+
+    chmod(dir, 0777);
+    expect_refused("cache directory writable by others (0777)", dir, "writable by group or others");
+    chmod(dir, 0700);
+
+    forge(path, bin, len);
+    chmod(path, 0666);
+    expect_refused("entry writable by others (0666)", dir, "writable by group or others");
+
+    forge(path, bin, len);
+    snprintf(link, sizeof link, "%s.link", path);
+    rename(path, link);
+    if (symlink(link, path) != 0)
+        printf("  symlink: %s\n", strerror(errno));
+    expect_refused("entry is a symbolic link", dir, "a symbolic link, not followed");
+    unlink(path);
+
+    /* a directory above the cache writable by others (not sticky): the cache could be swapped */
+    snprintf(open_dir, sizeof open_dir, "%s/open", root);
+    snprintf(sub, sizeof sub, "%s/cache", open_dir);
+    mkdir(open_dir, 0777);
+    chmod(open_dir, 0777);
+    expect_refused("a directory above the cache writable by others", sub, "above the cache directory");
+
+    /* a symlinked cache directory: its target decides */
+    snprintf(link, sizeof link, "%s/link_to_trusted", root);
+    if (symlink(dir, link) == 0 && (rc = run_once(link, &o)) == 0) /* rebuilds, then stores the genuine entry */
+        tu_expect(&tally, o.correct && o.stats.cache_stored == 1 && strstr(o.notes, "disabled") == NULL,
+                  "cache directory a symlink to a private directory: used (stored %u)", o.stats.cache_stored);
+    snprintf(link, sizeof link, "%s/link_to_open", root);
+    if (symlink(open_dir, link) == 0) {
+        forge(path, bin, len);
+        expect_refused("cache directory a symlink to a directory writable by others", link,
+                       "writable by group or others");
+    }
+
+    if (geteuid() == 0) {
+        /* another uid's directory and file (65534: nobody) */
+        forge(path, bin, len);
+        if (chown(dir, 65534, 65534) == 0) {
+            expect_refused("cache directory owned by uid 65534", dir, "not owned by this user");
+            chown(dir, 0, 0);
+        }
+        forge(path, bin, len);
+        if (chown(path, 65534, 65534) == 0)
+            expect_refused("entry owned by uid 65534", dir, "not owned by this user");
+    } else {
+        printf("  (not root: the other-uid cases need chown and are not run)\n");
+    }
+
+    /* a FIFO as the entry: refused at once, never waited on */
+    unlink(path);
+    mkfifo(path, 0600);
+    double t0 = tu_now_ms();
+    if ((rc = run_once(dir, &o)) != 0)
+        return rc;
+    double ms = tu_now_ms() - t0;
+    print_notes(&o);
+    tu_expect(&tally, o.correct && o.stats.loaded_from_disk == 0 && strstr(o.notes, "not a regular file") != NULL &&
+                          ms < 1000.0 + 1000.0 * o.stats.built_from_source,
+              "entry is a FIFO: refused without blocking, built instead (%.0f ms, %u builds)", ms,
+              o.stats.built_from_source);
+
+    /* umask 000: the library's directories 0700, its files 0600 */
+    mode_t old = umask(0);
+    char a[700], b[800];
+    snprintf(a, sizeof a, "%s/umask", root);
+    snprintf(b, sizeof b, "%s/cache", a);
+    rc = run_once(b, &o);
+    umask(old);
+    if (rc != 0)
+        return rc;
+    struct stat sa, sb, sf;
+    char entry[1024] = "";
+    count_entries(b, entry, sizeof entry, NULL);
+    int ok = stat(a, &sa) == 0 && stat(b, &sb) == 0 && stat(entry, &sf) == 0;
+    tu_expect(&tally, ok && (sa.st_mode & 0777) == 0700 && (sb.st_mode & 0777) == 0700 && (sf.st_mode & 0777) == 0600,
+              "umask 000: directories %03o and %03o, entry %03o (0700, 0700, 0600 wanted)",
+              ok ? (unsigned)(sa.st_mode & 0777) : 0, ok ? (unsigned)(sb.st_mode & 0777) : 0,
+              ok ? (unsigned)(sf.st_mode & 0777) : 0);
+
+    /* a FIFO among FA_CL_KERNEL_DIR's sources: a message naming it, at once */
+    char kdir[600], kpath[800];
+    snprintf(kdir, sizeof kdir, "%s/kernels", root);
+    mkdir(kdir, 0700);
+    static const char *const sources[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward.cl",
+                                          "fa_forward_tiled.cl", "fa_nv_ptx.cl", "fa_forward_nv_mma.cl",
+                                          "fa_forward_nv_tf32.cl"};
+    for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
+        snprintf(kpath, sizeof kpath, "%s/%s", kdir, sources[i]);
+        const char *text = fa_cl__embedded_text(sources[i]);
+        if (text)
+            write_file(kpath, (const unsigned char *)text, strlen(text));
+    }
+    snprintf(kpath, sizeof kpath, "%s/fa_common.cl", kdir);
+    unlink(kpath);
+    mkfifo(kpath, 0600);
+    setenv("FA_CL_KERNEL_DIR", kdir, 1);
+    if ((rc = context_on("off", &ctx)) != 0)
+        return rc;
+    tu_problem p;
+    if (tu_problem_init(&p, ctx, &base_case, 7, 0) == 0) {
+        fa_cl_plan *plan = NULL;
+        t0 = tu_now_ms();
+        fa_cl_status status = fa_cl_plan_create(ctx, &p.desc, &plan);
+        ms = tu_now_ms() - t0;
+        fa_cl_plan_release(plan);
+        tu_expect(&tally, status == FA_CL_ERROR_BUILD_FAILED && strstr(fa_cl_last_error(ctx), kpath) &&
+                              strstr(fa_cl_last_error(ctx), "not a regular file") && ms < 1000.0,
+                  "FA_CL_KERNEL_DIR with a FIFO fa_common.cl: %s in %.0f ms: %s", fa_cl_status_string(status), ms,
+                  fa_cl_last_error(ctx));
+        tu_problem_free(&p);
+    }
+    fa_cl_context_release(ctx);
+    unsetenv("FA_CL_KERNEL_DIR");
+    free(bin);
+    return 0;
+}
+
 /* ---- concurrent: processes storing the same entry ---------------------------------------------- */
 
 #define WRITERS 3
@@ -629,8 +853,10 @@ int main(int argc, char **argv)
         rc = subset_unwritable();
     else if (strcmp(subset, "concurrent") == 0)
         rc = subset_concurrent();
+    else if (strcmp(subset, "trust") == 0)
+        rc = subset_trust();
     else {
-        printf("unknown subset '%s' (format, warm, corrupt, unwritable, concurrent)\n", subset);
+        printf("unknown subset '%s' (format, warm, corrupt, unwritable, concurrent, trust)\n", subset);
         rc = 2;
     }
     remove_tree(root);
