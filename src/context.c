@@ -26,6 +26,43 @@ static fa_cl_status env_bytes(const char *name, size_t *out, char *msg, size_t m
     return FA_CL_SUCCESS;
 }
 
+/* FA_CL_BUILD_OPTIONS: -D and -I need an argument (attached or the next word), and -D's must be a
+ * macro name: some drivers crash on a bare "-D" (PoCL 3.1 does) rather than report it. Returns 0,
+ * or -1 with the offending option named in msg. */
+static int check_build_options(const char *s, char *msg, size_t msg_size)
+{
+    const char *p = s;
+    while (*p) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            break;
+        const char *w = p;
+        while (*p && !isspace((unsigned char)*p))
+            p++;
+        const size_t n = (size_t)(p - w);
+        if (n < 2 || w[0] != '-' || (w[1] != 'D' && w[1] != 'I'))
+            continue;
+        const char *arg = w + 2, *end = p;
+        if (n == 2) { /* the argument is the next word */
+            while (isspace((unsigned char)*p))
+                p++;
+            arg = p;
+            while (*p && !isspace((unsigned char)*p))
+                p++;
+            end = p;
+        }
+        const int missing = arg == end || arg[0] == '-';
+        const int bad_name = !missing && w[1] == 'D' && !(isalpha((unsigned char)arg[0]) || arg[0] == '_');
+        if (missing || bad_name) {
+            snprintf(msg, msg_size, "FA_CL_BUILD_OPTIONS='%s': %.2s %s", s, w,
+                     missing ? "needs an argument" : "needs a macro name (a letter or '_' first)");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* "<a>x<b>[x<c>[x<d>]]" of positive decimal integers, nothing else; returns the field count or 0. */
 static int parse_tile(const char *s, int f[4])
 {
@@ -99,6 +136,8 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
                      sizeof out->build_options - 1);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
+        if (check_build_options(s, msg, msg_size) != 0)
+            return FA_CL_ERROR_INVALID_ARGUMENT;
         strcpy(out->build_options, s);
     }
     s = getenv("FA_CL_KERNEL_VARIANT");

@@ -100,7 +100,8 @@ struct fa_cl_context {
     fa_cl_device_props props;
     fa_cl_env env;
     fa_cl_lock lock; /* guards the caches and last_error */
-    fa_cl_program_entry *programs;
+    fa_cl_program_entry *programs; /* most recently used first, at most FA_CL_PROGRAM_CACHE_MAX */
+    int program_count;
     fa_cl_plan_entry *plans;
     int plan_count;
     int mma_failed;        /* the tensor-core kernel did not compile here: plan portable kernels (under lock) */
@@ -115,6 +116,10 @@ struct fa_cl_context {
 void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out);
 
 /* ---- kernel sources and programs (kernel_source.c, program.c) -------------------------------- */
+
+/* Compiled programs a context keeps (each holds 1-2 MB of host memory on PoCL); the least recently
+ * used goes first. Plans keep their own program alive whatever the cache drops. */
+#define FA_CL_PROGRAM_CACHE_MAX 64
 
 /* Source text of cl/<name> (e.g. "fa_forward.cl"): embedded, or read from FA_CL_KERNEL_DIR.
  * *owned is set to a heap copy the caller frees when the text came from disk (NULL otherwise).

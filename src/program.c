@@ -61,6 +61,45 @@ static fa_cl_status build_failed(fa_cl_context *ctx, cl_program prog, cl_int err
     return st;
 }
 
+/* Under ctx->lock: the entry of (h, options), moved to the front (most recently used), or NULL. */
+static fa_cl_program_entry *find_entry(fa_cl_context *ctx, uint64_t h, const char *options)
+{
+    for (fa_cl_program_entry **pp = &ctx->programs; *pp; pp = &(*pp)->next) {
+        fa_cl_program_entry *e = *pp;
+        if (e->source_hash == h && strcmp(e->options, options) == 0) {
+            *pp = e->next;
+            e->next = ctx->programs;
+            ctx->programs = e;
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static void free_entry(fa_cl_program_entry *e)
+{
+    for (int i = 0; i < e->pooled; i++)
+        clReleaseKernel(e->pool[i]);
+    clReleaseProgram(e->program); /* plans' kernels keep the program alive as long as they need it */
+    free(e->options);
+    free(e);
+}
+
+/* Under ctx->lock: unlink the least recently used entry if the cache holds more than
+ * FA_CL_PROGRAM_CACHE_MAX; the caller frees it outside the lock. */
+static fa_cl_program_entry *evict_entry(fa_cl_context *ctx)
+{
+    if (ctx->program_count <= FA_CL_PROGRAM_CACHE_MAX)
+        return NULL;
+    fa_cl_program_entry **pp = &ctx->programs;
+    while ((*pp)->next)
+        pp = &(*pp)->next;
+    fa_cl_program_entry *e = *pp;
+    *pp = NULL;
+    ctx->program_count--;
+    return e;
+}
+
 fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, int nfiles, const char *options,
                                 cl_program *out)
 {
@@ -86,12 +125,10 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
 
     if (st == FA_CL_SUCCESS) {
         fa_cl_lock_acquire(&ctx->lock);
-        for (fa_cl_program_entry *e = ctx->programs; e; e = e->next) {
-            if (e->source_hash == h && strcmp(e->options, full) == 0) {
-                clRetainProgram(e->program);
-                *out = e->program;
-                break;
-            }
+        fa_cl_program_entry *e = find_entry(ctx, h, full);
+        if (e) {
+            clRetainProgram(e->program);
+            *out = e->program;
         }
         fa_cl_lock_release(&ctx->lock);
     }
@@ -134,9 +171,7 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
                 e->program = prog;
                 fa_cl_lock_acquire(&ctx->lock);
                 /* another thread may have built the same program meanwhile: keep one entry */
-                fa_cl_program_entry *x = ctx->programs;
-                while (x && !(x->source_hash == h && strcmp(x->options, full) == 0))
-                    x = x->next;
+                fa_cl_program_entry *x = find_entry(ctx, h, full), *evicted = NULL;
                 if (x) {
                     clRetainProgram(x->program);
                     *out = x->program;
@@ -144,8 +179,12 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
                     clRetainProgram(prog); /* one reference for the cache, one for the caller */
                     e->next = ctx->programs;
                     ctx->programs = e;
+                    ctx->program_count++;
+                    evicted = evict_entry(ctx);
                 }
                 fa_cl_lock_release(&ctx->lock);
+                if (evicted)
+                    free_entry(evicted);
                 if (x) {
                     clReleaseProgram(prog);
                     free(opts);
@@ -197,12 +236,9 @@ void fa_cl__program_cache_clear(fa_cl_context *ctx)
     fa_cl_program_entry *e = ctx->programs;
     while (e) {
         fa_cl_program_entry *next = e->next;
-        for (int i = 0; i < e->pooled; i++)
-            clReleaseKernel(e->pool[i]);
-        clReleaseProgram(e->program);
-        free(e->options);
-        free(e);
+        free_entry(e);
         e = next;
     }
     ctx->programs = NULL;
+    ctx->program_count = 0;
 }

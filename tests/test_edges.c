@@ -229,6 +229,24 @@ static void subset_magnitudes(fa_cl_context *ctx)
         check_case(ctx, &p, "f16 v = +-65504 (the f16 maximum): finite outputs", 1);
         tu_problem_free(&p);
     }
+    /* every score of a row -inf (a -Inf in q against positive k): 0 and LSE -inf, as a row that
+     * sees no key, in the fused path and the reference alike */
+    const tu_case neg = {1, 2, 1, 11, 29, 8, F32, 0, -1, -1, NULL, 0.0f, 1};
+    if (tu_problem_init(&p, ctx, &neg, 9, 1) == 0) {
+        for (size_t j = 0; j < (size_t)(neg.Sk); j++)
+            p.x[1][j * neg.D] = fabsf(p.x[1][j * neg.D]);
+        p.x[0][3 * neg.D] = -INFINITY; /* head 0, row 3 */
+        refresh(&p, ctx);
+        check_case(ctx, &p, "every score of a row -inf: 0 and LSE -inf", 1);
+        tu_problem_free(&p);
+    }
+    /* scales beyond FLT_MAX / log2(e) (the exponent's factor is clamped there): the LSE still uses
+     * the scale itself */
+    const tu_case huge = {1, 1, 1, 5, 9, 4, F32, 0, -1, -1, NULL, 2.97e38f, 1};
+    if (tu_problem_init(&p, ctx, &huge, 10, 1) == 0) {
+        check_case(ctx, &p, "scale 2.97e38: outputs and LSE", 0);
+        tu_problem_free(&p);
+    }
     /* an f16 +Inf in v: the rows that see it give +Inf in that column */
     const tu_case f16inf = {1, 1, 1, 9, 9, 4, F16, 1, -1, -1, NULL, 0.0f, 1};
     if (tu_problem_init(&p, ctx, &f16inf, 8, 1) == 0) {

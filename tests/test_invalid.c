@@ -435,10 +435,14 @@ static void env_cases(int only_trailing)
     } bad[] = {{"FA_CL_TILE", "abc"},           {"FA_CL_TILE", "64"},            {"FA_CL_TILE", "0x32"},
                {"FA_CL_TILE", "64x32x3"},       {"FA_CL_LOCAL_MEM_BYTES", "12"}, {"FA_CL_LOCAL_MEM_BYTES", "-4096"},
                {"FA_CL_LOCAL_MEM_BYTES", "16k"}, {"FA_CL_KERNEL_VARIANT", "fast"},
+               /* options a driver would crash on rather than report (PoCL 3.1 does on a bare -D) */
+               {"FA_CL_BUILD_OPTIONS", "-D"},   {"FA_CL_BUILD_OPTIONS", "-DX -I"}, {"FA_CL_BUILD_OPTIONS", "-D -w"},
+               {"FA_CL_BUILD_OPTIONS", "-D=1"}, {"FA_CL_BUILD_OPTIONS", "-I  "},
+               {"FA_CL_KV_CHUNK", "0"},
                /* trailing characters: subset env_trailing (test invalid_env_trailing) */
                {"FA_CL_TILE", "64x32junk"},     {"FA_CL_TILE", "64x32 "},        {"FA_CL_TILE", "64x32x2junk"},
                {"FA_CL_TILE", "64x32x"}};
-    const size_t first = only_trailing ? 8 : 0, end = only_trailing ? sizeof bad / sizeof bad[0] : 8;
+    const size_t first = only_trailing ? 14 : 0, end = only_trailing ? sizeof bad / sizeof bad[0] : 14;
     for (size_t i = first; i < end; i++) {
         setenv(bad[i].var, bad[i].value, 1);
         fa_cl_context *c = NULL;

@@ -416,9 +416,10 @@ void tu_attention_f64(const tu_case *c, const float *q, const float *k, const fl
                     for (int64_t d = 0; d < D; d++)
                         acc[d] += p * (double)vj[d];
                 }
+                /* every visible score -inf (e.g. a -Inf in q against positive k): as a row that sees no key */
                 for (int64_t d = 0; d < D; d++)
-                    oi[d] = acc[d] / l;
-                lse[row] = m + log(l);
+                    oi[d] = l == 0.0 ? 0.0 : acc[d] / l;
+                lse[row] = l == 0.0 ? -INFINITY : m + log(l);
             }
         }
     free(s);

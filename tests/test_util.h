@@ -134,7 +134,7 @@ double tu_case_scale(const tu_case *c);
 
 /*
  * float64 attention over logical [B,H,S,D] float inputs: o [B,Hq,Sq,D] and lse [B,Hq,Sq]
- * (-inf and o = 0 for a row that sees no key). Visibility, independently of the library:
+ * (-inf and o = 0 for a row that sees no key, or whose every visible score is -inf). Visibility, independently of the library:
  * with diag = i + Sk - Sq, key j is visible iff (!causal || j <= diag) && (wl < 0 || j >= diag - wl)
  * && (wr < 0 || j <= diag + wr). Query head h reads kv head h / (Hq / Hkv).
  */
