@@ -18,7 +18,8 @@
  *  - GQA/MQA: heads_q % heads_kv == 0; query head h reads kv head h / (heads_q / heads_kv).
  *  - LSE (optional): float32, contiguous [batch, heads_q, seqlen_q], natural log of
  *    sum(exp(scale * q.k)) over the visible keys.
- *  - A query row that sees no key gets output 0 and LSE -inf.
+ *  - A query row that sees no key, or whose every visible score is -inf (e.g. a -Inf in q against
+ *    positive k), gets output 0 and LSE -inf, in the fused path and the reference alike.
  *  - NaN/Inf in the inputs (fused path): a NaN or Inf in query row i reaches only row i; one in
  *    key or value row j reaches only the query rows that see key j (in the same batch and kv head
  *    group); every other row, head and batch is bitwise what it would be without it. Where it
@@ -36,6 +37,13 @@
  *    sum(p * v) unnormalised in fp32, as FlashAttention-2 does: values of v near FLT_MAX (|v| >
  *    FLT_MAX / number of visible keys, reachable with f32 or bf16 storage, never with f16) can
  *    overflow to +-Inf there where the reference, which normalises first, stays finite.
+ *  - Long rows: no fp32 sum adds more than 65536 keys. Where a row can see more keys than 2^16
+ *    (f32), 2^21 (f16) or 2^24 (bf16), a plan runs its kernel once per chunk of 65536 keys and
+ *    merges the chunks as split-KV partial results merge (the plan then holds a scratch buffer of
+ *    8 bytes per row of each work-item, plus 4 * B * heads_q * seqlen_q * head_dim bytes for
+ *    f16/bf16). Measured on PoCL: f32 rows of 2^20 near-uniform keys are within 1.1e-6 of float64
+ *    (a single sum was 1.1e-3 off at 4M keys), and 2^30 - 1 identical keys give v exactly and the
+ *    right LSE. Any finite scale gives the right LSE (scales above FLT_MAX / log2(e) included).
  *  - Determinism: the same plan (or the same descriptor through the one-shot call) on the same
  *    device gives bitwise-identical o and LSE for the same inputs: no atomics, a fixed reduction
  *    order.
@@ -132,13 +140,29 @@ typedef struct fa_cl_context fa_cl_context;
  * calls must belong to this OpenCL context.
  *
  * Environment read here (once; later changes do not affect this context): FA_CL_LOCAL_MEM_BYTES
- * (cap the local-memory budget), FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]] (force the tile),
- * FA_CL_KERNEL_VARIANT (force a kernel variant), FA_CL_KERNEL_DIR (read the kernel .cl files from a
- * directory instead of the embedded copy), FA_CL_BUILD_OPTIONS (extra compiler flags),
- * FA_CL_DEBUG_BUILD_LOG (print build logs), and FA_CL_CACHE_DIR: the on-disk program cache
- * directory, default $XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl, "off" to disable it. The directory is
- * created here if missing; if that fails or it is not writable, the context works without the
- * cache and fa_cl_context_notes() says why.
+ * (cap the local-memory budget), FA_CL_LOCAL_MEM_OVERRIDE (experiments: plan for that many bytes of
+ * local memory whatever the device reports; a kernel that then does not fit fails to build or
+ * launch), FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]] (force the tile), FA_CL_KERNEL_VARIANT (force a
+ * kernel variant), FA_CL_VENDOR_PATH=0 (portable kernels only), FA_CL_NV_TF32=0 (f32 on the portable
+ * kernels on NVIDIA GPUs, not on tensor cores), FA_CL_KV_CHUNK=n (tests: every plan sums keys in
+ * chunks of n, see "Long rows"), FA_CL_MMA_EMULATE=1 (tests), FA_CL_KERNEL_DIR (read the kernel .cl
+ * files from a directory instead of the embedded copy; regular files only), FA_CL_BUILD_OPTIONS
+ * (extra compiler flags; a -D or -I without its argument is refused), FA_CL_DEBUG_BUILD_LOG (print
+ * build logs), and FA_CL_CACHE_DIR: the on-disk program cache directory, default
+ * $XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl, "off" to disable it. The directory is created (mode 0700)
+ * here if missing; if that fails, it is not writable, or it is not private (below), the context
+ * works without the cache and fa_cl_context_notes() says why.
+ *
+ * The program cache's trust rule: every part of a cache file's key is public, so a binary is loaded
+ * only from files nobody but this user could have written. The cache directory must be owned by the
+ * effective uid and writable by nobody else; every directory above it owned by this user or root
+ * and not writable by others (sticky directories such as /tmp, and group-writable ones of the
+ * user's own private group, are accepted); a symlinked directory is judged by its target. An entry
+ * must be a regular file owned by the effective uid and not writable by group or others; it is
+ * opened without following symlinks and without blocking (a FIFO is refused, never waited on).
+ * Anything else is not loaded (the kernel is compiled instead) and the notes say why. Files are
+ * written 0600. A context keeps at most 64 compiled programs in memory (least recently used
+ * dropped; a plan keeps its own program alive).
  *
  * @param context an OpenCL context holding device
  * @param device  the device every kernel runs on
@@ -294,13 +318,15 @@ FA_CL_API fa_cl_status fa_cl_plan_get_info(const fa_cl_plan *plan, fa_cl_plan_in
  * buffers holding the views the plan's descriptor describes; lse may be NULL (no LSE written).
  * Buffers stay owned by the caller and must stay alive until the work completes. They must belong
  * to the plan's OpenCL context, be large enough for their views (else FA_CL_ERROR_BUFFER_TOO_SMALL),
- * inputs not created CL_MEM_WRITE_ONLY and outputs not CL_MEM_READ_ONLY, and o's and lse's extents
- * must not overlap q's, k's, v's or each other (sub-buffers of one buffer are compared by their
- * real ranges); otherwise FA_CL_ERROR_INVALID_ARGUMENT. Only the elements of o's view and the LSE
- * are written; gaps between strided rows are left alone.
+ * inputs not created CL_MEM_WRITE_ONLY and outputs not CL_MEM_READ_ONLY, and o's and lse's byte
+ * extents (first to last byte of the view) must not overlap q's, k's, v's or each other (sub-buffers
+ * of one buffer are compared by their real ranges; views that interleave, even without sharing an
+ * element, overlap); otherwise FA_CL_ERROR_INVALID_ARGUMENT. Only the elements of o's view and the
+ * LSE are written; gaps between strided rows are left alone.
  *
  * @param num_wait, wait events to wait for (OpenCL's rule: wait is NULL iff num_wait is 0)
- * @param done      if not NULL, receives an event for this call's work; the caller releases it
+ * @param done      if not NULL, receives an event for this call's work (the last of its launches);
+ *                  the caller releases it. On failure *done is not written.
  * @return FA_CL_SUCCESS once enqueued; the errors above; FA_CL_ERROR_OPENCL if the enqueue fails.
  * Thread-safe: a plan may be used from several threads (argument setting and enqueue are serialised).
  */
