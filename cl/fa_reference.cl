@@ -61,8 +61,9 @@ inline float fa_ref_reduce_sum(__local float *red, float x)
 /* One work-group per score row (row = local head * seqlen_q + i) of the chunk: S -> P in place.
  * Visible keys are [lo, hi) (causal and windows folded into win_left/right by the host; unbounded
  * sides are seqlen_q + seqlen_k). Masked entries become exactly 0 so the P.V GEMM ignores them; a
- * row without visible keys is all zeros with LSE -inf. NaN scores are not special-cased: fmax skips
- * them for the max, but exp() of them makes the sum, and so the whole row, NaN. */
+ * row without visible keys, or whose visible scores are all -inf, is all zeros with LSE -inf (as
+ * the fused kernels give). NaN scores are not special-cased: fmax skips them for the max, but exp()
+ * of them makes the sum, and so the whole row, NaN. */
 __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse, ulong lse_row0, ulong seqlen_q,
                              ulong seqlen_k, long win_left, long win_right, float scale, __local float *red)
 {
@@ -80,17 +81,18 @@ __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse
 
     /* Each work-item writes and later rescales only its own columns (j = lid mod L): no global
      * memory is shared between work-items, so no global fence is needed. */
+    const int any = m != -INFINITY; /* the same in every work-item: a reduction's result */
     float sum = 0.0f;
     for (long j = (long)lid; j < sk; j += (long)L) {
-        float e = (j >= lo && j < hi) ? exp(p[j] * scale - m) : 0.0f;
+        float e = (any && j >= lo && j < hi) ? exp(p[j] * scale - m) : 0.0f;
         p[j] = e;
         sum += e;
     }
     sum = fa_ref_reduce_sum(red, sum);
 
-    for (long j = lo - lo % (long)L + (long)lid; j < hi; j += (long)L)
+    for (long j = lo - lo % (long)L + (long)lid; any && j < hi; j += (long)L)
         if (j >= lo)
             p[j] = p[j] / sum;
     if (has_lse && lid == 0)
-        lse[lse_row0 + row] = (hi > lo) ? m + log(sum) : -INFINITY;
+        lse[lse_row0 + row] = any ? m + log(sum) : -INFINITY;
 }

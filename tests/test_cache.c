@@ -464,9 +464,11 @@ static int readonly_dir(void)
             setenv("POCL_CACHE_DIR", pocl, 1);
             if (setgid(65534) != 0 || setuid(65534) != 0) {
                 printf("  (cannot drop to uid 65534: %s; the unprivileged check is skipped)\n", strerror(errno));
+                fflush(stdout);
                 _exit(3);
             }
             rc = run_once(dir, &o);
+            fflush(stdout); /* _exit does not: the reason of a failure or skip would be lost */
             if (rc != 0)
                 _exit(rc);
             expect_uncached("chmod 0555 directory, unprivileged user", dir, &o, "is not writable: Permission denied");

@@ -12,6 +12,8 @@
  *                           the cache stays at its cap (least recently used first out), a plan
  *                           whose program was evicted still computes right, an evicted program is
  *                           rebuilt on its next plan
+ *   test_leaks planted      the valgrind tests' control: leaks one context and reads a released one,
+ *                           deliberately (tests/valgrind_expect.sh passes only if valgrind reports both)
  *
  * A cycle also makes calls that fail: a reference call whose N x N scratch cannot exist
  * (FA_CL_ERROR_OUT_OF_MEMORY) and a forward with a buffer too small; their error paths must free
@@ -308,6 +310,31 @@ static int subset_programs(void)
     return 0;
 }
 
+/* Two errors of the kind the valgrind tests exist to catch, in memory the library allocated: a context
+ * never released (definitely lost: the only pointer dies with this frame) and a read of a released one.
+ * Under the same options and suppressions as valgrind_cycles they must be reported, or those
+ * suppressions hide the library's own errors. */
+static __attribute__((noinline)) int leak_one_context(void)
+{
+    fa_cl_context *ctx = NULL;
+    return tu_context(&ctx);
+}
+
+static int subset_planted(void)
+{
+    int rc = leak_one_context();
+    if (rc != 0)
+        return rc;
+    fa_cl_context *ctx = NULL;
+    rc = tu_context(&ctx);
+    if (rc != 0)
+        return rc;
+    fa_cl_context_release(ctx);
+    const volatile unsigned char *freed = (const volatile unsigned char *)(const void *)ctx;
+    printf("planted: one context leaked, first byte of a released one read: %u\n", (unsigned)freed[0]);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *subset = argc > 1 ? argv[1] : "cycles";
@@ -332,8 +359,10 @@ int main(int argc, char **argv)
                           "release %s", i, why);
         }
         rc = rc == TU_EXIT_SKIP ? rc : 0;
+    } else if (strcmp(subset, "planted") == 0) {
+        return subset_planted();
     } else {
-        printf("unknown subset '%s' (contexts, plans, cycles, programs)\n", subset);
+        printf("unknown subset '%s' (contexts, plans, cycles, programs, planted)\n", subset);
         return 2;
     }
     if (rc != 0)

@@ -14,7 +14,9 @@ PACKAGES="clang libclang-rt-dev"
 
 missing=""
 for p in $PACKAGES; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+    # captured, not piped into grep -q: under pipefail that can fail on a match (SIGPIPE)
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    [ "$status" = "install ok installed" ] || missing="$missing $p"
 done
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ]; then

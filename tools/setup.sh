@@ -4,6 +4,8 @@
 #   tools/setup.sh build  deps + configure + build into ./build (or $FA_CL_BUILD_DIR)
 #   tools/setup.sh demo   build, then fa_cl_info and a timed forward pass checked against the reference
 #   tools/setup.sh test   build, then the whole CTest suite (installing the offline compilers too)
+#   tools/setup.sh offline-packaged   exit 0 when this distribution packages every offline compiler
+#                         (.ci/run then requires their tests to run: FA_CL_REQUIRE_OFFLINE=1)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${FA_CL_BUILD_DIR:-build}
@@ -11,20 +13,35 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 PACKAGES="cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo oclgrind valgrind"
 # `ctest -L offline` (test only): Intel's offline compiler (ocloc), ROCm's device libraries and the
 # newest clang for AMD GPUs and the generic SPIR check, readelf. Where the distribution lacks one,
-# that offline test is skipped (with the reason), never failed for it.
+# that offline test is skipped (with the reason), never failed for it, unless FA_CL_REQUIRE_OFFLINE=1.
 OFFLINE_PACKAGES="intel-opencl-icd rocm-device-libs binutils"
 OFFLINE_CLANGS="clang-19 clang-18 clang-17 clang-16 clang-15"
 APT_UPDATED=0
 
-installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-available() { apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [0-9]'; }
+# Each answer from captured output, never from `cmd | grep -q`: under pipefail grep's early exit
+# kills the writer (SIGPIPE) and turns a match into a failure, at random.
+installed() {
+    local status
+    status=$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) || return 1
+    [ "$status" = "install ok installed" ]
+}
+# a candidate version (Debian versions start with a digit; "(none)" when nothing is packaged)
+available() {
+    local policy
+    policy=$(apt-cache policy "$1" 2>/dev/null) || return 1
+    [[ $policy == *"Candidate: "[0-9]* ]]
+}
 
-apt_install() {
+apt_update() {
     export DEBIAN_FRONTEND=noninteractive
     if [ $APT_UPDATED = 0 ]; then
         apt-get update -qq
         APT_UPDATED=1
     fi
+}
+
+apt_install() {
+    apt_update
     apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
@@ -45,31 +62,55 @@ deps() {
 }
 
 offline_deps() {
-    local missing="" have_clang=""
+    local missing="" have_clang="" newest=${OFFLINE_CLANGS%% *} p c
     for p in $OFFLINE_PACKAGES; do
         installed "$p" || missing="$missing $p"
     done
     for c in $OFFLINE_CLANGS; do
         if installed "$c"; then have_clang=$c; break; fi
     done
-    [ -z "$missing" ] && [ -n "$have_clang" ] && return 0
+    [ -z "$missing" ] && [ "$have_clang" = "$newest" ] && return 0
     if [ "$(id -u)" != 0 ]; then
-        echo "fa_cl: for ctest -L offline: sudo apt-get install$missing ${have_clang:-clang-19}" >&2
+        [ "$have_clang" = "$newest" ] || missing="$missing $newest"
+        echo "fa_cl: for ctest -L offline: sudo apt-get install$missing" >&2
         return 0
     fi
-    [ $APT_UPDATED = 1 ] || { export DEBIAN_FRONTEND=noninteractive; apt-get update -qq; APT_UPDATED=1; }
+    apt_update
     local want=""
     for p in $missing; do
         if available "$p"; then want="$want $p"; else echo "fa_cl: $p is not packaged here: its offline test will skip"; fi
     done
-    if [ -z "$have_clang" ]; then
-        for c in $OFFLINE_CLANGS; do
-            if available "$c"; then want="$want $c"; break; fi
-        done
-    fi
+    # The newest packaged clang, even where an older one is installed (PoCL pulls in clang-15 on
+    # Debian 12): the AMD spill figures are those of ROCm 6's LLVM 17-19, and LLVM 15 spills more.
+    for c in $OFFLINE_CLANGS; do
+        [ "$c" = "$have_clang" ] && break
+        if available "$c"; then want="$want $c"; break; fi
+    done
     [ -z "$want" ] && return 0
     echo "fa_cl: installing (offline compile checks):$want"
-    apt_install $want || echo "fa_cl: could not install$want: the offline tests that need them will skip"
+    apt_install $want || echo "fa_cl: could not install$want: the offline tests that need them will skip" \
+        "(fail, with FA_CL_REQUIRE_OFFLINE=1)"
+}
+
+# Whether every offline compiler has a candidate here. A fresh image may have no package lists
+# yet, which would read as "not packaged": fetch them first when root.
+offline_packaged() {
+    if [ "$(id -u)" = 0 ] && ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then
+        apt_update
+    fi
+    local p c clang="" none=""
+    for p in $OFFLINE_PACKAGES; do
+        available "$p" || none="$none $p"
+    done
+    for c in $OFFLINE_CLANGS; do
+        if available "$c"; then clang=$c; break; fi
+    done
+    [ -n "$clang" ] || none="$none clang(${OFFLINE_CLANGS// /|})"
+    if [ -n "$none" ]; then
+        echo "fa_cl: not packaged here:$none: the offline tests that need them may skip"
+        return 1
+    fi
+    echo "fa_cl: packaged here: $OFFLINE_PACKAGES $clang: the offline tests must run"
 }
 
 build() {
@@ -88,13 +129,14 @@ demo)
     # a forward pass on the default device, timed, and checked against the CLBlast reference
     "$BUILD_DIR"/tools/fa_cl_bench -b 1 -h 8 -q 1024 -k 1024 -d 64 --dtype f32 --check
     ;;
+offline-packaged) offline_packaged ;;
 test)
     offline_deps
     build
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure ${FA_CL_CTEST_ARGS:-}
     ;;
 *)
-    echo "usage: tools/setup.sh deps|build|demo|test" >&2
+    echo "usage: tools/setup.sh deps|build|demo|test|offline-packaged" >&2
     exit 2
     ;;
 esac
