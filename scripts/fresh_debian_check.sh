@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's two commands on a pristine Debian 12, as a new user runs them: a minimal root from
 # debootstrap (the mirror of this machine's own apt sources), this repository's HEAD cloned into it,
-# then `bash tools/setup.sh demo` and `bash tools/setup.sh test` as root inside chroot. Prints both
+# then `bash scripts/setup.sh demo` and `bash scripts/setup.sh test` as root inside chroot. Prints both
 # summaries (the demo's result, ctest's, which offline and valgrind tests ran) and the wall times.
 # Run it before resolving an issue. Root only; about 15-25 minutes on 2 cores.
 #
@@ -10,7 +10,7 @@
 #   --root DIR   where to build the root (new or empty; default a new /var/tmp/fa_cl_fresh.XXXXXX)
 #   --keep       keep the root afterwards (it is always unmounted)
 #   --env N=V    set N=V for both commands inside (e.g. CI=true); repeatable
-#   --ci         run `bash .ci/run` instead of `bash tools/setup.sh test` (adds the sanitizer build)
+#   --ci         run `bash .ci/run` instead of `bash scripts/setup.sh test` (adds the sanitizer build)
 #
 # The logs stay in DIR.logs. Exit: 0 both commands passed; 1 one failed; 2 usage or setup.
 # Only the committed HEAD is cloned: uncommitted changes are not tested.
@@ -200,12 +200,12 @@ inside() {
         bash -c "cd /root/fa_cl && $1"
 }
 
-test_cmd="bash tools/setup.sh test"
+test_cmd="bash scripts/setup.sh test"
 [ $ci = 1 ] && test_cmd="bash .ci/run"
 rc=0
 t0=$(date +%s)
 demo_rc=0
-run_job "$logs/demo.log" inside "bash tools/setup.sh demo" || demo_rc=$?
+run_job "$logs/demo.log" inside "bash scripts/setup.sh demo" || demo_rc=$?
 t_demo=$(($(date +%s) - t0))
 t0=$(date +%s)
 test_rc=0
@@ -216,7 +216,7 @@ t_test=$(($(date +%s) - t0))
 # ---- summaries ----------------------------------------------------------------------------------
 
 echo
-echo "==== bash tools/setup.sh demo: exit $demo_rc, ${t_demo} s (log: $logs/demo.log)"
+echo "==== bash scripts/setup.sh demo: exit $demo_rc, ${t_demo} s (log: $logs/demo.log)"
 grep -E '^fa_cl: (installing|missing)|Device [0-9]+:[0-9]+:' "$logs/demo.log" || true
 tail -n 6 "$logs/demo.log"
 echo

@@ -3,8 +3,8 @@
 #define FA_CL_INTERNAL_H
 
 #include "fa_cl.h"
-#include "lock.h"
-#include "planner.h"
+#include "common/lock.h"
+#include "plan/planner.h"
 
 #include <stdarg.h>
 

@@ -20,7 +20,7 @@
  * is checked against the planner on this device's limits and the environment.
  */
 #include "fa_cl_internal.h"
-#include "planner.h"
+#include "plan/planner.h"
 #include "test_util.h"
 
 #include <math.h>

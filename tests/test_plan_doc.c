@@ -4,7 +4,7 @@
  * (then docs/design.md needs the new ones). Devices: a local-memory size, 1024 work-items, and
  * whether it is a GPU (the register-tiled variant where it fits) or not (the rows variant).
  */
-#include "planner.h"
+#include "plan/planner.h"
 #include "test_util.h"
 
 #include <string.h>

@@ -19,7 +19,7 @@
  * Note: the A100 example of the design article multiplies by 2 bytes twice; the formula as
  * implemented (e = 4 for f16/bf16 too) is what is checked here.
  */
-#include "planner.h"
+#include "plan/planner.h"
 #include "test_util.h"
 
 #include <string.h>

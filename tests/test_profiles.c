@@ -6,8 +6,8 @@
  *    plan the offline checks build for them is one the planner makes.
  *  - fa_cl_build_options: the exact -D string the library passes, and its files per variant.
  */
-#include "build_options.h"
-#include "planner.h"
+#include "program/build_options.h"
+#include "plan/planner.h"
 #include "test_util.h"
 
 #include <string.h>

@@ -1,11 +1,11 @@
 /*
  * fa_cl_info --profile: the planner's choices for a named device profile (src/profiles.c), with no
  * OpenCL device or platform needed, and --emit: the kernel sources and the exact build options the
- * library would pass for each plan, for the offline compile checks (tools/offline_compile.sh).
+ * library would pass for each plan, for the offline compile checks (scripts/offline_compile.sh).
  */
 #include "fa_cl_info_profile.h"
 
-#include "build_options.h"
+#include "program/build_options.h"
 #include "fa_cl_internal.h" /* embedded kernel sources, dtype names */
 
 #include <errno.h>

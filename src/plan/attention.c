@@ -1,5 +1,5 @@
 /* Plans for the fused forward pass: planning, compiling, launching, and the context's plan cache. */
-#include "build_options.h"
+#include "program/build_options.h"
 #include "fa_cl_internal.h"
 
 #include <math.h>

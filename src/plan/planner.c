@@ -1,5 +1,5 @@
 /* Tile planner for the portable kernel: B_r and B_c from the local-memory budget formula. */
-#include "planner.h"
+#include "plan/planner.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -177,7 +177,7 @@ int fa_cl_private_floats(fa_cl_vendor vendor, int min_subgroup)
     case FA_CL_VENDOR_AMD: return 192; /* of 256 VGPRs: a quarter goes to addresses and loads in flight */
     /* of 255 registers. The model's 148 floats at d = 128, TM = 4 took 168 registers on the H200
      * (no spill, measured); at d = 256 TM = 4 (228) does not fit, TM = 2 (138) does: 172 registers,
-     * no spill, where the rows kernel spills 5.6 KB (tools/nv_ptxas_report.sh, a proxy: clang's PTX
+     * no spill, where the rows kernel spills 5.6 KB (scripts/nv_ptxas_report.sh, a proxy: clang's PTX
      * through ptxas 12.9; docs/portability.md) */
     case FA_CL_VENDOR_NVIDIA: return 200;
     case FA_CL_VENDOR_OTHER: break;

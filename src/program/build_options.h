@@ -4,7 +4,7 @@
 #ifndef FA_CL_BUILD_OPTIONS_H
 #define FA_CL_BUILD_OPTIONS_H
 
-#include "planner.h"
+#include "plan/planner.h"
 
 #include <stddef.h>
 

@@ -7,9 +7,9 @@
 # static shared memory above 48 KiB ("uses too much shared data") where NVIDIA's OpenCL driver
 # accepted up to 200 KB (docs/performance.md); the register report comes all the same.
 #
-#   tools/nv_ptxas_report.sh VARIANT "-D options"
+#   scripts/nv_ptxas_report.sh VARIANT "-D options"
 #     VARIANT: mma | tf32 | tiled | rows; options as fa_cl's planner writes them (fa_cl_info --emit shows
-#     them), e.g. tools/nv_ptxas_report.sh mma "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64
+#     them), e.g. scripts/nv_ptxas_report.sh mma "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64
 #     -DBLOCK_KV=64 -DWARP_ROWS=16 -DFA_ALIGNED16"  (FA_UNROLL, FA_NATIVE_EXP added as on GPUs)
 #
 # Needs clang-15 and libclc-15 (apt-get install clang-15 libclc-15), and downloads the wheel once

@@ -1,5 +1,5 @@
 /* Build options of the forward kernels: what the planner chose, as -D options. */
-#include "build_options.h"
+#include "program/build_options.h"
 
 #include <stdio.h>
 

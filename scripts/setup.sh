@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian/Ubuntu machine:
-#   tools/setup.sh deps   install what is missing (apt-get when root; otherwise print the command)
-#   tools/setup.sh build  deps + configure + build into ./build (or $FA_CL_BUILD_DIR)
-#   tools/setup.sh demo   build, then fa_cl_info and a timed forward pass checked against the reference
-#   tools/setup.sh test   build, then the whole CTest suite (installing the offline compilers too)
-#   tools/setup.sh offline-packaged   exit 0 when this distribution packages every offline compiler
+#   scripts/setup.sh deps   install what is missing (apt-get when root; otherwise print the command)
+#   scripts/setup.sh build  deps + configure + build into ./build (or $FA_CL_BUILD_DIR)
+#   scripts/setup.sh demo   build, then fa_cl_info and a timed forward pass checked against the reference
+#   scripts/setup.sh test   build, then the whole CTest suite (installing the offline compilers too)
+#   scripts/setup.sh offline-packaged   exit 0 when this distribution packages every offline compiler
 #                         (.ci/run then requires their tests to run: FA_CL_REQUIRE_OFFLINE=1)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -136,7 +136,7 @@ test)
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure ${FA_CL_CTEST_ARGS:-}
     ;;
 *)
-    echo "usage: tools/setup.sh deps|build|demo|test|offline-packaged" >&2
+    echo "usage: scripts/setup.sh deps|build|demo|test|offline-packaged" >&2
     exit 2
     ;;
 esac

@@ -193,7 +193,7 @@ int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded);
 
 /* Local memory a work-group really gets on NVIDIA GPUs of compute capability major.minor when the
  * kernel declares it statically: NVIDIA's OpenCL reports 48 KiB, the hardware gives a block more
- * (checked on an H200 up to 200 KiB with tools/h200_session.sh's probe). 0 = no larger value known. */
+ * (checked on an H200 up to 200 KiB with scripts/h200_session.sh's probe). 0 = no larger value known. */
 size_t fa_cl_nvidia_static_local_bytes(int major, int minor);
 
 /* Planner limits of a device before the environment (FA_CL_LOCAL_MEM_BYTES, FA_CL_TILE, ...) is

@@ -3,7 +3,7 @@
 # (fa_cl_info --profile all --emit), compiled with exactly the library's build options by the
 # vendors' own offline compilers, and by clang's generic OpenCL C 1.2 front end (SPIR).
 #
-#   tools/offline_compile.sh [--fa-cl-info PATH] [--compilers intel,amd,spir] [--jobs N]
+#   scripts/offline_compile.sh [--fa-cl-info PATH] [--compilers intel,amd,spir] [--jobs N]
 #                            [--clang CLANG] [--markdown FILE] [--keep DIR]
 #
 # Intel: ocloc (Debian: intel-opencl-icd), -device dg2 / pvc / tgllp.
@@ -16,7 +16,7 @@
 #
 # Spills: Intel, the bytes IGC reports spilled per hardware thread ("spilled around N"); AMD, the
 # scratch bytes per work-item (the kernels keep no private arrays once unrolled). A spill fails the
-# run unless tools/offline_spills.txt allows that target, variant and head_dim (with the reason,
+# run unless scripts/offline_spills.txt allows that target, variant and head_dim (with the reason,
 # which docs/portability.md explains).
 #
 # Exit: 0 all compiled without unexplained spills; 1 a compile failed, a kernel needs more local
@@ -201,7 +201,7 @@ done
 if [ -n "$missing" ]; then
     if [ "${FA_CL_REQUIRE_OFFLINE:-}" = 1 ]; then
         echo "offline_compile.sh: FAILED: not installed:$missing"
-        echo "FA_CL_REQUIRE_OFFLINE=1: this distribution packages them (tools/setup.sh test installs them as root)"
+        echo "FA_CL_REQUIRE_OFFLINE=1: this distribution packages them (scripts/setup.sh test installs them as root)"
         exit 1
     fi
     echo "offline_compile.sh: not installed, skipped:$missing"
@@ -373,7 +373,7 @@ if [ -n "$over" ]; then
     echo "$over"
     rc=1
 fi
-# spills beyond what tools/offline_spills.txt allows (and explains)
+# spills beyond what scripts/offline_spills.txt allows (and explains)
 bad_spills=$(awk -F'\t' '
     FILENAME ~ /offline_spills.txt$/ { if ($0 !~ /^#/ && NF) { split($0, f, /[ \t]+/); allow[f[1] SUBSEP f[2] SUBSEP f[3]] = f[4] } next }
     FILENAME ~ /jobs.tsv$/ { fam[$1] = $2; tgt[$1] = $3; src[$1] = $4; opt[$1] = $5; next }
@@ -389,7 +389,7 @@ bad_spills=$(awk -F'\t' '
         }
     }' "$here/offline_spills.txt" "$WORK/jobs.tsv" "$WORK/results.tsv" "$WORK/builds.tsv")
 if [ -n "$bad_spills" ]; then
-    echo "offline_compile.sh: spills that tools/offline_spills.txt does not allow (fix the plan, or explain them"
+    echo "offline_compile.sh: spills that scripts/offline_spills.txt does not allow (fix the plan, or explain them"
     echo "in docs/portability.md and allow them there):"
     echo "$bad_spills"
     rc=1

@@ -1,6 +1,6 @@
 /* Program builds and the per-context program cache (keyed by source text and build options); misses
  * go to the on-disk binary cache (binary_cache.c) before compiling from source. */
-#include "build_options.h"
+#include "program/build_options.h"
 #include "fa_cl_internal.h"
 
 #include <stdio.h>

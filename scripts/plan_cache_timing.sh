@@ -4,8 +4,8 @@
 # second loads the stored binary (warm). For comparison, a third process compiles with the cache off
 # (what every process paid before the cache; the cold run adds storing the binary to that).
 # ROUNDS rounds per shape; medians are printed.
-#   tools/plan_cache_timing.sh                 d 64 and 128, f32 and f16, on the default device
-#   ROUNDS=5 tools/plan_cache_timing.sh        more rounds
+#   scripts/plan_cache_timing.sh                 d 64 and 128, f32 and f16, on the default device
+#   ROUNDS=5 scripts/plan_cache_timing.sh        more rounds
 # The drivers' own caches would hide the compile in the cold run: PoCL gets a fresh POCL_CACHE_DIR
 # per round, and NVIDIA's JIT cache is switched off (CUDA_CACHE_DISABLE=1) for both runs, so the warm
 # number is what fa_cl's cache alone gives.
@@ -15,7 +15,7 @@ BENCH=${FA_CL_BUILD_DIR:-build}/tools/fa_cl_bench
 ROUNDS=${ROUNDS:-3}
 # the shape of the numbers in docs/performance.md (fa_cl_bench's default is smaller since issue 10)
 SHAPE=(-b 8 -h 16 -q 4096)
-[ -x "$BENCH" ] || { echo "no $BENCH: build first (bash tools/setup.sh build)" >&2; exit 1; }
+[ -x "$BENCH" ] || { echo "no $BENCH: build first (bash scripts/setup.sh build)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export CUDA_CACHE_DISABLE=1

@@ -13,7 +13,7 @@
  * driver (48 KiB CL_DEVICE_LOCAL_MEM_SIZE); the OpenCL 1.2 specification (32 KB minimum local
  * memory) for the mobile-class profile.
  */
-#include "planner.h"
+#include "plan/planner.h"
 
 #include <string.h>
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Runs on the NVIDIA GPU host (see ../shared/gpu/README.md) from the repo root, with the checkout's
 # .gpu/ folder and a build made on the Debian machine (BUILD, default build-gpu). Writes logs under $OUT.
-#   tools/h200_session.sh explore   correctness smoke, baseline rows, tile sweep, ptxas reports, PyTorch anchors
-#   tools/h200_session.sh explore2  the tiled kernel: plans, sweeps, local-memory probe
-#   tools/h200_session.sh mma       the tensor-core variant: build report, checks vs the reference, speed; CTest
-#   tools/h200_session.sh tests     the CTest suite on the GPU
-#   tools/h200_session.sh final     the CTest suite, the rows docs/performance.md quotes and PyTorch's kernels
-#   tools/h200_session.sh validate  the merged code: CTest, the quoted rows with --check, PyTorch, plan cache
-#   tools/h200_session.sh cache     cold vs warm plan creation (program cache) for docs/performance.md
+#   scripts/h200_session.sh explore   correctness smoke, baseline rows, tile sweep, ptxas reports, PyTorch anchors
+#   scripts/h200_session.sh explore2  the tiled kernel: plans, sweeps, local-memory probe
+#   scripts/h200_session.sh mma       the tensor-core variant: build report, checks vs the reference, speed; CTest
+#   scripts/h200_session.sh tests     the CTest suite on the GPU
+#   scripts/h200_session.sh final     the CTest suite, the rows docs/performance.md quotes and PyTorch's kernels
+#   scripts/h200_session.sh validate  the merged code: CTest, the quoted rows with --check, PyTorch, plan cache
+#   scripts/h200_session.sh cache     cold vs warm plan creation (program cache) for docs/performance.md
 set -u
 BUILD=${BUILD:-build-gpu}
 OUT=${OUT:-/tmp/fa_cl_out}
@@ -48,7 +48,7 @@ explore)
     } 2>&1 | tee "$OUT/anchor.txt"
     ;;
 explore2)
-    "$BUILD/tools/fa_cl_probe_local" 2>&1 | tee "$OUT/probe_local.txt"
+    "$BUILD/scripts/fa_cl_probe_local" 2>&1 | tee "$OUT/probe_local.txt"
     for args in "100 130 64 0" "130 100 40 1" "1000 1000 128 1" "17 1 1 1" "64 700 256 0" "333 4000 128 1"; do
         echo "smoke $args: $($BUILD/smoke $args | tr '\n' ' ')"
     done 2>&1 | tee "$OUT/smoke.txt"
@@ -206,7 +206,7 @@ validate)
     anchor -b 8 -H 16 -n 4096 -d 64 --dtype f16 --causal
     anchor -b 8 -H 16 -n 4096 -d 64 --dtype f32
     } 2>&1 | grep -vE "lambda|^ *$" | tee "$OUT/anchor.txt"
-    ROUNDS=2 FA_CL_BUILD_DIR="$BUILD" bash tools/plan_cache_timing.sh > "$OUT/plan_cache.txt" 2>&1; tail -8 "$OUT/plan_cache.txt"
+    ROUNDS=2 FA_CL_BUILD_DIR="$BUILD" bash scripts/plan_cache_timing.sh > "$OUT/plan_cache.txt" 2>&1; tail -8 "$OUT/plan_cache.txt"
     ;;
 recheck)
     here=$(pwd); [ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
@@ -247,7 +247,7 @@ final)
     } 2>&1 | grep -vE "lambda|^ *$" | tee "$OUT/anchor.txt"
     ;;
 cache)
-    FA_CL_BUILD_DIR="$BUILD" bash tools/plan_cache_timing.sh 2>&1 | tee "$OUT/plan_cache.txt"
+    FA_CL_BUILD_DIR="$BUILD" bash scripts/plan_cache_timing.sh 2>&1 | tee "$OUT/plan_cache.txt"
     ;;
 *)
     echo "usage: $0 explore|explore2|sweep|mma|mma2|mma3|final|validate|recheck|cache|tests" >&2

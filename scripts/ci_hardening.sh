@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# CI's hardening steps (after `tools/setup.sh test`, which already ran the oclgrind and leaks
+# CI's hardening steps (after `scripts/setup.sh test`, which already ran the oclgrind and leaks
 # labels): one clang build of the library, tools and tests with AddressSanitizer + UBSan
 # (-DFA_CL_SANITIZE=address,undefined, no recovery: any report fails), whose unit, device and reference labels
 # must run clean on PoCL, and a bounded libFuzzer run of the descriptor/buffer fuzz target.
 #
-#   tools/ci_hardening.sh            both
+#   scripts/ci_hardening.sh            both
 #   FA_CL_FUZZ_SECONDS=60            length of the fuzz run (default 60)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
