@@ -36,7 +36,8 @@
     const ulong b = bh / (ulong)heads_q;                                                                  \
     const int h = (int)(bh % (ulong)heads_q);                                                             \
     const int hk = h / group;                                                                             \
-    const int q0 = qb * BLOCK_Q;
+    const int q0 = qb * BLOCK_Q;                                                                          \
+    (void)scratch; /* FA_KV_CHUNKED plans only */
 
 /* LSE of a row from its running maximum m (raw score) and sum l: scale, not scale_log2, multiplies
  * m, so that scales whose log2(e) multiple the host had to clamp still give the right LSE. */
