@@ -67,7 +67,7 @@ typedef struct fa_cl_env {
     char kernel_dir[1024];    /* FA_CL_KERNEL_DIR, "" = embedded sources */
     char build_options[1024]; /* FA_CL_BUILD_OPTIONS */
     int print_build_log;      /* FA_CL_DEBUG_BUILD_LOG: print every build log to stderr (tuning) */
-    int variant;              /* FA_CL_KERNEL_VARIANT: 0 = planner's choice, else an fa_cl_variant */
+    int variant;              /* FA_CL_KERNEL_VARIANT: 0 = planner's choice, else an fa_cl_kernel_id */
     int vendor_path_off;      /* FA_CL_VENDOR_PATH=0: portable kernels only */
     int mma_emulate;          /* FA_CL_MMA_EMULATE=1 (tests): the tensor-core kernel on any device, PTX emulated */
     int nv_tf32;              /* FA_CL_NV_TF32: -1 unset (on where tensor cores run natively), 0 off, 1 on */

@@ -59,8 +59,8 @@ static void read_limits(fa_cl_context *ctx)
     if (s && *s && sscanf(s, "%dx%dx%dx%d", &env_tile_q, &env_tile_kv, &rows, &cols) < 2)
         env_tile_q = env_tile_kv = 0;
     s = getenv("FA_CL_KERNEL_VARIANT");
-    if (s && *s)
-        env_variant = strstr(s, "tiled") ? FA_CL_VARIANT_TILED : FA_CL_VARIANT_ROWS;
+    if (s && *s && fa_cl_kernel_by_name(s))
+        env_variant = fa_cl_kernel_by_name(s)->id;
     fa_cl__context_limits(ctx, &dev_limits);
     const fa_cl_limits *l = &dev_limits;
     /* the budget is the reported size, or more where the library knows the device gives more
@@ -103,9 +103,9 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         if (in->block_q % in->work_group_size != 0)
             return "B_r is not work_group_size * rows_per_item";
     }
-    if (env_variant == FA_CL_VARIANT_TILED && strcmp(in->kernel, "portable-tiled") != 0)
-        return "FA_CL_KERNEL_VARIANT=tiled not honoured";
-    if (env_variant == FA_CL_VARIANT_ROWS && !rows_variant)
+    if (env_variant == FA_CL_KERNEL_PORTABLE_TILED && strcmp(in->kernel, "portable-tiled") != 0)
+        return "FA_CL_KERNEL_VARIANT=portable-tiled not honoured";
+    if (env_variant == FA_CL_KERNEL_PORTABLE && !rows_variant)
         return "FA_CL_KERNEL_VARIANT=portable not honoured";
     if (env_tile_q && (in->block_q != env_tile_q || in->block_kv != env_tile_kv))
         return "FA_CL_TILE not honoured";

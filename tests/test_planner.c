@@ -222,20 +222,20 @@ static const pcase cases[] = {
      "portable-tiled"},
     {"tiled 64K d=64: the budget allows 128 (4*(160*68 + 40*132) = 64640 <= 65536, wg 256) -> B_r = the tiled cap",
      AMD64, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, TCAP, 32, TCAP / 4 * 8, TB(TCAP, 32, 64), 65536, SRC_DEV,
-     1, FA_CL_VARIANT_TILED, 0, 0, "portable-tiled"},
+     1, FA_CL_KERNEL_PORTABLE_TILED, 0, 0, "portable-tiled"},
     {"FA_CL_KERNEL_VARIANT=tiled on PoCL, d=64: the budget allows 128 -> the tiled cap",
      POCL, 0, 0, 0, 0, 0, 0, 64, LONG, LONG, FA_CL_SUCCESS, TCAP, 32, TCAP / 4 * 8, TB(TCAP, 32, 64), 131072,
-     SRC_CACHE, 0, FA_CL_VARIANT_TILED, 0, 0, "portable-tiled"},
+     SRC_CACHE, 0, FA_CL_KERNEL_PORTABLE_TILED, 0, 0, "portable-tiled"},
     {"tiled 64K d=128: 80 -> 72576 > 65536; 64 -> 61568 fits, wg 16*8 = 128",
      AMD64, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 61568, 65536, SRC_DEV, 1, 0, 0, 0,
      "portable-tiled"},
     {"tiled 64K d=32, max_wg 128: 128 -> wg 256 > 128; 112: 224; 96: 192; 80: 160; 64: wg 128, "
      "4*(96*36 + 40*68) = 24704",
      AMD64, 0, 0, 0, 128, 0, 0, 32, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 24704, 65536, SRC_DEV, 1,
-     FA_CL_VARIANT_TILED, 0, 0, "portable-tiled"},
+     FA_CL_KERNEL_PORTABLE_TILED, 0, 0, "portable-tiled"},
     {"tiled 48K d=64, Sq = Sk = 1: B_c = 8, B_r = 128 fits, clamped to 16 (Sq rounded up to 16); wg 4*2 = 8; "
      "4*(24*68 + 10*20) = 7328",
-     NV48, 0, 0, 0, 0, 0, 0, 64, 1, 1, FA_CL_SUCCESS, 16, 8, 8, 7328, 49152, SRC_DEV, 1, FA_CL_VARIANT_TILED, 0, 0,
+     NV48, 0, 0, 0, 0, 0, 0, 64, 1, 1, FA_CL_SUCCESS, 16, 8, 8, 7328, 49152, SRC_DEV, 1, FA_CL_KERNEL_PORTABLE_TILED, 0, 0,
      "portable-tiled"},
     {"tiled preferred, d=256 (d_padded > 128): the rows variant, 64K -> 32x32",
      AMD64, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 65536, 65536, SRC_DEV, 1, 0, 0, 0, NULL},
@@ -243,7 +243,7 @@ static const pcase cases[] = {
      MOB16, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 16384, 16384, SRC_DEV, 1, 0, 0, 0, NULL},
     {"FA_CL_KERNEL_VARIANT=tiled, d=256 on PoCL (128K cache): 64 -> 4*(96*260 + 40*68) = 110720, wg 16*8 = 128",
      POCL, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 110720, 131072, SRC_CACHE, 0,
-     FA_CL_VARIANT_TILED, 0, 0, "portable-tiled"},
+     FA_CL_KERNEL_PORTABLE_TILED, 0, 0, "portable-tiled"},
     /* ---- known register budgets (planner.h: fa_cl_tiled_private_floats, TM the largest of 4, 2, 1 that fits):
      * oc = D_PAD/4 / 8; floats = 4*TM*oc + 4*oc + TM*4 + 4*(TM + 4) + TM + 4*TM ---- */
     {"128 registers (Intel SIMD8), d=128: TM 4 = 64+16+16+32+4+16 = 148 > 128, TM 2 = 32+16+8+24+2+8 = 90 -> TM 2; "
@@ -275,12 +275,12 @@ static const pcase cases[] = {
      0},
     {"FA_CL_KERNEL_VARIANT=portable on a GPU (tiled preferred), 48K d=128 -> rows 64x32",
      NV48, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 49152, 49152, SRC_DEV, 1,
-     FA_CL_VARIANT_ROWS, 0, 0, NULL},
+     FA_CL_KERNEL_PORTABLE, 0, 0, NULL},
     {"tiled, forced 32x16 (TM = TN = 4): 4*(48*132 + 20*36) = 28224, wg 8*4 = 32",
      NV48, 0, 0, 0, 0, 32, 16, 128, LONG, LONG, FA_CL_SUCCESS, 32, 16, 32, 28224, 49152, SRC_DEV, 1, 0, 0, 0,
      "portable-tiled"},
     {"tiled, forced 16x8x2 (TM = 2, TN = 4): 4*(24*68 + 10*20) = 7328, wg 8*2 = 16",
-     NV48, 0, 0, 0, 0, 16, 8, 64, LONG, LONG, FA_CL_SUCCESS, 16, 8, 16, 7328, 49152, SRC_DEV, 1, FA_CL_VARIANT_TILED,
+     NV48, 0, 0, 0, 0, 16, 8, 64, LONG, LONG, FA_CL_SUCCESS, 16, 8, 16, 7328, 49152, SRC_DEV, 1, FA_CL_KERNEL_PORTABLE_TILED,
      2, 0, "portable-tiled"},
     /* ---- GPUs at d_padded <= 64 (FA_CL_GPU_ROWS_MAX_DIM): the rows variant with 16-key blocks ---- */
     {"GPU 48K d=64: rows, B_c = 16; rows_fit = 49152/(4*64) = 192, B_r = (192-16) -> 176 -> cap 128; "
@@ -338,11 +338,11 @@ static size_t tiled_bytes(int br, int bc, int dpad, int tn)
 static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_tiles *t)
 {
     const int dpad = round_up(req->head_dim, FA_CL_VEC);
-    if (t->variant != FA_CL_VARIANT_TILED)
+    if (t->variant != FA_CL_KERNEL_PORTABLE_TILED)
         return "kernel name and variant disagree";
     if (t->head_dim_padded != dpad)
         return "wrong d_padded";
-    if (dpad > FA_CL_TILED_MAX_DIM && !t->forced && lim->forced_variant != FA_CL_VARIANT_TILED &&
+    if (dpad > FA_CL_TILED_MAX_DIM && !t->forced && lim->forced_variant != FA_CL_KERNEL_PORTABLE_TILED &&
         lim->private_floats <= 0)
         return "tiled plan for d_padded > FA_CL_TILED_MAX_DIM with the register budget unknown";
     const int tm = t->rows_per_item, tn = t->cols_per_item;
@@ -598,8 +598,8 @@ static void mma_cases(tu_tally *tally)
         {"FA_CL_TILE=256x128x32: (256 + 512) rows * 136 * 2 = 208896 <= 227 KiB", 128, 1, 256, 128, 32, 0,
          FA_CL_F16, FA_CL_SUCCESS, 256, 128, 32, 256, 128, 208896},
         {"FA_CL_TILE=48x32x32 with nvidia-mma forced: 32 does not divide 48", 128, 1, 48, 32, 32,
-         FA_CL_VARIANT_NV_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=64x64x8 with nvidia-mma forced: 8 rows per warp", 128, 1, 64, 64, 8, FA_CL_VARIANT_NV_MMA,
+         FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
+        {"FA_CL_TILE=64x64x8 with nvidia-mma forced: 8 rows per warp", 128, 1, 64, 64, 8, FA_CL_KERNEL_NVIDIA_MMA,
          FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
         {"f32 is not the tensor-core kernel's", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0},
         {"d=160 aligned: padded to 192, 32 keys, Q in its own tile: (64 + 4*32) rows * 200 * 2 = 76800", 160, 1, 0,
@@ -613,7 +613,7 @@ static void mma_cases(tu_tally *tally)
         {"d=256 in 64 KiB: even 16 keys need 67584 > 65536: the portable kernels", 256, 1, 0, 0, 0, 0, FA_CL_F16,
          FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0, 64 * KIB},
         {"FA_CL_TILE=64x64 at d=256 in 80 KiB with nvidia-mma forced: not shrunk, refused", 256, 1, 64, 64, 0,
-         FA_CL_VARIANT_NV_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0, 80 * KIB},
+         FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0, 80 * KIB},
         /* f32 on the 3xTF32 kernel (tf32 = 1, the default): 4 * (B_r (d + 8) + bufs B_c (2 d + 12)) */
         {"f32 tf32 d=128 aligned: 4 * (128*136 + 2*32*268) = 138240", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
          128, 32, 16, 256, 128, 138240, 0, 1},
@@ -652,14 +652,14 @@ static void mma_cases(tu_tally *tally)
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
         int ok = st == mc[i].want;
         if (ok && st == FA_CL_SUCCESS && mc[i].br < 0) /* another variant's plan */
-            ok = t.variant != FA_CL_VARIANT_NV_MMA && t.variant != FA_CL_VARIANT_NV_TF32;
+            ok = t.variant != FA_CL_KERNEL_NVIDIA_MMA && t.variant != FA_CL_KERNEL_NVIDIA_TF32X3;
         else if (ok && st == FA_CL_SUCCESS && mc[i].tf32)
-            ok = t.variant == FA_CL_VARIANT_NV_TF32 && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
+            ok = t.variant == FA_CL_KERNEL_NVIDIA_TF32X3 && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
                  t.local_mem_bytes == mc[i].bytes &&
                  t.local_mem_bytes == fa_cl_tf32_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, mc[i].aligned);
         else if (ok && st == FA_CL_SUCCESS)
-            ok = t.variant == FA_CL_VARIANT_NV_MMA && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
+            ok = t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
                  t.local_mem_bytes == mc[i].bytes &&
                  t.local_mem_bytes == fa_cl_mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,

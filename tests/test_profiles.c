@@ -82,14 +82,14 @@ static void profiles(tu_tally *t)
             int ok = st == FA_CL_SUCCESS && tl.local_mem_bytes <= a.local_mem_size &&
                      (size_t)tl.work_group_size <= p->traits.max_work_group;
             int floats = 0;
-            if (ok && tl.variant == FA_CL_VARIANT_TILED)
+            if (ok && tl.variant == FA_CL_KERNEL_PORTABLE_TILED)
                 floats = fa_cl_tiled_private_floats(tl.rows_per_item, tl.cols_per_item,
                                                     tl.block_kv / tl.cols_per_item, tl.head_dim_padded);
-            else if (ok && tl.variant == FA_CL_VARIANT_ROWS)
+            else if (ok && tl.variant == FA_CL_KERNEL_PORTABLE)
                 floats = fa_cl_rows_private_floats(tl.rows_per_item, tl.block_kv, tl.head_dim_padded);
             /* (the tensor-core kernel is outside the model: its registers are ptxas' report) */
             if (ok && a.private_floats > 0 && floats > a.private_floats)
-                ok = tl.variant == FA_CL_VARIANT_TILED && tl.rows_per_item == 1;
+                ok = tl.variant == FA_CL_KERNEL_PORTABLE_TILED && tl.rows_per_item == 1;
             tu_expect(t, ok, "%s d=%d %s: %s %dx%d, %d rows a work-item, wg %d, %zu local bytes, %d private floats "
                       "(budget %d)%s%s", p->name, dims[d], dtype == FA_CL_F16 ? "f16" : "f32",
                       tl.kernel ? tl.kernel : "-", tl.block_q, tl.block_kv,
@@ -126,20 +126,20 @@ static void profiles(tu_tally *t)
 
 static void build_options(tu_tally *t)
 {
-    fa_cl_tiles tiled = {FA_CL_VARIANT_TILED, "portable-tiled", 64, 32, 2, 4, 256, 128, 4, 61568, 65536, "", 0, 0, 0, 0};
+    fa_cl_tiles tiled = {FA_CL_KERNEL_PORTABLE_TILED, "portable-tiled", 64, 32, 2, 4, 256, 128, 4, 61568, 65536, "", 0, 0, 0, 0};
     char buf[512];
     int n = fa_cl_build_options(&tiled, FA_CL_BF16, 128, 1, buf, sizeof buf);
     const char *want = "-DFA_DTYPE=2 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=32 -DTM=2 -DTN=4 -DFA_UNROLL "
                        "-DFA_NATIVE_EXP -cl-mad-enable";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "tiled, GPU: '%s'", buf);
 
-    fa_cl_tiles rows = {FA_CL_VARIANT_ROWS, "portable", 128, 32, 2, 32, 64, 44, 4, 0, 0, "", 0, 0, 0, 0};
+    fa_cl_tiles rows = {FA_CL_KERNEL_PORTABLE, "portable", 128, 32, 2, 32, 64, 44, 4, 0, 0, "", 0, 0, 0, 0};
     n = fa_cl_build_options(&rows, FA_CL_F32, 41, 0, buf, sizeof buf);
     want = "-DFA_DTYPE=0 -DHEAD_DIM=41 -DD_PAD=44 -DBLOCK_Q=128 -DBLOCK_KV=32 -DROWS=2";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "rows, CPU (no GPU flags): '%s'", buf);
 
     /* the tensor-core kernel: rows per warp, aligned rows, and the emulated primitives for tests */
-    fa_cl_tiles mma = {FA_CL_VARIANT_NV_MMA, "nvidia-mma", 128, 32, 32, 8, 128, 128, 2, 69632, 232448, "", 0, 1, 0, 0};
+    fa_cl_tiles mma = {FA_CL_KERNEL_NVIDIA_MMA, "nvidia-mma", 128, 32, 32, 8, 128, 128, 2, 69632, 232448, "", 0, 1, 0, 0};
     n = fa_cl_build_options(&mma, FA_CL_F16, 128, 1, buf, sizeof buf);
     want = "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=128 -DBLOCK_KV=32 -DWARP_ROWS=32 -DFA_ALIGNED16 "
            "-DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable";
@@ -150,13 +150,13 @@ static void build_options(tu_tally *t)
     want = "-DFA_DTYPE=2 -DHEAD_DIM=40 -DD_PAD=128 -DBLOCK_Q=128 -DBLOCK_KV=32 -DWARP_ROWS=32 -DFA_PTX_EMULATE";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "tensor-core emulated, CPU: '%s'", buf);
 
-    fa_cl_tiles tf32 = {FA_CL_VARIANT_NV_TF32, "nvidia-tf32x3", 64, 32, 16, 8, 128, 128, 4, 103424, 232448, "", 0, 1, 0, 0};
+    fa_cl_tiles tf32 = {FA_CL_KERNEL_NVIDIA_TF32X3, "nvidia-tf32x3", 64, 32, 16, 8, 128, 128, 4, 103424, 232448, "", 0, 1, 0, 0};
     n = fa_cl_build_options(&tf32, FA_CL_F32, 128, 1, buf, sizeof buf);
     want = "-DFA_DTYPE=0 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=32 -DFA_ALIGNED16 -DFA_UNROLL "
            "-DFA_NATIVE_EXP -cl-mad-enable";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "fp32 tensor-core (3xTF32), GPU: '%s'", buf);
     const char *const *tf32_files = NULL;
-    tu_expect(t, fa_cl_variant_files(FA_CL_VARIANT_NV_TF32, &tf32_files) == 4 &&
+    tu_expect(t, fa_cl_kernel_files(FA_CL_KERNEL_NVIDIA_TF32X3, &tf32_files) == 4 &&
                      strcmp(tf32_files[3], "fa_forward_nv_tf32.cl") == 0 && strcmp(tf32_files[2], "fa_nv_ptx.cl") == 0,
               "fp32 tensor-core kernel files: common, forward common, PTX primitives, fa_forward_nv_tf32.cl");
 
@@ -170,13 +170,13 @@ static void build_options(tu_tally *t)
     tu_expect(t, n > 0 && strcmp(full, FA_CL_STD_OPTION " -DX=1 -cl-nv-verbose") == 0, "full options: '%s'", full);
 
     const char *const *files;
-    int nr = fa_cl_variant_files(FA_CL_VARIANT_ROWS, &files);
+    int nr = fa_cl_kernel_files(FA_CL_KERNEL_PORTABLE, &files);
     tu_expect(t, nr == 3 && strcmp(files[0], "fa_common.cl") == 0 && strcmp(files[1], "fa_forward_common.cl") == 0 &&
                      strcmp(files[2], "fa_forward.cl") == 0,
               "rows variant: fa_common.cl + fa_forward_common.cl + fa_forward.cl");
-    int nt = fa_cl_variant_files(FA_CL_VARIANT_TILED, &files);
+    int nt = fa_cl_kernel_files(FA_CL_KERNEL_PORTABLE_TILED, &files);
     tu_expect(t, nt == 3 && strcmp(files[2], "fa_forward_tiled.cl") == 0, "tiled variant: + fa_forward_tiled.cl");
-    tu_expect(t, fa_cl_variant_files((fa_cl_variant)0, &files) == 0 && files == NULL, "unknown variant: no files");
+    tu_expect(t, fa_cl_kernel_files((fa_cl_kernel_id)0, &files) == 0 && files == NULL, "unknown variant: no files");
 }
 
 int main(void)

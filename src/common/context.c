@@ -142,16 +142,16 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     }
     s = getenv("FA_CL_KERNEL_VARIANT");
     if (s && *s) {
-        if (strcmp(s, "portable") == 0 || strcmp(s, "rows") == 0)
-            out->variant = FA_CL_VARIANT_ROWS;
-        else if (strcmp(s, "portable-tiled") == 0 || strcmp(s, "tiled") == 0)
-            out->variant = FA_CL_VARIANT_TILED;
-        else if (strcmp(s, "nvidia-mma") == 0)
-            out->variant = FA_CL_VARIANT_NV_MMA;
-        else {
-            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not 'portable', 'portable-tiled' or 'nvidia-mma'", s);
+        const fa_cl_kernel_family *f = fa_cl_kernel_by_name(s);
+        if (!f) {
+            int n = snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not a kernel (", s);
+            for (int i = 0; i < fa_cl_kernel_count() && n > 0 && (size_t)n < msg_size; i++)
+                n += snprintf(msg + n, msg_size - (size_t)n, "%s%s", i ? ", " : "", fa_cl_kernel_at(i)->name);
+            if (n > 0 && (size_t)n < msg_size)
+                snprintf(msg + n, msg_size - (size_t)n, ")");
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
+        out->variant = f->id;
     }
     s = getenv("FA_CL_VENDOR_PATH");
     out->vendor_path_off = s && strcmp(s, "0") == 0;

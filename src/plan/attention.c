@@ -42,17 +42,17 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     if (fa_cl_build_options(t, v->d.dtype, (int)v->d.head_dim, gpu, options, sizeof options) < 0)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: build options longer than %zu characters",
                            sizeof options - 1);
-    const char *const *files;
-    int nfiles = fa_cl_variant_files(t->variant, &files);
+    const fa_cl_kernel_family *f = fa_cl_kernel_by_id(t->variant);
     cl_program prog;
-    fa_cl_status st = fa_cl__program_get(ctx, files, nfiles, options, &prog);
+    fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, &prog);
     if (st != FA_CL_SUCCESS)
         return st;
     cl_int err;
-    *out = fa_cl__kernel_take(ctx, prog, "fa_forward", &err);
+    *out = fa_cl__kernel_take(ctx, prog, f->entry, &err);
     clReleaseProgram(prog);
     if (!*out)
-        return fa_cl__fail_cl(ctx, err, "clCreateKernel(fa_forward)");
+        return fa_cl__fail(ctx, err == CL_OUT_OF_HOST_MEMORY ? FA_CL_ERROR_OUT_OF_MEMORY : FA_CL_ERROR_OPENCL,
+                           "clCreateKernel(%s): %s (%d)", f->entry, fa_cl__cl_error_name(err), (int)err);
     return FA_CL_SUCCESS;
 }
 
@@ -86,9 +86,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
         st = build_kernel(ctx, &plan->views, &plan->tiles, &plan->kernel);
-        const int tensor_cores =
-            plan->tiles.variant == FA_CL_VARIANT_NV_MMA || plan->tiles.variant == FA_CL_VARIANT_NV_TF32;
-        if (st != FA_CL_SUCCESS && tensor_cores && !lim.forced_variant && !plan->tiles.ptx_emulated) {
+        const int vendor = fa_cl_kernel_by_id(plan->tiles.variant)->vendor;
+        if (st != FA_CL_SUCCESS && vendor && !lim.forced_variant && !plan->tiles.ptx_emulated) {
             /* the vendor kernel did not compile on this driver: portable kernels from now on (the
              * emulated build is portable code under test: its failure is reported, not hidden) */
             fa_cl_lock_acquire(&ctx->lock);
@@ -119,8 +118,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         int wg_ok = (size_t)plan->tiles.work_group_size <= kwg;
         int local_ok = klocal <= lim.local_mem_size || ctx->props.local_mem_is_global;
         if (wg_ok && local_ok) {
-            /* the tensor-core kernels' local arrays depend on alignment (double-buffered copies): report what they use */
-            if (tensor_cores)
+            /* the vendor kernels' local arrays depend on alignment (double-buffered copies): report what they use */
+            if (vendor)
                 plan->tiles.local_mem_bytes = (size_t)klocal;
             return FA_CL_SUCCESS;
         }
@@ -183,7 +182,7 @@ fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *d
          * slot per row of each work-item, then for f16/bf16 an fp32 image of o (f32: o itself) */
         plan->num_chunks = (int)((d->seqlen_k + plan->tiles.chunk_keys - 1) / plan->tiles.chunk_keys);
         const fa_cl_tiles *t = &plan->tiles;
-        const int item_rows = t->variant == FA_CL_VARIANT_NV_MMA || t->variant == FA_CL_VARIANT_NV_TF32
+        const int item_rows = t->variant == FA_CL_KERNEL_NVIDIA_MMA || t->variant == FA_CL_KERNEL_NVIDIA_TF32X3
                                   ? t->rows_per_item / 8 /* a lane holds 2 rows of each 16-row m-tile */
                                   : t->rows_per_item;
         size_t bytes = 2 * sizeof(float) * plan->global_size * (size_t)item_rows;

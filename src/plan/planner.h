@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tile planner: pure arithmetic on device limits, testable without a device. */
 #ifndef FA_CL_PLANNER_H
 #define FA_CL_PLANNER_H
@@ -18,7 +19,7 @@ typedef struct fa_cl_limits {
     int forced_cols;           /* FA_CL_TILE's optional fourth field: keys per work-item (tiled), 0 = planner's */
     int prefer_tiled;          /* GPUs: the tiled kernel (but see rows_small_dims) */
     int rows_small_dims;       /* NVIDIA: the rows kernel with 16-key blocks up to FA_CL_GPU_ROWS_MAX_DIM (measured) */
-    int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_variant */
+    int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl_kernel_id */
     int chunk_keys;            /* FA_CL_KV_CHUNK (tests): keys in chunks of n in every plan; 0 = the policy below */
     int nv_mma;                /* NVIDIA, compute capability >= 8.0, vendor path allowed (FA_CL_VENDOR_PATH) */
     int mma_emulated;          /* FA_CL_MMA_EMULATE=1: nv_mma plans build with the PTX emulated (tests) */
@@ -48,12 +49,12 @@ typedef struct fa_cl_device_traits {
 } fa_cl_device_traits;
 
 /* Kernel variants; both are portable OpenCL C 1.2. */
-typedef enum fa_cl_variant {
-    FA_CL_VARIANT_ROWS = 1,  /* cl/fa_forward.cl: each work-item owns whole query rows; P never leaves registers */
-    FA_CL_VARIANT_TILED = 2, /* cl/fa_forward_tiled.cl: TM x TN register tiles; P passes through local memory */
-    FA_CL_VARIANT_NV_MMA = 3, /* cl/fa_forward_nv_mma.cl: NVIDIA tensor cores (inline PTX), f16/bf16 only */
-    FA_CL_VARIANT_NV_TF32 = 4, /* cl/fa_forward_nv_tf32.cl: NVIDIA tensor cores, f32 as 3xTF32 */
-} fa_cl_variant;
+typedef enum fa_cl_kernel_id {
+    FA_CL_KERNEL_PORTABLE = 1,  /* cl/fa_forward.cl: each work-item owns whole query rows; P never leaves registers */
+    FA_CL_KERNEL_PORTABLE_TILED = 2, /* cl/fa_forward_tiled.cl: TM x TN register tiles; P passes through local memory */
+    FA_CL_KERNEL_NVIDIA_MMA = 3, /* cl/fa_forward_nv_mma.cl: NVIDIA tensor cores (inline PTX), f16/bf16 only */
+    FA_CL_KERNEL_NVIDIA_TF32X3 = 4, /* cl/fa_forward_nv_tf32.cl: NVIDIA tensor cores, f32 as 3xTF32 */
+} fa_cl_kernel_id;
 
 /* The shape class a plan is made for. */
 typedef struct fa_cl_tile_request {
@@ -65,8 +66,8 @@ typedef struct fa_cl_tile_request {
 } fa_cl_tile_request;
 
 typedef struct fa_cl_tiles {
-    fa_cl_variant variant;
-    const char *kernel;       /* "portable", "portable-tiled" or "nvidia-mma" (static storage) */
+    fa_cl_kernel_id variant;  /* the kernel family (src/kernels/registry.c) */
+    const char *kernel;       /* its name, as the registry spells it (static storage) */
     int block_q, block_kv;    /* B_r, B_c */
     int rows_per_item;        /* query rows each work-item owns (TM) */
     int cols_per_item;        /* tiled: keys per work-item in a block (TN); rows variant: the whole block */
@@ -96,85 +97,9 @@ int64_t fa_cl_chunk_threshold(fa_cl_dtype dtype);
 #define FA_CL_MAX_HEAD_DIM 256
 /* Tiles are multiples of this many rows. */
 #define FA_CL_TILE_ALIGN 8
-/* Most keys per block: the scores of a block live in each work-item's registers. */
-#define FA_CL_MAX_BLOCK_KV 32
-/* Most query rows per work-group. */
-#define FA_CL_MAX_BLOCK_Q 128
-/* Most query rows per work-group of the tiled kernel: on an H200, 64 rows ran faster than 32, 96 or 128
- * (docs/performance.md). */
-#define FA_CL_TILED_MAX_BLOCK_Q 64
-/* Floats of private accumulators (scores + output) a work-item may hold before it spills. */
-#define FA_CL_PRIVATE_FLOATS 192
-/* Tiled variant: keys per work-item and the most query rows per work-item (its O tile is TM x D/NX).
- * It takes any head_dim; the planner gives it head_dim_padded > FA_CL_TILED_MAX_DIM only where the
- * device's register budget is known (the rows variant cannot hold O of 256 columns in registers). */
-#define FA_CL_TILED_TN 4
-#define FA_CL_TILED_TM 4
-#define FA_CL_TILED_MAX_DIM 128
-/* Tensor-core variant: 16 query rows per warp, 4 warps; keys per block (32 above head_dim 128);
- * head_dim padded to 64, 128, 192 or 256 (fa_cl_mma_dim_padded). FA_CL_TILE=BrxBcxW sets W query
- * rows per warp (16, or 32: two m16 tiles per warp). */
-#define FA_CL_MMA_BLOCK_Q 64
-#define FA_CL_MMA_BLOCK_KV 64
-#define FA_CL_MMA_WARP_ROWS 16
-/* With asynchronous copies (16-byte rows) up to head_dim 128: FlashAttention-2's 128 x 64 block of
- * 4 warps, 32 rows each (the H200 sweep of main at 5f30f0b: 279.8 against 203.6 TFLOP/s for 64 x 64
- * x 16 at d = 128 f16, 244.8 against 194.0 at d = 64; docs/performance.md). */
-#define FA_CL_MMA_ASYNC_BLOCK_Q 128
-#define FA_CL_MMA_ASYNC_WARP_ROWS 32
-#define FA_CL_MMA_MAX_DIM 256
-/* Q's A fragments stay in registers (16 rows per warp) up to this padded head_dim; the kernel's
- * FA_MMA_Q_REGS_MAX_DIM. */
-#define FA_CL_MMA_Q_REGS_MAX_DIM 128
-
-/* The fp32 tensor-core kernel (3xTF32): 8 warps of 16 rows (128 x 32 ran 42.8 TFLOP/s against 39.7
- * for 64 x 32 at d = 128 on the H200), 32 keys per block, head_dim <= 128 padded to 64 or 128. Local bytes (cl/fa_forward_nv_tf32.cl's SMEM_FLOATS): fp32 rows of Q and K
- * padded by 8, of V by 4; K and V doubled when copied asynchronously. */
-#define FA_CL_TF32_BLOCK_Q 128
-#define FA_CL_TF32_BLOCK_KV 32
-#define FA_CL_TF32_MAX_DIM 128
-size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int aligned16);
-
-/* The tensor-core kernel's padded head_dim (its instantiations). */
-int fa_cl_mma_dim_padded(int head_dim);
-
-/* Local bytes of the tensor-core kernel (cl/fa_forward_nv_mma.cl's SMEM_HALVES): K and V tiles of
- * 16-bit values with rows padded by 8, two of each when the copies are asynchronous (rows 16-byte
- * aligned), and Q: staged in the K/V space when it lives in registers (16 rows per warp, padded
- * head_dim <= FA_CL_MMA_Q_REGS_MAX_DIM), else in its own tile. */
-size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int aligned16);
-
-/* NVIDIA GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per
- * work-item fit the registers there: 31.8 vs 25.2 TFLOP/s on an H200); above it, the tiled variant.
- * Other GPUs keep the tiled variant, whose register use the planner models per vendor. */
-#define FA_CL_GPU_ROWS_MAX_DIM 64
-#define FA_CL_GPU_ROWS_BLOCK_KV 16
 /* Budget assumed for CPU devices, whose "local" memory is ordinary cached memory: a per-core L2
  * share, not the whole last-level cache the device reports. */
 #define FA_CL_CPU_CACHE_BUDGET (128u * 1024u)
-
-/*
- * Choose B_r, B_c for the portable kernel. The local memory the kernel needs is
- *     local_mem_bytes = e * (B_r + B_c) * head_dim_padded
- * (Q block + one K/V buffer, e = 4: the portable kernel holds fp32 in local memory whatever the
- * storage type, so that no conversion sits in its inner loops). B_c is the largest multiple of 8 up
- * to FA_CL_MAX_BLOCK_KV, then B_r the largest multiple of 8 (up to FA_CL_MAX_BLOCK_Q) that fits the
- * budget; if that leaves B_r < B_c, both become the largest equal multiple of 8 that fits. Neither
- * is larger than the sequence needs (rounded up to 8).
- *
- * On GPUs with head_dim_padded <= 64 the rows variant takes B_c = 16 (two rows per work-item fit).
- * The tiled variant (GPUs, 64 < head_dim_padded <= 128) holds the same Q block and K/V buffer with rows
- * padded by 4 floats (bank spread), plus P^T (B_c x (B_r + 4) floats) and a row exchange
- * (B_c/TN x (B_r + 4) floats):
- *     local_mem_bytes = 4 * ((B_r + B_c) * (d_padded + 4) + (B_c + B_c/TN) * (B_r + 4))
- * with B_c = 32 and B_r the largest multiple of 16 (up to 64) that fits; where not even B_r = 16
- * fits, the rows variant is planned instead. TM is the largest of 4, 2, 1 whose private floats fit
- * the device's register budget (4 when the budget is unknown); where none fits, TM = 1 (it spills
- * less than the rows variant would).
- * On failure returns FA_CL_ERROR_UNSUPPORTED (or INVALID_ARGUMENT for a bad forced tile) with a message.
- */
-/* Local bytes the tiled kernel needs for a tile (the formula above). */
-size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item);
 
 /* 32-bit registers a work-item of these kernels can hold before the vendor's compiler spills, or 0
  * when unknown (NVIDIA: no offline compiler checks it here; the tiles measured there stay).
@@ -184,12 +109,6 @@ size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, i
  * the compiler keeps about a quarter for addresses and loads in flight (clang 19 spills the tiled
  * kernel at d = 256, TM = 4, which the model puts at 228): 192. */
 int fa_cl_private_floats(fa_cl_vendor vendor, int min_subgroup);
-
-/* Private floats a work-item keeps live in the tiled kernel (TM rows, TN keys, NX = B_c / TN), which
- * the planner compares with fa_cl_private_floats, and in the rows kernel (for reports: its O row
- * alone is head_dim floats). */
-int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
-int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded);
 
 /* Local memory a work-group really gets on NVIDIA GPUs of compute capability major.minor when the
  * kernel declares it statically: NVIDIA's OpenCL reports 48 KiB, the hardware gives a block more
@@ -222,7 +141,13 @@ const fa_cl_device_profile *fa_cl_profile_find(const char *name);
 /* The planner limits the library would derive on that device with no FA_CL_* variable set. */
 void fa_cl_profile_limits(const fa_cl_device_profile *p, fa_cl_limits *out);
 
+/* Tiles for req on lim: the first kernel family of the registry (src/kernels/registry.c) that
+ * applies and has a tile that fits, or the one FA_CL_KERNEL_VARIANT forces; then the chunks of keys
+ * long rows take. FA_CL_ERROR_UNSUPPORTED or FA_CL_ERROR_INVALID_ARGUMENT with a message otherwise. */
 fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
                               size_t msg_size);
+
+/* The kernel families' own tile rules (src/kernels/): after the types above, which they use. */
+#include "kernels/kernels.h"
 
 #endif /* FA_CL_PLANNER_H */

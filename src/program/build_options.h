@@ -1,4 +1,5 @@
-/* The OpenCL build options and kernel files of a planned variant: pure functions, so that the
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The OpenCL build options and kernel files of a planned kernel: pure functions, so that the
  * library (attention.c, program.c) and the offline compile checks (fa_cl_info --emit) pass the
  * compiler exactly the same thing. */
 #ifndef FA_CL_BUILD_OPTIONS_H
@@ -19,8 +20,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
  * (extra, may be ""). Returns the length written, or -1 when out is too small. */
 int fa_cl_full_build_options(const char *options, const char *extra, char *out, size_t n);
 
-/* The cl/ files of a variant, concatenated in this order into one program; returns their count
- * (0 for an unknown variant). */
-int fa_cl_variant_files(fa_cl_variant v, const char *const **files);
+/* The cl/ files of a kernel family, concatenated in this order into one program (the registry's);
+ * returns their count (0 for an unknown id). */
+int fa_cl_kernel_files(fa_cl_kernel_id id, const char *const **files);
 
 #endif /* FA_CL_BUILD_OPTIONS_H */

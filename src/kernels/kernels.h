@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The kernel registry and each kernel family's tile rules (src/kernels/<family>.c). Included by
+ * plan/planner.h after the limit and tile types these use. */
+#ifndef FA_CL_KERNELS_H
+#define FA_CL_KERNELS_H
+
+/* ---- the registry (registry.c) ------------------------------------------------------------------ */
+
+/* What a kernel computes; a plan's launches may mix them (a split-KV plan: forward chunks, then a
+ * combine). */
+typedef enum fa_cl_operation {
+    FA_CL_OP_FORWARD = 1, /* o (and the LSE) from q, k, v: the fa_forward entry point */
+} fa_cl_operation;
+
+/* One kernel family: its one name, its sources and its rules. */
+typedef struct fa_cl_kernel_family {
+    const char *name;         /* FA_CL_KERNEL_VARIANT, fa_cl_info, fa_cl_plan_info.kernel, JSON, docs, scripts */
+    fa_cl_kernel_id id;
+    fa_cl_operation op;
+    const char *entry;        /* the __kernel function's name */
+    const char *const *files; /* cl/ files, concatenated in this order */
+    int nfiles;
+    int vendor;               /* vendor-only code: a build the driver refuses falls back to the next family */
+    const char *summary;      /* one line for fa_cl_info --kernels and the docs */
+    /* Whether the planner tries this family for req on lim when FA_CL_KERNEL_VARIANT names none. */
+    int (*applies)(const fa_cl_limits *lim, const fa_cl_tile_request *req);
+    /* Tiles for req. out arrives with head_dim_padded, elem_bytes, local_mem_budget and budget_source
+     * filled in. FA_CL_SUCCESS; FA_CL_ERROR_UNSUPPORTED when nothing of this family fits (msg says
+     * why: the planner tries the next family, or reports it for a forced one); or
+     * FA_CL_ERROR_INVALID_ARGUMENT for a forced FA_CL_TILE that is not possible (msg says why). */
+    fa_cl_status (*plan)(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+                         size_t msg_size);
+    /* This family's own -D options, after the common ones; returns their length, or -1 when out is short. */
+    int (*options)(const fa_cl_tiles *t, char *out, size_t n);
+} fa_cl_kernel_family;
+
+/* The families in the order the planner tries them. */
+int fa_cl_kernel_count(void);
+const fa_cl_kernel_family *fa_cl_kernel_at(int i);
+/* By name or id; NULL when there is none. */
+const fa_cl_kernel_family *fa_cl_kernel_by_name(const char *name);
+const fa_cl_kernel_family *fa_cl_kernel_by_id(fa_cl_kernel_id id);
+
+/* Fill the tiles every family's plan shares the shape of. */
+void fa_cl__tiles_set(fa_cl_tiles *out, const fa_cl_kernel_family *f, int block_q, int block_kv, int rows_per_item,
+                      int cols_per_item, int work_group_size, size_t local_mem_bytes);
+
+/* ---- portable (portable.c): each work-item owns whole query rows ------------------------------ */
+
+/* Most keys per block: the scores of a block live in each work-item's registers. */
+#define FA_CL_MAX_BLOCK_KV 32
+/* Most query rows per work-group. */
+#define FA_CL_MAX_BLOCK_Q 128
+/* Floats of private accumulators (scores + output) a work-item may hold before it spills. */
+#define FA_CL_PRIVATE_FLOATS 192
+/* NVIDIA GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per
+ * work-item fit the registers there: 31.8 vs 25.2 TFLOP/s on an H200); above it, the tiled variant.
+ * Other GPUs keep the tiled variant, whose register use the planner models per vendor. */
+#define FA_CL_GPU_ROWS_MAX_DIM 64
+#define FA_CL_GPU_ROWS_BLOCK_KV 16
+/*
+ * B_r, B_c from the local memory the kernel needs,
+ *     local_mem_bytes = e * (B_r + B_c) * head_dim_padded
+ * (Q block + one K/V buffer, e = 4: fp32 in local memory whatever the storage type, so that no
+ * conversion sits in the inner loops). B_c is the largest multiple of 8 up to FA_CL_MAX_BLOCK_KV (16
+ * on NVIDIA GPUs at head_dim_padded <= 64), then B_r the largest multiple of 8 (up to
+ * FA_CL_MAX_BLOCK_Q) that fits the budget; if that leaves B_r < B_c, both become the largest equal
+ * multiple of 8 that fits. Neither is larger than the sequence needs (rounded up to 8).
+ */
+extern const fa_cl_kernel_family fa_cl_kernel_portable;
+/* O (ROWS x D_PAD), scores (ROWS x B_c), Q operands and row state (8 x ROWS), one K chunk (4). */
+int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded);
+
+/* ---- portable-tiled (portable_tiled.c): TM x TN register tiles per work-item ------------------ */
+
+/* Most query rows per work-group: on an H200, 64 rows ran faster than 32, 96 or 128
+ * (docs/performance.md). */
+#define FA_CL_TILED_MAX_BLOCK_Q 64
+/* Keys per work-item and the most query rows per work-item (its O tile is TM x D/NX). It takes any
+ * head_dim; the planner gives it head_dim_padded > FA_CL_TILED_MAX_DIM only where the device's
+ * register budget is known (the rows variant cannot hold O of 256 columns in registers). */
+#define FA_CL_TILED_TN 4
+#define FA_CL_TILED_TM 4
+#define FA_CL_TILED_MAX_DIM 128
+/*
+ * The same Q block and K/V buffer as portable with rows padded by 4 floats (bank spread), plus P^T
+ * (B_c x (B_r + 4) floats) and a row exchange (B_c/TN x (B_r + 4) floats):
+ *     local_mem_bytes = 4 * ((B_r + B_c) * (d_padded + 4) + (B_c + B_c/TN) * (B_r + 4))
+ * with B_c = 32 and B_r the largest multiple of 16 (up to 64) that fits; where not even B_r = 16
+ * fits, the portable kernel is planned instead. TM is the largest of 4, 2, 1 whose private floats
+ * fit the device's register budget (4 when the budget is unknown); where none fits, TM = 1.
+ */
+extern const fa_cl_kernel_family fa_cl_kernel_portable_tiled;
+size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item);
+/* Private floats a work-item keeps live (TM rows, TN keys, NX = B_c / TN), which the planner
+ * compares with fa_cl_private_floats. */
+int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
+
+/* ---- nvidia-mma (nvidia_mma.c): f16/bf16 on NVIDIA tensor cores, mma.sync -------------------- */
+
+/* 16 query rows per warp, 4 warps; keys per block (32 above head_dim 128); head_dim padded to 64,
+ * 128, 192 or 256 (fa_cl_mma_dim_padded). FA_CL_TILE=BrxBcxW sets W query rows per warp (16, or 32:
+ * two m16 tiles per warp). */
+#define FA_CL_MMA_BLOCK_Q 64
+#define FA_CL_MMA_BLOCK_KV 64
+#define FA_CL_MMA_WARP_ROWS 16
+/* With asynchronous copies (16-byte rows) up to head_dim 128: FlashAttention-2's 128 x 64 block of
+ * 4 warps, 32 rows each (the H200 sweep of main at 5f30f0b: 279.8 against 203.6 TFLOP/s for 64 x 64
+ * x 16 at d = 128 f16, 244.8 against 194.0 at d = 64; docs/performance.md). */
+#define FA_CL_MMA_ASYNC_BLOCK_Q 128
+#define FA_CL_MMA_ASYNC_WARP_ROWS 32
+#define FA_CL_MMA_MAX_DIM 256
+/* Q's A fragments stay in registers (16 rows per warp) up to this padded head_dim; the kernel's
+ * FA_MMA_Q_REGS_MAX_DIM. */
+#define FA_CL_MMA_Q_REGS_MAX_DIM 128
+extern const fa_cl_kernel_family fa_cl_kernel_nvidia_mma;
+/* The padded head_dim (the kernel's instantiations). */
+int fa_cl_mma_dim_padded(int head_dim);
+/* Local bytes (cl/fa_forward_nv_mma.cl's SMEM_HALVES): K and V tiles of 16-bit values with rows
+ * padded by 8, two of each when the copies are asynchronous (rows 16-byte aligned), and Q: staged
+ * in the K/V space when it lives in registers (16 rows per warp, padded head_dim <=
+ * FA_CL_MMA_Q_REGS_MAX_DIM), else in its own tile. */
+size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int aligned16);
+/* A tensor-core plan's tiles: rows_per_item counts a warp's rows, one warp per 32 work-items. */
+void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
+                              int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl_tiles *out);
+
+/* ---- nvidia-tf32x3 (nvidia_tf32.c): f32 on NVIDIA tensor cores, 3xTF32 ------------------------ */
+
+/* 8 warps of 16 rows (128 x 32 ran 42.8 TFLOP/s against 39.7 for 64 x 32 at d = 128 on the H200),
+ * 32 keys per block, head_dim <= 128 padded to 64 or 128. Local bytes (cl/fa_forward_nv_tf32.cl's
+ * SMEM_FLOATS): fp32 rows of Q and K padded by 8, of V by 4; K and V doubled when copied
+ * asynchronously. */
+#define FA_CL_TF32_BLOCK_Q 128
+#define FA_CL_TF32_BLOCK_KV 32
+#define FA_CL_TF32_MAX_DIM 128
+extern const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32x3;
+size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int aligned16);
+
+#endif /* FA_CL_KERNELS_H */

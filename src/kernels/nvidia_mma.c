@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nvidia-mma: FlashAttention-2 on NVIDIA tensor cores (mma.sync through inline PTX), f16/bf16 storage,
+ * compute capability >= 8.0 (cl/fa_forward_nv_mma.cl). Its tile rules. */
+#include "fa_cl_internal.h"
+
+#include <stdio.h>
+
+static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_forward_nv_mma.cl"};
+
+int fa_cl_mma_dim_padded(int head_dim)
+{
+    return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : head_dim <= 192 ? 192 : 256;
+}
+
+size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int aligned16)
+{
+    const size_t kv_rows = (size_t)(aligned16 ? 4 : 2) * (size_t)block_kv;
+    const int q_in_registers = warp_rows == 16 && dim_padded <= FA_CL_MMA_Q_REGS_MAX_DIM;
+    const size_t rows = q_in_registers ? (kv_rows > (size_t)block_q ? kv_rows : (size_t)block_q)
+                                       : kv_rows + (size_t)block_q;
+    return 2 * rows * (size_t)(dim_padded + 8);
+}
+
+void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
+                              int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl_tiles *out)
+{
+    fa_cl__tiles_set(out, f, br, bc, warp_rows, 8, br / warp_rows * 32, bytes);
+    out->head_dim_padded = dim_padded;
+    out->elem_bytes = f->id == FA_CL_KERNEL_NVIDIA_TF32X3 ? 4 : 2;
+    out->aligned16 = req->aligned16;
+    out->ptx_emulated = lim->mma_emulated;
+}
+
+static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+{
+    (void)req;
+    return lim->nv_mma;
+}
+
+static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+                         size_t msg_size)
+{
+    const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_MMA;
+    if (!lim->nv_mma || req->dtype == FA_CL_F32 || req->head_dim > FA_CL_MMA_MAX_DIM) {
+        snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability >= 8.0, f16 or bf16 data and head_dim <= %d",
+                 FA_CL_MMA_MAX_DIM);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+    const size_t budget = out->local_mem_budget;
+    const int dp = fa_cl_mma_dim_padded(req->head_dim);
+    /* H200 (docs/performance.md): with asynchronous copies up to d = 128, 128 x 64 with 32 rows per
+     * warp where the rows fill it (16 query rows against 4M keys ran 282 ms there, 132 at 64 x 64 x
+     * 16); with synchronous ones 64 x 32 at d = 128 (163 vs 82 for 64 x 64). Above 128, 64 x 32: the
+     * O accumulator takes the registers (244 at d = 256, measured) */
+    const int async_wide = req->aligned16 && dp <= 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q;
+    int br = async_wide ? FA_CL_MMA_ASYNC_BLOCK_Q : FA_CL_MMA_BLOCK_Q;
+    int bc = (dp > 128 || (dp == 128 && !req->aligned16)) ? 32 : FA_CL_MMA_BLOCK_KV;
+    int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;
+    int forced = 0;
+    if (lim->forced_q > 0 && lim->forced_kv > 0) {
+        br = lim->forced_q;
+        bc = lim->forced_kv;
+        wr = lim->forced_rows > 0 ? lim->forced_rows : FA_CL_MMA_WARP_ROWS; /* as the sweeps wrote it */
+        if (br % 16 || bc % 16 || br > 256 || bc > 128 || (wr != 16 && wr != 32) || br % wr || lim->forced_cols > 0) {
+            /* a tile this kernel cannot take is meant for the portable kernels, unless it was asked for */
+            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tensor-core kernel: B_r a multiple of 16 up to 256, "
+                     "B_c a multiple of 16 up to 128, optional rows per warp 16 or 32 dividing B_r, no fourth field",
+                     br, bc, wr);
+            return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
+        }
+        forced = 1;
+    }
+    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, req->aligned16);
+    /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 */
+    while (!forced && bytes > budget && bc > 16) {
+        bc /= 2;
+        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, req->aligned16);
+    }
+    const int wg = br / wr * 32;
+    if (bytes > budget || (size_t)wg > lim->max_work_group) {
+        snprintf(msg, msg_size, "%s%dx%dx%d: the tensor-core kernel needs %zu bytes of local memory and %d work-items "
+                 "at head_dim %d; the budget is %zu bytes, the device takes %zu work-items", forced ? "FA_CL_TILE=" : "",
+                 br, bc, wr, bytes, wg, req->head_dim, budget, lim->max_work_group);
+        return forced ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
+    }
+    fa_cl__tensor_core_tiles(lim, req, &fa_cl_kernel_nvidia_mma, br, bc, wr, dp, bytes, out);
+    out->forced = forced;
+    return FA_CL_SUCCESS;
+}
+
+static int options(const fa_cl_tiles *t, char *out, size_t n)
+{
+    return snprintf(out, n, " -DWARP_ROWS=%d%s%s", t->rows_per_item, t->aligned16 ? " -DFA_ALIGNED16" : "",
+                    t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+}
+
+const fa_cl_kernel_family fa_cl_kernel_nvidia_mma = {
+    "nvidia-mma", FA_CL_KERNEL_NVIDIA_MMA, FA_CL_OP_FORWARD, "fa_forward", files, 4, 1,
+    "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
+    applies, plan, options};

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The kernel registry: every kernel family, in the order the planner tries them. Adding a kernel is
+ * its cl/ file, a rules file beside this one (the family's entry), one line here and its tests
+ * (docs/design.md, "Adding a kernel"). */
+#include "fa_cl_internal.h"
+
+#include <string.h>
+
+static const fa_cl_kernel_family *const families[] = {
+    &fa_cl_kernel_nvidia_mma,      /* vendor paths first: where they apply they are the fastest */
+    &fa_cl_kernel_nvidia_tf32x3,
+    &fa_cl_kernel_portable_tiled,  /* GPUs */
+    &fa_cl_kernel_portable,        /* anywhere: the fallback */
+};
+
+int fa_cl_kernel_count(void) { return (int)(sizeof families / sizeof families[0]); }
+
+const fa_cl_kernel_family *fa_cl_kernel_at(int i) { return i >= 0 && i < fa_cl_kernel_count() ? families[i] : NULL; }
+
+const fa_cl_kernel_family *fa_cl_kernel_by_name(const char *name)
+{
+    for (int i = 0; name && i < fa_cl_kernel_count(); i++)
+        if (strcmp(families[i]->name, name) == 0)
+            return families[i];
+    return NULL;
+}
+
+const fa_cl_kernel_family *fa_cl_kernel_by_id(fa_cl_kernel_id id)
+{
+    for (int i = 0; i < fa_cl_kernel_count(); i++)
+        if (families[i]->id == id)
+            return families[i];
+    return NULL;
+}
+
+void fa_cl__tiles_set(fa_cl_tiles *out, const fa_cl_kernel_family *f, int block_q, int block_kv, int rows_per_item,
+                      int cols_per_item, int work_group_size, size_t local_mem_bytes)
+{
+    out->variant = f->id;
+    out->kernel = f->name;
+    out->block_q = block_q;
+    out->block_kv = block_kv;
+    out->rows_per_item = rows_per_item;
+    out->cols_per_item = cols_per_item;
+    out->work_group_size = work_group_size;
+    out->local_mem_bytes = local_mem_bytes;
+}
