@@ -84,8 +84,10 @@ void fa_forward(FA_FORWARD_PARAMS)
     int blk_lo, blk_hi, first_hi, last_lo;
     fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &first_hi);
     fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &last_lo, &blk_hi);
-    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys (all of them without FA_KV_CHUNKED) */
+#ifdef FA_KV_CHUNKED
+    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys */
     blk_hi = min(blk_hi, kv_end);
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
 
     for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {

@@ -37,13 +37,13 @@
     const int h = (int)(bh % (ulong)heads_q);                                                             \
     const int hk = h / group;                                                                             \
     const int q0 = qb * BLOCK_Q;                                                                          \
-    (void)scratch; /* FA_KV_CHUNKED plans only */
+    (void)scratch, (void)kv_begin, (void)kv_end; /* FA_KV_CHUNKED plans only */
 
 /* LSE of a row from its running maximum m (raw score) and sum l: scale, not scale_log2, multiplies
  * m, so that scales whose log2(e) multiple the host had to clamp still give the right LSE. */
 inline float fa_row_lse(float m, float l, float scale)
 {
-    return l == 0.0f ? -INFINITY : mad(m, scale, log(l));
+    return l == 0.0f ? -INFINITY : mad(m, scale, log2(l) * M_LN2_F);
 }
 
 /* Long rows in chunks of keys (FA_KV_CHUNKED, set by the planner where a row can see more keys than

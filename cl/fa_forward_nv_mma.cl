@@ -171,8 +171,10 @@ void fa_forward(FA_FORWARD_PARAMS)
     int blk_lo, blk_hi, unused;
     fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
     fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
-    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys (all of them without FA_KV_CHUNKED) */
+#ifdef FA_KV_CHUNKED
+    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys */
     blk_hi = min(blk_hi, kv_end);
+#endif
     /* keys every row of this warp sees: [clean_lo, clean_hi) (lo and hi grow with the row) */
     int clean_lo = 0, clean_hi = 0;
     if (q0 + wrow + WARP_ROWS <= seqlen_q) {

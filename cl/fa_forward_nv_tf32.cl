@@ -125,8 +125,10 @@ void fa_forward(FA_FORWARD_PARAMS)
     int blk_lo, blk_hi, unused;
     fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
     fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
-    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys (all of them without FA_KV_CHUNKED) */
+#ifdef FA_KV_CHUNKED
+    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys */
     blk_hi = min(blk_hi, kv_end);
+#endif
     int clean_lo = 0, clean_hi = 0; /* keys every row of this warp sees */
     if (q0 + wrow + 16 <= seqlen_q) {
         fa_row_range(q0 + wrow + 15, seqlen_q, seqlen_k, win_left, win_right, &clean_lo, &unused);

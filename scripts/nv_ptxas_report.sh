@@ -7,23 +7,24 @@
 # static shared memory above 48 KiB ("uses too much shared data") where NVIDIA's OpenCL driver
 # accepted up to 200 KB (docs/performance.md); the register report comes all the same.
 #
-#   scripts/nv_ptxas_report.sh VARIANT "-D options"
-#     VARIANT: mma | tf32 | tiled | rows; options as fa_cl's planner writes them (fa_cl_info --emit shows
-#     them), e.g. scripts/nv_ptxas_report.sh mma "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64
+#   scripts/nv_ptxas_report.sh KERNEL "-D options"
+#     KERNEL: a name of the kernel registry (build/tools/fa_cl_info --kernels lists them, with their
+#     files); options as fa_cl's planner writes them (fa_cl_info --emit shows them), e.g.
+#     scripts/nv_ptxas_report.sh nvidia-mma "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64
 #     -DBLOCK_KV=64 -DWARP_ROWS=16 -DFA_ALIGNED16"  (FA_UNROLL, FA_NATIVE_EXP added as on GPUs)
+#     FA_CL_INFO: the fa_cl_info to ask (default build/tools/fa_cl_info)
 #
 # Needs clang-15 and libclc-15 (apt-get install clang-15 libclc-15), and downloads the wheel once
 # into ${FA_CL_PTXAS_DIR:-$HOME/.cache/fa_cl/ptxas} (pip download; about 40 MB).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-[ $# -eq 2 ] || { sed -n 2,14p "$0" >&2; exit 2; }
-case "$1" in
-mma) files="fa_common.cl fa_forward_common.cl fa_nv_ptx.cl fa_forward_nv_mma.cl" ;;
-tf32) files="fa_common.cl fa_forward_common.cl fa_nv_ptx.cl fa_forward_nv_tf32.cl" ;;
-tiled) files="fa_common.cl fa_forward_common.cl fa_forward_tiled.cl" ;;
-rows) files="fa_common.cl fa_forward_common.cl fa_forward.cl" ;;
-*) echo "nv_ptxas_report.sh: variant '$1' is not mma, tf32, tiled or rows" >&2; exit 2 ;;
-esac
+[ $# -eq 2 ] || { sed -n 2,16p "$0" >&2; exit 2; }
+registry=$("${FA_CL_INFO:-build/tools/fa_cl_info}" --kernels)
+files=$(awk -F'\t' -v k="$1" '$1 == k { print $5 }' <<<"$registry")
+if [ -z "$files" ]; then
+    echo "nv_ptxas_report.sh: '$1' is not a kernel of the registry: $(cut -f1 <<<"$registry" | tr '\n' ' ')" >&2
+    exit 2
+fi
 CLANG=${CLANG:-clang-15}
 LIBCLC=${LIBCLC:-/usr/lib/clc/nvptx64--nvidiacl.bc}
 for need in "$CLANG" "$LIBCLC"; do

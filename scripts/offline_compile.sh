@@ -248,14 +248,15 @@ fi
 
 # Jobs: one per distinct (family, target, source, options). Lines: id family target source options.
 # builds.tsv: profile compiler target variant head_dim dtype causal work_group local_bytes local_budget
-# source options
+# source options vendor_only (the registry's vendor flag)
 awk -F'\t' -v have=" $have " '
     NR == 1 { next }
     {
         fam = ($2 == "ocloc") ? "intel" : ($2 == "amdgcn") ? "amd" : ""
         if (fam != "" && index(have, " " fam " ")) add(fam, $3, $11, $12)
-        # the generic front end checks the portable kernels; nvidia-mma is NVIDIA-only by design (inline PTX)
-        if (index(have, " spir ") && $4 != "nvidia-mma") { add("spir", "spir", $11, $12); add("spir", "spir64", $11, $12) }
+        # the generic front end checks the portable kernels; vendor-only ones (the vendor flag of the
+        # registry, column 13: inline PTX) are not meant for it
+        if (index(have, " spir ") && $13 != 1) { add("spir", "spir", $11, $12); add("spir", "spir64", $11, $12) }
     }
     function add(f, t, s, o,   key) {
         key = f SUBSEP t SUBSEP s SUBSEP o
@@ -279,8 +280,10 @@ echo "offline_compile.sh: compiled in $(($(date +%s) - start)) s"
 
 lint_rc=0
 if [[ " $have " == *" spir "* ]]; then
+    vendor_only=$(awk -F'\t' 'FNR > 1 && $13 == 1 { print $11 }' "$WORK/builds.tsv" | sort -u)
     for src in "$WORK"/*.cl; do
-        [ "$(basename "$src")" = nvidia-mma.cl ] && continue # vendor-only by design: planned for NVIDIA alone
+        # vendor-only by design (the registry's vendor flag): planned for that vendor alone
+        [[ $'\n'$vendor_only$'\n' == *$'\n'"$(basename "$src")"$'\n'* ]] && continue
         found=$(vendor_lint "$src")
         if [ -n "$found" ]; then
             echo "offline_compile.sh: vendor-specific identifiers in $(basename "$src"):"

@@ -289,6 +289,7 @@ typedef struct options {
     int want_p, want_d;     /* -1: every device */
     const char *profile;    /* --profile: plan for a named profile instead of the devices */
     const char *emit_dir;   /* --emit: with --profile, write sources and build options there */
+    int kernels;            /* --kernels: the kernel registry, no OpenCL */
 } options;
 
 /* The FA_CL_* environment, read once (the library reads it the same way per context). */
@@ -930,6 +931,8 @@ static void usage(FILE *f)
                "                     'all' plans every one)\n"
                "  --emit DIR         with --profile: write each plan's kernel source and exact build options\n"
                "                     (DIR/builds.tsv) for head_dim 64, 128, 256 x f32, f16, bf16\n"
+               "  --kernels          the kernel registry in the order the planner tries it: name, vendor-only\n"
+               "                     (0/1), operation, entry point, cl/ files (tab-separated; scripts read it)\n"
                "  --version          the tool and library version\n"
                "  -h, --help         this text\n"
                "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TILE in the device plan table, as the library does;\n"
@@ -955,7 +958,7 @@ static int parse_device(const char *s, int *p, int *d)
 }
 
 /* values >= 256, so that optopt after an error tells a long option from a short one */
-enum { OPT_DEVICE = 256, OPT_JSON, OPT_NO_PLANS, OPT_PROFILE, OPT_EMIT, OPT_VERSION, OPT_HELP };
+enum { OPT_DEVICE = 256, OPT_JSON, OPT_NO_PLANS, OPT_PROFILE, OPT_EMIT, OPT_KERNELS, OPT_VERSION, OPT_HELP };
 
 static const struct option long_options[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
@@ -963,6 +966,7 @@ static const struct option long_options[] = {
     {"no-plans", no_argument, NULL, OPT_NO_PLANS},
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"emit", required_argument, NULL, OPT_EMIT},
+    {"kernels", no_argument, NULL, OPT_KERNELS},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -971,7 +975,7 @@ static const struct option long_options[] = {
 /* 0: run; 1: --help or --version printed; 2: usage error (already reported). */
 static int parse_options(int argc, char **argv, options *o)
 {
-    *o = (options){.json = 0, .plans = 1, .want_p = -1, .want_d = -1, .profile = NULL, .emit_dir = NULL};
+    *o = (options){.json = 0, .plans = 1, .want_p = -1, .want_d = -1, .profile = NULL, .emit_dir = NULL, .kernels = 0};
     opterr = 0; /* our messages: getopt's would start with the full path of argv[0] */
     for (;;) {
         int c = getopt_long(argc, argv, "+:d:h", long_options, NULL);
@@ -989,6 +993,7 @@ static int parse_options(int argc, char **argv, options *o)
         case OPT_NO_PLANS: o->plans = 0; break;
         case OPT_PROFILE: o->profile = optarg; break;
         case OPT_EMIT: o->emit_dir = optarg; break;
+        case OPT_KERNELS: o->kernels = 1; break;
         case 'd':
         case OPT_DEVICE:
             if (!parse_device(optarg, &o->want_p, &o->want_d)) {
@@ -1124,6 +1129,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "fa_cl_info --help lists the options\n");
     if (rc != 0)
         return rc == 1 ? 0 : 2;
+    if (o.kernels) { /* no OpenCL: scripts read the names and files from here */
+        for (int i = 0; i < fa_cl_kernel_count(); i++) {
+            const fa_cl_kernel_family *f = fa_cl_kernel_at(i);
+            printf("%s\t%d\t%s\t%s\t", f->name, f->vendor, f->op == FA_CL_OP_FORWARD ? "forward" : "?", f->entry);
+            for (int j = 0; j < f->nfiles; j++)
+                printf("%s%s", j ? " " : "", f->files[j]);
+            printf("\t%s\n", f->summary);
+        }
+        return 0;
+    }
     if (o.profile) /* no OpenCL at all: the offline checks run where no device is */
         return fa_cl_info_profile(o.profile, o.emit_dir);
 

@@ -112,11 +112,11 @@ static int write_file(const char *dir, const char *name, const char *text)
     return bad;
 }
 
-/* dir/<kernel>.cl: the variant's files concatenated exactly as clCreateProgramWithSource gets them. */
-static int emit_source(const char *dir, fa_cl_variant v, const char *kernel)
+/* dir/<kernel>.cl: the family's files concatenated exactly as clCreateProgramWithSource gets them. */
+static int emit_source(const char *dir, const fa_cl_kernel_family *f)
 {
-    const char *const *files;
-    int n = fa_cl_variant_files(v, &files);
+    const char *const *files = f->files;
+    const int n = f->nfiles;
     size_t len = 0;
     for (int i = 0; i < n; i++) {
         const char *s = fa_cl__embedded_text(files[i]);
@@ -135,7 +135,7 @@ static int emit_source(const char *dir, fa_cl_variant v, const char *kernel)
     for (int i = 0; i < n; i++)
         strcat(text, fa_cl__embedded_text(files[i]));
     char name[64];
-    snprintf(name, sizeof name, "%s.cl", kernel);
+    snprintf(name, sizeof name, "%s.cl", f->name);
     int rc = write_file(dir, name, text);
     free(text);
     return rc;
@@ -146,7 +146,7 @@ static int emit_source(const char *dir, fa_cl_variant v, const char *kernel)
  * win_right, reverse_blocks), not build options: fa_cl_tile_request has no mask field, so one
  * build serves causal and non-causal calls alike ("both").
  */
-static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *wrote_rows, int *wrote_tiled, int *wrote_mma)
+static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *used)
 {
     fa_cl_limits lim;
     fa_cl_profile_limits(p, &lim);
@@ -164,11 +164,12 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *wrote_row
                 fprintf(stderr, "fa_cl_info: build options too long\n");
                 return 1;
             }
-            *(t.variant == FA_CL_VARIANT_TILED ? wrote_tiled : t.variant == FA_CL_VARIANT_NV_MMA ? wrote_mma : wrote_rows) = 1;
-            fprintf(tsv, "%s\t%s\t%s\t%s\t%d\t%s\tboth\t%d\t%zu\t%zu\t%s.cl\t%s\n", p->name,
+            for (int k = 0; k < fa_cl_kernel_count(); k++)
+                used[k] |= fa_cl_kernel_at(k)->id == t.variant;
+            fprintf(tsv, "%s\t%s\t%s\t%s\t%d\t%s\tboth\t%d\t%zu\t%zu\t%s.cl\t%s\t%d\n", p->name,
                     p->compiler ? p->compiler : "-", p->target ? p->target : "-", t.kernel, req.head_dim,
                     fa_cl__dtype_name(req.dtype), t.work_group_size, t.local_mem_bytes, t.local_mem_budget, t.kernel,
-                    full);
+                    full, fa_cl_kernel_by_id(t.variant)->vendor);
         }
     }
     return 0;
@@ -184,23 +185,20 @@ static int emit(const char *which, const char *dir)
         return 1;
     }
     fprintf(tsv, "profile\tcompiler\ttarget\tvariant\thead_dim\tdtype\tcausal\twork_group\tlocal_bytes\t"
-                 "local_budget\tsource\toptions\n");
-    int rc = 0, rows = 0, tiled = 0, mma = 0, n = 0;
+                 "local_budget\tsource\toptions\tvendor_only\n");
+    int rc = 0, n = 0, used[16] = {0}; /* per registry entry: some build uses it */
     for (int i = 0; i < fa_cl_profile_count() && rc == 0; i++) {
         const fa_cl_device_profile *p = fa_cl_profile_get(i);
         if (strcmp(which, "all") == 0 || strcmp(which, p->name) == 0) {
-            rc = emit_profile(tsv, p, &rows, &tiled, &mma);
+            rc = emit_profile(tsv, p, used);
             n++;
         }
     }
     if (fclose(tsv) != 0)
         rc = 1;
-    if (rc == 0 && rows)
-        rc = emit_source(dir, FA_CL_VARIANT_ROWS, "portable");
-    if (rc == 0 && tiled)
-        rc = emit_source(dir, FA_CL_VARIANT_TILED, "portable-tiled");
-    if (rc == 0 && mma)
-        rc = emit_source(dir, FA_CL_VARIANT_NV_MMA, "nvidia-mma");
+    for (int k = 0; k < fa_cl_kernel_count() && rc == 0; k++)
+        if (used[k])
+            rc = emit_source(dir, fa_cl_kernel_at(k));
     if (rc == 0)
         printf("fa_cl_info: %d profile%s: builds in %s\n", n, n == 1 ? "" : "s", path);
     return rc;
