@@ -94,11 +94,28 @@ extern "C" {
 #define FA_CL_API __attribute__((visibility("default")))
 #endif
 
-/** Version of this header; the shared library's SONAME carries the major version. 0.x: a minor
- *  release may change the API. */
+/**
+ * Version of this header. ABI policy: before 1.0 a minor release may change the API and the ABI,
+ * and the shared library's SONAME carries major and minor (libfa_cl.so.0.2); from 1.0 the SONAME
+ * carries the major only and, within a major, nothing is removed or renumbered.
+ *
+ * The extension rule (how new features arrive without breaking callers): every struct a caller
+ * fills or receives has `size_t struct_size` as its first member, which its init function (a
+ * static inline here, so that the caller's own sizeof is recorded) sets. New fields are appended at
+ * the end, and 0 means "off" or "the default" for each of them; the library reads or writes only
+ * the first struct_size bytes, so a caller built against an older header keeps working with a
+ * newer library, and a newer caller's struct is accepted by an older library when the fields it
+ * does not know are zero. New entry points take such an argument struct (fa_cl_forward_args)
+ * instead of longer positional lists; the positional functions of 0.1 stay.
+ */
 #define FA_CL_VERSION_MAJOR 0
-#define FA_CL_VERSION_MINOR 1 /**< see FA_CL_VERSION_MAJOR */
+#define FA_CL_VERSION_MINOR 2 /**< see FA_CL_VERSION_MAJOR */
 #define FA_CL_VERSION_PATCH 0 /**< see FA_CL_VERSION_MAJOR */
+#define FA_CL_VERSION_STRING "0.2.0" /**< the three numbers above as text */
+
+/** The version of the library actually loaded ("0.2.0"), which may differ from the header's
+ *  FA_CL_VERSION_STRING when an application runs against another build. Static storage; thread-safe. */
+FA_CL_API const char *fa_cl_version(void);
 
 /** Status codes returned by every function that can fail. The values are part of the ABI and are
  *  never renumbered; fa_cl_status_string() names them and fa_cl_last_error() explains a failure. */
@@ -243,6 +260,8 @@ FA_CL_API const char *fa_cl_last_error(const fa_cl_context *ctx);
  * most 256, seqlen_q and seqlen_k at most 2^30 - 1 (FA_CL_ERROR_UNSUPPORTED beyond).
  */
 typedef struct fa_cl_attention_desc {
+    size_t struct_size;                 /**< sizeof(fa_cl_attention_desc) as the caller was compiled: set by
+                                             fa_cl_attention_desc_init (the extension rule above); 0 is refused */
     int64_t batch;                      /**< batch size B */
     int64_t heads_q;                    /**< query (and output) heads */
     int64_t heads_kv;                   /**< key/value heads; heads_q % heads_kv == 0 (GQA/MQA) */
@@ -259,12 +278,21 @@ typedef struct fa_cl_attention_desc {
 } fa_cl_attention_desc;
 
 /**
- * Fill desc for contiguous [B, H, S, D] tensors: heads_kv = heads, no mask, windows -1, default
- * scale (0), strides and offsets 0. Does not validate (see fa_cl_attention_desc_validate). NULL desc
- * is ignored. Thread-safe.
+ * Fill desc for contiguous [B, H, S, D] tensors: struct_size = struct_size, heads_kv = heads, no
+ * mask, windows -1, default scale (0), strides and offsets 0, every later field 0. Does not validate
+ * (see fa_cl_attention_desc_validate). NULL desc is ignored. Thread-safe. Call it through
+ * fa_cl_attention_desc_init, which passes the caller's sizeof.
  */
-FA_CL_API void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t batch, int64_t heads, int64_t seqlen_q,
-                                         int64_t seqlen_k, int64_t head_dim, fa_cl_dtype dtype);
+FA_CL_API void fa_cl_attention_desc_init_sized(fa_cl_attention_desc *desc, size_t struct_size, int64_t batch,
+                                               int64_t heads, int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim,
+                                               fa_cl_dtype dtype);
+
+/** fa_cl_attention_desc_init_sized with this header's sizeof(fa_cl_attention_desc). */
+static inline void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t batch, int64_t heads,
+                                             int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, fa_cl_dtype dtype)
+{
+    fa_cl_attention_desc_init_sized(desc, sizeof *desc, batch, heads, seqlen_q, seqlen_k, head_dim, dtype);
+}
 
 /**
  * Check a descriptor without a device: sizes, divisibility, windows, scale, strides, and that
@@ -278,6 +306,7 @@ FA_CL_API fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc 
 
 /** The launch a plan chose (fa_cl_plan_get_info). docs/design.md explains the numbers. */
 typedef struct fa_cl_plan_info {
+    size_t struct_size;      /**< bytes the library filled in (at most the caller's sizeof) */
     int block_q;             /**< B_r: query rows per work-group */
     int block_kv;            /**< B_c: keys per inner-loop block */
     int work_group_size;     /**< work-items per work-group */
@@ -285,7 +314,10 @@ typedef struct fa_cl_plan_info {
     size_t local_mem_bytes;  /**< bytes of local memory the tiles use: 4 * (B_r + B_c) * head_dim_padded for
                                   "portable"; more for "portable-tiled" (row padding, P and row maxima) */
     size_t local_mem_budget; /**< bytes the planner had (device limit, or cache size on CPUs, or the env cap) */
-    const char *kernel;      /**< kernel variant: "portable" or "portable-tiled"; static storage */
+    const char *kernel;      /**< the kernel family, as FA_CL_KERNEL_VARIANT and `fa_cl_info --kernels` name it:
+                                  "portable", "portable-tiled", "nvidia-mma", "nvidia-tf32x3"; static storage */
+    int launches;            /**< kernel launches per call (long rows run one per chunk of keys) */
+    size_t scratch_bytes;    /**< device memory the plan holds for itself (0 for most plans) */
 } fa_cl_plan_info;
 
 /** Opaque: a compiled, validated launch for one descriptor. Only plan creation compiles kernels;
@@ -309,9 +341,41 @@ typedef struct fa_cl_plan fa_cl_plan;
  */
 FA_CL_API fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *desc, fa_cl_plan **out);
 
-/** Copy what plan chose into *out (static strings included). FA_CL_ERROR_INVALID_ARGUMENT for a NULL
- *  argument (message in fa_cl_last_error(NULL)). Thread-safe. */
-FA_CL_API fa_cl_status fa_cl_plan_get_info(const fa_cl_plan *plan, fa_cl_plan_info *out);
+/** Copy what plan chose into the first struct_size bytes of *out (static strings included) and
+ *  set out->struct_size to what was written. FA_CL_ERROR_INVALID_ARGUMENT for a NULL argument or a
+ *  struct_size too small for the first fields (message in fa_cl_last_error(NULL)). Thread-safe.
+ *  Call it through fa_cl_plan_get_info, which passes the caller's sizeof. */
+FA_CL_API fa_cl_status fa_cl_plan_get_info_sized(const fa_cl_plan *plan, fa_cl_plan_info *out, size_t struct_size);
+
+/** fa_cl_plan_get_info_sized with this header's sizeof(fa_cl_plan_info). */
+static inline fa_cl_status fa_cl_plan_get_info(const fa_cl_plan *plan, fa_cl_plan_info *out)
+{
+    return fa_cl_plan_get_info_sized(plan, out, sizeof *out);
+}
+
+/**
+ * The buffers and events of one call (fa_cl_plan_run, fa_cl_attention_run). Initialise with
+ * fa_cl_forward_args_init, then set the fields; later features (per-sequence KV lengths, a page
+ * table, ...) arrive as further fields, 0 = not used.
+ */
+typedef struct fa_cl_forward_args {
+    size_t struct_size;     /**< set by fa_cl_forward_args_init */
+    cl_mem q, k, v, o;      /**< the views the descriptor describes */
+    cl_mem lse;             /**< NULL: no LSE written */
+    cl_uint num_wait;       /**< OpenCL's rule: wait is NULL iff num_wait is 0 */
+    const cl_event *wait;   /**< events to wait for */
+    cl_event *done;         /**< if not NULL, receives an event for the call's work (the caller releases it) */
+} fa_cl_forward_args;
+
+/** Zero every field of args and set struct_size to this header's sizeof. */
+static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
+{
+    if (args) {
+        const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL};
+        *args = zero;
+        args->struct_size = sizeof *args;
+    }
+}
 
 /**
  * Enqueue the fused forward pass on the context's queue and return without waiting. q, k, v, o are
@@ -333,6 +397,11 @@ FA_CL_API fa_cl_status fa_cl_plan_get_info(const fa_cl_plan *plan, fa_cl_plan_in
 FA_CL_API fa_cl_status fa_cl_plan_forward(fa_cl_plan *plan, cl_mem q, cl_mem k, cl_mem v, cl_mem o, cl_mem lse,
                                           cl_uint num_wait, const cl_event *wait, cl_event *done);
 
+/** fa_cl_plan_forward with its arguments in a struct (the extension rule): the same checks, errors and
+ *  ownership. FA_CL_ERROR_INVALID_ARGUMENT also for a NULL args, a struct_size too small, or fields
+ *  this library does not know set to non-zero. Thread-safe as fa_cl_plan_forward. */
+FA_CL_API fa_cl_status fa_cl_plan_run(fa_cl_plan *plan, const fa_cl_forward_args *args);
+
 /** Release a plan. NULL is fine. Work already enqueued with it completes normally. Must not race
  *  with a call using the same plan. */
 FA_CL_API void fa_cl_plan_release(fa_cl_plan *plan);
@@ -345,6 +414,10 @@ FA_CL_API void fa_cl_plan_release(fa_cl_plan *plan);
 FA_CL_API fa_cl_status fa_cl_attention_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q,
                                                cl_mem k, cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait,
                                                const cl_event *wait, cl_event *done);
+
+/** fa_cl_attention_forward with its arguments in a struct (as fa_cl_plan_run). Thread-safe. */
+FA_CL_API fa_cl_status fa_cl_attention_run(fa_cl_context *ctx, const fa_cl_attention_desc *desc,
+                                           const fa_cl_forward_args *args);
 
 /**
  * Unfused reference with the same descriptor and semantics: S = Q K^T and O = P V through CLBlast

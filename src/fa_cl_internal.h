@@ -112,6 +112,9 @@ struct fa_cl_context {
     char notes[FA_CL_NOTES_CAPACITY]; /* only appended to: a pointer handed out stays valid */
 };
 
+/* Release every plan of the context's one-shot cache (context teardown; src/plan/plan_cache.c). */
+void fa_cl__plan_cache_clear(fa_cl_context *ctx);
+
 /* Planner limits for this context's device and environment. */
 void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out);
 
@@ -198,18 +201,33 @@ void fa_cl__reference_release(fa_cl_context *ctx);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
-/* A descriptor with its strides made explicit and every extent computed. */
+#define FA_CL_DESC_KEY_WORDS 27
+
+/* A descriptor checked and normalised once (desc.c): strides explicit, every extent computed, and
+ * what the planner, the kernels' arguments, the plan cache and the reference take from it. */
 typedef struct fa_cl_views {
-    fa_cl_attention_desc d; /* strides normalised: never all zero */
+    fa_cl_attention_desc d; /* this library's struct (struct_size as given); strides never all zero */
     float scale;            /* resolved: 1/sqrt(head_dim) when desc.scale == 0 */
+    float scale_log2;       /* scale * log2(e), kept a normal finite float (the kernels' exponent factor) */
+    int64_t win_left, win_right; /* causal folded into the window; unbounded sides are seqlen_q + seqlen_k */
+    int64_t row_keys;       /* the most keys one query row can see */
+    int64_t group;          /* heads_q / heads_kv */
+    int aligned16;          /* every q/k/v/o row starts 16-byte aligned */
     size_t elem_size;       /* bytes per element of q, k, v, o */
     /* bytes each buffer must hold: (offset + max index + 1) * elem_size */
     uint64_t q_bytes, k_bytes, v_bytes, o_bytes, lse_bytes;
     /* byte ranges [begin, end) each view touches, for overlap checks */
     uint64_t q_begin, k_begin, v_begin, o_begin;
+    uint64_t key[FA_CL_DESC_KEY_WORDS]; /* every plan-changing field in a fixed order: compared bytewise */
 } fa_cl_views;
 
 fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *out, char *msg, size_t msg_size);
+
+/* A caller's struct of in_size bytes (its struct_size) into this library's out_size-byte struct:
+ * fields the caller lacks become 0; a size below min_size is refused (INVALID_ARGUMENT), and so are
+ * non-zero fields the library does not know (UNSUPPORTED). what names the struct in the message. */
+fa_cl_status fa_cl__struct_copy(const void *in, size_t in_size, void *out, size_t out_size, size_t min_size,
+                                const char *what, char *msg, size_t msg_size);
 
 /* The start of every call that takes (ctx, desc): both non-NULL and desc resolved, a failure
  * recorded on ctx with the call's name ("fa_cl_plan_create: desc.batch must be positive ..."). */

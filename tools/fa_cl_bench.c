@@ -452,10 +452,6 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
 
 /* ---- command line ------------------------------------------------------------------------------ */
 
-#define STRINGIFY_(x) #x
-#define STRINGIFY(x) STRINGIFY_(x)
-#define FA_CL_VERSION_STRING \
-    STRINGIFY(FA_CL_VERSION_MAJOR) "." STRINGIFY(FA_CL_VERSION_MINOR) "." STRINGIFY(FA_CL_VERSION_PATCH)
 
 /* Shape options are dimensions: anything past int32 is a typo, and the products stay in int64. */
 #define DIM_MAX INT32_MAX
@@ -672,7 +668,7 @@ static int parse_args(int argc, char **argv, options *o)
             o->device = optarg;
             break;
         case OPT_VERSION:
-            printf("fa_cl_bench (fa_cl %s)\n", FA_CL_VERSION_STRING);
+            printf("fa_cl_bench (fa_cl %s)\n", fa_cl_version());
             return PARSE_EXIT_0;
         case OPT_HELP:
             usage(stdout);

@@ -33,10 +33,6 @@
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-#define STRINGIFY_(x) #x
-#define STRINGIFY(x) STRINGIFY_(x)
-#define FA_CL_VERSION_STRING \
-    STRINGIFY(FA_CL_VERSION_MAJOR) "." STRINGIFY(FA_CL_VERSION_MINOR) "." STRINGIFY(FA_CL_VERSION_PATCH)
 
 /* Long enough that nothing in the plan table is clamped by the sequence. */
 #define PLAN_SEQLEN 4096
@@ -987,7 +983,7 @@ static int parse_options(int argc, char **argv, options *o)
             usage(stdout);
             return 1;
         case OPT_VERSION:
-            printf("fa_cl_info (fa_cl %s)\n", FA_CL_VERSION_STRING);
+            printf("fa_cl_info (fa_cl %s)\n", fa_cl_version());
             return 1;
         case OPT_JSON: o->json = 1; break;
         case OPT_NO_PLANS: o->plans = 0; break;
@@ -1176,12 +1172,12 @@ int main(int argc, char **argv)
     json w = {stdout, 0, {1}};
     if (o.json) {
         json_open(&w, NULL, '{');
-        json_str(&w, "fa_cl_version", FA_CL_VERSION_STRING);
+        json_str(&w, "fa_cl_version", fa_cl_version());
         json_env(&w, &env);
         json_str(&w, "default_device_error", default_dev ? NULL : default_why);
         json_open(&w, "platforms", '[');
     } else {
-        printf("fa_cl %s: OpenCL platforms and devices (%u platform%s)\n", FA_CL_VERSION_STRING, inv.num_platforms,
+        printf("fa_cl %s: OpenCL platforms and devices (%u platform%s)\n", fa_cl_version(), inv.num_platforms,
                inv.num_platforms == 1 ? "" : "s");
         human_env(&env);
         if (!default_dev)

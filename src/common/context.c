@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void fa_cl__plan_cache_clear(fa_cl_context *ctx); /* attention.c */
 
 /* A byte count >= 1024 from the environment; unset or empty leaves *out alone. */
 static fa_cl_status env_bytes(const char *name, size_t *out, char *msg, size_t msg_size)

@@ -1,9 +1,20 @@
-/* Descriptor checks: sizes, strides, byte extents (overflow-checked) and the buffers a call gets. */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Descriptors: checked once (sizes, strides, byte extents, overflow) and normalised once into what
+ * the planner, the kernels' arguments, the plan cache and the reference all use (fa_cl_views); and
+ * the checks of the buffers a call gets. */
 #include "fa_cl_internal.h"
 
+#include <float.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The descriptor as 0.2 defines it; struct_size smaller than its first version's fields is refused. */
+#define FA_CL_DESC_V1_SIZE (offsetof(fa_cl_attention_desc, o_offset) + sizeof(size_t))
+/* A new descriptor field must join the canonical key (desc_key below) and be checked here. */
+_Static_assert(sizeof(fa_cl_attention_desc) == FA_CL_DESC_V1_SIZE,
+               "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
 
 size_t fa_cl__dtype_size(fa_cl_dtype t)
 {
@@ -25,12 +36,14 @@ const char *fa_cl__dtype_name(fa_cl_dtype t)
     return "unknown";
 }
 
-void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t batch, int64_t heads, int64_t seqlen_q,
-                               int64_t seqlen_k, int64_t head_dim, fa_cl_dtype dtype)
+void fa_cl_attention_desc_init_sized(fa_cl_attention_desc *desc, size_t struct_size, int64_t batch, int64_t heads,
+                                     int64_t seqlen_q, int64_t seqlen_k, int64_t head_dim, fa_cl_dtype dtype)
 {
-    if (!desc)
+    if (!desc || struct_size < FA_CL_DESC_V1_SIZE)
         return;
-    memset(desc, 0, sizeof *desc);
+    /* a caller's larger struct (a newer header): the fields this library does not know are zeroed */
+    memset(desc, 0, struct_size);
+    desc->struct_size = struct_size;
     desc->batch = batch;
     desc->heads_q = heads;
     desc->heads_kv = heads;
@@ -100,13 +113,59 @@ static int output_non_overlapping(const int64_t stride[3], const int64_t sizes[3
     return 1;
 }
 
-fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *out, char *msg, size_t msg_size)
+/* The caller's descriptor of desc->struct_size bytes as this library's struct (fields it lacks: 0).
+ * Refuses a struct_size below the first version's fields and unknown fields that are not zero. */
+fa_cl_status fa_cl__struct_copy(const void *in, size_t in_size, void *out, size_t out_size, size_t min_size,
+                                const char *what, char *msg, size_t msg_size)
 {
-    if (!desc) {
+    if (in_size < min_size) {
+        snprintf(msg, msg_size, "%s.struct_size is %zu, less than the %zu bytes of its first version: initialise it "
+                 "with its _init function", what, in_size, min_size);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    for (size_t i = out_size; i < in_size; i++)
+        if (((const unsigned char *)in)[i]) {
+            snprintf(msg, msg_size, "%s has fields this library (fa_cl %s) does not know set (byte %zu of %zu): "
+                     "a newer header's feature", what, FA_CL_VERSION_STRING, i, in_size);
+            return FA_CL_ERROR_UNSUPPORTED;
+        }
+    memset(out, 0, out_size);
+    memcpy(out, in, in_size < out_size ? in_size : out_size);
+    return FA_CL_SUCCESS;
+}
+
+/* The canonical key of a normalised descriptor: every field that changes a plan, in a fixed order,
+ * so that the plan cache compares descriptors bytewise (padding never enters). */
+static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
+{
+    const fa_cl_attention_desc *d = &v->d;
+    uint32_t scale_bits;
+    memcpy(&scale_bits, &v->scale, sizeof scale_bits);
+    uint64_t k[FA_CL_DESC_KEY_WORDS] = {
+        (uint64_t)d->batch, (uint64_t)d->heads_q, (uint64_t)d->heads_kv, (uint64_t)d->seqlen_q,
+        (uint64_t)d->seqlen_k, (uint64_t)d->head_dim, (uint64_t)d->dtype, scale_bits,
+        (uint64_t)v->win_left, (uint64_t)v->win_right, (uint64_t)(d->causal != 0),
+        (uint64_t)d->q_offset, (uint64_t)d->k_offset, (uint64_t)d->v_offset, (uint64_t)d->o_offset};
+    const int64_t *st[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
+    for (int t = 0; t < 4; t++)
+        for (int i = 0; i < 3; i++)
+            k[15 + 3 * t + i] = (uint64_t)st[t][i];
+    memcpy(key, k, sizeof k);
+}
+
+fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views *out, char *msg, size_t msg_size)
+{
+    if (!given) {
         snprintf(msg, msg_size, "desc is NULL");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     memset(out, 0, sizeof *out);
+    fa_cl_attention_desc copy;
+    fa_cl_status cs = fa_cl__struct_copy(given, given->struct_size, &copy, sizeof copy, FA_CL_DESC_V1_SIZE, "desc", msg,
+                                         msg_size);
+    if (cs != FA_CL_SUCCESS)
+        return cs;
+    const fa_cl_attention_desc *desc = &copy;
     const struct { const char *name; int64_t v; } sizes[] = {
         {"batch", desc->batch},       {"heads_q", desc->heads_q},   {"heads_kv", desc->heads_kv},
         {"seqlen_q", desc->seqlen_q}, {"seqlen_k", desc->seqlen_k}, {"head_dim", desc->head_dim},
@@ -215,6 +274,23 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *
     }
     out->elem_size = elem;
     out->scale = desc->scale > 0.0f ? desc->scale : (float)(1.0 / sqrt((double)D));
+    /* Kernels take 2^((s - m) c): c must be a normal, finite float, or (s - m) c gives 0 * inf or
+     * -inf * 0 (a NaN). Only scales below 8.1e-39 or above 2.3e38 are moved, to that range's ends. */
+    const double c = (double)out->scale * 1.4426950408889634;
+    out->scale_log2 = (float)(c < (double)FLT_MIN ? (double)FLT_MIN : c > (double)FLT_MAX ? (double)FLT_MAX : c);
+    /* causal is the window (-1 -> unbounded left, right clipped to 0); unbounded sides are sq + sk */
+    const int64_t unbounded = d->seqlen_q + d->seqlen_k;
+    int64_t wl = d->window_left < 0 ? unbounded : d->window_left;
+    int64_t wr = d->window_right < 0 ? unbounded : d->window_right;
+    if (d->causal && wr > 0)
+        wr = 0;
+    out->win_left = wl < unbounded ? wl : unbounded;
+    out->win_right = wr < unbounded ? wr : unbounded;
+    const int64_t span = out->win_left + out->win_right + 1; /* keys in a row's window */
+    out->row_keys = span < d->seqlen_k ? span : d->seqlen_k;
+    out->group = d->heads_q / d->heads_kv;
+    out->aligned16 = fa_cl__rows_aligned16(d);
+    desc_key(out, out->key);
     return FA_CL_SUCCESS;
 }
 

@@ -17,6 +17,8 @@ static FA_CL_THREAD_LOCAL char thread_error[FA_CL_ERROR_CAPACITY];
  * ctx->last_error itself let a reader see it half overwritten. */
 static FA_CL_THREAD_LOCAL char thread_copy[FA_CL_ERROR_CAPACITY];
 
+const char *fa_cl_version(void) { return FA_CL_VERSION_STRING; }
+
 const char *fa_cl_status_string(fa_cl_status s)
 {
     switch (s) {

@@ -296,12 +296,7 @@ static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64
                             size_t local)
 {
     const fa_cl_attention_desc *d = &v->d;
-    /* causal is the window (-1 -> unbounded left, right clipped to 0); unbounded means sq + sk */
-    const int64_t unbounded = d->seqlen_q + d->seqlen_k;
-    cl_long wl = d->window_left < 0 ? unbounded : d->window_left;
-    cl_long wr = d->window_right < 0 ? unbounded : d->window_right;
-    if (d->causal && wr > 0)
-        wr = 0;
+    cl_long wl = v->win_left, wr = v->win_right; /* causal folded in (desc.c) */
     cl_int has_lse = lse != NULL;
     cl_ulong row0 = head0 * (uint64_t)d->seqlen_q, sq = (cl_ulong)d->seqlen_q, sk = (cl_ulong)d->seqlen_k;
     cl_float scale = v->scale;

@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Plans for the fused forward pass: planning, compiling, the launch list and its scratch, and
+ * running it. */
+#include "plan/plan.h"
+#include "program/build_options.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Arguments of fa_forward (cl/fa_forward_common.cl's FA_FORWARD_PARAMS), in that order. */
+#define FA_CL_FORWARD_ARGS 35
+
+/* Build the kernel family's program for the tiles chosen: sizes and storage type become -D options
+ * (build_options.c, shared with the offline compile checks). */
+static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t, cl_kernel *out)
+{
+    char options[512];
+    int gpu = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
+    if (fa_cl_build_options(t, v->d.dtype, (int)v->d.head_dim, gpu, options, sizeof options) < 0)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: build options longer than %zu characters",
+                           sizeof options - 1);
+    const fa_cl_kernel_family *f = fa_cl_kernel_by_id(t->variant);
+    cl_program prog;
+    fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, &prog);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    cl_int err;
+    *out = fa_cl__kernel_take(ctx, prog, f->entry, &err);
+    clReleaseProgram(prog);
+    if (!*out)
+        return fa_cl__fail(ctx, err == CL_OUT_OF_HOST_MEMORY ? FA_CL_ERROR_OUT_OF_MEMORY : FA_CL_ERROR_OPENCL,
+                           "clCreateKernel(%s): %s (%d)", f->entry, fa_cl__cl_error_name(err), (int)err);
+    return FA_CL_SUCCESS;
+}
+
+static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
+{
+    fa_cl_limits lim;
+    fa_cl__context_limits(ctx, &lim);
+    const fa_cl_views *v = &plan->views;
+    const fa_cl_attention_desc *d = &v->d;
+    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, v->aligned16, v->row_keys};
+    char msg[512];
+    /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
+     * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &plan->tiles, msg, sizeof msg);
+        if (st != FA_CL_SUCCESS)
+            return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
+        st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
+        const int vendor = fa_cl_kernel_by_id(plan->tiles.variant)->vendor;
+        if (st != FA_CL_SUCCESS && vendor && !lim.forced_variant && !plan->tiles.ptx_emulated) {
+            /* the vendor kernel did not compile on this driver: portable kernels from now on (the
+             * emulated build is portable code under test: its failure is reported, not hidden) */
+            fa_cl_lock_acquire(&ctx->lock);
+            int first = !ctx->mma_failed;
+            ctx->mma_failed = 1;
+            fa_cl_lock_release(&ctx->lock);
+            if (first)
+                fa_cl__note(ctx, "tensor-core kernel (%s): did not build on this driver, portable kernels "
+                                 "planned instead (the build log is in fa_cl_last_error)", plan->tiles.kernel);
+            lim.nv_mma = 0;
+            attempt--;
+            continue;
+        }
+        if (st != FA_CL_SUCCESS)
+            return st;
+        size_t kwg = 0;
+        cl_ulong klocal = 0;
+        cl_int err = clGetKernelWorkGroupInfo(plan->kernel, ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof kwg, &kwg,
+                                              NULL);
+        if (err == CL_SUCCESS)
+            err = clGetKernelWorkGroupInfo(plan->kernel, ctx->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof klocal,
+                                           &klocal, NULL);
+        if (err != CL_SUCCESS) {
+            fa_cl__kernel_give(ctx, plan->kernel);
+            plan->kernel = NULL;
+            return fa_cl__fail_cl(ctx, err, "clGetKernelWorkGroupInfo");
+        }
+        int wg_ok = (size_t)plan->tiles.work_group_size <= kwg;
+        int local_ok = klocal <= lim.local_mem_size || ctx->props.local_mem_is_global;
+        if (wg_ok && local_ok) {
+            /* the vendor kernels' local arrays depend on alignment (double-buffered copies): report what they use */
+            if (vendor)
+                plan->tiles.local_mem_bytes = (size_t)klocal;
+            return FA_CL_SUCCESS;
+        }
+        fa_cl__kernel_give(ctx, plan->kernel);
+        plan->kernel = NULL;
+        if (plan->tiles.forced)
+            return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
+                               "FA_CL_TILE=%dx%d: the compiled kernel allows %zu work-items and uses %llu bytes of "
+                               "local memory (device: %zu work-items, %llu bytes)",
+                               plan->tiles.block_q, plan->tiles.block_kv, kwg, (unsigned long long)klocal,
+                               (size_t)plan->tiles.work_group_size, (unsigned long long)lim.local_mem_size);
+        if (!wg_ok)
+            lim.max_work_group = kwg;
+        if (!local_ok)
+            lim.kernel_other_local += (size_t)(klocal - plan->tiles.local_mem_bytes);
+    }
+    return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED,
+                       "fa_cl_plan_create: no tile fits what the compiled kernel reports for head_dim %lld",
+                       (long long)d->head_dim);
+}
+
+/* Every argument of fa_forward for one launch, in FA_FORWARD_PARAMS order. */
+static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+{
+    const fa_cl_views *v = &plan->views;
+    const fa_cl_attention_desc *d = &v->d;
+    cl_kernel kr = l->kernel;
+    cl_ulong offs[4] = {d->q_offset, d->k_offset, d->v_offset, d->o_offset};
+    const int64_t *strides[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
+    cl_int ints[5] = {(cl_int)d->heads_q, (cl_int)v->group, (cl_int)d->seqlen_q, (cl_int)d->seqlen_k,
+                      plan->num_q_blocks};
+    cl_int window[4] = {(cl_int)v->win_left, (cl_int)v->win_right, d->causal != 0, a->lse != NULL};
+    cl_int chunk[2] = {l->kv_begin, l->kv_end};
+    cl_uint n = 0;
+    cl_int err = CL_SUCCESS;
+    cl_mem mems[5] = {a->q, a->k, a->v, a->o, a->lse};
+    for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &mems[i]);
+    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &offs[i]);
+    for (int t = 0; t < 4 && err == CL_SUCCESS; t++)
+        for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+            cl_long s = strides[t][i];
+            err = clSetKernelArg(kr, n++, sizeof(cl_long), &s);
+        }
+    for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_int), &ints[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_float), &v->scale_log2);
+    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_int), &window[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_float), &v->scale);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &plan->scratch);
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
+    if (err != CL_SUCCESS)
+        return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");
+    if (n != FA_CL_FORWARD_ARGS)
+        return fa_cl__fail(plan->ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: %u of %d arguments set", n,
+                           FA_CL_FORWARD_ARGS);
+    return FA_CL_SUCCESS;
+}
+
+/* The launches and scratch of a planned forward: one launch, or one per chunk of keys of a long row,
+ * which leave the next a (max, sum) slot per work-item row and, for f16/bf16, an fp32 image of o
+ * (f32 keeps it in o: cl/fa_forward_common.cl). */
+static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
+{
+    const fa_cl_attention_desc *d = &plan->views.d;
+    const fa_cl_tiles *t = &plan->tiles;
+    plan->num_q_blocks = (int)((d->seqlen_q + t->block_q - 1) / t->block_q);
+    /* one work-group per (query block, batch*head), flattened into dimension 0 */
+    uint64_t groups = (uint64_t)plan->num_q_blocks * (uint64_t)d->batch * (uint64_t)d->heads_q;
+    if (groups > (uint64_t)SIZE_MAX / (uint64_t)t->work_group_size || groups > ((uint64_t)1 << 40))
+        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: %llu work-groups is too many to launch",
+                           (unsigned long long)groups);
+    const size_t global = (size_t)groups * (size_t)t->work_group_size;
+    const int64_t step = t->chunk_keys > 0 ? t->chunk_keys : d->seqlen_k;
+    plan->nlaunches = (int)((d->seqlen_k + step - 1) / step);
+    plan->launches = (fa_cl_launch *)calloc((size_t)plan->nlaunches, sizeof *plan->launches);
+    if (!plan->launches)
+        return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_plan_create: out of host memory");
+    for (int c = 0; c < plan->nlaunches; c++) {
+        fa_cl_launch *l = &plan->launches[c];
+        l->kernel = plan->kernel;
+        l->global = global;
+        l->local = (size_t)t->work_group_size;
+        l->kv_begin = (int)(c * step);
+        l->kv_end = (int)((c + 1) * step < d->seqlen_k ? (c + 1) * step : d->seqlen_k);
+        l->set_args = forward_args;
+    }
+    if (t->chunk_keys > 0) {
+        const int item_rows = fa_cl_kernel_by_id(t->variant)->vendor
+                                  ? t->rows_per_item / 8 /* a lane holds 2 rows of each 16-row m-tile */
+                                  : t->rows_per_item;
+        plan->scratch_bytes = 2 * sizeof(float) * global * (size_t)item_rows;
+        if (d->dtype != FA_CL_F32)
+            plan->scratch_bytes +=
+                sizeof(float) * (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q * (size_t)d->head_dim;
+        cl_int err;
+        plan->scratch = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, plan->scratch_bytes, NULL, &err);
+        if (!plan->scratch)
+            return fa_cl__fail_cl(ctx, err, "fa_cl_plan_create: clCreateBuffer (long rows' chunks)");
+    }
+    return FA_CL_SUCCESS;
+}
+
+static void plan_free(fa_cl_plan *plan)
+{
+    fa_cl__kernel_give(plan->ctx, plan->kernel);
+    if (plan->scratch)
+        clReleaseMemObject(plan->scratch);
+    free(plan->launches);
+    fa_cl_lock_destroy(&plan->lock);
+    free(plan);
+}
+
+fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_cl_plan **out)
+{
+    *out = NULL;
+    fa_cl_plan *plan = (fa_cl_plan *)calloc(1, sizeof *plan);
+    if (!plan)
+        return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_plan_create: out of host memory");
+    plan->ctx = ctx;
+    plan->views = *views;
+    plan->refs = 1;
+    fa_cl_lock_init(&plan->lock);
+    fa_cl_status st = plan_tiles_and_kernel(ctx, plan);
+    if (st == FA_CL_SUCCESS)
+        st = make_launches(ctx, plan);
+    if (st != FA_CL_SUCCESS) {
+        plan_free(plan);
+        return st;
+    }
+    *out = plan;
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *desc, fa_cl_plan **out)
+{
+    if (!out)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_plan_create: out is NULL");
+    *out = NULL;
+    fa_cl_views views;
+    fa_cl_status st = fa_cl__resolve_call(ctx, "fa_cl_plan_create", desc, &views);
+    return st == FA_CL_SUCCESS ? fa_cl__plan_make(ctx, &views, out) : st;
+}
+
+fa_cl_status fa_cl_plan_get_info_sized(const fa_cl_plan *plan, fa_cl_plan_info *out, size_t struct_size)
+{
+    if (!plan || !out)
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_plan_get_info: %s is NULL",
+                           !plan ? "plan" : "out");
+    if (struct_size < offsetof(fa_cl_plan_info, launches))
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT,
+                           "fa_cl_plan_get_info: struct_size %zu is smaller than the first version's %zu bytes",
+                           struct_size, offsetof(fa_cl_plan_info, launches));
+    fa_cl_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.block_q = plan->tiles.block_q;
+    info.block_kv = plan->tiles.block_kv;
+    info.work_group_size = plan->tiles.work_group_size;
+    info.head_dim_padded = plan->tiles.head_dim_padded;
+    info.local_mem_bytes = plan->tiles.local_mem_bytes;
+    info.local_mem_budget = plan->tiles.local_mem_budget;
+    info.kernel = plan->tiles.kernel;
+    info.launches = plan->nlaunches;
+    info.scratch_bytes = plan->scratch_bytes;
+    /* a caller's newer, larger struct keeps its later fields as they were; an older one gets less */
+    info.struct_size = struct_size < sizeof info ? struct_size : sizeof info;
+    memcpy(out, &info, info.struct_size);
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl_views *views,
+                                       const fa_cl_forward_args *given, fa_cl_forward_args *out)
+{
+    if (!given)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args is NULL", call);
+    char msg[300];
+    fa_cl_status st = fa_cl__struct_copy(given, given->struct_size, out, sizeof *out, sizeof *out, "args", msg,
+                                         sizeof msg);
+    if (st != FA_CL_SUCCESS)
+        return fa_cl__fail(ctx, st, "%s: %s", call, msg);
+    st = fa_cl__check_buffers(ctx, views, out->q, out->k, out->v, out->o, out->lse);
+    return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
+}
+
+fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
+{
+    fa_cl_context *ctx = plan->ctx;
+    fa_cl_status st = FA_CL_SUCCESS;
+    fa_cl_lock_acquire(&plan->lock);
+    /* launches run in order, each after the previous one (also on an out-of-order queue) */
+    cl_event prev = NULL;
+    for (int i = 0; i < plan->nlaunches && st == FA_CL_SUCCESS; i++) {
+        const fa_cl_launch *l = &plan->launches[i];
+        const int last = i == plan->nlaunches - 1;
+        cl_event ev = NULL;
+        st = l->set_args(plan, l, a);
+        if (st == FA_CL_SUCCESS) {
+            cl_int err = clEnqueueNDRangeKernel(ctx->queue, l->kernel, 1, NULL, &l->global, &l->local,
+                                                i == 0 ? a->num_wait : 1, i == 0 ? a->wait : &prev,
+                                                last ? a->done : &ev);
+            if (err != CL_SUCCESS)
+                st = fa_cl__fail_cl(ctx, err, "clEnqueueNDRangeKernel(fa_forward)");
+        }
+        if (prev)
+            clReleaseEvent(prev);
+        prev = ev;
+    }
+    if (prev)
+        clReleaseEvent(prev);
+    fa_cl_lock_release(&plan->lock);
+    return st;
+}
+
+fa_cl_status fa_cl_plan_run(fa_cl_plan *plan, const fa_cl_forward_args *args)
+{
+    if (!plan)
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_plan_run: plan is NULL");
+    fa_cl_forward_args a;
+    fa_cl_status st = fa_cl__forward_args_check(plan->ctx, "fa_cl_plan_run", &plan->views, args, &a);
+    return st == FA_CL_SUCCESS ? fa_cl__plan_enqueue(plan, &a) : st;
+}
+
+fa_cl_status fa_cl_plan_forward(fa_cl_plan *plan, cl_mem q, cl_mem k, cl_mem v, cl_mem o, cl_mem lse,
+                                cl_uint num_wait, const cl_event *wait, cl_event *done)
+{
+    if (!plan)
+        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_plan_forward: plan is NULL");
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse, a.num_wait = num_wait, a.wait = wait, a.done = done;
+    return fa_cl_plan_run(plan, &a);
+}
+
+void fa_cl__plan_unref(fa_cl_plan *plan)
+{
+    fa_cl_context *ctx = plan->ctx;
+    fa_cl_lock_acquire(&ctx->lock);
+    int left = --plan->refs;
+    fa_cl_lock_release(&ctx->lock);
+    if (left == 0)
+        plan_free(plan);
+}
+
+void fa_cl_plan_release(fa_cl_plan *plan)
+{
+    if (plan)
+        fa_cl__plan_unref(plan);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A plan: a descriptor normalised once, the tiles chosen, and the kernel launches one call makes,
+ * with any device memory of its own (src/plan/plan.c; the one-shot cache in plan_cache.c). */
+#ifndef FA_CL_PLAN_H
+#define FA_CL_PLAN_H
+
+#include "fa_cl_internal.h"
+
+typedef struct fa_cl_launch fa_cl_launch;
+
+/* One kernel launch of a plan. Launches run in their order, each after the previous one. */
+struct fa_cl_launch {
+    cl_kernel kernel;     /* the plan's; several launches may share one */
+    size_t global, local; /* one dimension */
+    int kv_begin, kv_end; /* a forward launch's keys: all of them, or one chunk of a long row */
+    /* every kernel argument of this launch for one call's buffers */
+    fa_cl_status (*set_args)(const fa_cl_plan *plan, const fa_cl_launch *launch, const fa_cl_forward_args *args);
+};
+
+struct fa_cl_plan {
+    fa_cl_context *ctx;
+    fa_cl_views views;
+    fa_cl_tiles tiles;
+    cl_kernel kernel;       /* the forward kernel */
+    fa_cl_launch *launches; /* nlaunches of them */
+    int nlaunches;
+    cl_mem scratch;         /* what a long row's chunk leaves the next (cl/fa_forward_common.cl); else NULL */
+    size_t scratch_bytes;
+    fa_cl_lock lock;        /* argument setting + enqueue must not interleave between threads */
+    int refs;               /* guarded by ctx->lock: the caller's and the plan cache's references */
+    int num_q_blocks;
+};
+
+/* A plan for an already normalised descriptor (fa_cl_plan_create resolves it first). */
+fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_cl_plan **out);
+
+/* Drop one reference; the last frees the plan. */
+void fa_cl__plan_unref(fa_cl_plan *plan);
+
+/* Enqueue the plan's launches for args (checked already, struct_size normalised). */
+fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *args);
+
+/* args of the caller's size as this library's struct (fa_cl__struct_copy), then the buffer and
+ * wait-list checks against plan's views; the failure is recorded on ctx under call's name. */
+fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl_views *views,
+                                       const fa_cl_forward_args *given, fa_cl_forward_args *out);
+
+#endif /* FA_CL_PLAN_H */

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The context's one-shot plan cache (fa_cl_attention_forward, fa_cl_attention_run): the last
+ * FA_CL_PLAN_CACHE_MAX descriptors, found by their canonical key (desc.c). */
+#include "plan/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FA_CL_PLAN_CACHE_MAX 64
+
+struct fa_cl_plan_entry {
+    fa_cl_plan *plan;
+    fa_cl_plan_entry *next;
+};
+
+/* Under ctx->lock: the cached plan of this key, with a reference for the caller, or NULL. */
+static fa_cl_plan *cache_find(fa_cl_context *ctx, const uint64_t *key)
+{
+    for (fa_cl_plan_entry *e = ctx->plans; e; e = e->next)
+        if (memcmp(e->plan->views.key, key, sizeof e->plan->views.key) == 0) {
+            e->plan->refs++;
+            return e->plan;
+        }
+    return NULL;
+}
+
+/* Put a new plan (one reference: the caller's) into ctx's cache and return the plan to use: it, or
+ * the equal plan another thread cached meanwhile (then the new one is dropped). The cache holds one
+ * entry per descriptor, at most FA_CL_PLAN_CACHE_MAX; the oldest entry goes first. Without memory
+ * for an entry the plan is used uncached. */
+static fa_cl_plan *cache_insert(fa_cl_context *ctx, fa_cl_plan *plan)
+{
+    fa_cl_plan_entry *e = (fa_cl_plan_entry *)calloc(1, sizeof *e);
+    if (!e)
+        return plan;
+    fa_cl_plan_entry *evicted = NULL;
+    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl_plan *cached = cache_find(ctx, plan->views.key);
+    if (!cached) {
+        plan->refs++;
+        e->plan = plan;
+        e->next = ctx->plans;
+        ctx->plans = e;
+        if (++ctx->plan_count > FA_CL_PLAN_CACHE_MAX) {
+            fa_cl_plan_entry **pp = &ctx->plans;
+            while ((*pp)->next)
+                pp = &(*pp)->next;
+            evicted = *pp;
+            *pp = NULL;
+            ctx->plan_count--;
+        }
+    }
+    fa_cl_lock_release(&ctx->lock);
+    if (cached) {
+        free(e);
+        fa_cl__plan_unref(plan);
+        return cached;
+    }
+    if (evicted) {
+        fa_cl__plan_unref(evicted->plan);
+        free(evicted);
+    }
+    return plan;
+}
+
+/* The one-shot call; call names the public function in messages. */
+static fa_cl_status attention_run(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
+                                  const fa_cl_forward_args *args)
+{
+    fa_cl_views views; /* the descriptor normalised once: the cache's key and, on a miss, the plan's */
+    fa_cl_status st = fa_cl__resolve_call(ctx, call, desc, &views);
+    fa_cl_forward_args a;
+    if (st == FA_CL_SUCCESS)
+        st = fa_cl__forward_args_check(ctx, call, &views, args, &a);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl_plan *plan = cache_find(ctx, views.key);
+    fa_cl_lock_release(&ctx->lock);
+    if (!plan) {
+        st = fa_cl__plan_make(ctx, &views, &plan);
+        if (st != FA_CL_SUCCESS)
+            return st;
+        plan = cache_insert(ctx, plan);
+    }
+    st = fa_cl__plan_enqueue(plan, &a);
+    fa_cl__plan_unref(plan);
+    return st;
+}
+
+fa_cl_status fa_cl_attention_run(fa_cl_context *ctx, const fa_cl_attention_desc *desc, const fa_cl_forward_args *args)
+{
+    return attention_run(ctx, "fa_cl_attention_run", desc, args);
+}
+
+fa_cl_status fa_cl_attention_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q, cl_mem k,
+                                     cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait, const cl_event *wait,
+                                     cl_event *done)
+{
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse, a.num_wait = num_wait, a.wait = wait, a.done = done;
+    return attention_run(ctx, "fa_cl_attention_forward", desc, &a);
+}
+
+void fa_cl__plan_cache_clear(fa_cl_context *ctx)
+{
+    fa_cl_plan_entry *e = ctx->plans;
+    while (e) {
+        fa_cl_plan_entry *next = e->next;
+        fa_cl__plan_unref(e->plan);
+        free(e);
+        e = next;
+    }
+    ctx->plans = NULL;
+    ctx->plan_count = 0;
+}
