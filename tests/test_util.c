@@ -1,6 +1,8 @@
 /* Shared helpers of the fa_cl test suite (see test_util.h). */
 #include "test_util.h"
 
+#include "fa_cl_internal.h" /* fa_cl__dtype_name */
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -125,15 +127,7 @@ float tu_round(fa_cl_dtype t, float x)
 
 size_t tu_dtype_size(fa_cl_dtype t) { return t == FA_CL_F32 ? 4 : 2; }
 
-const char *tu_dtype_name(fa_cl_dtype t)
-{
-    switch (t) {
-    case FA_CL_F32: return "f32";
-    case FA_CL_F16: return "f16";
-    case FA_CL_BF16: return "bf16";
-    }
-    return "?";
-}
+const char *tu_dtype_name(fa_cl_dtype t) { return fa_cl__dtype_name(t); }
 
 uint32_t tu_load_bits(fa_cl_dtype t, const void *img, size_t i)
 {

@@ -49,7 +49,7 @@ uint16_t tu_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
 float tu_bf16_to_f32(uint16_t h);
 float tu_round(fa_cl_dtype t, float x); /* x rounded to t and back */
 size_t tu_dtype_size(fa_cl_dtype t);
-const char *tu_dtype_name(fa_cl_dtype t);
+const char *tu_dtype_name(fa_cl_dtype t); /* the library's names: "f32", "f16", "bf16" */
 
 /* Element i of a host image of storage type t. */
 float tu_load(fa_cl_dtype t, const void *img, size_t i);
