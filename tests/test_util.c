@@ -50,6 +50,39 @@ int tu_context(fa_cl_context **out)
     return 0;
 }
 
+/* ---- subsets ---------------------------------------------------------------------------------- */
+
+int tu_main(tu_tally *t, int argc, char **argv, const tu_subset *subsets, int count,
+            int (*open)(fa_cl_context **ctx), int flags)
+{
+    const char *want = argc > 1 ? argv[1] : subsets[0].name;
+    const tu_subset *s = NULL;
+    for (int i = 0; i < count && !s; i++)
+        if (strcmp(subsets[i].name, want) == 0)
+            s = &subsets[i];
+    if (!s) {
+        printf("unknown subset '%s' (", want);
+        for (int i = 0; i < count; i++)
+            printf("%s%s", i ? ", " : "", subsets[i].name);
+        printf(")\n");
+        return 2;
+    }
+    static char name[128];
+    snprintf(name, sizeof name, "%s[%s]", t->name, s->name);
+    t->name = name;
+    fa_cl_context *ctx = NULL;
+    int rc = open ? open(&ctx) : 0;
+    if (rc != 0)
+        return rc;
+    const double t0 = tu_now_ms();
+    const int words = argc > 2 ? 2 : argc; /* the program's name and the subset's */
+    rc = s->run(ctx, argc - words, argv + words);
+    if (flags & TU_TIMED)
+        printf("%s took %.1f s\n", t->name, (tu_now_ms() - t0) / 1e3);
+    fa_cl_context_release(ctx);
+    return rc != 0 ? rc : tu_finish(t);
+}
+
 /* ---- storage types ---------------------------------------------------------------------------- */
 
 static uint32_t f32_bits(float f)

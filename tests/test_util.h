@@ -41,6 +41,28 @@ int tu_finish(const tu_tally *t);
  * OpenCL device, or 1 on another failure (message printed). */
 int tu_context(fa_cl_context **out);
 
+/* ---- subsets: one executable per topic, one subset of it per CTest test ----------------------- */
+
+typedef struct tu_subset {
+    const char *name;
+    /* ctx: the suite's context, or NULL for a suite that opens none; argc/argv: the words after the
+     * subset's name (test_leaks plans 1000: 1, {"1000"}). Returns 0 to go on to tu_finish, or the
+     * exit code (1 on a failed setup, TU_EXIT_SKIP). */
+    int (*run)(fa_cl_context *ctx, int argc, char **argv);
+} tu_subset;
+
+#define TU_COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
+#define TU_TIMED 1 /* tu_main flag: print "<name> took 1.2 s" after the subset */
+
+/*
+ * The main() of a test executable: runs the subset argv[1] names (subsets[0] without one) with
+ * t->name, the suite's, made "suite[subset]"; open (tu_context, a suite's own, or NULL for none)
+ * gives it a context, released after. Returns 2 for an unknown subset (the names printed), open's
+ * or run's nonzero code, else tu_finish's.
+ */
+int tu_main(tu_tally *t, int argc, char **argv, const tu_subset *subsets, int count,
+            int (*open)(fa_cl_context **ctx), int flags);
+
 /* ---- storage types ---------------------------------------------------------------------------- */
 
 uint16_t tu_f32_to_f16(float f);  /* round to nearest even; overflow -> inf; NaN stays NaN */
