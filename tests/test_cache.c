@@ -198,8 +198,9 @@ static int same_key(const fa_cl_cache_entry *a, const fa_cl_cache_entry *b)
     return 1;
 }
 
-static int subset_format(void)
+static int subset_format(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     unsigned char bin[300];
     for (size_t i = 0; i < sizeof bin; i++)
         bin[i] = (unsigned char)(i * 37 + 11);
@@ -262,8 +263,9 @@ static int subset_format(void)
 
 /* ---- warm: cold -> warm --------------------------------------------------------------------------- */
 
-static int subset_warm(void)
+static int subset_warm(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     char dir[512];
     snprintf(dir, sizeof dir, "%s/cache", root);
     outcome cold, warm;
@@ -388,8 +390,9 @@ static int apply_damage(const char *path, damage how)
     return rc;
 }
 
-static int subset_corrupt(void)
+static int subset_corrupt(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     char dir[512], path[1024];
     snprintf(dir, sizeof dir, "%s/cache", root);
     outcome o;
@@ -493,8 +496,9 @@ static int readonly_dir(void)
     return 0;
 }
 
-static int subset_unwritable(void)
+static int subset_unwritable(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     outcome o;
     int rc;
     char dir[512], file[512], sub[600];
@@ -633,8 +637,9 @@ static void expect_refused(const char *what, const char *dir, const char *note)
               o.stats.loaded_from_disk, o.stats.built_from_source, note, o.detail);
 }
 
-static int subset_trust(void)
+static int subset_trust(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     char dir[512], path[1024], link[1100], open_dir[600], sub[700];
     snprintf(dir, sizeof dir, "%s/trusted", root);
     outcome o;
@@ -786,8 +791,9 @@ static int subset_trust(void)
 
 #define WRITERS 3
 
-static int subset_concurrent(void)
+static int subset_concurrent(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     char dir[512], path[1024];
     snprintf(dir, sizeof dir, "%s/shared", root);
     /* fork before this process touches OpenCL: each child has its own driver state */
@@ -836,31 +842,16 @@ static int subset_concurrent(void)
 
 int main(int argc, char **argv)
 {
-    const char *subset = argc > 1 ? argv[1] : "format";
-    static char name[64];
-    snprintf(name, sizeof name, "cache[%s]", subset);
-    tally.name = name;
-    if (strcmp(subset, "format") == 0) {
-        int rc = subset_format();
-        return rc ? rc : tu_finish(&tally);
-    }
-    if (make_root() != 0)
+    static const tu_subset subsets[] = {
+        {"format", subset_format},         {"warm", subset_warm},             {"corrupt", subset_corrupt},
+        {"unwritable", subset_unwritable}, {"concurrent", subset_concurrent}, {"trust", subset_trust},
+    };
+    /* every subset but format (no device, no files) works in a temporary directory of its own */
+    const int in_root = argc > 1 && strcmp(argv[1], "format") != 0;
+    if (in_root && make_root() != 0)
         return 1;
-    int rc;
-    if (strcmp(subset, "warm") == 0)
-        rc = subset_warm();
-    else if (strcmp(subset, "corrupt") == 0)
-        rc = subset_corrupt();
-    else if (strcmp(subset, "unwritable") == 0)
-        rc = subset_unwritable();
-    else if (strcmp(subset, "concurrent") == 0)
-        rc = subset_concurrent();
-    else if (strcmp(subset, "trust") == 0)
-        rc = subset_trust();
-    else {
-        printf("unknown subset '%s' (format, warm, corrupt, unwritable, concurrent, trust)\n", subset);
-        rc = 2;
-    }
-    remove_tree(root);
-    return rc != 0 ? rc : tu_finish(&tally);
+    int rc = tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), NULL, 0);
+    if (in_root)
+        remove_tree(root);
+    return rc;
 }

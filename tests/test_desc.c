@@ -37,37 +37,45 @@ static void check(const char *what, const fa_cl_attention_desc *d, fa_cl_status 
         check(#stmt, &d, want, word);                                                                            \
     } while (0)
 
-int main(int argc, char **argv)
+static const fa_cl_status OK = FA_CL_SUCCESS, INV = FA_CL_ERROR_INVALID_ARGUMENT, UNS = FA_CL_ERROR_UNSUPPORTED;
+
+static fa_cl_attention_desc base; /* what every CASE modifies (init_base) */
+
+/* fa_cl_attention_desc_init over garbage, checked: the base of every CASE. */
+static void init_base(void)
 {
-    const int heads_q_limit = argc > 1 && strcmp(argv[1], "heads_q_limit") == 0;
-    fa_cl_attention_desc base;
     memset(&base, 0x5a, sizeof base);
     fa_cl_attention_desc_init(&base, 2, 4, 33, 47, 64, FA_CL_F16);
-    {
-        const fa_cl_attention_desc *d = &base;
-        int ok = d->batch == 2 && d->heads_q == 4 && d->heads_kv == 4 && d->seqlen_q == 33 && d->seqlen_k == 47 &&
-                 d->head_dim == 64 && d->dtype == FA_CL_F16 && d->scale == 0.0f && d->causal == 0 &&
-                 d->window_left == -1 && d->window_right == -1 && d->q_offset == 0 && d->k_offset == 0 &&
-                 d->v_offset == 0 && d->o_offset == 0;
-        for (int i = 0; i < 3; i++)
-            ok = ok && d->q_stride[i] == 0 && d->k_stride[i] == 0 && d->v_stride[i] == 0 && d->o_stride[i] == 0;
-        tu_expect(&tally, ok, "fa_cl_attention_desc_init: contiguous, heads_kv = heads, windows -1, scale 0, "
-                  "offsets 0, not causal");
-        fa_cl_attention_desc_init(NULL, 1, 1, 1, 1, 1, FA_CL_F32); /* must not crash */
-    }
+    const fa_cl_attention_desc *d = &base;
+    int ok = d->batch == 2 && d->heads_q == 4 && d->heads_kv == 4 && d->seqlen_q == 33 && d->seqlen_k == 47 &&
+             d->head_dim == 64 && d->dtype == FA_CL_F16 && d->scale == 0.0f && d->causal == 0 &&
+             d->window_left == -1 && d->window_right == -1 && d->q_offset == 0 && d->k_offset == 0 &&
+             d->v_offset == 0 && d->o_offset == 0;
+    for (int i = 0; i < 3; i++)
+        ok = ok && d->q_stride[i] == 0 && d->k_stride[i] == 0 && d->v_stride[i] == 0 && d->o_stride[i] == 0;
+    tu_expect(&tally, ok, "fa_cl_attention_desc_init: contiguous, heads_kv = heads, windows -1, scale 0, "
+              "offsets 0, not causal");
+    fa_cl_attention_desc_init(NULL, 1, 1, 1, 1, 1, FA_CL_F32); /* must not crash */
+}
 
-    const fa_cl_status OK = FA_CL_SUCCESS, INV = FA_CL_ERROR_INVALID_ARGUMENT, UNS = FA_CL_ERROR_UNSUPPORTED;
+/* heads_q beyond what plan_create launches (it returns UNSUPPORTED "heads_q ... exceeds 2147483647"):
+ * the header says validate returns the status plan_create would, before any *device* limit, and
+ * this limit is not a device's (the kernel takes heads_q as an int) */
+static int subset_heads_q_limit(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused, (void)argc, (void)argv;
+    init_base();
+    CASE(UNS, "heads_q", (d.heads_q = (int64_t)INT32_MAX + 1, d.heads_kv = 1));
+    CASE(UNS, "heads_q", (d.heads_q = (int64_t)1 << 33, d.heads_kv = 1, d.seqlen_q = 1, d.head_dim = 1));
+    CASE(OK, NULL, (d.heads_q = (int64_t)INT32_MAX, d.heads_kv = 1, d.seqlen_q = 1, d.head_dim = 1));
+    return 0;
+}
 
-    if (heads_q_limit) {
-        /* heads_q beyond what plan_create launches (it returns UNSUPPORTED "heads_q ... exceeds 2147483647"):
-         * the header says validate returns the status plan_create would, before any *device* limit, and
-         * this limit is not a device's (the kernel takes heads_q as an int) */
-        tally.name = "desc_validate[heads_q_limit]";
-        CASE(UNS, "heads_q", (d.heads_q = (int64_t)INT32_MAX + 1, d.heads_kv = 1));
-        CASE(UNS, "heads_q", (d.heads_q = (int64_t)1 << 33, d.heads_kv = 1, d.seqlen_q = 1, d.head_dim = 1));
-        CASE(OK, NULL, (d.heads_q = (int64_t)INT32_MAX, d.heads_kv = 1, d.seqlen_q = 1, d.head_dim = 1));
-        return tu_finish(&tally);
-    }
+/* Every field, the NULL descriptor, a small message buffer, the status strings. */
+static int subset_fields(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused, (void)argc, (void)argv;
+    init_base();
 
     /* valid */
     CASE(OK, NULL, (void)0);
@@ -176,5 +184,11 @@ int main(int argc, char **argv)
         tu_expect(&tally, ok, "fa_cl_status_string: 8 distinct FA_CL_* names, never NULL (99 -> %s)",
                   unknown ? unknown : "(null)");
     }
-    return tu_finish(&tally);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const tu_subset subsets[] = {{"fields", subset_fields}, {"heads_q_limit", subset_heads_q_limit}};
+    return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), NULL, 0);
 }

@@ -139,8 +139,9 @@ static void poison_case(fa_cl_context *ctx, const tu_case *c, int t, int64_t b, 
     tu_problem_free(&p);
 }
 
-static void subset_nan_inf(fa_cl_context *ctx)
+static int subset_nan_inf(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     poison_case(ctx, &iso, 0, 1, 2, 17, 5, NAN, 0, "NaN in q[1,2,17,5]: only that row");
     poison_case(ctx, &iso, 0, 0, 1, 30, 0, INFINITY, 0, "+Inf in q[0,1,30,0]: only that row");
     poison_case(ctx, &iso, 1, 1, 0, 21, 3, NAN, 0, "NaN in k[1,0,21,3]: rows >= 21 of heads 0-1, batch 1");
@@ -149,6 +150,7 @@ static void subset_nan_inf(fa_cl_context *ctx)
     poison_case(ctx, &iso, 2, 0, 0, 0, 2, INFINITY, 0, "+Inf in v[0,0,0,2]: column 2 of every row of heads 0-1");
     poison_case(ctx, &iso_win, 1, 0, 1, 30, 4, NAN, 0, "NaN in k (window (6,3)): only the rows whose window has it");
     poison_case(ctx, &iso_win, 2, 1, 0, 40, 0, NAN, 1, "NaN row v (window (6,3)): only the rows whose window has it");
+    return 0;
 }
 
 /* ---- magnitudes ------------------------------------------------------------------------------- */
@@ -190,8 +192,9 @@ static void check_case(fa_cl_context *ctx, tu_problem *p, const char *what, int 
     tu_problem_poison(p, ctx);
 }
 
-static void subset_magnitudes(fa_cl_context *ctx)
+static int subset_magnitudes(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     tu_problem p;
     /* |q.k| * scale ~ 1e4: q, k integers of magnitude 20..31 (D = 16: up to 16 * 961 = 15376), scale 1.
      * Integers keep every score exact in fp32 whatever the summation order (< 2^24), so the check is
@@ -255,12 +258,14 @@ static void subset_magnitudes(fa_cl_context *ctx)
         check_case(ctx, &p, "f16 +Inf in v[key 4, column 1]: +Inf in rows >= 4", 0);
         tu_problem_free(&p);
     }
+    return 0;
 }
 
 /* ---- determinism ------------------------------------------------------------------------------ */
 
-static void subset_determinism(fa_cl_context *ctx)
+static int subset_determinism(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     const tu_case cases[] = {
         {2, 4, 2, 100, 130, 64, F16, 1, -1, -1, NULL, 0.0f, 1},
         {1, 2, 2, 77, 77, 40, F32, 0, 16, 8, "SSSS", 0.0f, 1},
@@ -301,12 +306,14 @@ static void subset_determinism(fa_cl_context *ctx)
         free(l0);
         tu_problem_free(&p);
     }
+    return 0;
 }
 
 /* ---- sub-buffers ------------------------------------------------------------------------------ */
 
-static void subset_subbuffers(fa_cl_context *ctx)
+static int subset_subbuffers(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     cl_uint align_bits = 0;
     clGetDeviceInfo(fa_cl_context_device(ctx), CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
     const size_t align = align_bits >= 8 ? align_bits / 8 : 128;
@@ -381,12 +388,14 @@ static void subset_subbuffers(fa_cl_context *ctx)
         free(img);
         tu_problem_free(&p);
     }
+    return 0;
 }
 
 /* ---- 64-bit offsets --------------------------------------------------------------------------- */
 
-static void subset_offset64(fa_cl_context *ctx)
+static int subset_offset64(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     cl_ulong max_alloc = 0;
     clGetDeviceInfo(fa_cl_context_device(ctx), CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
     if (max_alloc > ((cl_ulong)1 << 31))
@@ -397,7 +406,7 @@ static void subset_offset64(fa_cl_context *ctx)
     if (total < ((size_t)1 << 26) || tu_problem_init(&p, NULL, &c, 12, 1) != 0) {
         tu_expect(&tally, 0, "offset64: the device allows only %llu bytes per allocation",
                   (unsigned long long)max_alloc);
-        return;
+        return 0;
     }
     /* q, k, v, o images placed one after the other at the end of the buffer */
     size_t need = 0;
@@ -414,7 +423,7 @@ static void subset_offset64(fa_cl_context *ctx)
         if (lse)
             clReleaseMemObject(lse);
         tu_problem_free(&p);
-        return;
+        return 0;
     }
     cl_command_queue queue = fa_cl_context_queue(ctx);
     fa_cl_attention_desc d = p.desc;
@@ -467,6 +476,7 @@ static void subset_offset64(fa_cl_context *ctx)
     clReleaseMemObject(big);
     clReleaseMemObject(lse);
     tu_problem_free(&p);
+    return 0;
 }
 
 /* ---- long rows -------------------------------------------------------------------------------- */
@@ -525,8 +535,10 @@ static void identical_keys(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t n)
     if (l) clReleaseMemObject(l);
 }
 
-static void subset_long_rows(fa_cl_context *ctx, int64_t n_identical)
+/* argv[0], if given: that many identical keys, f32 only */
+static int subset_long_rows(fa_cl_context *ctx, int argc, char **argv)
 {
+    const int64_t n_identical = argc > 0 ? strtoll(argv[0], NULL, 10) : 0;
     /* near-uniform weights (scores within +-0.05) and v in [1/16, 1]: every p.v adds to one sum */
     const tu_case near_uniform = {1, 1, 1, 8, (int64_t)1 << 20, 8, F32, 0, -1, -1, NULL, 0.0f, 1};
     tu_problem p;
@@ -544,41 +556,20 @@ static void subset_long_rows(fa_cl_context *ctx, int64_t n_identical)
     }
     if (n_identical > 0) {
         identical_keys(ctx, F32, n_identical);
-        return;
+        return 0;
     }
     const int64_t n = ((int64_t)1 << 25) + 4097;
     identical_keys(ctx, F32, n);
     identical_keys(ctx, F16, n);
     identical_keys(ctx, BF16, n);
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    const char *subset = argc > 1 ? argv[1] : "nan_inf";
-    static char name[64];
-    snprintf(name, sizeof name, "edges[%s]", subset);
-    tally.name = name;
-    fa_cl_context *ctx = NULL;
-    int rc = tu_context(&ctx);
-    if (rc != 0)
-        return rc;
-    if (strcmp(subset, "nan_inf") == 0)
-        subset_nan_inf(ctx);
-    else if (strcmp(subset, "magnitudes") == 0)
-        subset_magnitudes(ctx);
-    else if (strcmp(subset, "determinism") == 0)
-        subset_determinism(ctx);
-    else if (strcmp(subset, "offset64") == 0)
-        subset_offset64(ctx);
-    else if (strcmp(subset, "subbuffers") == 0)
-        subset_subbuffers(ctx);
-    else if (strcmp(subset, "long_rows") == 0)
-        subset_long_rows(ctx, argc > 2 ? strtoll(argv[2], NULL, 10) : 0);
-    else {
-        printf("unknown subset '%s' (nan_inf, magnitudes, determinism, offset64, subbuffers, long_rows)\n", subset);
-        fa_cl_context_release(ctx);
-        return 2;
-    }
-    fa_cl_context_release(ctx);
-    return tu_finish(&tally);
+    static const tu_subset subsets[] = {
+        {"nan_inf", subset_nan_inf},   {"magnitudes", subset_magnitudes}, {"determinism", subset_determinism},
+        {"offset64", subset_offset64}, {"subbuffers", subset_subbuffers}, {"long_rows", subset_long_rows},
+    };
+    return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, 0);
 }

@@ -36,7 +36,6 @@ static tu_tally tally = {"forward", 0, 0};
 static fa_cl_limits dev_limits; /* this device and the environment, as the library sees them */
 static int env_tile_q, env_tile_kv, env_variant;
 static size_t env_cap;
-static fa_cl_context *g_ctx;
 
 /* The limits the library plans with (fa_cl__context_limits), checked against the device's own
  * answers and the environment, so that comparing plans against fa_cl_plan_tiles means something. */
@@ -327,8 +326,9 @@ static const int64_t pairs[][2] = {{113, 203}, {203, 113}, {1, 239}, {65, 17}, {
 static const int64_t head_dims[] = {1, 8, 40, 64, 80, 96, 128, 256};
 static const fa_cl_dtype dtypes[] = {F32, F16, BF16};
 
-static void subset_shapes(fa_cl_context *ctx)
+static int subset_shapes(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     int idx = 0;
     /* all 24 head_dim x dtype pairs; each head_dim meets 3 different (Sq, Sk) pairs, each pair 2-3 head_dims */
     for (int ti = 0; ti < 3; ti++)
@@ -357,10 +357,12 @@ static void subset_shapes(fa_cl_context *ctx)
     };
     for (size_t i = 0; i < sizeof big / sizeof big[0]; i++, idx++)
         run_case(ctx, "shapes", idx, &big[i], idx % 2);
+    return 0;
 }
 
-static void subset_masks(fa_cl_context *ctx)
+static int subset_masks(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     const tu_case cases[] = {
         /* B  Hq Hkv Sq    Sk   D    dtype causal wl  wr  layout scale lse */
         {2, 4, 4, 113, 203, 64, F32, 1, -1, -1, NULL, 0.0f, 1},   /* causal, Sq < Sk: every row sees a prefix */
@@ -390,6 +392,7 @@ static void subset_masks(fa_cl_context *ctx)
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         run_case(ctx, "masks", i, &cases[i], i % 2);
+    return 0;
 }
 
 /* q and o in ONE buffer at disjoint ranges: allowed, must work. */
@@ -496,8 +499,9 @@ static void plan_cache_case(fa_cl_context *ctx, int idx)
     tu_problem_free(&p);
 }
 
-static void subset_layouts(fa_cl_context *ctx)
+static int subset_layouts(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     const tu_case cases[] = {
         {2, 4, 2, 113, 203, 64, F16, 1, -1, -1, "SSSS", 0.0f, 1},  /* FlashAttention's [B,S,H,D] */
         {2, 2, 1, 65, 17, 40, F32, 0, -1, -1, "PPPP", 0.0f, 1},    /* padded, offsets, GQA */
@@ -517,10 +521,12 @@ static void subset_layouts(fa_cl_context *ctx)
         run_case(ctx, "layouts", i, &cases[i], i % 2);
     shared_buffer_case(ctx, i++);
     plan_cache_case(ctx, i++);
+    return 0;
 }
 
-static void subset_tiles(fa_cl_context *ctx)
+static int subset_tiles(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     const tu_case cases[] = {
         {1, 2, 1, 113, 203, 40, F16, 1, -1, -1, NULL, 0.0f, 1},
         {2, 2, 2, 203, 113, 40, F16, 0, 8, 8, "SSSS", 0.0f, 1},
@@ -535,6 +541,7 @@ static void subset_tiles(fa_cl_context *ctx)
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         run_case(ctx, "tiles", i, &cases[i], i % 2);
+    return 0;
 }
 
 /* ---- NaN propagation -------------------------------------------------------------------------- */
@@ -602,63 +609,63 @@ static void nan_case(fa_cl_context *ctx, int idx, const tu_case *c, int t, int64
 static const tu_case nan_causal = {1, 2, 2, 64, 64, 64, F32, 1, -1, -1, NULL, 0.0f, 1};
 static const tu_case nan_window = {1, 2, 1, 113, 203, 40, F16, 0, 8, 8, NULL, 0.0f, 1};
 
-static void subset_nan(fa_cl_context *ctx)
+static int subset_nan(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     nan_case(ctx, 0, &nan_causal, 0, 0, 1, 20, 7, "a query row: only that row");
     nan_case(ctx, 1, &nan_causal, 1, 0, 0, 40, 3, "a key: rows 40.. of head 0 see it");
     nan_case(ctx, 2, &nan_window, 1, 0, 0, 150, 0, "a key inside some windows (GQA: both heads)");
+    return 0;
 }
 
 /* "NaN/Inf in the inputs ... never affect other rows": a NaN in V at key j must not reach rows
  * that do not see key j (their weight for it is 0, and 0 * NaN must not be computed). */
-static void subset_nan_v(fa_cl_context *ctx)
+static int subset_nan_v(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     nan_case(ctx, 3, &nan_causal, 2, 0, 0, 40, 3, "a value: rows 40.. of head 0 see it; rows < 40 must not change");
     nan_case(ctx, 4, &nan_window, 2, 0, 0, 150, 5, "a value inside some windows only");
+    return 0;
 }
 
-int main(int argc, char **argv)
+static int subset_all(fa_cl_context *ctx, int argc, char **argv)
 {
-    const char *subset = argc > 1 ? argv[1] : "all";
-    static char name[64];
-    snprintf(name, sizeof name, "forward[%s]", subset);
-    tally.name = name;
-    fa_cl_context *ctx = NULL;
-    int rc = tu_context(&ctx);
+    subset_shapes(ctx, argc, argv);
+    subset_masks(ctx, argc, argv);
+    subset_layouts(ctx, argc, argv);
+    subset_tiles(ctx, argc, argv);
+    subset_nan(ctx, argc, argv);
+    return subset_nan_v(ctx, argc, argv);
+}
+
+/* The context of every subset: none where the emulation would be redundant (skipped), and its planner
+ * limits checked first (read_limits). */
+static int open_forward(fa_cl_context **out)
+{
+    int rc = tu_context(out);
     if (rc != 0)
         return rc;
-    g_ctx = ctx;
+    fa_cl_context *ctx = *out;
     /* The emulated tensor-core build exists to test that kernel where it cannot run natively; on a
      * GPU that runs it natively the other device tests already cover it, ~100x faster. */
     const char *emu = getenv("FA_CL_MMA_EMULATE");
     if (emu && *emu && strcmp(emu, "0") != 0 && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8) {
         printf("SKIP: %s: the tensor-core kernels run natively on %s (compute capability %d.%d); the PTX "
-               "emulation is tested on devices without them\n", name, ctx->props.name, ctx->props.nv_cc_major,
+               "emulation is tested on devices without them\n", tally.name, ctx->props.name, ctx->props.nv_cc_major,
                ctx->props.nv_cc_minor);
         fa_cl_context_release(ctx);
+        *out = NULL;
         return TU_EXIT_SKIP;
     }
     read_limits(ctx);
-    const double t0 = tu_now_ms();
-    int all = strcmp(subset, "all") == 0, known = all;
-    if (all || strcmp(subset, "shapes") == 0)
-        known = 1, subset_shapes(ctx);
-    if (all || strcmp(subset, "masks") == 0)
-        known = 1, subset_masks(ctx);
-    if (all || strcmp(subset, "layouts") == 0)
-        known = 1, subset_layouts(ctx);
-    if (all || strcmp(subset, "tiles") == 0)
-        known = 1, subset_tiles(ctx);
-    if (all || strcmp(subset, "nan") == 0)
-        known = 1, subset_nan(ctx);
-    if (all || strcmp(subset, "nan_v") == 0)
-        known = 1, subset_nan_v(ctx);
-    if (!known) {
-        printf("unknown subset '%s' (shapes, masks, layouts, tiles, nan, nan_v, all)\n", subset);
-        fa_cl_context_release(ctx);
-        return 2;
-    }
-    printf("%s took %.1f s\n", name, (tu_now_ms() - t0) / 1e3);
-    fa_cl_context_release(ctx);
-    return tu_finish(&tally);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const tu_subset subsets[] = {
+        {"all", subset_all},     {"shapes", subset_shapes}, {"masks", subset_masks}, {"layouts", subset_layouts},
+        {"tiles", subset_tiles}, {"nan", subset_nan},       {"nan_v", subset_nan_v},
+    };
+    return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), open_forward, TU_TIMED);
 }

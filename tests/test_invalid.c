@@ -508,8 +508,9 @@ static void env_cases(int only_trailing)
     }
 }
 
-static int subset_args(void)
+static int subset_args(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     fa_cl_context *ctx = NULL;
     int rc = tu_context(&ctx);
     if (rc != 0)
@@ -673,8 +674,9 @@ static int build_one_broken(int broken_rows)
     return 0;
 }
 
-static int subset_build(void)
+static int subset_build(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     char dir[] = "/tmp/fa_cl_test_kernels_XXXXXX";
     if (!mkdtemp(dir)) {
         printf("mkdtemp failed\n");
@@ -780,24 +782,17 @@ static int subset_build(void)
     return 0;
 }
 
+static int subset_env_trailing(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused, (void)argc, (void)argv;
+    env_cases(1);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *subset = argc > 1 ? argv[1] : "args";
-    static char name[64];
-    snprintf(name, sizeof name, "invalid[%s]", subset);
-    tally.name = name;
-    int rc;
-    if (strcmp(subset, "args") == 0)
-        rc = subset_args();
-    else if (strcmp(subset, "build") == 0)
-        rc = subset_build();
-    else if (strcmp(subset, "env_trailing") == 0)
-        rc = (env_cases(1), 0);
-    else {
-        printf("unknown subset '%s' (args, build, env_trailing)\n", subset);
-        return 2;
-    }
-    if (rc != 0)
-        return rc;
-    return tu_finish(&tally);
+    static const tu_subset subsets[] = {
+        {"args", subset_args}, {"build", subset_build}, {"env_trailing", subset_env_trailing},
+    };
+    return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), NULL, 0);
 }

@@ -118,33 +118,46 @@ static int run_one(fa_cl_context **ctx, const char *subset, int i, const tu_case
     return 0;
 }
 
-int main(int argc, char **argv)
+/* The cases argv names (their indices, in that order: debugging), or all of them, on a context of
+ * its own (tu_main opens none here: run_one replaces it for every case when fresh). */
+static int run_cases(const char *subset, const tu_case *cases, int n, int reference, int fresh, int argc,
+                     char **argv)
 {
-    const char *subset = argc > 1 ? argv[1] : "fused";
-    int reference = strcmp(subset, "reference") == 0;
-    int fresh = reference || strcmp(subset, "fused_fresh") == 0;
-    if (!fresh && strcmp(subset, "fused") != 0) {
-        printf("unknown subset '%s' (fused, fused_fresh, reference)\n", subset);
-        return 2;
-    }
-    static char name[64];
-    snprintf(name, sizeof name, "kernels[%s]", subset);
-    tally.name = name;
     fa_cl_context *ctx = NULL;
     int rc = tu_context(&ctx);
-    if (rc != 0)
-        return rc;
-    const tu_case *cases = reference ? reference_cases : fused_cases;
-    const int n = reference ? (int)(sizeof reference_cases / sizeof reference_cases[0])
-                            : (int)(sizeof fused_cases / sizeof fused_cases[0]);
-    /* test_kernels <subset> [i ...]: only the cases named, in that order (debugging) */
-    for (int a = 2; a < argc && rc == 0; a++) {
+    for (int a = 0; a < argc && rc == 0; a++) {
         int i = atoi(argv[a]);
         if (i >= 0 && i < n)
-            rc = run_one(&ctx, subset, a - 2, &cases[i], reference, fresh);
+            rc = run_one(&ctx, subset, a, &cases[i], reference, fresh);
     }
-    for (int i = 0; argc <= 2 && i < n && rc == 0; i++)
+    for (int i = 0; argc == 0 && i < n && rc == 0; i++)
         rc = run_one(&ctx, subset, i, &cases[i], reference, fresh);
     fa_cl_context_release(ctx);
-    return rc != 0 ? rc : tu_finish(&tally);
+    return rc;
+}
+
+static int subset_fused(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused;
+    return run_cases("fused", fused_cases, TU_COUNT(fused_cases), 0, 0, argc, argv);
+}
+
+static int subset_fused_fresh(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused;
+    return run_cases("fused_fresh", fused_cases, TU_COUNT(fused_cases), 0, 1, argc, argv);
+}
+
+static int subset_reference(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused;
+    return run_cases("reference", reference_cases, TU_COUNT(reference_cases), 1, 1, argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+    static const tu_subset subsets[] = {
+        {"fused", subset_fused}, {"fused_fresh", subset_fused_fresh}, {"reference", subset_reference},
+    };
+    return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), NULL, 0);
 }

@@ -159,8 +159,13 @@ static void check_growth(const char *what, int cycles, size_t heap0, size_t rss0
               what, cycles, dh, heap_allow, dr, rss_allow, (double)dh / cycles);
 }
 
-static int subset_contexts(int n, int with_ref)
+/* argv[i] as a count, or dflt where it is not given. */
+static int count_arg(int argc, char **argv, int i, int dflt) { return argc > i ? atoi(argv[i]) : dflt; }
+
+static int subset_contexts(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused;
+    const int n = count_arg(argc, argv, 0, 1000), with_ref = count_arg(argc, argv, 1, n);
     char why[600] = "";
     const int warm = n / 10 > 5 ? n / 10 : 5;
     for (int i = 0; i < warm; i++) {
@@ -189,8 +194,10 @@ static int subset_contexts(int n, int with_ref)
     return 0;
 }
 
-static int subset_plans(int n)
+static int subset_plans(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused;
+    const int n = count_arg(argc, argv, 0, 1000);
     fa_cl_context *ctx = NULL;
     int rc = tu_context(&ctx);
     if (rc != 0)
@@ -247,8 +254,9 @@ static fa_cl_status plan_dim(fa_cl_context *ctx, int d, fa_cl_plan **out)
     return fa_cl_plan_create(ctx, &desc, out);
 }
 
-static int subset_programs(void)
+static int subset_programs(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     fa_cl_context *ctx = NULL;
     int rc = tu_context(&ctx);
     if (rc != 0)
@@ -320,8 +328,9 @@ static __attribute__((noinline)) int leak_one_context(void)
     return tu_context(&ctx);
 }
 
-static int subset_planted(void)
+static int subset_planted(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     int rc = leak_one_context();
     if (rc != 0)
         return rc;
@@ -331,41 +340,30 @@ static int subset_planted(void)
         return rc;
     fa_cl_context_release(ctx);
     const volatile unsigned char *freed = (const volatile unsigned char *)(const void *)ctx;
-    printf("planted: one context leaked, first byte of a released one read: %u\n", (unsigned)freed[0]);
+    tu_expect(&tally, 1, "planted: one context leaked, first byte of a released one read: %u", (unsigned)freed[0]);
     return 0;
+}
+
+static int subset_cycles(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused;
+    const int n = count_arg(argc, argv, 0, 1);
+    char why[600] = "";
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        rc = context_cycle(1, why, sizeof why);
+        if (rc == 0 || rc == -1)
+            tu_expect(&tally, rc == 0, "cycle %d: create, plan, forward, one-shot, reference, failing calls, "
+                      "release %s", i, why);
+    }
+    return rc == TU_EXIT_SKIP ? rc : 0;
 }
 
 int main(int argc, char **argv)
 {
-    const char *subset = argc > 1 ? argv[1] : "cycles";
-    const int n = argc > 2 ? atoi(argv[2]) : 1000;
-    static char name[64];
-    snprintf(name, sizeof name, "leaks[%s]", subset);
-    tally.name = name;
-    int rc;
-    if (strcmp(subset, "contexts") == 0) {
-        rc = subset_contexts(n, argc > 3 ? atoi(argv[3]) : n);
-    } else if (strcmp(subset, "plans") == 0) {
-        rc = subset_plans(n);
-    } else if (strcmp(subset, "programs") == 0) {
-        rc = subset_programs();
-    } else if (strcmp(subset, "cycles") == 0) {
-        char why[600] = "";
-        rc = 0;
-        for (int i = 0; i < (argc > 2 ? n : 1) && rc == 0; i++) {
-            rc = context_cycle(1, why, sizeof why);
-            if (rc == 0 || rc == -1)
-                tu_expect(&tally, rc == 0, "cycle %d: create, plan, forward, one-shot, reference, failing calls, "
-                          "release %s", i, why);
-        }
-        rc = rc == TU_EXIT_SKIP ? rc : 0;
-    } else if (strcmp(subset, "planted") == 0) {
-        return subset_planted();
-    } else {
-        printf("unknown subset '%s' (contexts, plans, cycles, programs, planted)\n", subset);
-        return 2;
-    }
-    if (rc != 0)
-        return rc;
-    return tu_finish(&tally);
+    static const tu_subset subsets[] = {
+        {"cycles", subset_cycles},     {"contexts", subset_contexts}, {"plans", subset_plans},
+        {"programs", subset_programs}, {"planted", subset_planted},
+    };
+    return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), NULL, 0);
 }

@@ -1,12 +1,12 @@
 /*
- * The unfused CLBlast reference (fa_cl_reference_forward):
+ * The unfused CLBlast reference (fa_cl_reference_forward), subset clblast (the default):
  *  - meets the same bar as the fused kernel against the float64 reference, on a representative
  *    subset (every dtype, causal, windows, GQA, strides and offsets, LSE on and off);
  *  - the fused kernel meets that bar against it (the reference's output as |ref|);
  *  - a call whose score scratch cannot be allocated returns FA_CL_ERROR_OUT_OF_MEMORY, enqueues
  *    nothing, leaves the output alone, and the context stays usable;
  *  - invalid arguments get the same statuses and messages as the fused path;
- *  - (argument "unsupported", builds with FA_CL_WITH_CLBLAST=OFF) the call is refused with
+ *  - (subset unsupported, builds with FA_CL_WITH_CLBLAST=OFF) the call is refused with
  *    FA_CL_ERROR_UNSUPPORTED and nothing else changes.
  */
 #include "test_util.h"
@@ -237,12 +237,13 @@ static void invalid(fa_cl_context *ctx)
 
 /* Built with FA_CL_WITH_CLBLAST=OFF: the reference refuses with UNSUPPORTED and a message saying why,
  * enqueues nothing, leaves the output alone and needs no scratch; the fused path still works. */
-static void unsupported(fa_cl_context *ctx)
+static int subset_unsupported(fa_cl_context *ctx, int argc, char **argv)
 {
+    (void)argc, (void)argv;
     tu_problem p;
     if (tu_problem_init(&p, ctx, &cases[0], 5, 1) != 0) {
         tu_expect(&tally, 0, "problem setup");
-        return;
+        return 0;
     }
     cl_event done = NULL;
     fa_cl_status st =
@@ -265,26 +266,22 @@ static void unsupported(fa_cl_context *ctx)
     tu_expect(&tally, st == FA_CL_SUCCESS && r.ok, "the fused path without CLBlast: %s %s", fa_cl_status_string(st),
               detail);
     tu_problem_free(&p);
+    return 0;
 }
 
-int main(int argc, char **argv)
+/* Built with CLBlast: the cases, a scratch that cannot be allocated, invalid arguments. */
+static int subset_clblast(fa_cl_context *ctx, int argc, char **argv)
 {
-    fa_cl_context *ctx = NULL;
-    int rc = tu_context(&ctx);
-    if (rc != 0)
-        return rc;
-    if (argc > 1 && strcmp(argv[1], "unsupported") == 0) {
-        tally.name = "reference[unsupported]";
-        unsupported(ctx);
-        fa_cl_context_release(ctx);
-        return tu_finish(&tally);
-    }
-    const double t0 = tu_now_ms();
+    (void)argc, (void)argv;
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
         one_case(ctx, i, &cases[i]);
     out_of_memory(ctx);
     invalid(ctx);
-    printf("reference took %.1f s\n", (tu_now_ms() - t0) / 1e3);
-    fa_cl_context_release(ctx);
-    return tu_finish(&tally);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const tu_subset subsets[] = {{"clblast", subset_clblast}, {"unsupported", subset_unsupported}};
+    return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

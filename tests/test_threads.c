@@ -162,8 +162,9 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static int subset_shared(void)
+static int subset_shared(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     shared_state s;
     memset(&s, 0, sizeof s);
     int rc = tu_context(&s.ctx);
@@ -260,8 +261,9 @@ static void *ctx_worker_main(void *arg)
     return NULL;
 }
 
-static int subset_contexts(void)
+static int subset_contexts(fa_cl_context *unused, int argc, char **argv)
 {
+    (void)unused, (void)argc, (void)argv;
     fa_cl_context *probe = NULL;
     int rc = tu_context(&probe);
     if (rc != 0)
@@ -286,18 +288,6 @@ static int subset_contexts(void)
 
 int main(int argc, char **argv)
 {
-    const char *subset = argc > 1 ? argv[1] : "shared";
-    static char name[64];
-    snprintf(name, sizeof name, "threads[%s]", subset);
-    tally.name = name;
-    int rc;
-    if (strcmp(subset, "shared") == 0)
-        rc = subset_shared();
-    else if (strcmp(subset, "contexts") == 0)
-        rc = subset_contexts();
-    else {
-        printf("unknown subset '%s' (shared, contexts)\n", subset);
-        return 2;
-    }
-    return rc != 0 ? rc : tu_finish(&tally);
+    static const tu_subset subsets[] = {{"shared", subset_shared}, {"contexts", subset_contexts}};
+    return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), NULL, 0);
 }

@@ -1,6 +1,8 @@
 /* Shared helpers of the fa_cl test suite (see test_util.h). */
 #include "test_util.h"
 
+#include "fa_cl_internal.h" /* fa_cl__dtype_name */
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -46,6 +48,39 @@ int tu_context(fa_cl_context **out)
     clGetDeviceInfo(fa_cl_context_device(*out), CL_DEVICE_VERSION, sizeof version, version, NULL);
     printf("device: %s (%s)\n", name, version);
     return 0;
+}
+
+/* ---- subsets ---------------------------------------------------------------------------------- */
+
+int tu_main(tu_tally *t, int argc, char **argv, const tu_subset *subsets, int count,
+            int (*open)(fa_cl_context **ctx), int flags)
+{
+    const char *want = argc > 1 ? argv[1] : subsets[0].name;
+    const tu_subset *s = NULL;
+    for (int i = 0; i < count && !s; i++)
+        if (strcmp(subsets[i].name, want) == 0)
+            s = &subsets[i];
+    if (!s) {
+        printf("unknown subset '%s' (", want);
+        for (int i = 0; i < count; i++)
+            printf("%s%s", i ? ", " : "", subsets[i].name);
+        printf(")\n");
+        return 2;
+    }
+    static char name[128];
+    snprintf(name, sizeof name, "%s[%s]", t->name, s->name);
+    t->name = name;
+    fa_cl_context *ctx = NULL;
+    int rc = open ? open(&ctx) : 0;
+    if (rc != 0)
+        return rc;
+    const double t0 = tu_now_ms();
+    const int words = argc > 2 ? 2 : argc; /* the program's name and the subset's */
+    rc = s->run(ctx, argc - words, argv + words);
+    if (flags & TU_TIMED)
+        printf("%s took %.1f s\n", t->name, (tu_now_ms() - t0) / 1e3);
+    fa_cl_context_release(ctx);
+    return rc != 0 ? rc : tu_finish(t);
 }
 
 /* ---- storage types ---------------------------------------------------------------------------- */
@@ -125,15 +160,7 @@ float tu_round(fa_cl_dtype t, float x)
 
 size_t tu_dtype_size(fa_cl_dtype t) { return t == FA_CL_F32 ? 4 : 2; }
 
-const char *tu_dtype_name(fa_cl_dtype t)
-{
-    switch (t) {
-    case FA_CL_F32: return "f32";
-    case FA_CL_F16: return "f16";
-    case FA_CL_BF16: return "bf16";
-    }
-    return "?";
-}
+const char *tu_dtype_name(fa_cl_dtype t) { return fa_cl__dtype_name(t); }
 
 uint32_t tu_load_bits(fa_cl_dtype t, const void *img, size_t i)
 {
@@ -348,8 +375,6 @@ int tu_read(fa_cl_context *ctx, cl_mem m, size_t bytes, void *host)
 
 /* ---- problems --------------------------------------------------------------------------------- */
 
-double tu_case_scale(const tu_case *c) { return c->scale > 0.0f ? (double)c->scale : 1.0 / sqrt((double)c->D); }
-
 void tu_case_format(const tu_case *c, char *buf, size_t size)
 {
     char win[64] = "", sc[32] = "dflt";
@@ -361,69 +386,6 @@ void tu_case_format(const tu_case *c, char *buf, size_t size)
              (long long)c->Hq, (long long)c->Hkv, (long long)c->Sq, (long long)c->Sk, (long long)c->D,
              tu_dtype_name(c->dtype), c->causal ? " causal" : "", win, c->layout ? c->layout : "CCCC", sc,
              c->lse ? " lse" : "");
-}
-
-void tu_attention_f64(const tu_case *c, const float *q, const float *k, const float *v, double *o, double *lse)
-{
-    const int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv, Sq = c->Sq, Sk = c->Sk, D = c->D;
-    const int64_t group = Hq / Hkv;
-    const double scale = tu_case_scale(c);
-    double *s = (double *)malloc((size_t)Sk * sizeof *s);
-    double *acc = (double *)malloc((size_t)D * sizeof *acc);
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < Hq; h++) {
-            const int64_t hk = h / group;
-            const float *kh = k + (size_t)((b * Hkv + hk) * Sk) * (size_t)D;
-            const float *vh = v + (size_t)((b * Hkv + hk) * Sk) * (size_t)D;
-            for (int64_t i = 0; i < Sq; i++) {
-                const size_t row = (size_t)((b * Hq + h) * Sq + i);
-                const float *qi = q + row * (size_t)D;
-                const int64_t diag = i + Sk - Sq;
-                double m = -INFINITY;
-                int64_t seen = 0;
-                for (int64_t j = 0; j < Sk; j++) {
-                    int visible = (!c->causal || j <= diag) && (c->wl < 0 || j >= diag - c->wl) &&
-                                  (c->wr < 0 || j <= diag + c->wr);
-                    if (!visible) {
-                        s[j] = -INFINITY;
-                        continue;
-                    }
-                    const float *kj = kh + (size_t)j * (size_t)D;
-                    double t = 0.0;
-                    for (int64_t d = 0; d < D; d++)
-                        t += (double)qi[d] * (double)kj[d];
-                    s[j] = t * scale;
-                    seen++;
-                    if (s[j] > m)
-                        m = s[j];
-                }
-                double *oi = o + row * (size_t)D;
-                if (seen == 0) {
-                    for (int64_t d = 0; d < D; d++)
-                        oi[d] = 0.0;
-                    lse[row] = -INFINITY;
-                    continue;
-                }
-                double l = 0.0;
-                for (int64_t d = 0; d < D; d++)
-                    acc[d] = 0.0;
-                for (int64_t j = 0; j < Sk; j++) {
-                    if (s[j] == -INFINITY)
-                        continue; /* not visible (a NaN score is kept and makes the row NaN) */
-                    const double p = exp(s[j] - m);
-                    l += p;
-                    const float *vj = vh + (size_t)j * (size_t)D;
-                    for (int64_t d = 0; d < D; d++)
-                        acc[d] += p * (double)vj[d];
-                }
-                /* every visible score -inf (e.g. a -Inf in q against positive k): as a row that sees no key */
-                for (int64_t d = 0; d < D; d++)
-                    oi[d] = l == 0.0 ? 0.0 : acc[d] / l;
-                lse[row] = l == 0.0 ? -INFINITY : m + log(l);
-            }
-        }
-    free(s);
-    free(acc);
 }
 
 void tu_problem_free(tu_problem *p)

@@ -1,8 +1,8 @@
 /*
  * Shared helpers of the fa_cl test suite: reporting, context creation, host f16/bf16 conversion
  * (round to nearest even), seeded random data (never zero), strided tensor images with poisoned
- * gaps, device buffers, the float64 CPU reference of the full semantics and the tolerance check
- * (the bar itself lives in tolerance.h).
+ * gaps, device buffers and the tolerance check (the float64 oracle it checks against is in
+ * oracle.h, the bar itself in tolerance.h).
  */
 #ifndef FA_CL_TEST_UTIL_H
 #define FA_CL_TEST_UTIL_H
@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "fa_cl.h"
+#include "oracle.h"
 #include "tolerance.h"
 
 /* Exit code CTest treats as "skipped" (SKIP_RETURN_CODE): no OpenCL device at all. */
@@ -40,6 +41,28 @@ int tu_finish(const tu_tally *t);
  * OpenCL device, or 1 on another failure (message printed). */
 int tu_context(fa_cl_context **out);
 
+/* ---- subsets: one executable per topic, one subset of it per CTest test ----------------------- */
+
+typedef struct tu_subset {
+    const char *name;
+    /* ctx: the suite's context, or NULL for a suite that opens none; argc/argv: the words after the
+     * subset's name (test_leaks plans 1000: 1, {"1000"}). Returns 0 to go on to tu_finish, or the
+     * exit code (1 on a failed setup, TU_EXIT_SKIP). */
+    int (*run)(fa_cl_context *ctx, int argc, char **argv);
+} tu_subset;
+
+#define TU_COUNT(array) ((int)(sizeof(array) / sizeof((array)[0])))
+#define TU_TIMED 1 /* tu_main flag: print "<name> took 1.2 s" after the subset */
+
+/*
+ * The main() of a test executable: runs the subset argv[1] names (subsets[0] without one) with
+ * t->name, the suite's, made "suite[subset]"; open (tu_context, a suite's own, or NULL for none)
+ * gives it a context, released after. Returns 2 for an unknown subset (the names printed), open's
+ * or run's nonzero code, else tu_finish's.
+ */
+int tu_main(tu_tally *t, int argc, char **argv, const tu_subset *subsets, int count,
+            int (*open)(fa_cl_context **ctx), int flags);
+
 /* ---- storage types ---------------------------------------------------------------------------- */
 
 uint16_t tu_f32_to_f16(float f);  /* round to nearest even; overflow -> inf; NaN stays NaN */
@@ -48,7 +71,7 @@ uint16_t tu_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
 float tu_bf16_to_f32(uint16_t h);
 float tu_round(fa_cl_dtype t, float x); /* x rounded to t and back */
 size_t tu_dtype_size(fa_cl_dtype t);
-const char *tu_dtype_name(fa_cl_dtype t);
+const char *tu_dtype_name(fa_cl_dtype t); /* the library's names: "f32", "f16", "bf16" */
 
 /* Element i of a host image of storage type t. */
 float tu_load(fa_cl_dtype t, const void *img, size_t i);
@@ -117,29 +140,8 @@ int tu_read(fa_cl_context *ctx, cl_mem m, size_t bytes, void *host);        /* b
 
 /* ---- problems: one attention call with its data, reference and checks ------------------------- */
 
-typedef struct tu_case {
-    int64_t B, Hq, Hkv, Sq, Sk, D;
-    fa_cl_dtype dtype;
-    int causal;
-    int64_t wl, wr;     /* window; -1 unbounded */
-    const char *layout; /* four letters for q, k, v, o; NULL = "CCCC" */
-    float scale;        /* 0 = default 1/sqrt(D) */
-    int lse;            /* pass an LSE buffer */
-} tu_case;
-
 /* "B=2 H=4/2 S=113x203 D=64 f16 causal win=(16,0) layout=SPCC scale=dflt lse" */
 void tu_case_format(const tu_case *c, char *buf, size_t size);
-/* The scale the semantics use: c->scale, or 1/sqrt(D) when it is 0. */
-double tu_case_scale(const tu_case *c);
-
-/*
- * float64 attention over logical [B,H,S,D] float inputs: o [B,Hq,Sq,D] and lse [B,Hq,Sq]
- * (-inf and o = 0 for a row that sees no key, or whose every visible score is -inf). Visibility, independently of the library:
- * with diag = i + Sk - Sq, key j is visible iff (!causal || j <= diag) && (wl < 0 || j >= diag - wl)
- * && (wr < 0 || j <= diag + wr). Query head h reads kv head h / (Hq / Hkv).
- */
-void tu_attention_f64(const tu_case *c, const float *q, const float *k, const float *v, double *o, double *lse);
-
 typedef struct tu_problem {
     tu_case c;
     char layout[5];

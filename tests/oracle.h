@@ -1,0 +1,36 @@
+/*
+ * The test suite's oracles: what fa_cl computes, in float64 on the CPU and independently of the
+ * library's code. The checks against them are in test_util.h (tu_problem_check), the bar in
+ * tolerance.h.
+ */
+#ifndef FA_CL_TEST_ORACLE_H
+#define FA_CL_TEST_ORACLE_H
+
+#include <stdint.h>
+
+#include "fa_cl.h"
+
+/* One attention call: its shape, mask and scale (what the oracle reads), and how the tests lay its
+ * tensors out (layout, lse: what tu_problem_init reads). */
+typedef struct tu_case {
+    int64_t B, Hq, Hkv, Sq, Sk, D;
+    fa_cl_dtype dtype;
+    int causal;
+    int64_t wl, wr;     /* window; -1 unbounded */
+    const char *layout; /* four letters for q, k, v, o; NULL = "CCCC" */
+    float scale;        /* 0 = default 1/sqrt(D) */
+    int lse;            /* pass an LSE buffer */
+} tu_case;
+
+/* The scale the semantics use: c->scale, or 1/sqrt(D) when it is 0. */
+double tu_case_scale(const tu_case *c);
+
+/*
+ * float64 attention over logical [B,H,S,D] float inputs: o [B,Hq,Sq,D] and lse [B,Hq,Sq]
+ * (-inf and o = 0 for a row that sees no key, or whose every visible score is -inf). Visibility, independently of the library:
+ * with diag = i + Sk - Sq, key j is visible iff (!causal || j <= diag) && (wl < 0 || j >= diag - wl)
+ * && (wr < 0 || j <= diag + wr). Query head h reads kv head h / (Hq / Hkv).
+ */
+void tu_attention_f64(const tu_case *c, const float *q, const float *k, const float *v, double *o, double *lse);
+
+#endif /* FA_CL_TEST_ORACLE_H */
