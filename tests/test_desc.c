@@ -71,6 +71,33 @@ static int subset_heads_q_limit(fa_cl_context *unused, int argc, char **argv)
     return 0;
 }
 
+/* The extension rule (include/fa_cl.h): struct_size records the caller's sizeof; a smaller struct
+ * than the first version, or 0 (never initialised), is refused; a newer caller's larger struct is
+ * accepted when the fields this library does not know are zero, refused when one is set. */
+static int subset_struct_size(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused, (void)argc, (void)argv;
+    init_base();
+    tu_expect(&tally, base.struct_size == sizeof base, "fa_cl_attention_desc_init records sizeof: %zu (want %zu)",
+              base.struct_size, sizeof base);
+    CASE(INV, "struct_size", d.struct_size = 0);
+    CASE(INV, "struct_size", d.struct_size = sizeof d - 1);
+    /* a newer header's struct: this one followed by fields this library does not know */
+    struct newer {
+        fa_cl_attention_desc d;
+        int64_t future_field;
+    } n;
+    fa_cl_attention_desc_init_sized(&n.d, sizeof n, 2, 4, 33, 47, 64, FA_CL_F16);
+    tu_expect(&tally, n.d.struct_size == sizeof n && n.future_field == 0,
+              "fa_cl_attention_desc_init_sized with a larger size zeroes the unknown tail");
+    check("a newer header's struct, its unknown field 0", &n.d, OK, NULL);
+    n.future_field = 1;
+    check("a newer header's struct, its unknown field set", &n.d, UNS, "does not know");
+    tu_expect(&tally, strcmp(fa_cl_version(), FA_CL_VERSION_STRING) == 0, "fa_cl_version() '%s' is the header's '%s'",
+              fa_cl_version(), FA_CL_VERSION_STRING);
+    return 0;
+}
+
 /* Every field, the NULL descriptor, a small message buffer, the status strings. */
 static int subset_fields(fa_cl_context *unused, int argc, char **argv)
 {
@@ -189,6 +216,7 @@ static int subset_fields(fa_cl_context *unused, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    static const tu_subset subsets[] = {{"fields", subset_fields}, {"heads_q_limit", subset_heads_q_limit}};
+    static const tu_subset subsets[] = {
+        {"fields", subset_fields}, {"heads_q_limit", subset_heads_q_limit}, {"struct_size", subset_struct_size}};
     return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), NULL, 0);
 }

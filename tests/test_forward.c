@@ -114,7 +114,7 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     char vmsg[256];
     if (fa_cl__desc_resolve(desc, &views, vmsg, sizeof vmsg) != FA_CL_SUCCESS)
         return "the descriptor of an accepted plan does not resolve";
-    fa_cl_tile_request req = {(int)c->D, c->dtype, c->Sq, c->Sk, fa_cl__rows_aligned16(&views.d), 0};
+    fa_cl_tile_request req = {(int)c->D, c->dtype, c->Sq, c->Sk, views.aligned16, views.row_keys};
     fa_cl_tiles t;
     char msg[256];
     if (fa_cl_plan_tiles(&dev_limits, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
@@ -125,6 +125,14 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
                in->local_mem_budget == t.local_mem_budget &&
                (in->local_mem_bytes == t.local_mem_bytes || tensor_cores) &&
                strcmp(in->kernel, t.kernel) == 0;
+    /* one launch, or one per chunk of keys (FA_CL_KV_CHUNK, long rows) with scratch of its own */
+    const int launches = t.chunk_keys > 0 ? (int)((c->Sk + t.chunk_keys - 1) / t.chunk_keys) : 1;
+    if (in->launches != launches || (in->scratch_bytes > 0) != (t.chunk_keys > 0)) {
+        snprintf(why, sizeof why, "plan info: %d launches and %zu scratch bytes, the planner's chunks of %d keys want "
+                 "%d launches and %s scratch", in->launches, in->scratch_bytes, t.chunk_keys, launches,
+                 t.chunk_keys > 0 ? "some" : "no");
+        return why;
+    }
     if (!same && !(in->work_group_size < t.work_group_size)) {
         snprintf(why, sizeof why, "plan %s %dx%d wg %d bytes %zu budget %zu, planner on this device %s %dx%d wg %d "
                  "bytes %zu budget %zu", in->kernel, in->block_q, in->block_kv, in->work_group_size,

@@ -11,6 +11,7 @@
 #include "test_util.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -508,6 +509,81 @@ static void env_cases(int only_trailing)
     }
 }
 
+/* The argument-struct calls (the extension rule): the same checks as the positional ones, plus
+ * struct_size; valid calls give the positional calls' result bit for bit. And fa_cl_plan_info's
+ * struct_size: an older caller's smaller struct gets only its fields. */
+static void args_struct_cases(fa_cl_context *ctx, tu_problem *p, fa_cl_plan *plan)
+{
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = p->mem[0], a.k = p->mem[1], a.v = p->mem[2], a.o = p->mem[3], a.lse = p->lse_mem;
+    cl_event done = NULL;
+    a.done = &done;
+    /* each call first, then its message: argument evaluation order is unspecified */
+    fa_cl_status st = fa_cl_plan_run(NULL, &a);
+    expect(ctx, p, "plan_run(NULL plan)", st, FA_CL_ERROR_INVALID_ARGUMENT, fa_cl_last_error(NULL), "plan", done);
+    st = fa_cl_plan_run(plan, NULL);
+    expect(ctx, p, "plan_run(NULL args)", st, FA_CL_ERROR_INVALID_ARGUMENT, fa_cl_last_error(ctx), "args", done);
+    fa_cl_forward_args zero = a;
+    zero.struct_size = 0;
+    st = fa_cl_plan_run(plan, &zero);
+    expect(ctx, p, "plan_run with args.struct_size 0", st, FA_CL_ERROR_INVALID_ARGUMENT, fa_cl_last_error(ctx),
+           "struct_size", done);
+    struct newer {
+        fa_cl_forward_args a;
+        void *future_field;
+    } n = {a, (void *)&n};
+    n.a.struct_size = sizeof n;
+    st = fa_cl_plan_run(plan, &n.a);
+    expect(ctx, p, "plan_run, a newer struct with an unknown field set", st, FA_CL_ERROR_UNSUPPORTED,
+           fa_cl_last_error(ctx), "does not know", done);
+    fa_cl_forward_args bad = a;
+    bad.o = NULL;
+    st = fa_cl_attention_run(ctx, &p->desc, &bad);
+    expect(ctx, p, "attention_run with o NULL", st, FA_CL_ERROR_INVALID_ARGUMENT, fa_cl_last_error(ctx), "o", done);
+    /* valid: the same bits as the positional call */
+    const size_t ob = tu_tensor_bytes(&p->t[3]);
+    unsigned char *first = (unsigned char *)malloc(ob), *second = (unsigned char *)malloc(ob);
+    int same = first && second;
+    fa_cl_status s1 = fa_cl_plan_forward(plan, a.q, a.k, a.v, a.o, a.lse, 0, NULL, NULL);
+    same = same && s1 == FA_CL_SUCCESS && tu_read(ctx, a.o, ob, first) == 0;
+    n.future_field = NULL; /* the unknown field 0: accepted */
+    fa_cl_status s2 = fa_cl_plan_run(plan, &n.a);
+    if (done)
+        clWaitForEvents(1, &done), clReleaseEvent(done), done = NULL;
+    same = same && s2 == FA_CL_SUCCESS && tu_read(ctx, a.o, ob, second) == 0 && memcmp(first, second, ob) == 0;
+    fa_cl_status s3 = fa_cl_attention_run(ctx, &p->desc, &a);
+    if (done)
+        clWaitForEvents(1, &done), clReleaseEvent(done), done = NULL;
+    same = same && s3 == FA_CL_SUCCESS && tu_read(ctx, a.o, ob, second) == 0 && memcmp(first, second, ob) == 0;
+    tu_expect(&tally, same, "plan_run (a newer struct, its unknown field 0) and attention_run give plan_forward's "
+              "bits (%s, %s, %s)", fa_cl_status_string(s1), fa_cl_status_string(s2), fa_cl_status_string(s3));
+    free(first);
+    free(second);
+    tu_problem_poison(p, ctx);
+
+    fa_cl_plan_info info;
+    memset(&info, 0x5a, sizeof info);
+    st = fa_cl_plan_get_info(plan, &info);
+    tu_expect(&tally, st == FA_CL_SUCCESS && info.struct_size == sizeof info && info.launches == 1 &&
+                          info.scratch_bytes == 0 && info.kernel != NULL,
+              "plan_get_info: struct_size %zu, %d launch, %zu scratch bytes", info.struct_size, info.launches,
+              info.scratch_bytes);
+    /* an older caller's struct, without launches and scratch_bytes: nothing written past its end */
+    const size_t old_size = offsetof(fa_cl_plan_info, launches);
+    memset(&info, 0x5a, sizeof info);
+    st = fa_cl_plan_get_info_sized(plan, &info, old_size);
+    const unsigned char *tail = (const unsigned char *)&info + old_size;
+    int untouched = 1;
+    for (size_t i = 0; i < sizeof info - old_size; i++)
+        untouched &= tail[i] == 0x5a;
+    tu_expect(&tally, st == FA_CL_SUCCESS && info.struct_size == old_size && untouched,
+              "plan_get_info_sized with the first version's size: struct_size %zu, the rest untouched", info.struct_size);
+    st = fa_cl_plan_get_info_sized(plan, &info, old_size - 1);
+    tu_expect(&tally, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_last_error(NULL), "struct_size"),
+              "plan_get_info_sized below the first version's size: %s", fa_cl_status_string(st));
+}
+
 static int subset_args(fa_cl_context *unused, int argc, char **argv)
 {
     (void)unused, (void)argc, (void)argv;
@@ -536,6 +612,7 @@ static int subset_args(fa_cl_context *unused, int argc, char **argv)
     descriptor_cases(ctx, &p);
     buffer_cases(ctx, &p, plan);
     null_cases(ctx, &p, plan);
+    args_struct_cases(ctx, &p, plan);
     env_cases(0);
 
     /* after all of that the context and the plan still work */
