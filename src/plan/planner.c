@@ -40,8 +40,8 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     char why[400] = "no kernel applies";
     for (int i = 0; i < fa_cl_kernel_count(); i++) {
         const fa_cl_kernel_family *f = fa_cl_kernel_at(i);
-        if (forced ? f != forced : !f->applies(lim, req))
-            continue;
+        if (f->op != FA_CL_OP_FORWARD || (forced ? f != forced : !f->applies(lim, req)))
+            continue; /* a forward plan's tiles: other operations' kernels are planned by their plans */
         memset(out, 0, sizeof *out);
         out->head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
         out->elem_bytes = 4; /* the portable kernels hold fp32 in local memory; the tensor-core ones set theirs */

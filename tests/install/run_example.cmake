@@ -38,6 +38,7 @@ elseif(KIND STREQUAL "pkg_config")
   run("pkg-config" pkg-config --cflags --libs fa_cl)
   run("make" make -f "${SRC}/Makefile" "EXAMPLE_DIR=${SRC}")
   set(ENV{LD_LIBRARY_PATH} "${PREFIX}/${LIBDIR}") # a non-system prefix, as the Makefile says
+  run("first_call" "${WORK}/first_call") # the README's example
   run("default_context" "${WORK}/default_context")
 else()
   message(FATAL_ERROR "KIND must be find_package or pkg_config")
