@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Session 1 and 2's H200 command lists, kept because docs/performance.md's older rows cite them;
+# scripts/h200_check.sh is the current one. Some modes use tile names and variants of that time.
 # Runs on the NVIDIA GPU host (see ../shared/gpu/README.md) from the repo root, with the checkout's
 # .gpu/ folder and a build made on the Debian machine (BUILD, default build-gpu). Writes logs under $OUT.
 #   scripts/h200_session.sh explore   correctness smoke, baseline rows, tile sweep, ptxas reports, PyTorch anchors

@@ -1,5 +1,7 @@
 /*
- * Numbers at the edges, on the device (CTest runs each subset for both kernel variants):
+ * Numbers at the edges, on the device (CTest runs each subset with FA_CL_KERNEL_VARIANT=portable and
+ * =portable-tiled; on an NVIDIA GPU the f16/bf16 cases of both take nvidia-mma, the f32 ones the
+ * forced family):
  *
  *   test_edges nan_inf      a NaN or an Inf in one q row, one k row or one v element: the rows that
  *                           see it follow the float64 reference (NaN where it is NaN, the same

@@ -67,10 +67,13 @@ static void print_profile(const fa_cl_device_profile *p)
         printf("  %-24s %s, target %s\n", "Offline compiler", p->compiler, p->target);
     else
         printf("  %-24s none here (the generic SPIR check still compiles its plans)\n", "Offline compiler");
-    printf("  Planner limits: local memory %zu bytes (%s), max work-group %zu, %s variant preferred,\n"
-           "    registers a work-item holds without spilling: ", lim.local_mem_size,
-           lim.local_mem_source ? lim.local_mem_source : "device local memory", lim.max_work_group,
-           lim.prefer_tiled ? "tiled" : "rows");
+    printf("  Planner limits: local memory %zu bytes (%s), max work-group %zu, kernels tried: ", lim.local_mem_size,
+           lim.local_mem_source ? lim.local_mem_source : "device local memory", lim.max_work_group);
+    const fa_cl_tile_request any = {128, FA_CL_F16, PLAN_SEQLEN, PLAN_SEQLEN, 1, 0};
+    for (int k = 0, n = 0; k < fa_cl_kernel_count(); k++)
+        if (fa_cl_kernel_at(k)->applies(&lim, &any))
+            printf("%s%s", n++ ? ", " : "", fa_cl_kernel_at(k)->name);
+    printf(",\n    registers a work-item holds without spilling: ");
     if (lim.private_floats > 0)
         printf("%d floats\n", lim.private_floats);
     else
