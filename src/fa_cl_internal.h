@@ -53,6 +53,8 @@ typedef struct fa_cl_device_props {
 
 /* Case-insensitive substring test. */
 int fa_cl__contains_nocase(const char *hay, const char *needle);
+/* ext is a whole word of list, a space-separated extension string (CL_DEVICE_EXTENSIONS). */
+int fa_cl__has_extension(const char *list, const char *ext);
 
 /* Query everything above; on a failing query records on ctx (may be NULL) and returns FA_CL_ERROR_OPENCL. */
 fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_device_props *out);

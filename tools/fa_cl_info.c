@@ -297,24 +297,13 @@ typedef struct env_state {
 
 /* ==== collecting ============================================================================== */
 
-/* Whole-word match in a space-separated extension list. */
-static int has_extension(const char *list, const char *ext)
-{
-    size_t n = strlen(ext);
-    for (const char *s = list; (s = strstr(s, ext)) != NULL; s += n) {
-        if ((s == list || s[-1] == ' ') && (s[n] == ' ' || s[n] == '\0'))
-            return 1;
-    }
-    return 0;
-}
-
 static void collect_extensions(cl_device_id dev, device_report *r)
 {
     char *list = device_string(dev, CL_DEVICE_EXTENSIONS, &r->ext_err);
     if (!list)
         return;
     for (size_t i = 0; i < N_EXTS; i++)
-        r->ext_has[i] = has_extension(list, extensions[i]);
+        r->ext_has[i] = fa_cl__has_extension(list, extensions[i]);
     free(list);
 }
 
