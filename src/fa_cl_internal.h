@@ -34,6 +34,15 @@ const char *fa_cl__cl_error_name(cl_int err);
 
 /* ---- device properties (device.c) ------------------------------------------------------------ */
 
+/* Vendor queries the Khronos headers may lack (device.c and fa_cl_info ask for them). */
+#ifndef CL_DEVICE_SUB_GROUP_SIZES_INTEL
+#define CL_DEVICE_SUB_GROUP_SIZES_INTEL 0x4108 /* cl_intel_required_subgroup_size */
+#endif
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000 /* cl_nv_device_attribute_query */
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#endif
+
 typedef struct fa_cl_device_props {
     char name[256], vendor[256], driver_version[128], device_version[128], c_version[128];
     char platform_name[256], platform_version[256];

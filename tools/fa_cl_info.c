@@ -26,11 +26,6 @@
 #define HAVE_POSIX_DIRS 1
 #endif
 
-#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
-#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
-#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
-#endif
-
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 

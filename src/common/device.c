@@ -5,15 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef CL_DEVICE_SUB_GROUP_SIZES_INTEL
-#define CL_DEVICE_SUB_GROUP_SIZES_INTEL 0x4108 /* cl_intel_required_subgroup_size */
-#endif
-
-#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
-#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
-#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
-#endif
-
 int fa_cl__contains_nocase(const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
