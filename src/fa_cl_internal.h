@@ -68,6 +68,14 @@ int fa_cl__has_extension(const char *list, const char *ext);
 /* Query everything above; on a failing query records on ctx (may be NULL) and returns FA_CL_ERROR_OPENCL. */
 fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_device_props *out);
 
+/* ---- no platform (no_platform.c) ------------------------------------------------------------- */
+
+/* Why clGetPlatformIDs found no platform (err, or CL_SUCCESS with count platforms) and what to
+ * install or register (ICD loader, drivers, an unregistered NVIDIA library): lines joined by '\n',
+ * no final newline, truncated to size. The library's FA_CL_ERROR_NO_DEVICE message and fa_cl_info
+ * both print it. */
+void fa_cl__no_platform_message(cl_int err, cl_uint count, char *buf, size_t size);
+
 /* ---- environment (context.c) ----------------------------------------------------------------- */
 
 typedef struct fa_cl_env {
