@@ -11,6 +11,7 @@
 
 #include "fa_cl.h"
 #include "fa_cl_internal.h" /* program stats (compiled vs loaded from the disk cache), dtype names */
+#include "json.h"
 #include "tolerance.h"
 
 #include <errno.h>
@@ -390,20 +391,6 @@ static void print_row(const row *r)
         printf("  [%s]", r->note);
     printf("\n");
     fflush(stdout);
-}
-
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", (unsigned char)*s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
 }
 
 /* All rows to f (opened at startup), closed here; 0 with a message when writing failed. */
