@@ -1,10 +1,12 @@
-/* Internal interfaces of the fa_cl host library. Not installed. */
+/* Internal interfaces of the fa_cl host library. Not installed. The one internal header tools
+ * include (with the planner and the build options it brings in). */
 #ifndef FA_CL_INTERNAL_H
 #define FA_CL_INTERNAL_H
 
 #include "fa_cl.h"
 #include "common/lock.h"
 #include "plan/planner.h"
+#include "program/build_options.h"
 
 #include <stdarg.h>
 
