@@ -1,10 +1,12 @@
-/* Internal interfaces of the fa_cl host library. Not installed. */
+/* Internal interfaces of the fa_cl host library. Not installed. The one internal header tools
+ * include (with the planner and the build options it brings in). */
 #ifndef FA_CL_INTERNAL_H
 #define FA_CL_INTERNAL_H
 
 #include "fa_cl.h"
 #include "common/lock.h"
 #include "plan/planner.h"
+#include "program/build_options.h"
 
 #include <stdarg.h>
 
@@ -34,6 +36,15 @@ const char *fa_cl__cl_error_name(cl_int err);
 
 /* ---- device properties (device.c) ------------------------------------------------------------ */
 
+/* Vendor queries the Khronos headers may lack (device.c and fa_cl_info ask for them). */
+#ifndef CL_DEVICE_SUB_GROUP_SIZES_INTEL
+#define CL_DEVICE_SUB_GROUP_SIZES_INTEL 0x4108 /* cl_intel_required_subgroup_size */
+#endif
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000 /* cl_nv_device_attribute_query */
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#endif
+
 typedef struct fa_cl_device_props {
     char name[256], vendor[256], driver_version[128], device_version[128], c_version[128];
     char platform_name[256], platform_version[256];
@@ -53,9 +64,19 @@ typedef struct fa_cl_device_props {
 
 /* Case-insensitive substring test. */
 int fa_cl__contains_nocase(const char *hay, const char *needle);
+/* ext is a whole word of list, a space-separated extension string (CL_DEVICE_EXTENSIONS). */
+int fa_cl__has_extension(const char *list, const char *ext);
 
 /* Query everything above; on a failing query records on ctx (may be NULL) and returns FA_CL_ERROR_OPENCL. */
 fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_device_props *out);
+
+/* ---- no platform (no_platform.c) ------------------------------------------------------------- */
+
+/* Why clGetPlatformIDs found no platform (err, or CL_SUCCESS with count platforms) and what to
+ * install or register (ICD loader, drivers, an unregistered NVIDIA library): lines joined by '\n',
+ * no final newline, truncated to size. The library's FA_CL_ERROR_NO_DEVICE message and fa_cl_info
+ * both print it. */
+void fa_cl__no_platform_message(cl_int err, cl_uint count, char *buf, size_t size);
 
 /* ---- environment (context.c) ----------------------------------------------------------------- */
 

@@ -10,7 +10,8 @@
 #endif
 
 #include "fa_cl.h"
-#include "fa_cl_internal.h" /* program stats: compiled vs loaded from the disk cache */
+#include "fa_cl_internal.h" /* program stats (compiled vs loaded from the disk cache), dtype names */
+#include "json.h"
 #include "tolerance.h"
 
 #include <errno.h>
@@ -145,8 +146,6 @@ static double event_ms(cl_event start_marker, cl_event end)
         return -1;
     return (double)(t1 - t0) * 1e-6;
 }
-
-static const char *dtype_name(fa_cl_dtype t) { return t == FA_CL_F32 ? "f32" : t == FA_CL_F16 ? "f16" : "bf16"; }
 
 static double now_ms(void)
 {
@@ -368,7 +367,7 @@ static void print_row(const row *r)
     const shape *s = &r->s;
     char win[32];
     snprintf(win, sizeof win, "%lld,%lld", (long long)s->wl, (long long)s->wr);
-    printf("%-5s %4lld %4lld %4lld %7lld %7lld %4lld %-6s %-9s | ", dtype_name(s->dtype), (long long)s->b,
+    printf("%-5s %4lld %4lld %4lld %7lld %7lld %4lld %-6s %-9s | ", fa_cl__dtype_name(s->dtype), (long long)s->b,
            (long long)s->h, (long long)s->hkv, (long long)s->sq, (long long)s->sk, (long long)s->d,
            s->causal ? "yes" : "no", win);
     if (r->failed) {
@@ -394,20 +393,6 @@ static void print_row(const row *r)
     fflush(stdout);
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", (unsigned char)*s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* All rows to f (opened at startup), closed here; 0 with a message when writing failed. */
 static int write_json(FILE *f, const char *path, const char *device, const row *rows, int n)
 {
@@ -419,7 +404,7 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
         const shape *s = &r->s;
         fprintf(f, "  {\"dtype\": \"%s\", \"B\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"Sq\": %lld, \"Sk\": %lld, "
                    "\"d\": %lld, \"causal\": %s, \"window\": [%lld, %lld], \"flops\": %.0f, \"failed\": %s",
-                dtype_name(s->dtype), (long long)s->b, (long long)s->h, (long long)s->hkv, (long long)s->sq,
+                fa_cl__dtype_name(s->dtype), (long long)s->b, (long long)s->h, (long long)s->hkv, (long long)s->sq,
                 (long long)s->sk, (long long)s->d, s->causal ? "true" : "false", (long long)s->wl,
                 (long long)s->wr, r->flops, r->failed ? "true" : "false");
         if (!r->failed) {
@@ -764,8 +749,8 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
         memset(&r, 0, sizeof r);
         fa_cl_plan *plan = NULL;
         fa_cl_status st = timed_plan(ctx, &d, &plan, &r);
-        printf("%-5s d=%-4lld Sq=%-6lld Sk=%-6lld %-6s ", dtype_name(s->dtype), (long long)s->d, (long long)s->sq,
-               (long long)s->sk, s->causal ? "causal" : "");
+        printf("%-5s d=%-4lld Sq=%-6lld Sk=%-6lld %-6s ", fa_cl__dtype_name(s->dtype), (long long)s->d,
+               (long long)s->sq, (long long)s->sk, s->causal ? "causal" : "");
         if (st != FA_CL_SUCCESS) {
             printf("FAILED: %s: %s\n", fa_cl_status_string(st), fa_cl_last_error(ctx));
             fflush(stdout);
@@ -855,7 +840,7 @@ int main(int argc, char **argv)
     int failed = 0, mismatch = 0;
     for (int i = 0; i < n; i++) {
         if (n > 1)
-            fprintf(stderr, "[%d/%d] %s d=%lld N=%lld%s\n", i + 1, n, dtype_name(shapes[i].dtype),
+            fprintf(stderr, "[%d/%d] %s d=%lld N=%lld%s\n", i + 1, n, fa_cl__dtype_name(shapes[i].dtype),
                     (long long)shapes[i].d, (long long)shapes[i].sq, shapes[i].causal ? " causal" : "");
         run_row(ctx, filler, &opt, &shapes[i], &rows[i]);
         print_row(&rows[i]);

@@ -6,30 +6,15 @@
  *
  * Exit status: 0 listed, 1 no platform or no such device, 2 bad usage.
  */
-#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
-#define _POSIX_C_SOURCE 200809L /* opendir/stat for the ICD registration check */
-#endif
-
 #include "fa_cl_info_profile.h"
 #include "fa_cl_internal.h" /* planner, environment parsing, device query, CL error names */
+#include "json.h"
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__unix__) || defined(__APPLE__)
-#include <dirent.h>
-#include <sys/stat.h>
-#define HAVE_POSIX_DIRS 1
-#endif
-
-#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
-#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
-#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
-#endif
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -297,24 +282,13 @@ typedef struct env_state {
 
 /* ==== collecting ============================================================================== */
 
-/* Whole-word match in a space-separated extension list. */
-static int has_extension(const char *list, const char *ext)
-{
-    size_t n = strlen(ext);
-    for (const char *s = list; (s = strstr(s, ext)) != NULL; s += n) {
-        if ((s == list || s[-1] == ' ') && (s[n] == ' ' || s[n] == '\0'))
-            return 1;
-    }
-    return 0;
-}
-
 static void collect_extensions(cl_device_id dev, device_report *r)
 {
     char *list = device_string(dev, CL_DEVICE_EXTENSIONS, &r->ext_err);
     if (!list)
         return;
     for (size_t i = 0; i < N_EXTS; i++)
-        r->ext_has[i] = has_extension(list, extensions[i]);
+        r->ext_has[i] = fa_cl__has_extension(list, extensions[i]);
     free(list);
 }
 
@@ -555,40 +529,6 @@ typedef struct json {
     int first[16]; /* no member written yet at this depth */
 } json;
 
-/* Escape for JSON; bytes that are not valid UTF-8 become U+FFFD so the document always parses. */
-static void json_string(FILE *f, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    fputc('"', f);
-    while (*p) {
-        unsigned c = *p;
-        int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-        int ok = len > 0;
-        for (int i = 1; ok && i < len; i++)
-            ok = (p[i] & 0xC0) == 0x80;
-        if (!ok) {
-            fputs("\\ufffd", f);
-            p++;
-        } else if (len > 1) {
-            fwrite(p, 1, (size_t)len, f);
-            p += len;
-        } else {
-            if (c == '"' || c == '\\')
-                fprintf(f, "\\%c", (int)c);
-            else if (c == '\n')
-                fputs("\\n", f);
-            else if (c == '\t')
-                fputs("\\t", f);
-            else if (c < 0x20)
-                fprintf(f, "\\u%04x", c);
-            else
-                fputc((int)c, f);
-            p++;
-        }
-    }
-    fputc('"', f);
-}
-
 static void json_indent(json *w)
 {
     fputc('\n', w->f);
@@ -778,124 +718,12 @@ static void json_platform_end(json *w)
 
 /* ==== no platform: why, and what to install ==================================================== */
 
-#ifdef HAVE_POSIX_DIRS
-static int file_mentions(const char *path, const char *needle)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return strstr(buf, needle) != NULL;
-}
-
-/* Does an ICD file in dir (or the file itself, as OCL_ICD_VENDORS may name one) mention needle? */
-static int icd_registered(const char *dir, const char *needle)
-{
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return 0;
-    if (!S_ISDIR(st.st_mode))
-        return strstr(dir, needle) != NULL || file_mentions(dir, needle);
-    DIR *dp = opendir(dir);
-    if (!dp)
-        return 0;
-    int found = 0;
-    for (struct dirent *e; !found && (e = readdir(dp)) != NULL;) {
-        size_t n = strlen(e->d_name);
-        if (n < 4 || strcmp(e->d_name + n - 4, ".icd") != 0)
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        found = file_mentions(path, needle);
-    }
-    closedir(dp);
-    return found;
-}
-
-static int is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-#endif
-
-/* Append printf-style to buf (NUL-terminated, truncated when full). */
-static void append(char *buf, size_t size, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static void append(char *buf, size_t size, const char *fmt, ...)
-{
-    size_t used = strlen(buf);
-    if (used + 1 >= size)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, size - used, fmt, ap);
-    va_end(ap);
-}
-
-/* The NVIDIA driver ships its OpenCL library without registering it in some container images. */
-static void nvidia_hint(char *buf, size_t size)
-{
-#ifdef HAVE_POSIX_DIRS
-    static const char *const lib_dirs[] = {"/usr/lib/x86_64-linux-gnu/", "/usr/lib/", "/usr/lib64/"};
-    const char *lib = "libnvidia-opencl.so.1";
-    char path[512] = "";
-    for (size_t i = 0; i < COUNT_OF(lib_dirs) && !path[0]; i++) {
-        char candidate[512];
-        snprintf(candidate, sizeof candidate, "%s%s", lib_dirs[i], lib);
-        FILE *probe = fopen(candidate, "rb");
-        if (probe) {
-            fclose(probe);
-            snprintf(path, sizeof path, "%s", candidate);
-        }
-    }
-    if (!path[0])
-        return;
-    const char *env_dir = getenv("OCL_ICD_VENDORS");
-    const char *vendors = env_dir && *env_dir ? env_dir : "/etc/OpenCL/vendors";
-    if (icd_registered(vendors, "libnvidia-opencl")) {
-        append(buf, size, "%s is registered in %s but gave no platform: check that the NVIDIA driver is loaded "
-                          "(nvidia-smi) and that the library matches its version.\n", path, vendors);
-        return;
-    }
-    /* an OCL_ICD_VENDORS that is no directory cannot take the file: register system-wide instead */
-    int env_usable = env_dir && *env_dir && is_dir(env_dir);
-    const char *target = env_usable ? env_dir : "/etc/OpenCL/vendors";
-    append(buf, size, "%s exists but no file in %s names it. Register it%s:\n"
-                      "  mkdir -p %s && echo %s > %s/nvidia.icd\n", path, vendors,
-           env_usable ? "" : " (as root)", target, path, target);
-    if (env_dir && *env_dir && !env_usable)
-        append(buf, size, "  and unset OCL_ICD_VENDORS, which points the loader elsewhere.\n");
-#else
-    (void)buf;
-    (void)size;
-#endif
-}
-
-/* Why there is no platform and what to install: on stderr, and as JSON on stdout with --json. */
+/* The library's text (fa_cl__no_platform_message): on stderr, and as JSON on stdout with --json. */
 static int report_no_platform(cl_int err, cl_uint count, const options *o)
 {
-    char msg[2048] = "";
-    if (err != CL_SUCCESS)
-        append(msg, sizeof msg, "no OpenCL platform found (clGetPlatformIDs: %s (%d)).\n", fa_cl__cl_error_name(err),
-               (int)err);
-    else
-        append(msg, sizeof msg, "no OpenCL platform found (clGetPlatformIDs returned %u platforms).\n", count);
-    const char *env_dir = getenv("OCL_ICD_VENDORS");
-    if (env_dir && *env_dir)
-        append(msg, sizeof msg, "OCL_ICD_VENDORS=%s is set: the ICD loader reads drivers from there instead of "
-                                "/etc/OpenCL/vendors.\n", env_dir);
-    append(msg, sizeof msg, "Install an OpenCL driver and the ICD loader:\n"
-                            "  CPU (Debian/Ubuntu): apt-get install pocl-opencl-icd ocl-icd-libopencl1\n"
-                            "  GPU: your vendor's ICD (e.g. nvidia-opencl-icd, intel-opencl-icd, mesa-opencl-icd, "
-                            "ROCm)\n");
-    nvidia_hint(msg, sizeof msg);
+    char msg[2048];
+    fa_cl__no_platform_message(err, count, msg, sizeof msg - 1);
+    strcat(msg, "\n");
     fprintf(stderr, "fa_cl_info: %s", msg);
     if (o->json) {
         json w = {stdout, 0, {1}};

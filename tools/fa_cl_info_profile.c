@@ -1,12 +1,11 @@
 /*
- * fa_cl_info --profile: the planner's choices for a named device profile (src/profiles.c), with no
+ * fa_cl_info --profile: the planner's choices for a named device profile (src/plan/profiles.c), with no
  * OpenCL device or platform needed, and --emit: the kernel sources and the exact build options the
  * library would pass for each plan, for the offline compile checks (scripts/offline_compile.sh).
  */
 #include "fa_cl_info_profile.h"
 
-#include "program/build_options.h"
-#include "fa_cl_internal.h" /* embedded kernel sources, dtype names */
+#include "fa_cl_internal.h" /* build options, embedded kernel sources, dtype names */
 
 #include <errno.h>
 #include <stdio.h>

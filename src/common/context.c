@@ -234,23 +234,12 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
     return FA_CL_SUCCESS;
 }
 
-/* Why no platform was found, and what to do about it. */
-static fa_cl_status no_platform(cl_int err)
+/* FA_CL_ERROR_NO_DEVICE with why there is no platform and what to install. */
+static fa_cl_status no_platform(cl_int err, cl_uint count)
 {
-    const char *hint =
-        "Install an OpenCL driver and the ICD loader: on Debian/Ubuntu `apt-get install ocl-icd-libopencl1 "
-        "pocl-opencl-icd` (CPU) or your GPU vendor's OpenCL package.";
-    FILE *nv = fopen("/usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1", "rb");
-    if (!nv)
-        nv = fopen("/usr/lib/libnvidia-opencl.so.1", "rb");
-    if (nv) {
-        fclose(nv);
-        hint = "libnvidia-opencl.so.1 is present but no ICD file names it: register it with "
-               "`echo libnvidia-opencl.so.1 > /etc/OpenCL/vendors/nvidia.icd` (or point OCL_ICD_VENDORS at a "
-               "directory holding such a file).";
-    }
-    return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE, "no OpenCL platform found (clGetPlatformIDs: %s). %s",
-                       fa_cl__cl_error_name(err), hint);
+    char msg[2048];
+    fa_cl__no_platform_message(err, count, msg, sizeof msg);
+    return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE, "%s", msg);
 }
 
 /* A device as fa_cl_info numbers them: platform index p, device index d within it. */
@@ -264,13 +253,13 @@ static fa_cl_status pick_device(device_ref *out)
     cl_uint np = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
     if (err != CL_SUCCESS || np == 0)
-        return no_platform(err == CL_SUCCESS ? CL_DEVICE_NOT_FOUND : err);
+        return no_platform(err, np);
     cl_platform_id platforms[32];
     if (np > 32)
         np = 32;
     err = clGetPlatformIDs(np, platforms, NULL);
     if (err != CL_SUCCESS)
-        return no_platform(err);
+        return no_platform(err, 0);
 
     const char *want = getenv("FA_CL_DEVICE");
     int want_p = -1, want_d = -1;

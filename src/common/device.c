@@ -5,15 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef CL_DEVICE_SUB_GROUP_SIZES_INTEL
-#define CL_DEVICE_SUB_GROUP_SIZES_INTEL 0x4108 /* cl_intel_required_subgroup_size */
-#endif
-
-#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
-#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
-#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
-#endif
-
 int fa_cl__contains_nocase(const char *hay, const char *needle)
 {
     size_t n = strlen(needle);
@@ -27,7 +18,7 @@ int fa_cl__contains_nocase(const char *hay, const char *needle)
     return 0;
 }
 
-static int has_extension(const char *list, const char *ext)
+int fa_cl__has_extension(const char *list, const char *ext)
 {
     size_t n = strlen(ext);
     for (const char *p = list; (p = strstr(p, ext)) != NULL; p += n) {
@@ -106,16 +97,16 @@ fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(ctx, err, "clGetPlatformInfo");
 
-    out->has_fp16 = has_extension(out->extensions, "cl_khr_fp16");
-    out->has_fp64 = has_extension(out->extensions, "cl_khr_fp64");
-    out->has_subgroups = has_extension(out->extensions, "cl_khr_subgroups") ||
-                         has_extension(out->extensions, "cl_intel_subgroups");
+    out->has_fp16 = fa_cl__has_extension(out->extensions, "cl_khr_fp16");
+    out->has_fp64 = fa_cl__has_extension(out->extensions, "cl_khr_fp64");
+    out->has_subgroups = fa_cl__has_extension(out->extensions, "cl_khr_subgroups") ||
+                         fa_cl__has_extension(out->extensions, "cl_intel_subgroups");
     out->is_nvidia = fa_cl__contains_nocase(out->vendor, "nvidia");
     out->is_amd = fa_cl__contains_nocase(out->vendor, "advanced micro devices") || fa_cl__contains_nocase(out->vendor, "amd");
     out->is_intel = fa_cl__contains_nocase(out->vendor, "intel");
     if (out->type & CL_DEVICE_TYPE_CPU)
         out->is_amd = out->is_intel = 0; /* vendor tuning is for GPUs; a CPU runs the generic path */
-    if (has_extension(out->extensions, "cl_nv_device_attribute_query")) {
+    if (fa_cl__has_extension(out->extensions, "cl_nv_device_attribute_query")) {
         cl_uint major = 0, minor = 0;
         if (clGetDeviceInfo(device, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL) == CL_SUCCESS &&
             clGetDeviceInfo(device, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof minor, &minor, NULL) == CL_SUCCESS) {
@@ -124,7 +115,7 @@ fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_
         }
     }
     /* the narrowest SIMD width IGC may compile for: it sets the register budget (planner.h) */
-    if (has_extension(out->extensions, "cl_intel_required_subgroup_size")) {
+    if (fa_cl__has_extension(out->extensions, "cl_intel_required_subgroup_size")) {
         size_t sizes[16], bytes = 0;
         if (clGetDeviceInfo(device, CL_DEVICE_SUB_GROUP_SIZES_INTEL, sizeof sizes, sizes, &bytes) == CL_SUCCESS) {
             for (size_t i = 0; i < bytes / sizeof sizes[0] && i < 16; i++)
