@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Storage-type helpers shared by every fa_cl kernel. The host defines FA_DTYPE:
  * 0 = f32, 1 = f16 (read with vload_half: no cl_khr_fp16 needed), 2 = bf16 (bit shifts).
  * Arithmetic is always fp32. */

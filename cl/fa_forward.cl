@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Portable FlashAttention-2 forward (no vendor extensions).
  *
  * One work-group per (query block, batch*head). The query block (BLOCK_Q x D_PAD, fp32) sits in

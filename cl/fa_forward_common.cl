@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pieces every forward kernel variant shares (built after fa_common.cl, before the variant's file):
  * the kernel's parameter list (one host-side argument setter serves all variants), which block a
  * work-group computes, the visible key range of a row, and head_dim-tail-aware row loads/stores. */

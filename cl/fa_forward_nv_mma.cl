@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* FlashAttention-2 forward on NVIDIA tensor cores (compute capability >= 8.0), f16/bf16 storage.
  *
  * NVIDIA-only: inline PTX (mma.sync.m16n8k16, ldmatrix, shfl.sync, cp.async; cl/fa_nv_ptx.cl, built

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* FlashAttention-2 forward for fp32 data on NVIDIA tensor cores (compute capability >= 8.0),
  * accurate to fp32: every product is 3xTF32. A value x is split into big = tf32(x) and
  * small = tf32(x - big); a*b is taken as a_small*b_big + a_big*b_small + a_big*b_big (the dropped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Portable FlashAttention-2 forward, register-tiled for GPUs (no vendor extensions).
  *
  * Same loop structure and local-memory budget as fa_forward.cl (Q block + ONE K/V buffer reused),

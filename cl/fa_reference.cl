@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernels of the unfused reference (fa_cl_reference_forward): layout conversion around the CLBlast
  * GEMMs and a plain three-pass softmax. Built after fa_common.cl with FA_DTYPE defined.
  * All indices are 64-bit: a chunk of the score matrix may hold more than 2^32 elements. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns the kernel sources into a C file of byte arrays, so an installed library needs no files
 # beside it. Run as: cmake -DOUT=<file.c> -DSRC_DIR=<dir> -DFILES=a.cl,b.cl -P embed_kernels.cmake
 # Each text is prefixed with a #line directive so build logs name cl/<file>.

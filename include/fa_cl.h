@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /**
  * @file fa_cl.h
  * fa_cl — exact FlashAttention-2 forward for any OpenCL 1.2+ device.

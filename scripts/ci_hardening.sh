@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CI's hardening steps (after `scripts/setup.sh test`, which already ran the oclgrind and leaks
 # labels): one clang build of the library, tools and tests with AddressSanitizer + UBSan
 # (-DFA_CL_SANITIZE=address,undefined, no recovery: any report fails), whose unit, device and reference labels

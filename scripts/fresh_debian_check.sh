@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The README's two commands on a pristine Debian 12, as a new user runs them: a minimal root from
 # debootstrap (the mirror of this machine's own apt sources), this repository's HEAD cloned into it,
 # then `bash scripts/setup.sh demo` and `bash scripts/setup.sh test` as root inside chroot. Prints both
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
         [[ $2 == [A-Za-z_]*=* ]] || { echo "fresh_debian_check.sh: --env wants NAME=VALUE, not '$2'" >&2; exit 2; }
         extra_env+=("$2"); shift 2 ;;
     --ci) ci=1; shift ;;
-    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fresh_debian_check.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One call on the NVIDIA GPU host (../shared/gpu/README.md): the CTest suite through NVIDIA's OpenCL,
 # the rows of docs/performance.md with the planner's defaults beside the previous defaults and a
 # build of an earlier commit (BASE), long-row costs, and PyTorch's SDPA kernels on the same shapes.
@@ -99,7 +100,21 @@ if [ "$what" = all ] || [ "$what" = long ]; then
     } 2>&1 | tee "$OUT/long.txt"
 fi
 
-if [ "$what" = all ] || [ "$what" = torch ]; then
+if [ "$what" = final ]; then
+    # the defaults' rows alone (the table of docs/performance.md), then why chunked plans cost more:
+    # NVIDIA's register report for chunked and one-launch builds, and a chunked build run as one launch
+    B="$BUILD/tools/fa_cl_bench"
+    for r in "${ROWS[@]}"; do bench "default" -- $r --no-reference; done 2>&1 | tee "$OUT/rows.txt"
+    {
+    for r in "-b 1 -h 16 -q 4096 -k 65536 -d 128 --dtype f32" "-b 1 -h 16 -q 1024 -k 65536 -d 128 --dtype f16"; do
+        for e in "FA_CL_NV_TF32=0" "FA_CL_NV_TF32=0 FA_CL_KV_CHUNK=1073741824" "FA_CL_NV_TF32=0 FA_CL_KV_CHUNK=32768"; do
+            echo "$e $r :: $(env $e FA_CL_DEBUG_BUILD_LOG=1 FA_CL_BUILD_OPTIONS=-cl-nv-verbose $B $r --no-reference 2>&1 | grep -oE "Used [0-9]+ registers|[0-9]+ bytes spill stores|[0-9]+ bytes stack frame" | sort -u | tr '\n' ' ') :: $(env $e $B $r --no-reference 2>&1 | tail -1 | cut -c60-140)"
+        done
+    done
+    } 2>&1 | tee "$OUT/chunks.txt"
+fi
+
+if [ "$what" = all ] || [ "$what" = torch ] || [ "$what" = final ]; then
     for r in "${ROWS[@]}"; do
         args=$(echo "$r" | sed 's/-h /-H /; s/-q /-n /')
         python3 scripts/torch_sdpa_anchor.py $args 2>&1 | grep -v -i warn

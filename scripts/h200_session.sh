@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Session 1 and 2's H200 command lists, kept because docs/performance.md's older rows cite them;
 # scripts/h200_check.sh is the current one. Some modes use tile names and variants of that time.
 # Runs on the NVIDIA GPU host (see ../shared/gpu/README.md) from the repo root, with the checkout's

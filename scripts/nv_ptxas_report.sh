@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Registers, spills and shared memory of a kernel for an NVIDIA GPU without one: clang's NVPTX
 # back end (with libclc's OpenCL built-ins) writes PTX, and ptxas from NVIDIA's PyPI wheel
 # (nvidia-cuda-nvcc-cu12) assembles it for sm_90 with -v. A proxy, not NVIDIA's OpenCL compiler:
@@ -18,7 +19,7 @@
 # into ${FA_CL_PTXAS_DIR:-$HOME/.cache/fa_cl/ptxas} (pip download; about 40 MB).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-[ $# -eq 2 ] || { sed -n 2,16p "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n 3,17p "$0" >&2; exit 2; }
 registry=$("${FA_CL_INFO:-build/tools/fa_cl_info}" --kernels)
 files=$(awk -F'\t' -v k="$1" '$1 == k { print $5 }' <<<"$registry")
 if [ -z "$files" ]; then

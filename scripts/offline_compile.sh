@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Offline compile checks: every kernel build the planner picks for the device profiles
 # (fa_cl_info --profile all --emit), compiled with exactly the library's build options by the
 # vendors' own offline compilers, and by clang's generic OpenCL C 1.2 front end (SPIR).
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
     --clang) CLANG=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
     --job) break ;; # internal: one build, run by xargs
-    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "offline_compile.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done

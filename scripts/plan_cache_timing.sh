@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Cold vs warm plan creation with the on-disk program cache: for each shape, fa_cl_bench --plan-timing
 # runs twice in two processes on a fresh cache directory; the first compiles and stores (cold), the
 # second loads the stored binary (warm). For comparison, a third process compiles with the cache off

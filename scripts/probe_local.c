@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fa_cl_probe_local: does a static __local array beyond CL_DEVICE_LOCAL_MEM_SIZE build, launch and
  * keep its data while many work-groups run at once? Prints one line per size on the first device of
  * the first platform (or FA_CL_DEVICE's, as p:d). The planner's NVIDIA budget table rests on it. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One entry point for a fresh Debian/Ubuntu machine:
 #   scripts/setup.sh deps   install what is missing (apt-get when root; otherwise print the command)
 #   scripts/setup.sh build  deps + configure + build into ./build (or $FA_CL_BUILD_DIR)

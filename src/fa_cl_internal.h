@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal interfaces of the fa_cl host library. Not installed. The one internal header tools
  * include (with the planner and the build options it brings in). */
 #ifndef FA_CL_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fuzz target: fa_cl_attention_desc fields and buffer sizes/flags/aliasing (libFuzzer; built with
  * -DFA_CL_FUZZ=ON and clang: -fsanitize=fuzzer,address,undefined). Without libFuzzer the same file

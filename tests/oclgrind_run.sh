@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run a test binary under Oclgrind's strictest checks (CTest label oclgrind):
 #
 #   tests/oclgrind_run.sh [--expect-report] [--optimized] -- <test binary> [args...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The float64 oracles of the fa_cl test suite (see oracle.h). */
 #include "oracle.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The test suite's oracles: what fa_cl computes, in float64 on the CPU and independently of the
  * library's code. The checks against them are in test_util.h (tu_problem_check), the bar in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The on-disk program binary cache (src/binary_cache.c). Subsets:
  *   format     no device: encode/decode round trip; every truncation, appended byte and flipped byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fa_cl_attention_desc_init / fa_cl_attention_desc_validate, no device: every invalid field gives
  * its documented status with a message naming the field; valid descriptors (incl. strided,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Numbers at the edges, on the device (CTest runs each subset with FA_CL_KERNEL_VARIANT=portable and
  * =portable-tiled; on an NVIDIA GPU the f16/bf16 cases of both take nvidia-mma, the f32 ones the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fused forward correctness on the OpenCL device against the float64 reference computed from the
  * rounded inputs, over a designed matrix (not a cartesian product): every head_dim, sequence

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The test suite's own host helpers, no device: f16/bf16 conversion (round to nearest even,
  * subnormals, overflow, NaN), the random fill (seeded, never zero) and the float64 reference on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Invalid arguments on a real context: each returns its documented status, fa_cl_last_error names
  * the argument, nothing is enqueued (no event comes back) and the outputs keep their poison.

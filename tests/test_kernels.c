@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Every kernel of the library on tiny shapes, checked against float64: small enough to run under
  * Oclgrind (label oclgrind: tests/oclgrind_run.sh runs this binary as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Resource use over many create/release cycles (label leaks): memory must not grow.
  *

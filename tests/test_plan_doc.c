@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The worked planner numbers of docs/design.md, from the real planner (fa_cl_plan_tiles), no device.
  * Prints the table the document shows and fails if the planner no longer gives those numbers

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Tile planner (src/planner.h), no device: fa_cl_plan_tiles on synthetic limits, against results
  * computed by hand from the rule documented in src/planner.h:

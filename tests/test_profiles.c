@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Device profiles and build options (no device): what the offline compile checks rely on.
  *  - fa_cl_limits_for_device: the one path from device properties to planner limits (a live

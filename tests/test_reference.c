@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The unfused CLBlast reference (fa_cl_reference_forward), subset clblast (the default):
  *  - meets the same bar as the fused kernel against the float64 reference, on a representative

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The thread-safety contract (include/fa_cl.h), on the device:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared helpers of the fa_cl test suite (see test_util.h). */
 #include "test_util.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Shared helpers of the fa_cl test suite: reporting, context creation, host f16/bf16 conversion
  * (round to nearest even), seeded random data (never zero), strided tensor images with poisoned

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Accuracy bar of fa_cl, in ONE place: the test suite and the benchmark tool include this header.
  *

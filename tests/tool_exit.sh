@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A tool's command-line contract: run it, then check its exit status and what it printed.
 #   tool_exit.sh RC SECONDS NEEDS_DEVICE MATCH NO_MATCH -- <tool> [args...]
 # RC: the exit status wanted. MATCH (an extended regex, "-" for none) must be found in

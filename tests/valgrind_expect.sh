@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The valgrind tests' control (label leaks): runs valgrind, with the options and suppressions of the
 # other valgrind tests, on `test_leaks planted`, which leaks a context of the library's and reads one
 # it released. Passes only if valgrind fails the run and reports both: an option lost or a

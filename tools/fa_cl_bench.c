@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fa_cl_bench: the fused forward against the CLBlast reference, timed with OpenCL profiling events.
  *
  * Per row: median/min ms, TFLOP/s (4 * B * Hq * visible pairs * d), speed-up over the reference,

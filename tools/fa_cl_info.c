@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fa_cl_info: every OpenCL platform and device with the properties fa_cl cares about, and the tiles
  * the planner would choose on each. Modelled on clinfo: device properties are a table of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fa_cl_info --profile: the planner's choices for a named device profile (src/plan/profiles.c), with no
  * OpenCL device or platform needed, and --emit: the kernel sources and the exact build options the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fa_cl_info's --profile mode (fa_cl_info_profile.c): plans for a named profile, no device needed. */
 #ifndef FA_CL_INFO_PROFILE_H
 #define FA_CL_INFO_PROFILE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The common integration case: an application that already owns an OpenCL context, device, queue
  * and buffers hands them to fa_cl. Its tensors use the [batch, seq, heads, head_dim] layout

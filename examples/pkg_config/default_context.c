@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The shortest way in: fa_cl picks the device (FA_CL_DEVICE, else the first GPU, else the first
  * device) and owns the OpenCL context; the buffers are made on that context. A plan is created

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The README's example: attention on the default device, from host arrays and back. */
 #include <fa_cl.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Contexts: wrapping an application's OpenCL objects or choosing a default device. */
 #include "fa_cl_internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device properties the planner, the kernels' build options and fa_cl_info need. */
 #include "fa_cl_internal.h"
 

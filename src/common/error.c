@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Status names, OpenCL error names, and where failure messages and informational notes are recorded. */
 #include "fa_cl_internal.h"
 

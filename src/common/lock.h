@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A mutex that works with pthreads and on Windows; the library's only threading primitive. */
 #ifndef FA_CL_LOCK_H
 #define FA_CL_LOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Device profiles: what a GPU's OpenCL driver reports, written down so that the planner can plan
  * for it (and the offline compile checks can build what it would build) without the device.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * On-disk cache of compiled programs, so that a second process does not compile the kernels again.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kernel source text: the copy embedded at build time, or cl/<name> from FA_CL_KERNEL_DIR. */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L /* fdopen, O_CLOEXEC */

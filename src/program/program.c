@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Program builds and the per-context program cache (keyed by source text and build options); misses
  * go to the on-disk binary cache (binary_cache.c) before compiling from source. */
 #include "program/build_options.h"

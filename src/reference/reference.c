@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The unfused reference: q, k, v gathered to fp32, S = Q K^T and O = P V through CLBlast, a softmax
  * kernel in between, O scattered back to its view. Heads go through in chunks whose scratch fits the
  * device, so the only hard limit is one head's N x N score matrix. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The shared library exports exactly the functions include/fa_cl.h declares with FA_CL_API: no
 # internal helper (fa_cl__*, the planner, the generated kernel table) leaks.
 # Run as: cmake -DLIB=<libfa_cl.so> -DHEADER=<fa_cl.h> [-DNM=nm] -P exports.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install the build tree into a fresh prefix (the fixture of the example tests) and check what landed:
 # header, versioned shared library and its links, static library, tools, CMake package, pkg-config file.
 # Run as: cmake -DBUILD_DIR=<build> -DPREFIX=<dir> -DLIBDIR=<lib> -DBINDIR=<bin> -DINCLUDEDIR=<include>

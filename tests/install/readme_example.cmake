@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The README's complete program is examples/pkg_config/first_call.c, which the install tests build
 # and run: the text in the README must be that file's, byte for byte.
 #   cmake -DREADME=<README.md> -DEXAMPLE=<first_call.c> -P readme_example.cmake

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Build one of examples/ against the installed tree (install_tree.cmake's prefix) the way a consumer
 # would, and run what it built. An example exits 77 when there is no OpenCL device: printed as SKIP.
 # Run as: cmake -DKIND=find_package|pkg_config -DSRC=<examples/x> -DWORK=<dir> -DPREFIX=<prefix>

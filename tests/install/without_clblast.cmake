@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The FA_CL_WITH_CLBLAST=OFF configuration: configure and build a second tree without CLBlast, check
 # that the shared library does not link it, and run that tree's reference test, which expects
 # fa_cl_reference_forward to refuse with FA_CL_ERROR_UNSUPPORTED while the fused path works.
