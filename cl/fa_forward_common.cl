@@ -18,7 +18,7 @@
 #define FA_PRAGMA_UNROLL_N(n)
 #endif
 
-/* The arguments src/attention.c sets, in this order. */
+/* The arguments src/plan/plan.c sets (forward_args), in this order. */
 #define FA_FORWARD_PARAMS                                                                                 \
     __global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,             \
         __global fa_store_t *o, __global float *lse, ulong q_off, ulong k_off, ulong v_off, ulong o_off,   \
