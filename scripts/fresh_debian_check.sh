@@ -53,6 +53,8 @@ else
     fi
 fi
 root=$(realpath "$root")
+# it becomes the chroot's /: mktemp made it 0700, which no other user could traverse (a real / is 0755)
+chmod 0755 "$root"
 # the mount checks compare paths as /proc/self/mountinfo writes them (whitespace escaped)
 if [[ $root == / || $root =~ [[:space:]\\] ]]; then
     echo "fresh_debian_check.sh: unusable root '$root'" >&2
