@@ -20,15 +20,15 @@
 
 /* Cooperative load of BLOCK_KV rows (keys kv0 ..) into the shared K/V buffer; rows past seqlen_k
  * are zero (they are masked anyway, but must not be read from global memory). */
-inline void fa_load_kv(__local float4 *tile, __global const fa_store_t *src, ulong base, long row_stride, int kv0,
-                       int seqlen_k, int lid)
+inline void fa_load_kv(__local float4 *tile, __global const fa_store_t *src, fa_row_map map, int kv0, int seqlen_k,
+                       int lid)
 {
     for (int e = lid; e < BLOCK_KV * D4; e += WG) {
         int j = e / D4, c = e % D4;
         int key = kv0 + j;
         float4 x = (float4)(0.0f);
         if (key < seqlen_k)
-            x = fa_load_chunk(src, base + (ulong)key * (ulong)row_stride, c);
+            x = fa_load_chunk(src, fa_kv_row(map, key), c);
         tile[j * D4 + c] = x;
     }
 }
@@ -54,16 +54,14 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int lid = (int)get_local_id(0);
     FA_BLOCK_COORDS
     const ulong qbase = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
-    const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
-    const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;
-    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    const ulong obase = o_off + (ulong)split * split_stride + b * (ulong)os0 + (ulong)h * (ulong)os1;
 
     for (int e = lid; e < BLOCK_Q * D4; e += WG) {
         int r = e / D4, c = e % D4;
         int row = q0 + r;
         float4 x = (float4)(0.0f);
-        if (row < seqlen_q)
-            x = fa_load_chunk(q, qbase + (ulong)row * (ulong)qs2, c);
+        if (row < nrows)
+            x = fa_load_chunk(q, fa_qrow(qbase, row, seqlen_q, qs1, qs2), c);
         q_tile[c * BLOCK_Q + r] = x;
     }
 
@@ -73,7 +71,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int i = 0; i < ROWS; i++) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
-        fa_row_range(q0 + lid + i * WG, seqlen_q, seqlen_k, win_left, win_right, &lo[i], &hi[i]);
+        FA_ROW_RANGE(q0 + lid + i * WG, &lo[i], &hi[i]);
 #ifdef FA_UNROLL
 #pragma unroll
 #endif
@@ -83,16 +81,12 @@ void fa_forward(FA_FORWARD_PARAMS)
     /* Keys any row of this block can see; blocks outside are skipped, not computed. Keys in
      * [last_lo, first_hi) are seen by every row (ranges move right with the row). */
     int blk_lo, blk_hi, first_hi, last_lo;
-    fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &first_hi);
-    fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &last_lo, &blk_hi);
-#ifdef FA_KV_CHUNKED
-    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys */
-    blk_hi = min(blk_hi, kv_end);
-#endif
+    FA_ROWS_SPAN(q0, q0 + BLOCK_Q - 1, &blk_lo, &first_hi, &last_lo, &blk_hi);
+    FA_CLIP_KEYS(blk_lo, blk_hi);
     barrier(CLK_LOCAL_MEM_FENCE);
 
     for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
-        fa_load_kv(kv_tile, k, kbase, ks2, kv0, seqlen_k, lid);
+        fa_load_kv(kv_tile, k, kmap, kv0, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         float s[ROWS][BLOCK_KV];
@@ -163,7 +157,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
 
         barrier(CLK_LOCAL_MEM_FENCE); /* every work-item is done with K */
-        fa_load_kv(kv_tile, v, vbase, vs2, kv0, seqlen_k, lid);
+        fa_load_kv(kv_tile, v, vmap, kv0, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* A block every row sees fully takes the plain loop. Elsewhere masked (row, key) pairs are
@@ -186,7 +180,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 
 #ifdef FA_KV_CHUNKED
     /* merge with the earlier chunks; every launch but the last leaves O and (m, l) for the next */
-    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k;
+    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
     for (int i = 0; i < ROWS; i++) {
         const int row = q0 + lid + i * WG;
         const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, &m[i], &l[i], scale_log2);
@@ -195,7 +189,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
             FA_PRAGMA_UNROLL
             for (int e = 0; e < 4; e++)
-                if (row < seqlen_q && 4 * c + e < HEAD_DIM) {
+                if (row < nrows && 4 * c + e < HEAD_DIM) {
                     x[e] = FA_CHUNK_GET(row, 4 * c + e, first_chunk, f, x[e]);
                     if (!last_chunk)
                         *FA_CHUNK_O(row, 4 * c + e) = x[e];
@@ -219,8 +213,8 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
         for (int c = 0; c < D4; c++)
             q_tile[c * BLOCK_Q + r] = acc[i][c] * inv;
-        if (has_lse && row < seqlen_q)
-            lse[bh * (ulong)seqlen_q + (ulong)row] = fa_row_lse(m[i], l[i], scale);
+        if (has_lse && row < nrows)
+            lse[lse_base + (ulong)row] = fa_row_lse(m[i], l[i], scale);
     }
 #ifdef FA_KV_CHUNKED
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE); /* f32: o held the earlier chunks, read above */
@@ -230,7 +224,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int e = lid; e < BLOCK_Q * D4; e += WG) {
         int r = e / D4, c = e % D4;
         int row = q0 + r;
-        if (row < seqlen_q)
-            fa_store_chunk(o, obase + (ulong)row * (ulong)os2, c, q_tile[c * BLOCK_Q + r]);
+        if (row < nrows)
+            fa_store_chunk(o, fa_qrow(obase, row, seqlen_q, os1, os2), c, q_tile[c * BLOCK_Q + r]);
     }
 }

@@ -18,27 +18,150 @@
 #define FA_PRAGMA_UNROLL_N(n)
 #endif
 
+/* The output's storage: o itself, or (FA_SPLIT) the plan's fp32 scratch of partial results. */
+#ifdef FA_SPLIT
+typedef float fa_out_t;
+#define FA_OUT_DTYPE 0
+#else
+typedef fa_store_t fa_out_t;
+#define FA_OUT_DTYPE FA_DTYPE
+#endif
+
 /* The arguments src/plan/plan.c sets (forward_args), in this order. */
 #define FA_FORWARD_PARAMS                                                                                 \
     __global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,             \
-        __global fa_store_t *o, __global float *lse, ulong q_off, ulong k_off, ulong v_off, ulong o_off,   \
+        __global fa_out_t *o, __global float *lse, ulong q_off, ulong k_off, ulong v_off, ulong o_off,     \
         long qs0, long qs1, long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, long os0, \
-        long os1, long os2, int heads_q, int group, int seqlen_q, int seqlen_k, int num_q_blocks,         \
+        long os1, long os2, int heads_q, int group, int seqlen_q, int seqlen_k_cap, int num_q_blocks,     \
         float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse, float scale,         \
-        __global float *scratch, int kv_begin, int kv_end
+        __global float *scratch, int kv_begin, int kv_end, __global const int *seqlens,                    \
+        __global const int *block_table, int page_size, int pages_per_seq, int num_pages, int pack,        \
+        int num_splits, ulong split_stride
 
-/* One work-group per (query block, batch*head), flattened into dimension 0: this one's batch b,
- * query head h, kv head hk and first row q0. Causal plans visit each head's longest rows first. */
+/* One work-group per (query block, batch * head column), flattened into dimension 0, and (FA_SPLIT)
+ * per chunk of keys in dimension 1: this one's batch b, first query head h, kv head hk and first
+ * row q0. A head column is one query head, or (GQA packing, pack = heads_q / heads_kv) all query
+ * heads of one kv head: its nrows = pack * seqlen_q rows are row v = query head h + v / seqlen_q,
+ * position v % seqlen_q (fa_qrow). seqlen_k is this sequence's key count: the capacity, or
+ * cache_seqlens[b] clamped into [0, capacity]. [kv_from, kv_to) are the keys this launch and
+ * work-group sum: all, a long row's chunk (FA_KV_CHUNKED) or a split (FA_SPLIT). Causal plans visit
+ * each head's longest rows first. */
 #define FA_BLOCK_COORDS                                                                                   \
     const ulong bh = get_group_id(0) / (ulong)num_q_blocks;                                               \
     int qb = (int)(get_group_id(0) % (ulong)num_q_blocks);                                                \
     if (reverse_blocks)                                                                                   \
         qb = num_q_blocks - 1 - qb;                                                                       \
-    const ulong b = bh / (ulong)heads_q;                                                                  \
-    const int h = (int)(bh % (ulong)heads_q);                                                             \
+    FA_HEAD_COLUMN                                                                                        \
     const int hk = h / group;                                                                             \
     const int q0 = qb * BLOCK_Q;                                                                          \
-    (void)scratch, (void)kv_begin, (void)kv_end; /* FA_KV_CHUNKED plans only */
+    FA_SEQ_KEYS                                                                                           \
+    FA_SPLIT_INDEX                                                                                        \
+    const ulong lse_base = (b * (ulong)heads_q + (ulong)h) * (ulong)seqlen_q +                             \
+                           (ulong)split * (split_stride / HEAD_DIM);                                      \
+    const fa_row_map kmap = fa_kv_map(k_off, b, hk, ks0, ks1, ks2, block_table, pages_per_seq, page_size, \
+                                      num_pages);                                                         \
+    const fa_row_map vmap = fa_kv_map(v_off, b, hk, vs0, vs1, vs2, block_table, pages_per_seq, page_size, \
+                                      num_pages);                                                         \
+    FA_KV_SPAN                                                                                            \
+    (void)scratch, (void)kv_begin, (void)kv_end, (void)lse_base, (void)kmap, (void)vmap, (void)seqlens,   \
+        (void)pack, (void)num_splits, (void)split_stride;
+
+/* The serving features are built in only where a plan uses them (-D from the planner), so that
+ * other plans compile to the kernel they were before. */
+#ifdef FA_PACK
+#define FA_HEAD_COLUMN                                                                                    \
+    const int head_columns = heads_q / pack;                                                              \
+    const ulong b = bh / (ulong)head_columns;                                                             \
+    const int h = (int)(bh % (ulong)head_columns) * pack;                                                 \
+    const int nrows = pack * seqlen_q;
+#else
+#define FA_HEAD_COLUMN                                                                                    \
+    const ulong b = bh / (ulong)heads_q;                                                                  \
+    const int h = (int)(bh % (ulong)heads_q);                                                             \
+    const int nrows = seqlen_q;
+#endif
+#ifdef FA_SEQLENS
+#define FA_SEQ_KEYS const int seqlen_k = clamp(seqlens[b], 0, seqlen_k_cap);
+#else
+#define FA_SEQ_KEYS const int seqlen_k = seqlen_k_cap;
+#endif
+#ifdef FA_SPLIT
+#define FA_SPLIT_INDEX const int split = (int)get_group_id(1);
+#else
+#define FA_SPLIT_INDEX const int split = 0;
+#endif
+
+#if defined(FA_KV_CHUNKED)
+#define FA_KV_SPAN const int kv_from = kv_begin, kv_to = kv_end;
+#elif defined(FA_SPLIT)
+/* split s of n takes whole blocks: ceil(seqlen_k / n) keys rounded up to BLOCK_KV */
+#define FA_KV_SPAN                                                                                        \
+    const int kv_per = ((seqlen_k + num_splits - 1) / num_splits + BLOCK_KV - 1) / BLOCK_KV * BLOCK_KV;   \
+    const int kv_from = min(split * kv_per, seqlen_k), kv_to = min(kv_from + kv_per, seqlen_k);
+#else
+#define FA_KV_SPAN const int kv_from = 0, kv_to = seqlen_k;
+#endif
+
+/* A block's keys [lo, hi) cut to this launch's (or split's) [kv_from, kv_to): empty stays empty
+ * (lo = hi = 0), since the key loop starts at lo rounded down to a block. */
+#define FA_CLIP_KEYS(lo, hi)                                                                              \
+    do {                                                                                                  \
+        lo = max(lo, kv_from);                                                                            \
+        hi = min(hi, kv_to);                                                                              \
+        if (hi <= lo)                                                                                     \
+            lo = hi = 0;                                                                                  \
+    } while (0)
+
+/* Where rows live: base + r * stride for K/V rows, or (FA_PAGED) slot r % div of page
+ * table[r / div] (clamped into [0, last]); q and o rows: base + (r / div) * outer + (r % div) * stride,
+ * div = seqlen_q (GQA packing: the next query head every seqlen_q rows). */
+typedef struct fa_row_map {
+    ulong base;
+    long stride, outer;
+    int div, last;
+    __global const int *table;
+} fa_row_map;
+
+inline fa_row_map fa_kv_map(ulong off, ulong b, int hk, long s0, long s1, long s2, __global const int *block_table,
+                            int pages_per_seq, int page_size, int num_pages)
+{
+    fa_row_map m;
+#ifdef FA_PAGED
+    m.base = off + (ulong)hk * (ulong)s1;
+    m.outer = s0;
+    m.table = block_table + b * (ulong)pages_per_seq;
+#else
+    m.base = off + b * (ulong)s0 + (ulong)hk * (ulong)s1;
+    m.outer = 0;
+    m.table = block_table;
+#endif
+    m.stride = s2;
+    m.div = page_size;
+    m.last = num_pages - 1;
+    return m;
+}
+
+/* The element offset of K/V row `key` (key < seqlen_k: the table entry read is in its row). */
+inline ulong fa_kv_row(fa_row_map m, int key)
+{
+#ifdef FA_PAGED
+    const int page = clamp(m.table[key / m.div], 0, m.last);
+    return m.base + (ulong)page * (ulong)m.outer + (ulong)(key % m.div) * (ulong)m.stride;
+#else
+    return m.base + (ulong)key * (ulong)m.stride;
+#endif
+}
+
+/* The element offset of the q/o row of row v of a head column starting at base (query head h). */
+inline ulong fa_qrow(ulong base, int v, int seqlen_q, long s1, long s2)
+{
+#ifdef FA_PACK
+    return base + (ulong)(v / seqlen_q) * (ulong)s1 + (ulong)(v % seqlen_q) * (ulong)s2;
+#else
+    (void)seqlen_q, (void)s1;
+    return base + (ulong)v * (ulong)s2;
+#endif
+}
 
 /* LSE of a row from its running maximum m (raw score) and sum l: scale, not scale_log2, multiplies
  * m, so that scales whose log2(e) multiple the host had to clamp still give the right LSE. */
@@ -67,10 +190,11 @@ inline float fa_rescale(float m, float mx, float scale_log2)
 #define FA_CHUNK_SLOT(i) (scratch + 2 * ((ulong)get_global_id(0) * FA_ITEM_ROWS + (ulong)(i)))
 #if FA_DTYPE == 0
 #define FA_CHUNK_O(row, col)                                                                              \
-    ((__global float *)o + o_off + b * (ulong)os0 + (ulong)h * (ulong)os1 + (ulong)(row) * (ulong)os2 + (ulong)(col))
+    ((__global float *)o + fa_qrow(o_off + b * (ulong)os0 + (ulong)h * (ulong)os1, row, seqlen_q, os1, os2) + \
+     (ulong)(col))
 #else
 #define FA_CHUNK_O(row, col)                                                                              \
-    (scratch + 2 * (ulong)get_global_size(0) * FA_ITEM_ROWS + (bh * (ulong)seqlen_q + (ulong)(row)) * HEAD_DIM + \
+    (scratch + 2 * (ulong)get_global_size(0) * FA_ITEM_ROWS + (bh * (ulong)nrows + (ulong)(row)) * HEAD_DIM + \
      (ulong)(col))
 #endif
 /* Merge the earlier chunks' row (slot i) into this launch's running maximum *m and sum *l: returns
@@ -90,19 +214,56 @@ inline float2 fa_chunk_merge(__global const float *slot, int first_chunk, float 
     ((first_chunk) ? (val) * (f).y : mad(*FA_CHUNK_O(row, col), (f).x, (val) * (f).y))
 #endif
 
-/* Visible key range [lo, hi) of query row `row`: causal and windows folded into win_left/right by
- * the host (unbounded = seqlen_q + seqlen_k); rows past seqlen_q see nothing. */
-inline void fa_row_range(int row, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)
+/* Visible key range [lo, hi) of the query row at position pos (< seqlen_q): causal and windows
+ * folded into win_left/right by the host (unbounded = seqlen_q + capacity). */
+inline void fa_pos_range(int pos, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)
 {
-    if (row >= seqlen_q) {
+    long diag = (long)pos + seqlen_k - seqlen_q;
+    *lo = (int)clamp(diag - win_left, 0L, (long)seqlen_k);
+    *hi = (int)clamp(diag + win_right + 1, 0L, (long)seqlen_k);
+}
+
+/* The same for row v of a head column; rows past nrows see nothing. */
+inline void fa_row_range(int v, int nrows, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)
+{
+    if (v >= nrows) {
         *lo = 0;
         *hi = 0;
         return;
     }
-    long diag = (long)row + seqlen_k - seqlen_q;
-    *lo = (int)clamp(diag - win_left, 0L, (long)seqlen_k);
-    *hi = (int)clamp(diag + win_right + 1, 0L, (long)seqlen_k);
+#ifdef FA_PACK
+    fa_pos_range(v % seqlen_q, seqlen_q, seqlen_k, win_left, win_right, lo, hi);
+#else
+    fa_pos_range(v, seqlen_q, seqlen_k, win_left, win_right, lo, hi);
+#endif
 }
+#define FA_ROW_RANGE(v, lo, hi) fa_row_range(v, nrows, seqlen_q, seqlen_k, win_left, win_right, lo, hi)
+
+/* Rows v0 .. v1 of a head column together: [*lo_first, *hi_first) is the range of the earliest
+ * position among them, [*lo_last, *hi_last) of the latest (ranges move right with the position),
+ * so keys in [lo_first, hi_last) are seen by some row and [lo_last, hi_first) by every row. With
+ * GQA packing the rows may span heads: then every position is among them. */
+inline void fa_rows_span(int v0, int v1, int nrows, int seqlen_q, int seqlen_k, int win_left, int win_right,
+                         int *lo_first, int *hi_first, int *lo_last, int *hi_last)
+{
+    v1 = min(v1, nrows - 1);
+    if (v0 > v1) {
+        *lo_first = *hi_first = *lo_last = *hi_last = 0;
+        return;
+    }
+    int p0 = v0, p1 = v1;
+#ifdef FA_PACK
+    p0 = v0 % seqlen_q, p1 = v1 % seqlen_q;
+    if (v0 / seqlen_q != v1 / seqlen_q) {
+        p0 = 0;
+        p1 = seqlen_q - 1;
+    }
+#endif
+    fa_pos_range(p0, seqlen_q, seqlen_k, win_left, win_right, lo_first, hi_first);
+    fa_pos_range(p1, seqlen_q, seqlen_k, win_left, win_right, lo_last, hi_last);
+}
+#define FA_ROWS_SPAN(v0, v1, lo_first, hi_first, lo_last, hi_last) \
+    fa_rows_span(v0, v1, nrows, seqlen_q, seqlen_k, win_left, win_right, lo_first, hi_first, lo_last, hi_last)
 
 /* Elements 4c .. 4c+3 of one row, zero beyond HEAD_DIM. */
 inline float4 fa_load_chunk(__global const fa_store_t *p, ulong row_base, int c)
@@ -120,15 +281,34 @@ inline float4 fa_load_chunk(__global const fa_store_t *p, ulong row_base, int c)
 #endif
 }
 
-inline void fa_store_chunk(__global fa_store_t *p, ulong row_base, int c, float4 x)
+/* One and four output elements in the output's storage (o, or FA_SPLIT's fp32 partials). */
+inline void fa_ostore1(__global fa_out_t *p, ulong i, float x)
+{
+#if FA_OUT_DTYPE == 0
+    p[i] = x;
+#else
+    fa_store1(p, i, x);
+#endif
+}
+
+inline void fa_ostore4(__global fa_out_t *p, ulong i, float4 x)
+{
+#if FA_OUT_DTYPE == 0
+    vstore4(x, 0, p + i);
+#else
+    fa_store4(p, i, x);
+#endif
+}
+
+inline void fa_store_chunk(__global fa_out_t *p, ulong row_base, int c, float4 x)
 {
 #if HEAD_DIM % 4 == 0
-    fa_store4(p, row_base + 4 * (ulong)c, x);
+    fa_ostore4(p, row_base + 4 * (ulong)c, x);
 #else
     int k = 4 * c;
-    if (k + 0 < HEAD_DIM) fa_store1(p, row_base + k + 0, x.x);
-    if (k + 1 < HEAD_DIM) fa_store1(p, row_base + k + 1, x.y);
-    if (k + 2 < HEAD_DIM) fa_store1(p, row_base + k + 2, x.z);
-    if (k + 3 < HEAD_DIM) fa_store1(p, row_base + k + 3, x.w);
+    if (k + 0 < HEAD_DIM) fa_ostore1(p, row_base + k + 0, x.x);
+    if (k + 1 < HEAD_DIM) fa_ostore1(p, row_base + k + 1, x.y);
+    if (k + 2 < HEAD_DIM) fa_ostore1(p, row_base + k + 2, x.z);
+    if (k + 3 < HEAD_DIM) fa_ostore1(p, row_base + k + 3, x.w);
 #endif
 }

@@ -46,17 +46,20 @@
 #define FA_MMA_Q_REGS_MAX_DIM 128 /* src/planner.h FA_CL_MMA_Q_REGS_MAX_DIM */
 #define FA_ITEM_ROWS (2 * MT)      /* rows of a lane: g and g + 8 of each m-tile */
 
-/* rows [first, first + count) of a [seq, D] view into a local tile of 16-bit values; zero padded.
- * FA_ALIGNED16 (planner: head_dim, strides and offsets multiples of 8 elements) allows 16-byte
- * global loads; local rows are always 16-byte aligned. */
-inline void fa_load_tile(__local ushort *tile, __global const ushort *src, ulong base, long row_stride, int first,
+/* rows [first, first + count) into a local tile of 16-bit values, zero padded: keys of a K/V map
+ * (is_kv) or query rows of a head column (map.div = seqlen_q). FA_ALIGNED16 (planner: head_dim,
+ * strides and offsets multiples of 8 elements) allows 16-byte global loads; local rows are always
+ * 16-byte aligned. */
+inline void fa_load_tile(__local ushort *tile, __global const ushort *src, fa_row_map map, int is_kv, int first,
                          int count, int limit, int lid)
 {
     for (int e = lid; e < count * CH; e += WG) {
         int r = e / CH, c = e % CH;
         uint4 x = (uint4)(0);
         if (first + r < limit && 8 * c < HEAD_DIM) {
-            __global const ushort *p = src + base + (ulong)(first + r) * (ulong)row_stride + 8 * c;
+            __global const ushort *p = src + 8 * c +
+                                       (is_kv ? fa_kv_row(map, first + r)
+                                              : fa_qrow(map.base, first + r, map.div, map.outer, map.stride));
 #if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
             x = *(__global const uint4 *)p;
 #else
@@ -75,14 +78,15 @@ inline void fa_load_tile(__local ushort *tile, __global const ushort *src, ulong
  * this block's math. */
 #define FA_ASYNC 1
 
-inline void fa_load_tile_async(__local ushort *tile, __global const ushort *src, ulong base, long row_stride,
-                               int first, int limit, int lid)
+inline void fa_load_tile_async(__local ushort *tile, __global const ushort *src, fa_row_map map, int first, int limit,
+                               int lid)
 {
     for (int e = lid; e < BLOCK_KV * CH; e += WG) {
         int r = e / CH, c = e % CH;
         int valid = first + r < limit && 8 * c < HEAD_DIM;
-        /* an in-bounds address even when nothing is read: row 0, column 0 of this head */
-        __global const ushort *p = src + base + (valid ? (ulong)(first + r) * (ulong)row_stride + 8 * c : 0);
+        /* an in-bounds address even when nothing is read: the first row of the view, column 0
+         * (paged: key 0's page, which every sequence with a key has; with none, nothing is read) */
+        __global const ushort *p = src + (valid ? fa_kv_row(map, first + r) + 8 * c : map.base);
         fa_cp_async16(tile + r * ROW + 8 * c, p, valid);
     }
     fa_cp_async_commit();
@@ -109,9 +113,12 @@ inline void fa_load_tile_async(__local ushort *tile, __global const ushort *src,
 #endif
 
 /* packed store of two adjacent outputs (col even; the planner's alignment makes the pair 4-byte aligned) */
-inline void fa_store_pair(__global fa_store_t *o, ulong i, int col, float x, float y)
+inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float y)
 {
-#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+#ifdef FA_SPLIT
+    if (col < HEAD_DIM) o[i] = x;
+    if (col + 1 < HEAD_DIM) o[i + 1] = y;
+#elif defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
     (void)col;
     *(__global uint *)((__global ushort *)o + i) = fa_pack2(x, y);
 #else
@@ -137,11 +144,14 @@ void fa_forward(FA_FORWARD_PARAMS)
     __global const ushort *qg = (__global const ushort *)q;
     __global const ushort *kg = (__global const ushort *)k;
     __global const ushort *vg = (__global const ushort *)v;
-    const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
-    const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;
     const int wrow = warp * WARP_ROWS; /* this warp's first row in the block */
 
-    fa_load_tile(q_s, qg, q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1, qs2, q0, BLOCK_Q, seqlen_q, lid);
+    fa_row_map qmap = kmap;
+    qmap.base = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
+    qmap.stride = qs2;
+    qmap.outer = qs1;
+    qmap.div = seqlen_q;
+    fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
 
 #ifdef FA_Q_REGS
@@ -169,25 +179,19 @@ void fa_forward(FA_FORWARD_PARAMS)
             acc[mt][dt] = (float4)(0.0f);
     }
 
-    int blk_lo, blk_hi, unused;
-    fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
-    fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
-#ifdef FA_KV_CHUNKED
-    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys */
-    blk_hi = min(blk_hi, kv_end);
-#endif
-    /* keys every row of this warp sees: [clean_lo, clean_hi) (lo and hi grow with the row) */
+    int blk_lo, blk_hi, unused, unused2;
+    FA_ROWS_SPAN(q0, q0 + BLOCK_Q - 1, &blk_lo, &unused, &unused2, &blk_hi);
+    FA_CLIP_KEYS(blk_lo, blk_hi);
+    /* keys every row of this warp sees: [clean_lo, clean_hi) (lo and hi grow with the position) */
     int clean_lo = 0, clean_hi = 0;
-    if (q0 + wrow + WARP_ROWS <= seqlen_q) {
-        fa_row_range(q0 + wrow + WARP_ROWS - 1, seqlen_q, seqlen_k, win_left, win_right, &clean_lo, &unused);
-        fa_row_range(q0 + wrow, seqlen_q, seqlen_k, win_left, win_right, &unused, &clean_hi);
-    }
+    if (q0 + wrow + WARP_ROWS <= nrows)
+        FA_ROWS_SPAN(q0 + wrow, q0 + wrow + WARP_ROWS - 1, &unused, &clean_hi, &clean_lo, &unused2);
 
     const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
 #ifdef FA_ASYNC
     if (kv_first < blk_hi) {
-        fa_load_tile_async(k_s, kg, kbase, ks2, kv_first, seqlen_k, lid);
-        fa_load_tile_async(v_s, vg, vbase, vs2, kv_first, seqlen_k, lid);
+        fa_load_tile_async(k_s, kg, kmap, kv_first, seqlen_k, lid);
+        fa_load_tile_async(v_s, vg, vmap, kv_first, seqlen_k, lid);
     }
 #endif
     for (int kv0 = kv_first, it = 0; kv0 < blk_hi; kv0 += BLOCK_KV, it++) {
@@ -196,14 +200,14 @@ void fa_forward(FA_FORWARD_PARAMS)
         fa_cp_async_wait_all();
         barrier(CLK_LOCAL_MEM_FENCE); /* this block is in; every warp is done with the other buffer */
         if (kv0 + BLOCK_KV < blk_hi) {
-            fa_load_tile_async(k_s + ((it + 1) & 1) * TILE, kg, kbase, ks2, kv0 + BLOCK_KV, seqlen_k, lid);
-            fa_load_tile_async(v_s + ((it + 1) & 1) * TILE, vg, vbase, vs2, kv0 + BLOCK_KV, seqlen_k, lid);
+            fa_load_tile_async(k_s + ((it + 1) & 1) * TILE, kg, kmap, kv0 + BLOCK_KV, seqlen_k, lid);
+            fa_load_tile_async(v_s + ((it + 1) & 1) * TILE, vg, vmap, kv0 + BLOCK_KV, seqlen_k, lid);
         }
 #else
         __local const ushort *kc = k_s, *vc = v_s;
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's K and V are consumed */
-        fa_load_tile(k_s, kg, kbase, ks2, kv0, BLOCK_KV, seqlen_k, lid);
-        fa_load_tile(v_s, vg, vbase, vs2, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_tile(k_s, kg, kmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_tile(v_s, vg, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
@@ -257,8 +261,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                 int lo[2], hi[2];
                 FA_PRAGMA_UNROLL
                 for (int r = 0; r < 2; r++)
-                    fa_row_range(q0 + wrow + 16 * mt + g + 8 * r, seqlen_q, seqlen_k, win_left, win_right, &lo[r],
-                                 &hi[r]);
+                    FA_ROW_RANGE(q0 + wrow + 16 * mt + g + 8 * r, &lo[r], &hi[r]);
                 FA_PRAGMA_UNROLL
                 for (int nt = 0; nt < NT; nt++) {
                     int key = kv0 + nt * 8 + 2 * t4;
@@ -332,7 +335,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #ifdef FA_KV_CHUNKED
     /* merge with the earlier chunks (this lane's elements and partial sums); every launch but the
      * last leaves them for the next */
-    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k;
+    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
     FA_PRAGMA_UNROLL /* constant indices: a run-time one would put the accumulators in memory */
     for (int mt = 0; mt < MT; mt++)
         FA_PRAGMA_UNROLL
@@ -343,12 +346,12 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int dt = 0; dt < DT; dt++) {
                 const int col = dt * 8 + 2 * t4;
                 float2 x = r ? acc[mt][dt].zw : acc[mt][dt].xy;
-                if (row < seqlen_q && col < HEAD_DIM) {
+                if (row < nrows && col < HEAD_DIM) {
                     x.x = FA_CHUNK_GET(row, col, first_chunk, f, x.x);
                     if (!last_chunk)
                         *FA_CHUNK_O(row, col) = x.x;
                 }
-                if (row < seqlen_q && col + 1 < HEAD_DIM) {
+                if (row < nrows && col + 1 < HEAD_DIM) {
                     x.y = FA_CHUNK_GET(row, col + 1, first_chunk, f, x.y);
                     if (!last_chunk)
                         *FA_CHUNK_O(row, col + 1) = x.y;
@@ -364,7 +367,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     if (!last_chunk)
         return; /* the whole work-group: last_chunk is the launch's */
 #endif
-    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    const ulong obase = o_off + (ulong)split * split_stride + b * (ulong)os0 + (ulong)h * (ulong)os1;
     FA_PRAGMA_UNROLL
     for (int mt = 0; mt < MT; mt++) {
         float inv[2];
@@ -379,11 +382,11 @@ void fa_forward(FA_FORWARD_PARAMS)
         for (int dt = 0; dt < DT; dt++) {
             int col = dt * 8 + 2 * t4;
             if (col < HEAD_DIM) {
-                if (row0 < seqlen_q)
-                    fa_store_pair(o, obase + (ulong)row0 * (ulong)os2 + col, col, acc[mt][dt].x * inv[0],
+                if (row0 < nrows)
+                    fa_store_pair(o, fa_qrow(obase, row0, seqlen_q, os1, os2) + col, col, acc[mt][dt].x * inv[0],
                                   acc[mt][dt].y * inv[0]);
-                if (row1 < seqlen_q)
-                    fa_store_pair(o, obase + (ulong)row1 * (ulong)os2 + col, col, acc[mt][dt].z * inv[1],
+                if (row1 < nrows)
+                    fa_store_pair(o, fa_qrow(obase, row1, seqlen_q, os1, os2) + col, col, acc[mt][dt].z * inv[1],
                                   acc[mt][dt].w * inv[1]);
             }
         }
@@ -391,8 +394,8 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int r = 0; r < 2; r++) {
                 const int row = row0 + 8 * r;
-                if (row < seqlen_q)
-                    lse[bh * (ulong)seqlen_q + (ulong)row] = fa_row_lse(m[mt][r], l[mt][r], scale);
+                if (row < nrows)
+                    lse[lse_base + (ulong)row] = fa_row_lse(m[mt][r], l[mt][r], scale);
             }
         }
     }

@@ -32,15 +32,18 @@
 #define NT (BLOCK_KV / 8)   /* n-tiles of S, k-steps of P V */
 #define DT (D_PAD / 8)      /* n-tiles of O */
 
-/* rows [first, first + count) of a [seq, D] view into a local tile of pitch `pitch`; zero padded */
-inline void fa_tf_load_tile(__local float *tile, int pitch, __global const float *src, ulong base, long row_stride,
+/* rows [first, first + count) into a local tile of pitch `pitch`, zero padded: keys of a K/V map
+ * (is_kv) or query rows of a head column (map.div = seqlen_q) */
+inline void fa_tf_load_tile(__local float *tile, int pitch, __global const float *src, fa_row_map map, int is_kv,
                             int first, int count, int limit, int lid)
 {
     for (int e = lid; e < count * CH; e += WG) {
         int r = e / CH, c = e % CH;
         float4 x = (float4)(0.0f);
         if (first + r < limit && 4 * c < HEAD_DIM) {
-            __global const float *p = src + base + (ulong)(first + r) * (ulong)row_stride + 4 * c;
+            __global const float *p = src + 4 * c +
+                                      (is_kv ? fa_kv_row(map, first + r)
+                                             : fa_qrow(map.base, first + r, map.div, map.outer, map.stride));
 #if defined(FA_ALIGNED16) && HEAD_DIM % 4 == 0
             x = *(__global const float4 *)p;
 #else
@@ -57,13 +60,13 @@ inline void fa_tf_load_tile(__local float *tile, int pitch, __global const float
 #if defined(FA_ALIGNED16) && HEAD_DIM % 4 == 0
 #define FA_ASYNC 1
 #define NBUF 2
-inline void fa_tf_load_tile_async(__local float *tile, int pitch, __global const float *src, ulong base,
-                                  long row_stride, int first, int limit, int lid)
+inline void fa_tf_load_tile_async(__local float *tile, int pitch, __global const float *src, fa_row_map map,
+                                  int first, int limit, int lid)
 {
     for (int e = lid; e < BLOCK_KV * CH; e += WG) {
         int r = e / CH, c = e % CH;
         int valid = first + r < limit && 4 * c < HEAD_DIM;
-        __global const float *p = src + base + (valid ? (ulong)(first + r) * (ulong)row_stride + 4 * c : 0);
+        __global const float *p = src + (valid ? fa_kv_row(map, first + r) + 4 * c : map.base);
         fa_cp_async16((__local ushort *)(tile + r * pitch + 4 * c), (__global const ushort *)p, valid);
     }
     fa_cp_async_commit();
@@ -110,11 +113,14 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int warp = lid / 32, lane = lid % 32;
     const int g = lane / 4, t4 = lane % 4;
     FA_BLOCK_COORDS
-    const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
-    const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;
     const int wrow = warp * 16;
 
-    fa_tf_load_tile(q_s, QP, q, q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1, qs2, q0, BLOCK_Q, seqlen_q, lid);
+    fa_row_map qmap = kmap;
+    qmap.base = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
+    qmap.stride = qs2;
+    qmap.outer = qs1;
+    qmap.div = seqlen_q;
+    fa_tf_load_tile(q_s, QP, q, qmap, 0, q0, BLOCK_Q, nrows, lid);
 
     const int row0 = q0 + wrow + g, row1 = row0 + 8;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
@@ -123,24 +129,18 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int dt = 0; dt < DT; dt++)
         acc[dt] = (float4)(0.0f);
 
-    int blk_lo, blk_hi, unused;
-    fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &unused);
-    fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &unused, &blk_hi);
-#ifdef FA_KV_CHUNKED
-    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys */
-    blk_hi = min(blk_hi, kv_end);
-#endif
+    int blk_lo, blk_hi, unused, unused2;
+    FA_ROWS_SPAN(q0, q0 + BLOCK_Q - 1, &blk_lo, &unused, &unused2, &blk_hi);
+    FA_CLIP_KEYS(blk_lo, blk_hi);
     int clean_lo = 0, clean_hi = 0; /* keys every row of this warp sees */
-    if (q0 + wrow + 16 <= seqlen_q) {
-        fa_row_range(q0 + wrow + 15, seqlen_q, seqlen_k, win_left, win_right, &clean_lo, &unused);
-        fa_row_range(q0 + wrow, seqlen_q, seqlen_k, win_left, win_right, &unused, &clean_hi);
-    }
+    if (q0 + wrow + 16 <= nrows)
+        FA_ROWS_SPAN(q0 + wrow, q0 + wrow + 15, &unused, &clean_hi, &clean_lo, &unused2);
 
     const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
 #ifdef FA_ASYNC
     if (kv_first < blk_hi) {
-        fa_tf_load_tile_async(k_s, QP, k, kbase, ks2, kv_first, seqlen_k, lid);
-        fa_tf_load_tile_async(v_s, VP, v, vbase, vs2, kv_first, seqlen_k, lid);
+        fa_tf_load_tile_async(k_s, QP, k, kmap, kv_first, seqlen_k, lid);
+        fa_tf_load_tile_async(v_s, VP, v, vmap, kv_first, seqlen_k, lid);
     }
 #endif
     for (int kv0 = kv_first, it = 0; kv0 < blk_hi; kv0 += BLOCK_KV, it++) {
@@ -149,14 +149,14 @@ void fa_forward(FA_FORWARD_PARAMS)
         fa_cp_async_wait_all();
         barrier(CLK_LOCAL_MEM_FENCE); /* this block (and Q) is in; every warp is done with the other buffer */
         if (kv0 + BLOCK_KV < blk_hi) {
-            fa_tf_load_tile_async(k_s + ((it + 1) & 1) * KT, QP, k, kbase, ks2, kv0 + BLOCK_KV, seqlen_k, lid);
-            fa_tf_load_tile_async(v_s + ((it + 1) & 1) * VT, VP, v, vbase, vs2, kv0 + BLOCK_KV, seqlen_k, lid);
+            fa_tf_load_tile_async(k_s + ((it + 1) & 1) * KT, QP, k, kmap, kv0 + BLOCK_KV, seqlen_k, lid);
+            fa_tf_load_tile_async(v_s + ((it + 1) & 1) * VT, VP, v, vmap, kv0 + BLOCK_KV, seqlen_k, lid);
         }
 #else
         __local const float *kc = k_s, *vc = v_s;
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's K and V are consumed */
-        fa_tf_load_tile(k_s, QP, k, kbase, ks2, kv0, BLOCK_KV, seqlen_k, lid);
-        fa_tf_load_tile(v_s, VP, v, vbase, vs2, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_tf_load_tile(k_s, QP, k, kmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_tf_load_tile(v_s, VP, v, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
@@ -190,8 +190,8 @@ void fa_forward(FA_FORWARD_PARAMS)
          * scale goes into the exponent with the difference: 2^((s - m) c), see cl/fa_forward.cl) */
         if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
             int lo0, hi0, lo1, hi1;
-            fa_row_range(row0, seqlen_q, seqlen_k, win_left, win_right, &lo0, &hi0);
-            fa_row_range(row1, seqlen_q, seqlen_k, win_left, win_right, &lo1, &hi1);
+            FA_ROW_RANGE(row0, &lo0, &hi0);
+            FA_ROW_RANGE(row1, &lo1, &hi1);
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NT; nt++) {
                 int key = kv0 + nt * 8 + 2 * t4;
@@ -258,7 +258,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     /* merge with the earlier chunks (this lane's elements and partial sums); every launch but the
      * last leaves them for the next */
     {
-        const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k;
+        const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
         const float2 f0 = fa_chunk_merge(FA_CHUNK_SLOT(0), first_chunk, &m0, &l0, scale_log2);
         const float2 f1 = fa_chunk_merge(FA_CHUNK_SLOT(1), first_chunk, &m1, &l1, scale_log2);
         FA_PRAGMA_UNROLL /* constant indices: a run-time one would put the accumulators in memory */
@@ -268,7 +268,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int e = 0; e < 4; e++) {
                 const int row = e < 2 ? row0 : row1, cc = col + (e & 1);
-                if (row < seqlen_q && cc < HEAD_DIM) {
+                if (row < nrows && cc < HEAD_DIM) {
                     x[e] = FA_CHUNK_GET(row, cc, first_chunk, e < 2 ? f0 : f1, x[e]);
                     if (!last_chunk)
                         *FA_CHUNK_O(row, cc) = x[e];
@@ -288,21 +288,23 @@ void fa_forward(FA_FORWARD_PARAMS)
     l1 += fa_shfl_xor(l1, 1 FA_EMU_ARG);
     l1 += fa_shfl_xor(l1, 2 FA_EMU_ARG);
     const float inv0 = (l0 == 0.0f) ? 0.0f : 1.0f / l0, inv1 = (l1 == 0.0f) ? 0.0f : 1.0f / l1;
-    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    const ulong obase = o_off + (ulong)split * split_stride + b * (ulong)os0 + (ulong)h * (ulong)os1;
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++) {
         const int col = dt * 8 + 2 * t4;
         if (col < HEAD_DIM) {
-            if (row0 < seqlen_q)
-                fa_store_two(o, obase + (ulong)row0 * (ulong)os2 + col, col, acc[dt].x * inv0, acc[dt].y * inv0);
-            if (row1 < seqlen_q)
-                fa_store_two(o, obase + (ulong)row1 * (ulong)os2 + col, col, acc[dt].z * inv1, acc[dt].w * inv1);
+            if (row0 < nrows)
+                fa_store_two(o, fa_qrow(obase, row0, seqlen_q, os1, os2) + col, col, acc[dt].x * inv0,
+                             acc[dt].y * inv0);
+            if (row1 < nrows)
+                fa_store_two(o, fa_qrow(obase, row1, seqlen_q, os1, os2) + col, col, acc[dt].z * inv1,
+                             acc[dt].w * inv1);
         }
     }
     if (has_lse && t4 == 0) {
-        if (row0 < seqlen_q)
-            lse[bh * (ulong)seqlen_q + (ulong)row0] = fa_row_lse(m0, l0, scale);
-        if (row1 < seqlen_q)
-            lse[bh * (ulong)seqlen_q + (ulong)row1] = fa_row_lse(m1, l1, scale);
+        if (row0 < nrows)
+            lse[lse_base + (ulong)row0] = fa_row_lse(m0, l0, scale);
+        if (row1 < nrows)
+            lse[lse_base + (ulong)row1] = fa_row_lse(m1, l1, scale);
     }
 }

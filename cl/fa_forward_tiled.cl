@@ -32,15 +32,17 @@
 #define FA_PV_UNROLL 4
 #endif
 
-/* rows (or keys) [first, first + count) of a [seq, D] view into a padded local tile; zero past `limit` */
-inline void fa_load_rows(__local float4 *tile, __global const fa_store_t *src, ulong base, long row_stride,
-                         int first, int count, int limit, int lid)
+/* rows [first, first + count) into a padded local tile, zero past `limit`: keys of a K/V map
+ * (is_kv) or query rows of a head column (map.div = seqlen_q) */
+inline void fa_load_rows(__local float4 *tile, __global const fa_store_t *src, fa_row_map map, int is_kv, int first,
+                         int count, int limit, int lid)
 {
     for (int e = lid; e < count * D4; e += WG) {
         int j = e / D4, c = e % D4;
         float4 x = (float4)(0.0f);
         if (first + j < limit)
-            x = fa_load_chunk(src, base + (ulong)(first + j) * (ulong)row_stride, c);
+            x = fa_load_chunk(src, is_kv ? fa_kv_row(map, first + j)
+                                         : fa_qrow(map.base, first + j, map.div, map.outer, map.stride), c);
         tile[j * ROW4 + c] = x;
     }
 }
@@ -76,10 +78,12 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int lid = (int)get_local_id(0);
     const int tx = lid % NX, ty = lid / NX;
     FA_BLOCK_COORDS
-    const ulong kbase = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1;
-    const ulong vbase = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1;
-
-    fa_load_rows(q_tile, q, q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1, qs2, q0, BLOCK_Q, seqlen_q, lid);
+    fa_row_map qmap = kmap;
+    qmap.base = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
+    qmap.stride = qs2;
+    qmap.outer = qs1;
+    qmap.div = seqlen_q;
+    fa_load_rows(q_tile, q, qmap, 0, q0, BLOCK_Q, nrows, lid);
 
     float4 acc[TM][OC];
     float m[TM], l[TM];
@@ -88,23 +92,19 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int i = 0; i < TM; i++) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
-        fa_row_range(q0 + ty * TM + i, seqlen_q, seqlen_k, win_left, win_right, &lo[i], &hi[i]);
+        FA_ROW_RANGE(q0 + ty * TM + i, &lo[i], &hi[i]);
         FA_PRAGMA_UNROLL
         for (int c = 0; c < OC; c++)
             acc[i][c] = (float4)(0.0f);
     }
     /* keys any row of the block sees, and [last_lo, first_hi): keys every row sees */
     int blk_lo, blk_hi, first_hi, last_lo;
-    fa_row_range(q0, seqlen_q, seqlen_k, win_left, win_right, &blk_lo, &first_hi);
-    fa_row_range(min(q0 + BLOCK_Q, seqlen_q) - 1, seqlen_q, seqlen_k, win_left, win_right, &last_lo, &blk_hi);
-#ifdef FA_KV_CHUNKED
-    blk_lo = max(blk_lo, kv_begin); /* this launch's chunk of keys */
-    blk_hi = min(blk_hi, kv_end);
-#endif
+    FA_ROWS_SPAN(q0, q0 + BLOCK_Q - 1, &blk_lo, &first_hi, &last_lo, &blk_hi);
+    FA_CLIP_KEYS(blk_lo, blk_hi);
 
     for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
         barrier(CLK_LOCAL_MEM_FENCE); /* previous V (and the Q load, first time) done */
-        fa_load_rows(kv_tile, k, kbase, ks2, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_rows(kv_tile, k, kmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* S = Q K^T for the TM x TN tile, 4 head_dim elements at a time */
@@ -175,7 +175,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                 acc[i][c] *= delta;
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* K, the maxima and P are all consumed / published */
-        fa_load_rows(kv_tile, v, vbase, vs2, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_rows(kv_tile, v, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* O += P V for TM rows x OC chunks. A block every row sees fully takes the plain loop;
@@ -196,7 +196,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #ifdef FA_KV_CHUNKED
     /* merge with the earlier chunks (this work-item's partial sums and chunks of O); every launch
      * but the last leaves them for the next */
-    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k;
+    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {
         const int row = q0 + ty * TM + i;
@@ -207,7 +207,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
             FA_PRAGMA_UNROLL
             for (int e = 0; e < 4; e++)
-                if (row < seqlen_q && chunk < D4 && 4 * chunk + e < HEAD_DIM) {
+                if (row < nrows && chunk < D4 && 4 * chunk + e < HEAD_DIM) {
                     x[e] = FA_CHUNK_GET(row, 4 * chunk + e, first_chunk, f, x[e]);
                     if (!last_chunk)
                         *FA_CHUNK_O(row, 4 * chunk + e) = x[e];
@@ -226,7 +226,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int i = 0; i < TM; i++)
         xchg[tx * PT_PITCH + ty * TM + i] = l[i];
     barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong obase = o_off + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    const ulong obase = o_off + (ulong)split * split_stride + b * (ulong)os0 + (ulong)h * (ulong)os1;
     barrier(CLK_LOCAL_MEM_FENCE);
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {
@@ -235,10 +235,10 @@ void fa_forward(FA_FORWARD_PARAMS)
         for (int x = 0; x < NX; x++)
             total += xchg[x * PT_PITCH + ty * TM + i];
         int row = q0 + ty * TM + i;
-        if (row >= seqlen_q)
+        if (row >= nrows)
             continue;
         float inv = (total == 0.0f) ? 0.0f : 1.0f / total;
-        ulong rbase = obase + (ulong)row * (ulong)os2;
+        ulong rbase = fa_qrow(obase, row, seqlen_q, os1, os2);
         FA_PRAGMA_UNROLL
         for (int c = 0; c < OC; c++) {
             int chunk = tx + NX * c;
@@ -246,6 +246,6 @@ void fa_forward(FA_FORWARD_PARAMS)
                 fa_store_chunk(o, rbase, chunk, acc[i][c] * inv);
         }
         if (has_lse && tx == 0)
-            lse[bh * (ulong)seqlen_q + (ulong)row] = fa_row_lse(m[i], total, scale);
+            lse[lse_base + (ulong)row] = fa_row_lse(m[i], total, scale);
     }
 }

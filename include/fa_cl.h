@@ -99,7 +99,7 @@ extern "C" {
 
 /**
  * Version of this header. ABI policy: before 1.0 a minor release may change the API and the ABI,
- * and the shared library's SONAME carries major and minor (libfa_cl.so.0.2); from 1.0 the SONAME
+ * and the shared library's SONAME carries major and minor (libfa_cl.so.0.3); from 1.0 the SONAME
  * carries the major only and, within a major, nothing is removed or renumbered.
  *
  * The extension rule (how new features arrive without breaking callers): every struct a caller
@@ -112,11 +112,11 @@ extern "C" {
  * instead of longer positional lists; the positional functions of 0.1 stay.
  */
 #define FA_CL_VERSION_MAJOR 0
-#define FA_CL_VERSION_MINOR 2 /**< see FA_CL_VERSION_MAJOR */
+#define FA_CL_VERSION_MINOR 3 /**< see FA_CL_VERSION_MAJOR */
 #define FA_CL_VERSION_PATCH 0 /**< see FA_CL_VERSION_MAJOR */
-#define FA_CL_VERSION_STRING "0.2.0" /**< the three numbers above as text */
+#define FA_CL_VERSION_STRING "0.3.0" /**< the three numbers above as text */
 
-/** The version of the library actually loaded ("0.2.0"), which may differ from the header's
+/** The version of the library actually loaded ("0.3.0"), which may differ from the header's
  *  FA_CL_VERSION_STRING when an application runs against another build. Static storage; thread-safe. */
 FA_CL_API const char *fa_cl_version(void);
 
@@ -278,7 +278,45 @@ typedef struct fa_cl_attention_desc {
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3]; /**< elements, [batch, head, seq]; all 0 = contiguous;
                                                                      never negative; o's rows must not overlap */
     size_t q_offset, k_offset, v_offset, o_offset;              /**< elements from the buffer's start */
+    /* ---- 0.3, serving (see "Serving" below); every field 0 = off ---- */
+    int64_t page_size;     /**< > 0: K and V live in pages of this many keys (a multiple of 16) */
+    int64_t num_pages;     /**< pages in the K pool (and in the V pool); with page_size */
+    int64_t pages_per_seq; /**< columns of the block table; seqlen_k <= pages_per_seq * page_size */
+    int kv_seqlens;        /**< nonzero: fa_cl_forward_args.cache_seqlens gives each sequence's key count */
 } fa_cl_attention_desc;
+
+/**
+ * Serving (0.3): decoding against a KV cache. All of it is off in a descriptor from
+ * fa_cl_attention_desc_init; each piece may be used alone or with the others, with every mask,
+ * GQA, dtype and kernel.
+ *
+ *  - Per-sequence KV lengths (desc.kv_seqlens != 0): seqlen_k is the cache's capacity and
+ *    args.cache_seqlens a device buffer of int32 [batch]: sequence b attends to keys
+ *    0 .. cache_seqlens[b] - 1 only. Causal masks and windows align to each sequence's own length
+ *    (key j visible to query i iff j <= i + cache_seqlens[b] - seqlen_q, bottom-right). The lengths
+ *    are data: changing them needs no new plan. Bad data, safe by construction: a length below 0
+ *    counts as 0 (the rows see no key: o = 0, LSE -inf), one above seqlen_k as seqlen_k; nothing
+ *    outside the views is ever read or written.
+ *  - Paged K/V (desc.page_size > 0): k and v are pools of num_pages pages of page_size keys;
+ *    k_stride/v_stride are then {page, head, slot-in-page} (all 0: contiguous
+ *    [num_pages, page_size, heads_kv, head_dim], FlashAttention's and vLLM's layout) and
+ *    k_offset/v_offset where the pool starts. args.block_table is a device buffer of int32
+ *    [batch, pages_per_seq]: key j of sequence b lives in slot j % page_size of page
+ *    block_table[b * pages_per_seq + j / page_size]. Pages may come in any order and be shared
+ *    between sequences. Bad data, safe by construction: an entry outside [0, num_pages) is clamped
+ *    into it (the key is read from page 0 or num_pages - 1, whatever that holds); only entries of
+ *    pages a sequence's keys reach are read.
+ *  - Split-KV (chosen by the planner, FA_CL_SPLITS=n forces n): where one work-group per query
+ *    block would leave the device under-filled (decoding), each row's keys are cut into n chunks
+ *    computed in parallel; their partial O (fp32) and LSE go to scratch the plan owns and a second
+ *    kernel merges them by LSE in a fixed order (deterministic run to run, within the same
+ *    tolerances). fa_cl_plan_info.splits says n and scratch_bytes the scratch.
+ *  - GQA packing (chosen by the planner): where seqlen_q is small, one work-group takes all
+ *    heads_q / heads_kv query heads of a KV head, so each K/V element is read once per KV head;
+ *    fa_cl_plan_info.gqa_pack says how many query heads share a work-group.
+ * The unfused reference (fa_cl_reference_forward) takes neither per-sequence lengths nor pages
+ * (FA_CL_ERROR_UNSUPPORTED).
+ */
 
 /**
  * Fill desc for contiguous [B, H, S, D] tensors: struct_size = struct_size, heads_kv = heads, no
@@ -319,8 +357,11 @@ typedef struct fa_cl_plan_info {
     size_t local_mem_budget; /**< bytes the planner had (device limit, or cache size on CPUs, or the env cap) */
     const char *kernel;      /**< the kernel family, as FA_CL_KERNEL_VARIANT and `fa_cl_info --kernels` name it:
                                   "portable", "portable-tiled", "nvidia-mma", "nvidia-tf32x3"; static storage */
-    int launches;            /**< kernel launches per call (long rows run one per chunk of keys) */
+    int launches;            /**< kernel launches per call (long rows run one per chunk of keys; split-KV adds
+                                  the combine) */
     size_t scratch_bytes;    /**< device memory the plan holds for itself (0 for most plans) */
+    int splits;              /**< 0.3: split-KV chunks each row's keys are computed in (1 = not split) */
+    int gqa_pack;            /**< 0.3: query heads one work-group takes together (1 = not packed) */
 } fa_cl_plan_info;
 
 /** Opaque: a compiled, validated launch for one descriptor. Only plan creation compiles kernels;
@@ -368,13 +409,15 @@ typedef struct fa_cl_forward_args {
     cl_uint num_wait;       /**< OpenCL's rule: wait is NULL iff num_wait is 0 */
     const cl_event *wait;   /**< events to wait for */
     cl_event *done;         /**< if not NULL, receives an event for the call's work (the caller releases it) */
+    cl_mem cache_seqlens;   /**< 0.3: int32 [batch], each sequence's key count; required iff desc.kv_seqlens */
+    cl_mem block_table;     /**< 0.3: int32 [batch, pages_per_seq]; required iff desc.page_size > 0 */
 } fa_cl_forward_args;
 
 /** Zero every field of args and set struct_size to this header's sizeof. */
 static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
-        const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL};
+        const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }

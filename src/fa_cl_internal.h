@@ -86,6 +86,8 @@ typedef struct fa_cl_env {
     size_t local_mem_override; /* FA_CL_LOCAL_MEM_OVERRIDE (experiments), 0 = none */
     int tile_q, tile_kv, tile_rows, tile_cols; /* FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]], 0 = none */
     int chunk_keys;           /* FA_CL_KV_CHUNK (tests): every plan sums keys in chunks of n (whole blocks) */
+    int splits;               /* FA_CL_SPLITS: split-KV chunks of every plan, 0 = the planner's */
+    int gqa_pack;             /* FA_CL_GQA_PACK: -1 = off (0), 1 = on wherever heads share a kv head, 0 = planner's */
     char kernel_dir[1024];    /* FA_CL_KERNEL_DIR, "" = embedded sources */
     char build_options[1024]; /* FA_CL_BUILD_OPTIONS */
     int print_build_log;      /* FA_CL_DEBUG_BUILD_LOG: print every build log to stderr (tuning) */
@@ -223,7 +225,7 @@ void fa_cl__reference_release(fa_cl_context *ctx);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
-#define FA_CL_DESC_KEY_WORDS 27
+#define FA_CL_DESC_KEY_WORDS 31
 
 /* A descriptor checked and normalised once (desc.c): strides explicit, every extent computed, and
  * what the planner, the kernels' arguments, the plan cache and the reference take from it. */
@@ -238,6 +240,7 @@ typedef struct fa_cl_views {
     size_t elem_size;       /* bytes per element of q, k, v, o */
     /* bytes each buffer must hold: (offset + max index + 1) * elem_size */
     uint64_t q_bytes, k_bytes, v_bytes, o_bytes, lse_bytes;
+    uint64_t seqlens_bytes, table_bytes; /* args.cache_seqlens and args.block_table; 0 = not used */
     /* byte ranges [begin, end) each view touches, for overlap checks */
     uint64_t q_begin, k_begin, v_begin, o_begin;
     uint64_t key[FA_CL_DESC_KEY_WORDS]; /* every plan-changing field in a fixed order: compared bytewise */
@@ -263,6 +266,11 @@ int fa_cl__rows_aligned16(const fa_cl_attention_desc *d);
  * o not overlapping q/k/v, lse large enough if given. Records the message on ctx. */
 fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem q, cl_mem k, cl_mem v_mem,
                                   cl_mem o, cl_mem lse);
+
+/* Check the serving buffers of a call (args.cache_seqlens, args.block_table) against the views:
+ * given iff the descriptor uses them, large enough, not overlapping o or lse. */
+fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem seqlens, cl_mem table,
+                                          cl_mem o, cl_mem lse);
 
 /* Check num_wait / wait consistency (OpenCL's rule: NULL list iff count 0). */
 fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const cl_event *wait);

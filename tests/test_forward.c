@@ -115,11 +115,30 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     char vmsg[256];
     if (fa_cl__desc_resolve(desc, &views, vmsg, sizeof vmsg) != FA_CL_SUCCESS)
         return "the descriptor of an accepted plan does not resolve";
-    fa_cl_tile_request req = {(int)c->D, c->dtype, c->Sq, c->Sk, views.aligned16, views.row_keys};
+    /* GQA packing: every query head of a kv head in one work-group where seqlen_q < 64
+     * (FA_CL_GQA_PACK=0 never, =1 always) */
+    const char *pack_env = getenv("FA_CL_GQA_PACK");
+    const int64_t group = c->Hq / c->Hkv;
+    const int pack = group > 1 && !(pack_env && strcmp(pack_env, "0") == 0) &&
+                             ((pack_env && strcmp(pack_env, "1") == 0) || c->Sq < 64)
+                         ? (int)group
+                         : 1;
+    if (in->gqa_pack != pack) {
+        snprintf(why, sizeof why, "plan info: gqa_pack %d, expected %d", in->gqa_pack, pack);
+        return why;
+    }
+    fa_cl_tile_request req = {(int)c->D, c->dtype, pack * c->Sq, c->Sk, views.aligned16, views.row_keys};
     fa_cl_tiles t;
     char msg[256];
     if (fa_cl_plan_tiles(&dev_limits, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
         return "the planner refuses what the plan accepted";
+    const char *splits_env = getenv("FA_CL_SPLITS");
+    if (splits_env && *splits_env && atoi(splits_env) > 1 && in->splits < atoi(splits_env)) {
+        snprintf(why, sizeof why, "plan info: %d splits, FA_CL_SPLITS=%s not honoured", in->splits, splits_env);
+        return why;
+    }
+    if (in->splits > 1) /* split-KV: no chunked launches, one forward and the combine */
+        t.chunk_keys = 0;
     /* the library may re-plan for a smaller work-group the compiled kernel reports */
     /* the tensor-core plan reports the compiled kernel's local memory (double-buffered copies) */
     int same = in->block_q == t.block_q && in->block_kv == t.block_kv && in->work_group_size == t.work_group_size &&
@@ -127,8 +146,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
                (in->local_mem_bytes == t.local_mem_bytes || tensor_cores) &&
                strcmp(in->kernel, t.kernel) == 0;
     /* one launch, or one per chunk of keys (FA_CL_KV_CHUNK, long rows) with scratch of its own */
-    const int launches = t.chunk_keys > 0 ? (int)((c->Sk + t.chunk_keys - 1) / t.chunk_keys) : 1;
-    if (in->launches != launches || (in->scratch_bytes > 0) != (t.chunk_keys > 0)) {
+    const int launches = in->splits > 1 ? 2 : t.chunk_keys > 0 ? (int)((c->Sk + t.chunk_keys - 1) / t.chunk_keys) : 1;
+    if (in->launches != launches || (in->scratch_bytes > 0) != (t.chunk_keys > 0 || in->splits > 1)) {
         snprintf(why, sizeof why, "plan info: %d launches and %zu scratch bytes, the planner's chunks of %d keys want "
                  "%d launches and %s scratch", in->launches, in->scratch_bytes, t.chunk_keys, launches,
                  t.chunk_keys > 0 ? "some" : "no");

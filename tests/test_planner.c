@@ -724,9 +724,10 @@ int main(void)
         lim.max_work_group = 1024;
         lim.prefer_tiled = 1;
         lim.nv_mma = 1;
-        const int64_t sq[2] = {16, 65};
-        const int want_br[2] = {64, 128}, want_wr[2] = {16, 32};
-        for (int i = 0; i < 2; i++) {
+        /* decoding rows (up to 32): two warps of 16; up to 64: 64 x 64 x 16; beyond, 128 x 64 x 32 */
+        const int64_t sq[4] = {4, 32, 33, 65};
+        const int want_br[4] = {32, 32, 64, 128}, want_wr[4] = {16, 16, 16, 32};
+        for (int i = 0; i < 4; i++) {
             fa_cl_tile_request req = {128, FA_CL_F16, sq[i], 1 << 20, 1, 0};
             fa_cl_tiles t;
             char msg[256] = "";

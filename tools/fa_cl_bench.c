@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* fa_cl_bench: the fused forward against the CLBlast reference, timed with OpenCL profiling events.
  *
- * Per row: median/min ms, TFLOP/s (4 * B * Hq * visible pairs * d), speed-up over the reference,
- * extra device memory of each path, max error vs the reference, and the plan with its creation time
- * (compiled from source, or loaded from the on-disk program cache). --plan-timing times only plan
+ * Per row: median/min ms, TFLOP/s (4 * B * Hq * visible pairs * d), K/V TB/s (the K and V bytes the
+ * call must read), speed-up over the reference, extra device memory of each path, max error vs the
+ * reference, and the plan (tile, kernel, split-KV chunks, GQA packing) with its creation time
+ * (compiled from source, or loaded from the on-disk program cache). Serving shapes (0.3): per-sequence
+ * KV lengths (--cache-seqlens) and paged K/V (--page-size), run through fa_cl_attention_run; the
+ * reference takes neither, so those rows have no reference columns. --plan-timing times only plan
  * creation: run it twice to see a cold and a warm (second-process) start.
  * Run with --help for the options. */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
@@ -29,14 +32,18 @@ typedef struct shape {
     fa_cl_dtype dtype;
     int causal;
     int64_t wl, wr;
+    int64_t page_size;   /* > 0: K/V in a paged pool (sk is then each sequence's capacity) */
+    const int64_t *lens; /* nlens > 0: per-sequence KV lengths, sequence b takes lens[b % nlens] */
+    int nlens;
 } shape;
 
 typedef struct options {
     shape one;
-    const char *suite; /* NULL, "full" or "tiny" */
+    const char *suite; /* NULL, "full", "tiny" or "decode" */
     const char *json;
     const char *device; /* --device: FA_CL_DEVICE for this process */
     int check, reps, warmup, no_reference, lse, plan_timing;
+    int64_t *lens; /* --cache-seqlens (one.lens points here); freed by main */
 } options;
 
 typedef struct row {
@@ -45,6 +52,7 @@ typedef struct row {
     double plan_ms;                 /* fa_cl_plan_create, wall clock */
     unsigned plan_built, plan_loaded; /* programs it compiled / loaded from the disk cache */
     double flops;
+    double kv_bytes; /* K and V bytes the call must read (work()) */
     double fused_med, fused_min, ref_med, ref_min; /* ms; ref < 0: not run */
     size_t fused_extra, ref_extra;
     double max_err;
@@ -94,21 +102,57 @@ static int fill(cl_command_queue q, cl_kernel k, cl_mem m, size_t bytes, unsigne
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
-static double visible_pairs(const shape *s)
+/* Sequence b's key count: its --cache-seqlens value, else seqlen_k. */
+static int64_t seq_keys(const shape *s, int64_t b)
 {
-    int64_t wl = s->wl < 0 ? s->sq + s->sk : s->wl, wr = s->wr < 0 ? s->sq + s->sk : s->wr;
+    return s->nlens > 0 ? s->lens[b % s->nlens] : s->sk;
+}
+
+/* For one sequence of sk keys: the (query, key) pairs the mask leaves visible, and how many keys
+ * at least one query row sees (rows' ranges shift by one key a row, so together they are one range). */
+static void visible(const shape *s, int64_t sk, double *pairs, int64_t *keys)
+{
+    int64_t wl = s->wl < 0 ? s->sq + sk : s->wl, wr = s->wr < 0 ? s->sq + sk : s->wr;
     if (s->causal && wr > 0)
         wr = 0;
-    double pairs = 0;
+    int64_t first = -1, last = -1;
+    *pairs = 0;
     for (int64_t i = 0; i < s->sq; i++) {
-        int64_t diag = i + s->sk - s->sq;
+        int64_t diag = i + sk - s->sq;
         int64_t lo = diag - wl, hi = diag + wr + 1;
-        lo = lo < 0 ? 0 : lo > s->sk ? s->sk : lo;
-        hi = hi < 0 ? 0 : hi > s->sk ? s->sk : hi;
-        if (hi > lo)
-            pairs += (double)(hi - lo);
+        lo = lo < 0 ? 0 : lo > sk ? sk : lo;
+        hi = hi < 0 ? 0 : hi > sk ? sk : hi;
+        if (hi > lo) {
+            *pairs += (double)(hi - lo);
+            if (first < 0)
+                first = lo;
+            last = hi;
+        }
     }
-    return pairs;
+    *keys = first < 0 ? 0 : last - first;
+}
+
+/* FLOPs (4 * Hq * pairs * d) and K/V bytes (2 * Hkv * keys * d * element size), summed over the
+ * sequences, each with its own length. */
+static void work(const shape *s, double *flops, double *kv_bytes)
+{
+    double es = s->dtype == FA_CL_F32 ? 4 : 2;
+    /* sequences b and b + nlens have the same length: each distinct one computed, times its count */
+    int64_t period = s->nlens > 0 ? s->nlens : 1;
+    *flops = *kv_bytes = 0;
+    for (int64_t i = 0; i < period && i < s->b; i++) {
+        double pairs, count = (double)((s->b - i + period - 1) / period);
+        int64_t keys;
+        visible(s, seq_keys(s, i), &pairs, &keys);
+        *flops += 4.0 * count * (double)s->h * pairs * (double)s->d;
+        *kv_bytes += 2.0 * count * (double)s->hkv * (double)keys * (double)s->d * es;
+    }
+}
+
+/* Pages per sequence of a paged shape: ceil(seqlen_k / page_size); 0 when not paged. */
+static int64_t pages_per_seq(const shape *s)
+{
+    return s->page_size > 0 ? (s->sk + s->page_size - 1) / s->page_size : 0;
 }
 
 static float to_float(const void *p, size_t i, fa_cl_dtype t)
@@ -162,6 +206,19 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
     d->causal = s->causal;
     d->window_left = s->wl;
     d->window_right = s->wr;
+    if (s->page_size > 0) {
+        /* every sequence owns its capacity's pages; strides stay 0 (contiguous pool) */
+        d->page_size = s->page_size;
+        d->pages_per_seq = pages_per_seq(s);
+        d->num_pages = s->b * d->pages_per_seq;
+    }
+    d->kv_seqlens = s->nlens > 0;
+}
+
+/* A serving shape: the positional calls and the reference cannot run it. */
+static int serving(const shape *s)
+{
+    return s->page_size > 0 || s->nlens > 0;
 }
 
 /* The context's program stats, read under its lock (plan creation updates them under it). */
@@ -194,12 +251,18 @@ static const char *plan_source(const row *r)
 
 /* ---- one row -------------------------------------------------------------------------------- */
 
-typedef fa_cl_status (*forward_fn)(fa_cl_context *, const fa_cl_attention_desc *, cl_mem, cl_mem, cl_mem, cl_mem,
-                                   cl_mem, cl_uint, const cl_event *, cl_event *);
+/* fa_cl_attention_run's signature: the fused path is that call, the reference a wrapper */
+typedef fa_cl_status (*run_fn)(fa_cl_context *, const fa_cl_attention_desc *, const fa_cl_forward_args *);
 
-/* Time `fn` over `reps` calls after `warmup`, rotating input sets; one event pair per call. */
-static int time_path(fa_cl_context *ctx, forward_fn fn, const fa_cl_attention_desc *d, cl_mem *q, cl_mem *k,
-                     cl_mem *v, int sets, cl_mem o, cl_mem lse, int warmup, int reps, double *med, double *mn,
+static fa_cl_status reference_run(fa_cl_context *ctx, const fa_cl_attention_desc *d, const fa_cl_forward_args *a)
+{
+    return fa_cl_reference_forward(ctx, d, a->q, a->k, a->v, a->o, a->lse, a->num_wait, a->wait, a->done);
+}
+
+/* Time `fn` over `reps` calls after `warmup`, rotating input sets (q/k/v; the rest of `base` is
+ * shared); one event pair per call. */
+static int time_path(fa_cl_context *ctx, run_fn fn, const fa_cl_attention_desc *d, const fa_cl_forward_args *base,
+                     cl_mem *q, cl_mem *k, cl_mem *v, int sets, int warmup, int reps, double *med, double *mn,
                      char *note, size_t note_size)
 {
     cl_command_queue queue = fa_cl_context_queue(ctx);
@@ -214,7 +277,9 @@ static int time_path(fa_cl_context *ctx, forward_fn fn, const fa_cl_attention_de
             free(t);
             return 0;
         }
-        fa_cl_status st = fn(ctx, d, q[s], k[s], v[s], o, lse, 0, NULL, &done);
+        fa_cl_forward_args a = *base;
+        a.q = q[s], a.k = k[s], a.v = v[s], a.done = &done;
+        fa_cl_status st = fn(ctx, d, &a);
         if (st != FA_CL_SUCCESS) {
             snprintf(note, note_size, "%s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
             clReleaseEvent(start);
@@ -234,6 +299,26 @@ static int time_path(fa_cl_context *ctx, forward_fn fn, const fa_cl_attention_de
     return 1;
 }
 
+/* The block table of a paged shape: sequence b's logical page j on physical page
+ * table[b * pages_per_seq + j], a fixed-seed shuffle of all pages (so no sequence's pages are in
+ * order, and every run gets the same table). NULL when out of host memory; the caller frees it. */
+static cl_int *shuffled_block_table(int64_t num_pages)
+{
+    cl_int *t = (cl_int *)malloc((size_t)num_pages * sizeof *t);
+    if (!t)
+        return NULL;
+    for (int64_t i = 0; i < num_pages; i++)
+        t[i] = (cl_int)i;
+    uint64_t x = 0x9e3779b97f4a7c15u; /* xorshift64: fixed seed */
+    for (int64_t i = num_pages - 1; i > 0; i--) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int64_t j = (int64_t)(x % (uint64_t)(i + 1));
+        cl_int tmp = t[i];
+        t[i] = t[j], t[j] = tmp;
+    }
+    return t;
+}
+
 static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, const shape *s, row *out)
 {
     memset(out, 0, sizeof *out);
@@ -244,7 +329,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     cl_command_queue queue = fa_cl_context_queue(ctx);
     fa_cl_attention_desc d;
     shape_desc(s, &d);
-    out->flops = 4.0 * (double)s->b * (double)s->h * visible_pairs(s) * (double)s->d;
+    work(s, &out->flops, &out->kv_bytes);
 
     fa_cl_plan *plan = NULL;
     fa_cl_status st = timed_plan(ctx, &d, &plan, out);
@@ -257,9 +342,11 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     fa_cl_plan_release(plan);
 
     size_t es = s->dtype == FA_CL_F32 ? 4 : 2;
+    /* K/V rows: batch * seqlen_k, or the pool's num_pages * page_size (the plan checked both fit int64) */
+    int64_t kv_rows = s->page_size > 0 ? d.num_pages * s->page_size : s->b * s->sk;
     /* the library checks extents in 64 bits; the products below must also fit a size_t */
     double need = (double)es * (double)s->d * fmax((double)s->b * (double)s->h * (double)s->sq,
-                                                    (double)s->b * (double)s->hkv * (double)s->sk);
+                                                    (double)kv_rows * (double)s->hkv);
     if (need > (double)(SIZE_MAX / 4)) {
         snprintf(out->note, sizeof out->note, "inputs of %.3g bytes: more than this host can address", need);
         out->failed = 1;
@@ -267,12 +354,15 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     }
     /* whole 32-bit words, so the fill kernel covers an odd element count too */
     size_t qbytes = ((size_t)(s->b * s->h * s->sq * s->d) * es + 3) & ~(size_t)3;
-    size_t kbytes = ((size_t)(s->b * s->hkv * s->sk * s->d) * es + 3) & ~(size_t)3;
+    size_t kbytes = ((size_t)(kv_rows * s->hkv * s->d) * es + 3) & ~(size_t)3;
     size_t lbytes = (size_t)(s->b * s->h * s->sq) * 4;
     /* rotate input sets while a set would sit in a 64 MiB cache */
     size_t set_bytes = qbytes + 2 * kbytes;
     int sets = set_bytes < ((size_t)64 << 20) ? 4 : 1;
     cl_mem q[4] = {0}, k[4] = {0}, v[4] = {0}, o = NULL, o_ref = NULL, lse = NULL, lse_ref = NULL;
+    cl_mem seqlens = NULL, table = NULL;
+    fa_cl_forward_args args, ref_args; /* the fused call's buffers, the reference's */
+    fa_cl_forward_args_init(&args);
     cl_int err = CL_SUCCESS;
     for (int i = 0; i < sets && err == CL_SUCCESS; i++) {
         q[i] = clCreateBuffer(c, CL_MEM_READ_WRITE, qbytes, NULL, &err);
@@ -284,6 +374,27 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
                                    fill(queue, filler, k[i], kbytes, 2 + 3 * i, s->dtype) &&
                                    fill(queue, filler, v[i], kbytes, 3 + 3 * i, s->dtype)))
             err = CL_OUT_OF_RESOURCES;
+    }
+    /* the serving inputs: one lengths buffer and one block table, shared by every input set */
+    if (err == CL_SUCCESS && s->nlens > 0) {
+        cl_int *lens = (cl_int *)malloc((size_t)s->b * sizeof *lens);
+        if (!lens)
+            err = CL_OUT_OF_HOST_MEMORY;
+        for (int64_t b = 0; lens && b < s->b; b++)
+            lens[b] = (cl_int)seq_keys(s, b);
+        if (lens)
+            seqlens = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)s->b * sizeof *lens, lens,
+                                     &err);
+        free(lens);
+    }
+    if (err == CL_SUCCESS && s->page_size > 0) {
+        cl_int *t = shuffled_block_table(d.num_pages);
+        if (!t)
+            err = CL_OUT_OF_HOST_MEMORY;
+        else
+            table = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)d.num_pages * sizeof *t, t,
+                                   &err);
+        free(t);
     }
     if (err == CL_SUCCESS)
         o = clCreateBuffer(c, CL_MEM_READ_WRITE, qbytes, NULL, &err);
@@ -297,13 +408,22 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
         goto cleanup;
     }
     out->fused_extra = opt->lse ? lbytes : 0;
-    if (!time_path(ctx, fa_cl_attention_forward, &d, q, k, v, sets, o, lse, opt->warmup, opt->reps, &out->fused_med,
+    args.o = o, args.lse = lse, args.cache_seqlens = seqlens, args.block_table = table;
+    if (!time_path(ctx, fa_cl_attention_run, &d, &args, q, k, v, sets, opt->warmup, opt->reps, &out->fused_med,
                    &out->fused_min, out->note, sizeof out->note)) {
         out->failed = 1;
         goto cleanup;
     }
     if (opt->no_reference)
         goto cleanup;
+    /* the reference is dense only (FA_CL_ERROR_UNSUPPORTED otherwise): no reference, no check */
+    if (serving(s)) {
+        snprintf(out->note, sizeof out->note, "no reference: fa_cl_reference_forward takes %s",
+                 s->page_size > 0 && s->nlens > 0 ? "neither paged K/V nor cache_seqlens"
+                 : s->page_size > 0              ? "no paged K/V"
+                                                 : "no cache_seqlens");
+        goto cleanup;
+    }
     out->ref_extra = fa_cl_reference_scratch_bytes(ctx, &d);
     o_ref = clCreateBuffer(c, CL_MEM_READ_WRITE, qbytes, NULL, &err);
     if (err == CL_SUCCESS && opt->lse)
@@ -312,9 +432,11 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
         snprintf(out->note, sizeof out->note, "reference skipped: output allocation failed");
         goto cleanup;
     }
+    ref_args = args;
+    ref_args.o = o_ref, ref_args.lse = lse_ref;
     /* the reference is slow: fewer repetitions, still >= 10 */
-    if (!time_path(ctx, fa_cl_reference_forward, &d, q, k, v, 1, o_ref, lse_ref, 1, opt->reps, &out->ref_med,
-                   &out->ref_min, out->note, sizeof out->note)) {
+    if (!time_path(ctx, reference_run, &d, &ref_args, q, k, v, 1, 1, opt->reps, &out->ref_med, &out->ref_min,
+                   out->note, sizeof out->note)) {
         char why[512];
         snprintf(why, sizeof why, "reference skipped: %s", out->note);
         snprintf(out->note, sizeof out->note, "%s", why);
@@ -322,7 +444,8 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
         goto cleanup;
     }
     /* compare the same inputs: set 0 through both paths */
-    if (fa_cl_attention_forward(ctx, &d, q[0], k[0], v[0], o, lse, 0, NULL, NULL) == FA_CL_SUCCESS) {
+    args.q = q[0], args.k = k[0], args.v = v[0];
+    if (fa_cl_attention_run(ctx, &d, &args) == FA_CL_SUCCESS) {
         void *hf = malloc(qbytes), *hr = malloc(qbytes);
         if (hf && hr && clEnqueueReadBuffer(queue, o, CL_TRUE, 0, qbytes, hf, 0, NULL, NULL) == CL_SUCCESS &&
             clEnqueueReadBuffer(queue, o_ref, CL_TRUE, 0, qbytes, hr, 0, NULL, NULL) == CL_SUCCESS) {
@@ -352,30 +475,59 @@ cleanup:
     if (o_ref) clReleaseMemObject(o_ref);
     if (lse) clReleaseMemObject(lse);
     if (lse_ref) clReleaseMemObject(lse_ref);
+    if (seqlens) clReleaseMemObject(seqlens);
+    if (table) clReleaseMemObject(table);
 }
 
 /* ---- output ------------------------------------------------------------------------------------ */
 
+/* The --cache-seqlens column: "-" (every sequence sees seqlen_k), L, or min..max over the batch. */
+static void lens_text(const shape *s, char *buf, size_t size)
+{
+    if (s->nlens <= 0) {
+        snprintf(buf, size, "-");
+        return;
+    }
+    int64_t lo = seq_keys(s, 0), hi = lo;
+    for (int64_t b = 1; b < s->b && b < s->nlens; b++) {
+        int64_t l = seq_keys(s, b);
+        lo = l < lo ? l : lo;
+        hi = l > hi ? l : hi;
+    }
+    if (lo == hi)
+        snprintf(buf, size, "%lld", (long long)lo);
+    else
+        snprintf(buf, size, "%lld..%lld", (long long)lo, (long long)hi);
+}
+
 static void print_header(void)
 {
-    printf("%-5s %4s %4s %4s %7s %7s %4s %-6s %-9s | %9s %9s %7s | %9s %7s %7s | %10s %10s | %9s | %s\n", "dtype",
-           "B", "Hq", "Hkv", "Sq", "Sk", "d", "causal", "window", "fused ms", "min ms", "TFLOP/s", "ref ms",
-           "TFLOP/s", "speedup", "fused +MB", "ref +MB", "max err", "plan (Br x Bc, wg, local, kernel)");
+    printf("%-5s %4s %4s %4s %7s %7s %4s %-6s %-9s %5s %-13s | %9s %9s %7s %7s | %9s %7s %7s | %10s %10s | %9s | "
+           "%s\n",
+           "dtype", "B", "Hq", "Hkv", "Sq", "Sk", "d", "causal", "window", "page", "kv lens", "fused ms", "min ms",
+           "TFLOP/s", "KV TB/s", "ref ms", "TFLOP/s", "speedup", "fused +MB", "ref +MB", "max err",
+           "plan (Br x Bc, wg, local, kernel, splits, gqa_pack)");
 }
 
 static void print_row(const row *r)
 {
     const shape *s = &r->s;
-    char win[32];
+    char win[32], page[24], lens[48];
     snprintf(win, sizeof win, "%lld,%lld", (long long)s->wl, (long long)s->wr);
-    printf("%-5s %4lld %4lld %4lld %7lld %7lld %4lld %-6s %-9s | ", fa_cl__dtype_name(s->dtype), (long long)s->b,
-           (long long)s->h, (long long)s->hkv, (long long)s->sq, (long long)s->sk, (long long)s->d,
-           s->causal ? "yes" : "no", win);
+    if (s->page_size > 0)
+        snprintf(page, sizeof page, "%lld", (long long)s->page_size);
+    else
+        snprintf(page, sizeof page, "-");
+    lens_text(s, lens, sizeof lens);
+    printf("%-5s %4lld %4lld %4lld %7lld %7lld %4lld %-6s %-9s %5s %-13s | ", fa_cl__dtype_name(s->dtype),
+           (long long)s->b, (long long)s->h, (long long)s->hkv, (long long)s->sq, (long long)s->sk, (long long)s->d,
+           s->causal ? "yes" : "no", win, page, lens);
     if (r->failed) {
         printf("FAILED: %s\n", r->note);
         return;
     }
-    printf("%9.3f %9.3f %7.2f | ", r->fused_med, r->fused_min, r->flops / r->fused_med * 1e-9);
+    printf("%9.3f %9.3f %7.2f %7.4f | ", r->fused_med, r->fused_min, r->flops / r->fused_med * 1e-9,
+           r->kv_bytes / r->fused_med * 1e-9);
     if (r->ref_med > 0)
         printf("%9.3f %7.2f %6.2fx | ", r->ref_med, r->flops / r->ref_med * 1e-9, r->ref_med / r->fused_med);
     else
@@ -385,9 +537,9 @@ static void print_row(const row *r)
         printf("%9.2e%s| ", r->max_err, r->within_tol ? " " : "!");
     else
         printf("%9s | ", "-");
-    printf("%dx%d, %d, %zu/%zu B, %s; created in %.1f ms (%s)", r->plan.block_q, r->plan.block_kv,
-           r->plan.work_group_size, r->plan.local_mem_bytes, r->plan.local_mem_budget, r->plan.kernel, r->plan_ms,
-           plan_source(r));
+    printf("%dx%d, %d, %zu/%zu B, %s, splits %d, gqa_pack %d; created in %.1f ms (%s)", r->plan.block_q,
+           r->plan.block_kv, r->plan.work_group_size, r->plan.local_mem_bytes, r->plan.local_mem_budget,
+           r->plan.kernel, r->plan.splits, r->plan.gqa_pack, r->plan_ms, plan_source(r));
     if (r->note[0])
         printf("  [%s]", r->note);
     printf("\n");
@@ -404,13 +556,18 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
         const row *r = &rows[i];
         const shape *s = &r->s;
         fprintf(f, "  {\"dtype\": \"%s\", \"B\": %lld, \"Hq\": %lld, \"Hkv\": %lld, \"Sq\": %lld, \"Sk\": %lld, "
-                   "\"d\": %lld, \"causal\": %s, \"window\": [%lld, %lld], \"flops\": %.0f, \"failed\": %s",
+                   "\"d\": %lld, \"causal\": %s, \"window\": [%lld, %lld], \"page_size\": %lld, \"cache_seqlens\": ",
                 fa_cl__dtype_name(s->dtype), (long long)s->b, (long long)s->h, (long long)s->hkv, (long long)s->sq,
                 (long long)s->sk, (long long)s->d, s->causal ? "true" : "false", (long long)s->wl,
-                (long long)s->wr, r->flops, r->failed ? "true" : "false");
+                (long long)s->wr, (long long)s->page_size);
+        /* the values as given (sequence b takes value b % count), or null */
+        for (int j = 0; j < s->nlens; j++)
+            fprintf(f, "%s%lld", j ? ", " : "[", (long long)s->lens[j]);
+        fprintf(f, "%s, \"flops\": %.0f, \"kv_bytes\": %.0f, \"failed\": %s", s->nlens > 0 ? "]" : "null", r->flops,
+                r->kv_bytes, r->failed ? "true" : "false");
         if (!r->failed) {
-            fprintf(f, ", \"fused_ms\": %.6f, \"fused_min_ms\": %.6f, \"fused_tflops\": %.4f", r->fused_med,
-                    r->fused_min, r->flops / r->fused_med * 1e-9);
+            fprintf(f, ", \"fused_ms\": %.6f, \"fused_min_ms\": %.6f, \"fused_tflops\": %.4f, \"fused_kv_tbps\": %.6f",
+                    r->fused_med, r->fused_min, r->flops / r->fused_med * 1e-9, r->kv_bytes / r->fused_med * 1e-9);
             if (r->ref_med > 0)
                 fprintf(f, ", \"ref_ms\": %.6f, \"ref_min_ms\": %.6f, \"ref_tflops\": %.4f, \"speedup\": %.4f",
                         r->ref_med, r->ref_min, r->flops / r->ref_med * 1e-9, r->ref_med / r->fused_med);
@@ -419,9 +576,11 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
                 fprintf(f, ", \"max_err\": %.6e, \"within_tolerance\": %s", r->max_err,
                         r->within_tol ? "true" : "false");
             fprintf(f, ", \"block_q\": %d, \"block_kv\": %d, \"work_group_size\": %d, \"local_mem_bytes\": %zu, "
-                       "\"local_mem_budget\": %zu, \"kernel\": \"%s\", \"plan_ms\": %.3f, \"plan_source\": \"%s\"",
+                       "\"local_mem_budget\": %zu, \"kernel\": \"%s\", \"splits\": %d, \"gqa_pack\": %d, "
+                       "\"plan_ms\": %.3f, \"plan_source\": \"%s\"",
                     r->plan.block_q, r->plan.block_kv, r->plan.work_group_size, r->plan.local_mem_bytes,
-                    r->plan.local_mem_budget, r->plan.kernel, r->plan_ms, plan_source(r));
+                    r->plan.local_mem_budget, r->plan.kernel, r->plan.splits, r->plan.gqa_pack, r->plan_ms,
+                    plan_source(r));
         }
         fprintf(f, ", \"note\": ");
         json_string(f, r->note);
@@ -446,8 +605,11 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: fa_cl_bench [shape options] [--suite [full|tiny]] [--check] [--json FILE] [--device p:d|NAME]\n"
+            "usage: fa_cl_bench [shape options] [--suite [full|tiny|decode]] [--check] [--json FILE]\n"
+            "                   [--device p:d|NAME]\n"
             "The fused forward timed against the CLBlast reference, for one shape or a built-in suite.\n"
+            "TFLOP/s counts 4 * Hq * d per visible (query, key) pair; KV TB/s the K and V bytes the call must\n"
+            "read (2 * Hkv * d * element size per key any query row of a sequence sees), both per median time.\n"
             "Every option takes '--opt VALUE' or '--opt=VALUE'.\n"
             "Shape (the default, B=1 H=8 N=1024 d=64 f32, takes seconds on a 2-core CPU through PoCL;\n"
             "the H200 rows of docs/performance.md are -b 8 -h 16 -q 4096 -d 128):\n"
@@ -459,9 +621,18 @@ static void usage(FILE *f)
             "  --dtype T         f32 | f16 | bf16 (default f32)\n"
             "  --causal          bottom-right causal mask\n"
             "  --window L,R      local window, L and R >= -1 (-1 = unbounded, the default)\n"
+            "Serving (0.3; the reference takes neither, so such rows have no reference columns and no check):\n"
+            "  --cache-seqlens L[,L...]\n"
+            "                    per-sequence KV lengths, each 0..seqlen_k (-k is then the cache's capacity);\n"
+            "                    at most -b values, fewer repeat cyclically (one value: every sequence's)\n"
+            "  --page-size P     paged K/V: pools of B * ceil(Sk / P) pages of P keys, [pages, P, Hkv, d],\n"
+            "                    each sequence's pages shuffled (fixed seed) through a block table; P a\n"
+            "                    multiple of 16 (the library refuses others); 0, the default: not paged\n"
             "  --suite [S]       a built-in suite instead of the one shape: full (the default S: d 64/128,\n"
-            "                    N 512..16384 at B*H*N = 8*16*4096, causal on/off, f32/f16; sized for a GPU)\n"
-            "                    or tiny (d 32, N 128/256: seconds anywhere)\n"
+            "                    N 512..16384 at B*H*N = 8*16*4096, causal on/off, f32/f16; sized for a GPU),\n"
+            "                    tiny (d 32, N 128/256: seconds anywhere) or decode (f16, d 128, Hq 32 on\n"
+            "                    Hkv 8, Sq 1: B 16 Sk 8192, B 16 Sk 32768, B 1 Sk 131072, and B 16 Sk 8192\n"
+            "                    paged by 16 and by 256; sized for a GPU)\n"
             "Run:\n"
             "  --reps N          timed repetitions, 10..%d (default 10)\n"
             "  --warmup N        untimed calls before them, 0..%d (default 2)\n"
@@ -550,11 +721,50 @@ static int check_device(const char *s)
     return 0;
 }
 
+/* --cache-seqlens: "L" or "L1,L2,..." (integers; their range is checked against -k once it is known). */
+static int parse_lens(const char *s, int64_t **out, int *n)
+{
+    int count = 1;
+    for (const char *p = s; *p; p++)
+        count += *p == ',';
+    int64_t *v = (int64_t *)malloc((size_t)count * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "fa_cl_bench: --cache-seqlens: out of host memory\n");
+        return 0;
+    }
+    const char *p = s;
+    for (int i = 0; i < count; i++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char buf[32];
+        long long x;
+        if (len == 0 || len >= sizeof buf) {
+            free(v);
+            fprintf(stderr, "fa_cl_bench: --cache-seqlens wants L or L1,L2,... (integers), got '%s'\n", s);
+            return 0;
+        }
+        memcpy(buf, p, len);
+        buf[len] = '\0';
+        if (!to_integer(buf, &x)) {
+            free(v);
+            fprintf(stderr, "fa_cl_bench: --cache-seqlens wants L or L1,L2,... (integers), got '%s'\n", s);
+            return 0;
+        }
+        v[i] = x;
+        p += len + 1;
+    }
+    free(*out); /* a repeated option: the last one counts */
+    *out = v;
+    *n = count;
+    return 1;
+}
+
 enum { PARSE_RUN, PARSE_EXIT_0, PARSE_ERROR };
 
 enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
-    OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_DEVICE, OPT_VERSION, OPT_HELP
+    OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_DEVICE, OPT_VERSION, OPT_HELP, OPT_CACHE_SEQLENS,
+    OPT_PAGE_SIZE
 };
 
 static const struct option long_options[] = {
@@ -562,6 +772,8 @@ static const struct option long_options[] = {
     {"dtype", required_argument, NULL, OPT_DTYPE},
     {"causal", no_argument, NULL, OPT_CAUSAL},
     {"window", required_argument, NULL, OPT_WINDOW},
+    {"cache-seqlens", required_argument, NULL, OPT_CACHE_SEQLENS},
+    {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
     {"suite", optional_argument, NULL, OPT_SUITE},
     {"json", required_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
@@ -626,13 +838,23 @@ static int parse_args(int argc, char **argv, options *o)
             const char *which = optarg;
             if (!which && optind < argc && argv[optind][0] != '-')
                 which = argv[optind++];
-            if (which && strcmp(which, "full") && strcmp(which, "tiny")) {
-                fprintf(stderr, "fa_cl_bench: --suite wants full or tiny, got '%s'\n", which);
+            if (which && strcmp(which, "full") && strcmp(which, "tiny") && strcmp(which, "decode")) {
+                fprintf(stderr, "fa_cl_bench: --suite wants full, tiny or decode, got '%s'\n", which);
                 return PARSE_ERROR;
             }
             o->suite = which ? which : "full";
             break;
         }
+        case OPT_CACHE_SEQLENS:
+            if (!parse_lens(optarg, &o->lens, &s->nlens))
+                return PARSE_ERROR;
+            s->lens = o->lens;
+            break;
+        case OPT_PAGE_SIZE:
+            if (!parse_int(name, optarg, 0, DIM_MAX, &v))
+                return PARSE_ERROR;
+            s->page_size = v;
+            break;
         case OPT_JSON: o->json = optarg; break;
         case OPT_CHECK: o->check = 1; break;
         case OPT_PLAN_TIMING: o->plan_timing = 1; break;
@@ -691,12 +913,43 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (s->hkv < 0) s->hkv = s->h;
     if (s->sk < 0) s->sk = s->sq;
+    /* (a suite has its own shapes: these options do not reach it) */
+    if (s->nlens > s->b && !o->suite) {
+        fprintf(stderr, "fa_cl_bench: --cache-seqlens has %d values, more than the batch (-b %lld)\n", s->nlens,
+                (long long)s->b);
+        return PARSE_ERROR;
+    }
+    /* the library would clamp a length outside the cache (bad data, safe): here it is a typo */
+    for (int i = 0; i < s->nlens && !o->suite; i++)
+        if (s->lens[i] < 0 || s->lens[i] > s->sk) {
+            fprintf(stderr, "fa_cl_bench: --cache-seqlens value %lld is outside 0..%lld (0..seqlen_k, -k)\n",
+                    (long long)s->lens[i], (long long)s->sk);
+            return PARSE_ERROR;
+        }
     return PARSE_RUN;
 }
 
-/* Suite rows: d x N x causal x dtype, batch*heads sized to keep about the same work per row. */
+/* Suite rows: d x N x causal x dtype, batch*heads sized to keep about the same work per row; or
+ * the decode rows. */
 static int build_suite(const char *which, shape *rows, int cap)
 {
+    if (!strcmp(which, "decode")) {
+        /* one new token per sequence against a full f16 cache, 32 query heads on 8 KV heads (Llama-3
+         * 8B/70B's GQA): bandwidth-bound, the rows split-KV and GQA packing are for; the paged rows
+         * are the first one with vLLM-like small and large pages */
+        const struct { int64_t b, sk, page; } dec[] = {
+            {16, 8192, 0}, {16, 32768, 0}, {1, 131072, 0}, {16, 8192, 16}, {16, 8192, 256}};
+        int count = 0;
+        for (size_t i = 0; i < sizeof dec / sizeof dec[0] && count < cap; i++) {
+            shape s = {0};
+            s.b = dec[i].b, s.h = 32, s.hkv = 8, s.sq = 1, s.sk = dec[i].sk, s.d = 128;
+            s.dtype = FA_CL_F16;
+            s.wl = s.wr = -1;
+            s.page_size = dec[i].page;
+            rows[count++] = s;
+        }
+        return count;
+    }
     int tiny = !strcmp(which, "tiny");
     const int64_t full_n[] = {512, 1024, 2048, 4096, 8192, 16384}, tiny_n[] = {128, 256};
     const int64_t *ns = tiny ? tiny_n : full_n;
@@ -750,8 +1003,13 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
         memset(&r, 0, sizeof r);
         fa_cl_plan *plan = NULL;
         fa_cl_status st = timed_plan(ctx, &d, &plan, &r);
-        printf("%-5s d=%-4lld Sq=%-6lld Sk=%-6lld %-6s ", fa_cl__dtype_name(s->dtype), (long long)s->d,
-               (long long)s->sq, (long long)s->sk, s->causal ? "causal" : "");
+        char serve[80] = "", lens[48];
+        lens_text(s, lens, sizeof lens);
+        int len = s->page_size > 0 ? snprintf(serve, sizeof serve, "page=%lld ", (long long)s->page_size) : 0;
+        if (s->nlens > 0)
+            snprintf(serve + len, sizeof serve - (size_t)len, "kv lens=%s ", lens);
+        printf("%-5s B=%-4lld d=%-4lld Sq=%-6lld Sk=%-6lld %-6s %s", fa_cl__dtype_name(s->dtype), (long long)s->b,
+               (long long)s->d, (long long)s->sq, (long long)s->sk, s->causal ? "causal" : "", serve);
         if (st != FA_CL_SUCCESS) {
             printf("FAILED: %s: %s\n", fa_cl_status_string(st), fa_cl_last_error(ctx));
             fflush(stdout);
@@ -761,8 +1019,8 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
         fa_cl_plan_get_info(plan, &r.plan);
         fa_cl_plan_release(plan);
         total += r.plan_ms;
-        printf("plan creation: %9.2f ms (%s; %s %dx%d)\n", r.plan_ms, plan_source(&r), r.plan.kernel, r.plan.block_q,
-               r.plan.block_kv);
+        printf("plan creation: %9.2f ms (%s; %s %dx%d, splits %d, gqa_pack %d)\n", r.plan_ms, plan_source(&r),
+               r.plan.kernel, r.plan.block_q, r.plan.block_kv, r.plan.splits, r.plan.gqa_pack);
         fflush(stdout);
     }
     if (n > 1)
@@ -771,20 +1029,15 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
     return failed;
 }
 
-int main(int argc, char **argv)
+/* Everything after the command line; main frees what parsing allocated. */
+static int bench_main(const options *o)
 {
-    options opt;
-    int parsed = parse_args(argc, argv, &opt);
-    if (parsed == PARSE_ERROR)
-        fprintf(stderr, "fa_cl_bench --help lists the options\n");
-    if (parsed != PARSE_RUN)
-        return parsed == PARSE_EXIT_0 ? 0 : 2;
     /* the library reads FA_CL_DEVICE when it creates the context: --device is that, for this process */
-    if (opt.device) {
+    if (o->device) {
 #if defined(_WIN32)
-        int set = _putenv_s("FA_CL_DEVICE", opt.device);
+        int set = _putenv_s("FA_CL_DEVICE", o->device);
 #else
-        int set = setenv("FA_CL_DEVICE", opt.device, 1);
+        int set = setenv("FA_CL_DEVICE", o->device, 1);
 #endif
         if (set != 0) {
             fprintf(stderr, "fa_cl_bench: --device: cannot set FA_CL_DEVICE\n");
@@ -793,15 +1046,15 @@ int main(int argc, char **argv)
     }
     /* open --json FILE now: a path that cannot be written fails before the run, not after it */
     FILE *json = NULL;
-    if (opt.json && !(json = fopen(opt.json, "w"))) {
-        fprintf(stderr, "fa_cl_bench: --json %s: cannot open for writing: %s\n", opt.json, strerror(errno));
+    if (o->json && !(json = fopen(o->json, "w"))) {
+        fprintf(stderr, "fa_cl_bench: --json %s: cannot open for writing: %s\n", o->json, strerror(errno));
         return 2;
     }
     fa_cl_context *ctx = NULL;
     fa_cl_status st = fa_cl_context_create_default(&ctx);
     if (st != FA_CL_SUCCESS) {
-        fprintf(stderr, "fa_cl_bench: %s%s%s%s: %s\n", opt.device ? "--device " : "", opt.device ? opt.device : "",
-                opt.device ? ": " : "", fa_cl_status_string(st), fa_cl_last_error(NULL));
+        fprintf(stderr, "fa_cl_bench: %s%s%s%s: %s\n", o->device ? "--device " : "", o->device ? o->device : "",
+                o->device ? ": " : "", fa_cl_status_string(st), fa_cl_last_error(NULL));
         if (json)
             fclose(json);
         return 1;
@@ -812,17 +1065,17 @@ int main(int argc, char **argv)
     size_t dl = strlen(device);
     snprintf(device + dl, sizeof device - dl, " (driver %s)", driver);
     shape shapes[64];
-    int n = opt.suite ? build_suite(opt.suite, shapes, 64) : 1;
-    if (!opt.suite)
-        shapes[0] = opt.one;
+    int n = o->suite ? build_suite(o->suite, shapes, 64) : 1;
+    if (!o->suite)
+        shapes[0] = o->one;
     /* the cache line of the notes ("program cache: <dir>" or why it is off), as comment lines */
     char notes[FA_CL_NOTES_CAPACITY];
     snprintf(notes, sizeof notes, "%s", fa_cl_context_notes(ctx));
-    if (opt.plan_timing)
+    if (o->plan_timing)
         return plan_timing(ctx, device, notes, shapes, n);
     /* the header before any row computes (a first row can take a while): a user sees what runs */
-    printf("# fa_cl_bench on %s; %d timed reps after %d warm-up, median and min; LSE %s\n", device, opt.reps,
-           opt.warmup, opt.lse ? "on" : "off");
+    printf("# fa_cl_bench on %s; %d timed reps after %d warm-up, median and min; LSE %s\n", device, o->reps,
+           o->warmup, o->lse ? "on" : "off");
     print_notes(notes);
     print_header();
     fflush(stdout);
@@ -841,19 +1094,32 @@ int main(int argc, char **argv)
     int failed = 0, mismatch = 0;
     for (int i = 0; i < n; i++) {
         if (n > 1)
-            fprintf(stderr, "[%d/%d] %s d=%lld N=%lld%s\n", i + 1, n, fa_cl__dtype_name(shapes[i].dtype),
-                    (long long)shapes[i].d, (long long)shapes[i].sq, shapes[i].causal ? " causal" : "");
-        run_row(ctx, filler, &opt, &shapes[i], &rows[i]);
+            fprintf(stderr, "[%d/%d] %s B=%lld d=%lld Sq=%lld Sk=%lld%s%s\n", i + 1, n,
+                    fa_cl__dtype_name(shapes[i].dtype), (long long)shapes[i].b, (long long)shapes[i].d,
+                    (long long)shapes[i].sq, (long long)shapes[i].sk, shapes[i].causal ? " causal" : "",
+                    shapes[i].page_size > 0 ? " paged" : "");
+        run_row(ctx, filler, o, &shapes[i], &rows[i]);
         print_row(&rows[i]);
         failed |= rows[i].failed;
         mismatch |= rows[i].max_err >= 0 && !rows[i].within_tol;
-        if (opt.check && !rows[i].failed && rows[i].max_err < 0 && !opt.no_reference)
+        if (o->check && !rows[i].failed && rows[i].max_err < 0 && !o->no_reference)
             fprintf(stderr, "fa_cl_bench: row %d has no reference to check against (%s)\n", i + 1, rows[i].note);
     }
-    int written = !json || write_json(json, opt.json, device, rows, n);
+    int written = !json || write_json(json, o->json, device, rows, n);
     free(rows);
     clReleaseKernel(filler);
     fa_cl_context_release(ctx);
     /* a FAILED row fails the run; an error above tolerance only with --check (the "!" marks it) */
-    return failed || (opt.check && mismatch) || !written ? 1 : 0;
+    return failed || (o->check && mismatch) || !written ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    options opt;
+    int parsed = parse_args(argc, argv, &opt);
+    if (parsed == PARSE_ERROR)
+        fprintf(stderr, "fa_cl_bench --help lists the options\n");
+    int rc = parsed == PARSE_RUN ? bench_main(&opt) : parsed == PARSE_EXIT_0 ? 0 : 2;
+    free(opt.lens);
+    return rc;
 }

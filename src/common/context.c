@@ -106,6 +106,25 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         out->chunk_keys = (int)v;
     }
+    s = getenv("FA_CL_SPLITS");
+    if (s && *s) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || *end || v < 1 || v > FA_CL_MAX_SPLITS || !isdigit((unsigned char)s[0])) {
+            snprintf(msg, msg_size, "FA_CL_SPLITS='%s' is not a split count in 1..%d", s, FA_CL_MAX_SPLITS);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        out->splits = (int)v;
+    }
+    s = getenv("FA_CL_GQA_PACK");
+    if (s && *s) {
+        if (strcmp(s, "0") && strcmp(s, "1")) {
+            snprintf(msg, msg_size, "FA_CL_GQA_PACK='%s' is not 0 (off) or 1 (on)", s);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        out->gqa_pack = s[0] == '1' ? 1 : -1;
+    }
     s = getenv("FA_CL_TILE");
     if (s && *s) {
         int f[4] = {0, 0, 0, 0};
@@ -143,10 +162,11 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     s = getenv("FA_CL_KERNEL_VARIANT");
     if (s && *s) {
         const fa_cl_kernel_family *f = fa_cl_kernel_by_name(s);
-        if (!f) {
-            int n = snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not a kernel (", s);
-            for (int i = 0; i < fa_cl_kernel_count() && n > 0 && (size_t)n < msg_size; i++)
-                n += snprintf(msg + n, msg_size - (size_t)n, "%s%s", i ? ", " : "", fa_cl_kernel_at(i)->name);
+        if (!f || f->op != FA_CL_OP_FORWARD) {
+            int n = snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not a forward kernel (", s);
+            for (int i = 0, k = 0; i < fa_cl_kernel_count() && n > 0 && (size_t)n < msg_size; i++)
+                if (fa_cl_kernel_at(i)->op == FA_CL_OP_FORWARD)
+                    n += snprintf(msg + n, msg_size - (size_t)n, "%s%s", k++ ? ", " : "", fa_cl_kernel_at(i)->name);
             if (n > 0 && (size_t)n < msg_size)
                 snprintf(msg + n, msg_size - (size_t)n, ")");
             return FA_CL_ERROR_INVALID_ARGUMENT;

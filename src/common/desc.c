@@ -12,8 +12,10 @@
 
 /* The descriptor as 0.2 defines it; struct_size smaller than its first version's fields is refused. */
 #define FA_CL_DESC_V1_SIZE (offsetof(fa_cl_attention_desc, o_offset) + sizeof(size_t))
-/* A new descriptor field must join the canonical key (desc_key below) and be checked here. */
-_Static_assert(sizeof(fa_cl_attention_desc) == FA_CL_DESC_V1_SIZE,
+/* 0.3 added the serving fields (page_size .. kv_seqlens). A new descriptor field must join the
+ * canonical key (desc_key below) and be checked here. */
+#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, kv_seqlens) + sizeof(int))
+_Static_assert(sizeof(fa_cl_attention_desc) <= FA_CL_DESC_V3_END + 4 && sizeof(fa_cl_attention_desc) >= FA_CL_DESC_V3_END,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
 
 size_t fa_cl__dtype_size(fa_cl_dtype t)
@@ -150,6 +152,10 @@ static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     for (int t = 0; t < 4; t++)
         for (int i = 0; i < 3; i++)
             k[15 + 3 * t + i] = (uint64_t)st[t][i];
+    k[27] = (uint64_t)d->page_size;
+    k[28] = (uint64_t)d->num_pages;
+    k[29] = (uint64_t)d->pages_per_seq;
+    k[30] = (uint64_t)(d->kv_seqlens != 0);
     memcpy(key, k, sizeof k);
 }
 
@@ -222,8 +228,47 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         return FA_CL_ERROR_UNSUPPORTED;
     }
 
+    const int paged = desc->page_size > 0;
+    if (desc->page_size < 0 || desc->num_pages < 0 || desc->pages_per_seq < 0) {
+        snprintf(msg, msg_size, "desc.%s must not be negative",
+                 desc->page_size < 0 ? "page_size" : desc->num_pages < 0 ? "num_pages" : "pages_per_seq");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (!paged && (desc->num_pages || desc->pages_per_seq)) {
+        snprintf(msg, msg_size, "desc.%s is set but desc.page_size is 0 (K/V not paged)",
+                 desc->num_pages ? "num_pages" : "pages_per_seq");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (paged) {
+        if (desc->page_size % 16) {
+            snprintf(msg, msg_size, "desc.page_size %lld must be a multiple of 16", (long long)desc->page_size);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        if (desc->num_pages == 0 || desc->pages_per_seq == 0) {
+            snprintf(msg, msg_size, "desc.%s must be positive with a paged K/V (page_size %lld)",
+                     desc->num_pages == 0 ? "num_pages" : "pages_per_seq", (long long)desc->page_size);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        if (desc->page_size > INT32_MAX / 2 || desc->num_pages > INT32_MAX || desc->pages_per_seq > INT32_MAX) {
+            snprintf(msg, msg_size, "desc.%s %lld is not supported (at most %d)",
+                     desc->page_size > INT32_MAX / 2 ? "page_size" : desc->num_pages > INT32_MAX ? "num_pages"
+                                                                                                  : "pages_per_seq",
+                     (long long)(desc->page_size > INT32_MAX / 2 ? desc->page_size
+                                 : desc->num_pages > INT32_MAX   ? desc->num_pages
+                                                                 : desc->pages_per_seq),
+                     desc->page_size > INT32_MAX / 2 ? INT32_MAX / 2 : INT32_MAX);
+            return FA_CL_ERROR_UNSUPPORTED;
+        }
+        if (desc->seqlen_k > desc->pages_per_seq * desc->page_size) {
+            snprintf(msg, msg_size, "desc.seqlen_k %lld is more than pages_per_seq %lld x page_size %lld keys",
+                     (long long)desc->seqlen_k, (long long)desc->pages_per_seq, (long long)desc->page_size);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+    }
+
     fa_cl_attention_desc *d = &out->d;
     *d = *desc;
+    d->kv_seqlens = desc->kv_seqlens != 0;
     const int64_t D = desc->head_dim;
     /* all-zero strides: contiguous [B, H, S, D]; products are bounded by the extent check below
      * only if they do not overflow first, so check them here */
@@ -234,21 +279,36 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         snprintf(msg, msg_size, "desc sizes overflow 64-bit element counts");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
+    /* a paged pool: [num_pages, page_size, heads_kv, head_dim] contiguous, strides {page, head, slot} */
+    uint64_t page_elems = 0;
+    if (paged && (!mul_add_u64((uint64_t)desc->page_size, (uint64_t)desc->heads_kv, 0, &page_elems) ||
+                  !mul_add_u64(page_elems, (uint64_t)D, 0, &page_elems) || page_elems > INT64_MAX)) {
+        snprintf(msg, msg_size, "desc sizes overflow 64-bit element counts");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
     int64_t *st[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
     for (int t = 0; t < 4; t++) {
         if (st[t][0] == 0 && st[t][1] == 0 && st[t][2] == 0) {
             int is_q = (t == 0 || t == 3);
             int64_t hs = (int64_t)(is_q ? qhs : khs);
+            if (!is_q && paged) {
+                st[t][0] = (int64_t)page_elems;
+                st[t][1] = D;
+                st[t][2] = desc->heads_kv * D;
+                continue;
+            }
             st[t][0] = hs * (is_q ? desc->heads_q : desc->heads_kv);
             st[t][1] = hs;
             st[t][2] = D;
         }
     }
+    /* K and V: [batch, heads_kv, seqlen_k] views, or pools [num_pages, heads_kv, page_size] */
+    const int64_t kv_outer = paged ? d->num_pages : d->batch, kv_rows = paged ? d->page_size : d->seqlen_k;
     if (!view_extent("q", d->batch, d->heads_q, d->seqlen_q, D, d->q_stride, d->q_offset, elem, &out->q_begin,
                      &out->q_bytes, msg, msg_size) ||
-        !view_extent("k", d->batch, d->heads_kv, d->seqlen_k, D, d->k_stride, d->k_offset, elem, &out->k_begin,
+        !view_extent("k", kv_outer, d->heads_kv, kv_rows, D, d->k_stride, d->k_offset, elem, &out->k_begin,
                      &out->k_bytes, msg, msg_size) ||
-        !view_extent("v", d->batch, d->heads_kv, d->seqlen_k, D, d->v_stride, d->v_offset, elem, &out->v_begin,
+        !view_extent("v", kv_outer, d->heads_kv, kv_rows, D, d->v_stride, d->v_offset, elem, &out->v_begin,
                      &out->v_bytes, msg, msg_size) ||
         !view_extent("o", d->batch, d->heads_q, d->seqlen_q, D, d->o_stride, d->o_offset, elem, &out->o_begin,
                      &out->o_bytes, msg, msg_size))
@@ -264,6 +324,16 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         !mul_add_u64(rows, (uint64_t)d->seqlen_q, 0, &rows) || !mul_add_u64(rows, 4, 0, &out->lse_bytes) ||
         out->lse_bytes > (uint64_t)SIZE_MAX) {
         snprintf(msg, msg_size, "batch * heads_q * seqlen_q overflows the LSE's byte count");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (d->kv_seqlens && !mul_add_u64((uint64_t)d->batch, 4, 0, &out->seqlens_bytes)) {
+        snprintf(msg, msg_size, "desc.batch overflows the cache_seqlens byte count");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (paged && (!mul_add_u64((uint64_t)d->batch, (uint64_t)d->pages_per_seq, 0, &out->table_bytes) ||
+                  !mul_add_u64(out->table_bytes, 4, 0, &out->table_bytes) || out->table_bytes > (uint64_t)SIZE_MAX ||
+                  (uint64_t)d->batch * (uint64_t)d->pages_per_seq > (uint64_t)INT32_MAX * 64)) {
+        snprintf(msg, msg_size, "desc.batch x desc.pages_per_seq overflows the block table's byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     /* a capability limit, checked after validity: kernels index heads with 32-bit ints */
@@ -412,6 +482,34 @@ fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_m
     }
     if (lse && ranges_overlap(lse, 0, v->lse_bytes, o, v->o_begin, v->o_bytes))
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "lse overlaps output o in the same buffer");
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem seqlens, cl_mem table,
+                                          cl_mem o, cl_mem lse)
+{
+    const struct { const char *name, *field; cl_mem m; uint64_t bytes; } in[] = {
+        {"cache_seqlens", "desc.kv_seqlens", seqlens, v->seqlens_bytes},
+        {"block_table", "desc.page_size", table, v->table_bytes}};
+    for (int i = 0; i < 2; i++) {
+        if (!in[i].bytes && in[i].m)
+            return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "args.%s is given but %s is 0", in[i].name,
+                               in[i].field);
+        if (!in[i].bytes)
+            continue;
+        if (!in[i].m)
+            return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
+                               "args.%s is NULL but %s is set (fa_cl_plan_run / fa_cl_attention_run take it)",
+                               in[i].name, in[i].field);
+        fa_cl_status st = check_one(ctx, in[i].name, in[i].m, in[i].bytes, 0);
+        if (st != FA_CL_SUCCESS)
+            return st;
+        if (ranges_overlap(o, v->o_begin, v->o_bytes, in[i].m, 0, in[i].bytes) ||
+            (lse && ranges_overlap(lse, 0, v->lse_bytes, in[i].m, 0, in[i].bytes)))
+            return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "output %s overlaps args.%s in the same buffer",
+                               ranges_overlap(o, v->o_begin, v->o_bytes, in[i].m, 0, in[i].bytes) ? "o" : "lse",
+                               in[i].name);
+    }
     return FA_CL_SUCCESS;
 }
 

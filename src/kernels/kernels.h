@@ -10,6 +10,7 @@
  * combine). */
 typedef enum fa_cl_operation {
     FA_CL_OP_FORWARD = 1, /* o (and the LSE) from q, k, v: the fa_forward entry point */
+    FA_CL_OP_COMBINE = 2, /* o and the LSE from split-KV partial results: fa_combine */
 } fa_cl_operation;
 
 /* One kernel family: its one name, its sources and its rules. */
@@ -110,6 +111,8 @@ int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
 #define FA_CL_MMA_ASYNC_BLOCK_Q 128
 #define FA_CL_MMA_ASYNC_WARP_ROWS 32
 #define FA_CL_MMA_MAX_DIM 256
+/* Rows up to this (decoding, GQA-packed): B_r = 32, two warps of 16 rows (docs/performance.md). */
+#define FA_CL_MMA_DECODE_BLOCK_Q 32
 /* Q's A fragments stay in registers (16 rows per warp) up to this padded head_dim; the kernel's
  * FA_MMA_Q_REGS_MAX_DIM. */
 #define FA_CL_MMA_Q_REGS_MAX_DIM 128
@@ -136,5 +139,11 @@ void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
 #define FA_CL_TF32_MAX_DIM 128
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32x3;
 size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int aligned16);
+
+/* ---- combine (combine.c): a split-KV plan's second launch ------------------------------------- */
+
+/* Work-items per work-group of the combine launch (one per 4 columns of a row). */
+#define FA_CL_COMBINE_WG 64
+extern const fa_cl_kernel_family fa_cl_kernel_combine;
 
 #endif /* FA_CL_KERNELS_H */

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* Arguments of fa_forward (cl/fa_forward_common.cl's FA_FORWARD_PARAMS), in that order. */
-#define FA_CL_FORWARD_ARGS 35
+#define FA_CL_FORWARD_ARGS 43
 
 /* Build the kernel family's program for the tiles chosen: sizes and storage type become -D options
  * (build_options.c, shared with the offline compile checks). */
@@ -21,6 +21,8 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: build options longer than %zu characters",
                            sizeof options - 1);
     const fa_cl_kernel_family *f = fa_cl_kernel_by_id(t->variant);
+    if (t->variant == FA_CL_KERNEL_COMBINE) /* the storage type and the row width only */
+        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d", (int)v->d.dtype, (int)v->d.head_dim);
     cl_program prog;
     fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, &prog);
     if (st != FA_CL_SUCCESS)
@@ -34,13 +36,52 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     return FA_CL_SUCCESS;
 }
 
+/* Split-KV: how many chunks each row's keys are computed in (FA_CL_SPLITS, or FlashAttention-2's
+ * heuristic on the work-groups the device runs at once: two per compute unit on GPUs, one on
+ * CPUs). A split plan sums at most FA_CL_KV_CHUNK_KEYS keys per chunk where long rows need it, so
+ * it never chunks launches too; its partial results must fit the device's largest allocation, or
+ * the plan is not split (long rows then chunk as before). */
+static fa_cl_status choose_splits(fa_cl_context *ctx, fa_cl_plan *plan)
+{
+    const fa_cl_attention_desc *d = &plan->views.d;
+    fa_cl_tiles *t = &plan->tiles;
+    const int64_t rows = plan->pack * d->seqlen_q;
+    const int64_t blocks = (rows + t->block_q - 1) / t->block_q * d->batch * (d->heads_q / plan->pack);
+    const int64_t kv_blocks = (plan->views.row_keys + t->block_kv - 1) / t->block_kv;
+    const int gpu = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
+    const int slots = (int)ctx->props.compute_units * (gpu ? 2 : 1);
+    int64_t n = ctx->env.splits ? ctx->env.splits : fa_cl_splits_heuristic(blocks, slots, kv_blocks);
+    if (n > 1 && t->chunk_keys > 0) /* long rows: chunks of at most FA_CL_KV_CHUNK_KEYS keys */
+        n = n > (d->seqlen_k + t->chunk_keys - 1) / t->chunk_keys ? n : (d->seqlen_k + t->chunk_keys - 1) / t->chunk_keys;
+    t->splits = 1;
+    if (n <= 1)
+        return FA_CL_SUCCESS;
+    const uint64_t part_rows = (uint64_t)d->batch * (uint64_t)d->heads_q * (uint64_t)d->seqlen_q;
+    const uint64_t bytes = (uint64_t)n * part_rows * ((uint64_t)d->head_dim + 1) * sizeof(float);
+    if (part_rows > UINT64_MAX / 4 / ((uint64_t)d->head_dim + 1) / (uint64_t)n ||
+        (uint64_t)n * part_rows * (uint64_t)d->head_dim * sizeof(float) > ctx->props.max_alloc_size ||
+        n > INT32_MAX / 2) {
+        if (ctx->env.splits)
+            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED,
+                               "fa_cl_plan_create: FA_CL_SPLITS=%d: the partial results (%llu bytes) exceed the "
+                               "device's largest allocation (%llu bytes)", ctx->env.splits, (unsigned long long)bytes,
+                               (unsigned long long)ctx->props.max_alloc_size);
+        return FA_CL_SUCCESS;
+    }
+    t->splits = (int)n;
+    t->chunk_keys = 0;
+    return FA_CL_SUCCESS;
+}
+
 static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     fa_cl_limits lim;
     fa_cl__context_limits(ctx, &lim);
     const fa_cl_views *v = &plan->views;
     const fa_cl_attention_desc *d = &v->d;
-    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, v->aligned16, v->row_keys};
+    /* a head column's rows: GQA packing stacks its query heads' rows */
+    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, plan->pack * d->seqlen_q, d->seqlen_k, v->aligned16,
+                              v->row_keys};
     char msg[512];
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
@@ -48,6 +89,11 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &plan->tiles, msg, sizeof msg);
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
+        plan->tiles.paged = d->page_size > 0;
+        plan->tiles.seqlens = d->kv_seqlens != 0;
+        plan->tiles.packed = plan->pack > 1;
+        if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
+            return st;
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
         const int vendor = fa_cl_kernel_by_id(plan->tiles.variant)->vendor;
         if (st != FA_CL_SUCCESS && vendor && !lim.forced_variant && !plan->tiles.ptx_emulated) {
@@ -104,29 +150,36 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
                        (long long)d->head_dim);
 }
 
-/* Every argument of fa_forward for one launch, in FA_FORWARD_PARAMS order. */
+/* Every argument of fa_forward for one launch, in FA_FORWARD_PARAMS order. A split plan's forward
+ * writes its partial results (fp32, contiguous [splits, B, Hq, Sq, D] and [splits, B, Hq, Sq]) with
+ * the LSE always on. */
 static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
 {
     const fa_cl_views *v = &plan->views;
     const fa_cl_attention_desc *d = &v->d;
     cl_kernel kr = l->kernel;
-    cl_ulong offs[4] = {d->q_offset, d->k_offset, d->v_offset, d->o_offset};
-    const int64_t *strides[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
+    const int split = plan->splits > 1;
+    const int64_t part_os[3] = {d->heads_q * d->seqlen_q * d->head_dim, d->seqlen_q * d->head_dim, d->head_dim};
+    cl_ulong offs[4] = {d->q_offset, d->k_offset, d->v_offset, split ? 0 : d->o_offset};
+    const int64_t *strides[4] = {d->q_stride, d->k_stride, d->v_stride, split ? part_os : d->o_stride};
     cl_int ints[5] = {(cl_int)d->heads_q, (cl_int)v->group, (cl_int)d->seqlen_q, (cl_int)d->seqlen_k,
                       plan->num_q_blocks};
-    cl_int window[4] = {(cl_int)v->win_left, (cl_int)v->win_right, d->causal != 0, a->lse != NULL};
+    cl_int window[4] = {(cl_int)v->win_left, (cl_int)v->win_right, d->causal != 0, split || a->lse != NULL};
     cl_int chunk[2] = {l->kv_begin, l->kv_end};
+    cl_int serving[6] = {(cl_int)d->page_size, (cl_int)d->pages_per_seq, d->page_size > 0 ? (cl_int)d->num_pages : 1,
+                         plan->pack, plan->splits};
+    cl_ulong split_stride = split ? (cl_ulong)d->batch * (cl_ulong)part_os[0] : 0;
     cl_uint n = 0;
     cl_int err = CL_SUCCESS;
-    cl_mem mems[5] = {a->q, a->k, a->v, a->o, a->lse};
+    cl_mem mems[5] = {a->q, a->k, a->v, split ? plan->part_o : a->o, split ? plan->part_lse : a->lse};
     for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &mems[i]);
     for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &offs[i]);
     for (int t = 0; t < 4 && err == CL_SUCCESS; t++)
         for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
-            cl_long s = strides[t][i];
-            err = clSetKernelArg(kr, n++, sizeof(cl_long), &s);
+            cl_long st = strides[t][i];
+            err = clSetKernelArg(kr, n++, sizeof(cl_long), &st);
         }
     for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &ints[i]);
@@ -140,6 +193,14 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &plan->scratch);
     for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
+    /* NULL buffers (no lengths, no pages): the kernel tests the pointer */
+    cl_mem serving_mems[2] = {d->kv_seqlens ? a->cache_seqlens : NULL, d->page_size > 0 ? a->block_table : NULL};
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &serving_mems[i]);
+    for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_int), &serving[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &split_stride);
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");
     if (n != FA_CL_FORWARD_ARGS)
@@ -148,35 +209,89 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
     return FA_CL_SUCCESS;
 }
 
-/* The launches and scratch of a planned forward: one launch, or one per chunk of keys of a long row,
- * which leave the next a (max, sum) slot per work-item row and, for f16/bf16, an fp32 image of o
- * (f32 keeps it in o: cl/fa_forward_common.cl). */
+/* Arguments of fa_combine (cl/fa_combine.cl): the partial results into the caller's o and LSE. */
+static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+{
+    const fa_cl_attention_desc *d = &plan->views.d;
+    cl_kernel kr = l->kernel;
+    cl_mem mems[4] = {plan->part_o, plan->part_lse, a->o, a->lse};
+    cl_ulong o_off = d->o_offset;
+    cl_long os[3] = {d->o_stride[0], d->o_stride[1], d->o_stride[2]};
+    cl_int ints[4] = {(cl_int)d->heads_q, (cl_int)d->seqlen_q, plan->splits, a->lse != NULL};
+    cl_ulong rows = (cl_ulong)d->batch * (cl_ulong)d->heads_q * (cl_ulong)d->seqlen_q;
+    cl_uint n = 0;
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &mems[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &o_off);
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_long), &os[i]);
+    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_int), &ints[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &rows);
+    return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_combine)");
+}
+
+static fa_cl_status scratch_alloc(fa_cl_context *ctx, size_t bytes, cl_mem *out, const char *what)
+{
+    cl_int err;
+    *out = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
+    return *out ? FA_CL_SUCCESS : fa_cl__fail_cl(ctx, err, what);
+}
+
+/* The launches and scratch of a planned forward: one launch; or one per chunk of keys of a long
+ * row, which leave the next a (max, sum) slot per work-item row and, for f16/bf16, an fp32 image
+ * of o (f32 keeps it in o: cl/fa_forward_common.cl); or (split-KV) one launch over all chunks in
+ * dimension 1 writing partial results, then the combine. */
 static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->views.d;
     const fa_cl_tiles *t = &plan->tiles;
-    plan->num_q_blocks = (int)((d->seqlen_q + t->block_q - 1) / t->block_q);
-    /* one work-group per (query block, batch*head), flattened into dimension 0 */
-    uint64_t groups = (uint64_t)plan->num_q_blocks * (uint64_t)d->batch * (uint64_t)d->heads_q;
+    plan->num_q_blocks = (int)((plan->pack * d->seqlen_q + t->block_q - 1) / t->block_q);
+    plan->splits = t->splits > 1 ? t->splits : 1;
+    /* one work-group per (query block, batch * head column), flattened into dimension 0 */
+    uint64_t groups = (uint64_t)plan->num_q_blocks * (uint64_t)d->batch * (uint64_t)(d->heads_q / plan->pack);
     if (groups > (uint64_t)SIZE_MAX / (uint64_t)t->work_group_size || groups > ((uint64_t)1 << 40))
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: %llu work-groups is too many to launch",
                            (unsigned long long)groups);
     const size_t global = (size_t)groups * (size_t)t->work_group_size;
     const int64_t step = t->chunk_keys > 0 ? t->chunk_keys : d->seqlen_k;
-    plan->nlaunches = (int)((d->seqlen_k + step - 1) / step);
+    const int forwards = (int)((d->seqlen_k + step - 1) / step);
+    plan->nlaunches = forwards + (plan->splits > 1);
     plan->launches = (fa_cl_launch *)calloc((size_t)plan->nlaunches, sizeof *plan->launches);
     if (!plan->launches)
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_plan_create: out of host memory");
-    for (int c = 0; c < plan->nlaunches; c++) {
+    for (int c = 0; c < forwards; c++) {
         fa_cl_launch *l = &plan->launches[c];
         l->kernel = plan->kernel;
-        l->global = global;
+        l->global[0] = global;
+        l->global[1] = (size_t)plan->splits;
         l->local = (size_t)t->work_group_size;
         l->kv_begin = (int)(c * step);
         l->kv_end = (int)((c + 1) * step < d->seqlen_k ? (c + 1) * step : d->seqlen_k);
         l->set_args = forward_args;
     }
-    if (t->chunk_keys > 0) {
+    fa_cl_status st = FA_CL_SUCCESS;
+    if (plan->splits > 1) {
+        const size_t rows = (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q;
+        const size_t items = rows * (size_t)((d->head_dim + 3) / 4); /* cl/fa_combine.cl's D4 */
+        fa_cl_launch *l = &plan->launches[forwards];
+        l->kernel = plan->combine;
+        l->global[0] = (items + FA_CL_COMBINE_WG - 1) / FA_CL_COMBINE_WG * FA_CL_COMBINE_WG;
+        l->global[1] = 1;
+        l->local = FA_CL_COMBINE_WG;
+        l->set_args = combine_args;
+        const size_t o_bytes = (size_t)plan->splits * rows * (size_t)d->head_dim * sizeof(float);
+        const size_t lse_bytes = (size_t)plan->splits * rows * sizeof(float);
+        st = scratch_alloc(ctx, o_bytes, &plan->part_o, "fa_cl_plan_create: clCreateBuffer (split-KV partial O)");
+        if (st == FA_CL_SUCCESS)
+            st = scratch_alloc(ctx, lse_bytes, &plan->part_lse,
+                               "fa_cl_plan_create: clCreateBuffer (split-KV partial LSE)");
+        plan->scratch_bytes = o_bytes + lse_bytes;
+    }
+    if (t->chunk_keys > 0 && st == FA_CL_SUCCESS) {
         const int item_rows = fa_cl_kernel_by_id(t->variant)->vendor
                                   ? t->rows_per_item / 8 /* a lane holds 2 rows of each 16-row m-tile */
                                   : t->rows_per_item;
@@ -184,22 +299,34 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         if (d->dtype != FA_CL_F32)
             plan->scratch_bytes +=
                 sizeof(float) * (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q * (size_t)d->head_dim;
-        cl_int err;
-        plan->scratch = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, plan->scratch_bytes, NULL, &err);
-        if (!plan->scratch)
-            return fa_cl__fail_cl(ctx, err, "fa_cl_plan_create: clCreateBuffer (long rows' chunks)");
+        st = scratch_alloc(ctx, plan->scratch_bytes, &plan->scratch,
+                           "fa_cl_plan_create: clCreateBuffer (long rows' chunks)");
     }
-    return FA_CL_SUCCESS;
+    return st;
 }
 
 static void plan_free(fa_cl_plan *plan)
 {
     fa_cl__kernel_give(plan->ctx, plan->kernel);
-    if (plan->scratch)
-        clReleaseMemObject(plan->scratch);
+    fa_cl__kernel_give(plan->ctx, plan->combine);
+    cl_mem mems[3] = {plan->scratch, plan->part_o, plan->part_lse};
+    for (int i = 0; i < 3; i++)
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
     free(plan->launches);
     fa_cl_lock_destroy(&plan->lock);
     free(plan);
+}
+
+/* GQA packing: where seqlen_q is small (below the tensor-core kernels' 64-row block), one
+ * work-group takes every query head of a kv head, so K/V are read once per kv head
+ * (FA_CL_GQA_PACK=0 never, =1 wherever heads share a kv head). */
+static int gqa_pack(const fa_cl_context *ctx, const fa_cl_views *v)
+{
+    const int64_t g = v->group;
+    if (g <= 1 || ctx->env.gqa_pack < 0 || g * v->d.seqlen_q > INT32_MAX / 2)
+        return 1;
+    return ctx->env.gqa_pack > 0 || v->d.seqlen_q < FA_CL_MMA_BLOCK_Q ? (int)g : 1;
 }
 
 fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_cl_plan **out)
@@ -211,8 +338,14 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_c
     plan->ctx = ctx;
     plan->views = *views;
     plan->refs = 1;
+    plan->pack = gqa_pack(ctx, views);
     fa_cl_lock_init(&plan->lock);
     fa_cl_status st = plan_tiles_and_kernel(ctx, plan);
+    if (st == FA_CL_SUCCESS && plan->tiles.splits > 1) {
+        fa_cl_tiles ct = plan->tiles;
+        ct.variant = FA_CL_KERNEL_COMBINE;
+        st = build_kernel(ctx, views, &ct, &plan->combine);
+    }
     if (st == FA_CL_SUCCESS)
         st = make_launches(ctx, plan);
     if (st != FA_CL_SUCCESS) {
@@ -253,6 +386,8 @@ fa_cl_status fa_cl_plan_get_info_sized(const fa_cl_plan *plan, fa_cl_plan_info *
     info.kernel = plan->tiles.kernel;
     info.launches = plan->nlaunches;
     info.scratch_bytes = plan->scratch_bytes;
+    info.splits = plan->splits;
+    info.gqa_pack = plan->pack;
     /* a caller's newer, larger struct keeps its later fields as they were; an older one gets less */
     info.struct_size = struct_size < sizeof info ? struct_size : sizeof info;
     memcpy(out, &info, info.struct_size);
@@ -270,6 +405,8 @@ fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, con
     if (st != FA_CL_SUCCESS)
         return fa_cl__fail(ctx, st, "%s: %s", call, msg);
     st = fa_cl__check_buffers(ctx, views, out->q, out->k, out->v, out->o, out->lse);
+    if (st == FA_CL_SUCCESS)
+        st = fa_cl__check_serving_buffers(ctx, views, out->cache_seqlens, out->block_table, out->o, out->lse);
     return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
 }
 
@@ -286,11 +423,12 @@ fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
         cl_event ev = NULL;
         st = l->set_args(plan, l, a);
         if (st == FA_CL_SUCCESS) {
-            cl_int err = clEnqueueNDRangeKernel(ctx->queue, l->kernel, 1, NULL, &l->global, &l->local,
+            const size_t local[2] = {l->local, 1};
+            cl_int err = clEnqueueNDRangeKernel(ctx->queue, l->kernel, l->global[1] > 1 ? 2 : 1, NULL, l->global, local,
                                                 i == 0 ? a->num_wait : 1, i == 0 ? a->wait : &prev,
                                                 last ? a->done : &ev);
             if (err != CL_SUCCESS)
-                st = fa_cl__fail_cl(ctx, err, "clEnqueueNDRangeKernel(fa_forward)");
+                st = fa_cl__fail_cl(ctx, err, l->kernel == plan->combine ? "clEnqueueNDRangeKernel(fa_combine)" : "clEnqueueNDRangeKernel(fa_forward)");
         }
         if (prev)
             clReleaseEvent(prev);

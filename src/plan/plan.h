@@ -11,7 +11,8 @@ typedef struct fa_cl_launch fa_cl_launch;
 /* One kernel launch of a plan. Launches run in their order, each after the previous one. */
 struct fa_cl_launch {
     cl_kernel kernel;     /* the plan's; several launches may share one */
-    size_t global, local; /* one dimension */
+    size_t global[2];     /* work-items: dimension 0, and 1 (split-KV chunks; 1 otherwise) */
+    size_t local;         /* work-group size in dimension 0 (1 in dimension 1) */
     int kv_begin, kv_end; /* a forward launch's keys: all of them, or one chunk of a long row */
     /* every kernel argument of this launch for one call's buffers */
     fa_cl_status (*set_args)(const fa_cl_plan *plan, const fa_cl_launch *launch, const fa_cl_forward_args *args);
@@ -22,10 +23,14 @@ struct fa_cl_plan {
     fa_cl_views views;
     fa_cl_tiles tiles;
     cl_kernel kernel;       /* the forward kernel */
+    cl_kernel combine;      /* split-KV: the combine kernel; else NULL */
     fa_cl_launch *launches; /* nlaunches of them */
     int nlaunches;
     cl_mem scratch;         /* what a long row's chunk leaves the next (cl/fa_forward_common.cl); else NULL */
-    size_t scratch_bytes;
+    cl_mem part_o, part_lse; /* split-KV: each chunk's partial O [splits, B, Hq, Sq, D] and LSE (fp32) */
+    size_t scratch_bytes;   /* all the plan's device memory */
+    int pack;               /* query heads a work-group takes together (GQA packing; 1 = none) */
+    int splits;             /* split-KV chunks (1 = none) */
     fa_cl_lock lock;        /* argument setting + enqueue must not interleave between threads */
     int refs;               /* guarded by ctx->lock: the caller's and the plan cache's references */
     int num_q_blocks;

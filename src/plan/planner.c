@@ -3,6 +3,7 @@
  * applies and fits (or the one FA_CL_KERNEL_VARIANT forces), then long rows' chunks of keys. */
 #include "plan/planner.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,4 +65,29 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     if (want > 0) /* whole blocks: a launch's blocks never straddle two chunks */
         out->chunk_keys = want > out->block_kv ? want / out->block_kv * out->block_kv : out->block_kv;
     return FA_CL_SUCCESS;
+}
+
+int fa_cl_splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks)
+{
+    if (blocks <= 0 || slots <= 0 || (double)blocks >= 0.8 * slots)
+        return 1;
+    int64_t most = kv_blocks < slots ? kv_blocks : slots;
+    if (most > 128)
+        most = 128;
+    if (most < 1)
+        return 1;
+    double eff[129], best = 0.0;
+    for (int64_t n = 1; n <= most; n++) {
+        const double waves = (double)(blocks * n) / slots;
+        eff[n] = waves / ceil(waves);
+        if (eff[n] > best)
+            best = eff[n];
+    }
+    for (int64_t n = 1; n <= most; n++) {
+        /* a count that gives each chunk as many key blocks as one fewer does is no better */
+        const int same = n > 1 && (kv_blocks + n - 1) / n == (kv_blocks + n - 2) / (n - 1);
+        if (!same && eff[n] >= 0.85 * best)
+            return (int)n;
+    }
+    return 1;
 }

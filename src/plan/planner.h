@@ -48,12 +48,13 @@ typedef struct fa_cl_device_traits {
     int min_subgroup;          /* Intel: narrowest of CL_DEVICE_SUB_GROUP_SIZES_INTEL; 0 when unknown */
 } fa_cl_device_traits;
 
-/* Kernel variants; both are portable OpenCL C 1.2. */
+/* Kernel families (src/kernels/registry.c). */
 typedef enum fa_cl_kernel_id {
     FA_CL_KERNEL_PORTABLE = 1,  /* cl/fa_forward.cl: each work-item owns whole query rows; P never leaves registers */
     FA_CL_KERNEL_PORTABLE_TILED = 2, /* cl/fa_forward_tiled.cl: TM x TN register tiles; P passes through local memory */
     FA_CL_KERNEL_NVIDIA_MMA = 3, /* cl/fa_forward_nv_mma.cl: NVIDIA tensor cores (inline PTX), f16/bf16 only */
     FA_CL_KERNEL_NVIDIA_TF32X3 = 4, /* cl/fa_forward_nv_tf32.cl: NVIDIA tensor cores, f32 as 3xTF32 */
+    FA_CL_KERNEL_COMBINE = 5,   /* cl/fa_combine.cl: split-KV chunks merged (not a forward) */
 } fa_cl_kernel_id;
 
 /* The shape class a plan is made for. */
@@ -81,7 +82,19 @@ typedef struct fa_cl_tiles {
     int aligned16;            /* tensor-core plan: rows are 16-byte aligned, copy tiles asynchronously */
     int ptx_emulated;         /* tensor-core plan: build with FA_PTX_EMULATE (cl/fa_nv_ptx.cl) */
     int chunk_keys;           /* long rows: keys per launch (a multiple of block_kv); 0 = one launch */
+    int splits;               /* split-KV: chunks of keys computed in parallel, then combined (FA_SPLIT); 1 = none */
+    int paged;                /* K/V in pages through a block table (FA_PAGED) */
+    int seqlens;              /* per-sequence key counts from cache_seqlens (FA_SEQLENS) */
+    int packed;               /* GQA packing: a work-group takes several query heads (FA_PACK) */
 } fa_cl_tiles;
+
+/* Split-KV: the most chunks a plan splits keys into (FA_CL_SPLITS's bound; long rows may need more
+ * for accuracy: one per FA_CL_KV_CHUNK_KEYS keys), and FlashAttention-2's heuristic for the
+ * count: 1 where blocks work-groups fill 80% of a wave of `slots` (work-groups the device runs at
+ * once), else the fewest chunks whose waves are within 85% of the best efficiency, at most
+ * min(128, slots, kv_blocks). */
+#define FA_CL_MAX_SPLITS 1024
+int fa_cl_splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks);
 
 /* Long rows: one fp32 accumulator summing many keys drifts (near-uniform weights, per-key sums:
  * relative error 1.1e-3 at 4M keys on PoCL, and a sum of ones stops growing at 2^24 terms). Where a

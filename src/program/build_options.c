@@ -31,6 +31,14 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
     APPEND(f->options(t, out + len, n - (size_t)len)); /* the family's own */
     if (t->chunk_keys > 0)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_KV_CHUNKED"));
+    if (t->splits > 1)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SPLIT"));
+    if (t->paged)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PAGED"));
+    if (t->seqlens)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SEQLENS"));
+    if (t->packed)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PACK"));
     if (is_gpu)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable"));
     return len;

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Split-KV combine: each row's keys were summed in num_splits chunks by the forward kernel built
+ * with FA_SPLIT, which left per chunk s the normalised partial output O_s (fp32) and its LSE_s.
+ * This kernel merges them with the online-softmax recurrence across chunks (the design article's
+ * formula, in natural log): M = max_s LSE_s, w_s = exp(LSE_s - M), O = sum_s w_s O_s / sum_s w_s,
+ * LSE = M + log(sum_s w_s), always in the order s = 0, 1, ... (deterministic). A chunk that saw
+ * no key (LSE_s = -inf) adds nothing; a row that saw none gets O = 0, LSE = -inf; a NaN LSE_s (a
+ * NaN score) makes the row and its LSE NaN, as in one pass.
+ *
+ * One work-item per 4 columns of one row; defined by the planner: FA_DTYPE, HEAD_DIM. */
+#define D4 ((HEAD_DIM + 3) / 4)
+
+__kernel void fa_combine(__global const float *o_part, __global const float *lse_part, __global fa_store_t *o,
+                         __global float *lse, ulong o_off, long os0, long os1, long os2, int heads_q, int seqlen_q,
+                         int num_splits, int has_lse, ulong rows)
+{
+    const ulong gid = get_global_id(0);
+    if (gid >= rows * D4)
+        return;
+    const ulong r = gid / D4;
+    const int c = (int)(gid % D4);
+    const ulong bh = r / (ulong)seqlen_q;
+    const ulong b = bh / (ulong)heads_q;
+    const ulong h = bh % (ulong)heads_q;
+    const ulong pos = r % (ulong)seqlen_q;
+
+    float mx = -INFINITY;
+    int nan = 0;
+    for (int s = 0; s < num_splits; s++) {
+        const float x = lse_part[(ulong)s * rows + r];
+        nan |= isnan(x);
+        mx = fmax(mx, x);
+    }
+    float4 acc = (float4)(0.0f);
+    float sum = 0.0f;
+    if (nan) {
+        acc = (float4)(NAN);
+        sum = NAN;
+    } else if (mx != -INFINITY) {
+        for (int s = 0; s < num_splits; s++) {
+            const float x = lse_part[(ulong)s * rows + r];
+            if (x == -INFINITY)
+                continue;
+            const float w = exp(x - mx);
+            __global const float *p = o_part + ((ulong)s * rows + r) * HEAD_DIM + 4 * (ulong)c;
+            float4 v;
+#if HEAD_DIM % 4 == 0
+            v = vload4(0, p);
+#else
+            v.x = p[0];
+            v.y = 4 * c + 1 < HEAD_DIM ? p[1] : 0.0f;
+            v.z = 4 * c + 2 < HEAD_DIM ? p[2] : 0.0f;
+            v.w = 4 * c + 3 < HEAD_DIM ? p[3] : 0.0f;
+#endif
+            acc = mad((float4)(w), v, acc);
+            sum += w;
+        }
+        acc /= sum;
+    }
+    const ulong base = o_off + b * (ulong)os0 + h * (ulong)os1 + pos * (ulong)os2 + 4 * (ulong)c;
+#if HEAD_DIM % 4 == 0
+    fa_store4(o, base, acc);
+#else
+    const float e[4] = {acc.x, acc.y, acc.z, acc.w};
+    for (int i = 0; i < 4; i++)
+        if (4 * c + i < HEAD_DIM)
+            fa_store1(o, base + i, e[i]);
+#endif
+    if (has_lse && c == 0)
+        lse[r] = nan ? NAN : mx == -INFINITY ? -INFINITY : mx + log(sum);
+}
