@@ -12,17 +12,29 @@
 
 __kernel void fa_combine(__global const float *o_part, __global const float *lse_part, __global fa_store_t *o,
                          __global float *lse, ulong o_off, long os0, long os1, long os2, int heads_q, int seqlen_q,
-                         int num_splits, int has_lse, ulong rows)
+                         int num_splits, int has_lse, ulong rows, __global const int *cu_seqlens_q, int total_q)
 {
     const ulong gid = get_global_id(0);
     if (gid >= rows * D4)
         return;
-    const ulong r = gid / D4;
+    const ulong r = gid / D4; /* partial results: [splits, B, Hq, seqlen_q] rows */
     const int c = (int)(gid % D4);
     const ulong bh = r / (ulong)seqlen_q;
     const ulong b = bh / (ulong)heads_q;
     const ulong h = bh % (ulong)heads_q;
     const ulong pos = r % (ulong)seqlen_q;
+#ifdef FA_VARLEN_Q
+    /* packed rows, clamped as the forward clamps them (cl/fa_forward_common.cl) */
+    const int q_start = clamp(cu_seqlens_q[b], 0, total_q);
+    if ((long)pos >= min(clamp(cu_seqlens_q[b + 1], q_start, total_q) - q_start, seqlen_q))
+        return;
+    const ulong out_row = o_off + (ulong)q_start * (ulong)os2 + h * (ulong)os1 + pos * (ulong)os2;
+    const ulong lse_at = h * (ulong)total_q + (ulong)q_start + pos;
+#else
+    (void)cu_seqlens_q, (void)total_q;
+    const ulong out_row = o_off + b * (ulong)os0 + h * (ulong)os1 + pos * (ulong)os2;
+    const ulong lse_at = r;
+#endif
 
     float mx = -INFINITY;
     int nan = 0;
@@ -57,7 +69,7 @@ __kernel void fa_combine(__global const float *o_part, __global const float *lse
         }
         acc /= sum;
     }
-    const ulong base = o_off + b * (ulong)os0 + h * (ulong)os1 + pos * (ulong)os2 + 4 * (ulong)c;
+    const ulong base = out_row + 4 * (ulong)c;
 #if HEAD_DIM % 4 == 0
     fa_store4(o, base, acc);
 #else
@@ -67,5 +79,5 @@ __kernel void fa_combine(__global const float *o_part, __global const float *lse
             fa_store1(o, base + i, e[i]);
 #endif
     if (has_lse && c == 0)
-        lse[r] = nan ? NAN : mx == -INFINITY ? -INFINITY : mx + log(sum);
+        lse[lse_at] = nan ? NAN : mx == -INFINITY ? -INFINITY : mx + log(sum);
 }

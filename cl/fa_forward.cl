@@ -53,8 +53,8 @@ void fa_forward(FA_FORWARD_PARAMS)
 
     const int lid = (int)get_local_id(0);
     FA_BLOCK_COORDS
-    const ulong qbase = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
-    const ulong obase = o_off + (ulong)split * split_stride + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    const ulong qbase = q_head0;
+    const ulong obase = o_head0;
 
     for (int e = lid; e < BLOCK_Q * D4; e += WG) {
         int r = e / D4, c = e % D4;
@@ -214,7 +214,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         for (int c = 0; c < D4; c++)
             q_tile[c * BLOCK_Q + r] = acc[i][c] * inv;
         if (has_lse && row < nrows)
-            lse[lse_base + (ulong)row] = fa_row_lse(m[i], l[i], scale);
+            lse[FA_LSE_INDEX(row)] = fa_row_lse(m[i], l[i], scale);
     }
 #ifdef FA_KV_CHUNKED
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE); /* f32: o held the earlier chunks, read above */

@@ -32,18 +32,20 @@ typedef fa_store_t fa_out_t;
     __global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,             \
         __global fa_out_t *o, __global float *lse, ulong q_off, ulong k_off, ulong v_off, ulong o_off,     \
         long qs0, long qs1, long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, long os0, \
-        long os1, long os2, int heads_q, int group, int seqlen_q, int seqlen_k_cap, int num_q_blocks,     \
+        long os1, long os2, int heads_q, int group, int seqlen_q_max, int seqlen_k_cap, int num_q_blocks, \
         float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse, float scale,         \
         __global float *scratch, int kv_begin, int kv_end, __global const int *seqlens,                    \
         __global const int *block_table, int page_size, int pages_per_seq, int num_pages, int pack,        \
-        int num_splits, ulong split_stride
+        int num_splits, ulong split_stride, __global const int *cu_seqlens_q,                              \
+        __global const int *cu_seqlens_k, int total_q, int total_k
 
 /* One work-group per (query block, batch * head column), flattened into dimension 0, and (FA_SPLIT)
  * per chunk of keys in dimension 1: this one's batch b, first query head h, kv head hk and first
  * row q0. A head column is one query head, or (GQA packing, pack = heads_q / heads_kv) all query
  * heads of one kv head: its nrows = pack * seqlen_q rows are row v = query head h + v / seqlen_q,
- * position v % seqlen_q (fa_qrow). seqlen_k is this sequence's key count: the capacity, or
- * cache_seqlens[b] clamped into [0, capacity]. [kv_from, kv_to) are the keys this launch and
+ * position v % seqlen_q (fa_qrow). seqlen_q is this sequence's query rows (varlen: from
+ * cu_seqlens_q) and seqlen_k its key count: the capacity, or cache_seqlens[b] clamped into
+ * [0, capacity], or (varlen) from cu_seqlens_k. [kv_from, kv_to) are the keys this launch and
  * work-group sum: all, a long row's chunk (FA_KV_CHUNKED) or a split (FA_SPLIT). Causal plans visit
  * each head's longest rows first. */
 #define FA_BLOCK_COORDS                                                                                   \
@@ -51,39 +53,87 @@ typedef fa_store_t fa_out_t;
     int qb = (int)(get_group_id(0) % (ulong)num_q_blocks);                                                \
     if (reverse_blocks)                                                                                   \
         qb = num_q_blocks - 1 - qb;                                                                       \
+    FA_BATCH                                                                                              \
+    FA_SEQ_KEYS                                                                                           \
     FA_HEAD_COLUMN                                                                                        \
     const int hk = h / group;                                                                             \
     const int q0 = qb * BLOCK_Q;                                                                          \
-    FA_SEQ_KEYS                                                                                           \
     FA_SPLIT_INDEX                                                                                        \
-    const ulong lse_base = (b * (ulong)heads_q + (ulong)h) * (ulong)seqlen_q +                             \
-                           (ulong)split * (split_stride / HEAD_DIM);                                      \
-    const fa_row_map kmap = fa_kv_map(k_off, b, hk, ks0, ks1, ks2, block_table, pages_per_seq, page_size, \
-                                      num_pages);                                                         \
-    const fa_row_map vmap = fa_kv_map(v_off, b, hk, vs0, vs1, vs2, block_table, pages_per_seq, page_size, \
-                                      num_pages);                                                         \
+    const ulong q_head0 = q_off + FA_Q_BATCH_OFFSET(qs0, qs2) + (ulong)h * (ulong)qs1;                    \
+    const ulong o_head0 = o_off + (ulong)split * split_stride + FA_O_BATCH_OFFSET(os0, os2) +              \
+                          (ulong)h * (ulong)os1;                                                          \
+    FA_LSE_LAYOUT                                                                                         \
+    const fa_row_map kmap = fa_kv_map(k_off + FA_K_BATCH_OFFSET(ks0, ks2), hk, ks0, ks1, ks2, block_table,  \
+                                      b, pages_per_seq, page_size, num_pages);                            \
+    const fa_row_map vmap = fa_kv_map(v_off + FA_K_BATCH_OFFSET(vs0, vs2), hk, vs0, vs1, vs2, block_table,  \
+                                      b, pages_per_seq, page_size, num_pages);                            \
     FA_KV_SPAN                                                                                            \
     (void)scratch, (void)kv_begin, (void)kv_end, (void)lse_base, (void)kmap, (void)vmap, (void)seqlens,   \
-        (void)pack, (void)num_splits, (void)split_stride;
+        (void)pack, (void)num_splits, (void)split_stride, (void)cu_seqlens_q, (void)cu_seqlens_k,        \
+        (void)total_q, (void)total_k, (void)q_head0, (void)o_head0, (void)nrows_max;
 
 /* The serving features are built in only where a plan uses them (-D from the planner), so that
  * other plans compile to the kernel they were before. */
 #ifdef FA_PACK
-#define FA_HEAD_COLUMN                                                                                    \
+#define FA_BATCH                                                                                          \
     const int head_columns = heads_q / pack;                                                              \
-    const ulong b = bh / (ulong)head_columns;                                                             \
-    const int h = (int)(bh % (ulong)head_columns) * pack;                                                 \
-    const int nrows = pack * seqlen_q;
-#else
+    const ulong b = bh / (ulong)head_columns;
 #define FA_HEAD_COLUMN                                                                                    \
-    const ulong b = bh / (ulong)heads_q;                                                                  \
-    const int h = (int)(bh % (ulong)heads_q);                                                             \
-    const int nrows = seqlen_q;
-#endif
-#ifdef FA_SEQLENS
-#define FA_SEQ_KEYS const int seqlen_k = clamp(seqlens[b], 0, seqlen_k_cap);
+    const int h = (int)(bh % (ulong)head_columns) * pack;                                                 \
+    const int nrows = pack * seqlen_q, nrows_max = pack * seqlen_q_max;
 #else
-#define FA_SEQ_KEYS const int seqlen_k = seqlen_k_cap;
+#define FA_BATCH const ulong b = bh / (ulong)heads_q;
+#define FA_HEAD_COLUMN                                                                                    \
+    const int h = (int)(bh % (ulong)heads_q);                                                             \
+    const int nrows = seqlen_q, nrows_max = seqlen_q_max;
+#endif
+/* varlen (FA_VARLEN_Q/K): sequence b's rows start at cu_seqlens[b] of packed [total, heads, d]
+ * tensors; bad offsets are clamped into [0, total] and lengths to [0, the planned maximum], so
+ * every row read or written is one of the tensor's */
+#ifdef FA_VARLEN_Q
+#define FA_Q_ROWS                                                                                         \
+    const int q_start = clamp(cu_seqlens_q[b], 0, total_q);                                               \
+    const int seqlen_q = min(clamp(cu_seqlens_q[b + 1], q_start, total_q) - q_start, seqlen_q_max);
+#define FA_Q_BATCH_OFFSET(s0, s2) ((ulong)q_start * (ulong)(s2))
+#else
+#define FA_Q_ROWS const int seqlen_q = seqlen_q_max;
+#define FA_Q_BATCH_OFFSET(s0, s2) (b * (ulong)(s0))
+#endif
+/* the output: o's rows, or (FA_SPLIT) the partial results' [B, Hq, seqlen_q_max] rows */
+#if defined(FA_VARLEN_Q) && !defined(FA_SPLIT)
+#define FA_O_BATCH_OFFSET(s0, s2) FA_Q_BATCH_OFFSET(s0, s2)
+#else
+#define FA_O_BATCH_OFFSET(s0, s2) (b * (ulong)(s0))
+#endif
+/* the LSE of row v: lse[fa_qrow(lse_base, v, seqlen_q, lse_heads, 1)]: [B, Hq, Sq], or varlen
+ * [Hq, total_q], or (FA_SPLIT) the partial LSEs [splits, B, Hq, seqlen_q_max] */
+#if defined(FA_VARLEN_Q) && !defined(FA_SPLIT)
+#define FA_LSE_LAYOUT                                                                                     \
+    const ulong lse_base = (ulong)h * (ulong)total_q + (ulong)q_start;                                    \
+    const long lse_heads = total_q;
+#else
+#define FA_LSE_LAYOUT                                                                                     \
+    const ulong lse_base = (b * (ulong)heads_q + (ulong)h) * (ulong)seqlen_q_max +                         \
+                           (ulong)split * (split_stride / HEAD_DIM);                                      \
+    const long lse_heads = seqlen_q_max;
+#endif
+#define FA_LSE_INDEX(v) fa_qrow(lse_base, v, seqlen_q, lse_heads, 1)
+#if defined(FA_SEQLENS)
+#define FA_SEQ_KEYS FA_Q_ROWS const int seqlen_k = clamp(seqlens[b], 0, seqlen_k_cap);
+#elif defined(FA_VARLEN_K)
+#define FA_SEQ_KEYS                                                                                       \
+    FA_Q_ROWS                                                                                             \
+    const int k_start = clamp(cu_seqlens_k[b], 0, total_k);                                               \
+    const int seqlen_k = min(clamp(cu_seqlens_k[b + 1], k_start, total_k) - k_start, seqlen_k_cap);
+#define FA_K_BATCH_OFFSET(s0, s2) ((ulong)k_start * (ulong)(s2))
+#else
+#define FA_SEQ_KEYS FA_Q_ROWS const int seqlen_k = seqlen_k_cap;
+#endif
+/* where sequence b's keys start: its rows (varlen), its batch, or (paged) the table says */
+#if defined(FA_PAGED)
+#define FA_K_BATCH_OFFSET(s0, s2) ((ulong)0)
+#elif !defined(FA_VARLEN_K)
+#define FA_K_BATCH_OFFSET(s0, s2) (b * (ulong)(s0))
 #endif
 #ifdef FA_SPLIT
 #define FA_SPLIT_INDEX const int split = (int)get_group_id(1);
@@ -122,7 +172,8 @@ typedef struct fa_row_map {
     __global const int *table;
 } fa_row_map;
 
-inline fa_row_map fa_kv_map(ulong off, ulong b, int hk, long s0, long s1, long s2, __global const int *block_table,
+/* off: the view's offset plus this sequence's (not used with pages: the table places the rows) */
+inline fa_row_map fa_kv_map(ulong off, int hk, long s0, long s1, long s2, __global const int *block_table, ulong b,
                             int pages_per_seq, int page_size, int num_pages)
 {
     fa_row_map m;
@@ -131,9 +182,10 @@ inline fa_row_map fa_kv_map(ulong off, ulong b, int hk, long s0, long s1, long s
     m.outer = s0;
     m.table = block_table + b * (ulong)pages_per_seq;
 #else
-    m.base = off + b * (ulong)s0 + (ulong)hk * (ulong)s1;
+    m.base = off + (ulong)hk * (ulong)s1;
     m.outer = 0;
     m.table = block_table;
+    (void)b, (void)pages_per_seq;
 #endif
     m.stride = s2;
     m.div = page_size;
@@ -190,11 +242,10 @@ inline float fa_rescale(float m, float mx, float scale_log2)
 #define FA_CHUNK_SLOT(i) (scratch + 2 * ((ulong)get_global_id(0) * FA_ITEM_ROWS + (ulong)(i)))
 #if FA_DTYPE == 0
 #define FA_CHUNK_O(row, col)                                                                              \
-    ((__global float *)o + fa_qrow(o_off + b * (ulong)os0 + (ulong)h * (ulong)os1, row, seqlen_q, os1, os2) + \
-     (ulong)(col))
+    ((__global float *)o + fa_qrow(o_head0, row, seqlen_q, os1, os2) + (ulong)(col))
 #else
 #define FA_CHUNK_O(row, col)                                                                              \
-    (scratch + 2 * (ulong)get_global_size(0) * FA_ITEM_ROWS + (bh * (ulong)nrows + (ulong)(row)) * HEAD_DIM + \
+    (scratch + 2 * (ulong)get_global_size(0) * FA_ITEM_ROWS + (bh * (ulong)nrows_max + (ulong)(row)) * HEAD_DIM + \
      (ulong)(col))
 #endif
 /* Merge the earlier chunks' row (slot i) into this launch's running maximum *m and sum *l: returns

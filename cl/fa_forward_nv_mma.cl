@@ -147,7 +147,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int wrow = warp * WARP_ROWS; /* this warp's first row in the block */
 
     fa_row_map qmap = kmap;
-    qmap.base = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
+    qmap.base = q_head0;
     qmap.stride = qs2;
     qmap.outer = qs1;
     qmap.div = seqlen_q;
@@ -367,7 +367,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     if (!last_chunk)
         return; /* the whole work-group: last_chunk is the launch's */
 #endif
-    const ulong obase = o_off + (ulong)split * split_stride + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    const ulong obase = o_head0;
     FA_PRAGMA_UNROLL
     for (int mt = 0; mt < MT; mt++) {
         float inv[2];
@@ -395,7 +395,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int r = 0; r < 2; r++) {
                 const int row = row0 + 8 * r;
                 if (row < nrows)
-                    lse[lse_base + (ulong)row] = fa_row_lse(m[mt][r], l[mt][r], scale);
+                    lse[FA_LSE_INDEX(row)] = fa_row_lse(m[mt][r], l[mt][r], scale);
             }
         }
     }

@@ -116,7 +116,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int wrow = warp * 16;
 
     fa_row_map qmap = kmap;
-    qmap.base = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
+    qmap.base = q_head0;
     qmap.stride = qs2;
     qmap.outer = qs1;
     qmap.div = seqlen_q;
@@ -288,7 +288,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     l1 += fa_shfl_xor(l1, 1 FA_EMU_ARG);
     l1 += fa_shfl_xor(l1, 2 FA_EMU_ARG);
     const float inv0 = (l0 == 0.0f) ? 0.0f : 1.0f / l0, inv1 = (l1 == 0.0f) ? 0.0f : 1.0f / l1;
-    const ulong obase = o_off + (ulong)split * split_stride + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    const ulong obase = o_head0;
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++) {
         const int col = dt * 8 + 2 * t4;
@@ -303,8 +303,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     }
     if (has_lse && t4 == 0) {
         if (row0 < nrows)
-            lse[lse_base + (ulong)row0] = fa_row_lse(m0, l0, scale);
+            lse[FA_LSE_INDEX(row0)] = fa_row_lse(m0, l0, scale);
         if (row1 < nrows)
-            lse[lse_base + (ulong)row1] = fa_row_lse(m1, l1, scale);
+            lse[FA_LSE_INDEX(row1)] = fa_row_lse(m1, l1, scale);
     }
 }

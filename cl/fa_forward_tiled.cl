@@ -79,7 +79,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int tx = lid % NX, ty = lid / NX;
     FA_BLOCK_COORDS
     fa_row_map qmap = kmap;
-    qmap.base = q_off + b * (ulong)qs0 + (ulong)h * (ulong)qs1;
+    qmap.base = q_head0;
     qmap.stride = qs2;
     qmap.outer = qs1;
     qmap.div = seqlen_q;
@@ -226,7 +226,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int i = 0; i < TM; i++)
         xchg[tx * PT_PITCH + ty * TM + i] = l[i];
     barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong obase = o_off + (ulong)split * split_stride + b * (ulong)os0 + (ulong)h * (ulong)os1;
+    const ulong obase = o_head0;
     barrier(CLK_LOCAL_MEM_FENCE);
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {
@@ -246,6 +246,6 @@ void fa_forward(FA_FORWARD_PARAMS)
                 fa_store_chunk(o, rbase, chunk, acc[i][c] * inv);
         }
         if (has_lse && tx == 0)
-            lse[lse_base + (ulong)row] = fa_row_lse(m[i], total, scale);
+            lse[FA_LSE_INDEX(row)] = fa_row_lse(m[i], total, scale);
     }
 }

@@ -283,6 +283,10 @@ typedef struct fa_cl_attention_desc {
     int64_t num_pages;     /**< pages in the K pool (and in the V pool); with page_size */
     int64_t pages_per_seq; /**< columns of the block table; seqlen_k <= pages_per_seq * page_size */
     int kv_seqlens;        /**< nonzero: fa_cl_forward_args.cache_seqlens gives each sequence's key count */
+    int64_t total_q;       /**< > 0: varlen q and o, packed [total_q, heads_q, head_dim] rows; seqlen_q is the
+                                longest sequence's (max_seqlen_q); fa_cl_forward_args.cu_seqlens_q */
+    int64_t total_k;       /**< > 0: varlen k and v, packed [total_k, heads_kv, head_dim]; seqlen_k is the
+                                longest (max_seqlen_k); fa_cl_forward_args.cu_seqlens_k */
 } fa_cl_attention_desc;
 
 /**
@@ -306,6 +310,18 @@ typedef struct fa_cl_attention_desc {
  *    between sequences. Bad data, safe by construction: an entry outside [0, num_pages) is clamped
  *    into it (the key is read from page 0 or num_pages - 1, whatever that holds); only entries of
  *    pages a sequence's keys reach are read.
+ *  - Variable-length batches (desc.total_q > 0 and/or desc.total_k > 0; FlashAttention's
+ *    flash_attn_varlen_func): sequences are packed one after another along the rows of
+ *    [total, heads, head_dim] tensors (strides {0, head, row}; all 0: contiguous), and
+ *    args.cu_seqlens_q / cu_seqlens_k (device int32 [batch + 1]) give where each starts: sequence
+ *    b has rows cu[b] .. cu[b + 1] - 1. seqlen_q / seqlen_k are then the longest sequence's lengths
+ *    (what the plan is made for); the LSE is [heads_q, total_q]. Rows of q no sequence covers are
+ *    not written. Varlen q combines with everything (with a paged cache and cache_seqlens: chunked
+ *    prefill); varlen k excludes pages and kv_seqlens (cu_seqlens_k gives the key counts). Bad data,
+ *    safe by construction: each offset is clamped into [0, total] and each length into
+ *    [0, max(end - start, 0)] and then to the planned longest, so every row read or written is one
+ *    of the tensor's; overlapping sequences (non-monotonic offsets) may then write the same rows,
+ *    which hold one of their results.
  *  - Split-KV (chosen by the planner, FA_CL_SPLITS=n forces n): where one work-group per query
  *    block would leave the device under-filled (decoding), each row's keys are cut into n chunks
  *    computed in parallel; their partial O (fp32) and LSE go to scratch the plan owns and a second
@@ -314,8 +330,8 @@ typedef struct fa_cl_attention_desc {
  *  - GQA packing (chosen by the planner): where seqlen_q is small, one work-group takes all
  *    heads_q / heads_kv query heads of a KV head, so each K/V element is read once per KV head;
  *    fa_cl_plan_info.gqa_pack says how many query heads share a work-group.
- * The unfused reference (fa_cl_reference_forward) takes neither per-sequence lengths nor pages
- * (FA_CL_ERROR_UNSUPPORTED).
+ * The unfused reference (fa_cl_reference_forward) takes none of per-sequence lengths, pages or
+ * varlen tensors (FA_CL_ERROR_UNSUPPORTED).
  */
 
 /**
@@ -411,13 +427,15 @@ typedef struct fa_cl_forward_args {
     cl_event *done;         /**< if not NULL, receives an event for the call's work (the caller releases it) */
     cl_mem cache_seqlens;   /**< 0.3: int32 [batch], each sequence's key count; required iff desc.kv_seqlens */
     cl_mem block_table;     /**< 0.3: int32 [batch, pages_per_seq]; required iff desc.page_size > 0 */
+    cl_mem cu_seqlens_q;    /**< 0.3: int32 [batch + 1], varlen q rows; required iff desc.total_q > 0 */
+    cl_mem cu_seqlens_k;    /**< 0.3: int32 [batch + 1], varlen k rows; required iff desc.total_k > 0 */
 } fa_cl_forward_args;
 
 /** Zero every field of args and set struct_size to this header's sizeof. */
 static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
-        const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL};
+        const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }

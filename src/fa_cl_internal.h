@@ -225,7 +225,7 @@ void fa_cl__reference_release(fa_cl_context *ctx);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
-#define FA_CL_DESC_KEY_WORDS 31
+#define FA_CL_DESC_KEY_WORDS 33
 
 /* A descriptor checked and normalised once (desc.c): strides explicit, every extent computed, and
  * what the planner, the kernels' arguments, the plan cache and the reference take from it. */
@@ -241,6 +241,7 @@ typedef struct fa_cl_views {
     /* bytes each buffer must hold: (offset + max index + 1) * elem_size */
     uint64_t q_bytes, k_bytes, v_bytes, o_bytes, lse_bytes;
     uint64_t seqlens_bytes, table_bytes; /* args.cache_seqlens and args.block_table; 0 = not used */
+    uint64_t cu_q_bytes, cu_k_bytes;     /* args.cu_seqlens_q / _k (varlen); 0 = not used */
     /* byte ranges [begin, end) each view touches, for overlap checks */
     uint64_t q_begin, k_begin, v_begin, o_begin;
     uint64_t key[FA_CL_DESC_KEY_WORDS]; /* every plan-changing field in a fixed order: compared bytewise */
@@ -267,10 +268,9 @@ int fa_cl__rows_aligned16(const fa_cl_attention_desc *d);
 fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem q, cl_mem k, cl_mem v_mem,
                                   cl_mem o, cl_mem lse);
 
-/* Check the serving buffers of a call (args.cache_seqlens, args.block_table) against the views:
+/* Check the serving buffers of a call (cache_seqlens, block_table, cu_seqlens_q/k) against the views:
  * given iff the descriptor uses them, large enough, not overlapping o or lse. */
-fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem seqlens, cl_mem table,
-                                          cl_mem o, cl_mem lse);
+fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_forward_args *a);
 
 /* Check num_wait / wait consistency (OpenCL's rule: NULL list iff count 0). */
 fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const cl_event *wait);

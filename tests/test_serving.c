@@ -15,6 +15,7 @@
  * counts 1..16: within tolerance of the oracle and bitwise equal run to run), invalid (host-side
  * checks with a status and a message).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,19 @@ typedef struct serving_case {
     int shared_pages;    /* sequences b > 0 share their first pages with sequence 0 */
     int bad_entries;     /* some block-table entries outside [0, num_pages) */
 } serving_case;
+
+struct varlen_case {
+    int64_t B, Hq, Hkv, D;
+    fa_cl_dtype dtype;
+    int causal;
+    int64_t wl, wr;
+    const int *cu_q;         /* B + 1 offsets into total_q rows (may be bad data) */
+    int64_t total_q, max_q;
+    const int *cu_k;         /* B + 1 offsets into total_k rows of logical keys */
+    int64_t total_k, max_k;
+    int64_t page_size;       /* > 0: chunked prefill: the keys in a paged cache with cache_seqlens */
+};
+typedef struct varlen_case varlen_case;
 
 typedef struct serving_run {
     tu_problem p;
@@ -382,6 +396,8 @@ static int run_splits(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
+static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed);
+
 /* small shapes for oclgrind (races, out-of-bounds reads and writes, uninitialised values): lengths 0
  * and past the capacity, shuffled, shared and out-of-range pages, a masked decode row. "tiny N"
  * runs case N only: under oclgrind 21.10 a second split plan in one process (even of the same
@@ -399,6 +415,230 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     for (int i = 0; i < TU_COUNT(cases); i++)
         if (only < 0 || only == i)
             check_case(&serving_tally, ctx, &cases[i], 600 + (uint64_t)i);
+    /* 3: varlen q and k with an empty sequence, bad offsets and uncovered rows, split or not */
+    if (only < 0 || only == 3) {
+        const varlen_case v = {3, 4, 2, 16, FA_CL_F16, 1, -1, -1, (const int[]){-2, 5, 5, 99}, 12, 6,
+                                      (const int[]){0, 20, 3, 40}, 40, 24, 0};
+        check_varlen(&serving_tally, ctx, &v, 650);
+    }
+    return 0;
+}
+
+/* ---- variable-length batches: packed [total, heads, d] rows located by cu_seqlens ---------------- */
+
+
+
+/* sequence b's [start, start + len) of cu over total rows, clamped as include/fa_cl.h says */
+static void varlen_rows(const int *cu, int64_t b, int64_t total, int64_t max, int64_t *start, int64_t *len)
+{
+    *start = clamp64(cu[b], 0, total);
+    *len = clamp64(clamp64(cu[b + 1], *start, total) - *start, 0, max);
+}
+
+static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed)
+{
+    char name[300];
+    snprintf(name, sizeof name, "varlen B=%lld H=%lld/%lld D=%lld %s%s total_q %lld (max %lld) total_k %lld (max %lld)%s",
+             (long long)vc->B, (long long)vc->Hq, (long long)vc->Hkv, (long long)vc->D, tu_dtype_name(vc->dtype),
+             vc->causal ? " causal" : "", (long long)vc->total_q, (long long)vc->max_q, (long long)vc->total_k,
+             (long long)vc->max_k, vc->page_size ? " paged (chunked prefill)" : "");
+    const int64_t B = vc->B, Hq = vc->Hq, Hkv = vc->Hkv, D = vc->D, P = vc->page_size;
+    const size_t esz = tu_dtype_size(vc->dtype), nq = (size_t)(vc->total_q * Hq * D), nk = (size_t)(vc->total_k * Hkv * D);
+    const size_t o_slack = 16, lse_n = (size_t)(Hq * vc->total_q), lse_slack = 7;
+    float *x[3] = {malloc(nq * sizeof(float)), malloc(nk * sizeof(float)), malloc(nk * sizeof(float))};
+    void *img[3] = {malloc(nq * esz), malloc(nk * esz), malloc(nk * esz)};
+    unsigned char *o_img = malloc((nq + o_slack) * esz), *first = malloc((nq + o_slack) * esz);
+    float *lse_img = malloc((lse_n + lse_slack) * sizeof(float));
+    double *ref_o = malloc(nq * sizeof(double)), *ref_lse = malloc(lse_n * sizeof(double));
+    unsigned char *covered = calloc((size_t)vc->total_q, 1);
+    int *lens = malloc((size_t)B * sizeof(int)), *table = NULL;
+    void *pool[2] = {NULL, NULL};
+    cl_mem mem[9] = {NULL};
+    if (!x[0] || !x[1] || !x[2] || !img[0] || !img[1] || !img[2] || !o_img || !first || !lse_img || !ref_o || !ref_lse ||
+        !covered || !lens) {
+        tu_expect(t, 0, "%s: out of host memory", name);
+        goto done;
+    }
+    tu_rng rng;
+    tu_rng_seed(&rng, seed);
+    const size_t n[3] = {nq, nk, nk};
+    for (int i = 0; i < 3; i++)
+        for (size_t e = 0; e < n[i]; e++) {
+            x[i][e] = tu_round(vc->dtype, tu_rng_nonzero(&rng));
+            tu_store(vc->dtype, img[i], e, x[i][e]);
+        }
+    for (size_t e = 0; e < nq + o_slack; e++)
+        tu_store_bits(vc->dtype, o_img, e, tu_sentinel_bits(vc->dtype));
+    for (size_t e = 0; e < lse_n + lse_slack; e++)
+        tu_store_bits(FA_CL_F32, lse_img, e, tu_sentinel_bits(FA_CL_F32));
+
+    fa_cl_attention_desc d;
+    fa_cl_attention_desc_init(&d, B, Hq, vc->max_q, vc->max_k, D, vc->dtype);
+    d.heads_kv = Hkv;
+    d.causal = vc->causal;
+    d.window_left = vc->wl;
+    d.window_right = vc->wr;
+    d.total_q = vc->total_q;
+    /* the keys: packed varlen rows, or sequence b's keys in pages (cache_seqlens = its length) */
+    int64_t pages_per_seq = 0, num_pages = 0;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t ks, kl;
+        varlen_rows(vc->cu_k, b, vc->total_k, vc->max_k, &ks, &kl);
+        lens[b] = (int)kl;
+    }
+    if (P > 0) {
+        pages_per_seq = (vc->max_k + P - 1) / P;
+        num_pages = B * pages_per_seq;
+        table = malloc((size_t)num_pages * sizeof(int));
+        for (int i = 0; i < 2 && table; i++)
+            pool[i] = calloc((size_t)(num_pages * P * Hkv * D), esz);
+        if (!table || !pool[0] || !pool[1]) {
+            tu_expect(t, 0, "%s: out of host memory", name);
+            goto done;
+        }
+        for (int64_t p = 0; p < num_pages; p++) /* page b * pps + j is sequence b's page j, reversed */
+            table[p] = (int)(num_pages - 1 - p);
+        for (int i = 0; i < 2; i++)
+            for (int64_t b = 0; b < B; b++) {
+                int64_t ks, kl;
+                varlen_rows(vc->cu_k, b, vc->total_k, vc->max_k, &ks, &kl);
+                for (int64_t key = 0; key < kl; key++)
+                    for (int64_t h = 0; h < Hkv; h++)
+                        for (int64_t e = 0; e < D; e++) {
+                            const int64_t pg = table[b * pages_per_seq + key / P];
+                            tu_store(vc->dtype, pool[i], (size_t)(((pg * P + key % P) * Hkv + h) * D + e),
+                                     x[i + 1][(size_t)(((ks + key) * Hkv + h) * D + e)]);
+                        }
+            }
+        d.page_size = P;
+        d.num_pages = num_pages;
+        d.pages_per_seq = pages_per_seq;
+        d.kv_seqlens = 1;
+    } else {
+        d.total_k = vc->total_k;
+    }
+    const size_t kv_bytes = P > 0 ? (size_t)(num_pages * P * Hkv * D) * esz : nk * esz;
+    mem[0] = tu_buffer(ctx, CL_MEM_READ_ONLY, nq * esz, img[0]);
+    mem[1] = tu_buffer(ctx, CL_MEM_READ_ONLY, kv_bytes, P > 0 ? pool[0] : img[1]);
+    mem[2] = tu_buffer(ctx, CL_MEM_READ_ONLY, kv_bytes, P > 0 ? pool[1] : img[2]);
+    mem[3] = tu_buffer(ctx, CL_MEM_READ_WRITE, (nq + o_slack) * esz, o_img);
+    mem[4] = tu_buffer(ctx, CL_MEM_READ_WRITE, (lse_n + lse_slack) * sizeof(float), lse_img);
+    mem[5] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(B + 1) * sizeof(int), vc->cu_q);
+    mem[6] = P > 0 ? tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)B * sizeof(int), lens)
+                   : tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(B + 1) * sizeof(int), vc->cu_k);
+    if (P > 0)
+        mem[7] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)num_pages * sizeof(int), table);
+    for (int i = 0; i < 7; i++)
+        if (!mem[i]) {
+            tu_expect(t, 0, "%s: buffers", name);
+            goto done;
+        }
+    fa_cl_plan *plan = NULL;
+    fa_cl_status st = fa_cl_plan_create(ctx, &d, &plan);
+    fa_cl_plan_info info;
+    memset(&info, 0, sizeof info);
+    if (st == FA_CL_SUCCESS)
+        fa_cl_plan_get_info(plan, &info);
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = mem[0], a.k = mem[1], a.v = mem[2], a.o = mem[3], a.lse = mem[4], a.cu_seqlens_q = mem[5];
+    if (P > 0)
+        a.cache_seqlens = mem[6], a.block_table = mem[7];
+    else
+        a.cu_seqlens_k = mem[6];
+    for (int run = 0; run < 2 && st == FA_CL_SUCCESS; run++) {
+        st = fa_cl_plan_run(plan, &a);
+        if (st == FA_CL_SUCCESS && (tu_read(ctx, mem[3], (nq + o_slack) * esz, run ? o_img : first) != 0 ||
+                                    tu_read(ctx, mem[4], (lse_n + lse_slack) * sizeof(float), lse_img) != 0))
+            st = FA_CL_ERROR_OPENCL;
+    }
+    fa_cl_plan_release(plan);
+    if (st != FA_CL_SUCCESS) {
+        tu_expect(t, 0, "%s: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
+        goto done;
+    }
+    /* the oracle, one sequence at a time on its own rows and keys */
+    size_t bad = 0, clobbered = 0;
+    double worst = 0.0;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t qs, ql, ks, kl;
+        varlen_rows(vc->cu_q, b, vc->total_q, vc->max_q, &qs, &ql);
+        varlen_rows(vc->cu_k, b, vc->total_k, vc->max_k, &ks, &kl);
+        if (ql == 0)
+            continue;
+        tu_case one = {1, Hq, Hkv, ql, kl, D, vc->dtype, vc->causal, vc->wl, vc->wr, NULL, 0.0f, 1};
+        float *qb = malloc((size_t)(Hq * ql * D) * sizeof(float) + 1);
+        float *kb = malloc((size_t)(Hkv * kl * D) * sizeof(float) + 1), *vb = malloc((size_t)(Hkv * kl * D) * sizeof(float) + 1);
+        double *ob = malloc((size_t)(Hq * ql * D) * sizeof(double) + 1), *lb = malloc((size_t)(Hq * ql) * sizeof(double) + 1);
+        if (!qb || !kb || !vb || !ob || !lb) {
+            free(qb), free(kb), free(vb), free(ob), free(lb);
+            bad++;
+            continue;
+        }
+        for (int64_t h = 0; h < Hq; h++)
+            for (int64_t i = 0; i < ql; i++)
+                memcpy(qb + (size_t)((h * ql + i) * D), x[0] + (size_t)(((qs + i) * Hq + h) * D), (size_t)D * sizeof(float));
+        for (int64_t h = 0; h < Hkv; h++)
+            for (int64_t j = 0; j < kl; j++) {
+                memcpy(kb + (size_t)((h * kl + j) * D), x[1] + (size_t)(((ks + j) * Hkv + h) * D), (size_t)D * sizeof(float));
+                memcpy(vb + (size_t)((h * kl + j) * D), x[2] + (size_t)(((ks + j) * Hkv + h) * D), (size_t)D * sizeof(float));
+            }
+        tu_attention_f64(&one, qb, kb, vb, ob, lb);
+        for (int64_t h = 0; h < Hq; h++)
+            for (int64_t i = 0; i < ql; i++) {
+                covered[qs + i] = 1;
+                for (int64_t e = 0; e < D; e++) {
+                    const double ref = ob[(h * ql + i) * D + e];
+                    const double got = tu_load(vc->dtype, o_img, (size_t)(((qs + i) * Hq + h) * D + e));
+                    const double ratio = fabs(got - ref) / fa_cl_tolerance_bound(vc->dtype, ref);
+                    worst = ratio > worst ? ratio : worst;
+                    bad += !fa_cl_tolerance_ok(vc->dtype, got, ref);
+                }
+                const double lr = lb[h * ql + i], lg = lse_img[h * vc->total_q + qs + i];
+                bad += isinf(lr) ? lg != lr : !(fabs(lg - lr) <= 1e-4 * (fabs(lr) > 1 ? fabs(lr) : 1));
+            }
+        free(qb), free(kb), free(vb), free(ob), free(lb);
+    }
+    /* rows no sequence covers, and the slack after o and the LSE, keep the sentinel */
+    for (int64_t r = 0; r < vc->total_q; r++)
+        for (int64_t e = 0; !covered[r] && e < Hq * D; e++)
+            clobbered += tu_load_bits(vc->dtype, o_img, (size_t)(r * Hq * D + e)) != tu_sentinel_bits(vc->dtype);
+    for (size_t e = nq; e < nq + o_slack; e++)
+        clobbered += tu_load_bits(vc->dtype, o_img, e) != tu_sentinel_bits(vc->dtype);
+    for (size_t e = 0; e < lse_n + lse_slack; e++)
+        if (e >= lse_n || !covered[e % (size_t)vc->total_q])
+            clobbered += tu_load_bits(FA_CL_F32, lse_img, e) != tu_sentinel_bits(FA_CL_F32);
+    const int same = memcmp(first, o_img, (nq + o_slack) * esz) == 0;
+    tu_expect(t, bad == 0 && clobbered == 0 && same, "%s [%s %dx%d splits %d pack %d]: worst ratio %.3f, %zu bad, "
+              "%zu written outside the sequences%s", name, info.kernel, info.block_q, info.block_kv, info.splits,
+              info.gqa_pack, worst, bad, clobbered, same ? "" : ", NOT bitwise equal run to run");
+done:
+    for (int i = 0; i < 8; i++)
+        if (mem[i])
+            clReleaseMemObject(mem[i]);
+    for (int i = 0; i < 3; i++)
+        free(x[i]), free(img[i]);
+    free(o_img), free(first), free(lse_img), free(ref_o), free(ref_lse), free(covered), free(lens), free(table);
+    free(pool[0]), free(pool[1]);
+}
+
+static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    const varlen_case cases[] = {
+        /* ragged prefill, an empty sequence, causal bottom-right per sequence */
+        {3, 4, 2, 64, FA_CL_F32, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, 0},
+        {4, 8, 2, 40, FA_CL_F16, 0, -1, -1, LENS(0, 1, 5, 5, 9), 9, 4, LENS(0, 300, 301, 301, 700), 700, 400, 0},
+        {2, 4, 4, 128, FA_CL_BF16, 1, 16, 0, LENS(0, 70, 90), 90, 70, LENS(0, 70, 200), 200, 130, 0},
+        /* chunked prefill: varlen q against a paged cache with per-sequence lengths */
+        {3, 8, 2, 64, FA_CL_F16, 1, -1, -1, LENS(0, 16, 17, 50), 50, 33, LENS(0, 100, 117, 300), 300, 183, 16},
+        /* bad data: offsets below 0 and past the totals, a length past the planned maximum (q rows
+         * 10 .. 29, so rows 30 .. 39 belong to no sequence), non-monotonic key offsets (sequence 1
+         * gets no key, sequence 2 keys 5 .. 68); overlapping q rows would have no one answer */
+        {3, 4, 2, 32, FA_CL_F32, 1, -1, -1, LENS(-9, 10, 10, 9999), 40, 20, LENS(-1, 60, 5, 90), 90, 64, 0},
+    };
+    for (int i = 0; i < TU_COUNT(cases); i++)
+        check_varlen(&serving_tally, ctx, &cases[i], 700 + (uint64_t)i);
     return 0;
 }
 
@@ -498,6 +738,57 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     if (small)
         clReleaseMemObject(small);
     fa_cl_plan_release(plan);
+    /* varlen descriptors and buffers */
+    {
+        fa_cl_attention_desc d;
+        fa_cl_attention_desc_init(&d, 2, 4, 8, 8, 64, FA_CL_F16);
+        d.total_q = 16;
+        fa_cl_attention_desc e = d;
+        e.q_stride[0] = 5, e.q_stride[1] = 64, e.q_stride[2] = 256;
+        fa_cl_plan *p = NULL;
+        st = fa_cl_plan_create(ctx, &e, &p);
+        tu_expect(t, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_last_error(ctx), "q_stride[0] must be 0"),
+                  "varlen q with a batch stride: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+        fa_cl_plan_release(p);
+        e = d;
+        e.total_k = 16, e.kv_seqlens = 1;
+        st = fa_cl_plan_create(ctx, &e, &p);
+        tu_expect(t, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_last_error(ctx), "does not combine"),
+                  "varlen k with kv_seqlens: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+        fa_cl_plan_release(p);
+        e = d;
+        e.total_q = -1;
+        st = fa_cl_plan_create(ctx, &e, &p);
+        tu_expect(t, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_last_error(ctx), "total_q"),
+                  "negative total_q: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+        fa_cl_plan_release(p);
+        st = fa_cl_plan_create(ctx, &d, &p);
+        if (st == FA_CL_SUCCESS) {
+            /* q and o hold 16 packed rows; k and v the dense [2, 4, 8, 64] */
+            cl_mem q = tu_buffer(ctx, CL_MEM_READ_ONLY, 16 * 4 * 64 * 2, NULL);
+            cl_mem kv = tu_buffer(ctx, CL_MEM_READ_ONLY, 2 * 4 * 8 * 64 * 2, NULL);
+            cl_mem o = tu_buffer(ctx, CL_MEM_READ_WRITE, 16 * 4 * 64 * 2, NULL);
+            cl_mem cu = tu_buffer(ctx, CL_MEM_READ_ONLY, 8, NULL); /* 2 of the 3 offsets */
+            fa_cl_forward_args a;
+            fa_cl_forward_args_init(&a);
+            a.q = q, a.k = kv, a.v = kv, a.o = o;
+            st = fa_cl_plan_run(p, &a);
+            tu_expect(t, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_last_error(ctx), "cu_seqlens_q is NULL"),
+                      "varlen q without cu_seqlens_q: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            a.cu_seqlens_q = cu;
+            st = fa_cl_plan_run(p, &a);
+            tu_expect(t, st == FA_CL_ERROR_BUFFER_TOO_SMALL && strstr(fa_cl_last_error(ctx), "cu_seqlens_q"),
+                      "cu_seqlens_q of batch entries, not batch + 1: %s: %s", fa_cl_status_string(st),
+                      fa_cl_last_error(ctx));
+            cl_mem m[4] = {q, kv, o, cu};
+            for (int i = 0; i < 4; i++)
+                if (m[i])
+                    clReleaseMemObject(m[i]);
+        } else {
+            tu_expect(t, 0, "a varlen plan: %s", fa_cl_last_error(ctx));
+        }
+        fa_cl_plan_release(p);
+    }
     /* the reference takes neither */
     st = fa_cl_reference_forward(ctx, &r.desc, r.p.mem[0], r.pool[0], r.pool[1], r.p.mem[3], NULL, 0, NULL, NULL);
     tu_expect(t, st == FA_CL_ERROR_UNSUPPORTED, "the reference refuses paged K/V: %s: %s",
@@ -510,7 +801,7 @@ int main(int argc, char **argv)
 {
     const tu_subset subsets[] = {
         {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode},
-        {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny},
+        {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny}, {"varlen", run_varlen},
     };
     return tu_main(&serving_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

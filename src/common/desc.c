@@ -12,10 +12,10 @@
 
 /* The descriptor as 0.2 defines it; struct_size smaller than its first version's fields is refused. */
 #define FA_CL_DESC_V1_SIZE (offsetof(fa_cl_attention_desc, o_offset) + sizeof(size_t))
-/* 0.3 added the serving fields (page_size .. kv_seqlens). A new descriptor field must join the
+/* 0.3 added the serving fields (page_size .. total_k). A new descriptor field must join the
  * canonical key (desc_key below) and be checked here. */
-#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, kv_seqlens) + sizeof(int))
-_Static_assert(sizeof(fa_cl_attention_desc) <= FA_CL_DESC_V3_END + 4 && sizeof(fa_cl_attention_desc) >= FA_CL_DESC_V3_END,
+#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, total_k) + sizeof(int64_t))
+_Static_assert(sizeof(fa_cl_attention_desc) == FA_CL_DESC_V3_END,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
 
 size_t fa_cl__dtype_size(fa_cl_dtype t)
@@ -156,6 +156,8 @@ static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     k[28] = (uint64_t)d->num_pages;
     k[29] = (uint64_t)d->pages_per_seq;
     k[30] = (uint64_t)(d->kv_seqlens != 0);
+    k[31] = (uint64_t)d->total_q;
+    k[32] = (uint64_t)d->total_k;
     memcpy(key, k, sizeof k);
 }
 
@@ -266,6 +268,31 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         }
     }
 
+    /* varlen: packed [total, heads, head_dim] rows; the batch stride means nothing there */
+    const int varlen_q = desc->total_q > 0, varlen_k = desc->total_k > 0;
+    if (desc->total_q < 0 || desc->total_k < 0) {
+        snprintf(msg, msg_size, "desc.%s must not be negative", desc->total_q < 0 ? "total_q" : "total_k");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (varlen_k && (paged || desc->kv_seqlens)) {
+        snprintf(msg, msg_size, "desc.total_k (varlen keys, cu_seqlens_k) does not combine with %s: the key counts "
+                 "come from cu_seqlens_k", paged ? "a paged K/V (page_size)" : "desc.kv_seqlens");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if ((varlen_q && (desc->q_stride[0] || desc->o_stride[0])) ||
+        (varlen_k && (desc->k_stride[0] || desc->v_stride[0]))) {
+        snprintf(msg, msg_size, "desc.%s_stride[0] must be 0 with varlen rows (packed [total, heads, head_dim]: "
+                 "strides {0, head, row})", varlen_q && desc->q_stride[0] ? "q" : varlen_q && desc->o_stride[0] ? "o"
+                 : desc->k_stride[0] ? "k" : "v");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (desc->total_q > INT32_MAX / 2 || desc->total_k > INT32_MAX / 2) {
+        snprintf(msg, msg_size, "desc.%s %lld is not supported (at most %d)", desc->total_q > INT32_MAX / 2 ? "total_q"
+                 : "total_k", (long long)(desc->total_q > INT32_MAX / 2 ? desc->total_q : desc->total_k),
+                 INT32_MAX / 2);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+
     fa_cl_attention_desc *d = &out->d;
     *d = *desc;
     d->kv_seqlens = desc->kv_seqlens != 0;
@@ -297,33 +324,46 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
                 st[t][2] = desc->heads_kv * D;
                 continue;
             }
+            if (is_q ? varlen_q : varlen_k) { /* packed [total, heads, head_dim] */
+                st[t][0] = 0;
+                st[t][1] = D;
+                st[t][2] = (is_q ? desc->heads_q : desc->heads_kv) * D;
+                continue;
+            }
             st[t][0] = hs * (is_q ? desc->heads_q : desc->heads_kv);
             st[t][1] = hs;
             st[t][2] = D;
         }
     }
     /* K and V: [batch, heads_kv, seqlen_k] views, or pools [num_pages, heads_kv, page_size] */
-    const int64_t kv_outer = paged ? d->num_pages : d->batch, kv_rows = paged ? d->page_size : d->seqlen_k;
-    if (!view_extent("q", d->batch, d->heads_q, d->seqlen_q, D, d->q_stride, d->q_offset, elem, &out->q_begin,
+    const int64_t kv_outer = paged ? d->num_pages : varlen_k ? 1 : d->batch;
+    const int64_t kv_rows = paged ? d->page_size : varlen_k ? d->total_k : d->seqlen_k;
+    const int64_t q_outer = varlen_q ? 1 : d->batch, q_rows = varlen_q ? d->total_q : d->seqlen_q;
+    if (!view_extent("q", q_outer, d->heads_q, q_rows, D, d->q_stride, d->q_offset, elem, &out->q_begin,
                      &out->q_bytes, msg, msg_size) ||
         !view_extent("k", kv_outer, d->heads_kv, kv_rows, D, d->k_stride, d->k_offset, elem, &out->k_begin,
                      &out->k_bytes, msg, msg_size) ||
         !view_extent("v", kv_outer, d->heads_kv, kv_rows, D, d->v_stride, d->v_offset, elem, &out->v_begin,
                      &out->v_bytes, msg, msg_size) ||
-        !view_extent("o", d->batch, d->heads_q, d->seqlen_q, D, d->o_stride, d->o_offset, elem, &out->o_begin,
+        !view_extent("o", q_outer, d->heads_q, q_rows, D, d->o_stride, d->o_offset, elem, &out->o_begin,
                      &out->o_bytes, msg, msg_size))
         return FA_CL_ERROR_INVALID_ARGUMENT;
-    const int64_t osizes[3] = {d->batch, d->heads_q, d->seqlen_q};
+    const int64_t osizes[3] = {q_outer, d->heads_q, q_rows};
     if (!output_non_overlapping(d->o_stride, osizes, D)) {
         snprintf(msg, msg_size, "desc.o_stride {%lld, %lld, %lld} makes output rows overlap each other",
                  (long long)d->o_stride[0], (long long)d->o_stride[1], (long long)d->o_stride[2]);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     uint64_t rows;
-    if (!mul_add_u64((uint64_t)d->batch, (uint64_t)d->heads_q, 0, &rows) ||
-        !mul_add_u64(rows, (uint64_t)d->seqlen_q, 0, &rows) || !mul_add_u64(rows, 4, 0, &out->lse_bytes) ||
+    if (!mul_add_u64((uint64_t)q_outer, (uint64_t)d->heads_q, 0, &rows) ||
+        !mul_add_u64(rows, (uint64_t)q_rows, 0, &rows) || !mul_add_u64(rows, 4, 0, &out->lse_bytes) ||
         out->lse_bytes > (uint64_t)SIZE_MAX) {
         snprintf(msg, msg_size, "batch * heads_q * seqlen_q overflows the LSE's byte count");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if ((varlen_q && !mul_add_u64((uint64_t)d->batch + 1, 4, 0, &out->cu_q_bytes)) ||
+        (varlen_k && !mul_add_u64((uint64_t)d->batch + 1, 4, 0, &out->cu_k_bytes))) {
+        snprintf(msg, msg_size, "desc.batch overflows the cu_seqlens byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     if (d->kv_seqlens && !mul_add_u64((uint64_t)d->batch, 4, 0, &out->seqlens_bytes)) {
@@ -485,13 +525,14 @@ fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_m
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem seqlens, cl_mem table,
-                                          cl_mem o, cl_mem lse)
+fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_forward_args *a)
 {
     const struct { const char *name, *field; cl_mem m; uint64_t bytes; } in[] = {
-        {"cache_seqlens", "desc.kv_seqlens", seqlens, v->seqlens_bytes},
-        {"block_table", "desc.page_size", table, v->table_bytes}};
-    for (int i = 0; i < 2; i++) {
+        {"cache_seqlens", "desc.kv_seqlens", a->cache_seqlens, v->seqlens_bytes},
+        {"block_table", "desc.page_size", a->block_table, v->table_bytes},
+        {"cu_seqlens_q", "desc.total_q", a->cu_seqlens_q, v->cu_q_bytes},
+        {"cu_seqlens_k", "desc.total_k", a->cu_seqlens_k, v->cu_k_bytes}};
+    for (int i = 0; i < 4; i++) {
         if (!in[i].bytes && in[i].m)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "args.%s is given but %s is 0", in[i].name,
                                in[i].field);
@@ -504,11 +545,10 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
         fa_cl_status st = check_one(ctx, in[i].name, in[i].m, in[i].bytes, 0);
         if (st != FA_CL_SUCCESS)
             return st;
-        if (ranges_overlap(o, v->o_begin, v->o_bytes, in[i].m, 0, in[i].bytes) ||
-            (lse && ranges_overlap(lse, 0, v->lse_bytes, in[i].m, 0, in[i].bytes)))
+        const int o_hit = ranges_overlap(a->o, v->o_begin, v->o_bytes, in[i].m, 0, in[i].bytes);
+        if (o_hit || (a->lse && ranges_overlap(a->lse, 0, v->lse_bytes, in[i].m, 0, in[i].bytes)))
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "output %s overlaps args.%s in the same buffer",
-                               ranges_overlap(o, v->o_begin, v->o_bytes, in[i].m, 0, in[i].bytes) ? "o" : "lse",
-                               in[i].name);
+                               o_hit ? "o" : "lse", in[i].name);
     }
     return FA_CL_SUCCESS;
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* Arguments of fa_forward (cl/fa_forward_common.cl's FA_FORWARD_PARAMS), in that order. */
-#define FA_CL_FORWARD_ARGS 43
+#define FA_CL_FORWARD_ARGS 47
 
 /* Build the kernel family's program for the tiles chosen: sizes and storage type become -D options
  * (build_options.c, shared with the offline compile checks). */
@@ -22,7 +22,8 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
                            sizeof options - 1);
     const fa_cl_kernel_family *f = fa_cl_kernel_by_id(t->variant);
     if (t->variant == FA_CL_KERNEL_COMBINE) /* the storage type and the row width only */
-        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d", (int)v->d.dtype, (int)v->d.head_dim);
+        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s", (int)v->d.dtype, (int)v->d.head_dim,
+                 v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "");
     cl_program prog;
     fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, &prog);
     if (st != FA_CL_SUCCESS)
@@ -92,6 +93,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         plan->tiles.paged = d->page_size > 0;
         plan->tiles.seqlens = d->kv_seqlens != 0;
         plan->tiles.packed = plan->pack > 1;
+        plan->tiles.varlen_q = d->total_q > 0;
+        plan->tiles.varlen_k = d->total_k > 0;
         if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
             return st;
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
@@ -201,6 +204,12 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &serving[i]);
     if (err == CL_SUCCESS)
         err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &split_stride);
+    cl_mem cu[2] = {d->total_q > 0 ? a->cu_seqlens_q : NULL, d->total_k > 0 ? a->cu_seqlens_k : NULL};
+    cl_int totals[2] = {(cl_int)d->total_q, (cl_int)d->total_k};
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &cu[i]);
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_int), &totals[i]);
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");
     if (n != FA_CL_FORWARD_ARGS)
@@ -231,6 +240,12 @@ static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &ints[i]);
     if (err == CL_SUCCESS)
         err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &rows);
+    cl_mem cu = d->total_q > 0 ? a->cu_seqlens_q : NULL;
+    cl_int total_q = (cl_int)d->total_q;
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &cu);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_int), &total_q);
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_combine)");
 }
 
@@ -406,7 +421,7 @@ fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, con
         return fa_cl__fail(ctx, st, "%s: %s", call, msg);
     st = fa_cl__check_buffers(ctx, views, out->q, out->k, out->v, out->o, out->lse);
     if (st == FA_CL_SUCCESS)
-        st = fa_cl__check_serving_buffers(ctx, views, out->cache_seqlens, out->block_table, out->o, out->lse);
+        st = fa_cl__check_serving_buffers(ctx, views, out);
     return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
 }
 

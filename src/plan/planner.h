@@ -86,6 +86,7 @@ typedef struct fa_cl_tiles {
     int paged;                /* K/V in pages through a block table (FA_PAGED) */
     int seqlens;              /* per-sequence key counts from cache_seqlens (FA_SEQLENS) */
     int packed;               /* GQA packing: a work-group takes several query heads (FA_PACK) */
+    int varlen_q, varlen_k;   /* packed rows located by cu_seqlens_q / _k (FA_VARLEN_Q / _K) */
 } fa_cl_tiles;
 
 /* Split-KV: the most chunks a plan splits keys into (FA_CL_SPLITS's bound; long rows may need more

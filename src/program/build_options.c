@@ -39,6 +39,10 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SEQLENS"));
     if (t->packed)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PACK"));
+    if (t->varlen_q)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_VARLEN_Q"));
+    if (t->varlen_k)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_VARLEN_K"));
     if (is_gpu)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable"));
     return len;

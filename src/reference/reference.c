@@ -455,10 +455,11 @@ fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_d
     fa_cl_status st = fa_cl__resolve_call(ctx, "fa_cl_reference_forward", desc, &views);
     if (st != FA_CL_SUCCESS)
         return st;
-    if (views.d.kv_seqlens || views.d.page_size > 0)
+    if (views.d.kv_seqlens || views.d.page_size > 0 || views.d.total_q > 0 || views.d.total_k > 0)
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_reference_forward: %s are not supported by the "
                            "reference (a dense [B, H, S, D] problem is)",
-                           views.d.page_size > 0 ? "paged K/V" : "per-sequence KV lengths");
+                           views.d.page_size > 0 ? "paged K/V" : views.d.kv_seqlens ? "per-sequence KV lengths"
+                                                                                     : "varlen rows");
     st = fa_cl__check_buffers(ctx, &views, q, k, v, o, lse);
     if (st == FA_CL_SUCCESS)
         st = fa_cl__check_wait_list(ctx, num_wait, wait);
