@@ -118,8 +118,11 @@ typedef fa_store_t fa_out_t;
     const long lse_heads = seqlen_q_max;
 #endif
 #define FA_LSE_INDEX(v) fa_qrow(lse_base, v, seqlen_q, lse_heads, 1)
+#ifndef FA_APPEND_ROWS
+#define FA_APPEND_ROWS 0 /* keys an appending plan's first launch added (cl/fa_append.cl) */
+#endif
 #if defined(FA_SEQLENS)
-#define FA_SEQ_KEYS FA_Q_ROWS const int seqlen_k = clamp(seqlens[b], 0, seqlen_k_cap);
+#define FA_SEQ_KEYS FA_Q_ROWS const int seqlen_k = min(clamp(seqlens[b], 0, seqlen_k_cap) + FA_APPEND_ROWS, seqlen_k_cap);
 #elif defined(FA_VARLEN_K)
 #define FA_SEQ_KEYS                                                                                       \
     FA_Q_ROWS                                                                                             \

@@ -287,6 +287,8 @@ typedef struct fa_cl_attention_desc {
                                 longest sequence's (max_seqlen_q); fa_cl_forward_args.cu_seqlens_q */
     int64_t total_k;       /**< > 0: varlen k and v, packed [total_k, heads_kv, head_dim]; seqlen_k is the
                                 longest (max_seqlen_k); fa_cl_forward_args.cu_seqlens_k */
+    int64_t seqlen_new;    /**< > 0: append this many new keys per sequence before attending (with kv_seqlens);
+                                fa_cl_forward_args.k_new / v_new */
 } fa_cl_attention_desc;
 
 /**
@@ -322,6 +324,15 @@ typedef struct fa_cl_attention_desc {
  *    [0, max(end - start, 0)] and then to the planned longest, so every row read or written is one
  *    of the tensor's; overlapping sequences (non-monotonic offsets) may then write the same rows,
  *    which hold one of their results.
+ *  - Append (desc.seqlen_new > 0, with kv_seqlens; FlashAttention's flash_attn_with_kvcache with
+ *    k/v): args.k_new / v_new hold seqlen_new new rows per sequence, contiguous
+ *    [batch, seqlen_new, heads_kv, head_dim] from offset 0, in the descriptor's dtype. The call
+ *    first writes them into the cache (k and v, which must then not be CL_MEM_READ_ONLY) at key
+ *    positions cache_seqlens[b] .. cache_seqlens[b] + seqlen_new - 1, through the block table when
+ *    paged, then attends to cache_seqlens[b] + seqlen_new keys; cache_seqlens itself is not updated
+ *    (the caller adds seqlen_new, as with FlashAttention). Bad data: the length is clamped into
+ *    [0, seqlen_k] first; new rows that would land at or past seqlen_k are dropped (not written),
+ *    and the attention stops at seqlen_k keys. Sequences sharing a page must not append into it.
  *  - Split-KV (chosen by the planner, FA_CL_SPLITS=n forces n): where one work-group per query
  *    block would leave the device under-filled (decoding), each row's keys are cut into n chunks
  *    computed in parallel; their partial O (fp32) and LSE go to scratch the plan owns and a second
@@ -429,13 +440,14 @@ typedef struct fa_cl_forward_args {
     cl_mem block_table;     /**< 0.3: int32 [batch, pages_per_seq]; required iff desc.page_size > 0 */
     cl_mem cu_seqlens_q;    /**< 0.3: int32 [batch + 1], varlen q rows; required iff desc.total_q > 0 */
     cl_mem cu_seqlens_k;    /**< 0.3: int32 [batch + 1], varlen k rows; required iff desc.total_k > 0 */
+    cl_mem k_new, v_new;    /**< 0.3: [batch, seqlen_new, heads_kv, head_dim] rows to append; iff desc.seqlen_new > 0 */
 } fa_cl_forward_args;
 
 /** Zero every field of args and set struct_size to this header's sizeof. */
 static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
-        const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL};
+        const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }

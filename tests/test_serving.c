@@ -45,6 +45,14 @@ struct varlen_case {
 };
 typedef struct varlen_case varlen_case;
 
+typedef struct append_case {
+    int64_t B, Hq, Hkv, Sq, cap, D;
+    fa_cl_dtype dtype;
+    int causal;
+    const int *lens;   /* lengths before the append (may be bad data) */
+    int64_t seqlen_new, page_size;
+} append_case;
+
 typedef struct serving_run {
     tu_problem p;
     fa_cl_attention_desc desc;
@@ -397,6 +405,7 @@ static int run_splits(fa_cl_context *ctx, int argc, char **argv)
 }
 
 static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed);
+static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac, uint64_t seed);
 
 /* small shapes for oclgrind (races, out-of-bounds reads and writes, uninitialised values): lengths 0
  * and past the capacity, shuffled, shared and out-of-range pages, a masked decode row. "tiny N"
@@ -415,6 +424,11 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     for (int i = 0; i < TU_COUNT(cases); i++)
         if (only < 0 || only == i)
             check_case(&serving_tally, ctx, &cases[i], 600 + (uint64_t)i);
+    /* 4: append into a paged cache, new rows straddling the capacity */
+    if (only < 0 || only == 4) {
+        const append_case ap = {2, 4, 2, 2, 48, 16, FA_CL_F16, 1, (const int[]){-1, 45}, 5, 16};
+        check_append(&serving_tally, ctx, &ap, 660);
+    }
     /* 3: varlen q and k with an empty sequence, bad offsets and uncovered rows, split or not */
     if (only < 0 || only == 3) {
         const varlen_case v = {3, 4, 2, 16, FA_CL_F16, 1, -1, -1, (const int[]){-2, 5, 5, 99}, 12, 6,
@@ -642,6 +656,191 @@ static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
+/* ---- append: new keys written into the cache at each length, then attended ------------------- */
+
+
+
+static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac, uint64_t seed)
+{
+    const int64_t B = ac->B, Hq = ac->Hq, Hkv = ac->Hkv, Sq = ac->Sq, cap = ac->cap, D = ac->D, N = ac->seqlen_new,
+                  P = ac->page_size;
+    char name[300];
+    snprintf(name, sizeof name, "append B=%lld H=%lld/%lld S=%lldx%lld D=%lld %s%s new %lld%s", (long long)B,
+             (long long)Hq, (long long)Hkv, (long long)Sq, (long long)cap, (long long)D, tu_dtype_name(ac->dtype),
+             ac->causal ? " causal" : "", (long long)N, P ? " paged" : "");
+    const size_t esz = tu_dtype_size(ac->dtype), nkv = (size_t)(B * Hkv * cap * D), nnew = (size_t)(B * N * Hkv * D);
+    const size_t nq = (size_t)(B * Hq * Sq * D), nl = (size_t)(B * Hq * Sq), o_slack = 11;
+    const int64_t pps = P ? (cap + P - 1) / P : 0, num_pages = B * pps;
+    const size_t ncache = P ? (size_t)(num_pages * P * Hkv * D) : nkv;
+    float *pre[2] = {malloc(nkv * sizeof(float)), malloc(nkv * sizeof(float))};
+    float *truth[2] = {malloc(nkv * sizeof(float)), malloc(nkv * sizeof(float))};
+    float *fresh[2] = {malloc(nnew * sizeof(float)), malloc(nnew * sizeof(float))}, *q = malloc(nq * sizeof(float));
+    void *cache[2] = {calloc(ncache, esz), calloc(ncache, esz)}, *want[2] = {calloc(ncache, esz), calloc(ncache, esz)};
+    void *got[2] = {malloc(ncache * esz), malloc(ncache * esz)}, *new_img[2] = {malloc(nnew * esz), malloc(nnew * esz)};
+    void *q_img = malloc(nq * esz), *o_img = malloc((nq + o_slack) * esz), *first = malloc((nq + o_slack) * esz);
+    float *lse = malloc(nl * sizeof(float));
+    double *ref_o = malloc(nq * sizeof(double)), *ref_l = malloc(nl * sizeof(double));
+    int *table = malloc((size_t)(num_pages + 1) * sizeof(int));
+    cl_mem mem[9] = {NULL};
+    fa_cl_plan *plan = NULL;
+    int ok_alloc = q && q_img && o_img && first && lse && ref_o && ref_l && table;
+    for (int i = 0; i < 2; i++)
+        ok_alloc = ok_alloc && pre[i] && truth[i] && fresh[i] && cache[i] && want[i] && got[i] && new_img[i];
+    if (!ok_alloc) {
+        tu_expect(t, 0, "%s: out of host memory", name);
+        goto done;
+    }
+    tu_rng rng;
+    tu_rng_seed(&rng, seed);
+    for (int i = 0; i < 2; i++) {
+        for (size_t e = 0; e < nkv; e++)
+            pre[i][e] = tu_round(ac->dtype, tu_rng_nonzero(&rng));
+        for (size_t e = 0; e < nnew; e++) {
+            fresh[i][e] = tu_round(ac->dtype, tu_rng_nonzero(&rng));
+            tu_store(ac->dtype, new_img[i], e, fresh[i][e]);
+        }
+        memcpy(truth[i], pre[i], nkv * sizeof(float));
+    }
+    for (size_t e = 0; e < nq; e++) {
+        q[e] = tu_round(ac->dtype, tu_rng_nonzero(&rng));
+        tu_store(ac->dtype, q_img, e, q[e]);
+    }
+    for (size_t e = 0; e < nq + o_slack; e++)
+        tu_store_bits(ac->dtype, o_img, e, tu_sentinel_bits(ac->dtype));
+    for (int64_t p = 0; p < num_pages; p++) /* sequence b's page j is page num_pages - 1 - (b * pps + j) */
+        table[p] = (int)(num_pages - 1 - p);
+    /* the truth: new row i of sequence b at key clamp(len, 0, cap) + i, dropped at or past cap */
+    for (int i = 0; i < 2; i++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t r = 0; r < N; r++) {
+                const int64_t pos = clamp64(ac->lens[b], 0, cap) + r;
+                for (int64_t h = 0; pos < cap && h < Hkv; h++)
+                    memcpy(truth[i] + (size_t)(((b * Hkv + h) * cap + pos) * D),
+                           fresh[i] + (size_t)(((b * N + r) * Hkv + h) * D), (size_t)D * sizeof(float));
+            }
+    /* cache images: before (pre) and after (want), dense [B, Hkv, cap, D] or paged */
+    for (int i = 0; i < 2; i++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < Hkv; h++)
+                for (int64_t key = 0; key < cap; key++)
+                    for (int64_t e = 0; e < D; e++) {
+                        const size_t src = (size_t)(((b * Hkv + h) * cap + key) * D + e);
+                        const size_t at = P ? (size_t)(((table[b * pps + key / P] * P + key % P) * Hkv + h) * D + e) : src;
+                        tu_store(ac->dtype, cache[i], at, pre[i][src]);
+                        tu_store(ac->dtype, want[i], at, truth[i][src]);
+                    }
+    fa_cl_attention_desc d;
+    fa_cl_attention_desc_init(&d, B, Hq, Sq, cap, D, ac->dtype);
+    d.heads_kv = Hkv;
+    d.causal = ac->causal;
+    d.kv_seqlens = 1;
+    d.seqlen_new = N;
+    if (P) {
+        d.page_size = P;
+        d.num_pages = num_pages;
+        d.pages_per_seq = pps;
+    }
+    mem[0] = tu_buffer(ctx, CL_MEM_READ_ONLY, nq * esz, q_img);
+    mem[1] = tu_buffer(ctx, CL_MEM_READ_WRITE, ncache * esz, cache[0]);
+    mem[2] = tu_buffer(ctx, CL_MEM_READ_WRITE, ncache * esz, cache[1]);
+    mem[3] = tu_buffer(ctx, CL_MEM_READ_WRITE, (nq + o_slack) * esz, o_img);
+    mem[4] = tu_buffer(ctx, CL_MEM_WRITE_ONLY, nl * sizeof(float), NULL);
+    mem[5] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)B * sizeof(int), ac->lens);
+    mem[6] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(num_pages + 1) * sizeof(int), table);
+    mem[7] = tu_buffer(ctx, CL_MEM_READ_ONLY, nnew * esz, new_img[0]);
+    mem[8] = tu_buffer(ctx, CL_MEM_READ_ONLY, nnew * esz, new_img[1]);
+    for (int i = 0; i < 9; i++)
+        if (!mem[i]) {
+            tu_expect(t, 0, "%s: buffers", name);
+            goto done;
+        }
+    fa_cl_status st = fa_cl_plan_create(ctx, &d, &plan);
+    fa_cl_plan_info info;
+    memset(&info, 0, sizeof info);
+    if (st == FA_CL_SUCCESS)
+        fa_cl_plan_get_info(plan, &info);
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = mem[0], a.k = mem[1], a.v = mem[2], a.o = mem[3], a.lse = mem[4], a.cache_seqlens = mem[5];
+    a.block_table = P ? mem[6] : NULL, a.k_new = mem[7], a.v_new = mem[8];
+    /* twice: the lengths are not updated, so the second call writes the same rows again */
+    for (int run = 0; run < 2 && st == FA_CL_SUCCESS; run++) {
+        st = fa_cl_plan_run(plan, &a);
+        if (st == FA_CL_SUCCESS && (tu_read(ctx, mem[3], (nq + o_slack) * esz, run ? o_img : first) != 0 ||
+                                    tu_read(ctx, mem[4], nl * sizeof(float), lse) != 0))
+            st = FA_CL_ERROR_OPENCL;
+    }
+    for (int i = 0; i < 2 && st == FA_CL_SUCCESS; i++)
+        if (tu_read(ctx, mem[1 + i], ncache * esz, got[i]) != 0)
+            st = FA_CL_ERROR_OPENCL;
+    if (st != FA_CL_SUCCESS) {
+        tu_expect(t, 0, "%s: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
+        goto done;
+    }
+    /* the oracle on each sequence's keys after the append */
+    size_t bad = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t len = clamp64(clamp64(ac->lens[b], 0, cap) + N, 0, cap);
+        tu_case one = {1, Hq, Hkv, Sq, len, D, ac->dtype, ac->causal, -1, -1, NULL, 0.0f, 1};
+        float *kb = malloc((size_t)(Hkv * len * D) * sizeof(float) + 1), *vb = malloc((size_t)(Hkv * len * D) * sizeof(float) + 1);
+        if (!kb || !vb) {
+            free(kb), free(vb);
+            bad++;
+            continue;
+        }
+        for (int64_t h = 0; h < Hkv; h++) {
+            memcpy(kb + (size_t)(h * len * D), truth[0] + (size_t)(((b * Hkv + h) * cap) * D), (size_t)(len * D) * sizeof(float));
+            memcpy(vb + (size_t)(h * len * D), truth[1] + (size_t)(((b * Hkv + h) * cap) * D), (size_t)(len * D) * sizeof(float));
+        }
+        tu_attention_f64(&one, q + (size_t)(b * Hq * Sq * D), kb, vb, ref_o + (size_t)(b * Hq * Sq * D),
+                         ref_l + (size_t)(b * Hq * Sq));
+        free(kb), free(vb);
+    }
+    double worst = 0.0;
+    for (size_t e = 0; e < nq; e++) {
+        const double g = tu_load(ac->dtype, o_img, e), ratio = fabs(g - ref_o[e]) / fa_cl_tolerance_bound(ac->dtype, ref_o[e]);
+        worst = ratio > worst ? ratio : worst;
+        bad += !fa_cl_tolerance_ok(ac->dtype, g, ref_o[e]);
+    }
+    for (size_t e = 0; e < nl; e++)
+        bad += isinf(ref_l[e]) ? lse[e] != ref_l[e] : !(fabs(lse[e] - ref_l[e]) <= 1e-4 * (fabs(ref_l[e]) > 1 ? fabs(ref_l[e]) : 1));
+    size_t slack = 0;
+    for (size_t e = nq; e < nq + o_slack; e++)
+        slack += tu_load_bits(ac->dtype, o_img, e) != tu_sentinel_bits(ac->dtype);
+    /* the cache afterwards: the new rows where they belong, every other element as it was */
+    const int cache_ok = memcmp(got[0], want[0], ncache * esz) == 0 && memcmp(got[1], want[1], ncache * esz) == 0;
+    const int same = memcmp(first, o_img, (nq + o_slack) * esz) == 0;
+    tu_expect(t, bad == 0 && slack == 0 && cache_ok && same,
+              "%s [%s %dx%d splits %d pack %d launches %d]: worst ratio %.3f, %zu bad, %zu slack written, cache %s%s",
+              name, info.kernel, info.block_q, info.block_kv, info.splits, info.gqa_pack, info.launches, worst, bad,
+              slack, cache_ok ? "as expected" : "WRONG", same ? "" : ", NOT bitwise equal run to run");
+done:
+    fa_cl_plan_release(plan);
+    for (int i = 0; i < 9; i++)
+        if (mem[i])
+            clReleaseMemObject(mem[i]);
+    for (int i = 0; i < 2; i++)
+        free(pre[i]), free(truth[i]), free(fresh[i]), free(cache[i]), free(want[i]), free(got[i]), free(new_img[i]);
+    free(q), free(q_img), free(o_img), free(first), free(lse), free(ref_o), free(ref_l), free(table);
+}
+
+static int run_append(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    const append_case cases[] = {
+        /* decoding one token and speculative decoding (4 new keys, causal), contiguous and paged */
+        {3, 8, 2, 1, 300, 64, FA_CL_F16, 0, LENS(0, 150, 299), 1, 0},
+        {3, 8, 2, 4, 300, 64, FA_CL_F32, 1, LENS(10, 150, 296), 4, 16},
+        {2, 4, 4, 2, 512, 128, FA_CL_BF16, 1, LENS(255, 0), 2, 256},
+        /* bad lengths: below 0 (appends at 0), past the capacity (every new row dropped), and new
+         * rows that straddle the capacity (the last ones dropped) */
+        {3, 4, 2, 3, 200, 32, FA_CL_F32, 1, LENS(-4, 100000, 198), 5, 64},
+    };
+    for (int i = 0; i < TU_COUNT(cases); i++)
+        check_append(&serving_tally, ctx, &cases[i], 800 + (uint64_t)i);
+    return 0;
+}
+
 /* host-side checks: a status and a message naming the problem, nothing enqueued */
 static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
 {
@@ -738,6 +937,41 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     if (small)
         clReleaseMemObject(small);
     fa_cl_plan_release(plan);
+    /* append: needs the lengths; the new rows; a cache it may write */
+    {
+        fa_cl_attention_desc d = r.desc;
+        d.seqlen_new = 2;
+        d.kv_seqlens = 0;
+        fa_cl_plan *p = NULL;
+        st = fa_cl_plan_create(ctx, &d, &p);
+        tu_expect(t, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_last_error(ctx), "needs desc.kv_seqlens"),
+                  "append without kv_seqlens: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+        fa_cl_plan_release(p);
+        d.kv_seqlens = 1;
+        st = fa_cl_plan_create(ctx, &d, &p);
+        if (st == FA_CL_SUCCESS) {
+            const size_t bytes = (size_t)(d.batch * d.seqlen_new * d.heads_kv * d.head_dim) * 2;
+            cl_mem kn = tu_buffer(ctx, CL_MEM_READ_ONLY, bytes, NULL), vn = tu_buffer(ctx, CL_MEM_READ_ONLY, bytes, NULL);
+            fa_cl_forward_args a;
+            fa_cl_forward_args_init(&a);
+            a.q = r.p.mem[0], a.k = r.pool[0], a.v = r.pool[1], a.o = r.p.mem[3];
+            a.cache_seqlens = r.lens_mem, a.block_table = r.table_mem;
+            st = fa_cl_plan_run(p, &a);
+            tu_expect(t, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_last_error(ctx), "k_new is NULL"),
+                      "append without k_new: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            a.k_new = kn, a.v_new = vn;
+            st = fa_cl_plan_run(p, &a); /* the test's pools are CL_MEM_READ_ONLY */
+            tu_expect(t, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_last_error(ctx), "buffer k is written"),
+                      "append into a read-only cache: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            if (kn)
+                clReleaseMemObject(kn);
+            if (vn)
+                clReleaseMemObject(vn);
+        } else {
+            tu_expect(t, 0, "an appending plan: %s", fa_cl_last_error(ctx));
+        }
+        fa_cl_plan_release(p);
+    }
     /* varlen descriptors and buffers */
     {
         fa_cl_attention_desc d;
@@ -802,6 +1036,7 @@ int main(int argc, char **argv)
     const tu_subset subsets[] = {
         {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode},
         {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny}, {"varlen", run_varlen},
+        {"append", run_append},
     };
     return tu_main(&serving_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

@@ -12,9 +12,9 @@
 
 /* The descriptor as 0.2 defines it; struct_size smaller than its first version's fields is refused. */
 #define FA_CL_DESC_V1_SIZE (offsetof(fa_cl_attention_desc, o_offset) + sizeof(size_t))
-/* 0.3 added the serving fields (page_size .. total_k). A new descriptor field must join the
+/* 0.3 added the serving fields (page_size .. seqlen_new). A new descriptor field must join the
  * canonical key (desc_key below) and be checked here. */
-#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, total_k) + sizeof(int64_t))
+#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, seqlen_new) + sizeof(int64_t))
 _Static_assert(sizeof(fa_cl_attention_desc) == FA_CL_DESC_V3_END,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
 
@@ -158,6 +158,7 @@ static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     k[30] = (uint64_t)(d->kv_seqlens != 0);
     k[31] = (uint64_t)d->total_q;
     k[32] = (uint64_t)d->total_k;
+    k[33] = (uint64_t)d->seqlen_new;
     memcpy(key, k, sizeof k);
 }
 
@@ -286,6 +287,17 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
                  : desc->k_stride[0] ? "k" : "v");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
+    if (desc->seqlen_new < 0 || (desc->seqlen_new > 0 && (!desc->kv_seqlens || varlen_k))) {
+        snprintf(msg, msg_size, desc->seqlen_new < 0 ? "desc.seqlen_new must not be negative"
+                                : "desc.seqlen_new (append) needs desc.kv_seqlens (each sequence's length before the "
+                                  "new keys) and no varlen keys (total_k)");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (desc->seqlen_new > desc->seqlen_k) {
+        snprintf(msg, msg_size, "desc.seqlen_new %lld is more than the cache's capacity seqlen_k %lld",
+                 (long long)desc->seqlen_new, (long long)desc->seqlen_k);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
     if (desc->total_q > INT32_MAX / 2 || desc->total_k > INT32_MAX / 2) {
         snprintf(msg, msg_size, "desc.%s %lld is not supported (at most %d)", desc->total_q > INT32_MAX / 2 ? "total_q"
                  : "total_k", (long long)(desc->total_q > INT32_MAX / 2 ? desc->total_q : desc->total_k),
@@ -364,6 +376,14 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
     if ((varlen_q && !mul_add_u64((uint64_t)d->batch + 1, 4, 0, &out->cu_q_bytes)) ||
         (varlen_k && !mul_add_u64((uint64_t)d->batch + 1, 4, 0, &out->cu_k_bytes))) {
         snprintf(msg, msg_size, "desc.batch overflows the cu_seqlens byte count");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (d->seqlen_new > 0 && (!mul_add_u64((uint64_t)d->batch, (uint64_t)d->seqlen_new, 0, &out->new_bytes) ||
+                              !mul_add_u64(out->new_bytes, (uint64_t)d->heads_kv, 0, &out->new_bytes) ||
+                              !mul_add_u64(out->new_bytes, (uint64_t)D, 0, &out->new_bytes) ||
+                              !mul_add_u64(out->new_bytes, elem, 0, &out->new_bytes) ||
+                              out->new_bytes > (uint64_t)SIZE_MAX)) {
+        snprintf(msg, msg_size, "batch x seqlen_new x heads_kv x head_dim overflows the new rows' byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     if (d->kv_seqlens && !mul_add_u64((uint64_t)d->batch, 4, 0, &out->seqlens_bytes)) {
@@ -531,8 +551,10 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
         {"cache_seqlens", "desc.kv_seqlens", a->cache_seqlens, v->seqlens_bytes},
         {"block_table", "desc.page_size", a->block_table, v->table_bytes},
         {"cu_seqlens_q", "desc.total_q", a->cu_seqlens_q, v->cu_q_bytes},
-        {"cu_seqlens_k", "desc.total_k", a->cu_seqlens_k, v->cu_k_bytes}};
-    for (int i = 0; i < 4; i++) {
+        {"cu_seqlens_k", "desc.total_k", a->cu_seqlens_k, v->cu_k_bytes},
+        {"k_new", "desc.seqlen_new", a->k_new, v->new_bytes},
+        {"v_new", "desc.seqlen_new", a->v_new, v->new_bytes}};
+    for (int i = 0; i < 6; i++) {
         if (!in[i].bytes && in[i].m)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "args.%s is given but %s is 0", in[i].name,
                                in[i].field);
@@ -549,6 +571,23 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
         if (o_hit || (a->lse && ranges_overlap(a->lse, 0, v->lse_bytes, in[i].m, 0, in[i].bytes)))
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "output %s overlaps args.%s in the same buffer",
                                o_hit ? "o" : "lse", in[i].name);
+    }
+    if (v->new_bytes) { /* appending writes the cache: k and v are outputs too */
+        const struct { const char *name; cl_mem m; uint64_t begin, end; } cache[] = {
+            {"k", a->k, v->k_begin, v->k_bytes}, {"v", a->v, v->v_begin, v->v_bytes}};
+        for (int i = 0; i < 2; i++) {
+            fa_cl_status st = check_one(ctx, cache[i].name, cache[i].m, cache[i].end, 1);
+            if (st != FA_CL_SUCCESS)
+                return st;
+            const cl_mem news[3] = {a->k_new, a->v_new, a->q};
+            const char *names[3] = {"k_new", "v_new", "q"};
+            const uint64_t nb[3] = {0, 0, v->q_begin}, ne[3] = {v->new_bytes, v->new_bytes, v->q_bytes};
+            for (int j = 0; j < 3; j++)
+                if (ranges_overlap(cache[i].m, cache[i].begin, cache[i].end, news[j], nb[j], ne[j]))
+                    return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
+                                       "the cache %s (written by the append) overlaps %s in the same buffer",
+                                       cache[i].name, names[j]);
+        }
     }
     return FA_CL_SUCCESS;
 }

@@ -11,6 +11,7 @@
 typedef enum fa_cl_operation {
     FA_CL_OP_FORWARD = 1, /* o (and the LSE) from q, k, v: the fa_forward entry point */
     FA_CL_OP_COMBINE = 2, /* o and the LSE from split-KV partial results: fa_combine */
+    FA_CL_OP_APPEND = 3,  /* new keys and values into the KV cache: fa_append */
 } fa_cl_operation;
 
 /* One kernel family: its one name, its sources and its rules. */
@@ -145,5 +146,10 @@ size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int ali
 /* Work-items per work-group of the combine launch (one per 4 columns of a row). */
 #define FA_CL_COMBINE_WG 64
 extern const fa_cl_kernel_family fa_cl_kernel_combine;
+
+/* ---- append (append.c): an appending plan's first launch --------------------------------------- */
+
+#define FA_CL_APPEND_WG 64
+extern const fa_cl_kernel_family fa_cl_kernel_append;
 
 #endif /* FA_CL_KERNELS_H */

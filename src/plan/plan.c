@@ -24,6 +24,9 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     if (t->variant == FA_CL_KERNEL_COMBINE) /* the storage type and the row width only */
         snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s", (int)v->d.dtype, (int)v->d.head_dim,
                  v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "");
+    if (t->variant == FA_CL_KERNEL_APPEND)
+        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s", (int)v->d.dtype, (int)v->d.head_dim,
+                 v->d.page_size > 0 ? " -DFA_PAGED" : "");
     cl_program prog;
     fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, &prog);
     if (st != FA_CL_SUCCESS)
@@ -95,6 +98,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         plan->tiles.packed = plan->pack > 1;
         plan->tiles.varlen_q = d->total_q > 0;
         plan->tiles.varlen_k = d->total_k > 0;
+        plan->tiles.append_rows = (int)d->seqlen_new;
         if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
             return st;
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
@@ -218,6 +222,38 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
     return FA_CL_SUCCESS;
 }
 
+/* Arguments of fa_append (cl/fa_append.cl): the new rows into the caller's cache. */
+static fa_cl_status append_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+{
+    const fa_cl_attention_desc *d = &plan->views.d;
+    cl_kernel kr = l->kernel;
+    cl_mem mems[4] = {a->k_new, a->v_new, a->k, a->v};
+    cl_ulong offs[2] = {d->k_offset, d->v_offset};
+    const int64_t *st[2] = {d->k_stride, d->v_stride};
+    cl_mem tables[2] = {a->cache_seqlens, d->page_size > 0 ? a->block_table : NULL};
+    cl_int ints[6] = {(cl_int)d->pages_per_seq, (cl_int)d->page_size, d->page_size > 0 ? (cl_int)d->num_pages : 1,
+                      (cl_int)d->seqlen_k, (cl_int)d->heads_kv, (cl_int)d->seqlen_new};
+    cl_ulong rows = (cl_ulong)d->batch * (cl_ulong)d->seqlen_new * (cl_ulong)d->heads_kv;
+    cl_uint n = 0;
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &mems[i]);
+    for (int t = 0; t < 2 && err == CL_SUCCESS; t++) {
+        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &offs[t]);
+        for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+            cl_long s = st[t][i];
+            err = clSetKernelArg(kr, n++, sizeof(cl_long), &s);
+        }
+    }
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &tables[i]);
+    for (int i = 0; i < 6 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, n++, sizeof(cl_int), &ints[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &rows);
+    return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_append)");
+}
+
 /* Arguments of fa_combine (cl/fa_combine.cl): the partial results into the caller's o and LSE. */
 static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
 {
@@ -274,12 +310,23 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     const size_t global = (size_t)groups * (size_t)t->work_group_size;
     const int64_t step = t->chunk_keys > 0 ? t->chunk_keys : d->seqlen_k;
     const int forwards = (int)((d->seqlen_k + step - 1) / step);
-    plan->nlaunches = forwards + (plan->splits > 1);
+    const int first = plan->append != NULL; /* an appending plan writes the new keys first */
+    plan->nlaunches = first + forwards + (plan->splits > 1);
     plan->launches = (fa_cl_launch *)calloc((size_t)plan->nlaunches, sizeof *plan->launches);
     if (!plan->launches)
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_plan_create: out of host memory");
+    if (first) {
+        fa_cl_launch *l = &plan->launches[0];
+        const size_t items = (size_t)d->batch * (size_t)d->seqlen_new * (size_t)d->heads_kv *
+                             (size_t)((d->head_dim + 3) / 4); /* cl/fa_append.cl's D4 */
+        l->kernel = plan->append;
+        l->global[0] = (items + FA_CL_APPEND_WG - 1) / FA_CL_APPEND_WG * FA_CL_APPEND_WG;
+        l->global[1] = 1;
+        l->local = FA_CL_APPEND_WG;
+        l->set_args = append_args;
+    }
     for (int c = 0; c < forwards; c++) {
-        fa_cl_launch *l = &plan->launches[c];
+        fa_cl_launch *l = &plan->launches[first + c];
         l->kernel = plan->kernel;
         l->global[0] = global;
         l->global[1] = (size_t)plan->splits;
@@ -292,7 +339,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     if (plan->splits > 1) {
         const size_t rows = (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q;
         const size_t items = rows * (size_t)((d->head_dim + 3) / 4); /* cl/fa_combine.cl's D4 */
-        fa_cl_launch *l = &plan->launches[forwards];
+        fa_cl_launch *l = &plan->launches[first + forwards];
         l->kernel = plan->combine;
         l->global[0] = (items + FA_CL_COMBINE_WG - 1) / FA_CL_COMBINE_WG * FA_CL_COMBINE_WG;
         l->global[1] = 1;
@@ -324,6 +371,7 @@ static void plan_free(fa_cl_plan *plan)
 {
     fa_cl__kernel_give(plan->ctx, plan->kernel);
     fa_cl__kernel_give(plan->ctx, plan->combine);
+    fa_cl__kernel_give(plan->ctx, plan->append);
     cl_mem mems[3] = {plan->scratch, plan->part_o, plan->part_lse};
     for (int i = 0; i < 3; i++)
         if (mems[i])
@@ -360,6 +408,11 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_c
         fa_cl_tiles ct = plan->tiles;
         ct.variant = FA_CL_KERNEL_COMBINE;
         st = build_kernel(ctx, views, &ct, &plan->combine);
+    }
+    if (st == FA_CL_SUCCESS && views->d.seqlen_new > 0) {
+        fa_cl_tiles at = plan->tiles;
+        at.variant = FA_CL_KERNEL_APPEND;
+        st = build_kernel(ctx, views, &at, &plan->append);
     }
     if (st == FA_CL_SUCCESS)
         st = make_launches(ctx, plan);
@@ -443,7 +496,9 @@ fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
                                                 i == 0 ? a->num_wait : 1, i == 0 ? a->wait : &prev,
                                                 last ? a->done : &ev);
             if (err != CL_SUCCESS)
-                st = fa_cl__fail_cl(ctx, err, l->kernel == plan->combine ? "clEnqueueNDRangeKernel(fa_combine)" : "clEnqueueNDRangeKernel(fa_forward)");
+                st = fa_cl__fail_cl(ctx, err, l->kernel == plan->combine  ? "clEnqueueNDRangeKernel(fa_combine)"
+                                              : l->kernel == plan->append ? "clEnqueueNDRangeKernel(fa_append)"
+                                                                          : "clEnqueueNDRangeKernel(fa_forward)");
         }
         if (prev)
             clReleaseEvent(prev);

@@ -24,6 +24,7 @@ struct fa_cl_plan {
     fa_cl_tiles tiles;
     cl_kernel kernel;       /* the forward kernel */
     cl_kernel combine;      /* split-KV: the combine kernel; else NULL */
+    cl_kernel append;       /* appending plans (desc.seqlen_new): the append kernel; else NULL */
     fa_cl_launch *launches; /* nlaunches of them */
     int nlaunches;
     cl_mem scratch;         /* what a long row's chunk leaves the next (cl/fa_forward_common.cl); else NULL */

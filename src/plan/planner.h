@@ -55,6 +55,7 @@ typedef enum fa_cl_kernel_id {
     FA_CL_KERNEL_NVIDIA_MMA = 3, /* cl/fa_forward_nv_mma.cl: NVIDIA tensor cores (inline PTX), f16/bf16 only */
     FA_CL_KERNEL_NVIDIA_TF32X3 = 4, /* cl/fa_forward_nv_tf32.cl: NVIDIA tensor cores, f32 as 3xTF32 */
     FA_CL_KERNEL_COMBINE = 5,   /* cl/fa_combine.cl: split-KV chunks merged (not a forward) */
+    FA_CL_KERNEL_APPEND = 6,    /* cl/fa_append.cl: new keys into the KV cache (not a forward) */
 } fa_cl_kernel_id;
 
 /* The shape class a plan is made for. */
@@ -87,6 +88,7 @@ typedef struct fa_cl_tiles {
     int seqlens;              /* per-sequence key counts from cache_seqlens (FA_SEQLENS) */
     int packed;               /* GQA packing: a work-group takes several query heads (FA_PACK) */
     int varlen_q, varlen_k;   /* packed rows located by cu_seqlens_q / _k (FA_VARLEN_Q / _K) */
+    int append_rows;          /* keys appended per sequence before the forward (FA_APPEND_ROWS) */
 } fa_cl_tiles;
 
 /* Split-KV: the most chunks a plan splits keys into (FA_CL_SPLITS's bound; long rows may need more

@@ -43,6 +43,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_VARLEN_Q"));
     if (t->varlen_k)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_VARLEN_K"));
+    if (t->append_rows > 0)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_APPEND_ROWS=%d", t->append_rows));
     if (is_gpu)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable"));
     return len;

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Append (FA_CL's flash_attn_with_kvcache): the first launch of a plan with desc.seqlen_new > 0
+ * copies each sequence's new key and value rows, k_new / v_new contiguous [B, seqlen_new,
+ * heads_kv, head_dim], into the cache at key positions cache_seqlens[b] .. + seqlen_new - 1 (the
+ * length clamped into [0, capacity] first), through the block table when the cache is paged. A
+ * position at or past the capacity is not written (the row is dropped), so nothing outside the
+ * cache is: the forward that follows attends to min(length + seqlen_new, capacity) keys.
+ *
+ * One work-item per 4 elements of one new row of one kv head; defined by the planner: FA_DTYPE,
+ * HEAD_DIM, and FA_PAGED for a paged cache. Elements are copied as bits. */
+#if FA_DTYPE == 0
+typedef uint fa_bits_t;
+#else
+typedef ushort fa_bits_t;
+#endif
+#define D4 ((HEAD_DIM + 3) / 4)
+
+__kernel void fa_append(__global const fa_bits_t *k_new, __global const fa_bits_t *v_new, __global fa_bits_t *k,
+                        __global fa_bits_t *v, ulong k_off, long ks0, long ks1, long ks2, ulong v_off, long vs0,
+                        long vs1, long vs2, __global const int *seqlens, __global const int *block_table,
+                        int pages_per_seq, int page_size, int num_pages, int capacity, int heads_kv, int seqlen_new,
+                        ulong rows)
+{
+    const ulong gid = get_global_id(0);
+    if (gid >= rows * D4)
+        return;
+    const ulong r = gid / D4; /* [B, seqlen_new, heads_kv] rows */
+    const int c = (int)(gid % D4);
+    const int hk = (int)(r % (ulong)heads_kv);
+    const int i = (int)((r / (ulong)heads_kv) % (ulong)seqlen_new);
+    const ulong b = r / ((ulong)heads_kv * (ulong)seqlen_new);
+    const int pos = clamp(seqlens[b], 0, capacity) + i;
+    if (pos >= capacity)
+        return;
+#ifdef FA_PAGED
+    const int page = clamp(block_table[b * (ulong)pages_per_seq + (ulong)(pos / page_size)], 0, num_pages - 1);
+    const ulong kr = k_off + (ulong)page * (ulong)ks0 + (ulong)hk * (ulong)ks1 + (ulong)(pos % page_size) * (ulong)ks2;
+    const ulong vr = v_off + (ulong)page * (ulong)vs0 + (ulong)hk * (ulong)vs1 + (ulong)(pos % page_size) * (ulong)vs2;
+#else
+    (void)block_table, (void)pages_per_seq, (void)page_size, (void)num_pages;
+    const ulong kr = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1 + (ulong)pos * (ulong)ks2;
+    const ulong vr = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1 + (ulong)pos * (ulong)vs2;
+#endif
+    const ulong src = r * HEAD_DIM;
+    for (int e = 4 * c; e < 4 * c + 4 && e < HEAD_DIM; e++) {
+        k[kr + (ulong)e] = k_new[src + (ulong)e];
+        v[vr + (ulong)e] = v_new[src + (ulong)e];
+    }
+}
