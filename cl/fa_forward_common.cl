@@ -196,6 +196,19 @@ inline fa_row_map fa_kv_map(ulong off, int hk, long s0, long s1, long s2, __glob
     return m;
 }
 
+/* The map of a head column's q rows (fa_qrow; the loaders take either map) */
+inline fa_row_map fa_q_map(ulong base, long s1, long s2, int seqlen_q)
+{
+    fa_row_map m;
+    m.base = base;
+    m.stride = s2;
+    m.outer = s1;
+    m.div = seqlen_q;
+    m.last = 0;
+    m.table = 0;
+    return m;
+}
+
 /* The element offset of K/V row `key` (key < seqlen_k: the table entry read is in its row). */
 inline ulong fa_kv_row(fa_row_map m, int key)
 {

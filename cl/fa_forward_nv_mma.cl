@@ -146,11 +146,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     __global const ushort *vg = (__global const ushort *)v;
     const int wrow = warp * WARP_ROWS; /* this warp's first row in the block */
 
-    fa_row_map qmap = kmap;
-    qmap.base = q_head0;
-    qmap.stride = qs2;
-    qmap.outer = qs1;
-    qmap.div = seqlen_q;
+    const fa_row_map qmap = fa_q_map(q_head0, qs1, qs2, seqlen_q);
     fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
 

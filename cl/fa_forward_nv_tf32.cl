@@ -115,11 +115,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     FA_BLOCK_COORDS
     const int wrow = warp * 16;
 
-    fa_row_map qmap = kmap;
-    qmap.base = q_head0;
-    qmap.stride = qs2;
-    qmap.outer = qs1;
-    qmap.div = seqlen_q;
+    const fa_row_map qmap = fa_q_map(q_head0, qs1, qs2, seqlen_q);
     fa_tf_load_tile(q_s, QP, q, qmap, 0, q0, BLOCK_Q, nrows, lid);
 
     const int row0 = q0 + wrow + g, row1 = row0 + 8;

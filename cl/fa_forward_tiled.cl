@@ -78,11 +78,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int lid = (int)get_local_id(0);
     const int tx = lid % NX, ty = lid / NX;
     FA_BLOCK_COORDS
-    fa_row_map qmap = kmap;
-    qmap.base = q_head0;
-    qmap.stride = qs2;
-    qmap.outer = qs1;
-    qmap.div = seqlen_q;
+    const fa_row_map qmap = fa_q_map(q_head0, qs1, qs2, seqlen_q);
     fa_load_rows(q_tile, q, qmap, 0, q0, BLOCK_Q, nrows, lid);
 
     float4 acc[TM][OC];

@@ -315,6 +315,13 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const serving_case *sc, 
 
 #define LENS(...) ((const int[]){__VA_ARGS__})
 
+/* A subset's cases, seeded from seed0 on */
+static void check_cases(fa_cl_context *ctx, const serving_case *cases, int n, uint64_t seed0)
+{
+    for (int i = 0; i < n; i++)
+        check_case(&serving_tally, ctx, &cases[i], seed0 + (uint64_t)i);
+}
+
 static int run_ragged(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -324,8 +331,7 @@ static int run_ragged(fa_cl_context *ctx, int argc, char **argv)
         {{3, 6, 6, 2, 190, 64, FA_CL_BF16, 0, -1, -1, "SSSQ", 0.0f, 1}, LENS(5, 190, 0), 0, 0, 0},
         {{2, 4, 1, 70, 130, 32, FA_CL_F32, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(100, 130), 0, 0, 0},
     };
-    for (int i = 0; i < TU_COUNT(cases); i++)
-        check_case(&serving_tally, ctx, &cases[i], 100 + (uint64_t)i);
+    check_cases(ctx, cases, TU_COUNT(cases), 100);
     return 0;
 }
 
@@ -339,8 +345,7 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
         {{3, 4, 4, 1, 160, 32, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(160, 100, 48), 16, 3, 0},
         {{2, 4, 2, 5, 96, 64, FA_CL_F32, 1, 20, 0, "CCCC", 0.0f, 1}, LENS(96, 41), 16, 0, 0},
     };
-    for (int i = 0; i < TU_COUNT(cases); i++)
-        check_case(&serving_tally, ctx, &cases[i], 200 + (uint64_t)i);
+    check_cases(ctx, cases, TU_COUNT(cases), 200);
     return 0;
 }
 
@@ -355,8 +360,7 @@ static int run_decode(fa_cl_context *ctx, int argc, char **argv)
         {{1, 8, 1, 4, 900, 64, FA_CL_F32, 1, 100, 0, "CCCC", 0.0f, 1}, LENS(850), 16, 0, 0},
         {{2, 4, 4, 1, 640, 96, FA_CL_F16, 0, 32, -1, "CCCP", 0.0f, 1}, LENS(640, 31), 64, 0, 0},
     };
-    for (int i = 0; i < TU_COUNT(cases); i++)
-        check_case(&serving_tally, ctx, &cases[i], 300 + (uint64_t)i);
+    check_cases(ctx, cases, TU_COUNT(cases), 300);
     return 0;
 }
 
@@ -371,8 +375,7 @@ static int run_bad_data(fa_cl_context *ctx, int argc, char **argv)
         {{4, 4, 2, 2, 200, 64, FA_CL_F16, 1, -1, -1, "CCCQ", 0.0f, 1}, LENS(-1, 1000, 50, 0), 16, 0, 1},
         {{2, 4, 2, 1, 300, 32, FA_CL_BF16, 0, -1, -1, "CCCP", 0.0f, 1}, NULL, 64, 0, 1},
     };
-    for (int i = 0; i < TU_COUNT(cases); i++)
-        check_case(&serving_tally, ctx, &cases[i], 400 + (uint64_t)i);
+    check_cases(ctx, cases, TU_COUNT(cases), 400);
     return 0;
 }
 

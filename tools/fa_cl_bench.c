@@ -5,8 +5,9 @@
  * call must read), speed-up over the reference, extra device memory of each path, max error vs the
  * reference, and the plan (tile, kernel, split-KV chunks, GQA packing) with its creation time
  * (compiled from source, or loaded from the on-disk program cache). Serving shapes (0.3): per-sequence
- * KV lengths (--cache-seqlens) and paged K/V (--page-size), run through fa_cl_attention_run; the
- * reference takes neither, so those rows have no reference columns. --plan-timing times only plan
+ * KV lengths (--cache-seqlens), paged K/V (--page-size) and variable-length batches (--varlen,
+ * --varlen-k: packed rows with cu_seqlens), run through fa_cl_attention_run; the reference takes
+ * none of them, so those rows have no reference columns. --plan-timing times only plan
  * creation: run it twice to see a cold and a warm (second-process) start.
  * Run with --help for the options. */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
@@ -35,6 +36,11 @@ typedef struct shape {
     int64_t page_size;   /* > 0: K/V in a paged pool (sk is then each sequence's capacity) */
     const int64_t *lens; /* nlens > 0: per-sequence KV lengths, sequence b takes lens[b % nlens] */
     int nlens;
+    /* nvar > 0: a varlen batch of nvar (= b) sequences, sequence b with vq[b] query rows and vk[b]
+     * keys (vk NULL: vq[b]); sq/sk are the longest. Not paged: q/o and k/v packed (cu_seqlens);
+     * paged: q/o packed, the key counts are lens (cache_seqlens) */
+    const int64_t *vq, *vk;
+    int nvar;
 } shape;
 
 typedef struct options {
@@ -44,6 +50,8 @@ typedef struct options {
     const char *device; /* --device: FA_CL_DEVICE for this process */
     int check, reps, warmup, no_reference, lse, plan_timing;
     int64_t *lens; /* --cache-seqlens (one.lens points here); freed by main */
+    int64_t *varlen_q, *varlen_k; /* --varlen, --varlen-k (one.vq/vk point here); freed by main */
+    int nvarlen_k;
 } options;
 
 typedef struct row {
@@ -102,23 +110,44 @@ static int fill(cl_command_queue q, cl_kernel k, cl_mem m, size_t bytes, unsigne
 
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
-/* Sequence b's key count: its --cache-seqlens value, else seqlen_k. */
-static int64_t seq_keys(const shape *s, int64_t b)
+/* A varlen batch's key counts: --varlen-k's, else --varlen's. */
+static const int64_t *varlen_keys(const shape *s)
 {
-    return s->nlens > 0 ? s->lens[b % s->nlens] : s->sk;
+    return s->vk ? s->vk : s->vq;
 }
 
-/* For one sequence of sk keys: the (query, key) pairs the mask leaves visible, and how many keys
- * at least one query row sees (rows' ranges shift by one key a row, so together they are one range). */
-static void visible(const shape *s, int64_t sk, double *pairs, int64_t *keys)
+/* Sequence b's key count: its --cache-seqlens value, its varlen one, else seqlen_k. */
+static int64_t seq_keys(const shape *s, int64_t b)
 {
-    int64_t wl = s->wl < 0 ? s->sq + sk : s->wl, wr = s->wr < 0 ? s->sq + sk : s->wr;
+    return s->nlens > 0 ? s->lens[b % s->nlens] : s->nvar > 0 ? varlen_keys(s)[b] : s->sk;
+}
+
+/* Sequence b's query rows: its varlen one, else seqlen_q. */
+static int64_t seq_queries(const shape *s, int64_t b)
+{
+    return s->nvar > 0 ? s->vq[b] : s->sq;
+}
+
+static int64_t sum_lens(const int64_t *v, int n)
+{
+    int64_t t = 0;
+    for (int i = 0; i < n; i++)
+        t += v[i];
+    return t;
+}
+
+/* For one sequence of sq query rows and sk keys: the (query, key) pairs the mask leaves visible,
+ * and how many keys at least one query row sees (rows' ranges shift by one key a row, so together
+ * they are one range). Masks align bottom-right to the sequence's own lengths, as the kernels do. */
+static void visible(const shape *s, int64_t sq, int64_t sk, double *pairs, int64_t *keys)
+{
+    int64_t wl = s->wl < 0 ? sq + sk : s->wl, wr = s->wr < 0 ? sq + sk : s->wr;
     if (s->causal && wr > 0)
         wr = 0;
     int64_t first = -1, last = -1;
     *pairs = 0;
-    for (int64_t i = 0; i < s->sq; i++) {
-        int64_t diag = i + sk - s->sq;
+    for (int64_t i = 0; i < sq; i++) {
+        int64_t diag = i + sk - sq;
         int64_t lo = diag - wl, hi = diag + wr + 1;
         lo = lo < 0 ? 0 : lo > sk ? sk : lo;
         hi = hi < 0 ? 0 : hi > sk ? sk : hi;
@@ -137,13 +166,14 @@ static void visible(const shape *s, int64_t sk, double *pairs, int64_t *keys)
 static void work(const shape *s, double *flops, double *kv_bytes)
 {
     double es = s->dtype == FA_CL_F32 ? 4 : 2;
-    /* sequences b and b + nlens have the same length: each distinct one computed, times its count */
-    int64_t period = s->nlens > 0 ? s->nlens : 1;
+    /* sequences b and b + nlens have the same lengths: each distinct one computed, times its count
+     * (a varlen batch: every sequence its own) */
+    int64_t period = s->nvar > 0 ? s->nvar : s->nlens > 0 ? s->nlens : 1;
     *flops = *kv_bytes = 0;
     for (int64_t i = 0; i < period && i < s->b; i++) {
         double pairs, count = (double)((s->b - i + period - 1) / period);
         int64_t keys;
-        visible(s, seq_keys(s, i), &pairs, &keys);
+        visible(s, seq_queries(s, i), seq_keys(s, i), &pairs, &keys);
         *flops += 4.0 * count * (double)s->h * pairs * (double)s->d;
         *kv_bytes += 2.0 * count * (double)s->hkv * (double)keys * (double)s->d * es;
     }
@@ -213,12 +243,54 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
         d->num_pages = s->b * d->pages_per_seq;
     }
     d->kv_seqlens = s->nlens > 0;
+    if (s->nvar > 0) {
+        /* packed rows, strides 0 (contiguous); paged keys stay in the pool (lens: cache_seqlens) */
+        d->total_q = sum_lens(s->vq, s->nvar);
+        if (s->page_size <= 0)
+            d->total_k = sum_lens(varlen_keys(s), s->nvar);
+    }
 }
 
 /* A serving shape: the positional calls and the reference cannot run it. */
 static int serving(const shape *s)
 {
-    return s->page_size > 0 || s->nlens > 0;
+    return s->page_size > 0 || s->nlens > 0 || s->nvar > 0;
+}
+
+/* What of a serving shape the reference does not take, for the row's note. */
+static void serving_text(const shape *s, char *buf, size_t size)
+{
+    const char *what[3];
+    int n = 0;
+    if (s->page_size > 0)
+        what[n++] = "paged K/V";
+    if (s->nlens > 0)
+        what[n++] = "cache_seqlens";
+    if (s->nvar > 0)
+        what[n++] = "varlen rows";
+    if (n == 1)
+        snprintf(buf, size, "no %s", what[0]);
+    else if (n == 2)
+        snprintf(buf, size, "neither %s nor %s", what[0], what[1]);
+    else
+        snprintf(buf, size, "none of %s, %s and %s", what[0], what[1], what[2]);
+}
+
+/* A varlen batch's offsets: int32 [n + 1] prefix sums of lens (the plan checked that the total
+ * fits an int32). NULL with *err set on failure. */
+static cl_mem cu_seqlens(cl_context c, const int64_t *lens, int n, cl_int *err)
+{
+    cl_int *cu = (cl_int *)malloc(((size_t)n + 1) * sizeof *cu);
+    if (!cu) {
+        *err = CL_OUT_OF_HOST_MEMORY;
+        return NULL;
+    }
+    cu[0] = 0;
+    for (int i = 0; i < n; i++)
+        cu[i + 1] = cu[i] + (cl_int)lens[i];
+    cl_mem m = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, ((size_t)n + 1) * sizeof *cu, cu, err);
+    free(cu);
+    return m;
 }
 
 /* The context's program stats, read under its lock (plan creation updates them under it). */
@@ -342,10 +414,12 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     fa_cl_plan_release(plan);
 
     size_t es = s->dtype == FA_CL_F32 ? 4 : 2;
-    /* K/V rows: batch * seqlen_k, or the pool's num_pages * page_size (the plan checked both fit int64) */
-    int64_t kv_rows = s->page_size > 0 ? d.num_pages * s->page_size : s->b * s->sk;
+    /* q/o rows: batch * seqlen_q, or (varlen) total_q; K/V rows: batch * seqlen_k, the pool's
+     * num_pages * page_size, or (varlen) total_k (the plan checked that all fit int64) */
+    int64_t q_rows = d.total_q > 0 ? d.total_q : s->b * s->sq;
+    int64_t kv_rows = s->page_size > 0 ? d.num_pages * s->page_size : d.total_k > 0 ? d.total_k : s->b * s->sk;
     /* the library checks extents in 64 bits; the products below must also fit a size_t */
-    double need = (double)es * (double)s->d * fmax((double)s->b * (double)s->h * (double)s->sq,
+    double need = (double)es * (double)s->d * fmax((double)q_rows * (double)s->h,
                                                     (double)kv_rows * (double)s->hkv);
     if (need > (double)(SIZE_MAX / 4)) {
         snprintf(out->note, sizeof out->note, "inputs of %.3g bytes: more than this host can address", need);
@@ -353,14 +427,14 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
         return;
     }
     /* whole 32-bit words, so the fill kernel covers an odd element count too */
-    size_t qbytes = ((size_t)(s->b * s->h * s->sq * s->d) * es + 3) & ~(size_t)3;
+    size_t qbytes = ((size_t)(q_rows * s->h * s->d) * es + 3) & ~(size_t)3;
     size_t kbytes = ((size_t)(kv_rows * s->hkv * s->d) * es + 3) & ~(size_t)3;
-    size_t lbytes = (size_t)(s->b * s->h * s->sq) * 4;
+    size_t lbytes = (size_t)(q_rows * s->h) * 4; /* [B, Hq, Sq], or (varlen) [Hq, total_q] */
     /* rotate input sets while a set would sit in a 64 MiB cache */
     size_t set_bytes = qbytes + 2 * kbytes;
     int sets = set_bytes < ((size_t)64 << 20) ? 4 : 1;
     cl_mem q[4] = {0}, k[4] = {0}, v[4] = {0}, o = NULL, o_ref = NULL, lse = NULL, lse_ref = NULL;
-    cl_mem seqlens = NULL, table = NULL;
+    cl_mem seqlens = NULL, table = NULL, cu_q = NULL, cu_k = NULL;
     fa_cl_forward_args args, ref_args; /* the fused call's buffers, the reference's */
     fa_cl_forward_args_init(&args);
     cl_int err = CL_SUCCESS;
@@ -396,6 +470,10 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
                                    &err);
         free(t);
     }
+    if (err == CL_SUCCESS && d.total_q > 0)
+        cu_q = cu_seqlens(c, s->vq, s->nvar, &err);
+    if (err == CL_SUCCESS && d.total_k > 0)
+        cu_k = cu_seqlens(c, varlen_keys(s), s->nvar, &err);
     if (err == CL_SUCCESS)
         o = clCreateBuffer(c, CL_MEM_READ_WRITE, qbytes, NULL, &err);
     if (err == CL_SUCCESS && opt->lse)
@@ -409,6 +487,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     }
     out->fused_extra = opt->lse ? lbytes : 0;
     args.o = o, args.lse = lse, args.cache_seqlens = seqlens, args.block_table = table;
+    args.cu_seqlens_q = cu_q, args.cu_seqlens_k = cu_k;
     if (!time_path(ctx, fa_cl_attention_run, &d, &args, q, k, v, sets, opt->warmup, opt->reps, &out->fused_med,
                    &out->fused_min, out->note, sizeof out->note)) {
         out->failed = 1;
@@ -418,10 +497,9 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
         goto cleanup;
     /* the reference is dense only (FA_CL_ERROR_UNSUPPORTED otherwise): no reference, no check */
     if (serving(s)) {
-        snprintf(out->note, sizeof out->note, "no reference: fa_cl_reference_forward takes %s",
-                 s->page_size > 0 && s->nlens > 0 ? "neither paged K/V nor cache_seqlens"
-                 : s->page_size > 0              ? "no paged K/V"
-                                                 : "no cache_seqlens");
+        char what[96];
+        serving_text(s, what, sizeof what);
+        snprintf(out->note, sizeof out->note, "no reference: fa_cl_reference_forward takes %s", what);
         goto cleanup;
     }
     out->ref_extra = fa_cl_reference_scratch_bytes(ctx, &d);
@@ -477,22 +555,19 @@ cleanup:
     if (lse_ref) clReleaseMemObject(lse_ref);
     if (seqlens) clReleaseMemObject(seqlens);
     if (table) clReleaseMemObject(table);
+    if (cu_q) clReleaseMemObject(cu_q);
+    if (cu_k) clReleaseMemObject(cu_k);
 }
 
 /* ---- output ------------------------------------------------------------------------------------ */
 
-/* The --cache-seqlens column: "-" (every sequence sees seqlen_k), L, or min..max over the batch. */
-static void lens_text(const shape *s, char *buf, size_t size)
+/* L, or min..max of n > 0 lengths. */
+static void range_text(const int64_t *v, int64_t n, char *buf, size_t size)
 {
-    if (s->nlens <= 0) {
-        snprintf(buf, size, "-");
-        return;
-    }
-    int64_t lo = seq_keys(s, 0), hi = lo;
-    for (int64_t b = 1; b < s->b && b < s->nlens; b++) {
-        int64_t l = seq_keys(s, b);
-        lo = l < lo ? l : lo;
-        hi = l > hi ? l : hi;
+    int64_t lo = v[0], hi = lo;
+    for (int64_t i = 1; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
     }
     if (lo == hi)
         snprintf(buf, size, "%lld", (long long)lo);
@@ -500,11 +575,34 @@ static void lens_text(const shape *s, char *buf, size_t size)
         snprintf(buf, size, "%lld..%lld", (long long)lo, (long long)hi);
 }
 
+/* The per-sequence key counts (--cache-seqlens, or a varlen batch's): "-" (every sequence sees
+ * seqlen_k), L, or min..max over the batch. */
+static void lens_text(const shape *s, char *buf, size_t size)
+{
+    if (s->nlens > 0)
+        range_text(s->lens, s->b < s->nlens ? s->b : s->nlens, buf, size);
+    else if (s->nvar > 0)
+        range_text(varlen_keys(s), s->nvar, buf, size);
+    else
+        snprintf(buf, size, "-");
+}
+
+/* The lens column: the key counts, after "Q / " with a varlen batch's query rows (Q as L or
+ * min..max), so a varlen row shows both and the others read as before. */
+static void lens_column(const shape *s, char *buf, size_t size)
+{
+    char q[48] = "", kv[48];
+    lens_text(s, kv, sizeof kv);
+    if (s->nvar > 0)
+        range_text(s->vq, s->nvar, q, sizeof q);
+    snprintf(buf, size, "%s%s%s", q, s->nvar > 0 ? " / " : "", kv);
+}
+
 static void print_header(void)
 {
-    printf("%-5s %4s %4s %4s %7s %7s %4s %-6s %-9s %5s %-13s | %9s %9s %7s %7s | %9s %7s %7s | %10s %10s | %9s | "
+    printf("%-5s %4s %4s %4s %7s %7s %4s %-6s %-9s %5s %-17s | %9s %9s %7s %7s | %9s %7s %7s | %10s %10s | %9s | "
            "%s\n",
-           "dtype", "B", "Hq", "Hkv", "Sq", "Sk", "d", "causal", "window", "page", "kv lens", "fused ms", "min ms",
+           "dtype", "B", "Hq", "Hkv", "Sq", "Sk", "d", "causal", "window", "page", "(q /) kv lens", "fused ms", "min ms",
            "TFLOP/s", "KV TB/s", "ref ms", "TFLOP/s", "speedup", "fused +MB", "ref +MB", "max err",
            "plan (Br x Bc, wg, local, kernel, splits, gqa_pack)");
 }
@@ -512,14 +610,14 @@ static void print_header(void)
 static void print_row(const row *r)
 {
     const shape *s = &r->s;
-    char win[32], page[24], lens[48];
+    char win[32], page[24], lens[100];
     snprintf(win, sizeof win, "%lld,%lld", (long long)s->wl, (long long)s->wr);
     if (s->page_size > 0)
         snprintf(page, sizeof page, "%lld", (long long)s->page_size);
     else
         snprintf(page, sizeof page, "-");
-    lens_text(s, lens, sizeof lens);
-    printf("%-5s %4lld %4lld %4lld %7lld %7lld %4lld %-6s %-9s %5s %-13s | ", fa_cl__dtype_name(s->dtype),
+    lens_column(s, lens, sizeof lens);
+    printf("%-5s %4lld %4lld %4lld %7lld %7lld %4lld %-6s %-9s %5s %-17s | ", fa_cl__dtype_name(s->dtype),
            (long long)s->b, (long long)s->h, (long long)s->hkv, (long long)s->sq, (long long)s->sk, (long long)s->d,
            s->causal ? "yes" : "no", win, page, lens);
     if (r->failed) {
@@ -546,6 +644,18 @@ static void print_row(const row *r)
     fflush(stdout);
 }
 
+/* [v0, v1, ...], or null when n is 0. */
+static void json_lens(FILE *f, const int64_t *v, int n)
+{
+    if (n <= 0) {
+        fprintf(f, "null");
+        return;
+    }
+    for (int j = 0; j < n; j++)
+        fprintf(f, "%s%lld", j ? ", " : "[", (long long)v[j]);
+    fprintf(f, "]");
+}
+
 /* All rows to f (opened at startup), closed here; 0 with a message when writing failed. */
 static int write_json(FILE *f, const char *path, const char *device, const row *rows, int n)
 {
@@ -561,10 +671,14 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
                 (long long)s->sk, (long long)s->d, s->causal ? "true" : "false", (long long)s->wl,
                 (long long)s->wr, (long long)s->page_size);
         /* the values as given (sequence b takes value b % count), or null */
-        for (int j = 0; j < s->nlens; j++)
-            fprintf(f, "%s%lld", j ? ", " : "[", (long long)s->lens[j]);
-        fprintf(f, "%s, \"flops\": %.0f, \"kv_bytes\": %.0f, \"failed\": %s", s->nlens > 0 ? "]" : "null", r->flops,
-                r->kv_bytes, r->failed ? "true" : "false");
+        json_lens(f, s->lens, s->nlens);
+        /* a varlen batch: each sequence's query rows and key counts (--varlen-k's, else --varlen's) */
+        fprintf(f, ", \"varlen_q\": ");
+        json_lens(f, s->vq, s->nvar);
+        fprintf(f, ", \"varlen_k\": ");
+        json_lens(f, s->nvar > 0 ? varlen_keys(s) : NULL, s->nvar);
+        fprintf(f, ", \"flops\": %.0f, \"kv_bytes\": %.0f, \"failed\": %s", r->flops, r->kv_bytes,
+                r->failed ? "true" : "false");
         if (!r->failed) {
             fprintf(f, ", \"fused_ms\": %.6f, \"fused_min_ms\": %.6f, \"fused_tflops\": %.4f, \"fused_kv_tbps\": %.6f",
                     r->fused_med, r->fused_min, r->flops / r->fused_med * 1e-9, r->kv_bytes / r->fused_med * 1e-9);
@@ -621,13 +735,22 @@ static void usage(FILE *f)
             "  --dtype T         f32 | f16 | bf16 (default f32)\n"
             "  --causal          bottom-right causal mask\n"
             "  --window L,R      local window, L and R >= -1 (-1 = unbounded, the default)\n"
-            "Serving (0.3; the reference takes neither, so such rows have no reference columns and no check):\n"
+            "Serving (0.3; the reference takes none of these, so such rows have no reference columns and no\n"
+            "check):\n"
             "  --cache-seqlens L[,L...]\n"
             "                    per-sequence KV lengths, each 0..seqlen_k (-k is then the cache's capacity);\n"
             "                    at most -b values, fewer repeat cyclically (one value: every sequence's)\n"
             "  --page-size P     paged K/V: pools of B * ceil(Sk / P) pages of P keys, [pages, P, Hkv, d],\n"
             "                    each sequence's pages shuffled (fixed seed) through a block table; P a\n"
             "                    multiple of 16 (the library refuses others); 0, the default: not paged\n"
+            "  --varlen L[,L...] a variable-length batch (cu_seqlens): sequence b has L_b >= 0 query rows\n"
+            "                    and L_b keys, q/o and k/v packed [sum L, heads, d]; B is the count of values,\n"
+            "                    Sq and Sk the longest (-b, -q and -k are ignored)\n"
+            "  --varlen-k K[,K...]\n"
+            "                    with --varlen, each sequence's key count instead (as many values; Sk the\n"
+            "                    longest). With --page-size the keys are paged, not packed, and these counts\n"
+            "                    (else --varlen's) are the cache_seqlens (chunked prefill); the library\n"
+            "                    refuses packed keys with --cache-seqlens\n"
             "  --suite [S]       a built-in suite instead of the one shape: full (the default S: d 64/128,\n"
             "                    N 512..16384 at B*H*N = 8*16*4096, causal on/off, f32/f16; sized for a GPU),\n"
             "                    tiny (d 32, N 128/256: seconds anywhere) or decode (f16, d 128, Hq 32 on\n"
@@ -721,15 +844,16 @@ static int check_device(const char *s)
     return 0;
 }
 
-/* --cache-seqlens: "L" or "L1,L2,..." (integers; their range is checked against -k once it is known). */
-static int parse_lens(const char *s, int64_t **out, int *n)
+/* --cache-seqlens, --varlen, --varlen-k (name): "L" or "L1,L2,..." (integers; their range is
+ * checked once the shape is known). */
+static int parse_lens(const char *name, const char *s, int64_t **out, int *n)
 {
     int count = 1;
     for (const char *p = s; *p; p++)
         count += *p == ',';
     int64_t *v = (int64_t *)malloc((size_t)count * sizeof *v);
     if (!v) {
-        fprintf(stderr, "fa_cl_bench: --cache-seqlens: out of host memory\n");
+        fprintf(stderr, "fa_cl_bench: %s: out of host memory\n", name);
         return 0;
     }
     const char *p = s;
@@ -740,14 +864,14 @@ static int parse_lens(const char *s, int64_t **out, int *n)
         long long x;
         if (len == 0 || len >= sizeof buf) {
             free(v);
-            fprintf(stderr, "fa_cl_bench: --cache-seqlens wants L or L1,L2,... (integers), got '%s'\n", s);
+            fprintf(stderr, "fa_cl_bench: %s wants L or L1,L2,... (integers), got '%s'\n", name, s);
             return 0;
         }
         memcpy(buf, p, len);
         buf[len] = '\0';
         if (!to_integer(buf, &x)) {
             free(v);
-            fprintf(stderr, "fa_cl_bench: --cache-seqlens wants L or L1,L2,... (integers), got '%s'\n", s);
+            fprintf(stderr, "fa_cl_bench: %s wants L or L1,L2,... (integers), got '%s'\n", name, s);
             return 0;
         }
         v[i] = x;
@@ -764,7 +888,7 @@ enum { PARSE_RUN, PARSE_EXIT_0, PARSE_ERROR };
 enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
     OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_DEVICE, OPT_VERSION, OPT_HELP, OPT_CACHE_SEQLENS,
-    OPT_PAGE_SIZE
+    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K
 };
 
 static const struct option long_options[] = {
@@ -774,6 +898,8 @@ static const struct option long_options[] = {
     {"window", required_argument, NULL, OPT_WINDOW},
     {"cache-seqlens", required_argument, NULL, OPT_CACHE_SEQLENS},
     {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
+    {"varlen", required_argument, NULL, OPT_VARLEN},
+    {"varlen-k", required_argument, NULL, OPT_VARLEN_K},
     {"suite", optional_argument, NULL, OPT_SUITE},
     {"json", required_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
@@ -787,6 +913,44 @@ static const struct option long_options[] = {
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
+
+/* --varlen (and --varlen-k) make the batch: B = the count, Sq and Sk the longest; with
+ * --page-size the key counts become the cache_seqlens. 0 with a message on bad values. */
+static int varlen_shape(options *o)
+{
+    shape *s = &o->one;
+    if (o->nvarlen_k > 0 && o->nvarlen_k != s->nvar) {
+        fprintf(stderr, "fa_cl_bench: --varlen-k has %d values, --varlen %d: one key count per sequence\n",
+                o->nvarlen_k, s->nvar);
+        return 0;
+    }
+    s->vk = o->nvarlen_k > 0 ? o->varlen_k : NULL;
+    const int64_t *keys = varlen_keys(s);
+    s->b = s->sq = s->sk = 0;
+    for (int i = 0; i < s->nvar; i++) {
+        /* a length is a dimension: negative or past int32 is a typo (the library checks the totals) */
+        if (s->vq[i] < 0 || s->vq[i] > DIM_MAX || keys[i] < 0 || keys[i] > DIM_MAX) {
+            int bad_q = s->vq[i] < 0 || s->vq[i] > DIM_MAX;
+            fprintf(stderr, "fa_cl_bench: %s value %lld is outside 0..%d\n", bad_q ? "--varlen" : "--varlen-k",
+                    (long long)(bad_q ? s->vq[i] : keys[i]), DIM_MAX);
+            return 0;
+        }
+        s->sq = s->vq[i] > s->sq ? s->vq[i] : s->sq;
+        s->sk = keys[i] > s->sk ? keys[i] : s->sk;
+    }
+    s->b = s->nvar;
+    if (s->page_size > 0) {
+        /* paged keys are not packed: each sequence's count goes to the library as cache_seqlens */
+        if (s->nlens > 0) {
+            fprintf(stderr, "fa_cl_bench: --cache-seqlens does not combine with --varlen and --page-size: the "
+                            "cache lengths are then --varlen-k's (or --varlen's)\n");
+            return 0;
+        }
+        s->lens = keys;
+        s->nlens = s->nvar;
+    }
+    return 1;
+}
 
 /* PARSE_RUN with *o filled; PARSE_EXIT_0 after --help or --version; PARSE_ERROR, already reported. */
 static int parse_args(int argc, char **argv, options *o)
@@ -846,9 +1010,18 @@ static int parse_args(int argc, char **argv, options *o)
             break;
         }
         case OPT_CACHE_SEQLENS:
-            if (!parse_lens(optarg, &o->lens, &s->nlens))
+            if (!parse_lens(name, optarg, &o->lens, &s->nlens))
                 return PARSE_ERROR;
             s->lens = o->lens;
+            break;
+        case OPT_VARLEN:
+            if (!parse_lens(name, optarg, &o->varlen_q, &s->nvar))
+                return PARSE_ERROR;
+            s->vq = o->varlen_q;
+            break;
+        case OPT_VARLEN_K:
+            if (!parse_lens(name, optarg, &o->varlen_k, &o->nvarlen_k))
+                return PARSE_ERROR;
             break;
         case OPT_PAGE_SIZE:
             if (!parse_int(name, optarg, 0, DIM_MAX, &v))
@@ -912,6 +1085,12 @@ static int parse_args(int argc, char **argv, options *o)
         return PARSE_ERROR;
     }
     if (s->hkv < 0) s->hkv = s->h;
+    if (o->nvarlen_k > 0 && s->nvar == 0) {
+        fprintf(stderr, "fa_cl_bench: --varlen-k needs --varlen (the query rows of each sequence)\n");
+        return PARSE_ERROR;
+    }
+    if (s->nvar > 0 && !varlen_shape(o))
+        return PARSE_ERROR;
     if (s->sk < 0) s->sk = s->sq;
     /* (a suite has its own shapes: these options do not reach it) */
     if (s->nlens > s->b && !o->suite) {
@@ -1003,10 +1182,12 @@ static int plan_timing(fa_cl_context *ctx, const char *device, const char *notes
         memset(&r, 0, sizeof r);
         fa_cl_plan *plan = NULL;
         fa_cl_status st = timed_plan(ctx, &d, &plan, &r);
-        char serve[80] = "", lens[48];
-        lens_text(s, lens, sizeof lens);
+        char serve[160] = "", lens[100];
+        lens_column(s, lens, sizeof lens);
         int len = s->page_size > 0 ? snprintf(serve, sizeof serve, "page=%lld ", (long long)s->page_size) : 0;
-        if (s->nlens > 0)
+        if (s->nvar > 0)
+            snprintf(serve + len, sizeof serve - (size_t)len, "q / kv lens=%s ", lens);
+        else if (s->nlens > 0)
             snprintf(serve + len, sizeof serve - (size_t)len, "kv lens=%s ", lens);
         printf("%-5s B=%-4lld d=%-4lld Sq=%-6lld Sk=%-6lld %-6s %s", fa_cl__dtype_name(s->dtype), (long long)s->b,
                (long long)s->d, (long long)s->sq, (long long)s->sk, s->causal ? "causal" : "", serve);
@@ -1121,5 +1302,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "fa_cl_bench --help lists the options\n");
     int rc = parsed == PARSE_RUN ? bench_main(&opt) : parsed == PARSE_EXIT_0 ? 0 : 2;
     free(opt.lens);
+    free(opt.varlen_q);
+    free(opt.varlen_k);
     return rc;
 }

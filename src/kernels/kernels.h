@@ -43,6 +43,13 @@ const fa_cl_kernel_family *fa_cl_kernel_at(int i);
 const fa_cl_kernel_family *fa_cl_kernel_by_name(const char *name);
 const fa_cl_kernel_family *fa_cl_kernel_by_id(fa_cl_kernel_id id);
 
+/* The rules of a family that computes no forward (combine, append): it never applies, has no tiles
+ * (msg says which kernel it is) and no options of its own. */
+int fa_cl__never_applies(const fa_cl_limits *lim, const fa_cl_tile_request *req);
+fa_cl_status fa_cl__no_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+                             size_t msg_size);
+int fa_cl__no_options(const fa_cl_tiles *t, char *out, size_t n);
+
 /* Fill the tiles every family's plan shares the shape of. */
 void fa_cl__tiles_set(fa_cl_tiles *out, const fa_cl_kernel_family *f, int block_q, int block_kv, int rows_per_item,
                       int cols_per_item, int work_group_size, size_t local_mem_bytes);

@@ -4,6 +4,7 @@
  * (docs/design.md, "Adding a kernel"). */
 #include "fa_cl_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const fa_cl_kernel_family *const families[] = {
@@ -33,6 +34,28 @@ const fa_cl_kernel_family *fa_cl_kernel_by_id(fa_cl_kernel_id id)
         if (families[i]->id == id)
             return families[i];
     return NULL;
+}
+
+int fa_cl__never_applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+{
+    (void)lim, (void)req;
+    return 0;
+}
+
+fa_cl_status fa_cl__no_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+                             size_t msg_size)
+{
+    (void)lim, (void)req, (void)out;
+    snprintf(msg, msg_size, "not a forward kernel: it is a launch of split-KV or appending plans");
+    return FA_CL_ERROR_UNSUPPORTED;
+}
+
+int fa_cl__no_options(const fa_cl_tiles *t, char *out, size_t n)
+{
+    (void)t;
+    if (n)
+        out[0] = '\0';
+    return 0;
 }
 
 void fa_cl__tiles_set(fa_cl_tiles *out, const fa_cl_kernel_family *f, int block_q, int block_kv, int rows_per_item,
