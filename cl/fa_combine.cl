@@ -28,6 +28,7 @@ __kernel void fa_combine(__global const float *o_part, __global const float *lse
     const int q_start = clamp(cu_seqlens_q[b], 0, total_q);
     if ((long)pos >= min(clamp(cu_seqlens_q[b + 1], q_start, total_q) - q_start, seqlen_q))
         return;
+    (void)os0;
     const ulong out_row = o_off + (ulong)q_start * (ulong)os2 + h * (ulong)os1 + pos * (ulong)os2;
     const ulong lse_at = h * (ulong)total_q + (ulong)q_start + pos;
 #else

@@ -53,8 +53,8 @@ void fa_forward(FA_FORWARD_PARAMS)
 
     const int lid = (int)get_local_id(0);
     FA_BLOCK_COORDS
-    const ulong qbase = q_head0;
-    const ulong obase = o_head0;
+    const ulong qbase = FA_Q_HEAD0;
+    const ulong obase = FA_O_HEAD0;
 
     for (int e = lid; e < BLOCK_Q * D4; e += WG) {
         int r = e / D4, c = e % D4;

@@ -34,10 +34,26 @@ typedef fa_store_t fa_out_t;
         long qs0, long qs1, long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, long os0, \
         long os1, long os2, int heads_q, int group, int seqlen_q_max, int seqlen_k_cap, int num_q_blocks, \
         float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse, float scale,         \
-        __global float *scratch, int kv_begin, int kv_end, __global const int *seqlens,                    \
-        __global const int *block_table, int page_size, int pages_per_seq, int num_pages, int pack,        \
-        int num_splits, ulong split_stride, __global const int *cu_seqlens_q,                              \
+        __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS
+
+/* The serving arguments exist only in builds with a serving feature (FA_SERVING, set by the planner
+ * with any of the options below): elsewhere they are constants, so that other plans keep the
+ * argument list and registers they had (Intel's compiler holds kernel arguments in registers). */
+#ifdef FA_SERVING
+#define FA_SERVING_PARAMS                                                                                 \
+    , __global const int *seqlens, __global const int *block_table, int page_size, int pages_per_seq,     \
+        int num_pages, int pack, int num_splits, ulong split_stride, __global const int *cu_seqlens_q,    \
         __global const int *cu_seqlens_k, int total_q, int total_k
+#define FA_SERVING_DEFAULTS
+#else
+#define FA_SERVING_PARAMS
+#define FA_SERVING_DEFAULTS                                                                               \
+    const int page_size = 0, pages_per_seq = 0, num_pages = 1, pack = 1, num_splits = 1, total_q = 0,     \
+              total_k = 0;                                                                                \
+    const ulong split_stride = 0;                                                                         \
+    __global const int *const seqlens = 0, *const block_table = 0, *const cu_seqlens_q = 0,              \
+                              *const cu_seqlens_k = 0;
+#endif
 
 /* One work-group per (query block, batch * head column), flattened into dimension 0, and (FA_SPLIT)
  * per chunk of keys in dimension 1: this one's batch b, first query head h, kv head hk and first
@@ -49,6 +65,7 @@ typedef fa_store_t fa_out_t;
  * work-group sum: all, a long row's chunk (FA_KV_CHUNKED) or a split (FA_SPLIT). Causal plans visit
  * each head's longest rows first. */
 #define FA_BLOCK_COORDS                                                                                   \
+    FA_SERVING_DEFAULTS                                                                                   \
     const ulong bh = get_group_id(0) / (ulong)num_q_blocks;                                               \
     int qb = (int)(get_group_id(0) % (ulong)num_q_blocks);                                                \
     if (reverse_blocks)                                                                                   \
@@ -59,18 +76,19 @@ typedef fa_store_t fa_out_t;
     const int hk = h / group;                                                                             \
     const int q0 = qb * BLOCK_Q;                                                                          \
     FA_SPLIT_INDEX                                                                                        \
-    const ulong q_head0 = q_off + FA_Q_BATCH_OFFSET(qs0, qs2) + (ulong)h * (ulong)qs1;                    \
-    const ulong o_head0 = o_off + (ulong)split * split_stride + FA_O_BATCH_OFFSET(os0, os2) +              \
-                          (ulong)h * (ulong)os1;                                                          \
-    FA_LSE_LAYOUT                                                                                         \
     const fa_row_map kmap = fa_kv_map(k_off + FA_K_BATCH_OFFSET(ks0, ks2), hk, ks0, ks1, ks2, block_table,  \
                                       b, pages_per_seq, page_size, num_pages);                            \
     const fa_row_map vmap = fa_kv_map(v_off + FA_K_BATCH_OFFSET(vs0, vs2), hk, vs0, vs1, vs2, block_table,  \
                                       b, pages_per_seq, page_size, num_pages);                            \
     FA_KV_SPAN                                                                                            \
-    (void)scratch, (void)kv_begin, (void)kv_end, (void)lse_base, (void)kmap, (void)vmap, (void)seqlens,   \
+    (void)scratch, (void)kv_begin, (void)kv_end, (void)kmap, (void)vmap, (void)seqlens,   \
         (void)pack, (void)num_splits, (void)split_stride, (void)cu_seqlens_q, (void)cu_seqlens_k,        \
-        (void)total_q, (void)total_k, (void)q_head0, (void)o_head0, (void)nrows_max;
+        (void)total_q, (void)total_k, (void)nrows_max, (void)qs0, (void)os0, (void)ks0, (void)vs0;
+
+/* Where the head column's first q and o rows are (expressions, not variables: a 64-bit value kept
+ * live through the key loop costs the registers a kernel is tuned to; Intel's compiler spilled) */
+#define FA_Q_HEAD0 (q_off + FA_Q_BATCH_OFFSET(qs0, qs2) + (ulong)h * (ulong)qs1)
+#define FA_O_HEAD0 (o_off + (ulong)split * split_stride + FA_O_BATCH_OFFSET(os0, os2) + (ulong)h * (ulong)os1)
 
 /* The serving features are built in only where a plan uses them (-D from the planner), so that
  * other plans compile to the kernel they were before. */
@@ -105,19 +123,17 @@ typedef fa_store_t fa_out_t;
 #else
 #define FA_O_BATCH_OFFSET(s0, s2) (b * (ulong)(s0))
 #endif
-/* the LSE of row v: lse[fa_qrow(lse_base, v, seqlen_q, lse_heads, 1)]: [B, Hq, Sq], or varlen
+/* the LSE index of row v: [B, Hq, Sq] rows, or varlen
  * [Hq, total_q], or (FA_SPLIT) the partial LSEs [splits, B, Hq, seqlen_q_max] */
 #if defined(FA_VARLEN_Q) && !defined(FA_SPLIT)
-#define FA_LSE_LAYOUT                                                                                     \
-    const ulong lse_base = (ulong)h * (ulong)total_q + (ulong)q_start;                                    \
-    const long lse_heads = total_q;
+#define FA_LSE_INDEX(v) fa_qrow((ulong)h * (ulong)total_q + (ulong)q_start, v, seqlen_q, total_q, 1)
+#elif !defined(FA_SERVING)
+#define FA_LSE_INDEX(v) (bh * (ulong)seqlen_q + (ulong)(v))
 #else
-#define FA_LSE_LAYOUT                                                                                     \
-    const ulong lse_base = (b * (ulong)heads_q + (ulong)h) * (ulong)seqlen_q_max +                         \
-                           (ulong)split * (split_stride / HEAD_DIM);                                      \
-    const long lse_heads = seqlen_q_max;
+#define FA_LSE_INDEX(v)                                                                                   \
+    fa_qrow((b * (ulong)heads_q + (ulong)h) * (ulong)seqlen_q_max + (ulong)split * (split_stride / HEAD_DIM), v, \
+            seqlen_q, seqlen_q_max, 1)
 #endif
-#define FA_LSE_INDEX(v) fa_qrow(lse_base, v, seqlen_q, lse_heads, 1)
 #ifndef FA_APPEND_ROWS
 #define FA_APPEND_ROWS 0 /* keys an appending plan's first launch added (cl/fa_append.cl) */
 #endif
@@ -157,6 +173,7 @@ typedef fa_store_t fa_out_t;
 
 /* A block's keys [lo, hi) cut to this launch's (or split's) [kv_from, kv_to): empty stays empty
  * (lo = hi = 0), since the key loop starts at lo rounded down to a block. */
+#if defined(FA_SPLIT) || defined(FA_KV_CHUNKED)
 #define FA_CLIP_KEYS(lo, hi)                                                                              \
     do {                                                                                                  \
         lo = max(lo, kv_from);                                                                            \
@@ -164,6 +181,9 @@ typedef fa_store_t fa_out_t;
         if (hi <= lo)                                                                                     \
             lo = hi = 0;                                                                                  \
     } while (0)
+#else /* all keys: the block's range is already inside [0, seqlen_k) */
+#define FA_CLIP_KEYS(lo, hi) (void)kv_from, (void)kv_to
+#endif
 
 /* Where rows live: base + r * stride for K/V rows, or (FA_PAGED) slot r % div of page
  * table[r / div] (clamped into [0, last]); q and o rows: base + (r / div) * outer + (r % div) * stride,
@@ -176,23 +196,23 @@ typedef struct fa_row_map {
 } fa_row_map;
 
 /* off: the view's offset plus this sequence's (not used with pages: the table places the rows) */
-inline fa_row_map fa_kv_map(ulong off, int hk, long s0, long s1, long s2, __global const int *block_table, ulong b,
-                            int pages_per_seq, int page_size, int num_pages)
+inline fa_row_map fa_kv_map(ulong off, int hk, long s0, long s1, long s2, __global const int *table, ulong b,
+                            int per_seq, int rows_per_page, int pages)
 {
     fa_row_map m;
 #ifdef FA_PAGED
     m.base = off + (ulong)hk * (ulong)s1;
     m.outer = s0;
-    m.table = block_table + b * (ulong)pages_per_seq;
+    m.table = table + b * (ulong)per_seq;
 #else
     m.base = off + (ulong)hk * (ulong)s1;
     m.outer = 0;
-    m.table = block_table;
-    (void)b, (void)pages_per_seq;
+    m.table = table;
+    (void)b, (void)per_seq, (void)s0;
 #endif
     m.stride = s2;
-    m.div = page_size;
-    m.last = num_pages - 1;
+    m.div = rows_per_page;
+    m.last = pages - 1;
     return m;
 }
 
@@ -258,7 +278,7 @@ inline float fa_rescale(float m, float mx, float scale_log2)
 #define FA_CHUNK_SLOT(i) (scratch + 2 * ((ulong)get_global_id(0) * FA_ITEM_ROWS + (ulong)(i)))
 #if FA_DTYPE == 0
 #define FA_CHUNK_O(row, col)                                                                              \
-    ((__global float *)o + fa_qrow(o_head0, row, seqlen_q, os1, os2) + (ulong)(col))
+    ((__global float *)o + fa_qrow(FA_O_HEAD0, row, seqlen_q, os1, os2) + (ulong)(col))
 #else
 #define FA_CHUNK_O(row, col)                                                                              \
     (scratch + 2 * (ulong)get_global_size(0) * FA_ITEM_ROWS + (bh * (ulong)nrows_max + (ulong)(row)) * HEAD_DIM + \
@@ -329,8 +349,17 @@ inline void fa_rows_span(int v0, int v1, int nrows, int seqlen_q, int seqlen_k, 
     fa_pos_range(p0, seqlen_q, seqlen_k, win_left, win_right, lo_first, hi_first);
     fa_pos_range(p1, seqlen_q, seqlen_k, win_left, win_right, lo_last, hi_last);
 }
+#if defined(FA_PACK) || defined(FA_VARLEN_Q)
 #define FA_ROWS_SPAN(v0, v1, lo_first, hi_first, lo_last, hi_last) \
     fa_rows_span(v0, v1, nrows, seqlen_q, seqlen_k, win_left, win_right, lo_first, hi_first, lo_last, hi_last)
+#else /* one head's rows, the block inside them: its first and last row (as before the serving features:
+       * the general form cost Intel's compiler registers at d = 128, 3-33 bytes spilled on Xe-HPC) */
+#define FA_ROWS_SPAN(v0, v1, lo_first, hi_first, lo_last, hi_last)                                        \
+    do {                                                                                                  \
+        FA_ROW_RANGE(v0, lo_first, hi_first);                                                             \
+        FA_ROW_RANGE(min((v1) + 1, nrows) - 1, lo_last, hi_last);                                         \
+    } while (0)
+#endif
 
 /* Elements 4c .. 4c+3 of one row, zero beyond HEAD_DIM. */
 inline float4 fa_load_chunk(__global const fa_store_t *p, ulong row_base, int c)

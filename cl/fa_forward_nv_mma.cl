@@ -146,7 +146,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     __global const ushort *vg = (__global const ushort *)v;
     const int wrow = warp * WARP_ROWS; /* this warp's first row in the block */
 
-    const fa_row_map qmap = fa_q_map(q_head0, qs1, qs2, seqlen_q);
+    const fa_row_map qmap = fa_q_map(FA_Q_HEAD0, qs1, qs2, seqlen_q);
     fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -363,7 +363,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     if (!last_chunk)
         return; /* the whole work-group: last_chunk is the launch's */
 #endif
-    const ulong obase = o_head0;
+    const ulong obase = FA_O_HEAD0;
     FA_PRAGMA_UNROLL
     for (int mt = 0; mt < MT; mt++) {
         float inv[2];

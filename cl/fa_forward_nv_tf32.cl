@@ -115,7 +115,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     FA_BLOCK_COORDS
     const int wrow = warp * 16;
 
-    const fa_row_map qmap = fa_q_map(q_head0, qs1, qs2, seqlen_q);
+    const fa_row_map qmap = fa_q_map(FA_Q_HEAD0, qs1, qs2, seqlen_q);
     fa_tf_load_tile(q_s, QP, q, qmap, 0, q0, BLOCK_Q, nrows, lid);
 
     const int row0 = q0 + wrow + g, row1 = row0 + 8;
@@ -284,7 +284,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     l1 += fa_shfl_xor(l1, 1 FA_EMU_ARG);
     l1 += fa_shfl_xor(l1, 2 FA_EMU_ARG);
     const float inv0 = (l0 == 0.0f) ? 0.0f : 1.0f / l0, inv1 = (l1 == 0.0f) ? 0.0f : 1.0f / l1;
-    const ulong obase = o_head0;
+    const ulong obase = FA_O_HEAD0;
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++) {
         const int col = dt * 8 + 2 * t4;

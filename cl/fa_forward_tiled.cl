@@ -32,17 +32,28 @@
 #define FA_PV_UNROLL 4
 #endif
 
-/* rows [first, first + count) into a padded local tile, zero past `limit`: keys of a K/V map
- * (is_kv) or query rows of a head column (map.div = seqlen_q) */
-inline void fa_load_rows(__local float4 *tile, __global const fa_store_t *src, fa_row_map map, int is_kv, int first,
-                         int count, int limit, int lid)
+/* rows [first, first + count) into a padded local tile, zero past `limit`: keys of a K/V map, or
+ * the query rows of a head column (fa_qrow) */
+inline void fa_load_kv_rows(__local float4 *tile, __global const fa_store_t *src, fa_row_map map, int first, int count,
+                            int limit, int lid)
 {
     for (int e = lid; e < count * D4; e += WG) {
         int j = e / D4, c = e % D4;
         float4 x = (float4)(0.0f);
         if (first + j < limit)
-            x = fa_load_chunk(src, is_kv ? fa_kv_row(map, first + j)
-                                         : fa_qrow(map.base, first + j, map.div, map.outer, map.stride), c);
+            x = fa_load_chunk(src, fa_kv_row(map, first + j), c);
+        tile[j * ROW4 + c] = x;
+    }
+}
+
+inline void fa_load_q_rows(__local float4 *tile, __global const fa_store_t *src, ulong base, long s1, long s2,
+                           int seqlen_q, int first, int count, int limit, int lid)
+{
+    for (int e = lid; e < count * D4; e += WG) {
+        int j = e / D4, c = e % D4;
+        float4 x = (float4)(0.0f);
+        if (first + j < limit)
+            x = fa_load_chunk(src, fa_qrow(base, first + j, seqlen_q, s1, s2), c);
         tile[j * ROW4 + c] = x;
     }
 }
@@ -78,8 +89,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int lid = (int)get_local_id(0);
     const int tx = lid % NX, ty = lid / NX;
     FA_BLOCK_COORDS
-    const fa_row_map qmap = fa_q_map(q_head0, qs1, qs2, seqlen_q);
-    fa_load_rows(q_tile, q, qmap, 0, q0, BLOCK_Q, nrows, lid);
+    fa_load_q_rows(q_tile, q, FA_Q_HEAD0, qs1, qs2, seqlen_q, q0, BLOCK_Q, nrows, lid);
 
     float4 acc[TM][OC];
     float m[TM], l[TM];
@@ -100,7 +110,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 
     for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
         barrier(CLK_LOCAL_MEM_FENCE); /* previous V (and the Q load, first time) done */
-        fa_load_rows(kv_tile, k, kmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_kv_rows(kv_tile, k, kmap, kv0, BLOCK_KV, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* S = Q K^T for the TM x TN tile, 4 head_dim elements at a time */
@@ -171,7 +181,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                 acc[i][c] *= delta;
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* K, the maxima and P are all consumed / published */
-        fa_load_rows(kv_tile, v, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_kv_rows(kv_tile, v, vmap, kv0, BLOCK_KV, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* O += P V for TM rows x OC chunks. A block every row sees fully takes the plain loop;
@@ -222,7 +232,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int i = 0; i < TM; i++)
         xchg[tx * PT_PITCH + ty * TM + i] = l[i];
     barrier(CLK_LOCAL_MEM_FENCE);
-    const ulong obase = o_head0;
+    const ulong obase = FA_O_HEAD0;
     barrier(CLK_LOCAL_MEM_FENCE);
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {

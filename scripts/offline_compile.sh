@@ -379,13 +379,22 @@ if [ -n "$over" ]; then
 fi
 # spills beyond what scripts/offline_spills.txt allows (and explains)
 bad_spills=$(awk -F'\t' '
-    FILENAME ~ /offline_spills.txt$/ { if ($0 !~ /^#/ && NF) { split($0, f, /[ \t]+/); allow[f[1] SUBSEP f[2] SUBSEP f[3]] = f[4] } next }
+    FILENAME ~ /offline_spills.txt$/ {
+        if ($0 !~ /^#/ && NF) {
+            n = split($0, f, /[ \t]+/)
+            if (n >= 5) { tagged[f[1] SUBSEP f[2] SUBSEP f[3]] = f[4]; tag[f[1] SUBSEP f[2] SUBSEP f[3]] = f[5] }
+            else allow[f[1] SUBSEP f[2] SUBSEP f[3]] = f[4]
+        }
+        next
+    }
     FILENAME ~ /jobs.tsv$/ { fam[$1] = $2; tgt[$1] = $3; src[$1] = $4; opt[$1] = $5; next }
     FILENAME ~ /results.tsv$/ { if ($2 == "OK" && $4 + 0 > 0) spill[$1] = $4; next }
     FNR > 1 {
         for (id in spill) {
             if (src[id] != $11 || opt[id] != $12 || tgt[id] != $3) continue
             k = tgt[id] SUBSEP $4 SUBSEP $5
+            # an entry with a fifth field allows only builds whose options contain it
+            if ((k in tagged) && index(opt[id], tag[k]) > 0 && spill[id] + 0 <= tagged[k] + 0) { delete spill[id]; continue }
             if (!(k in allow) || spill[id] + 0 > allow[k] + 0)
                 printf "%s (%s) %s head_dim %s %s: %d bytes spilled%s\n", tgt[id], $1, $4, $5, $6, spill[id],
                        (k in allow) ? sprintf(" (allowed: %d)", allow[k]) : ""

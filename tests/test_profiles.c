@@ -155,7 +155,7 @@ static void build_options(tu_tally *t)
     rows.splits = 8;
     rows.paged = 1;
     n = fa_cl_build_options(&rows, FA_CL_F16, 64, 0, buf, sizeof buf);
-    want = "-DFA_DTYPE=1 -DHEAD_DIM=64 -DD_PAD=44 -DBLOCK_Q=128 -DBLOCK_KV=32 -DROWS=2 -DFA_SPLIT -DFA_PAGED";
+    want = "-DFA_DTYPE=1 -DHEAD_DIM=64 -DD_PAD=44 -DBLOCK_Q=128 -DBLOCK_KV=32 -DROWS=2 -DFA_SERVING -DFA_SPLIT -DFA_PAGED";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "split, paged: '%s'", buf);
 
     fa_cl_tiles tf32 = {FA_CL_KERNEL_NVIDIA_TF32X3, "nvidia-tf32x3", 64, 32, 16, 8, 128, 128, 4, 103424, 232448, "", 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0};

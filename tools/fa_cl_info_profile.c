@@ -144,6 +144,18 @@ static int emit_source(const char *dir, const fa_cl_kernel_family *f)
     return rc;
 }
 
+/* One row of builds.tsv; marks the row's kernel family used (its source is emitted). */
+static void emit_row(FILE *tsv, const fa_cl_device_profile *p, const fa_cl_tiles *t, int head_dim, fa_cl_dtype dtype,
+                     const char *options, int *used)
+{
+    for (int k = 0; k < fa_cl_kernel_count(); k++)
+        used[k] |= fa_cl_kernel_at(k)->id == t->variant;
+    fprintf(tsv, "%s\t%s\t%s\t%s\t%d\t%s\tboth\t%d\t%zu\t%zu\t%s.cl\t%s\t%d\n", p->name,
+            p->compiler ? p->compiler : "-", p->target ? p->target : "-", t->kernel, head_dim,
+            fa_cl__dtype_name(dtype), t->work_group_size, t->local_mem_bytes, t->local_mem_budget, t->kernel, options,
+            fa_cl_kernel_by_id(t->variant)->vendor);
+}
+
 /*
  * One line per build of builds.tsv. Causal masks and windows are kernel arguments (win_left,
  * win_right, reverse_blocks), not build options: fa_cl_tile_request has no mask field, so one
@@ -167,12 +179,44 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *used)
                 fprintf(stderr, "fa_cl_info: build options too long\n");
                 return 1;
             }
-            for (int k = 0; k < fa_cl_kernel_count(); k++)
-                used[k] |= fa_cl_kernel_at(k)->id == t.variant;
-            fprintf(tsv, "%s\t%s\t%s\t%s\t%d\t%s\tboth\t%d\t%zu\t%zu\t%s.cl\t%s\t%d\n", p->name,
-                    p->compiler ? p->compiler : "-", p->target ? p->target : "-", t.kernel, req.head_dim,
-                    fa_cl__dtype_name(req.dtype), t.work_group_size, t.local_mem_bytes, t.local_mem_budget, t.kernel,
-                    full, fa_cl_kernel_by_id(t.variant)->vendor);
+            emit_row(tsv, p, &t, req.head_dim, req.dtype, full, used);
+        }
+    }
+    /* the serving builds at head_dim 128 (every -D a serving plan can get, the planner's decode
+     * tiles: a few GQA-packed rows), and the split-KV combine and the append kernels */
+    for (size_t d = 0; d < COUNT_OF(dtypes); d++) {
+        fa_cl_tile_request req = {128, dtypes[d], 4, PLAN_SEQLEN, 1, 0};
+        fa_cl_tiles t;
+        char msg[512], opts[512], full[1024];
+        if (fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS) {
+            fprintf(stderr, "fa_cl_info: profile %s, decode tiles: %s\n", p->name, msg);
+            return 1;
+        }
+        t.chunk_keys = 0;
+        t.splits = 4;
+        t.packed = 1;
+        t.varlen_q = 1;
+        for (int kv = 0; kv < 2; kv++) { /* a paged cache with lengths and appends, or varlen keys */
+            t.paged = t.seqlens = kv == 0;
+            t.append_rows = kv == 0 ? 4 : 0;
+            t.varlen_k = kv == 1;
+            if (fa_cl_build_options(&t, req.dtype, req.head_dim, p->traits.is_gpu, opts, sizeof opts) < 0 ||
+                fa_cl_full_build_options(opts, "", full, sizeof full) < 0)
+                return 1;
+            emit_row(tsv, p, &t, req.head_dim, req.dtype, full, used);
+        }
+        const fa_cl_kernel_family *aux[2] = {&fa_cl_kernel_combine, &fa_cl_kernel_append};
+        const char *aux_opts[2] = {" -DFA_VARLEN_Q", " -DFA_PAGED"};
+        for (int a = 0; a < 2; a++) {
+            fa_cl_tiles at = t;
+            at.variant = aux[a]->id;
+            at.kernel = aux[a]->name;
+            at.work_group_size = a == 0 ? FA_CL_COMBINE_WG : FA_CL_APPEND_WG;
+            at.local_mem_bytes = 0;
+            snprintf(opts, sizeof opts, "-DFA_DTYPE=%d -DHEAD_DIM=128%s", (int)req.dtype, aux_opts[a]);
+            if (fa_cl_full_build_options(opts, "", full, sizeof full) < 0)
+                return 1;
+            emit_row(tsv, p, &at, req.head_dim, req.dtype, full, used);
         }
     }
     return 0;

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Arguments of fa_forward (cl/fa_forward_common.cl's FA_FORWARD_PARAMS), in that order. */
-#define FA_CL_FORWARD_ARGS 47
+/* Arguments of fa_forward (cl/fa_forward_common.cl's FA_FORWARD_PARAMS), in that order; a serving
+ * build (FA_SERVING) takes 12 more. */
+#define FA_CL_FORWARD_ARGS 35
+#define FA_CL_SERVING_ARGS 12
 
 /* Build the kernel family's program for the tiles chosen: sizes and storage type become -D options
  * (build_options.c, shared with the offline compile checks). */
@@ -157,6 +159,33 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
                        (long long)d->head_dim);
 }
 
+/* The serving arguments of a FA_SERVING build (cl/fa_forward_common.cl's FA_SERVING_PARAMS), from
+ * argument *n on. NULL buffers for the features a plan does not use: the kernel never reads them. */
+static cl_int serving_args(const fa_cl_plan *plan, cl_kernel kr, const fa_cl_forward_args *a, cl_uint *n)
+{
+    const fa_cl_attention_desc *d = &plan->views.d;
+    const int split = plan->splits > 1;
+    const int64_t part_row = d->heads_q * d->seqlen_q * d->head_dim;
+    cl_mem mems[2] = {d->kv_seqlens ? a->cache_seqlens : NULL, d->page_size > 0 ? a->block_table : NULL};
+    cl_int ints[5] = {(cl_int)d->page_size, (cl_int)d->pages_per_seq, d->page_size > 0 ? (cl_int)d->num_pages : 1,
+                      plan->pack, plan->splits};
+    cl_ulong split_stride = split ? (cl_ulong)d->batch * (cl_ulong)part_row : 0;
+    cl_mem cu[2] = {d->total_q > 0 ? a->cu_seqlens_q : NULL, d->total_k > 0 ? a->cu_seqlens_k : NULL};
+    cl_int totals[2] = {(cl_int)d->total_q, (cl_int)d->total_k};
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_mem), &mems[i]);
+    for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_int), &ints[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_ulong), &split_stride);
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_mem), &cu[i]);
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_int), &totals[i]);
+    return err;
+}
+
 /* Every argument of fa_forward for one launch, in FA_FORWARD_PARAMS order. A split plan's forward
  * writes its partial results (fp32, contiguous [splits, B, Hq, Sq, D] and [splits, B, Hq, Sq]) with
  * the LSE always on. */
@@ -173,9 +202,6 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
                       plan->num_q_blocks};
     cl_int window[4] = {(cl_int)v->win_left, (cl_int)v->win_right, d->causal != 0, split || a->lse != NULL};
     cl_int chunk[2] = {l->kv_begin, l->kv_end};
-    cl_int serving[6] = {(cl_int)d->page_size, (cl_int)d->pages_per_seq, d->page_size > 0 ? (cl_int)d->num_pages : 1,
-                         plan->pack, plan->splits};
-    cl_ulong split_stride = split ? (cl_ulong)d->batch * (cl_ulong)part_os[0] : 0;
     cl_uint n = 0;
     cl_int err = CL_SUCCESS;
     cl_mem mems[5] = {a->q, a->k, a->v, split ? plan->part_o : a->o, split ? plan->part_lse : a->lse};
@@ -200,25 +226,14 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &plan->scratch);
     for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
-    /* NULL buffers (no lengths, no pages): the kernel tests the pointer */
-    cl_mem serving_mems[2] = {d->kv_seqlens ? a->cache_seqlens : NULL, d->page_size > 0 ? a->block_table : NULL};
-    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &serving_mems[i]);
-    for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(kr, n++, sizeof(cl_int), &serving[i]);
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &split_stride);
-    cl_mem cu[2] = {d->total_q > 0 ? a->cu_seqlens_q : NULL, d->total_k > 0 ? a->cu_seqlens_k : NULL};
-    cl_int totals[2] = {(cl_int)d->total_q, (cl_int)d->total_k};
-    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &cu[i]);
-    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(kr, n++, sizeof(cl_int), &totals[i]);
+    const int serving = fa_cl_tiles_serving(&plan->tiles);
+    const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0);
+    if (err == CL_SUCCESS && serving)
+        err = serving_args(plan, kr, a, &n);
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");
-    if (n != FA_CL_FORWARD_ARGS)
-        return fa_cl__fail(plan->ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: %u of %d arguments set", n,
-                           FA_CL_FORWARD_ARGS);
+    if (n != want)
+        return fa_cl__fail(plan->ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: %u of %u arguments set", n, want);
     return FA_CL_SUCCESS;
 }
 

@@ -91,6 +91,9 @@ typedef struct fa_cl_tiles {
     int append_rows;          /* keys appended per sequence before the forward (FA_APPEND_ROWS) */
 } fa_cl_tiles;
 
+/* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
+int fa_cl_tiles_serving(const fa_cl_tiles *t);
+
 /* Split-KV: the most chunks a plan splits keys into (FA_CL_SPLITS's bound; long rows may need more
  * for accuracy: one per FA_CL_KV_CHUNK_KEYS keys), and FlashAttention-2's heuristic for the
  * count: 1 where blocks work-groups fill 80% of a wave of `slots` (work-groups the device runs at

@@ -11,6 +11,11 @@ int fa_cl_kernel_files(fa_cl_kernel_id id, const char *const **files)
     return f ? f->nfiles : 0;
 }
 
+int fa_cl_tiles_serving(const fa_cl_tiles *t)
+{
+    return t->splits > 1 || t->paged || t->seqlens || t->packed || t->varlen_q || t->varlen_k || t->append_rows > 0;
+}
+
 /* Append what fmt gives at out + *len; -1 when it does not fit. */
 #define APPEND(call)                                                                                      \
     do {                                                                                                  \
@@ -31,6 +36,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
     APPEND(f->options(t, out + len, n - (size_t)len)); /* the family's own */
     if (t->chunk_keys > 0)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_KV_CHUNKED"));
+    if (fa_cl_tiles_serving(t))
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SERVING"));
     if (t->splits > 1)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SPLIT"));
     if (t->paged)
