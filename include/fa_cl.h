@@ -164,7 +164,8 @@ typedef struct fa_cl_context fa_cl_context;
  * local memory whatever the device reports; a kernel that then does not fit fails to build or
  * launch), FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]] (force the tile), FA_CL_KERNEL_VARIANT (force a
  * kernel variant), FA_CL_VENDOR_PATH=0 (portable kernels only), FA_CL_NV_TF32=0 (f32 on the portable
- * kernels on NVIDIA GPUs, not on tensor cores), FA_CL_KV_CHUNK=n (tests: every plan sums keys in
+ * kernels on NVIDIA GPUs, not on tensor cores), FA_CL_SPLITS=n (split-KV chunks of every plan),
+ * FA_CL_GQA_PACK=0|1 (GQA packing never / always), FA_CL_KV_CHUNK=n (tests: every plan sums keys in
  * chunks of n, see "Long rows"), FA_CL_MMA_EMULATE=1 (tests), FA_CL_KERNEL_DIR (read the kernel .cl
  * files from a directory instead of the embedded copy; regular files only), FA_CL_BUILD_OPTIONS
  * (extra compiler flags; a -D or -I without its argument is refused), FA_CL_DEBUG_BUILD_LOG (print

@@ -245,6 +245,21 @@ typedef struct plan_row {
     char msg[512]; /* the planner's message when status != FA_CL_SUCCESS */
 } plan_row;
 
+/* The decode table's rows (serving: split-KV and GQA packing), 32 query heads on 8 kv heads, one
+ * query row, d = 128, f16: batch and cache length. */
+static const int64_t decode_shapes[][2] = {{1, 131072}, {16, 8192}, {64, 4096}};
+#define N_DECODE COUNT_OF(decode_shapes)
+
+typedef struct decode_row {
+    int64_t batch, seqlen_k;
+    fa_cl_status status;
+    fa_cl_tiles tiles;
+    int pack;           /* query heads a work-group takes */
+    int64_t splits;     /* split-KV chunks */
+    uint64_t scratch;   /* the partial results' bytes (a plan refuses to split past the largest allocation) */
+    char msg[256];
+} decode_row;
+
 typedef struct device_report {
     int p, d;
     int is_default;
@@ -256,6 +271,7 @@ typedef struct device_report {
     char plans_error[FA_CL_ERROR_CAPACITY];
     fa_cl_limits limits;
     plan_row plans[N_PLANS];
+    decode_row decode[N_DECODE];
     char notes[FA_CL_NOTES_CAPACITY]; /* fa_cl_context_notes of a context on the device (program cache) */
 } device_report;
 
@@ -328,6 +344,27 @@ static fa_cl_context *context_on(cl_platform_id plat, cl_device_id dev, char *wh
 }
 
 /* The library's notes (where the program cache is, or why it is off) and, if asked, the plan table. */
+/* The decode rows: the planner's GQA packing, tiles and split count for the device's compute units
+ * (two work-groups each on GPUs), as fa_cl_plan_create decides them (src/plan/plan.c). */
+static void collect_decode(const fa_cl_context *ctx, device_report *r)
+{
+    const int gpu = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
+    const int slots = (int)ctx->props.compute_units * (gpu ? 2 : 1);
+    for (size_t i = 0; i < N_DECODE; i++) {
+        decode_row *row = &r->decode[i];
+        row->batch = decode_shapes[i][0];
+        row->seqlen_k = decode_shapes[i][1];
+        row->pack = fa_cl_gqa_pack(4, 1, ctx->env.gqa_pack);
+        fa_cl_tile_request req = {128, FA_CL_F16, row->pack, row->seqlen_k, 1, row->seqlen_k};
+        row->status = fa_cl_plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
+        if (row->status != FA_CL_SUCCESS)
+            continue;
+        row->splits = fa_cl_split_count(&row->tiles, row->batch, 32 / row->pack, row->pack, row->seqlen_k,
+                                         row->seqlen_k, slots, ctx->env.splits);
+        row->scratch = row->splits > 1 ? (uint64_t)row->splits * (uint64_t)row->batch * 32u * (128u + 1u) * 4u : 0;
+    }
+}
+
 static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, device_report *r)
 {
     fa_cl_context *ctx = context_on(plat, dev, r->plans_error, sizeof r->plans_error);
@@ -337,6 +374,8 @@ static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, de
     }
     snprintf(r->notes, sizeof r->notes, "%s", fa_cl_context_notes(ctx));
     fa_cl__context_limits(ctx, &r->limits);
+    if (plans)
+        collect_decode(ctx, r);
     fa_cl_context_release(ctx);
     if (!plans) {
         snprintf(r->plans_error, sizeof r->plans_error, "not computed (--no-plans)");
@@ -494,6 +533,18 @@ static void human_plans(const device_report *r)
     printf("\n      head_dim dtype  B_r  B_c rows/item WG size  local bytes/budget  kernel         budget source\n");
     for (size_t i = 0; i < N_PLANS; i++)
         human_plan_row(&r->plans[i]);
+    printf("    Decode plans (32 query heads on 8 kv heads, one query row, head_dim 128, f16):\n"
+           "             B       Sk  B_r  B_c  kernel          GQA pack  splits  scratch bytes\n");
+    for (size_t i = 0; i < N_DECODE; i++) {
+        const decode_row *d = &r->decode[i];
+        if (d->status != FA_CL_SUCCESS)
+            printf("      %8lld %8lld error %s: %s\n", (long long)d->batch, (long long)d->seqlen_k,
+                   fa_cl_status_string(d->status), d->msg);
+        else
+            printf("      %8lld %8lld %4d %4d  %-14s %9d %7lld %14llu\n", (long long)d->batch, (long long)d->seqlen_k,
+                   d->tiles.block_q, d->tiles.block_kv, d->tiles.kernel, d->pack, (long long)d->splits,
+                   (unsigned long long)d->scratch);
+    }
 }
 
 static void human_device(const device_report *r)
@@ -673,6 +724,26 @@ static void json_plans(json *w, const device_report *r)
         json_open(w, "rows", '[');
         for (size_t i = 0; i < N_PLANS; i++)
             json_plan_row(w, &r->plans[i]);
+        json_close(w, ']');
+        json_open(w, "decode", '[');
+        for (size_t i = 0; i < N_DECODE; i++) {
+            const decode_row *d = &r->decode[i];
+            json_open(w, NULL, '{');
+            json_num(w, "batch", (unsigned long long)d->batch);
+            json_num(w, "heads_q", 32);
+            json_num(w, "heads_kv", 8);
+            json_num(w, "seqlen_q", 1);
+            json_num(w, "seqlen_k", (unsigned long long)d->seqlen_k);
+            json_num(w, "head_dim", 128);
+            json_str(w, "error", d->status == FA_CL_SUCCESS ? NULL : d->msg);
+            json_str(w, "kernel", d->status == FA_CL_SUCCESS ? d->tiles.kernel : NULL);
+            json_num(w, "block_q", (unsigned long long)d->tiles.block_q);
+            json_num(w, "block_kv", (unsigned long long)d->tiles.block_kv);
+            json_num(w, "gqa_pack", (unsigned long long)d->pack);
+            json_num(w, "splits", (unsigned long long)d->splits);
+            json_num(w, "scratch_bytes", (unsigned long long)d->scratch);
+            json_close(w, '}');
+        }
         json_close(w, ']');
     }
     json_close(w, '}');

@@ -51,14 +51,10 @@ static fa_cl_status choose_splits(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->views.d;
     fa_cl_tiles *t = &plan->tiles;
-    const int64_t rows = plan->pack * d->seqlen_q;
-    const int64_t blocks = (rows + t->block_q - 1) / t->block_q * d->batch * (d->heads_q / plan->pack);
-    const int64_t kv_blocks = (plan->views.row_keys + t->block_kv - 1) / t->block_kv;
     const int gpu = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
     const int slots = (int)ctx->props.compute_units * (gpu ? 2 : 1);
-    int64_t n = ctx->env.splits ? ctx->env.splits : fa_cl_splits_heuristic(blocks, slots, kv_blocks);
-    if (n > 1 && t->chunk_keys > 0) /* long rows: chunks of at most FA_CL_KV_CHUNK_KEYS keys */
-        n = n > (d->seqlen_k + t->chunk_keys - 1) / t->chunk_keys ? n : (d->seqlen_k + t->chunk_keys - 1) / t->chunk_keys;
+    const int64_t n = fa_cl_split_count(t, d->batch, d->heads_q / plan->pack, plan->pack * d->seqlen_q,
+                                        plan->views.row_keys, d->seqlen_k, slots, ctx->env.splits);
     t->splits = 1;
     if (n <= 1)
         return FA_CL_SUCCESS;
@@ -401,10 +397,7 @@ static void plan_free(fa_cl_plan *plan)
  * (FA_CL_GQA_PACK=0 never, =1 wherever heads share a kv head). */
 static int gqa_pack(const fa_cl_context *ctx, const fa_cl_views *v)
 {
-    const int64_t g = v->group;
-    if (g <= 1 || ctx->env.gqa_pack < 0 || g * v->d.seqlen_q > INT32_MAX / 2)
-        return 1;
-    return ctx->env.gqa_pack > 0 || v->d.seqlen_q < FA_CL_MMA_BLOCK_Q ? (int)g : 1;
+    return fa_cl_gqa_pack(v->group, v->d.seqlen_q, ctx->env.gqa_pack);
 }
 
 fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_cl_plan **out)

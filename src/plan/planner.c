@@ -67,6 +67,23 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     return FA_CL_SUCCESS;
 }
 
+int fa_cl_gqa_pack(int64_t group, int64_t seqlen_q, int env)
+{
+    if (group <= 1 || env < 0 || group * seqlen_q > INT32_MAX / 2)
+        return 1;
+    return env > 0 || seqlen_q < FA_CL_MMA_BLOCK_Q ? (int)group : 1;
+}
+
+int64_t fa_cl_split_count(const fa_cl_tiles *t, int64_t batch, int64_t head_columns, int64_t column_rows,
+                          int64_t row_keys, int64_t seqlen_k, int slots, int forced)
+{
+    const int64_t blocks = (column_rows + t->block_q - 1) / t->block_q * batch * head_columns;
+    const int64_t kv_blocks = (row_keys + t->block_kv - 1) / t->block_kv;
+    int64_t n = forced > 0 ? forced : fa_cl_splits_heuristic(blocks, slots, kv_blocks);
+    const int64_t chunks = t->chunk_keys > 0 ? (seqlen_k + t->chunk_keys - 1) / t->chunk_keys : 1;
+    return n > 1 && chunks > n ? chunks : n; /* long rows: chunks of at most FA_CL_KV_CHUNK_KEYS keys */
+}
+
 int fa_cl_splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks)
 {
     if (blocks <= 0 || slots <= 0 || (double)blocks >= 0.8 * slots)

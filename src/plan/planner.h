@@ -102,6 +102,16 @@ int fa_cl_tiles_serving(const fa_cl_tiles *t);
 #define FA_CL_MAX_SPLITS 1024
 int fa_cl_splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks);
 
+/* A serving plan's shape decisions, shared by the library (src/plan/plan.c) and fa_cl_info:
+ * fa_cl_gqa_pack: query heads one work-group takes (group where seqlen_q < 64, or env 1: always,
+ * env -1: never); fa_cl_split_count: chunks for tiles t over batch x head_columns columns of
+ * column_rows rows each, rows seeing row_keys keys of seqlen_k (forced = FA_CL_SPLITS, 0 = the
+ * heuristic), at least one chunk per FA_CL_KV_CHUNK_KEYS keys where t chunks long rows; before the
+ * partial results' allocation limit, which the plan applies. */
+int fa_cl_gqa_pack(int64_t group, int64_t seqlen_q, int env);
+int64_t fa_cl_split_count(const fa_cl_tiles *t, int64_t batch, int64_t head_columns, int64_t column_rows,
+                          int64_t row_keys, int64_t seqlen_k, int slots, int forced);
+
 /* Long rows: one fp32 accumulator summing many keys drifts (near-uniform weights, per-key sums:
  * relative error 1.1e-3 at 4M keys on PoCL, and a sum of ones stops growing at 2^24 terms). Where a
  * row can see more keys than fa_cl_chunk_threshold(dtype), the plan launches the kernel once per

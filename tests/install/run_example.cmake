@@ -41,6 +41,7 @@ elseif(KIND STREQUAL "pkg_config")
   set(ENV{LD_LIBRARY_PATH} "${PREFIX}/${LIBDIR}") # a non-system prefix, as the Makefile says
   run("first_call" "${WORK}/first_call") # the README's example
   run("default_context" "${WORK}/default_context")
+  run("decode_paged" "${WORK}/decode_paged") # docs/usage.md's serving example
 else()
   message(FATAL_ERROR "KIND must be find_package or pkg_config")
 endif()
