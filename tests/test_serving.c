@@ -413,9 +413,10 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
 /* small shapes for oclgrind (races, out-of-bounds reads and writes, uninitialised values): lengths 0
  * and past the capacity, shuffled, shared and out-of-range pages, a masked decode row. "tiny N"
  * runs case N only: under oclgrind 21.10 a second split plan in one process (even of the same
- * case) has its combine's reads of the partial results reported as uninitialised, while each
- * case alone is clean and on PoCL every partial entry is written (read back and checked while
- * writing this test); not understood yet, so tests/CMakeLists.txt runs one case per process. */
+ * case) has its combine's reads of the partial results reported as uninitialised — but not when
+ * the first plan's buffers are kept alive, so it is oclgrind's shadow state of device memory that
+ * was freed and allocated again (on PoCL every partial entry is written: read back and checked).
+ * tests/CMakeLists.txt runs one case per process. */
 static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
 {
     const int only = argc > 0 ? atoi(argv[0]) : -1;
