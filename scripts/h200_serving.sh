@@ -46,6 +46,9 @@ if [ "$what" = all ] || [ "$what" = perf ]; then
         bench "default" -- $r --no-reference
         B="$BASE/tools/fa_cl_bench"; bench "base $(cat "$BASE/commit")" -- $r --no-reference; B="$BUILD/tools/fa_cl_bench"
     done
+    # varlen prefill and chunked prefill (varlen q against a paged cache)
+    bench "varlen" -- --varlen 512,4096,1000,2048,3000,77,4096,1500 -h 32 --heads-kv 8 -d 128 --dtype f16 --causal --no-reference
+    bench "chunked prefill" -- --varlen 256,256,256,256 --varlen-k 8192,4096,2048,1024 -h 32 --heads-kv 8 -d 128 --dtype f16 --causal --page-size 16 --no-reference
     bench "check" -- -b 4 -h 32 --heads-kv 8 -q 1 -k 8192 -d 128 --dtype f16 --check
     bench "check f32" -- -b 4 -h 32 --heads-kv 8 -q 4 -k 4000 -d 128 --dtype f32 --causal --check
     # prefill: the kernels changed (row maps, split and paged builds): new against base
