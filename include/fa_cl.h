@@ -47,6 +47,8 @@
  *    right LSE. Any finite scale gives the right LSE (scales above FLT_MAX / log2(e) included).
  *    The chunks cost speed on such rows (H200: under 1% for f32 on tensor cores, 7-9% for
  *    f16/bf16, 25% for the portable-tiled kernel; docs/performance.md); shorter rows never chunk.
+ *    A split-KV plan (see "Serving") computes such chunks in parallel instead, at most 65536 keys
+ *    each, and merges them in its combine.
  *  - Determinism: the same plan (or the same descriptor through the one-shot call) on the same
  *    device gives bitwise-identical o and LSE for the same inputs: no atomics, a fixed reduction
  *    order.
@@ -386,7 +388,7 @@ typedef struct fa_cl_plan_info {
     const char *kernel;      /**< the kernel family, as FA_CL_KERNEL_VARIANT and `fa_cl_info --kernels` name it:
                                   "portable", "portable-tiled", "nvidia-mma", "nvidia-tf32x3"; static storage */
     int launches;            /**< kernel launches per call (long rows run one per chunk of keys; split-KV adds
-                                  the combine) */
+                                  the combine, an append its copy into the cache) */
     size_t scratch_bytes;    /**< device memory the plan holds for itself (0 for most plans) */
     int splits;              /**< 0.3: split-KV chunks each row's keys are computed in (1 = not split) */
     int gqa_pack;            /**< 0.3: query heads one work-group takes together (1 = not packed) */
