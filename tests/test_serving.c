@@ -364,6 +364,19 @@ static int run_decode(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
+/* rows longer than one fp32 sum keeps accurate (f32: 2^16 keys): chunked launches, or with
+ * FA_CL_SPLITS a split plan of at least one chunk per 65536 keys */
+static int run_long(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    const serving_case cases[] = {
+        {{1, 4, 1, 1, 140000, 16, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(139999), 256, 0, 0},
+        {{2, 2, 2, 2, 70000, 8, FA_CL_F32, 1, -1, -1, "CCCP", 0.0f, 1}, LENS(70000, 66000), 0, 0, 0},
+    };
+    check_cases(ctx, cases, TU_COUNT(cases), 900);
+    return 0;
+}
+
 /* device data the host cannot check: lengths below 0 and above the capacity, table entries
  * outside [0, num_pages); the documented results (clamped) and nothing written outside o */
 static int run_bad_data(fa_cl_context *ctx, int argc, char **argv)
@@ -1040,7 +1053,7 @@ int main(int argc, char **argv)
     const tu_subset subsets[] = {
         {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode},
         {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny}, {"varlen", run_varlen},
-        {"append", run_append},
+        {"append", run_append}, {"long", run_long},
     };
     return tu_main(&serving_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }
