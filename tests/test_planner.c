@@ -705,6 +705,44 @@ static void chunk_cases(tu_tally *tally)
     }
 }
 
+/* Split-KV and GQA packing decisions (src/plan/planner.c), with the counts the H200 ran
+ * (docs/performance.md: 2 chunks at B=16, 8 kv heads, Sk=8192; 29 at B=1, Sk=131072; 132 compute
+ * units, two work-groups each) */
+static void split_cases(tu_tally *tally)
+{
+    const struct { const char *what; int64_t blocks; int slots; int64_t kv_blocks; int want; } h[] = {
+        {"H200 decode B=16 x 8 kv heads, 128 key blocks", 128, 264, 128, 2},
+        {"H200 decode B=1 x 8 kv heads, 2048 key blocks", 8, 264, 2048, 29},
+        {"a grid filling 80% of a wave is not split", 212, 264, 2048, 1},
+        {"2 CPU cores, one work-group", 1, 2, 100, 2},
+        {"one key block: nothing to split", 1, 264, 1, 1},
+    };
+    for (int i = 0; i < (int)(sizeof h / sizeof h[0]); i++) {
+        const int n = fa_cl_splits_heuristic(h[i].blocks, h[i].slots, h[i].kv_blocks);
+        tu_expect(tally, n == h[i].want, "splits: %s: %d (want %d)", h[i].what, n, h[i].want);
+    }
+    fa_cl_tiles t;
+    memset(&t, 0, sizeof t);
+    t.block_q = 8, t.block_kv = 32, t.chunk_keys = FA_CL_KV_CHUNK_KEYS;
+    const struct { const char *what; int forced; int64_t want; } c[] = {
+        {"long f32 row (140000 keys) on 2 cores: at least one chunk per 65536 keys", 0, 3},
+        {"FA_CL_SPLITS=5 above that minimum", 5, 5},
+        {"FA_CL_SPLITS=1: never split (the plan chunks its launches instead)", 1, 1},
+    };
+    for (int i = 0; i < (int)(sizeof c / sizeof c[0]); i++) {
+        const int64_t n = fa_cl_split_count(&t, 1, 1, 4, 140000, 140000, 2, c[i].forced);
+        tu_expect(tally, n == c[i].want, "split count: %s: %lld (want %lld)", c[i].what, (long long)n,
+                  (long long)c[i].want);
+    }
+    const struct { int64_t group, sq; int env, want; } g[] = {
+        {4, 1, 0, 4}, {4, 63, 0, 4}, {4, 64, 0, 1}, {4, 64, 1, 4}, {4, 1, -1, 1}, {1, 1, 1, 1}};
+    for (int i = 0; i < (int)(sizeof g / sizeof g[0]); i++) {
+        const int pack = fa_cl_gqa_pack(g[i].group, g[i].sq, g[i].env);
+        tu_expect(tally, pack == g[i].want, "GQA pack: group %lld, %lld query rows, FA_CL_GQA_PACK %d: %d (want %d)",
+                  (long long)g[i].group, (long long)g[i].sq, g[i].env, pack, g[i].want);
+    }
+}
+
 int main(void)
 {
     tu_tally tally = {"planner", 0, 0};
@@ -715,6 +753,7 @@ int main(void)
     sweep(&tally);
     mma_cases(&tally);
     chunk_cases(&tally);
+    split_cases(&tally);
 
     /* few query rows (decode): the 64-row tensor-core block with 16 rows per warp, not 128 x 64 */
     {
