@@ -185,8 +185,14 @@ typedef fa_store_t fa_out_t;
 #define FA_CLIP_KEYS(lo, hi) (void)kv_from, (void)kv_to
 #endif
 
-/* Where rows live: base + r * stride for K/V rows, or (FA_PAGED) slot r % div of page
- * table[r / div] (clamped into [0, last]); q and o rows: base + (r / div) * outer + (r % div) * stride,
+/* A paged plan's page size is a build constant (the planner's -DFA_PAGE_SIZE, equal to the
+ * page_size argument): a row's page and slot are then a shift or a multiply, not a division. */
+#if defined(FA_PAGED) && !defined(FA_PAGE_SIZE)
+#error "FA_PAGED needs FA_PAGE_SIZE"
+#endif
+
+/* Where rows live: base + r * stride for K/V rows, or (FA_PAGED) slot r % FA_PAGE_SIZE of page
+ * table[r / FA_PAGE_SIZE] (clamped into [0, last]); q and o rows: base + (r / div) * outer + (r % div) * stride,
  * div = seqlen_q (GQA packing: the next query head every seqlen_q rows). */
 typedef struct fa_row_map {
     ulong base;
@@ -233,8 +239,8 @@ inline fa_row_map fa_q_map(ulong base, long s1, long s2, int seqlen_q)
 inline ulong fa_kv_row(fa_row_map m, int key)
 {
 #ifdef FA_PAGED
-    const int page = clamp(m.table[key / m.div], 0, m.last);
-    return m.base + (ulong)page * (ulong)m.outer + (ulong)(key % m.div) * (ulong)m.stride;
+    const int page = clamp(m.table[key / FA_PAGE_SIZE], 0, m.last);
+    return m.base + (ulong)page * (ulong)m.outer + (ulong)(key % FA_PAGE_SIZE) * (ulong)m.stride;
 #else
     return m.base + (ulong)key * (ulong)m.stride;
 #endif

@@ -21,7 +21,8 @@
  * the per-element mask.
  *
  * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64, 128, 192 or 256), BLOCK_Q
- * (a multiple of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16);
+ * (a multiple of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16), FA_STAGES (2-4,
+ * default 2: K/V buffers with asynchronous copies);
  * FA_ALIGNED16 when every q/k/v/o row start is 16-byte aligned (asynchronous copies, paired stores);
  * FA_KV_CHUNKED: long rows in chunks of keys (cl/fa_forward_common.cl).
  */
@@ -36,12 +37,22 @@
 #error "WARP_ROWS is 16 or 32"
 #endif
 #define MT (WARP_ROWS / 16)   /* m16 tiles per warp */
-#define WARPS (BLOCK_Q / WARP_ROWS)
+/* FA_KV_WARPS > 1 (decoding: one m16 tile of rows): that many warps share the rows and each takes
+ * its slice of every key block, so that one warp's chain of mma and softmax per block, which
+ * bounds a decode work-group's time, is that much shorter; the slices merge at the end. */
+#ifndef FA_KV_WARPS
+#define FA_KV_WARPS 1
+#endif
+#if FA_KV_WARPS > 1 && (BLOCK_Q != 16 || WARP_ROWS != 16 || BLOCK_KV % (16 * FA_KV_WARPS))
+#error "FA_KV_WARPS > 1 takes 16 rows, one warp's, and key slices of a multiple of 16"
+#endif
+#define WARPS (BLOCK_Q / WARP_ROWS * FA_KV_WARPS)
 #define WG (WARPS * 32)
+#define KW (BLOCK_KV / FA_KV_WARPS) /* keys of a block one warp takes */
 #define ROW (D_PAD + 8)       /* local row pitch in halves: 16-byte rows offset by 16 bytes -> conflict-free ldmatrix */
 #define CH (D_PAD / 8)        /* 16-byte chunks per row */
 #define KSTEPS (D_PAD / 16)   /* k-steps of Q K^T */
-#define NT (BLOCK_KV / 8)     /* n-tiles of S */
+#define NT (KW / 8)           /* n-tiles of S (a warp's) */
 #define DT (D_PAD / 8)        /* n-tiles of O */
 #define FA_MMA_Q_REGS_MAX_DIM 128 /* src/planner.h FA_CL_MMA_Q_REGS_MAX_DIM */
 #define FA_ITEM_ROWS (2 * MT)      /* rows of a lane: g and g + 8 of each m-tile */
@@ -74,24 +85,61 @@ inline void fa_load_tile(__local ushort *tile, __global const ushort *src, fa_ro
 }
 
 #if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
-/* K/V blocks are copied asynchronously (cp.async, double-buffered): the next block's copy overlaps
- * this block's math. */
+/* K/V blocks are copied asynchronously (cp.async) through a ring of FA_STAGES buffers each: while
+ * one block is computed, the next STAGES - 1 are in flight (decoding is bound by how many bytes
+ * are in flight). */
 #define FA_ASYNC 1
+#ifndef FA_STAGES
+#define FA_STAGES 2
+#endif
+#define NBUF FA_STAGES
+#if NBUF == 2
+#define FA_WAIT_BLOCK() fa_cp_async_wait_all()
+#elif NBUF == 3
+#define FA_WAIT_BLOCK() fa_cp_async_wait_1()
+#elif NBUF == 4
+#define FA_WAIT_BLOCK() fa_cp_async_wait_2()
+#else
+#error "FA_STAGES is 2, 3 or 4"
+#endif
+#define FA_COPIES ((BLOCK_KV * CH + WG - 1) / WG) /* 16-byte copies of a tile per work-item */
 
-inline void fa_load_tile_async(__local ushort *tile, __global const ushort *src, fa_row_map map, int first, int limit,
-                               int lid)
+/* K and V rows [first, first + BLOCK_KV) into their tiles; one commit group. The rows' places are
+ * found first, for K and V together: a paged row's table entry is a global load, and the copies
+ * (asm volatile) would otherwise wait for each one in turn. Always inlined: an OpenCL C `inline`
+ * function has no out-of-line definition to call. */
+inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, __local ushort *vt, __global const ushort *kg,
+                             __global const ushort *vg, fa_row_map kmap, fa_row_map vmap, int first, int limit, int lid)
 {
-    for (int e = lid; e < BLOCK_KV * CH; e += WG) {
-        int r = e / CH, c = e % CH;
-        int valid = first + r < limit && 8 * c < HEAD_DIM;
-        /* an in-bounds address even when nothing is read: the first row of the view, column 0
-         * (paged: key 0's page, which every sequence with a key has; with none, nothing is read) */
-        __global const ushort *p = src + (valid ? fa_kv_row(map, first + r) + 8 * c : map.base);
-        fa_cp_async16(tile + r * ROW + 8 * c, p, valid);
+#ifdef FA_PAGED
+    int page[FA_COPIES];
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < FA_COPIES; i++) {
+        const int e = lid + i * WG, key = first + e / CH;
+        page[i] = (e < BLOCK_KV * CH && key < limit) ? clamp(kmap.table[key / FA_PAGE_SIZE], 0, kmap.last) : 0;
     }
-    fa_cp_async_commit();
+#endif
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < FA_COPIES; i++) {
+        const int e = lid + i * WG;
+        if (FA_COPIES * WG == BLOCK_KV * CH || e < BLOCK_KV * CH) {
+            const int r = e / CH, c = e % CH;
+            const int valid = first + r < limit && 8 * c < HEAD_DIM;
+            /* an in-bounds address even when nothing is read: the first row of the view, column 0
+             * (paged: key 0's page, which every sequence with a key has; with none, nothing is read) */
+#ifdef FA_PAGED
+            const ulong slot = (ulong)((first + r) % FA_PAGE_SIZE);
+            const ulong ko = kmap.base + (ulong)page[i] * (ulong)kmap.outer + slot * (ulong)kmap.stride;
+            const ulong vo = vmap.base + (ulong)page[i] * (ulong)vmap.outer + slot * (ulong)vmap.stride;
+#else
+            const ulong ko = kmap.base + (ulong)(first + r) * (ulong)kmap.stride;
+            const ulong vo = vmap.base + (ulong)(first + r) * (ulong)vmap.stride;
+#endif
+            fa_cp_async16(kt + r * ROW + 8 * c, kg + (valid ? ko + 8 * c : kmap.base), valid);
+            fa_cp_async16(vt + r * ROW + 8 * c, vg + (valid ? vo + 8 * c : vmap.base), valid);
+        }
+    }
 }
-#define NBUF 2
 #else
 #define NBUF 1
 #endif
@@ -105,12 +153,17 @@ inline void fa_load_tile_async(__local ushort *tile, __global const ushort *src,
 #define Q_HALVES (BLOCK_Q * ROW)
 #if MT == 1 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM
 #define FA_Q_REGS 1
-#define SMEM_HALVES (Q_HALVES > KV_HALVES ? Q_HALVES : KV_HALVES)
+#define TILES_HALVES (Q_HALVES > KV_HALVES ? Q_HALVES : KV_HALVES)
 #define KV_AT 0
 #else
-#define SMEM_HALVES (Q_HALVES + KV_HALVES)
+#define TILES_HALVES (Q_HALVES + KV_HALVES)
 #define KV_AT Q_HALVES
 #endif
+/* FA_KV_WARPS: the slices' partial results, per lane (m and l of its 2 rows, its accumulators),
+ * in the tiles' space after the key loop */
+#define PART_FLOATS (4 + 4 * DT)
+#define PART_HALVES ((FA_KV_WARPS - 1) * 32 * PART_FLOATS * 2)
+#define SMEM_HALVES (TILES_HALVES > PART_HALVES ? TILES_HALVES : PART_HALVES)
 
 /* packed store of two adjacent outputs (col even; the planner's alignment makes the pair 4-byte aligned) */
 inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float y)
@@ -144,7 +197,9 @@ void fa_forward(FA_FORWARD_PARAMS)
     __global const ushort *qg = (__global const ushort *)q;
     __global const ushort *kg = (__global const ushort *)k;
     __global const ushort *vg = (__global const ushort *)v;
-    const int wrow = warp * WARP_ROWS; /* this warp's first row in the block */
+    const int kslice = warp % FA_KV_WARPS;        /* this warp's slice of each key block */
+    const int wrow = warp / FA_KV_WARPS * WARP_ROWS; /* its first row in the block */
+    const int koff = kslice * KW;                  /* its first key in a block */
 
     const fa_row_map qmap = fa_q_map(FA_Q_HEAD0, qs1, qs2, seqlen_q);
     fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, lid);
@@ -185,20 +240,28 @@ void fa_forward(FA_FORWARD_PARAMS)
 
     const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
 #ifdef FA_ASYNC
-    if (kv_first < blk_hi) {
-        fa_load_tile_async(k_s, kg, kmap, kv_first, seqlen_k, lid);
-        fa_load_tile_async(v_s, vg, vmap, kv_first, seqlen_k, lid);
+    /* the first STAGES - 1 blocks; a commit group per block, empty past the end, so that
+     * wait_group STAGES - 2 in the loop means "this block is in" */
+    FA_PRAGMA_UNROLL
+    for (int st = 0; st < NBUF - 1; st++) {
+        if (kv_first + st * BLOCK_KV < blk_hi)
+            fa_load_kv_async(k_s + st * TILE, v_s + st * TILE, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
+        fa_cp_async_commit();
     }
+    int cur = 0; /* this block's buffer */
 #endif
-    for (int kv0 = kv_first, it = 0; kv0 < blk_hi; kv0 += BLOCK_KV, it++) {
+    for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
 #ifdef FA_ASYNC
-        __local const ushort *kc = k_s + (it & 1) * TILE, *vc = v_s + (it & 1) * TILE;
-        fa_cp_async_wait_all();
-        barrier(CLK_LOCAL_MEM_FENCE); /* this block is in; every warp is done with the other buffer */
-        if (kv0 + BLOCK_KV < blk_hi) {
-            fa_load_tile_async(k_s + ((it + 1) & 1) * TILE, kg, kmap, kv0 + BLOCK_KV, seqlen_k, lid);
-            fa_load_tile_async(v_s + ((it + 1) & 1) * TILE, vg, vmap, kv0 + BLOCK_KV, seqlen_k, lid);
+        __local const ushort *kc = k_s + cur * TILE, *vc = v_s + cur * TILE;
+        FA_WAIT_BLOCK();
+        barrier(CLK_LOCAL_MEM_FENCE); /* this block is in; every warp is done with the buffer refilled next */
+        {
+            const int ahead = kv0 + (NBUF - 1) * BLOCK_KV, buf = cur == 0 ? NBUF - 1 : cur - 1;
+            if (ahead < blk_hi)
+                fa_load_kv_async(k_s + buf * TILE, v_s + buf * TILE, kg, vg, kmap, vmap, ahead, seqlen_k, lid);
+            fa_cp_async_commit();
         }
+        cur = cur == NBUF - 1 ? 0 : cur + 1;
 #else
         __local const ushort *kc = k_s, *vc = v_s;
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's K and V are consumed */
@@ -220,7 +283,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int kk = 0; kk < KSTEPS; kk += 2) {
                 uint b0, b1, b2, b3;
-                fa_ldsm_x4(kc + (nt * 8 + lane % 8) * ROW + kk * 16 + (lane / 8) * 8, &b0, &b1, &b2, &b3 FA_EMU_ARG);
+                fa_ldsm_x4(kc + (koff + nt * 8 + lane % 8) * ROW + kk * 16 + (lane / 8) * 8, &b0, &b1, &b2, &b3 FA_EMU_ARG);
                 fa_mma(&s[0][nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1 FA_EMU_ARG);
                 fa_mma(&s[0][nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3 FA_EMU_ARG);
             }
@@ -237,7 +300,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int nt = 0; nt < NT; nt += 2) {
                 /* matrices: keys of n-tile nt (k 0-7, 8-15), then of n-tile nt + 1 */
                 uint b0, b1, b2, b3;
-                fa_ldsm_x4(kc + ((nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8,
+                fa_ldsm_x4(kc + (koff + (nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8,
                            &b0, &b1, &b2, &b3 FA_EMU_ARG);
                 FA_PRAGMA_UNROLL
                 for (int mt = 0; mt < MT; mt++) {
@@ -260,7 +323,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                     FA_ROW_RANGE(q0 + wrow + 16 * mt + g + 8 * r, &lo[r], &hi[r]);
                 FA_PRAGMA_UNROLL
                 for (int nt = 0; nt < NT; nt++) {
-                    int key = kv0 + nt * 8 + 2 * t4;
+                    int key = kv0 + koff + nt * 8 + 2 * t4;
                     s[mt][nt].x = (key >= lo[0] && key < hi[0]) ? s[mt][nt].x : -INFINITY;
                     s[mt][nt].y = (key + 1 >= lo[0] && key + 1 < hi[0]) ? s[mt][nt].y : -INFINITY;
                     s[mt][nt].z = (key >= lo[1] && key < hi[1]) ? s[mt][nt].z : -INFINITY;
@@ -305,7 +368,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 
         /* O += P V: the accumulator layout of two S tiles is the A fragment of 16 keys */
         FA_PRAGMA_UNROLL
-        for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++) {
+        for (int kk2 = 0; kk2 < KW / 16; kk2++) {
             uint pa[MT][4];
             FA_PRAGMA_UNROLL
             for (int mt = 0; mt < MT; mt++) {
@@ -317,7 +380,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int dt = 0; dt < DT; dt += 2) {
                 uint b0, b1, b2, b3;
-                fa_ldsm_x4_trans(vc + (kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8, &b0,
+                fa_ldsm_x4_trans(vc + (koff + kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8, &b0,
                                  &b1, &b2, &b3 FA_EMU_ARG);
                 FA_PRAGMA_UNROLL
                 for (int mt = 0; mt < MT; mt++) {
@@ -328,6 +391,50 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
     }
 
+#if FA_KV_WARPS > 1
+    /* the key slices into slice 0's warp, in slice order (deterministic): its lanes hold the rows'
+     * state as if one warp had seen every key; the other warps go on without rows to write (the
+     * emulated primitives synchronise the work-group, so every warp runs to the end) */
+#ifdef FA_ASYNC
+    fa_cp_async_wait_all();
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the K/V tiles */
+    {
+        __local float *const part = (__local float *)smem;
+        if (kslice > 0) {
+            __local float *p = part + ((kslice - 1) * 32 + lane) * PART_FLOATS;
+            vstore4((float4)(m[0][0], m[0][1], l[0][0], l[0][1]), 0, p);
+            FA_PRAGMA_UNROLL
+            for (int dt = 0; dt < DT; dt++)
+                vstore4(acc[0][dt], 0, p + 4 + 4 * dt);
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (kslice == 0) {
+            FA_PRAGMA_UNROLL
+            for (int w = 1; w < FA_KV_WARPS; w++) {
+                __local const float *p = part + ((w - 1) * 32 + lane) * PART_FLOATS;
+                const float4 ml = vload4(0, p);
+                float f[2][2]; /* per row: the factor for this warp's state, for slice w's */
+                FA_PRAGMA_UNROLL
+                for (int r = 0; r < 2; r++) {
+                    const float mw = r ? ml.y : ml.x, lw = r ? ml.w : ml.z;
+                    const float mx = fmax(m[0][r], mw), mu = mx == -INFINITY ? 0.0f : mx;
+                    f[r][0] = native_exp2((m[0][r] - mu) * scale_log2);
+                    f[r][1] = native_exp2((mw - mu) * scale_log2);
+                    l[0][r] = l[0][r] * f[r][0] + lw * f[r][1];
+                    m[0][r] = mx;
+                }
+                FA_PRAGMA_UNROLL
+                for (int dt = 0; dt < DT; dt++)
+                    acc[0][dt] = acc[0][dt] * (float4)(f[0][0], f[0][0], f[1][0], f[1][0]) +
+                                 vload4(0, p + 4 + 4 * dt) * (float4)(f[0][1], f[0][1], f[1][1], f[1][1]);
+            }
+        }
+    }
+    const int out_rows = kslice == 0 ? nrows : 0;
+#else
+    const int out_rows = nrows;
+#endif
 #ifdef FA_KV_CHUNKED
     /* merge with the earlier chunks (this lane's elements and partial sums); every launch but the
      * last leaves them for the next */
@@ -342,12 +449,12 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int dt = 0; dt < DT; dt++) {
                 const int col = dt * 8 + 2 * t4;
                 float2 x = r ? acc[mt][dt].zw : acc[mt][dt].xy;
-                if (row < nrows && col < HEAD_DIM) {
+                if (row < out_rows && col < HEAD_DIM) {
                     x.x = FA_CHUNK_GET(row, col, first_chunk, f, x.x);
                     if (!last_chunk)
                         *FA_CHUNK_O(row, col) = x.x;
                 }
-                if (row < nrows && col + 1 < HEAD_DIM) {
+                if (row < out_rows && col + 1 < HEAD_DIM) {
                     x.y = FA_CHUNK_GET(row, col + 1, first_chunk, f, x.y);
                     if (!last_chunk)
                         *FA_CHUNK_O(row, col + 1) = x.y;
@@ -378,10 +485,10 @@ void fa_forward(FA_FORWARD_PARAMS)
         for (int dt = 0; dt < DT; dt++) {
             int col = dt * 8 + 2 * t4;
             if (col < HEAD_DIM) {
-                if (row0 < nrows)
+                if (row0 < out_rows)
                     fa_store_pair(o, fa_qrow(obase, row0, seqlen_q, os1, os2) + col, col, acc[mt][dt].x * inv[0],
                                   acc[mt][dt].y * inv[0]);
-                if (row1 < nrows)
+                if (row1 < out_rows)
                     fa_store_pair(o, fa_qrow(obase, row1, seqlen_q, os1, os2) + col, col, acc[mt][dt].z * inv[1],
                                   acc[mt][dt].w * inv[1]);
             }
@@ -390,7 +497,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int r = 0; r < 2; r++) {
                 const int row = row0 + 8 * r;
-                if (row < nrows)
+                if (row < out_rows)
                     lse[FA_LSE_INDEX(row)] = fa_row_lse(m[mt][r], l[mt][r], scale);
             }
         }

@@ -77,15 +77,26 @@ inline uint fa_pack2(float lo, float hi)
     return r;
 }
 
-/* 16 bytes global -> local without passing through registers; valid == 0 writes zeros (src-size 0) */
+/* 16 bytes global -> local without passing through registers; valid == 0 writes zeros (src-size 0).
+ * FA_CP_L2=128 or 256: the L2 also fetches the rest of that many bytes around the address. */
+#if defined(FA_CP_L2) && FA_CP_L2 == 256
+#define FA_CP_ASYNC_INSN "cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;"
+#elif defined(FA_CP_L2) && FA_CP_L2 == 128
+#define FA_CP_ASYNC_INSN "cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;"
+#else
+#define FA_CP_ASYNC_INSN "cp.async.cg.shared.global [%0], [%1], 16, %2;"
+#endif
 inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int valid)
 {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+    asm volatile(FA_CP_ASYNC_INSN
                  :: "r"(fa_smem_addr(dst)), "l"((ulong)src), "r"(valid ? 16 : 0) : "memory");
 }
 
 inline void fa_cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 inline void fa_cp_async_wait_all(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+/* all but the newest n commit groups complete (a pipeline of n + 2 stages) */
+inline void fa_cp_async_wait_1(void) { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+inline void fa_cp_async_wait_2(void) { asm volatile("cp.async.wait_group 2;" ::: "memory"); }
 
 inline uint fa_tf32(float x)
 {
@@ -237,6 +248,8 @@ inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int v
 
 inline void fa_cp_async_commit(void) {}
 inline void fa_cp_async_wait_all(void) {}
+inline void fa_cp_async_wait_1(void) {}
+inline void fa_cp_async_wait_2(void) {}
 
 /* round to nearest, ties away from zero, at 10 mantissa bits; NaN and infinity pass */
 inline uint fa_tf32(float x)

@@ -382,7 +382,7 @@ bad_spills=$(awk -F'\t' '
     FILENAME ~ /offline_spills.txt$/ {
         if ($0 !~ /^#/ && NF) {
             n = split($0, f, /[ \t]+/)
-            if (n >= 5) { tagged[f[1] SUBSEP f[2] SUBSEP f[3]] = f[4]; tag[f[1] SUBSEP f[2] SUBSEP f[3]] = f[5] }
+            if (n >= 5) { nt++; tk[nt] = f[1] SUBSEP f[2] SUBSEP f[3]; tb[nt] = f[4]; tt[nt] = f[5] }
             else allow[f[1] SUBSEP f[2] SUBSEP f[3]] = f[4]
         }
         next
@@ -394,7 +394,10 @@ bad_spills=$(awk -F'\t' '
             if (src[id] != $11 || opt[id] != $12 || tgt[id] != $3) continue
             k = tgt[id] SUBSEP $4 SUBSEP $5
             # an entry with a fifth field allows only builds whose options contain it
-            if ((k in tagged) && index(opt[id], tag[k]) > 0 && spill[id] + 0 <= tagged[k] + 0) { delete spill[id]; continue }
+            ok = 0
+            for (i = 1; i <= nt; i++)
+                if (tk[i] == k && index(opt[id], tt[i]) > 0 && spill[id] + 0 <= tb[i] + 0) ok = 1
+            if (ok) { delete spill[id]; continue }
             if (!(k in allow) || spill[id] + 0 > allow[k] + 0)
                 printf "%s (%s) %s head_dim %s %s: %d bytes spilled%s\n", tgt[id], $1, $4, $5, $6, spill[id],
                        (k in allow) ? sprintf(" (allowed: %d)", allow[k]) : ""

@@ -664,7 +664,8 @@ static void mma_cases(tu_tally *tally)
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
                  t.local_mem_bytes == mc[i].bytes &&
                  t.local_mem_bytes == fa_cl_mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
-                                                            t.rows_per_item, mc[i].aligned);
+                                                            t.rows_per_item, mc[i].aligned ? 2 : 1, t.kv_warps) &&
+                 t.stages == (mc[i].aligned ? 2 : 1);
         else if (ok)
             ok = msg[0] != '\0';
         tu_expect(tally, ok, "tensor-core plan, %s: %s %s %dx%d, %d rows/warp, wg %d, d_pad %d, %zu bytes%s%s",
@@ -763,18 +764,48 @@ int main(void)
         lim.max_work_group = 1024;
         lim.prefer_tiled = 1;
         lim.nv_mma = 1;
-        /* decoding rows (up to 32): two warps of 16; up to 64: 64 x 64 x 16; beyond, 128 x 64 x 32 */
-        const int64_t sq[4] = {4, 32, 33, 65};
-        const int want_br[4] = {32, 32, 64, 128}, want_wr[4] = {16, 16, 16, 32};
-        for (int i = 0; i < 4; i++) {
-            fa_cl_tile_request req = {128, FA_CL_F16, sq[i], 1 << 20, 1, 0};
+        /* decoding rows: up to 16 one row tile of 4 warps sharing each block's keys (16 each; not
+         * without 16-byte rows, nor above d = 128); up to 32 two warps of 16; up to 64: 64 x 64 x 16;
+         * beyond, 128 x 64 x 32 */
+        const struct { int64_t sq; int d, aligned, br, wr, kvw, wg; size_t bytes; } dc[] = {
+            {4, 128, 1, 16, 16, 4, 128, 4 * 64 * 136 * 2},  {16, 64, 1, 16, 16, 4, 128, 4 * 64 * 72 * 2},
+            {16, 128, 0, 32, 16, 1, 64, 2 * 32 * 136 * 2}, {16, 256, 1, 32, 16, 1, 64, (4 * 32 + 32) * 264 * 2},
+            {17, 128, 1, 32, 16, 1, 64, 4 * 64 * 136 * 2},  {32, 128, 1, 32, 16, 1, 64, 4 * 64 * 136 * 2},
+            {33, 128, 1, 64, 16, 1, 128, 4 * 64 * 136 * 2}, {65, 128, 1, 128, 32, 1, 128, (4 * 64 + 128) * 136 * 2},
+        };
+        for (size_t i = 0; i < sizeof dc / sizeof dc[0]; i++) {
+            fa_cl_tile_request req = {dc[i].d, FA_CL_F16, dc[i].sq, 1 << 20, dc[i].aligned, 0};
             fa_cl_tiles t;
             char msg[256] = "";
             fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
-            tu_expect(&tally, st == FA_CL_SUCCESS && t.block_q == want_br[i] && t.rows_per_item == want_wr[i],
-                      "tensor-core plan, %lld query rows: %dx%d, %d rows per warp (want %dx64x%d) %s",
-                      (long long)sq[i], t.block_q, t.block_kv, t.rows_per_item, want_br[i], want_wr[i], msg);
+            tu_expect(&tally, st == FA_CL_SUCCESS && t.block_q == dc[i].br && t.rows_per_item == dc[i].wr &&
+                                  t.kv_warps == dc[i].kvw && t.work_group_size == dc[i].wg &&
+                                  t.local_mem_bytes == dc[i].bytes,
+                      "tensor-core plan, %lld query rows, d %d%s: %dx%d, %d rows per warp, %d key-slice warps, "
+                      "wg %d, %zu bytes (want %dx..x%d, %d, wg %d, %zu) %s", (long long)dc[i].sq, dc[i].d,
+                      dc[i].aligned ? "" : " unaligned", t.block_q, t.block_kv, t.rows_per_item, t.kv_warps,
+                      t.work_group_size, t.local_mem_bytes, dc[i].br, dc[i].wr, dc[i].kvw, dc[i].wg, dc[i].bytes, msg);
         }
+        /* FA_CL_MMA_KV_WARPS: 2 slices; a forced 16-row tile keeps one warp unless it is set;
+         * slices that would be under 16 keys are refused */
+        lim.mma_kv_warps = 2;
+        fa_cl_tile_request req = {128, FA_CL_F16, 4, 1 << 20, 1, 0};
+        fa_cl_tiles t;
+        char msg[256] = "";
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_SUCCESS && t.kv_warps == 2 && t.work_group_size == 64,
+                  "FA_CL_MMA_KV_WARPS=2: %d warps, wg %d %s", t.kv_warps, t.work_group_size, msg);
+        lim.mma_kv_warps = 0;
+        lim.forced_q = 16;
+        lim.forced_kv = 32;
+        st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_SUCCESS && t.kv_warps == 1 && t.work_group_size == 32,
+                  "FA_CL_TILE=16x32: one warp (%d), wg %d %s", t.kv_warps, t.work_group_size, msg);
+        lim.mma_kv_warps = 4;
+        msg[0] = '\0';
+        st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "FA_CL_MMA_KV_WARPS=4"),
+                  "FA_CL_TILE=16x32 with FA_CL_MMA_KV_WARPS=4 (8 keys a warp): refused: %s", msg);
     }
     /* msg may be small: truncated, NUL-terminated, no overflow */
     {

@@ -197,7 +197,8 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *used)
         t.packed = 1;
         t.varlen_q = 1;
         for (int kv = 0; kv < 2; kv++) { /* a paged cache with lengths and appends, or varlen keys */
-            t.paged = t.seqlens = kv == 0;
+            t.seqlens = kv == 0;
+            t.paged = kv == 0 ? 16 : 0; /* vLLM's page size */
             t.append_rows = kv == 0 ? 4 : 0;
             t.varlen_k = kv == 1;
             if (fa_cl_build_options(&t, req.dtype, req.head_dim, p->traits.is_gpu, opts, sizeof opts) < 0 ||

@@ -117,6 +117,22 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         out->splits = (int)v;
     }
+    s = getenv("FA_CL_MMA_STAGES");
+    if (s && *s) {
+        if (strlen(s) != 1 || s[0] < '2' || s[0] > '0' + FA_CL_MMA_MAX_STAGES) {
+            snprintf(msg, msg_size, "FA_CL_MMA_STAGES='%s' is not a pipeline depth in 2..%d", s, FA_CL_MMA_MAX_STAGES);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        out->mma_stages = s[0] - '0';
+    }
+    s = getenv("FA_CL_MMA_KV_WARPS");
+    if (s && *s) {
+        if (strcmp(s, "1") && strcmp(s, "2") && strcmp(s, "4")) {
+            snprintf(msg, msg_size, "FA_CL_MMA_KV_WARPS='%s' is not 1, 2 or 4 (warps sharing a block's keys)", s);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        out->mma_kv_warps = s[0] - '0';
+    }
     s = getenv("FA_CL_GQA_PACK");
     if (s && *s) {
         if (strcmp(s, "0") && strcmp(s, "1")) {
@@ -409,6 +425,8 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     out->forced_cols = ctx->env.tile_cols;
     out->forced_variant = ctx->env.variant;
     out->chunk_keys = ctx->env.chunk_keys;
+    out->mma_stages = ctx->env.mma_stages;
+    out->mma_kv_warps = ctx->env.mma_kv_warps;
     /* FA_CL_MMA_EMULATE=1: the tensor-core kernel's logic on any device, its PTX in portable C */
     if (ctx->env.mma_emulate) {
         out->nv_mma = 1;

@@ -121,17 +121,25 @@ int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
 #define FA_CL_MMA_MAX_DIM 256
 /* Rows up to this (decoding, GQA-packed): B_r = 32, two warps of 16 rows (docs/performance.md). */
 #define FA_CL_MMA_DECODE_BLOCK_Q 32
+/* Up to 16 rows (with asynchronous copies, padded head_dim <= 128): B_r = 16 and this many warps,
+ * each taking a slice of every key block (FA_KV_WARPS), merged at the end (FA_CL_MMA_KV_WARPS=n
+ * for experiments). */
+#define FA_CL_MMA_DECODE_KV_WARPS 4
 /* Q's A fragments stay in registers (16 rows per warp) up to this padded head_dim; the kernel's
  * FA_MMA_Q_REGS_MAX_DIM. */
 #define FA_CL_MMA_Q_REGS_MAX_DIM 128
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_mma;
 /* The padded head_dim (the kernel's instantiations). */
 int fa_cl_mma_dim_padded(int head_dim);
+/* K/V buffers each with asynchronous copies (rows 16-byte aligned): a pipeline of FA_CL_MMA_STAGES
+ * blocks, STAGES - 1 in flight while one is computed (FA_CL_MMA_STAGES=n for experiments). */
+#define FA_CL_MMA_STAGES 2
+#define FA_CL_MMA_MAX_STAGES 4
 /* Local bytes (cl/fa_forward_nv_mma.cl's SMEM_HALVES): K and V tiles of 16-bit values with rows
- * padded by 8, two of each when the copies are asynchronous (rows 16-byte aligned), and Q: staged
+ * padded by 8, `stages` of each (1 with synchronous copies), and Q: staged
  * in the K/V space when it lives in registers (16 rows per warp, padded head_dim <=
  * FA_CL_MMA_Q_REGS_MAX_DIM), else in its own tile. */
-size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int aligned16);
+size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps);
 /* A tensor-core plan's tiles: rows_per_item counts a warp's rows, one warp per 32 work-items. */
 void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
                               int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl_tiles *out);

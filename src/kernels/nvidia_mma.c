@@ -4,6 +4,7 @@
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_forward_nv_mma.cl"};
 
@@ -12,13 +13,16 @@ int fa_cl_mma_dim_padded(int head_dim)
     return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : head_dim <= 192 ? 192 : 256;
 }
 
-size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int aligned16)
+size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps)
 {
-    const size_t kv_rows = (size_t)(aligned16 ? 4 : 2) * (size_t)block_kv;
+    const size_t kv_rows = (size_t)(2 * stages) * (size_t)block_kv;
     const int q_in_registers = warp_rows == 16 && dim_padded <= FA_CL_MMA_Q_REGS_MAX_DIM;
     const size_t rows = q_in_registers ? (kv_rows > (size_t)block_q ? kv_rows : (size_t)block_q)
                                        : kv_rows + (size_t)block_q;
-    return 2 * rows * (size_t)(dim_padded + 8);
+    const size_t tiles = 2 * rows * (size_t)(dim_padded + 8);
+    /* key slices: each warp but the first leaves 32 lanes x (4 + dim_padded / 2) floats */
+    const size_t parts = (size_t)(kv_warps - 1) * 32 * (size_t)(4 + dim_padded / 2) * 4;
+    return tiles > parts ? tiles : parts;
 }
 
 void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
@@ -55,9 +59,15 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     const int async_wide = req->aligned16 && dp <= 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q;
     int br = async_wide ? FA_CL_MMA_ASYNC_BLOCK_Q : FA_CL_MMA_BLOCK_Q;
     /* decoding (a few rows, often GQA-packed): two warps of 16 rows (H200, B = 16, 32/8 heads,
-     * d = 128, one row: 0.186 against 0.209 ms for 64 x 64 at Sk = 8192, 0.622 against 0.746 at 32768) */
+     * d = 128, one row: 0.186 against 0.209 ms for 64 x 64 at Sk = 8192, 0.622 against 0.746 at 32768);
+     * up to 16 rows, one row tile whose key blocks FA_CL_MMA_DECODE_KV_WARPS warps share */
     if (req->seqlen_q <= FA_CL_MMA_DECODE_BLOCK_Q)
         br = FA_CL_MMA_DECODE_BLOCK_Q;
+    int kv_warps = 1;
+    if (req->seqlen_q <= 16 && req->aligned16 && dp <= 128) {
+        br = 16;
+        kv_warps = FA_CL_MMA_DECODE_KV_WARPS;
+    }
     int bc = (dp > 128 || (dp == 128 && !req->aligned16)) ? 32 : FA_CL_MMA_BLOCK_KV;
     int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;
     int forced = 0;
@@ -73,14 +83,25 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
             return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
         }
         forced = 1;
+        kv_warps = 1;
     }
-    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, req->aligned16);
-    /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 */
-    while (!forced && bytes > budget && bc > 16) {
+    /* FA_CL_MMA_KV_WARPS (experiments): key slices wherever one warp has all the rows */
+    if (lim->mma_kv_warps > 0 && br == 16 && wr == 16)
+        kv_warps = lim->mma_kv_warps;
+    if (bc % (16 * kv_warps)) {
+        snprintf(msg, msg_size, "FA_CL_MMA_KV_WARPS=%d: B_c %d is not a multiple of 16 keys per warp", kv_warps, bc);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    /* K/V buffers each: one with synchronous copies; with asynchronous ones FA_CL_MMA_STAGES or the
+     * default, double buffering */
+    const int stages = !req->aligned16 ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
+    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps);
+    /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
+    while (!forced && bytes > budget && bc > 16 * kv_warps) {
         bc /= 2;
-        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, req->aligned16);
+        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps);
     }
-    const int wg = br / wr * 32;
+    const int wg = br / wr * 32 * kv_warps;
     if (bytes > budget || (size_t)wg > lim->max_work_group) {
         snprintf(msg, msg_size, "%s%dx%dx%d: the tensor-core kernel needs %zu bytes of local memory and %d work-items "
                  "at head_dim %d; the budget is %zu bytes, the device takes %zu work-items", forced ? "FA_CL_TILE=" : "",
@@ -89,13 +110,23 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     }
     fa_cl__tensor_core_tiles(lim, req, &fa_cl_kernel_nvidia_mma, br, bc, wr, dp, bytes, out);
     out->forced = forced;
+    out->stages = stages;
+    out->kv_warps = kv_warps;
+    out->work_group_size = wg;
     return FA_CL_SUCCESS;
 }
 
 static int options(const fa_cl_tiles *t, char *out, size_t n)
 {
-    return snprintf(out, n, " -DWARP_ROWS=%d%s%s", t->rows_per_item, t->aligned16 ? " -DFA_ALIGNED16" : "",
-                    t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+    char stages[64] = "";
+    if (t->stages > 2)
+        snprintf(stages, sizeof stages, " -DFA_STAGES=%d", t->stages);
+    if (t->kv_warps > 1)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_KV_WARPS=%d", t->kv_warps);
+    /* cp.async with the L2 fetching 128 bytes around each 16 (H200: decode B=16, Sk=32768 0.536 and
+     * 0.534 against 0.545 and 0.556 ms; prefill unchanged; docs/logs/h200-13-decode-l2.txt) */
+    return snprintf(out, n, " -DWARP_ROWS=%d%s%s%s", t->rows_per_item,
+                    t->aligned16 ? " -DFA_ALIGNED16 -DFA_CP_L2=128" : "", stages, t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_mma = {

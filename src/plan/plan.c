@@ -91,7 +91,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &plan->tiles, msg, sizeof msg);
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
-        plan->tiles.paged = d->page_size > 0;
+        plan->tiles.paged = (int)d->page_size;
         plan->tiles.seqlens = d->kv_seqlens != 0;
         plan->tiles.packed = plan->pack > 1;
         plan->tiles.varlen_q = d->total_q > 0;

@@ -25,6 +25,8 @@ typedef struct fa_cl_limits {
     int mma_emulated;          /* FA_CL_MMA_EMULATE=1: nv_mma plans build with the PTX emulated (tests) */
     int nv_tf32;               /* where nv_mma: f32 on tensor cores as 3xTF32 (FA_CL_NV_TF32=0 turns it off) */
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
+    int mma_stages;            /* FA_CL_MMA_STAGES: nvidia-mma's K/V pipeline depth, 0 = the planner's */
+    int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
 } fa_cl_limits;
 
 /* GPU vendors whose compilers the planner knows something about. */
@@ -84,11 +86,13 @@ typedef struct fa_cl_tiles {
     int ptx_emulated;         /* tensor-core plan: build with FA_PTX_EMULATE (cl/fa_nv_ptx.cl) */
     int chunk_keys;           /* long rows: keys per launch (a multiple of block_kv); 0 = one launch */
     int splits;               /* split-KV: chunks of keys computed in parallel, then combined (FA_SPLIT); 1 = none */
-    int paged;                /* K/V in pages through a block table (FA_PAGED) */
+    int paged;                /* K/V in pages of this many keys through a block table (FA_PAGED), 0 = not */
     int seqlens;              /* per-sequence key counts from cache_seqlens (FA_SEQLENS) */
     int packed;               /* GQA packing: a work-group takes several query heads (FA_PACK) */
     int varlen_q, varlen_k;   /* packed rows located by cu_seqlens_q / _k (FA_VARLEN_Q / _K) */
     int append_rows;          /* keys appended per sequence before the forward (FA_APPEND_ROWS) */
+    int stages;               /* nvidia-mma: K/V buffers each (FA_STAGES; 1 = synchronous copies); 0 elsewhere */
+    int kv_warps;             /* nvidia-mma: warps sharing the rows, each a slice of every key block (FA_KV_WARPS) */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */

@@ -40,8 +40,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SERVING"));
     if (t->splits > 1)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SPLIT"));
-    if (t->paged)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PAGED"));
+    if (t->paged > 0)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PAGED -DFA_PAGE_SIZE=%d", t->paged));
     if (t->seqlens)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SEQLENS"));
     if (t->packed)
