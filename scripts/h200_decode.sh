@@ -6,7 +6,8 @@
 # an earlier commit (BASE), the driver's register report; with "tests", then the CTest suite.
 # Run from the repo root with .gpu/ (../shared/gpu), BUILD (default build-gpu) and BASE (default
 # build-base). Logs go to $OUT.
-#   scripts/h200_decode.sh [tests | l2]   (l2: only the cp.async L2-prefetch rows, twice each, with PyTorch)
+#   scripts/h200_decode.sh [tests | l2 | regs | final]   (l2, regs: the cp.async L2-prefetch and register-cap rows;
+#   final: the defaults, three rounds of decode rows beside PyTorch, checks, then CTest)
 set -u
 BUILD=${BUILD:-build-gpu}
 BASE=${BASE:-build-base}
@@ -26,7 +27,7 @@ base() { local b=$B; B="$BASE/tools/fa_cl_bench"; bench "base $(cat "$BASE/commi
 DEC=("-b 16 -h 32 --heads-kv 8 -q 1 -k 8192 -d 128 --dtype f16"
      "-b 16 -h 32 --heads-kv 8 -q 1 -k 32768 -d 128 --dtype f16"
      "-b 1 -h 32 --heads-kv 8 -q 1 -k 131072 -d 128 --dtype f16")
-if [ "${1:-}" != l2 ] && [ "${1:-}" != regs ]; then
+if [ "${1:-}" != l2 ] && [ "${1:-}" != regs ] && [ "${1:-}" != final ]; then
 {
 for r in "${DEC[@]}"; do
     bench "default" -- $r --no-reference
@@ -109,4 +110,32 @@ if [ "${1:-}" = regs ]; then # register caps (decode with 4 key-slice warps is r
     for r in "-b 16 -H 32 --hkv 8 -q 1 -k 8192" "-b 16 -H 32 --hkv 8 -q 1 -k 32768" "-b 1 -H 32 --hkv 8 -q 1 -k 131072"; do
         python3 scripts/torch_sdpa_anchor.py $r -d 128 --dtype f16 2>&1 | grep -E "^#|FLASH|CUDNN"
     done 2>&1 | tee "$OUT/torch.txt"
+fi
+if [ "${1:-}" = final ]; then # the defaults, three rounds of each decode row beside PyTorch, checks, CTest
+    {
+    for round in 1 2 3; do
+        for r in "${DEC[@]}"; do bench "round $round" -- $r --no-reference; done
+        for r in "-b 16 -h 32 --heads-kv 8 -q 1 -k 8192 -d 128 --dtype f16" "-b 16 -h 32 --heads-kv 8 -q 1 -k 32768 -d 128 --dtype f16" \
+                 "-b 1 -h 32 --heads-kv 8 -q 1 -k 131072 -d 128 --dtype f16"; do
+            for p in 16 256; do bench "round $round page $p" -- $r --no-reference --page-size $p; done
+        done
+        for r in "-b 16 -H 32 --hkv 8 -q 1 -k 8192" "-b 16 -H 32 --hkv 8 -q 1 -k 32768" "-b 1 -H 32 --hkv 8 -q 1 -k 131072"; do
+            python3 scripts/torch_sdpa_anchor.py $r -d 128 --dtype f16 2>&1 | grep -E "^#|FLASH|CUDNN"
+        done
+    done
+    for r in "-b 16 -h 32 --heads-kv 8 -q 4 -k 8192 -d 128 --dtype f16 --causal" \
+             "-b 16 -h 32 --heads-kv 8 -q 16 -k 8192 -d 128 --dtype f16 --causal"; do bench "spec" -- $r --no-reference; done
+    bench "check" -- -b 4 -h 32 --heads-kv 8 -q 1 -k 8192 -d 128 --dtype f16 --check
+    bench "check bf16 q4 causal" -- -b 4 -h 32 --heads-kv 8 -q 4 -k 3000 -d 128 --dtype bf16 --causal --check
+    bench "check d64 q2 window" -- -b 2 -h 16 --heads-kv 2 -q 2 -k 5000 -d 64 --dtype f16 --window 1000,0 --check
+    bench "check d256 q1" -- -b 2 -h 8 --heads-kv 2 -q 1 -k 3000 -d 256 --dtype f16 --check
+    for r in "-b 8 -h 16 -q 4096 -d 128 --dtype f16" "-b 8 -h 16 -q 4096 -d 64 --dtype f16" \
+             "-b 8 -h 16 -q 4096 -d 128 --dtype f16 --causal" "-b 8 -h 16 -q 4096 -d 128 --dtype f32"; do
+        bench "prefill" -- $r --no-reference
+    done
+    } 2>&1 | tee "$OUT/final.txt"
+    t0=$(date +%s)
+    (timeout 300 ctest --test-dir "$BUILD" -LE "install|offline|oclgrind|leaks" -j4 --output-on-failure 2>&1) > "$OUT/ctest.txt"
+    echo "ctest wall time: $(( $(date +%s) - t0 )) s" | tee -a "$OUT/ctest.txt"
+    grep -E "tests passed|tests failed|\(Failed\)" "$OUT/ctest.txt" | tail -30
 fi
