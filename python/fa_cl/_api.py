@@ -1,0 +1,415 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The calls: FlashAttention's and PyTorch's shapes and names over fa_cl's descriptor."""
+import ctypes
+import math
+import os
+import threading
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+
+from . import _lib
+from ._lib import lib
+
+
+class FaClError(RuntimeError):
+    """A call fa_cl refused or failed: .status (int), .status_name ("FA_CL_ERROR_...") and the library's message."""
+
+    def __init__(self, status, message):
+        self.status = status
+        self.status_name = lib.fa_cl_status_string(status).decode()
+        self.message = message
+        super().__init__("%s: %s" % (self.status_name, message))
+
+
+try:  # bfloat16 as ml_dtypes spells it, where installed; uint16 arrays are bfloat16 bits either way
+    import ml_dtypes
+
+    _BF16_TYPES = (np.dtype(ml_dtypes.bfloat16), np.dtype(np.uint16))
+except ImportError:
+    _BF16_TYPES = (np.dtype(np.uint16),)
+
+
+def _fa_dtype(dt):
+    dt = np.dtype(dt)
+    if dt == np.float32:
+        return _lib.DTYPE["FA_CL_F32"]
+    if dt == np.float16:
+        return _lib.DTYPE["FA_CL_F16"]
+    if dt in _BF16_TYPES:
+        return _lib.DTYPE["FA_CL_BF16"]
+    raise TypeError("fa_cl takes float32, float16 and bfloat16 (uint16 bits or ml_dtypes.bfloat16), not %s" % dt)
+
+
+class Context:
+    """One device and queue, and the plans made on it (one per descriptor, kept for reuse).
+
+    Context() takes the default device (FA_CL_DEVICE, else the first GPU, else any device, as the C
+    library chooses); Context(queue) wraps a pyopencl CommandQueue, whose arrays the calls then take
+    without copies. Calls are enqueued on the queue and return without waiting, as pyopencl's own.
+    """
+
+    def __init__(self, queue=None):
+        self._ptr = ctypes.c_void_p()
+        self._plans = {}
+        self._lock = threading.Lock()
+        if queue is None:
+            st = lib.fa_cl_context_create_default(ctypes.byref(self._ptr))
+            if st:
+                raise FaClError(st, lib.fa_cl_last_error(None).decode())
+            self.queue = cl.CommandQueue.from_int_ptr(lib.fa_cl_context_queue(self._ptr), retain=True)
+        else:
+            st = lib.fa_cl_context_create(queue.context.int_ptr, queue.device.int_ptr, queue.int_ptr,
+                                          ctypes.byref(self._ptr))
+            if st:
+                raise FaClError(st, lib.fa_cl_last_error(None).decode())
+            self.queue = queue
+
+    @property
+    def device(self):
+        return self.queue.device
+
+    def plan_count(self):
+        """Plans this context holds (one per distinct descriptor it has run)."""
+        return len(self._plans)
+
+    def plan_info(self, desc):
+        """What the plan for desc chose (a dict of fa_cl_plan_info's fields)."""
+        info = _lib.PlanInfo()
+        st = lib.fa_cl_plan_get_info_sized(self._plan(desc), ctypes.byref(info), ctypes.sizeof(info))
+        if st:
+            raise FaClError(st, lib.fa_cl_last_error(None).decode())
+        out = {}
+        for name, _ in info._fields_:
+            v = getattr(info, name)
+            out[name] = v.decode() if isinstance(v, bytes) else v
+        return out
+
+    def _plan(self, desc):
+        key = bytes(desc)
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = ctypes.c_void_p()
+                st = lib.fa_cl_plan_create(self._ptr, ctypes.byref(desc), ctypes.byref(plan))
+                if st:
+                    raise FaClError(st, lib.fa_cl_last_error(self._ptr).decode())
+                self._plans[key] = plan
+            return plan
+
+    def run(self, desc, args):
+        args.struct_size = ctypes.sizeof(args)
+        st = lib.fa_cl_plan_run(self._plan(desc), ctypes.byref(args))
+        if st:
+            raise FaClError(st, lib.fa_cl_last_error(self._ptr).decode())
+
+    def close(self):
+        if self._ptr:
+            for plan in self._plans.values():
+                lib.fa_cl_plan_release(plan)
+            self._plans.clear()
+            lib.fa_cl_context_release(self._ptr)
+            self._ptr = ctypes.c_void_p()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+_contexts = {}
+_default = None
+_contexts_lock = threading.Lock()
+
+
+def default_context():
+    """The Context of numpy calls: created on first use (FA_CL_DEVICE chooses the device)."""
+    global _default
+    with _contexts_lock:
+        if _default is None:
+            _default = Context()
+        return _default
+
+
+def _context_for(queue):
+    with _contexts_lock:
+        ctx = _contexts.get(queue.int_ptr)
+        if ctx is None:
+            ctx = _contexts[queue.int_ptr] = Context(queue)
+        return ctx
+
+
+class _Call:
+    """The arrays of one call: all pyopencl (taken as they are, results on their queue) or all numpy
+    (copied to the context's device and the results back)."""
+
+    def __init__(self, arrays, context):
+        present = [a for a in arrays if a is not None]
+        dev = [isinstance(a, cla.Array) for a in present]
+        if any(dev) and not all(dev):
+            raise TypeError("fa_cl: pass all arrays as pyopencl arrays or all as numpy arrays, not a mix")
+        self.on_device = all(dev) and bool(dev)
+        if self.on_device:
+            queue = present[0].queue
+            for a in present:
+                if a.queue is None or a.queue.context != queue.context:
+                    raise ValueError("fa_cl: every pyopencl array must belong to one OpenCL context with a queue")
+            self.ctx = context or _context_for(queue)
+        else:
+            self.ctx = context or default_context()
+
+    def device(self, a, name, dtype=None):
+        """a as a pyopencl array on the context's queue (numpy: copied; C order)."""
+        if a is None:
+            return None
+        if isinstance(a, cla.Array):
+            return a
+        a = np.asarray(a)
+        if dtype is not None:
+            a = a.astype(dtype, copy=False)
+        return cla.to_device(self.ctx.queue, np.ascontiguousarray(a))
+
+    def result(self, a):
+        return a if self.on_device else a.get()
+
+
+def _element_strides(a, name):
+    item = a.dtype.itemsize
+    if any(s < 0 or s % item for s in a.strides):
+        raise ValueError("fa_cl: %s has strides %s (bytes): fa_cl takes non-negative multiples of the element size; "
+                         "pass a copy" % (name, a.strides))
+    st = [s // item for s in a.strides]
+    if a.shape[-1] > 1 and st[-1] != 1:
+        raise ValueError("fa_cl: %s's last dimension (head_dim) must be contiguous (stride %d elements); pass a "
+                         "copy" % (name, st[-1]))
+    if a.offset % item:
+        raise ValueError("fa_cl: %s starts %d bytes into its buffer, not at an element" % (name, a.offset))
+    return st, a.offset // item
+
+
+def _mem(a):
+    return a.base_data.int_ptr
+
+
+def _check_dim(a, name, ndim):
+    if len(a.shape) != ndim:
+        raise ValueError("fa_cl: %s has shape %s; expected %d dimensions" % (name, tuple(a.shape), ndim))
+
+
+def _desc(batch, heads_q, heads_kv, sq, sk, d, dtype, scale, causal, window):
+    desc = _lib.AttentionDesc()
+    lib.fa_cl_attention_desc_init_sized(ctypes.byref(desc), ctypes.sizeof(desc), batch, heads_q, sq, sk, d, dtype)
+    desc.heads_kv = heads_kv
+    if scale is not None:
+        if not (scale > 0 and math.isfinite(scale)):
+            raise ValueError("fa_cl: softmax scale %r must be positive and finite" % (scale,))
+        desc.scale = scale
+    desc.causal = 1 if causal else 0
+    left, right = window
+    desc.window_left, desc.window_right = int(left), int(right)
+    return desc
+
+
+def _set_view(desc, which, a, name, order):
+    """a's strides, as [batch, head, seq] from its dimensions in `order`, and its offset, into desc."""
+    st, off = _element_strides(a, name)
+    getattr(desc, which + "_stride")[:] = [st[i] if i is not None else 0 for i in order]
+    setattr(desc, which + "_offset", off)
+
+
+def _same_dtype(arrays, names):
+    dts = {np.dtype(a.dtype) for a in arrays}
+    if len(dts) != 1:
+        raise TypeError("fa_cl: %s must share one dtype, got %s" % (", ".join(names), ", ".join(str(d) for d in dts)))
+    return _fa_dtype(arrays[0].dtype)
+
+
+def _attention_bshd(q, k, v, scale, causal, window, return_lse, context, sk_view=None):
+    call = _Call([q, k, v], context)
+    q, k, v = call.device(q, "q"), call.device(k, "k"), call.device(v, "v")
+    for a, n in ((q, "q"), (k, "k"), (v, "v")):
+        _check_dim(a, n, 4)
+    dtype = _same_dtype([q, k, v], ["q", "k", "v"])
+    b, sq, hq, d = q.shape
+    _, sk, hkv, _ = k.shape
+    if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d:
+        raise ValueError("fa_cl: q %s, k %s and v %s disagree: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D]"
+                         % (tuple(q.shape), tuple(k.shape), tuple(v.shape)))
+    if hkv == 0 or hq % hkv:
+        raise ValueError("fa_cl: %d query heads do not share %d key/value heads evenly" % (hq, hkv))
+    desc = _desc(b, hq, hkv, sq, sk if sk_view is None else sk_view, d, dtype, scale, causal, window)
+    o = cla.empty(call.ctx.queue, (b, sq, hq, d), q.dtype)
+    _set_view(desc, "q", q, "q", (0, 2, 1))
+    _set_view(desc, "k", k, "k", (0, 2, 1))
+    _set_view(desc, "v", v, "v", (0, 2, 1))
+    _set_view(desc, "o", o, "o", (0, 2, 1))
+    lse = cla.empty(call.ctx.queue, (b, hq, sq), np.float32) if return_lse else None
+    args = _lib.ForwardArgs()
+    args.q, args.k, args.v, args.o = _mem(q), _mem(k), _mem(v), _mem(o)
+    args.lse = _mem(lse) if lse is not None else None
+    call.ctx.run(desc, args)
+    return (call.result(o), call.result(lse)) if return_lse else call.result(o)
+
+
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, -1), return_lse=False, context=None):
+    """FlashAttention's flash_attn_func: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] (Hq a multiple of
+    Hkv: GQA/MQA), out [B, Sq, Hq, D]; causal is bottom-right aligned (key j visible to query i iff
+    j <= i + Sk - Sq); window_size (left, right), -1 unbounded, around the same diagonal;
+    softmax_scale defaults to 1/sqrt(D). return_lse adds the natural-log LSE, float32 [B, Hq, Sq].
+    Arrays: pyopencl (any strides with a contiguous last dimension; results on their queue, not
+    waited for) or numpy (copied; results as numpy)."""
+    return _attention_bshd(q, k, v, softmax_scale, causal, window_size, return_lse, context)
+
+
+def scaled_dot_product_attention(q, k, v, is_causal=False, scale=None, enable_gqa=False, context=None):
+    """PyTorch's F.scaled_dot_product_attention (no attn_mask, no dropout): q [B, Hq, Sq, D], k and v
+    [B, Hkv, Sk, D], out [B, Hq, Sq, D]. is_causal is PyTorch's top-left mask (key j visible to
+    query i iff j <= i), which fa_cl expresses as: Sq <= Sk, its bottom-right causal on the first
+    Sq keys (no later key is visible to any row); Sq > Sk, no causal flag and the window
+    (-1, Sq - Sk) (the last Sq - Sk + 1 rows see every key). Hq != Hkv needs enable_gqa=True, as in
+    PyTorch."""
+    for a, n in ((q, "q"), (k, "k"), (v, "v")):
+        if len(getattr(a, "shape", ())) != 4:
+            raise ValueError("fa_cl: %s has shape %s; expected [B, H, S, D]" % (n, tuple(getattr(a, "shape", ()))))
+    if q.shape[1] != k.shape[1] and not enable_gqa:
+        raise ValueError("fa_cl: %d query heads and %d key/value heads need enable_gqa=True" % (q.shape[1], k.shape[1]))
+    # [B, H, S, D] read as [B, S, H, D] views: swap the axes (pyopencl: a view, numpy: on the copy)
+    swap = (lambda a: a.transpose((0, 2, 1, 3))) if isinstance(q, cla.Array) else (lambda a: np.asarray(a).transpose(0, 2, 1, 3))
+    sq, sk = q.shape[2], k.shape[2]
+    causal, window, sk_view = False, (-1, -1), None
+    if is_causal and sq <= sk:
+        causal, sk_view = True, sq
+    elif is_causal:
+        window = (-1, sq - sk)
+    qs, ks, vs = swap(q), swap(k), swap(v)
+    if not isinstance(q, cla.Array):
+        qs, ks, vs = (np.ascontiguousarray(a) for a in (qs, ks, vs))
+    o = _attention_bshd(qs, ks, vs, scale, causal, window, False, context, sk_view=sk_view)
+    return o.transpose((0, 2, 1, 3)) if isinstance(o, cla.Array) else np.ascontiguousarray(o.transpose(0, 2, 1, 3))
+
+
+def _int32_device(call, a, name, length):
+    if a is None:
+        return None
+    if isinstance(a, (int, np.integer)):
+        a = np.full(length, int(a), np.int32)
+    d = call.device(a, name, np.int32) if not isinstance(a, cla.Array) else a
+    if d.dtype != np.int32:
+        raise TypeError("fa_cl: %s must be int32, not %s" % (name, d.dtype))
+    if d.size < length:
+        raise ValueError("fa_cl: %s has %d entries; %d needed" % (name, d.size, length))
+    if not d.flags.c_contiguous or d.offset:
+        raise ValueError("fa_cl: %s must be a contiguous array from the start of its buffer" % name)
+    return d
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale=None,
+                           causal=False, window_size=(-1, -1), return_lse=False, context=None):
+    """FlashAttention's flash_attn_varlen_func: sequences packed along the rows, q [total_q, Hq, D],
+    k and v [total_k, Hkv, D]; cu_seqlens_q / _k (int32 [B + 1]) where each sequence starts;
+    max_seqlen_q / _k the longest (what the plan is made for). Out [total_q, Hq, D]; rows no
+    sequence covers are 0. The LSE is float32 [Hq, total_q]. Masks as flash_attn_func, per sequence."""
+    call = _Call([q, k, v, cu_seqlens_q, cu_seqlens_k], context)
+    q, k, v = call.device(q, "q"), call.device(k, "k"), call.device(v, "v")
+    for a, n in ((q, "q"), (k, "k"), (v, "v")):
+        _check_dim(a, n, 3)
+    dtype = _same_dtype([q, k, v], ["q", "k", "v"])
+    tq, hq, d = q.shape
+    tk, hkv, _ = k.shape
+    if k.shape != v.shape or k.shape[2] != d or hkv == 0 or hq % hkv:
+        raise ValueError("fa_cl: q %s, k %s and v %s disagree: q [total_q, Hq, D], k and v [total_k, Hkv, D]"
+                         % (tuple(q.shape), tuple(k.shape), tuple(v.shape)))
+    n = len(cu_seqlens_q) - 1
+    if n < 1 or len(cu_seqlens_k) != n + 1:
+        raise ValueError("fa_cl: cu_seqlens_q and cu_seqlens_k need the same length B + 1 >= 2")
+    cq, ck = _int32_device(call, cu_seqlens_q, "cu_seqlens_q", n + 1), _int32_device(call, cu_seqlens_k, "cu_seqlens_k", n + 1)
+    desc = _desc(n, hq, hkv, int(max_seqlen_q), int(max_seqlen_k), d, dtype, softmax_scale, causal, window_size)
+    desc.total_q, desc.total_k = tq, tk
+    o = cla.zeros(call.ctx.queue, (tq, hq, d), q.dtype)
+    _set_view(desc, "q", q, "q", (None, 1, 0))
+    _set_view(desc, "k", k, "k", (None, 1, 0))
+    _set_view(desc, "v", v, "v", (None, 1, 0))
+    _set_view(desc, "o", o, "o", (None, 1, 0))
+    lse = cla.empty(call.ctx.queue, (hq, tq), np.float32) if return_lse else None
+    args = _lib.ForwardArgs()
+    args.q, args.k, args.v, args.o = _mem(q), _mem(k), _mem(v), _mem(o)
+    args.lse = _mem(lse) if lse is not None else None
+    args.cu_seqlens_q, args.cu_seqlens_k = _mem(cq), _mem(ck)
+    call.ctx.run(desc, args)
+    return (call.result(o), call.result(lse)) if return_lse else call.result(o)
+
+
+def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, block_table=None,
+                            softmax_scale=None, causal=False, window_size=(-1, -1), return_lse=False, context=None):
+    """FlashAttention's flash_attn_with_kvcache: q [B, Sq, Hq, D] against a cache k_cache / v_cache
+    [B, capacity, Hkv, D], or with block_table (int32 [B, pages_per_seq]) a paged pool
+    [num_pages, page_size, Hkv, D]. cache_seqlens (int32 [B], or one int for all) gives each
+    sequence's key count (default: the capacity); masks align to it (bottom-right). k, v
+    ([B, seqlen_new, Hkv, D]) are first written into the cache at those positions (in place: with
+    numpy caches the arrays given are updated), then attended to; cache_seqlens is not advanced.
+    Lengths and table entries outside their ranges are clamped by the kernels (include/fa_cl.h)."""
+    call = _Call([q, k_cache, v_cache, k, v, cache_seqlens if not isinstance(cache_seqlens, int) else None,
+                  block_table], context)
+    numpy_caches = (k_cache, v_cache) if not call.on_device else None
+    q, kc, vc = call.device(q, "q"), call.device(k_cache, "k_cache"), call.device(v_cache, "v_cache")
+    kn, vn = call.device(k, "k"), call.device(v, "v")
+    _check_dim(q, "q", 4)
+    _check_dim(kc, "k_cache", 4)
+    arrays = [q, kc, vc] + ([kn, vn] if kn is not None else [])
+    dtype = _same_dtype(arrays, ["q", "k_cache", "v_cache"] + (["k", "v"] if kn is not None else []))
+    b, sq, hq, d = q.shape
+    if kc.shape != vc.shape or kc.shape[3] != d or kc.shape[2] == 0 or hq % kc.shape[2]:
+        raise ValueError("fa_cl: q %s, k_cache %s and v_cache %s disagree" % (tuple(q.shape), tuple(kc.shape), tuple(vc.shape)))
+    hkv = kc.shape[2]
+    if (kn is None) != (vn is None):
+        raise ValueError("fa_cl: k and v come together")
+    paged = block_table is not None
+    table = None
+    if paged:
+        table_shape = tuple(block_table.shape)
+        if len(table_shape) != 2 or table_shape[0] != b:
+            raise ValueError("fa_cl: block_table has shape %s; expected [B, pages_per_seq]" % (table_shape,))
+        table = _int32_device(call, block_table, "block_table", b * table_shape[1])
+        num_pages, page_size = kc.shape[0], kc.shape[1]
+        capacity = table_shape[1] * page_size
+    else:
+        if kc.shape[0] != b:
+            raise ValueError("fa_cl: k_cache has %d sequences, q %d" % (kc.shape[0], b))
+        capacity = kc.shape[1]
+    lens = _int32_device(call, cache_seqlens, "cache_seqlens", b)
+    if kn is not None and lens is None:
+        raise ValueError("fa_cl: appending k and v needs cache_seqlens (where the new rows go)")
+    desc = _desc(b, hq, hkv, sq, capacity, d, dtype, softmax_scale, causal, window_size)
+    if paged:
+        desc.page_size, desc.num_pages, desc.pages_per_seq = page_size, num_pages, table_shape[1]
+    if lens is not None:
+        desc.kv_seqlens = 1
+    if kn is not None:
+        if kn.shape != vn.shape or kn.shape[0] != b or kn.shape[2] != hkv or kn.shape[3] != d:
+            raise ValueError("fa_cl: k %s and v %s must be [B, seqlen_new, Hkv, D]" % (tuple(kn.shape), tuple(vn.shape)))
+        if not (kn.flags.c_contiguous and vn.flags.c_contiguous) or kn.offset or vn.offset:
+            raise ValueError("fa_cl: k and v (new rows) must be contiguous from the start of their buffers")
+        desc.seqlen_new = kn.shape[1]
+    o = cla.empty(call.ctx.queue, (b, sq, hq, d), q.dtype)
+    _set_view(desc, "q", q, "q", (0, 2, 1))
+    _set_view(desc, "o", o, "o", (0, 2, 1))
+    # the cache: [B, S, H, D] -> {batch, head, seq}; a pool [pages, page_size, H, D] -> {page, head, slot}
+    _set_view(desc, "k", kc, "k_cache", (0, 2, 1))
+    _set_view(desc, "v", vc, "v_cache", (0, 2, 1))
+    lse = cla.empty(call.ctx.queue, (b, hq, sq), np.float32) if return_lse else None
+    args = _lib.ForwardArgs()
+    args.q, args.k, args.v, args.o = _mem(q), _mem(kc), _mem(vc), _mem(o)
+    args.lse = _mem(lse) if lse is not None else None
+    if lens is not None:
+        args.cache_seqlens = _mem(lens)
+    if table is not None:
+        args.block_table = _mem(table)
+    if kn is not None:
+        args.k_new, args.v_new = _mem(kn), _mem(vn)
+    call.ctx.run(desc, args)
+    if numpy_caches is not None and kn is not None:
+        numpy_caches[0][...] = kc.get()
+        numpy_caches[1][...] = vc.get()
+    return (call.result(o), call.result(lse)) if return_lse else call.result(o)

@@ -1,0 +1,260 @@
+# SPDX-License-Identifier: Apache-2.0
+"""fa_cl's Python calls against a numpy float64 oracle (PoCL in CI; any OpenCL device).
+
+Tolerances are the C tests' (tests/tolerance.h): |got - ref| <= abs + rel * |ref| per element, with
+the reference computed in float64 from the values the device holds (inputs rounded to the dtype)."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pytest
+
+import fa_cl
+
+TOL = {"f32": (1e-5, 1e-4), "f16": (1e-3, 2e-3), "bf16": (8e-3, 1.6e-2)}
+LSE_REL = 1e-4
+
+
+def bf16_bits(x):
+    """float -> bfloat16 bits (uint16), rounding to nearest even."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    return u.astype(np.uint16)
+
+
+def bf16_value(bits):
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def make(shape, dtype, rng, scale=1.0):
+    x = rng.standard_normal(shape).astype(np.float32) * scale
+    if dtype == "f32":
+        return x
+    if dtype == "f16":
+        return x.astype(np.float16)
+    return bf16_bits(x)
+
+
+def value(a, dtype):
+    a = a.get() if isinstance(a, cla.Array) else a
+    return bf16_value(a).astype(np.float64) if dtype == "bf16" else np.asarray(a, np.float64)
+
+
+def oracle(q, k, v, scale=None, causal=False, window=(-1, -1), lens=None):
+    """float64 attention on [B, Sq, Hq, D] / [B, Sk, Hkv, D]; bottom-right masks (per-sequence lens).
+    Returns (o, lse [B, Hq, Sq]); rows that see no key give 0 and -inf."""
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    scale = 1.0 / np.sqrt(d) if scale is None else scale
+    o = np.zeros((b, sq, hq, d))
+    lse = np.full((b, hq, sq), -np.inf)
+    for bi in range(b):
+        n = sk if lens is None else int(np.clip(lens[bi], 0, sk))
+        for h in range(hq):
+            kh = h // (hq // hkv)
+            s = (q[bi, :, h, :] @ k[bi, :n, kh, :].T) * scale
+            i = np.arange(sq)[:, None]
+            j = np.arange(n)[None, :]
+            diag = i + n - sq
+            vis = np.ones((sq, n), bool)
+            if causal:
+                vis &= j <= diag
+            if window[0] >= 0:
+                vis &= j >= diag - window[0]
+            if window[1] >= 0:
+                vis &= j <= diag + window[1]
+            s = np.where(vis, s, -np.inf)
+            m = s.max(axis=1, initial=-np.inf)
+            ok = np.isfinite(m)
+            p = np.where(ok[:, None], np.exp(s - np.where(ok, m, 0)[:, None]), 0.0)
+            l = p.sum(axis=1)
+            o[bi, :, h, :] = np.where(ok[:, None], (p @ v[bi, :n, kh, :]) / np.where(ok, l, 1)[:, None], 0.0)
+            lse[bi, h, :] = np.where(ok, m + np.log(np.where(ok, l, 1)), -np.inf)
+    return o, lse
+
+
+def assert_close(got, ref, dtype, what=""):
+    a, r = TOL[dtype]
+    err = np.abs(got - ref) - (a + r * np.abs(ref))
+    worst = np.unravel_index(np.argmax(err), err.shape)
+    assert err.max() <= 0, "%s: |got - ref| over the %s tolerance at %s: got %r, ref %r" % (
+        what, dtype, worst, got[worst], ref[worst])
+
+
+def assert_lse(got, ref):
+    fin = np.isfinite(ref)
+    assert np.array_equal(np.isfinite(got), fin), "LSE: -inf rows differ"
+    bound = LSE_REL * np.maximum(np.abs(ref[fin]), 1.0)
+    assert np.all(np.abs(got[fin] - ref[fin]) <= bound), "LSE outside %g relative" % LSE_REL
+
+
+@pytest.fixture(scope="module")
+def queue():
+    return fa_cl.default_context().queue
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("causal,window", [(False, (-1, -1)), (True, (-1, -1)), (False, (5, 3))])
+def test_flash_attn_func_numpy(dtype, causal, window):
+    rng = np.random.default_rng(1)
+    q, k, v = make((2, 19, 4, 40), dtype, rng), make((2, 33, 2, 40), dtype, rng), make((2, 33, 2, 40), dtype, rng)
+    o, lse = fa_cl.flash_attn_func(q, k, v, causal=causal, window_size=window, return_lse=True)
+    assert isinstance(o, np.ndarray) and o.shape == q.shape and o.dtype == q.dtype
+    ref, ref_lse = oracle(value(q, dtype), value(k, dtype), value(v, dtype), causal=causal, window=window)
+    assert_close(value(o, dtype), ref, dtype, "flash_attn_func %s causal=%s window=%s" % (dtype, causal, window))
+    assert lse.shape == (2, 4, 19) and lse.dtype == np.float32
+    assert_lse(lse.astype(np.float64), ref_lse)
+
+
+def test_pyopencl_arrays_in_and_out_without_copies(queue):
+    rng = np.random.default_rng(2)
+    qn, kn, vn = (make((1, 64, 8, 64), "f16", rng) for _ in range(3))
+    q, k, v = (cla.to_device(queue, a) for a in (qn, kn, vn))
+    o = fa_cl.flash_attn_func(q, k, v, causal=True, softmax_scale=0.07)
+    assert isinstance(o, cla.Array) and o.queue == queue and o.shape == q.shape
+    ref, _ = oracle(value(qn, "f16"), value(kn, "f16"), value(vn, "f16"), scale=0.07, causal=True)
+    assert_close(value(o, "f16"), ref, "f16", "pyopencl in/out")
+
+
+def test_strided_views_of_one_buffer(queue):
+    """q, k and v as views into one packed qkv tensor [B, S, 3, H, D] (no copies)."""
+    rng = np.random.default_rng(3)
+    qkv_n = make((2, 30, 3, 4, 32), "f32", rng)
+    qkv = cla.to_device(queue, qkv_n)
+    q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+    o = fa_cl.flash_attn_func(q, k, v)
+    ref, _ = oracle(qkv_n[:, :, 0].astype(np.float64), qkv_n[:, :, 1].astype(np.float64), qkv_n[:, :, 2].astype(np.float64))
+    assert_close(o.get().astype(np.float64), ref, "f32", "qkv views")
+
+
+@pytest.mark.parametrize("sq,sk", [(16, 16), (7, 29), (29, 7)])
+def test_sdpa_top_left_causal_and_gqa(sq, sk):
+    rng = np.random.default_rng(4)
+    q, k, v = make((2, 4, sq, 32), "f32", rng), make((2, 2, sk, 32), "f32", rng), make((2, 2, sk, 32), "f32", rng)
+    o = fa_cl.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    assert o.shape == (2, 4, sq, 32)
+    # PyTorch's top-left mask, computed directly
+    qd, kd, vd = (a.astype(np.float64) for a in (q, k, v))
+    ref = np.zeros_like(o, dtype=np.float64)
+    for b in range(2):
+        for h in range(4):
+            s = qd[b, h] @ kd[b, h // 2].T / np.sqrt(32)
+            s = np.where(np.arange(sk)[None, :] <= np.arange(sq)[:, None], s, -np.inf)
+            p = np.exp(s - s.max(axis=1, keepdims=True))
+            ref[b, h] = (p / p.sum(axis=1, keepdims=True)) @ vd[b, h // 2]
+    assert_close(o.astype(np.float64), ref, "f32", "sdpa top-left causal %dx%d" % (sq, sk))
+
+
+def test_sdpa_gqa_needs_enable_gqa():
+    q = np.zeros((1, 4, 8, 16), np.float32)
+    k = np.zeros((1, 2, 8, 16), np.float32)
+    with pytest.raises(ValueError, match="enable_gqa"):
+        fa_cl.scaled_dot_product_attention(q, k, k)
+
+
+def test_varlen_with_an_empty_sequence():
+    rng = np.random.default_rng(5)
+    lq, lk = [5, 0, 12], [9, 4, 12]
+    cq, ck = np.cumsum([0] + lq).astype(np.int32), np.cumsum([0] + lk).astype(np.int32)
+    q, k, v = make((sum(lq), 4, 32), "f16", rng), make((sum(lk), 2, 32), "f16", rng), make((sum(lk), 2, 32), "f16", rng)
+    o, lse = fa_cl.flash_attn_varlen_func(q, k, v, cq, ck, max(lq), max(lk), causal=True, return_lse=True)
+    assert o.shape == q.shape and lse.shape == (4, sum(lq))
+    for b in range(3):
+        if lq[b] == 0:
+            continue
+        qs, ks = slice(cq[b], cq[b + 1]), slice(ck[b], ck[b + 1])
+        ref, ref_lse = oracle(value(q[qs], "f16")[None], value(k[ks], "f16")[None], value(v[ks], "f16")[None], causal=True)
+        assert_close(value(o[qs], "f16"), ref[0], "f16", "varlen sequence %d" % b)
+        assert_lse(lse[:, qs].astype(np.float64), ref_lse[0])
+
+
+def test_kvcache_paged_with_lengths_and_append():
+    rng = np.random.default_rng(6)
+    b, hq, hkv, d, page, pages_per_seq = 3, 4, 2, 32, 16, 4
+    cap = page * pages_per_seq
+    num_pages = b * pages_per_seq + 2
+    table = rng.permutation(num_pages)[: b * pages_per_seq].reshape(b, pages_per_seq).astype(np.int32)
+    kpool, vpool = make((num_pages, page, hkv, d), "f32", rng), make((num_pages, page, hkv, d), "f32", rng)
+    lens = np.array([0, 30, 60], np.int32)
+    q = make((b, 2, hq, d), "f32", rng)
+    kn, vn = make((b, 2, hkv, d), "f32", rng), make((b, 2, hkv, d), "f32", rng)
+    k_before, v_before = kpool.copy(), vpool.copy()
+    o = fa_cl.flash_attn_with_kvcache(q, kpool, vpool, k=kn, v=vn, cache_seqlens=lens, block_table=table, causal=True)
+    # the new rows landed in the pool (numpy caches are updated in place) and nothing else changed
+    kc, vc = k_before.copy(), v_before.copy()
+    for bi in range(b):
+        for i in range(2):
+            pos = lens[bi] + i
+            if pos < cap:
+                kc[table[bi, pos // page], pos % page] = kn[bi, i]
+                vc[table[bi, pos // page], pos % page] = vn[bi, i]
+    assert np.array_equal(kpool, kc) and np.array_equal(vpool, vc)
+    # contiguous [B, cap, H, D] view of each sequence's pages for the oracle
+    kseq = np.stack([np.concatenate([kc[p] for p in table[bi]]) for bi in range(b)]).astype(np.float64)
+    vseq = np.stack([np.concatenate([vc[p] for p in table[bi]]) for bi in range(b)]).astype(np.float64)
+    ref, _ = oracle(q.astype(np.float64), kseq, vseq, causal=True, lens=np.minimum(lens + 2, cap))
+    assert_close(o.astype(np.float64), ref, "f32", "paged kvcache with append")
+
+
+def test_context_caches_plans():
+    ctx = fa_cl.Context()
+    q = np.random.default_rng(7).standard_normal((1, 32, 2, 16)).astype(np.float32)
+    for _ in range(3):
+        fa_cl.flash_attn_func(q, q, q, context=ctx)
+    fa_cl.flash_attn_func(q, q, q, causal=True, context=ctx)
+    assert ctx.plan_count() == 2
+    ctx.close()
+
+
+def test_errors_are_exceptions():
+    f32 = np.zeros((1, 8, 2, 16), np.float32)
+    with pytest.raises(TypeError, match="float32, float16 and bfloat16"):
+        f64 = f32.astype(np.float64)
+        fa_cl.flash_attn_func(f64, f64, f64)
+    with pytest.raises(TypeError, match="one dtype"):
+        fa_cl.flash_attn_func(f32, f32.astype(np.float16), f32)
+    with pytest.raises(ValueError, match="disagree"):
+        fa_cl.flash_attn_func(f32, np.zeros((1, 8, 2, 8), np.float32), f32)
+    with pytest.raises(ValueError, match="evenly"):
+        fa_cl.flash_attn_func(np.zeros((1, 8, 3, 16), np.float32), f32, f32)
+    with pytest.raises(ValueError, match="expected 4 dimensions"):
+        fa_cl.flash_attn_func(f32[0], f32, f32)
+    with pytest.raises(ValueError, match="positive and finite"):
+        fa_cl.flash_attn_func(f32, f32, f32, softmax_scale=float("nan"))
+    # the library's own refusals carry its status and message
+    big = np.zeros((1, 8, 1, 300), np.float32)
+    with pytest.raises(fa_cl.FaClError) as e:
+        fa_cl.flash_attn_func(big, big, big)
+    assert e.value.status_name == "FA_CL_ERROR_UNSUPPORTED" and "head_dim" in e.value.message
+    with pytest.raises(fa_cl.FaClError) as e:
+        fa_cl.flash_attn_func(f32, f32, f32, window_size=(-5, 0))
+    assert e.value.status_name == "FA_CL_ERROR_INVALID_ARGUMENT"
+
+
+def test_mixed_and_non_contiguous_device_arrays(queue):
+    a = cla.to_device(queue, np.zeros((1, 8, 2, 16), np.float32))
+    with pytest.raises(TypeError, match="not a mix"):
+        fa_cl.flash_attn_func(a, np.zeros((1, 8, 2, 16), np.float32), a)
+    t = a.transpose((0, 1, 3, 2))  # head_dim no longer contiguous
+    with pytest.raises(ValueError, match="last dimension"):
+        fa_cl.flash_attn_func(t, t, t)
+
+
+def test_plot_writes_a_png(tmp_path):
+    bench = {"device": "test device", "rows": [
+        {"dtype": "f16", "d": 64, "causal": False, "Sq": n, "Sk": n, "failed": False, "page_size": 0,
+         "cache_seqlens": None, "varlen_q": None, "fused_tflops": 10.0 * i + 1, "ref_tflops": 1.0 + i}
+        for i, n in enumerate((512, 1024, 2048))]}
+    anchor = {"B": 8, "H": 16, "Hkv": 16, "Sq": 1024, "Sk": 1024, "d": 64, "dtype": "f16", "causal": False,
+              "backward": False, "rows": [{"backend": "FLASH_ATTENTION", "ms": 1.0, "tflops": 30.0, "kv_gbps": 1.0}]}
+    (tmp_path / "bench.json").write_text(json.dumps(bench))
+    (tmp_path / "torch.json").write_text(json.dumps(anchor))
+    out = tmp_path / "bench.png"
+    r = subprocess.run([sys.executable, "-m", "fa_cl.plot", str(tmp_path / "bench.json"), str(tmp_path / "torch.json"),
+                        "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
