@@ -12,6 +12,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BUILD_DIR=${FA_CL_BUILD_DIR:-build}
 JOBS=$(nproc 2>/dev/null || echo 2)
 PACKAGES="cmake make gcc pkg-config ocl-icd-opencl-dev opencl-headers libclblast-dev pocl-opencl-icd clinfo oclgrind valgrind"
+# the Python package (python/): Debian's interpreter with its numpy, pyopencl, pytest and matplotlib,
+# seen from a virtual environment (Debian's pip refuses system-wide installs: PEP 668)
+PY_PACKAGES="python3 python3-venv python3-pip python3-setuptools python3-numpy python3-pyopencl python3-pytest python3-matplotlib"
+PACKAGES="$PACKAGES $PY_PACKAGES"
+PYTHON=/usr/bin/python3
 # `ctest -L offline` (test only): Intel's offline compiler (ocloc), ROCm's device libraries and the
 # newest clang for AMD GPUs and the generic SPIR check, readelf. Where the distribution lacks one,
 # that offline test is skipped (with the reason), never failed for it, unless FA_CL_REQUIRE_OFFLINE=1.
@@ -118,6 +123,15 @@ build() {
     deps
     cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${FA_CL_CMAKE_ARGS:-} >/dev/null
     cmake --build "$BUILD_DIR" -j "$JOBS"
+    python_package
+}
+
+# The Python package into $BUILD_DIR/venv (system site packages visible), carrying this build's
+# libfa_cl; offline: no build isolation, no dependency downloads (Debian's packages provide them).
+python_package() {
+    [ -d "$BUILD_DIR/venv" ] || "$PYTHON" -m venv --system-site-packages "$BUILD_DIR/venv"
+    FA_CL_LIBRARY="$BUILD_DIR/libfa_cl.so" "$BUILD_DIR/venv/bin/pip" install -q --no-build-isolation --no-deps --force-reinstall ./python
+    rm -rf python/build python/fa_cl.egg-info
 }
 
 case "${1:-}" in
@@ -129,6 +143,9 @@ demo)
     echo
     # a forward pass on the default device, timed, and checked against the CLBlast reference
     "$BUILD_DIR"/tools/fa_cl_bench -b 1 -h 8 -q 1024 -k 1024 -d 64 --dtype f32 --check
+    echo
+    # the README's Python example, through the package in $BUILD_DIR/venv
+    "$BUILD_DIR/venv/bin/python" examples/python/first_call.py
     ;;
 offline-packaged) offline_packaged ;;
 test)

@@ -1,16 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
-# The README's complete program is examples/pkg_config/first_call.c, which the install tests build
-# and run: the text in the README must be that file's, byte for byte.
-#   cmake -DREADME=<README.md> -DEXAMPLE=<first_call.c> -P readme_example.cmake
+# The README's complete programs are examples/pkg_config/first_call.c and
+# examples/python/first_call.py, which the tests build and run: the text in the README after the
+# marker naming the file must be that file's, byte for byte.
+#   cmake -DREADME=<README.md> -DEXAMPLE=<file> [-DFENCE=python] -P readme_example.cmake
+if(NOT FENCE)
+  set(FENCE c)
+endif()
 file(READ "${README}" readme)
 file(READ "${EXAMPLE}" example)
-string(FIND "${readme}" "<!-- examples/pkg_config/first_call.c" at)
+string(REGEX REPLACE ".*/(examples/[^/]+/[^/]+)$" "\\1" name "${EXAMPLE}")
+string(FIND "${readme}" "<!-- ${name}" at)
 if(at EQUAL -1)
-  message(FATAL_ERROR "README.md has no <!-- examples/pkg_config/first_call.c ... --> marker")
+  message(FATAL_ERROR "README.md has no <!-- ${name} ... --> marker")
 endif()
 string(SUBSTRING "${readme}" ${at} -1 rest)
-string(FIND "${rest}" "```c\n" open)
-math(EXPR begin "${open} + 5")
+string(FIND "${rest}" "```${FENCE}\n" open)
+string(LENGTH "```${FENCE}\n" fence_len)
+math(EXPR begin "${open} + ${fence_len}")
 string(SUBSTRING "${rest}" ${begin} -1 rest)
 string(FIND "${rest}" "```\n" close)
 string(SUBSTRING "${rest}" 0 ${close} block)
