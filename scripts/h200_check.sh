@@ -6,25 +6,8 @@
 # Run from the repo root with .gpu/ (a copy of ../shared/gpu), a build made on the Debian machine
 # (BUILD, default build-gpu) and optionally BASE (default build-base). Logs go to $OUT.
 #   scripts/h200_check.sh [all|tests|rows|torch]
-set -u
-BUILD=${BUILD:-build-gpu}
-BASE=${BASE:-build-base}
-OUT=${OUT:-/tmp/fa_cl_out}
-mkdir -p "$OUT"
-. .gpu/nvidia-opencl-env.sh
-# CTest files and rpaths hold the Debian machine's absolute paths (/work/main/...): make them resolve
-here=$(pwd)
-[ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw --format=csv | tee "$OUT/gpu.txt"
+. scripts/h200_common.sh
 what=${1:-all}
-
-bench() { # label, env..., -- bench args
-    local label=$1; shift
-    local envs=()
-    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-    shift
-    printf '%-34s %s :: %s\n' "$label" "$*" "$(env "${envs[@]}" "$B" "$@" 2>&1 | tail -1 | cut -c1-240)"
-}
 
 if [ "$what" = all ] || [ "$what" = tests ]; then
     t0=$(date +%s)

@@ -8,22 +8,7 @@
 # build-base). Logs go to $OUT.
 #   scripts/h200_decode.sh [tests | l2 | regs | final]   (l2, regs: the cp.async L2-prefetch and register-cap rows;
 #   final: the defaults, three rounds of decode rows beside PyTorch, checks, then CTest)
-set -u
-BUILD=${BUILD:-build-gpu}
-BASE=${BASE:-build-base}
-OUT=${OUT:-/tmp/fa_cl_out}
-mkdir -p "$OUT"
-. .gpu/nvidia-opencl-env.sh
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
-B="$BUILD/tools/fa_cl_bench"
-bench() { # label, env..., -- bench args
-    local label=$1; shift
-    local envs=()
-    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-    shift
-    printf '%-34s %s :: %s\n' "$label" "$*" "$(env "${envs[@]}" "$B" "$@" 2>&1 | tail -1 | cut -c1-330)"
-}
-base() { local b=$B; B="$BASE/tools/fa_cl_bench"; bench "base $(cat "$BASE/commit")" "$@"; B=$b; }
+. scripts/h200_common.sh
 DEC=("-b 16 -h 32 --heads-kv 8 -q 1 -k 8192 -d 128 --dtype f16"
      "-b 16 -h 32 --heads-kv 8 -q 1 -k 32768 -d 128 --dtype f16"
      "-b 1 -h 32 --heads-kv 8 -q 1 -k 131072 -d 128 --dtype f16")

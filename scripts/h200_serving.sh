@@ -6,24 +6,8 @@
 # Run from the repo root with .gpu/ (../shared/gpu), BUILD (default build-gpu) and BASE (default
 # build-base). Logs go to $OUT.
 #   scripts/h200_serving.sh [perf|tests|all]
-set -u
-BUILD=${BUILD:-build-gpu}
-BASE=${BASE:-build-base}
-OUT=${OUT:-/tmp/fa_cl_out}
-mkdir -p "$OUT"
-. .gpu/nvidia-opencl-env.sh
-here=$(pwd)
-[ -e /work/main ] || { mkdir -p /work && ln -s "$here" /work/main; }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+. scripts/h200_common.sh
 what=${1:-all}
-B="$BUILD/tools/fa_cl_bench"
-bench() { # label, env..., -- bench args
-    local label=$1; shift
-    local envs=()
-    while [ "$1" != "--" ]; do envs+=("$1"); shift; done
-    shift
-    printf '%-28s %s :: %s\n' "$label" "$*" "$(env "${envs[@]}" "$B" "$@" 2>&1 | tail -1 | cut -c1-330)"
-}
 DEC=("-b 16 -h 32 --heads-kv 8 -q 1 -k 8192 -d 128 --dtype f16"
      "-b 16 -h 32 --heads-kv 8 -q 1 -k 32768 -d 128 --dtype f16"
      "-b 1 -h 32 --heads-kv 8 -q 1 -k 131072 -d 128 --dtype f16")

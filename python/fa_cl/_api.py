@@ -219,6 +219,25 @@ def _set_view(desc, which, a, name, order):
     setattr(desc, which + "_offset", off)
 
 
+def _prepare(call, desc, q, k, v, order, o_shape, lse_shape, names=("q", "k", "v"), zero_o=False):
+    """A new output o (C order) and LSE (None where not asked for); the four views into desc (their
+    dimensions in `order` as [batch, head, seq]); the call's args holding the four buffers."""
+    queue = call.ctx.queue
+    o = (cla.zeros if zero_o else cla.empty)(queue, o_shape, q.dtype)
+    for which, a, name in (("q", q, names[0]), ("k", k, names[1]), ("v", v, names[2]), ("o", o, "o")):
+        _set_view(desc, which, a, name, order)
+    lse = cla.empty(queue, lse_shape, np.float32) if lse_shape else None
+    args = _lib.ForwardArgs()
+    args.q, args.k, args.v, args.o = _mem(q), _mem(k), _mem(v), _mem(o)
+    args.lse = _mem(lse) if lse is not None else None
+    return o, lse, args
+
+
+def _finish(call, desc, args, o, lse):
+    call.ctx.run(desc, args)
+    return (call.result(o), call.result(lse)) if lse is not None else call.result(o)
+
+
 def _same_dtype(arrays, names):
     dts = {np.dtype(a.dtype) for a in arrays}
     if len(dts) != 1:
@@ -240,17 +259,8 @@ def _attention_bshd(q, k, v, scale, causal, window, return_lse, context, sk_view
     if hkv == 0 or hq % hkv:
         raise ValueError("fa_cl: %d query heads do not share %d key/value heads evenly" % (hq, hkv))
     desc = _desc(b, hq, hkv, sq, sk if sk_view is None else sk_view, d, dtype, scale, causal, window)
-    o = cla.empty(call.ctx.queue, (b, sq, hq, d), q.dtype)
-    _set_view(desc, "q", q, "q", (0, 2, 1))
-    _set_view(desc, "k", k, "k", (0, 2, 1))
-    _set_view(desc, "v", v, "v", (0, 2, 1))
-    _set_view(desc, "o", o, "o", (0, 2, 1))
-    lse = cla.empty(call.ctx.queue, (b, hq, sq), np.float32) if return_lse else None
-    args = _lib.ForwardArgs()
-    args.q, args.k, args.v, args.o = _mem(q), _mem(k), _mem(v), _mem(o)
-    args.lse = _mem(lse) if lse is not None else None
-    call.ctx.run(desc, args)
-    return (call.result(o), call.result(lse)) if return_lse else call.result(o)
+    o, lse, args = _prepare(call, desc, q, k, v, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None)
+    return _finish(call, desc, args, o, lse)
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, -1), return_lse=False, context=None):
@@ -327,18 +337,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     cq, ck = _int32_device(call, cu_seqlens_q, "cu_seqlens_q", n + 1), _int32_device(call, cu_seqlens_k, "cu_seqlens_k", n + 1)
     desc = _desc(n, hq, hkv, int(max_seqlen_q), int(max_seqlen_k), d, dtype, softmax_scale, causal, window_size)
     desc.total_q, desc.total_k = tq, tk
-    o = cla.zeros(call.ctx.queue, (tq, hq, d), q.dtype)
-    _set_view(desc, "q", q, "q", (None, 1, 0))
-    _set_view(desc, "k", k, "k", (None, 1, 0))
-    _set_view(desc, "v", v, "v", (None, 1, 0))
-    _set_view(desc, "o", o, "o", (None, 1, 0))
-    lse = cla.empty(call.ctx.queue, (hq, tq), np.float32) if return_lse else None
-    args = _lib.ForwardArgs()
-    args.q, args.k, args.v, args.o = _mem(q), _mem(k), _mem(v), _mem(o)
-    args.lse = _mem(lse) if lse is not None else None
+    o, lse, args = _prepare(call, desc, q, k, v, (None, 1, 0), (tq, hq, d), (hq, tq) if return_lse else None,
+                            zero_o=True)
     args.cu_seqlens_q, args.cu_seqlens_k = _mem(cq), _mem(ck)
-    call.ctx.run(desc, args)
-    return (call.result(o), call.result(lse)) if return_lse else call.result(o)
+    return _finish(call, desc, args, o, lse)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, block_table=None,
@@ -392,24 +394,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
         if not (kn.flags.c_contiguous and vn.flags.c_contiguous) or kn.offset or vn.offset:
             raise ValueError("fa_cl: k and v (new rows) must be contiguous from the start of their buffers")
         desc.seqlen_new = kn.shape[1]
-    o = cla.empty(call.ctx.queue, (b, sq, hq, d), q.dtype)
-    _set_view(desc, "q", q, "q", (0, 2, 1))
-    _set_view(desc, "o", o, "o", (0, 2, 1))
     # the cache: [B, S, H, D] -> {batch, head, seq}; a pool [pages, page_size, H, D] -> {page, head, slot}
-    _set_view(desc, "k", kc, "k_cache", (0, 2, 1))
-    _set_view(desc, "v", vc, "v_cache", (0, 2, 1))
-    lse = cla.empty(call.ctx.queue, (b, hq, sq), np.float32) if return_lse else None
-    args = _lib.ForwardArgs()
-    args.q, args.k, args.v, args.o = _mem(q), _mem(kc), _mem(vc), _mem(o)
-    args.lse = _mem(lse) if lse is not None else None
+    o, lse, args = _prepare(call, desc, q, kc, vc, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None,
+                            names=("q", "k_cache", "v_cache"))
     if lens is not None:
         args.cache_seqlens = _mem(lens)
     if table is not None:
         args.block_table = _mem(table)
     if kn is not None:
         args.k_new, args.v_new = _mem(kn), _mem(vn)
-    call.ctx.run(desc, args)
+    result = _finish(call, desc, args, o, lse)
     if numpy_caches is not None and kn is not None:
         numpy_caches[0][...] = kc.get()
         numpy_caches[1][...] = vc.get()
-    return (call.result(o), call.result(lse)) if return_lse else call.result(o)
+    return result
