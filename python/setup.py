@@ -16,6 +16,8 @@ REPO = os.path.dirname(HERE)
 def built_library():
     lib = os.environ.get("FA_CL_LIBRARY")
     if lib:
+        if not os.path.isabs(lib):
+            raise SystemExit("fa_cl: FA_CL_LIBRARY=%s must be an absolute path (pip builds in another directory)" % lib)
         if not os.path.exists(lib):
             raise SystemExit("fa_cl: FA_CL_LIBRARY=%s does not exist" % lib)
         return lib

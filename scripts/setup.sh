@@ -130,7 +130,9 @@ build() {
 # libfa_cl; offline: no build isolation, no dependency downloads (Debian's packages provide them).
 python_package() {
     [ -d "$BUILD_DIR/venv" ] || "$PYTHON" -m venv --system-site-packages "$BUILD_DIR/venv"
-    FA_CL_LIBRARY="$BUILD_DIR/libfa_cl.so" "$BUILD_DIR/venv/bin/pip" install -q --no-build-isolation --no-deps --force-reinstall ./python
+    local lib
+    lib=$(cd "$BUILD_DIR" && pwd)/libfa_cl.so # absolute: pip builds in another directory
+    FA_CL_LIBRARY="$lib" "$BUILD_DIR/venv/bin/pip" install -q --no-build-isolation --no-deps --force-reinstall ./python
     rm -rf python/build python/fa_cl.egg-info
 }
 
