@@ -7,12 +7,16 @@
  * no key (LSE_s = -inf) adds nothing; a row that saw none gets O = 0, LSE = -inf; a NaN LSE_s (a
  * NaN score) makes the row and its LSE NaN, as in one pass.
  *
+ * FA_SINKS: the row's sink logit (sinks[h], include/fa_cl.h "Score modifiers") joins here, once,
+ * as a chunk whose O is 0: M = max(M, sink), and e^{sink - M} adds to the sum.
+ *
  * One work-item per 4 columns of one row; defined by the planner: FA_DTYPE, HEAD_DIM. */
 #define D4 ((HEAD_DIM + 3) / 4)
 
 __kernel void fa_combine(__global const float *o_part, __global const float *lse_part, __global fa_store_t *o,
                          __global float *lse, ulong o_off, long os0, long os1, long os2, int heads_q, int seqlen_q,
-                         int num_splits, int has_lse, ulong rows, __global const int *cu_seqlens_q, int total_q)
+                         int num_splits, int has_lse, ulong rows, __global const int *cu_seqlens_q, int total_q,
+                         __global const float *sinks)
 {
     const ulong gid = get_global_id(0);
     if (gid >= rows * D4)
@@ -44,6 +48,13 @@ __kernel void fa_combine(__global const float *o_part, __global const float *lse
         nan |= isnan(x);
         mx = fmax(mx, x);
     }
+#ifdef FA_SINKS
+    const float sink = sinks[h];
+    nan |= isnan(sink);
+    mx = fmax(mx, sink);
+#else
+    (void)sinks;
+#endif
     float4 acc = (float4)(0.0f);
     float sum = 0.0f;
     if (nan) {
@@ -68,6 +79,9 @@ __kernel void fa_combine(__global const float *o_part, __global const float *lse
             acc = mad((float4)(w), v, acc);
             sum += w;
         }
+#ifdef FA_SINKS
+        sum += exp(sink - mx); /* 0 for a sink of -inf */
+#endif
         acc /= sum;
     }
     const ulong base = out_row + 4 * (ulong)c;

@@ -68,10 +68,12 @@ void fa_forward(FA_FORWARD_PARAMS)
     float4 acc[ROWS][D4];
     float m[ROWS], l[ROWS];
     int lo[ROWS], hi[ROWS];
+    FA_MOD_ROWS(ROWS)
     for (int i = 0; i < ROWS; i++) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
         FA_ROW_RANGE(q0 + lid + i * WG, &lo[i], &hi[i]);
+        FA_MOD_ROW_INIT(i, q0 + lid + i * WG);
 #ifdef FA_UNROLL
 #pragma unroll
 #endif
@@ -132,7 +134,10 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
             for (int j = 0; j < BLOCK_KV; j++) {
                 int key = kv0 + j;
-                float x = (key >= lo[i] && key < hi[i]) ? s[i][j] : -INFINITY;
+                /* the modified score first, then the select (a call in one arm made AMD's compiler
+                 * branch and spill the tiles) */
+                const float y = FA_MOD_SCORE(s[i][j], i, key);
+                float x = (key >= lo[i] && key < hi[i]) ? y : -INFINITY;
                 s[i][j] = x;
                 mx = fmax(mx, x);
             }
@@ -207,6 +212,11 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int i = 0; i < ROWS; i++) {
         int r = lid + i * WG;
         int row = q0 + r;
+#ifdef FA_APPLY_SINKS
+        const float fs = fa_sink_join(FA_ROW_SINK(row), &m[i], &l[i], scale_log2);
+        for (int c = 0; c < D4; c++)
+            acc[i][c] *= fs;
+#endif
         float inv = (l[i] == 0.0f) ? 0.0f : 1.0f / l[i];
 #ifdef FA_UNROLL
 #pragma unroll

@@ -34,7 +34,7 @@ typedef fa_store_t fa_out_t;
         long qs0, long qs1, long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, long os0, \
         long os1, long os2, int heads_q, int group, int seqlen_q_max, int seqlen_k_cap, int num_q_blocks, \
         float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse, float scale,         \
-        __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS
+        __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS FA_MODS_PARAMS
 
 /* The serving arguments exist only in builds with a serving feature (FA_SERVING, set by the planner
  * with any of the options below): elsewhere they are constants, so that other plans keep the
@@ -53,6 +53,18 @@ typedef fa_store_t fa_out_t;
     const ulong split_stride = 0;                                                                         \
     __global const int *const seqlens = 0, *const block_table = 0, *const cu_seqlens_q = 0,              \
                               *const cu_seqlens_k = 0;
+#endif
+
+/* The score modifiers' arguments, only in builds with one (FA_MODS: FA_SOFTCAP, FA_ALIBI,
+ * FA_SINKS; include/fa_cl.h "Score modifiers"): the softcap's factors in raw-score units and the
+ * per-query-head slopes and sink logits. */
+#ifdef FA_MODS
+#define FA_MODS_PARAMS                                                                                    \
+    , float softcap_in, float softcap_out, __global const float *alibi_slopes, __global const float *sinks
+#define FA_MODS_UNUSED (void)softcap_in, (void)softcap_out, (void)alibi_slopes, (void)sinks;
+#else
+#define FA_MODS_PARAMS
+#define FA_MODS_UNUSED
 #endif
 
 /* One work-group per (query block, batch * head column), flattened into dimension 0, and (FA_SPLIT)
@@ -83,7 +95,8 @@ typedef fa_store_t fa_out_t;
     FA_KV_SPAN                                                                                            \
     (void)scratch, (void)kv_begin, (void)kv_end, (void)kmap, (void)vmap, (void)seqlens,   \
         (void)pack, (void)num_splits, (void)split_stride, (void)cu_seqlens_q, (void)cu_seqlens_k,        \
-        (void)total_q, (void)total_k, (void)nrows_max, (void)qs0, (void)os0, (void)ks0, (void)vs0;
+        (void)total_q, (void)total_k, (void)nrows_max, (void)qs0, (void)os0, (void)ks0, (void)vs0;          \
+    FA_MODS_UNUSED
 
 /* Where the head column's first q and o rows are (expressions, not variables: a 64-bit value kept
  * live through the key loop costs the registers a kernel is tuned to; Intel's compiler spilled) */
@@ -274,12 +287,12 @@ inline float fa_row_lse(float m, float l, float scale)
  * output: o itself for f32 storage, else the scratch after the slots ([B*Hq, Sq, HEAD_DIM]). The
  * last chunk's launch normalises and writes o and the LSE. A variant defines FA_ITEM_ROWS, the rows
  * each work-item holds. */
-#ifdef FA_KV_CHUNKED
 /* the factor bringing sums relative to maximum m to maximum mx (both raw scores); 0 where m is -inf */
 inline float fa_rescale(float m, float mx, float scale_log2)
 {
     return m == -INFINITY ? 0.0f : FA_EXP2((m - mx) * scale_log2);
 }
+#ifdef FA_KV_CHUNKED
 /* the state slot of this work-item's row i */
 #define FA_CHUNK_SLOT(i) (scratch + 2 * ((ulong)get_global_id(0) * FA_ITEM_ROWS + (ulong)(i)))
 #if FA_DTYPE == 0
@@ -315,6 +328,95 @@ inline void fa_pos_range(int pos, int seqlen_q, int seqlen_k, int win_left, int 
     *lo = (int)clamp(diag - win_left, 0L, (long)seqlen_k);
     *hi = (int)clamp(diag + win_right + 1, 0L, (long)seqlen_k);
 }
+
+/* Score modifiers on a raw score s = q.k (the kernels fold the scale into the exponent): the
+ * softcap c tanh(s scale / c) and the ALiBi bias -slope |diag - key|, both in raw units (divided by
+ * the scale). alibi_raw = slope / scale of the row's query head, diag = the row's position +
+ * seqlen_k - seqlen_q. */
+#ifdef FA_MODS
+/* tanh from one exp: (1 - e^-2|x|) / (1 + e^-2|x|) with x's sign; within 2^-22 absolute of tanh
+ * (the library's tanh is a larger expansion: on AMD's compiler it made the tiled kernel spill) */
+inline float fa_tanh(float x)
+{
+    const float e = FA_EXP2(-2.0f * M_LOG2E_F * fabs(x));
+    return copysign((1.0f - e) / (1.0f + e), x);
+}
+
+inline float fa_score_mod(float s, float softcap_in, float softcap_out, float alibi_raw, int diag, int key)
+{
+#ifdef FA_SOFTCAP
+    s = softcap_out * fa_tanh(s * softcap_in);
+#else
+    (void)softcap_in, (void)softcap_out;
+#endif
+#ifdef FA_ALIBI
+    s -= alibi_raw * (float)abs(diag - key);
+#else
+    (void)alibi_raw, (void)diag, (void)key;
+#endif
+    return s;
+}
+#define FA_SCORE(s, alibi_raw, diag, key) fa_score_mod(s, softcap_in, softcap_out, alibi_raw, diag, key)
+#else
+#define FA_SCORE(s, alibi_raw, diag, key) (s)
+#endif
+
+/* Row v of a head column: its query head (GQA packing: the next one every seqlen_q rows) and the
+ * key on its bottom-right diagonal (position + seqlen_k - seqlen_q). */
+inline int fa_row_head(int h, int v, int seqlen_q)
+{
+#ifdef FA_PACK
+    return h + v / seqlen_q;
+#else
+    (void)seqlen_q, (void)v;
+    return h;
+#endif
+}
+
+inline int fa_row_diag(int v, int seqlen_q, int seqlen_k)
+{
+#ifdef FA_PACK
+    return v % seqlen_q + seqlen_k - seqlen_q;
+#else
+    return v + seqlen_k - seqlen_q;
+#endif
+}
+
+/* A row's ALiBi slope in raw units (0 without ALiBi, or past the rows). */
+#ifdef FA_ALIBI
+#define FA_ROW_ALIBI(v) ((v) < nrows ? alibi_slopes[fa_row_head(h, v, seqlen_q)] / scale : 0.0f)
+#else
+#define FA_ROW_ALIBI(v) 0.0f
+#endif
+
+/* Per-row state of the modifiers, for a kernel's n rows per work-item: their ALiBi slopes (raw)
+ * and diagonals; nothing in builds without modifiers. */
+#ifdef FA_MODS
+#define FA_MOD_ROWS(n) float mod_alibi[n]; int mod_diag[n];
+#define FA_MOD_ROW_INIT(i, v) (mod_alibi[i] = FA_ROW_ALIBI(v), mod_diag[i] = fa_row_diag(v, seqlen_q, seqlen_k))
+#define FA_MOD_SCORE(s, i, key) FA_SCORE(s, mod_alibi[i], mod_diag[i], key)
+#else
+#define FA_MOD_ROWS(n)
+#define FA_MOD_ROW_INIT(i, v) ((void)0)
+#define FA_MOD_SCORE(s, i, key) (s)
+#endif
+/* the sink logit of row v in raw units (-inf past the rows: nothing is read there) */
+#define FA_ROW_SINK(v) ((v) < nrows ? sinks[fa_row_head(h, v, seqlen_q)] / scale : -INFINITY)
+
+/* Attention sinks: the row's sink logit joins its softmax as a key without a value, after every
+ * key (and chunk) is in: (m, l) take it, the returned factor rescales O. A split plan's forward
+ * leaves it to the combine kernel. */
+#if defined(FA_SINKS) && !defined(FA_SPLIT)
+#define FA_APPLY_SINKS 1
+inline float fa_sink_join(float sink_raw, float *m, float *l, float scale_log2)
+{
+    const float mx = fmax(*m, sink_raw), mu = mx == -INFINITY ? 0.0f : mx;
+    const float f = fa_rescale(*m, mu, scale_log2);
+    *l = *l * f + fa_rescale(sink_raw, mu, scale_log2);
+    *m = mx;
+    return f;
+}
+#endif
 
 /* The same for row v of a head column; rows past nrows see nothing. */
 inline void fa_row_range(int v, int nrows, int seqlen_q, int seqlen_k, int win_left, int win_right, int *lo, int *hi)

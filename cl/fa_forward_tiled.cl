@@ -94,11 +94,13 @@ void fa_forward(FA_FORWARD_PARAMS)
     float4 acc[TM][OC];
     float m[TM], l[TM];
     int lo[TM], hi[TM];
+    FA_MOD_ROWS(TM)
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {
         m[i] = -INFINITY;
         l[i] = 0.0f;
         FA_ROW_RANGE(q0 + ty * TM + i, &lo[i], &hi[i]);
+        FA_MOD_ROW_INIT(i, q0 + ty * TM + i);
         FA_PRAGMA_UNROLL
         for (int c = 0; c < OC; c++)
             acc[i][c] = (float4)(0.0f);
@@ -150,7 +152,10 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int j = 0; j < TN; j++) {
                 int key = kv0 + tx + NX * j;
-                float x = (key >= lo[i] && key < hi[i]) ? s[i][j] : -INFINITY;
+                /* the modified score first, then the select (a call in one arm made AMD's compiler
+                 * branch and spill the tiles) */
+                const float y = FA_MOD_SCORE(s[i][j], i, key);
+                float x = (key >= lo[i] && key < hi[i]) ? y : -INFINITY;
                 s[i][j] = x;
                 pmax[i] = fmax(pmax[i], x);
             }
@@ -243,6 +248,13 @@ void fa_forward(FA_FORWARD_PARAMS)
         int row = q0 + ty * TM + i;
         if (row >= nrows)
             continue;
+#ifdef FA_APPLY_SINKS
+        /* m is the row's (every tx holds it), so each work-item rescales its own chunks alike */
+        const float fs = fa_sink_join(FA_ROW_SINK(row), &m[i], &total, scale_log2);
+        FA_PRAGMA_UNROLL
+        for (int c = 0; c < OC; c++)
+            acc[i][c] *= fs;
+#endif
         float inv = (total == 0.0f) ? 0.0f : 1.0f / total;
         ulong rbase = fa_qrow(obase, row, seqlen_q, os1, os2);
         FA_PRAGMA_UNROLL

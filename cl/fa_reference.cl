@@ -65,8 +65,24 @@ inline float fa_ref_reduce_sum(__local float *red, float x)
  * row without visible keys, or whose visible scores are all -inf, is all zeros with LSE -inf (as
  * the fused kernels give). NaN scores are not special-cased: fmax skips them for the max, but exp()
  * of them makes the sum, and so the whole row, NaN. */
+/* The scaled score of key j with the score modifiers (include/fa_cl.h "Score modifiers"): the
+ * softcap c tanh(t / c) (c > 0), then the ALiBi bias -slope |diag - j| (slope != 0). */
+inline float fa_ref_score(float raw, float scale, float softcap, float slope, long diag, long j)
+{
+    float t = raw * scale;
+    if (softcap > 0.0f)
+        t = softcap * tanh(t / softcap);
+    if (slope != 0.0f)
+        t -= slope * (float)(diag > j ? diag - j : j - diag);
+    return t;
+}
+
+/* Score modifiers: softcap (0 = none), per-query-head ALiBi slopes and sink logits (NULL = none);
+ * the chunk's rows are of flattened heads head0 + row / seqlen_q, query head = that % heads_q. */
 __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse, ulong lse_row0, ulong seqlen_q,
-                             ulong seqlen_k, long win_left, long win_right, float scale, __local float *red)
+                             ulong seqlen_k, long win_left, long win_right, float scale, __local float *red,
+                             float softcap, __global const float *alibi, __global const float *sinks, ulong head0,
+                             ulong heads_q)
 {
     const ulong row = get_group_id(0);
     const ulong L = get_local_size(0), lid = get_local_id(0);
@@ -74,22 +90,30 @@ __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse
     const long sk = (long)seqlen_k;
     const long diag = (long)(row % seqlen_q) + sk - (long)seqlen_q;
     const long lo = clamp(diag - win_left, 0L, sk), hi = clamp(diag + win_right + 1, 0L, sk);
+    const ulong h = (head0 + row / seqlen_q) % heads_q;
+    const float slope = alibi ? alibi[h] : 0.0f;
 
     float m = -INFINITY;
     for (long j = lo + (long)lid; j < hi; j += (long)L)
-        m = fmax(m, p[j] * scale);
+        m = fmax(m, fa_ref_score(p[j], scale, softcap, slope, diag, j));
     m = fa_ref_reduce_max(red, m);
+    /* a sink logit joins the denominator (a key without a value) */
+    const float sink = sinks ? sinks[h] : -INFINITY;
+    if (sinks)
+        m = isnan(sink) ? NAN : fmax(m, sink);
 
     /* Each work-item writes and later rescales only its own columns (j = lid mod L): no global
      * memory is shared between work-items, so no global fence is needed. */
     const int any = m != -INFINITY; /* the same in every work-item: a reduction's result */
     float sum = 0.0f;
     for (long j = (long)lid; j < sk; j += (long)L) {
-        float e = (any && j >= lo && j < hi) ? exp(p[j] * scale - m) : 0.0f;
+        float e = (any && j >= lo && j < hi) ? exp(fa_ref_score(p[j], scale, softcap, slope, diag, j) - m) : 0.0f;
         p[j] = e;
         sum += e;
     }
     sum = fa_ref_reduce_sum(red, sum);
+    if (sinks && any)
+        sum += exp(sink - m);
 
     for (long j = lo - lo % (long)L + (long)lid; any && j < hi; j += (long)L)
         if (j >= lo)

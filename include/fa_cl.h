@@ -292,7 +292,31 @@ typedef struct fa_cl_attention_desc {
                                 longest (max_seqlen_k); fa_cl_forward_args.cu_seqlens_k */
     int64_t seqlen_new;    /**< > 0: append this many new keys per sequence before attending (with kv_seqlens);
                                 fa_cl_forward_args.k_new / v_new */
+    /* ---- 0.3, score modifiers (see "Score modifiers" below); every field 0 = off ---- */
+    float softcap;         /**< > 0: each scaled score s becomes softcap * tanh(s / softcap); finite, >= 0 */
+    int alibi;             /**< nonzero: fa_cl_forward_args.alibi_slopes adds -slope_h * |i + Sk - Sq - j| */
+    int sinks;             /**< nonzero: fa_cl_forward_args.sinks, one logit per query head in the softmax */
 } fa_cl_attention_desc;
+
+/**
+ * Score modifiers (0.3): what engines apply to the scores between Q K^T and the softmax, for every
+ * mask, GQA, dtype, layout and serving feature. With s = scale * q_i . k_j:
+ *  - Softcap (desc.softcap = c > 0; FlashAttention-2's and ggml's logit_softcap, Gemma 2):
+ *    s <- c * tanh(s / c), before the ALiBi bias.
+ *  - ALiBi (desc.alibi; FlashAttention-2's alibi_slopes): args.alibi_slopes is a device buffer of
+ *    float32 [heads_q]; s <- s - slope_h * |i + Sk - Sq - j| (Sk, Sq: the sequence's own lengths;
+ *    the distance to the bottom-right diagonal the causal mask uses).
+ *  - Attention sinks (desc.sinks; gpt-oss, ggml's sinks): args.sinks is a device buffer of float32
+ *    [heads_q], a logit per query head that joins every row's softmax denominator without a
+ *    value: o_i = sum_j e^{s_ij} v_j / (e^{sink_h} + sum_j e^{s_ij}), LSE = log(e^{sink_h} +
+ *    sum_j e^{s_ij}). A row that sees no key gets o = 0 and LSE = sink_h.
+ * Masked keys stay masked (a modifier never makes a key visible). Kernels: the portable ones; the
+ * NVIDIA tensor-core kernels take none yet, so such plans run on the portable kernels there
+ * (fa_cl_plan_info.kernel says which; FA_CL_KERNEL_VARIANT=nvidia-mma with a modifier is
+ * FA_CL_ERROR_UNSUPPORTED). The reference (fa_cl_reference_forward) takes all three. Bad data: a
+ * NaN slope or sink makes the rows it reaches NaN; nothing is read outside the buffers' heads_q
+ * floats.
+ */
 
 /**
  * Serving (0.3): decoding against a KV cache. All of it is off in a descriptor from
@@ -444,13 +468,16 @@ typedef struct fa_cl_forward_args {
     cl_mem cu_seqlens_q;    /**< 0.3: int32 [batch + 1], varlen q rows; required iff desc.total_q > 0 */
     cl_mem cu_seqlens_k;    /**< 0.3: int32 [batch + 1], varlen k rows; required iff desc.total_k > 0 */
     cl_mem k_new, v_new;    /**< 0.3: [batch, seqlen_new, heads_kv, head_dim] rows to append; iff desc.seqlen_new > 0 */
+    cl_mem alibi_slopes;    /**< 0.3: float32 [heads_q]; required iff desc.alibi */
+    cl_mem sinks;           /**< 0.3: float32 [heads_q], logits; required iff desc.sinks */
 } fa_cl_forward_args;
 
 /** Zero every field of args and set struct_size to this header's sizeof. */
 static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
-        const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+        const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL,
+                                         NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }
@@ -512,6 +539,12 @@ FA_CL_API fa_cl_status fa_cl_attention_run(fa_cl_context *ctx, const fa_cl_atten
 FA_CL_API fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q,
                                                cl_mem k, cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait,
                                                const cl_event *wait, cl_event *done);
+
+/** fa_cl_reference_forward with its arguments in a struct (the extension rule): the same checks,
+ *  errors and ownership, and the score modifiers' buffers (args.alibi_slopes, args.sinks; the
+ *  serving fields are refused, as there). Thread-safe. */
+FA_CL_API fa_cl_status fa_cl_reference_run(fa_cl_context *ctx, const fa_cl_attention_desc *desc,
+                                           const fa_cl_forward_args *args);
 
 /** Device bytes fa_cl_reference_forward allocates beyond q/k/v/o/lse for desc on ctx's device
  *  (0 on an invalid desc, NULL ctx, or a library built without CLBlast). Thread-safe. */

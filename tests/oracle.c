@@ -9,6 +9,13 @@ double tu_case_scale(const tu_case *c) { return c->scale > 0.0f ? (double)c->sca
 
 void tu_attention_f64(const tu_case *c, const float *q, const float *k, const float *v, double *o, double *lse)
 {
+    tu_attention_f64_mods(c, NULL, q, k, v, o, lse);
+}
+
+void tu_attention_f64_mods(const tu_case *c, const tu_mods *mods, const float *q, const float *k, const float *v,
+                           double *o, double *lse)
+{
+    const double softcap = mods ? mods->softcap : 0.0;
     const int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv, Sq = c->Sq, Sk = c->Sk, D = c->D;
     const int64_t group = Hq / Hkv;
     const double scale = tu_case_scale(c);
@@ -36,13 +43,22 @@ void tu_attention_f64(const tu_case *c, const float *q, const float *k, const fl
                     double t = 0.0;
                     for (int64_t d = 0; d < D; d++)
                         t += (double)qi[d] * (double)kj[d];
-                    s[j] = t * scale;
+                    t *= scale;
+                    if (softcap > 0.0)
+                        t = softcap * tanh(t / softcap);
+                    if (mods && mods->slopes)
+                        t -= (double)mods->slopes[h] * (double)llabs(diag - j);
+                    s[j] = t;
                     seen++;
                     if (s[j] > m)
                         m = s[j];
                 }
                 double *oi = o + row * (size_t)D;
-                if (seen == 0) {
+                /* a sink: a key without a value, in the maximum and the sum */
+                const double sink = mods && mods->sinks ? (double)mods->sinks[h] : -INFINITY;
+                if (sink > m || isnan(sink))
+                    m = sink;
+                if (seen == 0 && !(sink > -INFINITY)) {
                     for (int64_t d = 0; d < D; d++)
                         oi[d] = 0.0;
                     lse[row] = -INFINITY;
@@ -51,6 +67,8 @@ void tu_attention_f64(const tu_case *c, const float *q, const float *k, const fl
                 double l = 0.0;
                 for (int64_t d = 0; d < D; d++)
                     acc[d] = 0.0;
+                if (sink > -INFINITY || isnan(sink))
+                    l += exp(sink - m);
                 for (int64_t j = 0; j < Sk; j++) {
                     if (s[j] == -INFINITY)
                         continue; /* not visible (a NaN score is kept and makes the row NaN) */

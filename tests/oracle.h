@@ -34,4 +34,16 @@ double tu_case_scale(const tu_case *c);
  */
 void tu_attention_f64(const tu_case *c, const float *q, const float *k, const float *v, double *o, double *lse);
 
+/* Score modifiers (include/fa_cl.h "Score modifiers"), per query head where given (NULL = none). */
+typedef struct tu_mods {
+    double softcap;       /* > 0: t <- softcap * tanh(t / softcap) on the scaled score t */
+    const float *slopes;  /* ALiBi [Hq]: t <- t - slope_h * |diag - j| (after the softcap) */
+    const float *sinks;   /* [Hq]: a logit in every row's denominator, without a value */
+} tu_mods;
+
+/* tu_attention_f64 with the modifiers (mods NULL: none). With a sink a row that sees no key gets
+ * o = 0 and lse = sink_h. */
+void tu_attention_f64_mods(const tu_case *c, const tu_mods *mods, const float *q, const float *k, const float *v,
+                           double *o, double *lse);
+
 #endif /* FA_CL_TEST_ORACLE_H */

@@ -199,6 +199,8 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *used)
         for (int kv = 0; kv < 2; kv++) { /* a paged cache with lengths and appends, or varlen keys */
             t.seqlens = kv == 0;
             t.paged = kv == 0 ? 16 : 0; /* vLLM's page size */
+            /* and every score modifier, where the kernel takes them (not the tensor-core ones yet) */
+            t.softcap = t.alibi = t.sinks = kv == 0 && !fa_cl_kernel_by_id(t.variant)->vendor;
             t.append_rows = kv == 0 ? 4 : 0;
             t.varlen_k = kv == 1;
             if (fa_cl_build_options(&t, req.dtype, req.head_dim, p->traits.is_gpu, opts, sizeof opts) < 0 ||

@@ -12,10 +12,11 @@
 
 /* The descriptor as 0.2 defines it; struct_size smaller than its first version's fields is refused. */
 #define FA_CL_DESC_V1_SIZE (offsetof(fa_cl_attention_desc, o_offset) + sizeof(size_t))
-/* 0.3 added the serving fields (page_size .. seqlen_new). A new descriptor field must join the
- * canonical key (desc_key below) and be checked here. */
-#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, seqlen_new) + sizeof(int64_t))
-_Static_assert(sizeof(fa_cl_attention_desc) == FA_CL_DESC_V3_END,
+/* 0.3 added the serving fields (page_size .. seqlen_new) and the score modifiers (softcap .. sinks).
+ * A new descriptor field must join the canonical key (desc_key below) and be checked here. */
+#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, sinks) + sizeof(int))
+#define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
+_Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V3_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
 
 size_t fa_cl__dtype_size(fa_cl_dtype t)
@@ -159,6 +160,11 @@ static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     k[31] = (uint64_t)d->total_q;
     k[32] = (uint64_t)d->total_k;
     k[33] = (uint64_t)d->seqlen_new;
+    uint32_t cap_bits;
+    memcpy(&cap_bits, &d->softcap, sizeof cap_bits);
+    k[34] = cap_bits;
+    k[35] = (uint64_t)(d->alibi != 0);
+    k[36] = (uint64_t)(d->sinks != 0);
     memcpy(key, k, sizeof k);
 }
 
@@ -298,6 +304,10 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
                  (long long)desc->seqlen_new, (long long)desc->seqlen_k);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
+    if (!isfinite(desc->softcap) || desc->softcap < 0.0f) {
+        snprintf(msg, msg_size, "desc.softcap %g must be finite and >= 0 (0 = no softcap)", (double)desc->softcap);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
     if (desc->total_q > INT32_MAX / 2 || desc->total_k > INT32_MAX / 2) {
         snprintf(msg, msg_size, "desc.%s %lld is not supported (at most %d)", desc->total_q > INT32_MAX / 2 ? "total_q"
                  : "total_k", (long long)(desc->total_q > INT32_MAX / 2 ? desc->total_q : desc->total_k),
@@ -308,6 +318,10 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
     fa_cl_attention_desc *d = &out->d;
     *d = *desc;
     d->kv_seqlens = desc->kv_seqlens != 0;
+    d->alibi = desc->alibi != 0;
+    d->sinks = desc->sinks != 0;
+    if (d->alibi || d->sinks)
+        out->per_head_bytes = (uint64_t)desc->heads_q * 4; /* used only if heads_q <= INT32_MAX (refused below) */
     const int64_t D = desc->head_dim;
     /* all-zero strides: contiguous [B, H, S, D]; products are bounded by the extent check below
      * only if they do not overflow first, so check them here */
@@ -553,8 +567,10 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
         {"cu_seqlens_q", "desc.total_q", a->cu_seqlens_q, v->cu_q_bytes},
         {"cu_seqlens_k", "desc.total_k", a->cu_seqlens_k, v->cu_k_bytes},
         {"k_new", "desc.seqlen_new", a->k_new, v->new_bytes},
-        {"v_new", "desc.seqlen_new", a->v_new, v->new_bytes}};
-    for (int i = 0; i < 6; i++) {
+        {"v_new", "desc.seqlen_new", a->v_new, v->new_bytes},
+        {"alibi_slopes", "desc.alibi", a->alibi_slopes, v->d.alibi ? v->per_head_bytes : 0},
+        {"sinks", "desc.sinks", a->sinks, v->d.sinks ? v->per_head_bytes : 0}};
+    for (int i = 0; i < 8; i++) {
         if (!in[i].bytes && in[i].m)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "args.%s is given but %s is 0", in[i].name,
                                in[i].field);
@@ -562,7 +578,8 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
             continue;
         if (!in[i].m)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
-                               "args.%s is NULL but %s is set (fa_cl_plan_run / fa_cl_attention_run take it)",
+                               "args.%s is NULL but %s is set (the calls taking fa_cl_forward_args take it: fa_cl_plan_run, "
+                               "fa_cl_attention_run, fa_cl_reference_run)",
                                in[i].name, in[i].field);
         fa_cl_status st = check_one(ctx, in[i].name, in[i].m, in[i].bytes, 0);
         if (st != FA_CL_SUCCESS)

@@ -12,6 +12,7 @@
  * build (FA_SERVING) takes 12 more. */
 #define FA_CL_FORWARD_ARGS 35
 #define FA_CL_SERVING_ARGS 12
+#define FA_CL_MODS_ARGS 4    /* FA_MODS_PARAMS: softcap in and out, the ALiBi slopes, the sinks */
 
 /* Build the kernel family's program for the tiles chosen: sizes and storage type become -D options
  * (build_options.c, shared with the offline compile checks). */
@@ -24,8 +25,8 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
                            sizeof options - 1);
     const fa_cl_kernel_family *f = fa_cl_kernel_by_id(t->variant);
     if (t->variant == FA_CL_KERNEL_COMBINE) /* the storage type and the row width only */
-        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s", (int)v->d.dtype, (int)v->d.head_dim,
-                 v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "");
+        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", (int)v->d.dtype, (int)v->d.head_dim,
+                 v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "", v->d.sinks ? " -DFA_SINKS" : "");
     if (t->variant == FA_CL_KERNEL_APPEND)
         snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s", (int)v->d.dtype, (int)v->d.head_dim,
                  v->d.page_size > 0 ? " -DFA_PAGED" : "");
@@ -85,6 +86,14 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     fa_cl_tile_request req = {(int)d->head_dim, d->dtype, plan->pack * d->seqlen_q, d->seqlen_k, v->aligned16,
                               v->row_keys};
     char msg[512];
+    /* score modifiers: the portable kernels only (the tensor-core kernels take none yet) */
+    if (d->softcap > 0 || d->alibi || d->sinks) {
+        if (lim.forced_variant == FA_CL_KERNEL_NVIDIA_MMA || lim.forced_variant == FA_CL_KERNEL_NVIDIA_TF32X3)
+            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=%s takes no score "
+                               "modifiers yet (desc.softcap, desc.alibi, desc.sinks): the portable kernels do",
+                               fa_cl_kernel_by_id(lim.forced_variant)->name);
+        lim.nv_mma = lim.nv_tf32 = 0;
+    }
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
     for (int attempt = 0; attempt < 4; attempt++) {
@@ -97,6 +106,9 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         plan->tiles.varlen_q = d->total_q > 0;
         plan->tiles.varlen_k = d->total_k > 0;
         plan->tiles.append_rows = (int)d->seqlen_new;
+        plan->tiles.softcap = d->softcap > 0;
+        plan->tiles.alibi = d->alibi;
+        plan->tiles.sinks = d->sinks;
         if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
             return st;
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
@@ -222,10 +234,20 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &plan->scratch);
     for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
-    const int serving = fa_cl_tiles_serving(&plan->tiles);
-    const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0);
+    const int serving = fa_cl_tiles_serving(&plan->tiles), mods = fa_cl_tiles_mods(&plan->tiles);
+    const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0) + (mods ? FA_CL_MODS_ARGS : 0);
     if (err == CL_SUCCESS && serving)
         err = serving_args(plan, kr, a, &n);
+    if (err == CL_SUCCESS && mods) {
+        /* softcap in the kernels' raw scores (q.k): s_raw <- (c / scale) tanh(s_raw scale / c) */
+        const cl_float cap = d->softcap, cap_in = cap > 0 ? v->scale / cap : 0.0f, cap_out = cap > 0 ? cap / v->scale : 0.0f;
+        cl_mem heads[2] = {d->alibi ? a->alibi_slopes : NULL, d->sinks ? a->sinks : NULL};
+        err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_in);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_out);
+        for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+            err = clSetKernelArg(kr, n++, sizeof(cl_mem), &heads[i]);
+    }
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");
     if (n != want)
@@ -293,6 +315,9 @@ static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &cu);
     if (err == CL_SUCCESS)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &total_q);
+    cl_mem sinks = d->sinks ? a->sinks : NULL; /* a split plan's sinks join the rows here, once */
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &sinks);
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_combine)");
 }
 

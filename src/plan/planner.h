@@ -93,10 +93,13 @@ typedef struct fa_cl_tiles {
     int append_rows;          /* keys appended per sequence before the forward (FA_APPEND_ROWS) */
     int stages;               /* nvidia-mma: K/V buffers each (FA_STAGES; 1 = synchronous copies); 0 elsewhere */
     int kv_warps;             /* nvidia-mma: warps sharing the rows, each a slice of every key block (FA_KV_WARPS) */
+    int softcap, alibi, sinks; /* score modifiers built in (FA_SOFTCAP, FA_ALIBI, FA_SINKS) */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
 int fa_cl_tiles_serving(const fa_cl_tiles *t);
+/* A build with a score modifier: its kernel takes the modifiers' arguments (FA_MODS). */
+int fa_cl_tiles_mods(const fa_cl_tiles *t);
 
 /* Split-KV: the most chunks a plan splits keys into (FA_CL_SPLITS's bound; long rows may need more
  * for accuracy: one per FA_CL_KV_CHUNK_KEYS keys), and FlashAttention-2's heuristic for the

@@ -16,6 +16,11 @@ int fa_cl_tiles_serving(const fa_cl_tiles *t)
     return t->splits > 1 || t->paged || t->seqlens || t->packed || t->varlen_q || t->varlen_k || t->append_rows > 0;
 }
 
+int fa_cl_tiles_mods(const fa_cl_tiles *t)
+{
+    return t->softcap || t->alibi || t->sinks;
+}
+
 /* Append what fmt gives at out + *len; -1 when it does not fit. */
 #define APPEND(call)                                                                                      \
     do {                                                                                                  \
@@ -52,6 +57,9 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_VARLEN_K"));
     if (t->append_rows > 0)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_APPEND_ROWS=%d", t->append_rows));
+    if (fa_cl_tiles_mods(t))
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MODS%s%s%s", t->softcap ? " -DFA_SOFTCAP" : "",
+                        t->alibi ? " -DFA_ALIBI" : "", t->sinks ? " -DFA_SINKS" : ""));
     if (is_gpu)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable"));
     return len;

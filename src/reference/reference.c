@@ -3,6 +3,7 @@
  * kernel in between, O scattered back to its view. Heads go through in chunks whose scratch fits the
  * device, so the only hard limit is one head's N x N score matrix. */
 #include "fa_cl_internal.h"
+#include "plan/plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,7 +295,7 @@ static fa_cl_status gemm(ref_run *r, const char *what, CLBlastTranspose tb, size
 }
 
 static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64_t head0, uint64_t count,
-                            size_t local)
+                            size_t local, cl_mem alibi, cl_mem sinks)
 {
     const fa_cl_attention_desc *d = &v->d;
     cl_long wl = v->win_left, wr = v->win_right; /* causal folded in (desc.c) */
@@ -312,6 +313,15 @@ static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 7, sizeof wr, &wr);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 8, sizeof scale, &scale);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 9, local * sizeof(cl_float), NULL);
+    /* the score modifiers (include/fa_cl.h): the rows' query heads come from head0 */
+    cl_float cap = d->softcap;
+    cl_ulong h0 = head0, hq = (cl_ulong)d->heads_q;
+    cl_mem heads[2] = {d->alibi ? alibi : NULL, d->sinks ? sinks : NULL};
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 10, sizeof cap, &cap);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 11, sizeof(cl_mem), &heads[0]);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 12, sizeof(cl_mem), &heads[1]);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 13, sizeof h0, &h0);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 14, sizeof hq, &hq);
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(r->ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_softmax)");
     cl_uint nw;
@@ -411,9 +421,11 @@ static fa_cl_status run_setup(ref_run *r, const fa_cl_views *v, const ref_chunk 
 }
 
 /* Enqueue every chunk: gather, S = Q K^T, softmax, O = P V, scatter. */
-static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk *c, size_t local, cl_mem q,
-                               cl_mem k, cl_mem v_mem, cl_mem o, cl_mem lse, cl_event *done)
+static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk *c, size_t local,
+                               const fa_cl_forward_args *a)
 {
+    cl_mem q = a->q, k = a->k, v_mem = a->v, o = a->o, lse = a->lse;
+    cl_event *done = a->done;
     const fa_cl_attention_desc *d = &v->d;
     const uint64_t heads = (uint64_t)d->batch * (uint64_t)d->heads_q;
     const uint64_t group = (uint64_t)(d->heads_q / d->heads_kv);
@@ -437,7 +449,7 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk
             st = gemm(r, "S = Q K^T", CLBlastTransposeYes, m, sk, dim, r->q32, dim, m * dim, r->k32, dim, sk * dim,
                       r->s32, sk, m * sk, batch);
         if (st == FA_CL_SUCCESS)
-            st = softmax(r, v, lse, h0, n, local);
+            st = softmax(r, v, lse, h0, n, local, a->alibi_slopes, a->sinks);
         if (st == FA_CL_SUCCESS)
             st = gemm(r, "O = P V", CLBlastTransposeNo, m, dim, sk, r->s32, sk, m * sk, r->v32, dim, sk * dim, r->o32,
                       dim, m * dim, batch);
@@ -447,24 +459,28 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk
     return st;
 }
 
-fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q, cl_mem k,
-                                     cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait, const cl_event *wait,
-                                     cl_event *done)
+/* The reference's calls: a dense [B, H, S, D] problem with any mask and score modifier. */
+static fa_cl_status reference_run(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
+                                  const fa_cl_forward_args *given)
 {
     fa_cl_views views;
-    fa_cl_status st = fa_cl__resolve_call(ctx, "fa_cl_reference_forward", desc, &views);
+    fa_cl_status st = fa_cl__resolve_call(ctx, call, desc, &views);
     if (st != FA_CL_SUCCESS)
         return st;
-    if (views.d.kv_seqlens || views.d.page_size > 0 || views.d.total_q > 0 || views.d.total_k > 0)
-        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_reference_forward: %s are not supported by the "
-                           "reference (a dense [B, H, S, D] problem is)",
+    if (views.d.kv_seqlens || views.d.page_size > 0 || views.d.total_q > 0 || views.d.total_k > 0 ||
+        views.d.seqlen_new > 0)
+        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "%s: %s are not supported by the reference (a dense "
+                           "[B, H, S, D] problem is)", call,
                            views.d.page_size > 0 ? "paged K/V" : views.d.kv_seqlens ? "per-sequence KV lengths"
                                                                                      : "varlen rows");
-    st = fa_cl__check_buffers(ctx, &views, q, k, v, o, lse);
-    if (st == FA_CL_SUCCESS)
-        st = fa_cl__check_wait_list(ctx, num_wait, wait);
+    fa_cl_forward_args args;
+    st = fa_cl__forward_args_check(ctx, call, &views, given, &args);
     if (st != FA_CL_SUCCESS)
         return st;
+    const cl_mem q = args.q, k = args.k, v = args.v, o = args.o, lse = args.lse;
+    const cl_uint num_wait = args.num_wait;
+    const cl_event *wait = args.wait;
+    (void)q, (void)k, (void)v, (void)o, (void)lse;
     ref_chunk chunk;
     char msg[512];
     st = plan_chunks(&ctx->props, &views.d, &chunk, msg, sizeof msg);
@@ -479,9 +495,24 @@ fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_d
     size_t local = 1;
     st = run_setup(&run, &views, &chunk, &local);
     if (st == FA_CL_SUCCESS)
-        st = run_chunks(&run, &views, &chunk, local, q, k, v, o, lse, done);
+        st = run_chunks(&run, &views, &chunk, local, &args);
     run_release(&run);
     return st;
+}
+
+fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_desc *desc, cl_mem q, cl_mem k,
+                                     cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait, const cl_event *wait,
+                                     cl_event *done)
+{
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse, a.num_wait = num_wait, a.wait = wait, a.done = done;
+    return reference_run(ctx, "fa_cl_reference_forward", desc, &a);
+}
+
+fa_cl_status fa_cl_reference_run(fa_cl_context *ctx, const fa_cl_attention_desc *desc, const fa_cl_forward_args *args)
+{
+    return reference_run(ctx, "fa_cl_reference_run", desc, args);
 }
 
 /* CLBlast caches its compiled programs per (cl_context, device, precision, routine) for the life of
@@ -516,6 +547,12 @@ fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_d
     (void)desc; (void)q; (void)k; (void)v; (void)o; (void)lse; (void)num_wait; (void)wait; (void)done;
     return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED,
                        "fa_cl_reference_forward: built without CLBlast (FA_CL_WITH_CLBLAST=OFF)");
+}
+
+fa_cl_status fa_cl_reference_run(fa_cl_context *ctx, const fa_cl_attention_desc *desc, const fa_cl_forward_args *args)
+{
+    (void)desc; (void)args;
+    return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_reference_run: built without CLBlast (FA_CL_WITH_CLBLAST=OFF)");
 }
 
 size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const fa_cl_attention_desc *desc)
