@@ -41,6 +41,10 @@ typedef struct shape {
      * paged: q/o packed, the key counts are lens (cache_seqlens) */
     const int64_t *vq, *vk;
     int nvar;
+    /* score modifiers: softcap (0 = none); ALiBi with the slopes 2^(-8 (h + 1) / H); sinks, the
+     * logit (h % 4) / 2 for query head h */
+    int64_t softcap;
+    int alibi, sinks;
 } shape;
 
 typedef struct options {
@@ -243,6 +247,9 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
         d->num_pages = s->b * d->pages_per_seq;
     }
     d->kv_seqlens = s->nlens > 0;
+    d->softcap = (float)s->softcap;
+    d->alibi = s->alibi;
+    d->sinks = s->sinks;
     if (s->nvar > 0) {
         /* packed rows, strides 0 (contiguous); paged keys stay in the pool (lens: cache_seqlens) */
         d->total_q = sum_lens(s->vq, s->nvar);
@@ -328,7 +335,22 @@ typedef fa_cl_status (*run_fn)(fa_cl_context *, const fa_cl_attention_desc *, co
 
 static fa_cl_status reference_run(fa_cl_context *ctx, const fa_cl_attention_desc *d, const fa_cl_forward_args *a)
 {
-    return fa_cl_reference_forward(ctx, d, a->q, a->k, a->v, a->o, a->lse, a->num_wait, a->wait, a->done);
+    return fa_cl_reference_run(ctx, d, a);
+}
+
+/* The ALiBi slopes or the sink logits of a shape's query heads, or NULL (and *err set). */
+static cl_mem per_head(cl_context c, const shape *s, int sinks, cl_int *err)
+{
+    float *x = (float *)malloc((size_t)s->h * sizeof *x);
+    if (!x) {
+        *err = CL_OUT_OF_HOST_MEMORY;
+        return NULL;
+    }
+    for (int64_t h = 0; h < s->h; h++)
+        x[h] = sinks ? 0.5f * (float)(h % 4) : (float)pow(2.0, -8.0 * (double)(h + 1) / (double)s->h);
+    cl_mem m = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)s->h * sizeof *x, x, err);
+    free(x);
+    return m;
 }
 
 /* Time `fn` over `reps` calls after `warmup`, rotating input sets (q/k/v; the rest of `base` is
@@ -434,7 +456,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     size_t set_bytes = qbytes + 2 * kbytes;
     int sets = set_bytes < ((size_t)64 << 20) ? 4 : 1;
     cl_mem q[4] = {0}, k[4] = {0}, v[4] = {0}, o = NULL, o_ref = NULL, lse = NULL, lse_ref = NULL;
-    cl_mem seqlens = NULL, table = NULL, cu_q = NULL, cu_k = NULL;
+    cl_mem seqlens = NULL, table = NULL, cu_q = NULL, cu_k = NULL, slopes = NULL, sink_logits = NULL;
     fa_cl_forward_args args, ref_args; /* the fused call's buffers, the reference's */
     fa_cl_forward_args_init(&args);
     cl_int err = CL_SUCCESS;
@@ -470,6 +492,10 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
                                    &err);
         free(t);
     }
+    if (err == CL_SUCCESS && s->alibi)
+        slopes = per_head(c, s, 0, &err);
+    if (err == CL_SUCCESS && s->sinks)
+        sink_logits = per_head(c, s, 1, &err);
     if (err == CL_SUCCESS && d.total_q > 0)
         cu_q = cu_seqlens(c, s->vq, s->nvar, &err);
     if (err == CL_SUCCESS && d.total_k > 0)
@@ -488,6 +514,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     out->fused_extra = opt->lse ? lbytes : 0;
     args.o = o, args.lse = lse, args.cache_seqlens = seqlens, args.block_table = table;
     args.cu_seqlens_q = cu_q, args.cu_seqlens_k = cu_k;
+    args.alibi_slopes = slopes, args.sinks = sink_logits;
     if (!time_path(ctx, fa_cl_attention_run, &d, &args, q, k, v, sets, opt->warmup, opt->reps, &out->fused_med,
                    &out->fused_min, out->note, sizeof out->note)) {
         out->failed = 1;
@@ -557,6 +584,8 @@ cleanup:
     if (table) clReleaseMemObject(table);
     if (cu_q) clReleaseMemObject(cu_q);
     if (cu_k) clReleaseMemObject(cu_k);
+    if (slopes) clReleaseMemObject(slopes);
+    if (sink_logits) clReleaseMemObject(sink_logits);
 }
 
 /* ---- output ------------------------------------------------------------------------------------ */
@@ -638,6 +667,8 @@ static void print_row(const row *r)
     printf("%dx%d, %d, %zu/%zu B, %s, splits %d, gqa_pack %d; created in %.1f ms (%s)", r->plan.block_q,
            r->plan.block_kv, r->plan.work_group_size, r->plan.local_mem_bytes, r->plan.local_mem_budget,
            r->plan.kernel, r->plan.splits, r->plan.gqa_pack, r->plan_ms, plan_source(r));
+    if (r->s.softcap || r->s.alibi || r->s.sinks)
+        printf("; softcap %lld%s%s", (long long)r->s.softcap, r->s.alibi ? ", alibi" : "", r->s.sinks ? ", sinks" : "");
     if (r->note[0])
         printf("  [%s]", r->note);
     printf("\n");
@@ -677,6 +708,8 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
         json_lens(f, s->vq, s->nvar);
         fprintf(f, ", \"varlen_k\": ");
         json_lens(f, s->nvar > 0 ? varlen_keys(s) : NULL, s->nvar);
+        fprintf(f, ", \"softcap\": %lld, \"alibi\": %s, \"sinks\": %s", (long long)s->softcap,
+                s->alibi ? "true" : "false", s->sinks ? "true" : "false");
         fprintf(f, ", \"flops\": %.0f, \"kv_bytes\": %.0f, \"failed\": %s", r->flops, r->kv_bytes,
                 r->failed ? "true" : "false");
         if (!r->failed) {
@@ -751,6 +784,10 @@ static void usage(FILE *f)
             "                    longest). With --page-size the keys are paged, not packed, and these counts\n"
             "                    (else --varlen's) are the cache_seqlens (chunked prefill); the library\n"
             "                    refuses packed keys with --cache-seqlens\n"
+            "Score modifiers (the reference takes them too):\n"
+            "  --softcap C       scores s -> C tanh(s / C), C an integer >= 0 (0: none, the default)\n"
+            "  --alibi           ALiBi, slopes 2^(-8 (h + 1) / Hq) for query head h\n"
+            "  --sinks           attention sinks, the logit (h %% 4) / 2 for query head h\n"
             "  --suite [S]       a built-in suite instead of the one shape: full (the default S: d 64/128,\n"
             "                    N 512..16384 at B*H*N = 8*16*4096, causal on/off, f32/f16; sized for a GPU),\n"
             "                    tiny (d 32, N 128/256: seconds anywhere) or decode (f16, d 128, Hq 32 on\n"
@@ -888,7 +925,7 @@ enum { PARSE_RUN, PARSE_EXIT_0, PARSE_ERROR };
 enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
     OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_DEVICE, OPT_VERSION, OPT_HELP, OPT_CACHE_SEQLENS,
-    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K
+    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS
 };
 
 static const struct option long_options[] = {
@@ -900,6 +937,9 @@ static const struct option long_options[] = {
     {"page-size", required_argument, NULL, OPT_PAGE_SIZE},
     {"varlen", required_argument, NULL, OPT_VARLEN},
     {"varlen-k", required_argument, NULL, OPT_VARLEN_K},
+    {"softcap", required_argument, NULL, OPT_SOFTCAP},
+    {"alibi", no_argument, NULL, OPT_ALIBI},
+    {"sinks", no_argument, NULL, OPT_SINKS},
     {"suite", optional_argument, NULL, OPT_SUITE},
     {"json", required_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
@@ -1028,6 +1068,13 @@ static int parse_args(int argc, char **argv, options *o)
                 return PARSE_ERROR;
             s->page_size = v;
             break;
+        case OPT_SOFTCAP:
+            if (!parse_int(name, optarg, 0, 1000000, &v))
+                return PARSE_ERROR;
+            s->softcap = v;
+            break;
+        case OPT_ALIBI: s->alibi = 1; break;
+        case OPT_SINKS: s->sinks = 1; break;
         case OPT_JSON: o->json = optarg; break;
         case OPT_CHECK: o->check = 1; break;
         case OPT_PLAN_TIMING: o->plan_timing = 1; break;

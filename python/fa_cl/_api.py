@@ -233,6 +233,26 @@ def _prepare(call, desc, q, k, v, order, o_shape, lse_shape, names=("q", "k", "v
     return o, lse, args
 
 
+def _modifiers(call, desc, args, heads_q, softcap, alibi_slopes, sinks, keep):
+    """The score modifiers into desc and args: softcap (0 = none), ALiBi slopes and sink logits
+    (float32 [Hq] each, None = none); keep holds the device copies until the call is enqueued."""
+    if softcap:
+        if not (softcap > 0 and math.isfinite(softcap)):
+            raise ValueError("fa_cl: softcap %r must be positive and finite (0: none)" % (softcap,))
+        desc.softcap = softcap
+    for name, a in (("alibi_slopes", alibi_slopes), ("sinks", sinks)):
+        if a is None:
+            continue
+        if tuple(a.shape) != (heads_q,):
+            raise ValueError("fa_cl: %s has shape %s; expected (%d,), one per query head" % (name, tuple(a.shape), heads_q))
+        d = call.device(a, name, np.float32) if not isinstance(a, cla.Array) else a
+        if d.dtype != np.float32 or not d.flags.c_contiguous or d.offset:
+            raise ValueError("fa_cl: %s must be a contiguous float32 array from the start of its buffer" % name)
+        keep.append(d)
+        setattr(desc, "alibi" if name == "alibi_slopes" else "sinks", 1)
+        setattr(args, name, _mem(d))
+
+
 def _finish(call, desc, args, o, lse):
     call.ctx.run(desc, args)
     return (call.result(o), call.result(lse)) if lse is not None else call.result(o)
@@ -245,8 +265,9 @@ def _same_dtype(arrays, names):
     return _fa_dtype(arrays[0].dtype)
 
 
-def _attention_bshd(q, k, v, scale, causal, window, return_lse, context, sk_view=None):
-    call = _Call([q, k, v], context)
+def _attention_bshd(q, k, v, scale, causal, window, return_lse, context, sk_view=None, softcap=0.0,
+                    alibi_slopes=None, sinks=None):
+    call = _Call([q, k, v, alibi_slopes, sinks], context)
     q, k, v = call.device(q, "q"), call.device(k, "k"), call.device(v, "v")
     for a, n in ((q, "q"), (k, "k"), (v, "v")):
         _check_dim(a, n, 4)
@@ -260,17 +281,23 @@ def _attention_bshd(q, k, v, scale, causal, window, return_lse, context, sk_view
         raise ValueError("fa_cl: %d query heads do not share %d key/value heads evenly" % (hq, hkv))
     desc = _desc(b, hq, hkv, sq, sk if sk_view is None else sk_view, d, dtype, scale, causal, window)
     o, lse, args = _prepare(call, desc, q, k, v, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None)
+    keep = []
+    _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks, keep)
     return _finish(call, desc, args, o, lse)
 
 
-def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, -1), return_lse=False, context=None):
+def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                    sinks=None, return_lse=False, context=None):
     """FlashAttention's flash_attn_func: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] (Hq a multiple of
     Hkv: GQA/MQA), out [B, Sq, Hq, D]; causal is bottom-right aligned (key j visible to query i iff
     j <= i + Sk - Sq); window_size (left, right), -1 unbounded, around the same diagonal;
-    softmax_scale defaults to 1/sqrt(D). return_lse adds the natural-log LSE, float32 [B, Hq, Sq].
-    Arrays: pyopencl (any strides with a contiguous last dimension; results on their queue, not
-    waited for) or numpy (copied; results as numpy)."""
-    return _attention_bshd(q, k, v, softmax_scale, causal, window_size, return_lse, context)
+    softmax_scale defaults to 1/sqrt(D). Score modifiers (include/fa_cl.h): softcap c > 0 (scores
+    c tanh(s / c)), alibi_slopes float32 [Hq] (bias -slope |i + Sk - Sq - j|), sinks float32 [Hq]
+    (a logit per head in every row's denominator). return_lse adds the natural-log LSE, float32
+    [B, Hq, Sq]. Arrays: pyopencl (any strides with a contiguous last dimension; results on their
+    queue, not waited for) or numpy (copied; results as numpy)."""
+    return _attention_bshd(q, k, v, softmax_scale, causal, window_size, return_lse, context, softcap=softcap,
+                           alibi_slopes=alibi_slopes, sinks=sinks)
 
 
 def scaled_dot_product_attention(q, k, v, is_causal=False, scale=None, enable_gqa=False, context=None):
@@ -316,12 +343,14 @@ def _int32_device(call, a, name, length):
 
 
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale=None,
-                           causal=False, window_size=(-1, -1), return_lse=False, context=None):
+                           causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None, sinks=None,
+                           return_lse=False, context=None):
     """FlashAttention's flash_attn_varlen_func: sequences packed along the rows, q [total_q, Hq, D],
     k and v [total_k, Hkv, D]; cu_seqlens_q / _k (int32 [B + 1]) where each sequence starts;
     max_seqlen_q / _k the longest (what the plan is made for). Out [total_q, Hq, D]; rows no
-    sequence covers are 0. The LSE is float32 [Hq, total_q]. Masks as flash_attn_func, per sequence."""
-    call = _Call([q, k, v, cu_seqlens_q, cu_seqlens_k], context)
+    sequence covers are 0. The LSE is float32 [Hq, total_q]. Masks and modifiers as flash_attn_func,
+    per sequence."""
+    call = _Call([q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, sinks], context)
     q, k, v = call.device(q, "q"), call.device(k, "k"), call.device(v, "v")
     for a, n in ((q, "q"), (k, "k"), (v, "v")):
         _check_dim(a, n, 3)
@@ -340,11 +369,14 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     o, lse, args = _prepare(call, desc, q, k, v, (None, 1, 0), (tq, hq, d), (hq, tq) if return_lse else None,
                             zero_o=True)
     args.cu_seqlens_q, args.cu_seqlens_k = _mem(cq), _mem(ck)
+    keep = []
+    _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks, keep)
     return _finish(call, desc, args, o, lse)
 
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, block_table=None,
-                            softmax_scale=None, causal=False, window_size=(-1, -1), return_lse=False, context=None):
+                            softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                            sinks=None, return_lse=False, context=None):
     """FlashAttention's flash_attn_with_kvcache: q [B, Sq, Hq, D] against a cache k_cache / v_cache
     [B, capacity, Hkv, D], or with block_table (int32 [B, pages_per_seq]) a paged pool
     [num_pages, page_size, Hkv, D]. cache_seqlens (int32 [B], or one int for all) gives each
@@ -353,7 +385,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
     numpy caches the arrays given are updated), then attended to; cache_seqlens is not advanced.
     Lengths and table entries outside their ranges are clamped by the kernels (include/fa_cl.h)."""
     call = _Call([q, k_cache, v_cache, k, v, cache_seqlens if not isinstance(cache_seqlens, int) else None,
-                  block_table], context)
+                  block_table, alibi_slopes, sinks], context)
     numpy_caches = (k_cache, v_cache) if not call.on_device else None
     q, kc, vc = call.device(q, "q"), call.device(k_cache, "k_cache"), call.device(v_cache, "v_cache")
     kn, vn = call.device(k, "k"), call.device(v, "v")
@@ -403,6 +435,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
         args.block_table = _mem(table)
     if kn is not None:
         args.k_new, args.v_new = _mem(kn), _mem(vn)
+    keep = []
+    _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks, keep)
     result = _finish(call, desc, args, o, lse)
     if numpy_caches is not None and kn is not None:
         numpy_caches[0][...] = kc.get()

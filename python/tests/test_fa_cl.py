@@ -44,9 +44,10 @@ def value(a, dtype):
     return bf16_value(a).astype(np.float64) if dtype == "bf16" else np.asarray(a, np.float64)
 
 
-def oracle(q, k, v, scale=None, causal=False, window=(-1, -1), lens=None):
-    """float64 attention on [B, Sq, Hq, D] / [B, Sk, Hkv, D]; bottom-right masks (per-sequence lens).
-    Returns (o, lse [B, Hq, Sq]); rows that see no key give 0 and -inf."""
+def oracle(q, k, v, scale=None, causal=False, window=(-1, -1), lens=None, softcap=0.0, slopes=None, sinks=None):
+    """float64 attention on [B, Sq, Hq, D] / [B, Sk, Hkv, D]; bottom-right masks (per-sequence lens),
+    score modifiers (include/fa_cl.h). Returns (o, lse [B, Hq, Sq]); rows that see no key give 0
+    and -inf (with a sink: 0 and the sink)."""
     b, sq, hq, d = q.shape
     sk, hkv = k.shape[1], k.shape[2]
     scale = 1.0 / np.sqrt(d) if scale is None else scale
@@ -60,6 +61,10 @@ def oracle(q, k, v, scale=None, causal=False, window=(-1, -1), lens=None):
             i = np.arange(sq)[:, None]
             j = np.arange(n)[None, :]
             diag = i + n - sq
+            if softcap:
+                s = softcap * np.tanh(s / softcap)
+            if slopes is not None:
+                s = s - float(slopes[h]) * np.abs(diag - j)
             vis = np.ones((sq, n), bool)
             if causal:
                 vis &= j <= diag
@@ -69,9 +74,11 @@ def oracle(q, k, v, scale=None, causal=False, window=(-1, -1), lens=None):
                 vis &= j <= diag + window[1]
             s = np.where(vis, s, -np.inf)
             m = s.max(axis=1, initial=-np.inf)
+            sink = -np.inf if sinks is None else float(sinks[h])
+            m = np.maximum(m, sink)
             ok = np.isfinite(m)
             p = np.where(ok[:, None], np.exp(s - np.where(ok, m, 0)[:, None]), 0.0)
-            l = p.sum(axis=1)
+            l = p.sum(axis=1) + (np.exp(sink - np.where(ok, m, 0)) if sinks is not None else 0.0)
             o[bi, :, h, :] = np.where(ok[:, None], (p @ v[bi, :n, kh, :]) / np.where(ok, l, 1)[:, None], 0.0)
             lse[bi, h, :] = np.where(ok, m + np.log(np.where(ok, l, 1)), -np.inf)
     return o, lse
@@ -108,6 +115,24 @@ def test_flash_attn_func_numpy(dtype, causal, window):
     assert_close(value(o, dtype), ref, dtype, "flash_attn_func %s causal=%s window=%s" % (dtype, causal, window))
     assert lse.shape == (2, 4, 19) and lse.dtype == np.float32
     assert_lse(lse.astype(np.float64), ref_lse)
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_score_modifiers(dtype):
+    """softcap, ALiBi slopes and sinks together, causal with GQA (rows of a window see no key: the sink's LSE)"""
+    rng = np.random.default_rng(8)
+    q, k, v = make((2, 21, 4, 32), dtype, rng, 2.0), make((2, 40, 2, 32), dtype, rng, 2.0), make((2, 40, 2, 32), dtype, rng)
+    slopes = (2.0 ** (-8.0 * np.arange(1, 5) / 4)).astype(np.float32)
+    sinks = np.array([0.5, -1.0, 2.0, 0.0], np.float32)
+    o, lse = fa_cl.flash_attn_func(q, k, v, causal=True, softcap=5.0, alibi_slopes=slopes, sinks=sinks, return_lse=True)
+    ref, ref_lse = oracle(value(q, dtype), value(k, dtype), value(v, dtype), causal=True, softcap=5.0, slopes=slopes,
+                          sinks=sinks)
+    assert_close(value(o, dtype), ref, dtype, "score modifiers %s" % dtype)
+    assert_lse(lse.astype(np.float64), ref_lse)
+    with pytest.raises(ValueError, match="one per query head"):
+        fa_cl.flash_attn_func(q, k, v, sinks=sinks[:3])
+    with pytest.raises(ValueError, match="softcap"):
+        fa_cl.flash_attn_func(q, k, v, softcap=-1.0)
 
 
 def test_pyopencl_arrays_in_and_out_without_copies(queue):
