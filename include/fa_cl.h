@@ -311,9 +311,9 @@ typedef struct fa_cl_attention_desc {
  *    value: o_i = sum_j e^{s_ij} v_j / (e^{sink_h} + sum_j e^{s_ij}), LSE = log(e^{sink_h} +
  *    sum_j e^{s_ij}). A row that sees no key gets o = 0 and LSE = sink_h.
  * Masked keys stay masked (a modifier never makes a key visible). Kernels: the portable ones; the
- * NVIDIA tensor-core kernels take none yet, so such plans run on the portable kernels there
- * (fa_cl_plan_info.kernel says which; FA_CL_KERNEL_VARIANT=nvidia-mma with a modifier is
- * FA_CL_ERROR_UNSUPPORTED). The reference (fa_cl_reference_forward) takes all three. Bad data: a
+ * NVIDIA tensor-core kernels take none yet, so such plans run on portable-tiled there
+ * (fa_cl_plan_info.kernel says which; FA_CL_KERNEL_VARIANT=nvidia-mma, and =portable on NVIDIA
+ * GPUs, with a modifier is FA_CL_ERROR_UNSUPPORTED: the latter failed the H200's tests). The reference (fa_cl_reference_forward) takes all three. Bad data: a
  * NaN slope or sink makes the rows it reaches NaN; nothing is read outside the buffers' heads_q
  * floats.
  */

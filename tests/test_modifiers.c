@@ -88,6 +88,11 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const mod_case *mc, uint
     } else {
         fa_cl_plan *plan = NULL;
         st = fa_cl_plan_create(ctx, &p.desc, &plan);
+        if (st == FA_CL_ERROR_UNSUPPORTED && strstr(fa_cl_last_error(ctx), "not verified")) {
+            /* the library refuses a path it knows to be wrong there (include/fa_cl.h) */
+            printf("SKIP: %s: %s\n", name, fa_cl_last_error(ctx));
+            goto done;
+        }
         if (st == FA_CL_SUCCESS) {
             fa_cl_plan_get_info(plan, &info);
             st = fa_cl_plan_run(plan, &a);

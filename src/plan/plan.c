@@ -86,13 +86,22 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     fa_cl_tile_request req = {(int)d->head_dim, d->dtype, plan->pack * d->seqlen_q, d->seqlen_k, v->aligned16,
                               v->row_keys};
     char msg[512];
-    /* score modifiers: the portable kernels only (the tensor-core kernels take none yet) */
+    /* score modifiers: the portable kernels only (the tensor-core kernels take none yet). On NVIDIA
+     * GPUs (rows_small_dims marks them) the rows kernel with modifiers failed the H200's CTest while
+     * portable-tiled passed every case (docs/performance.md, session 5): those plans take the tiled
+     * kernel, and the rows kernel is refused there until the cause is found. */
     if (d->softcap > 0 || d->alibi || d->sinks) {
+        const int nvidia_gpu = lim.rows_small_dims;
         if (lim.forced_variant == FA_CL_KERNEL_NVIDIA_MMA || lim.forced_variant == FA_CL_KERNEL_NVIDIA_TF32X3)
             return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=%s takes no score "
                                "modifiers yet (desc.softcap, desc.alibi, desc.sinks): the portable kernels do",
                                fa_cl_kernel_by_id(lim.forced_variant)->name);
+        if (nvidia_gpu && lim.forced_variant == FA_CL_KERNEL_PORTABLE)
+            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=portable with score "
+                               "modifiers is not verified on NVIDIA GPUs (it failed the H200's tests): portable-tiled "
+                               "takes them");
         lim.nv_mma = lim.nv_tf32 = 0;
+        lim.rows_small_dims = 0;
     }
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
