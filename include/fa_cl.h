@@ -313,9 +313,10 @@ typedef struct fa_cl_attention_desc {
  * Masked keys stay masked (a modifier never makes a key visible). Kernels: the portable ones; the
  * NVIDIA tensor-core kernels take none yet, so such plans run on portable-tiled there
  * (fa_cl_plan_info.kernel says which; FA_CL_KERNEL_VARIANT=nvidia-mma, and =portable on NVIDIA
- * GPUs, with a modifier is FA_CL_ERROR_UNSUPPORTED: the latter failed the H200's tests). The reference (fa_cl_reference_forward) takes all three. Bad data: a
- * NaN slope or sink makes the rows it reaches NaN; nothing is read outside the buffers' heads_q
- * floats.
+ * GPUs, with a modifier is FA_CL_ERROR_UNSUPPORTED: the latter failed the H200's tests). The
+ * reference takes all three through fa_cl_reference_run (fa_cl_reference_forward, which has no
+ * buffers for them, the softcap only). Bad data: a NaN slope or sink makes the rows it reaches
+ * NaN; nothing is read outside the buffers' heads_q floats.
  */
 
 /**
