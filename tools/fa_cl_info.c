@@ -272,6 +272,9 @@ typedef struct device_report {
     fa_cl_limits limits;
     plan_row plans[N_PLANS];
     decode_row decode[N_DECODE];
+    fa_cl_tiles mods_tiles;      /* a prefill plan with a score modifier (head_dim 128, f16) */
+    fa_cl_status mods_status;
+    char mods_msg[256];
     char notes[FA_CL_NOTES_CAPACITY]; /* fa_cl_context_notes of a context on the device (program cache) */
 } device_report;
 
@@ -363,6 +366,11 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
                                          row->seqlen_k, slots, ctx->env.splits);
         row->scratch = row->splits > 1 ? (uint64_t)row->splits * (uint64_t)row->batch * 32u * (128u + 1u) * 4u : 0;
     }
+    /* with a score modifier: the kernels that take them (src/plan/planner.h) */
+    fa_cl_limits lim = r->limits;
+    fa_cl_limits_for_modifiers(&lim);
+    fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+    r->mods_status = fa_cl_plan_tiles(&lim, &req, &r->mods_tiles, r->mods_msg, sizeof r->mods_msg);
 }
 
 static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, device_report *r)
@@ -545,6 +553,12 @@ static void human_plans(const device_report *r)
                    d->tiles.block_q, d->tiles.block_kv, d->tiles.kernel, d->pack, (long long)d->splits,
                    (unsigned long long)d->scratch);
     }
+    if (r->mods_status == FA_CL_SUCCESS)
+        printf("    Score modifiers (softcap, ALiBi, sinks; head_dim 128, f16, N 4096): %s %dx%d (the tensor-core "
+               "kernels take none yet)\n", r->mods_tiles.kernel, r->mods_tiles.block_q, r->mods_tiles.block_kv);
+    else
+        printf("    Score modifiers (softcap, ALiBi, sinks): error %s: %s\n", fa_cl_status_string(r->mods_status),
+               r->mods_msg);
 }
 
 static void human_device(const device_report *r)
@@ -745,6 +759,13 @@ static void json_plans(json *w, const device_report *r)
             json_close(w, '}');
         }
         json_close(w, ']');
+        /* a plan with a score modifier (head_dim 128, f16, N 4096): the kernels that take them */
+        json_open(w, "modifiers", '{');
+        json_str(w, "error", r->mods_status == FA_CL_SUCCESS ? NULL : r->mods_msg);
+        json_str(w, "kernel", r->mods_status == FA_CL_SUCCESS ? r->mods_tiles.kernel : NULL);
+        json_num(w, "block_q", (unsigned long long)r->mods_tiles.block_q);
+        json_num(w, "block_kv", (unsigned long long)r->mods_tiles.block_kv);
+        json_close(w, '}');
     }
     json_close(w, '}');
 }

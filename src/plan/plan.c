@@ -100,8 +100,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
             return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=portable with score "
                                "modifiers is not verified on NVIDIA GPUs (it failed the H200's tests): portable-tiled "
                                "takes them");
-        lim.nv_mma = lim.nv_tf32 = 0;
-        lim.rows_small_dims = 0;
+        fa_cl_limits_for_modifiers(&lim);
     }
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */

@@ -46,6 +46,16 @@ void fa_cl__plan_unref(fa_cl_plan *plan);
 /* Enqueue the plan's launches for args (checked already, struct_size normalised). */
 fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *args);
 
+/* The args struct of a positional call of 0.1 (fa_cl_attention_forward, fa_cl_reference_forward). */
+static inline fa_cl_forward_args fa_cl__positional_args(cl_mem q, cl_mem k, cl_mem v, cl_mem o, cl_mem lse,
+                                                        cl_uint num_wait, const cl_event *wait, cl_event *done)
+{
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse, a.num_wait = num_wait, a.wait = wait, a.done = done;
+    return a;
+}
+
 /* args of the caller's size as this library's struct (fa_cl__struct_copy), then the buffer and
  * wait-list checks against plan's views; the failure is recorded on ctx under call's name. */
 fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl_views *views,

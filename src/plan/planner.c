@@ -108,3 +108,9 @@ int fa_cl_splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks)
     }
     return 1;
 }
+
+void fa_cl_limits_for_modifiers(fa_cl_limits *lim)
+{
+    lim->nv_mma = lim->nv_tf32 = 0;
+    lim->rows_small_dims = 0;
+}

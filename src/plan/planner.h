@@ -119,6 +119,11 @@ int fa_cl_gqa_pack(int64_t group, int64_t seqlen_q, int env);
 int64_t fa_cl_split_count(const fa_cl_tiles *t, int64_t batch, int64_t head_columns, int64_t column_rows,
                           int64_t row_keys, int64_t seqlen_k, int slots, int forced);
 
+/* Score modifiers (softcap, ALiBi, sinks) are in the portable kernels only: the limits a plan with
+ * one is made under (no tensor-core kernel; on NVIDIA GPUs, where the rows kernel with modifiers
+ * failed the H200's tests, portable-tiled rather than the rows kernel for small head_dims). */
+void fa_cl_limits_for_modifiers(fa_cl_limits *lim);
+
 /* Long rows: one fp32 accumulator summing many keys drifts (near-uniform weights, per-key sums:
  * relative error 1.1e-3 at 4M keys on PoCL, and a sum of ones stops growing at 2^24 terms). Where a
  * row can see more keys than fa_cl_chunk_threshold(dtype), the plan launches the kernel once per

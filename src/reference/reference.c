@@ -504,9 +504,7 @@ fa_cl_status fa_cl_reference_forward(fa_cl_context *ctx, const fa_cl_attention_d
                                      cl_mem v, cl_mem o, cl_mem lse, cl_uint num_wait, const cl_event *wait,
                                      cl_event *done)
 {
-    fa_cl_forward_args a;
-    fa_cl_forward_args_init(&a);
-    a.q = q, a.k = k, a.v = v, a.o = o, a.lse = lse, a.num_wait = num_wait, a.wait = wait, a.done = done;
+    const fa_cl_forward_args a = fa_cl__positional_args(q, k, v, o, lse, num_wait, wait, done);
     return reference_run(ctx, "fa_cl_reference_forward", desc, &a);
 }
 
