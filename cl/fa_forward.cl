@@ -209,13 +209,17 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
     /* Normalise, then stage the block through the Q tile (each work-item only ever touched its own
      * rows there) so the global stores are coalesced. */
+    FA_PRAGMA_UNROLL
     for (int i = 0; i < ROWS; i++) {
         int r = lid + i * WG;
         int row = q0 + r;
 #ifdef FA_APPLY_SINKS
-        const float fs = fa_sink_join(FA_ROW_SINK(row), &m[i], &l[i], scale_log2);
+        const float4 js = fa_sink_join(FA_ROW_SINK(row), m[i], l[i], scale_log2);
+        m[i] = js.x;
+        l[i] = js.y;
+        FA_PRAGMA_UNROLL
         for (int c = 0; c < D4; c++)
-            acc[i][c] *= fs;
+            acc[i][c] *= js.z;
 #endif
         float inv = (l[i] == 0.0f) ? 0.0f : 1.0f / l[i];
 #ifdef FA_UNROLL

@@ -34,7 +34,7 @@ typedef fa_store_t fa_out_t;
         long qs0, long qs1, long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, long os0, \
         long os1, long os2, int heads_q, int group, int seqlen_q_max, int seqlen_k_cap, int num_q_blocks, \
         float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse, float scale,         \
-        __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS FA_MODS_PARAMS
+        __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS FA_MODS_PARAMS FA_MASK_PARAMS
 
 /* The serving arguments exist only in builds with a serving feature (FA_SERVING, set by the planner
  * with any of the options below): elsewhere they are constants, so that other plans keep the
@@ -67,6 +67,31 @@ typedef fa_store_t fa_out_t;
 #define FA_MODS_UNUSED
 #endif
 
+/* The attention mask's arguments, only in builds with one (FA_MASK = the fa_cl_mask_type: 1 f32,
+ * 2 f16, 3 boolean uint8; include/fa_cl.h "Score modifiers"): the buffer, the element offset and
+ * strides of [batch, head, row] (0 broadcasts), and 1 / scale (the kernels add mask / scale to raw
+ * scores). A mask entry is a value in scaled-score units: f16 through vload_half (no cl_khr_fp16),
+ * a boolean's 0 is -inf. */
+#ifdef FA_MASK
+#if FA_MASK == 1
+typedef float fa_mask_t;
+#define FA_MASK_LOAD(i) (mask[i])
+#elif FA_MASK == 2
+typedef half fa_mask_t;
+#define FA_MASK_LOAD(i) vload_half(0, mask + (i))
+#elif FA_MASK == 3
+typedef uchar fa_mask_t;
+#define FA_MASK_LOAD(i) (mask[i] ? 0.0f : -INFINITY)
+#else
+#error "FA_MASK is 1 (f32), 2 (f16) or 3 (bool)"
+#endif
+#define FA_MASK_PARAMS , __global const fa_mask_t *mask, ulong mask_off, long ms0, long ms1, long ms2, float mask_scale
+#define FA_MASK_UNUSED (void)mask, (void)mask_off, (void)ms0, (void)ms1, (void)ms2, (void)mask_scale;
+#else
+#define FA_MASK_PARAMS
+#define FA_MASK_UNUSED
+#endif
+
 /* One work-group per (query block, batch * head column), flattened into dimension 0, and (FA_SPLIT)
  * per chunk of keys in dimension 1: this one's batch b, first query head h, kv head hk and first
  * row q0. A head column is one query head, or (GQA packing, pack = heads_q / heads_kv) all query
@@ -96,7 +121,7 @@ typedef fa_store_t fa_out_t;
     (void)scratch, (void)kv_begin, (void)kv_end, (void)kmap, (void)vmap, (void)seqlens,   \
         (void)pack, (void)num_splits, (void)split_stride, (void)cu_seqlens_q, (void)cu_seqlens_k,        \
         (void)total_q, (void)total_k, (void)nrows_max, (void)qs0, (void)os0, (void)ks0, (void)vs0;          \
-    FA_MODS_UNUSED
+    FA_MODS_UNUSED FA_MASK_UNUSED
 
 /* Where the head column's first q and o rows are (expressions, not variables: a 64-bit value kept
  * live through the key loop costs the registers a kernel is tuned to; Intel's compiler spilled) */
@@ -399,32 +424,84 @@ inline int fa_row_diag(int v, int seqlen_q, int seqlen_k)
 #define FA_ROW_ALIBI(v) 0.0f
 #endif
 
-/* Per-row state of the modifiers, for a kernel's n rows per work-item: their ALiBi slopes (raw)
- * and diagonals; nothing in builds without modifiers. */
-#ifdef FA_MODS
-#define FA_MOD_ROWS(n) float mod_alibi[n]; int mod_diag[n];
-#define FA_MOD_ROW_INIT(i, v) (mod_alibi[i] = FA_ROW_ALIBI(v), mod_diag[i] = fa_row_diag(v, seqlen_q, seqlen_k))
-#define FA_MOD_SCORE(s, i, key) FA_SCORE(s, mod_alibi[i], mod_diag[i], key)
+#ifdef FA_MASK
+/* Where row v's mask entries start (element index): its batch (sequence), query head and position.
+ * Rows past nrows take row 0's (in bounds; their scores are never used). */
+inline ulong fa_mask_row(int v, int nrows, int h, int seqlen_q, ulong b, ulong mask_off, long ms0, long ms1, long ms2)
+{
+    const int w = v < nrows ? v : 0;
+#ifdef FA_PACK
+    const int pos = w % seqlen_q;
 #else
-#define FA_MOD_ROWS(n)
-#define FA_MOD_ROW_INIT(i, v) ((void)0)
-#define FA_MOD_SCORE(s, i, key) (s)
+    const int pos = w;
 #endif
+    return mask_off + b * (ulong)ms0 + (ulong)fa_row_head(h, w, seqlen_q) * (ulong)ms1 + (ulong)pos * (ulong)ms2;
+}
+#define FA_MASK_ROW(v) fa_mask_row(v, nrows, h, seqlen_q, b, mask_off, ms0, ms1, ms2)
+/* the mask's term for key `key` of a row starting at entry r0, in raw-score units; the key is
+ * clamped into the mask's [0, seqlen_k) (a tail block's keys past it are masked anyway), so no
+ * read leaves the view whatever the lengths on the device say */
+#define FA_MASK_TERM(r0, key) (FA_MASK_LOAD((r0) + (ulong)clamp(key, 0, seqlen_k_cap - 1)) * mask_scale)
+/* FA_MASK_PAIRS (the planner: mask_offset and strides even): the entries of keys (2k, 2k + 1) of a
+ * row as one aligned load, e an even entry index; unscaled */
+#ifdef FA_MASK_PAIRS
+#if FA_MASK == 1
+#define FA_MASK_PAIR(e) (*(__global const float2 *)(mask + (e)))
+#elif FA_MASK == 2
+inline float2 fa_mask_pair16(__global const half *m, ulong e)
+{
+    const uint u = *(__global const uint *)(m + e);
+    return vload_half2(0, (const __private half *)&u);
+}
+#define FA_MASK_PAIR(e) fa_mask_pair16(mask, e)
+#else
+inline float2 fa_mask_pair8(__global const uchar *m, ulong e)
+{
+    const uchar2 u = *(__global const uchar2 *)(m + e);
+    return (float2)(u.x ? 0.0f : -INFINITY, u.y ? 0.0f : -INFINITY);
+}
+#define FA_MASK_PAIR(e) fa_mask_pair8(mask, e)
+#endif
+#endif
+#endif
+
+/* Per-row state of the modifiers, for a kernel's n rows per work-item: their ALiBi slopes (raw)
+ * and diagonals, their mask rows; nothing in builds without modifiers. */
+#ifdef FA_MODS
+#define FA_MODS_ROWS_(n) float mod_alibi[n]; int mod_diag[n];
+#define FA_MODS_INIT_(i, v) (mod_alibi[i] = FA_ROW_ALIBI(v), mod_diag[i] = fa_row_diag(v, seqlen_q, seqlen_k))
+#define FA_MODS_SCORE_(s, i, key) FA_SCORE(s, mod_alibi[i], mod_diag[i], key)
+#else
+#define FA_MODS_ROWS_(n)
+#define FA_MODS_INIT_(i, v) ((void)0)
+#define FA_MODS_SCORE_(s, i, key) (s)
+#endif
+#ifdef FA_MASK
+#define FA_MASK_ROWS_(n) ulong mod_mask[n];
+#define FA_MASK_INIT_(i, v) (mod_mask[i] = FA_MASK_ROW(v))
+#define FA_MASK_ADD_(s, i, key) ((s) + FA_MASK_TERM(mod_mask[i], key))
+#else
+#define FA_MASK_ROWS_(n)
+#define FA_MASK_INIT_(i, v) ((void)0)
+#define FA_MASK_ADD_(s, i, key) (s)
+#endif
+#define FA_MOD_ROWS(n) FA_MODS_ROWS_(n) FA_MASK_ROWS_(n)
+#define FA_MOD_ROW_INIT(i, v) (FA_MODS_INIT_(i, v), FA_MASK_INIT_(i, v))
+/* softcap, ALiBi, then the mask (include/fa_cl.h's order) */
+#define FA_MOD_SCORE(s, i, key) FA_MASK_ADD_(FA_MODS_SCORE_(s, i, key), i, key)
 /* the sink logit of row v in raw units (-inf past the rows: nothing is read there) */
 #define FA_ROW_SINK(v) ((v) < nrows ? sinks[fa_row_head(h, v, seqlen_q)] / scale : -INFINITY)
 
 /* Attention sinks: the row's sink logit joins its softmax as a key without a value, after every
- * key (and chunk) is in: (m, l) take it, the returned factor rescales O. A split plan's forward
- * leaves it to the combine kernel. */
+ * key (and chunk) is in: returns (m, l) with it and the factor that rescales O. A split plan's
+ * forward leaves it to the combine kernel. */
 #if defined(FA_SINKS) && !defined(FA_SPLIT)
 #define FA_APPLY_SINKS 1
-inline float fa_sink_join(float sink_raw, float *m, float *l, float scale_log2)
+inline float4 fa_sink_join(float sink_raw, float m, float l, float scale_log2)
 {
-    const float mx = fmax(*m, sink_raw), mu = mx == -INFINITY ? 0.0f : mx;
-    const float f = fa_rescale(*m, mu, scale_log2);
-    *l = *l * f + fa_rescale(sink_raw, mu, scale_log2);
-    *m = mx;
-    return f;
+    const float mx = fmax(m, sink_raw), mu = mx == -INFINITY ? 0.0f : mx;
+    const float f = fa_rescale(m, mu, scale_log2);
+    return (float4)(mx, l * f + fa_rescale(sink_raw, mu, scale_log2), f, 0.0f);
 }
 #endif
 

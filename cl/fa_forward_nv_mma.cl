@@ -311,6 +311,38 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
 #endif
 
+#ifdef FA_MASK
+        /* the attention mask's terms (raw units), before the visibility mask below. A block inside
+         * the mask's keys takes each lane's pairs of keys as one load at a constant offset from
+         * the row's entry (FA_MASK_PAIRS); a tail block clamps every key. */
+#ifdef FA_MASK_PAIRS
+        if (kv0 + BLOCK_KV <= seqlen_k_cap) {
+            FA_PRAGMA_UNROLL
+            for (int mt = 0; mt < MT; mt++) {
+                const ulong kfirst = (ulong)(kv0 + koff + 2 * t4);
+                const ulong r0 = FA_MASK_ROW(q0 + wrow + 16 * mt + g) + kfirst;
+                const ulong r1 = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8) + kfirst;
+                FA_PRAGMA_UNROLL
+                for (int nt = 0; nt < NT; nt++) {
+                    const float2 a = FA_MASK_PAIR(r0 + 8 * nt), c = FA_MASK_PAIR(r1 + 8 * nt);
+                    s[mt][nt] = mad((float4)(a, c), (float4)(mask_scale), s[mt][nt]);
+                }
+            }
+        } else
+#endif
+        {
+            FA_PRAGMA_UNROLL
+            for (int mt = 0; mt < MT; mt++) {
+                const ulong r0 = FA_MASK_ROW(q0 + wrow + 16 * mt + g), r1 = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8);
+                FA_PRAGMA_UNROLL
+                for (int nt = 0; nt < NT; nt++) {
+                    const int key = kv0 + koff + nt * 8 + 2 * t4;
+                    s[mt][nt] += (float4)(FA_MASK_TERM(r0, key), FA_MASK_TERM(r0, key + 1), FA_MASK_TERM(r1, key),
+                                          FA_MASK_TERM(r1, key + 1));
+                }
+            }
+        }
+#endif
         /* mask, unless every row of the warp sees every key of the block; scores stay raw (the
          * scale goes into the exponent with the difference: 2^((s - m) c), see cl/fa_forward.cl) */
         if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {

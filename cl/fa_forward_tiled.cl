@@ -250,10 +250,12 @@ void fa_forward(FA_FORWARD_PARAMS)
             continue;
 #ifdef FA_APPLY_SINKS
         /* m is the row's (every tx holds it), so each work-item rescales its own chunks alike */
-        const float fs = fa_sink_join(FA_ROW_SINK(row), &m[i], &total, scale_log2);
+        const float4 js = fa_sink_join(FA_ROW_SINK(row), m[i], total, scale_log2);
+        m[i] = js.x;
+        total = js.y;
         FA_PRAGMA_UNROLL
         for (int c = 0; c < OC; c++)
-            acc[i][c] *= fs;
+            acc[i][c] *= js.z;
 #endif
         float inv = (total == 0.0f) ? 0.0f : 1.0f / total;
         ulong rbase = fa_qrow(obase, row, seqlen_q, os1, os2);

@@ -77,12 +77,27 @@ inline float fa_ref_score(float raw, float scale, float softcap, float slope, lo
     return t;
 }
 
-/* Score modifiers: softcap (0 = none), per-query-head ALiBi slopes and sink logits (NULL = none);
- * the chunk's rows are of flattened heads head0 + row / seqlen_q, query head = that % heads_q. */
+/* Entry idx of an attention mask of type mask_type (fa_cl_mask_type: 1 f32, 2 f16, 3 boolean
+ * uint8) as a term of the scaled score: the value, or 0 / -inf for a boolean. */
+inline float fa_ref_mask(__global const uchar *mask, int mask_type, ulong idx)
+{
+    if (mask_type == 1)
+        return ((__global const float *)mask)[idx];
+    if (mask_type == 2)
+        return vload_half(0, (__global const half *)mask + idx);
+    return mask[idx] ? 0.0f : -INFINITY;
+}
+#define FA_REF_SCORE(j)                                                                                   \
+    (fa_ref_score(p[j], scale, softcap, slope, diag, j) + (mask_type ? fa_ref_mask(mask, mask_type, mrow + (ulong)(j)) : 0.0f))
+
+/* Score modifiers: softcap (0 = none), per-query-head ALiBi slopes and sink logits (NULL = none),
+ * the attention mask (mask_type 0 = none) at mask_off + b ms0 + h ms1 + i ms2 + j; the chunk's rows
+ * are of flattened heads head0 + row / seqlen_q, batch and query head = that / and % heads_q. */
 __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse, ulong lse_row0, ulong seqlen_q,
                              ulong seqlen_k, long win_left, long win_right, float scale, __local float *red,
                              float softcap, __global const float *alibi, __global const float *sinks, ulong head0,
-                             ulong heads_q)
+                             ulong heads_q, __global const uchar *mask, int mask_type, ulong mask_off, long ms0,
+                             long ms1, long ms2)
 {
     const ulong row = get_group_id(0);
     const ulong L = get_local_size(0), lid = get_local_id(0);
@@ -90,12 +105,13 @@ __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse
     const long sk = (long)seqlen_k;
     const long diag = (long)(row % seqlen_q) + sk - (long)seqlen_q;
     const long lo = clamp(diag - win_left, 0L, sk), hi = clamp(diag + win_right + 1, 0L, sk);
-    const ulong h = (head0 + row / seqlen_q) % heads_q;
+    const ulong fh = head0 + row / seqlen_q, h = fh % heads_q;
+    const ulong mrow = mask_off + fh / heads_q * (ulong)ms0 + h * (ulong)ms1 + row % seqlen_q * (ulong)ms2;
     const float slope = alibi ? alibi[h] : 0.0f;
 
     float m = -INFINITY;
     for (long j = lo + (long)lid; j < hi; j += (long)L)
-        m = fmax(m, fa_ref_score(p[j], scale, softcap, slope, diag, j));
+        m = fmax(m, FA_REF_SCORE(j));
     m = fa_ref_reduce_max(red, m);
     /* a sink logit joins the denominator (a key without a value) */
     const float sink = sinks ? sinks[h] : -INFINITY;
@@ -107,7 +123,7 @@ __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse
     const int any = m != -INFINITY; /* the same in every work-item: a reduction's result */
     float sum = 0.0f;
     for (long j = (long)lid; j < sk; j += (long)L) {
-        float e = (any && j >= lo && j < hi) ? exp(fa_ref_score(p[j], scale, softcap, slope, diag, j) - m) : 0.0f;
+        float e = (any && j >= lo && j < hi) ? exp(FA_REF_SCORE(j) - m) : 0.0f;
         p[j] = e;
         sum += e;
     }

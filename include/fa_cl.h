@@ -148,6 +148,14 @@ typedef enum fa_cl_dtype {
     FA_CL_BF16 = 2 /**< bfloat16 (the upper half of a binary32); outputs round to nearest even */
 } fa_cl_dtype;
 
+/** The element type of an attention mask (desc.mask, "Score modifiers"). Values are ABI. */
+typedef enum fa_cl_mask_type {
+    FA_CL_MASK_NONE = 0, /**< no mask */
+    FA_CL_MASK_F32 = 1,  /**< float32, added to the scaled scores (-inf masks a key) */
+    FA_CL_MASK_F16 = 2,  /**< binary16, added as float32 */
+    FA_CL_MASK_BOOL = 3  /**< uint8: nonzero = the key is visible, 0 = masked (PyTorch's boolean attn_mask) */
+} fa_cl_mask_type;
+
 /** Opaque: wraps one device, its OpenCL context and a command queue, and caches programs and plans.
  *  Created by fa_cl_context_create() or fa_cl_context_create_default(), freed by fa_cl_context_release(). */
 typedef struct fa_cl_context fa_cl_context;
@@ -296,6 +304,10 @@ typedef struct fa_cl_attention_desc {
     float softcap;         /**< > 0: each scaled score s becomes softcap * tanh(s / softcap); finite, >= 0 */
     int alibi;             /**< nonzero: fa_cl_forward_args.alibi_slopes adds -slope_h * |i + Sk - Sq - j| */
     int sinks;             /**< nonzero: fa_cl_forward_args.sinks, one logit per query head in the softmax */
+    fa_cl_mask_type mask;  /**< FA_CL_MASK_NONE, or fa_cl_forward_args.mask: [batch, heads_q, seqlen_q, seqlen_k] */
+    int64_t mask_stride[3]; /**< elements, [batch, head, row]; 0 repeats one slice along that dimension (broadcast);
+                                 keys are contiguous. Taken as given (no "all 0 = contiguous" here) */
+    size_t mask_offset;    /**< elements from the mask buffer's start */
 } fa_cl_attention_desc;
 
 /**
@@ -310,6 +322,15 @@ typedef struct fa_cl_attention_desc {
  *    [heads_q], a logit per query head that joins every row's softmax denominator without a
  *    value: o_i = sum_j e^{s_ij} v_j / (e^{sink_h} + sum_j e^{s_ij}), LSE = log(e^{sink_h} +
  *    sum_j e^{s_ij}). A row that sees no key gets o = 0 and LSE = sink_h.
+ *  - Attention mask (desc.mask; PyTorch's attn_mask, ggml's mask): args.mask holds element
+ *    (b, h, i, j) at mask_offset + b mask_stride[0] + h mask_stride[1] + i mask_stride[2] + j, so
+ *    strides of 0 broadcast it over batches, heads or rows ([B|1, H|1, Sq|1, Sk]). A float mask
+ *    is added: s <- s + mask (after the softcap and ALiBi), -inf masks the key; a boolean mask
+ *    (uint8) masks the keys whose entry is 0. i is the row's position and j the key's (with
+ *    cache_seqlens, j < the capacity seqlen_k; varlen: positions within the sequence, b the
+ *    sequence, seqlen_q/seqlen_k the longest); the buffer must hold every element the strides
+ *    reach for those bounds, though only visible keys' entries are used. It needs a scale with a
+ *    finite 1 / scale (the kernels add mask / scale to unscaled scores).
  * Masked keys stay masked (a modifier never makes a key visible). Kernels: the portable ones; the
  * NVIDIA tensor-core kernels take none yet, so such plans run on portable-tiled there
  * (fa_cl_plan_info.kernel says which; FA_CL_KERNEL_VARIANT=nvidia-mma, and =portable on NVIDIA
@@ -471,6 +492,7 @@ typedef struct fa_cl_forward_args {
     cl_mem k_new, v_new;    /**< 0.3: [batch, seqlen_new, heads_kv, head_dim] rows to append; iff desc.seqlen_new > 0 */
     cl_mem alibi_slopes;    /**< 0.3: float32 [heads_q]; required iff desc.alibi */
     cl_mem sinks;           /**< 0.3: float32 [heads_q], logits; required iff desc.sinks */
+    cl_mem mask;            /**< 0.3: the attention mask desc.mask describes; required iff desc.mask */
 } fa_cl_forward_args;
 
 /** Zero every field of args and set struct_size to this header's sizeof. */
@@ -478,7 +500,7 @@ static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
         const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL,
-                                         NULL, NULL, NULL, NULL, NULL, NULL};
+                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }

@@ -227,7 +227,7 @@ void fa_cl__reference_release(fa_cl_context *ctx);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
-#define FA_CL_DESC_KEY_WORDS 37
+#define FA_CL_DESC_KEY_WORDS 42
 
 /* A descriptor checked and normalised once (desc.c): strides explicit, every extent computed, and
  * what the planner, the kernels' arguments, the plan cache and the reference take from it. */
@@ -246,6 +246,7 @@ typedef struct fa_cl_views {
     uint64_t cu_q_bytes, cu_k_bytes;     /* args.cu_seqlens_q / _k (varlen); 0 = not used */
     uint64_t new_bytes;                  /* args.k_new and v_new each (append); 0 = not used */
     uint64_t per_head_bytes;             /* args.alibi_slopes / args.sinks (heads_q floats), where used */
+    uint64_t mask_bytes;                 /* args.mask: (mask_offset + last element + 1) x its size; 0 = none */
     /* byte ranges [begin, end) each view touches, for overlap checks */
     uint64_t q_begin, k_begin, v_begin, o_begin;
     uint64_t key[FA_CL_DESC_KEY_WORDS]; /* every plan-changing field in a fixed order: compared bytewise */

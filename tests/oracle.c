@@ -48,6 +48,8 @@ void tu_attention_f64_mods(const tu_case *c, const tu_mods *mods, const float *q
                         t = softcap * tanh(t / softcap);
                     if (mods && mods->slopes)
                         t -= (double)mods->slopes[h] * (double)llabs(diag - j);
+                    if (mods && mods->mask)
+                        t += mods->mask[row * (size_t)Sk + (size_t)j];
                     s[j] = t;
                     seen++;
                     if (s[j] > m)

@@ -39,6 +39,7 @@ typedef struct tu_mods {
     double softcap;       /* > 0: t <- softcap * tanh(t / softcap) on the scaled score t */
     const float *slopes;  /* ALiBi [Hq]: t <- t - slope_h * |diag - j| (after the softcap) */
     const float *sinks;   /* [Hq]: a logit in every row's denominator, without a value */
+    const double *mask;   /* dense [B, Hq, Sq, Sk]: added to the scaled score last (-inf masks the key) */
 } tu_mods;
 
 /* tu_attention_f64 with the modifiers (mods NULL: none). With a sink a row that sees no key gets

@@ -45,7 +45,11 @@ typedef struct shape {
      * logit (h % 4) / 2 for query head h */
     int64_t softcap;
     int alibi, sinks;
+    fa_cl_mask_type mask; /* an attention mask [1, 1, Sq, Sk] broadcast over batches and heads */
 } shape;
+
+/* the mask types as the table prints them (and, from the 8th character, as --mask takes them) */
+static const char *const mask_names[] = {"", ", mask f32", ", mask f16", ", mask bool"};
 
 typedef struct options {
     shape one;
@@ -250,6 +254,10 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
     d->softcap = (float)s->softcap;
     d->alibi = s->alibi;
     d->sinks = s->sinks;
+    if (s->mask) {
+        d->mask = s->mask;
+        d->mask_stride[2] = s->sk; /* [1, 1, Sq, Sk]: strides {0, 0, Sk} */
+    }
     if (s->nvar > 0) {
         /* packed rows, strides 0 (contiguous); paged keys stay in the pool (lens: cache_seqlens) */
         d->total_q = sum_lens(s->vq, s->nvar);
@@ -349,6 +357,35 @@ static cl_mem per_head(cl_context c, const shape *s, int sinks, cl_int *err)
     for (int64_t h = 0; h < s->h; h++)
         x[h] = sinks ? 0.5f * (float)(h % 4) : (float)pow(2.0, -8.0 * (double)(h + 1) / (double)s->h);
     cl_mem m = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)s->h * sizeof *x, x, err);
+    free(x);
+    return m;
+}
+
+/* The broadcast mask of a shape: [Sq, Sk] entries, about one in 17 masked (-inf or false), the
+ * others small negative biases (0 for a boolean: visible). */
+static cl_mem mask_buffer(cl_context c, const shape *s, cl_int *err)
+{
+    const size_t n = (size_t)(s->sq * s->sk), esize = s->mask == FA_CL_MASK_F32 ? 4 : s->mask == FA_CL_MASK_F16 ? 2 : 1;
+    unsigned char *x = (unsigned char *)malloc(n * esize);
+    if (!x) {
+        *err = CL_OUT_OF_HOST_MEMORY;
+        return NULL;
+    }
+    for (size_t e = 0; e < n; e++) {
+        const size_t i = e / (size_t)s->sk, j = e % (size_t)s->sk;
+        const int masked = (i * 7 + j * 13) % 17 == 0;
+        const float v = masked ? -INFINITY : -0.25f * (float)((i + j) % 5);
+        if (s->mask == FA_CL_MASK_F32) {
+            memcpy(x + 4 * e, &v, 4);
+        } else if (s->mask == FA_CL_MASK_F16) {
+            static const uint16_t bias16[5] = {0x0000u, 0xb400u, 0xb800u, 0xba00u, 0xbc00u}; /* 0 .. -1 */
+            const uint16_t h = masked ? 0xfc00u : bias16[(i + j) % 5];
+            memcpy(x + 2 * e, &h, 2);
+        } else {
+            x[e] = (unsigned char)!masked;
+        }
+    }
+    cl_mem m = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * esize, x, err);
     free(x);
     return m;
 }
@@ -456,7 +493,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     size_t set_bytes = qbytes + 2 * kbytes;
     int sets = set_bytes < ((size_t)64 << 20) ? 4 : 1;
     cl_mem q[4] = {0}, k[4] = {0}, v[4] = {0}, o = NULL, o_ref = NULL, lse = NULL, lse_ref = NULL;
-    cl_mem seqlens = NULL, table = NULL, cu_q = NULL, cu_k = NULL, slopes = NULL, sink_logits = NULL;
+    cl_mem seqlens = NULL, table = NULL, cu_q = NULL, cu_k = NULL, slopes = NULL, sink_logits = NULL, mask = NULL;
     fa_cl_forward_args args, ref_args; /* the fused call's buffers, the reference's */
     fa_cl_forward_args_init(&args);
     cl_int err = CL_SUCCESS;
@@ -496,6 +533,8 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
         slopes = per_head(c, s, 0, &err);
     if (err == CL_SUCCESS && s->sinks)
         sink_logits = per_head(c, s, 1, &err);
+    if (err == CL_SUCCESS && s->mask)
+        mask = mask_buffer(c, s, &err);
     if (err == CL_SUCCESS && d.total_q > 0)
         cu_q = cu_seqlens(c, s->vq, s->nvar, &err);
     if (err == CL_SUCCESS && d.total_k > 0)
@@ -514,7 +553,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     out->fused_extra = opt->lse ? lbytes : 0;
     args.o = o, args.lse = lse, args.cache_seqlens = seqlens, args.block_table = table;
     args.cu_seqlens_q = cu_q, args.cu_seqlens_k = cu_k;
-    args.alibi_slopes = slopes, args.sinks = sink_logits;
+    args.alibi_slopes = slopes, args.sinks = sink_logits, args.mask = mask;
     if (!time_path(ctx, fa_cl_attention_run, &d, &args, q, k, v, sets, opt->warmup, opt->reps, &out->fused_med,
                    &out->fused_min, out->note, sizeof out->note)) {
         out->failed = 1;
@@ -586,6 +625,7 @@ cleanup:
     if (cu_k) clReleaseMemObject(cu_k);
     if (slopes) clReleaseMemObject(slopes);
     if (sink_logits) clReleaseMemObject(sink_logits);
+    if (mask) clReleaseMemObject(mask);
 }
 
 /* ---- output ------------------------------------------------------------------------------------ */
@@ -667,8 +707,9 @@ static void print_row(const row *r)
     printf("%dx%d, %d, %zu/%zu B, %s, splits %d, gqa_pack %d; created in %.1f ms (%s)", r->plan.block_q,
            r->plan.block_kv, r->plan.work_group_size, r->plan.local_mem_bytes, r->plan.local_mem_budget,
            r->plan.kernel, r->plan.splits, r->plan.gqa_pack, r->plan_ms, plan_source(r));
-    if (r->s.softcap || r->s.alibi || r->s.sinks)
-        printf("; softcap %lld%s%s", (long long)r->s.softcap, r->s.alibi ? ", alibi" : "", r->s.sinks ? ", sinks" : "");
+    if (r->s.softcap || r->s.alibi || r->s.sinks || r->s.mask)
+        printf("; softcap %lld%s%s%s", (long long)r->s.softcap, r->s.alibi ? ", alibi" : "", r->s.sinks ? ", sinks" : "",
+               mask_names[r->s.mask]);
     if (r->note[0])
         printf("  [%s]", r->note);
     printf("\n");
@@ -708,8 +749,8 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
         json_lens(f, s->vq, s->nvar);
         fprintf(f, ", \"varlen_k\": ");
         json_lens(f, s->nvar > 0 ? varlen_keys(s) : NULL, s->nvar);
-        fprintf(f, ", \"softcap\": %lld, \"alibi\": %s, \"sinks\": %s", (long long)s->softcap,
-                s->alibi ? "true" : "false", s->sinks ? "true" : "false");
+        fprintf(f, ", \"softcap\": %lld, \"alibi\": %s, \"sinks\": %s, \"mask\": \"%s\"", (long long)s->softcap,
+                s->alibi ? "true" : "false", s->sinks ? "true" : "false", mask_names[s->mask] + (s->mask ? 7 : 0));
         fprintf(f, ", \"flops\": %.0f, \"kv_bytes\": %.0f, \"failed\": %s", r->flops, r->kv_bytes,
                 r->failed ? "true" : "false");
         if (!r->failed) {
@@ -788,6 +829,8 @@ static void usage(FILE *f)
             "  --softcap C       scores s -> C tanh(s / C), C an integer >= 0 (0: none, the default)\n"
             "  --alibi           ALiBi, slopes 2^(-8 (h + 1) / Hq) for query head h\n"
             "  --sinks           attention sinks, the logit (h %% 4) / 2 for query head h\n"
+            "  --mask T          an attention mask of type T (f32, f16 or bool), [1, 1, Sq, Sk] broadcast\n"
+            "                    over batches and heads: biases 0 .. -1, one entry in 17 masked\n"
             "  --suite [S]       a built-in suite instead of the one shape: full (the default S: d 64/128,\n"
             "                    N 512..16384 at B*H*N = 8*16*4096, causal on/off, f32/f16; sized for a GPU),\n"
             "                    tiny (d 32, N 128/256: seconds anywhere) or decode (f16, d 128, Hq 32 on\n"
@@ -925,7 +968,7 @@ enum { PARSE_RUN, PARSE_EXIT_0, PARSE_ERROR };
 enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
     OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_DEVICE, OPT_VERSION, OPT_HELP, OPT_CACHE_SEQLENS,
-    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS
+    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK
 };
 
 static const struct option long_options[] = {
@@ -940,6 +983,7 @@ static const struct option long_options[] = {
     {"softcap", required_argument, NULL, OPT_SOFTCAP},
     {"alibi", no_argument, NULL, OPT_ALIBI},
     {"sinks", no_argument, NULL, OPT_SINKS},
+    {"mask", required_argument, NULL, OPT_MASK},
     {"suite", optional_argument, NULL, OPT_SUITE},
     {"json", required_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
@@ -1075,6 +1119,18 @@ static int parse_args(int argc, char **argv, options *o)
             break;
         case OPT_ALIBI: s->alibi = 1; break;
         case OPT_SINKS: s->sinks = 1; break;
+        case OPT_MASK: {
+            int t = 0;
+            for (int i = 1; i < 4; i++)
+                if (strcmp(optarg, mask_names[i] + 7) == 0)
+                    t = i;
+            if (!t) {
+                fprintf(stderr, "fa_cl_bench: --mask %s: not f32, f16 or bool\n", optarg);
+                return PARSE_ERROR;
+            }
+            s->mask = (fa_cl_mask_type)t;
+            break;
+        }
         case OPT_JSON: o->json = optarg; break;
         case OPT_CHECK: o->check = 1; break;
         case OPT_PLAN_TIMING: o->plan_timing = 1; break;

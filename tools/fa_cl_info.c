@@ -368,7 +368,7 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
     }
     /* with a score modifier: the kernels that take them (src/plan/planner.h) */
     fa_cl_limits lim = r->limits;
-    fa_cl_limits_for_modifiers(&lim);
+    fa_cl_limits_for_modifiers(&lim, 1, 0);
     fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
     r->mods_status = fa_cl_plan_tiles(&lim, &req, &r->mods_tiles, r->mods_msg, sizeof r->mods_msg);
 }

@@ -201,6 +201,8 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *used)
             t.paged = kv == 0 ? 16 : 0; /* vLLM's page size */
             /* and every score modifier, where the kernel takes them (not the tensor-core ones yet) */
             t.softcap = t.alibi = t.sinks = kv == 0 && !fa_cl_kernel_by_id(t.variant)->vendor;
+            /* and a mask (every kernel but nvidia-tf32x3): f16 with the cache, boolean with varlen keys */
+            t.mask = t.variant == FA_CL_KERNEL_NVIDIA_TF32X3 ? FA_CL_MASK_NONE : kv == 0 ? FA_CL_MASK_F16 : FA_CL_MASK_BOOL;
             t.append_rows = kv == 0 ? 4 : 0;
             t.varlen_k = kv == 1;
             if (fa_cl_build_options(&t, req.dtype, req.head_dim, p->traits.is_gpu, opts, sizeof opts) < 0 ||

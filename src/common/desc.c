@@ -12,9 +12,9 @@
 
 /* The descriptor as 0.2 defines it; struct_size smaller than its first version's fields is refused. */
 #define FA_CL_DESC_V1_SIZE (offsetof(fa_cl_attention_desc, o_offset) + sizeof(size_t))
-/* 0.3 added the serving fields (page_size .. seqlen_new) and the score modifiers (softcap .. sinks).
+/* 0.3 added the serving fields (page_size .. seqlen_new) and the score modifiers (softcap .. mask_offset).
  * A new descriptor field must join the canonical key (desc_key below) and be checked here. */
-#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, sinks) + sizeof(int))
+#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, mask_offset) + sizeof(size_t))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
 _Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V3_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
@@ -165,6 +165,10 @@ static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     k[34] = cap_bits;
     k[35] = (uint64_t)(d->alibi != 0);
     k[36] = (uint64_t)(d->sinks != 0);
+    k[37] = (uint64_t)d->mask;
+    for (int i = 0; i < 3; i++)
+        k[38 + i] = (uint64_t)d->mask_stride[i];
+    k[41] = (uint64_t)d->mask_offset;
     memcpy(key, k, sizeof k);
 }
 
@@ -308,6 +312,20 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         snprintf(msg, msg_size, "desc.softcap %g must be finite and >= 0 (0 = no softcap)", (double)desc->softcap);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
+    if (desc->mask < FA_CL_MASK_NONE || desc->mask > FA_CL_MASK_BOOL) {
+        snprintf(msg, msg_size, "desc.mask %d is not a fa_cl_mask_type", (int)desc->mask);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (desc->mask == FA_CL_MASK_NONE && (desc->mask_stride[0] || desc->mask_stride[1] || desc->mask_stride[2] ||
+                                          desc->mask_offset)) {
+        snprintf(msg, msg_size, "desc.mask_stride / desc.mask_offset are set but desc.mask is FA_CL_MASK_NONE");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (desc->mask_stride[0] < 0 || desc->mask_stride[1] < 0 || desc->mask_stride[2] < 0) {
+        snprintf(msg, msg_size, "desc.mask_stride {%lld, %lld, %lld} must not be negative (0 broadcasts)",
+                 (long long)desc->mask_stride[0], (long long)desc->mask_stride[1], (long long)desc->mask_stride[2]);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
     if (desc->total_q > INT32_MAX / 2 || desc->total_k > INT32_MAX / 2) {
         snprintf(msg, msg_size, "desc.%s %lld is not supported (at most %d)", desc->total_q > INT32_MAX / 2 ? "total_q"
                  : "total_k", (long long)(desc->total_q > INT32_MAX / 2 ? desc->total_q : desc->total_k),
@@ -410,6 +428,13 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         snprintf(msg, msg_size, "desc.batch x desc.pages_per_seq overflows the block table's byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
+    if (d->mask) { /* [batch, heads_q, seqlen_q, seqlen_k], broadcast where a stride is 0 */
+        const size_t me = d->mask == FA_CL_MASK_F32 ? 4 : d->mask == FA_CL_MASK_F16 ? 2 : 1;
+        uint64_t begin;
+        if (!view_extent("mask", d->batch, d->heads_q, d->seqlen_q, d->seqlen_k, d->mask_stride, d->mask_offset, me,
+                         &begin, &out->mask_bytes, msg, msg_size))
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
     /* a capability limit, checked after validity: kernels index heads with 32-bit ints */
     if (desc->heads_q > INT32_MAX) {
         snprintf(msg, msg_size, "desc.heads_q %lld is not supported (at most %d)", (long long)desc->heads_q,
@@ -422,6 +447,11 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
      * -inf * 0 (a NaN). Only scales below 8.1e-39 or above 2.3e38 are moved, to that range's ends. */
     const double c = (double)out->scale * 1.4426950408889634;
     out->scale_log2 = (float)(c < (double)FLT_MIN ? (double)FLT_MIN : c > (double)FLT_MAX ? (double)FLT_MAX : c);
+    if (d->mask && !isfinite(1.0f / out->scale)) {
+        snprintf(msg, msg_size, "desc.scale %g with desc.mask: 1 / scale must be a finite float (the kernels add "
+                 "mask / scale to unscaled scores)", (double)out->scale);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     /* causal is the window (-1 -> unbounded left, right clipped to 0); unbounded sides are sq + sk */
     const int64_t unbounded = d->seqlen_q + d->seqlen_k;
     int64_t wl = d->window_left < 0 ? unbounded : d->window_left;
@@ -569,8 +599,9 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
         {"k_new", "desc.seqlen_new", a->k_new, v->new_bytes},
         {"v_new", "desc.seqlen_new", a->v_new, v->new_bytes},
         {"alibi_slopes", "desc.alibi", a->alibi_slopes, v->d.alibi ? v->per_head_bytes : 0},
-        {"sinks", "desc.sinks", a->sinks, v->d.sinks ? v->per_head_bytes : 0}};
-    for (int i = 0; i < 8; i++) {
+        {"sinks", "desc.sinks", a->sinks, v->d.sinks ? v->per_head_bytes : 0},
+        {"mask", "desc.mask", a->mask, v->mask_bytes}};
+    for (int i = 0; i < 9; i++) {
         if (!in[i].bytes && in[i].m)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "args.%s is given but %s is 0", in[i].name,
                                in[i].field);

@@ -13,6 +13,7 @@
 #define FA_CL_FORWARD_ARGS 35
 #define FA_CL_SERVING_ARGS 12
 #define FA_CL_MODS_ARGS 4    /* FA_MODS_PARAMS: softcap in and out, the ALiBi slopes, the sinks */
+#define FA_CL_MASK_ARGS 6    /* FA_MASK_PARAMS: the mask, its offset and 3 strides, 1 / scale */
 
 /* Build the kernel family's program for the tiles chosen: sizes and storage type become -D options
  * (build_options.c, shared with the offline compile checks). */
@@ -86,21 +87,20 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     fa_cl_tile_request req = {(int)d->head_dim, d->dtype, plan->pack * d->seqlen_q, d->seqlen_k, v->aligned16,
                               v->row_keys};
     char msg[512];
-    /* score modifiers: the portable kernels only (the tensor-core kernels take none yet). On NVIDIA
-     * GPUs (rows_small_dims marks them) the rows kernel with modifiers failed the H200's CTest while
-     * portable-tiled passed every case (docs/performance.md, session 5): those plans take the tiled
-     * kernel, and the rows kernel is refused there until the cause is found. */
-    if (d->softcap > 0 || d->alibi || d->sinks) {
-        const int nvidia_gpu = lim.rows_small_dims;
-        if (lim.forced_variant == FA_CL_KERNEL_NVIDIA_MMA || lim.forced_variant == FA_CL_KERNEL_NVIDIA_TF32X3)
-            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=%s takes no score "
-                               "modifiers yet (desc.softcap, desc.alibi, desc.sinks): the portable kernels do",
-                               fa_cl_kernel_by_id(lim.forced_variant)->name);
-        if (nvidia_gpu && lim.forced_variant == FA_CL_KERNEL_PORTABLE)
+    /* score modifiers: the portable kernels only; an attention mask: those and nvidia-mma */
+    const int score_mods = d->softcap > 0 || d->alibi || d->sinks;
+    if (score_mods || d->mask) {
+        const int forced = lim.forced_variant;
+        if ((score_mods && forced == FA_CL_KERNEL_NVIDIA_MMA) || forced == FA_CL_KERNEL_NVIDIA_TF32X3)
+            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=%s takes no %s "
+                               "yet: the portable kernels do", fa_cl_kernel_by_id(forced)->name,
+                               score_mods ? "score modifiers (desc.softcap, desc.alibi, desc.sinks)"
+                                          : "attention mask (desc.mask)");
+        if (score_mods && forced == FA_CL_KERNEL_PORTABLE && lim.rows_small_dims)
             return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=portable with score "
                                "modifiers is not verified on NVIDIA GPUs (it failed the H200's tests): portable-tiled "
                                "takes them");
-        fa_cl_limits_for_modifiers(&lim);
+        fa_cl_limits_for_modifiers(&lim, score_mods, d->mask != FA_CL_MASK_NONE);
     }
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
@@ -117,6 +117,9 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         plan->tiles.softcap = d->softcap > 0;
         plan->tiles.alibi = d->alibi;
         plan->tiles.sinks = d->sinks;
+        plan->tiles.mask = (int)d->mask;
+        plan->tiles.mask_pairs = d->mask && plan->tiles.variant == FA_CL_KERNEL_NVIDIA_MMA && d->mask_offset % 2 == 0 &&
+                                 d->mask_stride[0] % 2 == 0 && d->mask_stride[1] % 2 == 0 && d->mask_stride[2] % 2 == 0;
         if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
             return st;
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
@@ -243,7 +246,8 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
     for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
     const int serving = fa_cl_tiles_serving(&plan->tiles), mods = fa_cl_tiles_mods(&plan->tiles);
-    const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0) + (mods ? FA_CL_MODS_ARGS : 0);
+    const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0) + (mods ? FA_CL_MODS_ARGS : 0) +
+                         (plan->tiles.mask ? FA_CL_MASK_ARGS : 0);
     if (err == CL_SUCCESS && serving)
         err = serving_args(plan, kr, a, &n);
     if (err == CL_SUCCESS && mods) {
@@ -255,6 +259,19 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
             err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_out);
         for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
             err = clSetKernelArg(kr, n++, sizeof(cl_mem), &heads[i]);
+    }
+    if (err == CL_SUCCESS && plan->tiles.mask) {
+        const cl_ulong moff = d->mask_offset;
+        const cl_float inv_scale = 1.0f / v->scale; /* finite: fa_cl__desc_resolve */
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &a->mask);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &moff);
+        for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+            cl_long st = d->mask_stride[i];
+            err = clSetKernelArg(kr, n++, sizeof(cl_long), &st);
+        }
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_float), &inv_scale);
     }
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");

@@ -109,8 +109,12 @@ int fa_cl_splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks)
     return 1;
 }
 
-void fa_cl_limits_for_modifiers(fa_cl_limits *lim)
+void fa_cl_limits_for_modifiers(fa_cl_limits *lim, int score_mods, int mask)
 {
-    lim->nv_mma = lim->nv_tf32 = 0;
-    lim->rows_small_dims = 0;
+    if (score_mods) {
+        lim->nv_mma = 0;
+        lim->rows_small_dims = 0;
+    }
+    if (score_mods || mask)
+        lim->nv_tf32 = 0;
 }

@@ -94,6 +94,8 @@ typedef struct fa_cl_tiles {
     int stages;               /* nvidia-mma: K/V buffers each (FA_STAGES; 1 = synchronous copies); 0 elsewhere */
     int kv_warps;             /* nvidia-mma: warps sharing the rows, each a slice of every key block (FA_KV_WARPS) */
     int softcap, alibi, sinks; /* score modifiers built in (FA_SOFTCAP, FA_ALIBI, FA_SINKS) */
+    int mask;                 /* the attention mask's fa_cl_mask_type (FA_MASK); 0 = none */
+    int mask_pairs;           /* nvidia-mma: mask offset and strides even, keys read in pairs (FA_MASK_PAIRS) */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
@@ -119,10 +121,11 @@ int fa_cl_gqa_pack(int64_t group, int64_t seqlen_q, int env);
 int64_t fa_cl_split_count(const fa_cl_tiles *t, int64_t batch, int64_t head_columns, int64_t column_rows,
                           int64_t row_keys, int64_t seqlen_k, int slots, int forced);
 
-/* Score modifiers (softcap, ALiBi, sinks) are in the portable kernels only: the limits a plan with
- * one is made under (no tensor-core kernel; on NVIDIA GPUs, where the rows kernel with modifiers
- * failed the H200's tests, portable-tiled rather than the rows kernel for small head_dims). */
-void fa_cl_limits_for_modifiers(fa_cl_limits *lim);
+/* The limits a plan with score modifiers (softcap, ALiBi, sinks: the portable kernels; on NVIDIA
+ * GPUs portable-tiled, not the rows kernel for small head_dims: that failed the H200's tests at
+ * head_dim 64 with the softcap and ALiBi, sessions 5 and 6) or an attention mask (the portable
+ * kernels and nvidia-mma) is made under. */
+void fa_cl_limits_for_modifiers(fa_cl_limits *lim, int score_mods, int mask);
 
 /* Long rows: one fp32 accumulator summing many keys drifts (near-uniform weights, per-key sums:
  * relative error 1.1e-3 at 4M keys on PoCL, and a sum of ones stops growing at 2^24 terms). Where a

@@ -60,6 +60,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
     if (fa_cl_tiles_mods(t))
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MODS%s%s%s", t->softcap ? " -DFA_SOFTCAP" : "",
                         t->alibi ? " -DFA_ALIBI" : "", t->sinks ? " -DFA_SINKS" : ""));
+    if (t->mask)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d%s", t->mask, t->mask_pairs ? " -DFA_MASK_PAIRS" : ""));
     if (is_gpu)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable"));
     return len;

@@ -295,7 +295,7 @@ static fa_cl_status gemm(ref_run *r, const char *what, CLBlastTranspose tb, size
 }
 
 static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64_t head0, uint64_t count,
-                            size_t local, cl_mem alibi, cl_mem sinks)
+                            size_t local, const fa_cl_forward_args *a)
 {
     const fa_cl_attention_desc *d = &v->d;
     cl_long wl = v->win_left, wr = v->win_right; /* causal folded in (desc.c) */
@@ -316,12 +316,22 @@ static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64
     /* the score modifiers (include/fa_cl.h): the rows' query heads come from head0 */
     cl_float cap = d->softcap;
     cl_ulong h0 = head0, hq = (cl_ulong)d->heads_q;
-    cl_mem heads[2] = {d->alibi ? alibi : NULL, d->sinks ? sinks : NULL};
+    cl_mem heads[2] = {d->alibi ? a->alibi_slopes : NULL, d->sinks ? a->sinks : NULL};
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 10, sizeof cap, &cap);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 11, sizeof(cl_mem), &heads[0]);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 12, sizeof(cl_mem), &heads[1]);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 13, sizeof h0, &h0);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 14, sizeof hq, &hq);
+    cl_mem mask = d->mask ? a->mask : NULL;
+    cl_int mask_type = (cl_int)d->mask;
+    cl_ulong moff = d->mask_offset;
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 15, sizeof(cl_mem), &mask);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 16, sizeof mask_type, &mask_type);
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 17, sizeof moff, &moff);
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+        cl_long ms = d->mask_stride[i];
+        err = clSetKernelArg(k, (cl_uint)(18 + i), sizeof ms, &ms);
+    }
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(r->ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_softmax)");
     cl_uint nw;
@@ -449,7 +459,7 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk
             st = gemm(r, "S = Q K^T", CLBlastTransposeYes, m, sk, dim, r->q32, dim, m * dim, r->k32, dim, sk * dim,
                       r->s32, sk, m * sk, batch);
         if (st == FA_CL_SUCCESS)
-            st = softmax(r, v, lse, h0, n, local, a->alibi_slopes, a->sinks);
+            st = softmax(r, v, lse, h0, n, local, a);
         if (st == FA_CL_SUCCESS)
             st = gemm(r, "O = P V", CLBlastTransposeNo, m, dim, sk, r->s32, sk, m * sk, r->v32, dim, sk * dim, r->o32,
                       dim, m * dim, batch);
