@@ -1,17 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Storage-type helpers shared by every fa_cl kernel. The host defines FA_DTYPE:
- * 0 = f32, 1 = f16 (read with vload_half: no cl_khr_fp16 needed), 2 = bf16 (bit shifts).
- * Arithmetic is always fp32. */
+ * 0 = f32, 1 = f16 (read with vload_half: no cl_khr_fp16 needed), 2 = bf16 (bit shifts), 3 = q8_0
+ * (loads only: the reference's gather). Arithmetic is always fp32. */
 #ifndef FA_DTYPE
-#error "FA_DTYPE must be defined by the host (0 f32, 1 f16, 2 bf16)"
-#endif
-
-#if FA_DTYPE == 0
-typedef float fa_store_t;
-#elif FA_DTYPE == 1
-typedef half fa_store_t; /* only ever used behind a pointer, as OpenCL 1.2 allows without cl_khr_fp16 */
-#else
-typedef ushort fa_store_t;
+#error "FA_DTYPE must be defined by the host (0 f32, 1 f16, 2 bf16, 3 q8_0)"
 #endif
 
 inline float fa_bf16_to_f32(ushort x) { return as_float((uint)x << 16); }
@@ -26,48 +18,62 @@ inline ushort fa_f32_to_bf16(float f)
     return (ushort)(u >> 16);
 }
 
-inline float fa_load1(__global const fa_store_t *p, ulong i)
+/* Loads and stores by storage type: f32, f16 (vload_half), bf16 (bit shifts), and (loads only)
+ * q8_0: ggml's blocks of 32 elements, one f16 scale then 32 int8 values (34 bytes), element i at
+ * block i / 32; four elements 4k .. 4k + 3 never straddle a block. Addresses need only element
+ * alignment. */
+inline float fa_ld1_f32(__global const float *p, ulong i) { return p[i]; }
+inline float4 fa_ld4_f32(__global const float *p, ulong i) { return vload4(0, p + i); }
+inline float fa_ld1_f16(__global const half *p, ulong i) { return vload_half(0, p + i); }
+inline float4 fa_ld4_f16(__global const half *p, ulong i) { return vload_half4(0, p + i); }
+inline float fa_ld1_bf16(__global const ushort *p, ulong i) { return fa_bf16_to_f32(p[i]); }
+inline float4 fa_ld4_bf16(__global const ushort *p, ulong i)
 {
-#if FA_DTYPE == 0
-    return p[i];
-#elif FA_DTYPE == 1
-    return vload_half(0, p + i);
-#else
-    return fa_bf16_to_f32(p[i]);
-#endif
-}
-
-/* Four consecutive elements; the address needs only element alignment. */
-inline float4 fa_load4(__global const fa_store_t *p, ulong i)
-{
-#if FA_DTYPE == 0
-    return vload4(0, p + i);
-#elif FA_DTYPE == 1
-    return vload_half4(0, p + i);
-#else
     ushort4 u = vload4(0, p + i);
     return as_float4(convert_uint4(u) << 16);
-#endif
 }
-
-inline void fa_store1(__global fa_store_t *p, ulong i, float x)
+inline float fa_ld1_q8(__global const uchar *p, ulong i)
 {
-#if FA_DTYPE == 0
-    p[i] = x;
-#elif FA_DTYPE == 1
-    vstore_half_rte(x, 0, p + i);
-#else
-    p[i] = fa_f32_to_bf16(x);
-#endif
+    __global const uchar *blk = p + (i >> 5) * 34;
+    return vload_half(0, (__global const half *)blk) * (float)((__global const char *)blk)[2 + (i & 31)];
 }
-
-inline void fa_store4(__global fa_store_t *p, ulong i, float4 x)
+inline float4 fa_ld4_q8(__global const uchar *p, ulong i)
 {
-#if FA_DTYPE == 0
-    vstore4(x, 0, p + i);
-#elif FA_DTYPE == 1
-    vstore_half4_rte(x, 0, p + i);
-#else
+    __global const uchar *blk = p + (i >> 5) * 34;
+    return vload_half(0, (__global const half *)blk) * convert_float4(vload4(0, (__global const char *)blk + 2 + (i & 31)));
+}
+inline void fa_st1_f32(__global float *p, ulong i, float x) { p[i] = x; }
+inline void fa_st4_f32(__global float *p, ulong i, float4 x) { vstore4(x, 0, p + i); }
+inline void fa_st1_f16(__global half *p, ulong i, float x) { vstore_half_rte(x, 0, p + i); }
+inline void fa_st4_f16(__global half *p, ulong i, float4 x) { vstore_half4_rte(x, 0, p + i); }
+inline void fa_st1_bf16(__global ushort *p, ulong i, float x) { p[i] = fa_f32_to_bf16(x); }
+inline void fa_st4_bf16(__global ushort *p, ulong i, float4 x)
+{
     vstore4((ushort4)(fa_f32_to_bf16(x.x), fa_f32_to_bf16(x.y), fa_f32_to_bf16(x.z), fa_f32_to_bf16(x.w)), 0, p + i);
-#endif
 }
+
+/* A storage type id's element type and its loaders' suffix (FA_ELEM(FA_DTYPE), FA_LD4(id)...):
+ * 0 f32, 1 f16 (half only ever behind a pointer, as OpenCL 1.2 allows without cl_khr_fp16),
+ * 2 bf16, 3 q8_0 (bytes). */
+#define FA_CAT_(a, b) a##b
+#define FA_CAT(a, b) FA_CAT_(a, b)
+#define FA_ELEM_0 float
+#define FA_ELEM_1 half
+#define FA_ELEM_2 ushort
+#define FA_ELEM_3 uchar
+#define FA_SUFFIX_0 f32
+#define FA_SUFFIX_1 f16
+#define FA_SUFFIX_2 bf16
+#define FA_SUFFIX_3 q8
+#define FA_ELEM(id) FA_CAT(FA_ELEM_, id)
+#define FA_LD1(id) FA_CAT(fa_ld1_, FA_CAT(FA_SUFFIX_, id))
+#define FA_LD4(id) FA_CAT(fa_ld4_, FA_CAT(FA_SUFFIX_, id))
+#define FA_ST1(id) FA_CAT(fa_st1_, FA_CAT(FA_SUFFIX_, id))
+#define FA_ST4(id) FA_CAT(fa_st4_, FA_CAT(FA_SUFFIX_, id))
+
+/* The descriptor's storage type (FA_DTYPE): what every tensor is unless a kernel says otherwise. */
+typedef FA_ELEM(FA_DTYPE) fa_store_t;
+#define fa_load1 FA_LD1(FA_DTYPE)
+#define fa_load4 FA_LD4(FA_DTYPE)
+#define fa_store1 FA_ST1(FA_DTYPE)
+#define fa_store4 FA_ST4(FA_DTYPE)

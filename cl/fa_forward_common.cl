@@ -18,18 +18,36 @@
 #define FA_PRAGMA_UNROLL_N(n)
 #endif
 
+/* Each tensor's storage type (include/fa_cl.h desc.q_type ... o_type): the descriptor's FA_DTYPE
+ * unless the planner says otherwise (the portable kernels; K and V may be q8_0). */
+#ifndef FA_Q_DTYPE
+#define FA_Q_DTYPE FA_DTYPE
+#endif
+#ifndef FA_K_DTYPE
+#define FA_K_DTYPE FA_DTYPE
+#endif
+#ifndef FA_V_DTYPE
+#define FA_V_DTYPE FA_DTYPE
+#endif
+#ifndef FA_O_DTYPE
+#define FA_O_DTYPE FA_DTYPE
+#endif
+typedef FA_ELEM(FA_Q_DTYPE) fa_q_t;
+typedef FA_ELEM(FA_K_DTYPE) fa_k_t;
+typedef FA_ELEM(FA_V_DTYPE) fa_v_t;
+
 /* The output's storage: o itself, or (FA_SPLIT) the plan's fp32 scratch of partial results. */
 #ifdef FA_SPLIT
 typedef float fa_out_t;
 #define FA_OUT_DTYPE 0
 #else
-typedef fa_store_t fa_out_t;
-#define FA_OUT_DTYPE FA_DTYPE
+typedef FA_ELEM(FA_O_DTYPE) fa_out_t;
+#define FA_OUT_DTYPE FA_O_DTYPE
 #endif
 
 /* The arguments src/plan/plan.c sets (forward_args), in this order. */
 #define FA_FORWARD_PARAMS                                                                                 \
-    __global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,             \
+    __global const fa_q_t *q, __global const fa_k_t *k, __global const fa_v_t *v,                         \
         __global fa_out_t *o, __global float *lse, ulong q_off, ulong k_off, ulong v_off, ulong o_off,     \
         long qs0, long qs1, long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, long os0, \
         long os1, long os2, int heads_q, int group, int seqlen_q_max, int seqlen_k_cap, int num_q_blocks, \
@@ -320,7 +338,7 @@ inline float fa_rescale(float m, float mx, float scale_log2)
 #ifdef FA_KV_CHUNKED
 /* the state slot of this work-item's row i */
 #define FA_CHUNK_SLOT(i) (scratch + 2 * ((ulong)get_global_id(0) * FA_ITEM_ROWS + (ulong)(i)))
-#if FA_DTYPE == 0
+#if FA_O_DTYPE == 0
 #define FA_CHUNK_O(row, col)                                                                              \
     ((__global float *)o + fa_qrow(FA_O_HEAD0, row, seqlen_q, os1, os2) + (ulong)(col))
 #else
@@ -556,40 +574,26 @@ inline void fa_rows_span(int v0, int v1, int nrows, int seqlen_q, int seqlen_k, 
     } while (0)
 #endif
 
-/* Elements 4c .. 4c+3 of one row, zero beyond HEAD_DIM. */
-inline float4 fa_load_chunk(__global const fa_store_t *p, ulong row_base, int c)
-{
+/* Elements 4c .. 4c+3 of one row of q, k or v, zero beyond HEAD_DIM (q8_0 has no tails). */
 #if HEAD_DIM % 4 == 0
-    return fa_load4(p, row_base + 4 * (ulong)c);
+#define FA_CHUNK_BODY(id) return FA_LD4(id)(p, row_base + 4 * (ulong)c);
 #else
-    float4 x = (float4)(0.0f);
-    int k = 4 * c;
-    if (k + 0 < HEAD_DIM) x.x = fa_load1(p, row_base + k + 0);
-    if (k + 1 < HEAD_DIM) x.y = fa_load1(p, row_base + k + 1);
-    if (k + 2 < HEAD_DIM) x.z = fa_load1(p, row_base + k + 2);
-    if (k + 3 < HEAD_DIM) x.w = fa_load1(p, row_base + k + 3);
+#define FA_CHUNK_BODY(id)                                                                                 \
+    float4 x = (float4)(0.0f);                                                                            \
+    int k = 4 * c;                                                                                        \
+    if (k + 0 < HEAD_DIM) x.x = FA_LD1(id)(p, row_base + k + 0);                                          \
+    if (k + 1 < HEAD_DIM) x.y = FA_LD1(id)(p, row_base + k + 1);                                          \
+    if (k + 2 < HEAD_DIM) x.z = FA_LD1(id)(p, row_base + k + 2);                                          \
+    if (k + 3 < HEAD_DIM) x.w = FA_LD1(id)(p, row_base + k + 3);                                          \
     return x;
 #endif
-}
+inline float4 fa_q_chunk(__global const fa_q_t *p, ulong row_base, int c) { FA_CHUNK_BODY(FA_Q_DTYPE) }
+inline float4 fa_k_chunk(__global const fa_k_t *p, ulong row_base, int c) { FA_CHUNK_BODY(FA_K_DTYPE) }
+inline float4 fa_v_chunk(__global const fa_v_t *p, ulong row_base, int c) { FA_CHUNK_BODY(FA_V_DTYPE) }
 
 /* One and four output elements in the output's storage (o, or FA_SPLIT's fp32 partials). */
-inline void fa_ostore1(__global fa_out_t *p, ulong i, float x)
-{
-#if FA_OUT_DTYPE == 0
-    p[i] = x;
-#else
-    fa_store1(p, i, x);
-#endif
-}
-
-inline void fa_ostore4(__global fa_out_t *p, ulong i, float4 x)
-{
-#if FA_OUT_DTYPE == 0
-    vstore4(x, 0, p + i);
-#else
-    fa_store4(p, i, x);
-#endif
-}
+#define fa_ostore1 FA_ST1(FA_OUT_DTYPE)
+#define fa_ostore4 FA_ST4(FA_OUT_DTYPE)
 
 inline void fa_store_chunk(__global fa_out_t *p, ulong row_base, int c, float4 x)
 {

@@ -32,28 +32,32 @@
 #define FA_PV_UNROLL 4
 #endif
 
-/* rows [first, first + count) into a padded local tile, zero past `limit`: keys of a K/V map, or
- * the query rows of a head column (fa_qrow) */
-inline void fa_load_kv_rows(__local float4 *tile, __global const fa_store_t *src, fa_row_map map, int first, int count,
-                            int limit, int lid)
-{
-    for (int e = lid; e < count * D4; e += WG) {
-        int j = e / D4, c = e % D4;
-        float4 x = (float4)(0.0f);
-        if (first + j < limit)
-            x = fa_load_chunk(src, fa_kv_row(map, first + j), c);
-        tile[j * ROW4 + c] = x;
+/* rows [first, first + count) into a padded local tile, zero past `limit`: keys of a K/V map (one
+ * loader per tensor: K and V may differ in storage type), or the query rows of a head column
+ * (fa_qrow) */
+#define FA_DEFINE_KV_ROWS(name, T, chunk)                                                                 \
+    inline void name(__local float4 *tile, __global const T *src, fa_row_map map, int first, int count, int limit, \
+                     int lid)                                                                             \
+    {                                                                                                     \
+        for (int e = lid; e < count * D4; e += WG) {                                                      \
+            int j = e / D4, c = e % D4;                                                                   \
+            float4 x = (float4)(0.0f);                                                                    \
+            if (first + j < limit)                                                                        \
+                x = chunk(src, fa_kv_row(map, first + j), c);                                             \
+            tile[j * ROW4 + c] = x;                                                                       \
+        }                                                                                                 \
     }
-}
+FA_DEFINE_KV_ROWS(fa_load_k_rows, fa_k_t, fa_k_chunk)
+FA_DEFINE_KV_ROWS(fa_load_v_rows, fa_v_t, fa_v_chunk)
 
-inline void fa_load_q_rows(__local float4 *tile, __global const fa_store_t *src, ulong base, long s1, long s2,
+inline void fa_load_q_rows(__local float4 *tile, __global const fa_q_t *src, ulong base, long s1, long s2,
                            int seqlen_q, int first, int count, int limit, int lid)
 {
     for (int e = lid; e < count * D4; e += WG) {
         int j = e / D4, c = e % D4;
         float4 x = (float4)(0.0f);
         if (first + j < limit)
-            x = fa_load_chunk(src, fa_qrow(base, first + j, seqlen_q, s1, s2), c);
+            x = fa_q_chunk(src, fa_qrow(base, first + j, seqlen_q, s1, s2), c);
         tile[j * ROW4 + c] = x;
     }
 }
@@ -112,7 +116,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 
     for (int kv0 = blk_lo / BLOCK_KV * BLOCK_KV; kv0 < blk_hi; kv0 += BLOCK_KV) {
         barrier(CLK_LOCAL_MEM_FENCE); /* previous V (and the Q load, first time) done */
-        fa_load_kv_rows(kv_tile, k, kmap, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_k_rows(kv_tile, k, kmap, kv0, BLOCK_KV, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* S = Q K^T for the TM x TN tile, 4 head_dim elements at a time */
@@ -152,10 +156,10 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int j = 0; j < TN; j++) {
                 int key = kv0 + tx + NX * j;
-                /* the modified score first, then the select (a call in one arm made AMD's compiler
-                 * branch and spill the tiles) */
+                /* the modified score first, then select() (a call or a load in one arm of ?:
+                 * made AMD's compiler branch and spill the tiles: 3.7 KB with a mask) */
                 const float y = FA_MOD_SCORE(s[i][j], i, key);
-                float x = (key >= lo[i] && key < hi[i]) ? y : -INFINITY;
+                float x = select(-INFINITY, y, (int)(key >= lo[i] && key < hi[i]));
                 s[i][j] = x;
                 pmax[i] = fmax(pmax[i], x);
             }
@@ -186,7 +190,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                 acc[i][c] *= delta;
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* K, the maxima and P are all consumed / published */
-        fa_load_kv_rows(kv_tile, v, vmap, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_v_rows(kv_tile, v, vmap, kv0, BLOCK_KV, seqlen_k, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         /* O += P V for TM rows x OC chunks. A block every row sees fully takes the plain loop;

@@ -18,6 +18,7 @@ __kernel void fa_ref_gather(__global const fa_store_t *src, ulong off, long s0, 
     dst[r * dim + d] = fa_load1(src, off + b * (ulong)s0 + h * (ulong)s1 + s * (ulong)s2 + d);
 }
 
+#if FA_DTYPE != 3 /* q8_0: an input type only */
 /* The inverse: contiguous fp32 [heads, S, D] -> the output view, rounded to the storage type. */
 __kernel void fa_ref_scatter(__global const float *src, __global fa_store_t *dst, ulong off, long s0, long s1,
                              long s2, ulong heads, ulong seq, ulong head0)
@@ -27,6 +28,7 @@ __kernel void fa_ref_scatter(__global const float *src, __global fa_store_t *dst
     const ulong b = fh / heads, h = fh % heads;
     fa_store1(dst, off + b * (ulong)s0 + h * (ulong)s1 + s * (ulong)s2 + d, src[r * dim + d]);
 }
+#endif
 
 /* Work-group reductions; the local size is a power of two. Every work-item gets the result. */
 inline float fa_ref_reduce_max(__local float *red, float x)

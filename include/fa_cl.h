@@ -148,6 +148,19 @@ typedef enum fa_cl_dtype {
     FA_CL_BF16 = 2 /**< bfloat16 (the upper half of a binary32); outputs round to nearest even */
 } fa_cl_dtype;
 
+/**
+ * The storage of one tensor where it differs from desc.dtype (desc.q_type, k_type, v_type, o_type;
+ * "Storage types" below). Values are ABI; 0 is "desc.dtype" so that zeroed fields change nothing.
+ */
+typedef enum fa_cl_storage {
+    FA_CL_STORAGE_DTYPE = 0, /**< the descriptor's dtype */
+    FA_CL_STORAGE_F32 = 1,   /**< IEEE binary32 */
+    FA_CL_STORAGE_F16 = 2,   /**< IEEE binary16 */
+    FA_CL_STORAGE_BF16 = 3,  /**< bfloat16 */
+    FA_CL_STORAGE_Q8_0 = 4   /**< k and v only: ggml's q8_0, blocks of 32 elements (an f16 scale d, then 32 int8
+                                  q_i; element = d * q_i), 34 bytes each */
+} fa_cl_storage;
+
 /** The element type of an attention mask (desc.mask, "Score modifiers"). Values are ABI. */
 typedef enum fa_cl_mask_type {
     FA_CL_MASK_NONE = 0, /**< no mask */
@@ -308,6 +321,8 @@ typedef struct fa_cl_attention_desc {
     int64_t mask_stride[3]; /**< elements, [batch, head, row]; 0 repeats one slice along that dimension (broadcast);
                                  keys are contiguous. Taken as given (no "all 0 = contiguous" here) */
     size_t mask_offset;    /**< elements from the mask buffer's start */
+    /* ---- 0.3, storage types (see "Storage types" below); every field 0 = desc.dtype ---- */
+    fa_cl_storage q_type, k_type, v_type, o_type; /**< each tensor's storage where it differs from dtype */
 } fa_cl_attention_desc;
 
 /**
@@ -338,6 +353,22 @@ typedef struct fa_cl_attention_desc {
  * reference takes all three through fa_cl_reference_run (fa_cl_reference_forward, which has no
  * buffers for them, the softcap only). Bad data: a NaN slope or sink makes the rows it reaches
  * NaN; nothing is read outside the buffers' heads_q floats.
+ */
+
+/**
+ * Storage types (0.3): q, k, v and o each in their own type (desc.q_type .. o_type; 0 keeps
+ * desc.dtype), e.g. ggml's common case of q and o in f32 with k and v in f16, and K/V caches in
+ * q8_0 (desc.k_type / v_type = FA_CL_STORAGE_Q8_0), dequantised by the kernel as it loads each
+ * block (d * q_i in fp32), never in a separate pass. Arithmetic is fp32 throughout.
+ *  - q8_0 rules: head_dim a multiple of 32, and the tensor's offset and strides multiples of 32
+ *    elements (whole blocks); strides and offsets still count elements, the bytes of element e
+ *    (a multiple of 32) start at byte e / 32 * 34 of the buffer. A contiguous [B, H, S, D] q8_0
+ *    tensor (strides 0) is B * H * S * D / 32 blocks. Paged pools are the same in pages.
+ *  - Kernels: mixed types and q8_0 run on the portable kernels (the tensor-core kernels take one
+ *    type for all four tensors: such plans fall back, fa_cl_plan_info.kernel says which).
+ *  - Appending (seqlen_new) needs k and v in desc.dtype (k_new / v_new are in dtype).
+ *  - The reference (fa_cl_reference_run) takes every combination; the LSE is float32 as always.
+ * A q8_0 block's scale is read as stored: a NaN or Inf scale makes the keys of its block NaN.
  */
 
 /**

@@ -227,7 +227,7 @@ void fa_cl__reference_release(fa_cl_context *ctx);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
-#define FA_CL_DESC_KEY_WORDS 42
+#define FA_CL_DESC_KEY_WORDS 43
 
 /* A descriptor checked and normalised once (desc.c): strides explicit, every extent computed, and
  * what the planner, the kernels' arguments, the plan cache and the reference take from it. */
@@ -239,7 +239,9 @@ typedef struct fa_cl_views {
     int64_t row_keys;       /* the most keys one query row can see */
     int64_t group;          /* heads_q / heads_kv */
     int aligned16;          /* every q/k/v/o row starts 16-byte aligned */
-    size_t elem_size;       /* bytes per element of q, k, v, o */
+    size_t elem_size;       /* bytes per element of desc.dtype */
+    int type[4];            /* storage of q, k, v, o: FA_CL_TYPE_* (the kernels' FA_*_DTYPE ids) */
+    int mixed_types;        /* some tensor's type differs from desc.dtype */
     /* bytes each buffer must hold: (offset + max index + 1) * elem_size */
     uint64_t q_bytes, k_bytes, v_bytes, o_bytes, lse_bytes;
     uint64_t seqlens_bytes, table_bytes; /* args.cache_seqlens and args.block_table; 0 = not used */
@@ -282,6 +284,9 @@ fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const 
 
 /* Small helpers. */
 size_t fa_cl__dtype_size(fa_cl_dtype t); /* 0 for an unknown dtype */
+/* Storage type ids of the kernels (cl/fa_common.cl FA_DTYPE, FA_K_DTYPE ...): fa_cl_dtype's values,
+ * then q8_0. */
+enum { FA_CL_TYPE_F32 = 0, FA_CL_TYPE_F16 = 1, FA_CL_TYPE_BF16 = 2, FA_CL_TYPE_Q8_0 = 3 };
 const char *fa_cl__dtype_name(fa_cl_dtype t);
 
 #endif /* FA_CL_INTERNAL_H */

@@ -161,7 +161,7 @@ float tu_round(fa_cl_dtype t, float x)
 
 size_t tu_dtype_size(fa_cl_dtype t) { return t == FA_CL_F32 ? 4 : 2; }
 
-const char *tu_dtype_name(fa_cl_dtype t) { return fa_cl__dtype_name(t); }
+const char *tu_dtype_name(fa_cl_dtype t) { return t == TU_Q8_0 ? "q8_0" : fa_cl__dtype_name(t); }
 
 uint32_t tu_load_bits(fa_cl_dtype t, const void *img, size_t i)
 {
@@ -295,7 +295,9 @@ int tu_tensor_init(tu_tensor *t, char layout, fa_cl_dtype dtype, int64_t B, int6
     for (int i = 0; i < 3; i++)
         last += (size_t)(t->dim[i] - 1) * (size_t)st[i];
     t->elems = last + 1 + slack;
-    t->img = (unsigned char *)malloc(t->elems * tu_dtype_size(dtype));
+    if (dtype == TU_Q8_0 && (t->elems % 32 || D % 32 || t->offset % 32 || st[0] % 32 || st[1] % 32 || st[2] % 32))
+        return -1; /* q8_0: whole blocks only */
+    t->img = (unsigned char *)malloc(tu_tensor_bytes(t));
     t->inview = (unsigned char *)calloc(t->elems, 1);
     if (!t->img || !t->inview) {
         tu_tensor_free(t);
@@ -323,12 +325,63 @@ size_t tu_tensor_index(const tu_tensor *t, int64_t b, int64_t h, int64_t s, int6
 
 void tu_tensor_fill_bits(tu_tensor *t, uint32_t bits)
 {
+    if (t->dtype == TU_Q8_0) { /* every block's scale a NaN (the pattern's low half), its values 0x5a */
+        for (size_t blk = 0; blk < t->elems / 32; blk++) {
+            const uint16_t h = (uint16_t)(0x7e00u | (bits & 0xffu));
+            memcpy(t->img + 34 * blk, &h, 2);
+            memset(t->img + 34 * blk + 2, 0x5a, 32);
+        }
+        return;
+    }
     for (size_t i = 0; i < t->elems; i++)
         tu_store_bits(t->dtype, t->img, i, bits);
 }
 
+/* q8_0 (ggml's): each block of 32 elements in the view gets d = max|x| / 127 (rounded to f16) and
+ * q_i = round(x_i / d); x becomes the dequantised d * q_i, what the kernels read. */
+static void q8_put(tu_tensor *t, float *x)
+{
+    const int64_t B = t->dim[0], H = t->dim[1], S = t->dim[2], D = t->dim[3];
+    float *img = (float *)malloc(t->elems * sizeof(float));
+    if (!img)
+        return;
+    size_t n = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t d = 0; d < D; d++)
+                    img[tu_tensor_index(t, b, h, s, d)] = x[n++];
+    for (size_t blk = 0; blk < t->elems / 32; blk++) {
+        if (!t->inview[32 * blk])
+            continue;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++)
+            amax = fmaxf(amax, fabsf(img[32 * blk + (size_t)i]));
+        const uint16_t d16 = tu_f32_to_f16(amax / 127.0f);
+        const float d = tu_f16_to_f32(d16);
+        memcpy(t->img + 34 * blk, &d16, 2);
+        for (int i = 0; i < 32; i++) {
+            const float q = d > 0.0f ? fminf(fmaxf(roundf(img[32 * blk + (size_t)i] / d), -127.0f), 127.0f) : 0.0f;
+            const signed char c = (signed char)q;
+            memcpy(t->img + 34 * blk + 2 + i, &c, 1);
+            img[32 * blk + (size_t)i] = d * q;
+        }
+    }
+    n = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t d = 0; d < D; d++)
+                    x[n++] = img[tu_tensor_index(t, b, h, s, d)];
+    free(img);
+}
+
 void tu_tensor_put(tu_tensor *t, float *x)
 {
+    if (t->dtype == TU_Q8_0) {
+        q8_put(t, x);
+        return;
+    }
     const int64_t B = t->dim[0], H = t->dim[1], S = t->dim[2], D = t->dim[3];
     size_t n = 0;
     for (int64_t b = 0; b < B; b++)
@@ -344,7 +397,10 @@ void tu_tensor_put(tu_tensor *t, float *x)
                     x[n++] = tu_load(t->dtype, t->img, tu_tensor_index(t, b, h, s, d));
 }
 
-size_t tu_tensor_bytes(const tu_tensor *t) { return t->elems * tu_dtype_size(t->dtype); }
+size_t tu_tensor_bytes(const tu_tensor *t)
+{
+    return t->dtype == TU_Q8_0 ? t->elems / 32 * 34 : t->elems * tu_dtype_size(t->dtype);
+}
 
 /* ---- device buffers --------------------------------------------------------------------------- */
 
@@ -413,6 +469,13 @@ void tu_problem_free(tu_problem *p)
 
 int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_t seed, int want_ref)
 {
+    const fa_cl_dtype types[4] = {c->dtype, c->dtype, c->dtype, c->dtype};
+    return tu_problem_init_types(p, ctx, c, types, seed, want_ref);
+}
+
+int tu_problem_init_types(tu_problem *p, fa_cl_context *ctx, const tu_case *c, const fa_cl_dtype types[4],
+                          uint64_t seed, int want_ref)
+{
     memset(p, 0, sizeof *p);
     p->c = *c;
     snprintf(p->layout, sizeof p->layout, "%s", c->layout ? c->layout : "CCCC");
@@ -422,7 +485,7 @@ int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_
     for (int i = 0; i < 4; i++) {
         char l = p->layout[i];
         size_t slack = (i == 3 && (l == 'P' || l == 'Q')) ? 9 : 0;
-        if (tu_tensor_init(&p->t[i], l, c->dtype, c->B, heads[i], seqs[i], c->D, (size_t)i, slack) != 0) {
+        if (tu_tensor_init(&p->t[i], l, types[i], c->B, heads[i], seqs[i], c->D, (size_t)i, slack) != 0) {
             printf("bad layout '%c' or out of memory\n", l);
             tu_problem_free(p);
             return -1;
@@ -439,10 +502,10 @@ int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_
         }
         for (size_t e = 0; e < n; e++)
             p->x[i][e] = tu_rng_nonzero(&rng);
-        tu_tensor_fill_bits(&p->t[i], tu_nan_bits(c->dtype));
+        tu_tensor_fill_bits(&p->t[i], tu_nan_bits(types[i]));
         tu_tensor_put(&p->t[i], p->x[i]);
     }
-    tu_tensor_fill_bits(&p->t[3], tu_sentinel_bits(c->dtype));
+    tu_tensor_fill_bits(&p->t[3], tu_sentinel_bits(types[3]));
 
     fa_cl_attention_desc *d = &p->desc;
     fa_cl_attention_desc_init(d, c->B, c->Hq, c->Sq, c->Sk, c->D, c->dtype);
@@ -451,6 +514,9 @@ int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_
     d->window_left = c->wl;
     d->window_right = c->wr;
     d->scale = c->scale;
+    fa_cl_storage *dt[4] = {&d->q_type, &d->k_type, &d->v_type, &d->o_type};
+    for (int i = 0; i < 4; i++)
+        *dt[i] = types[i] == c->dtype ? FA_CL_STORAGE_DTYPE : (fa_cl_storage)((int)types[i] + 1);
     int64_t *ds[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
     size_t *off[4] = {&d->q_offset, &d->k_offset, &d->v_offset, &d->o_offset};
     for (int i = 0; i < 4; i++) {
@@ -501,7 +567,7 @@ int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_
 
 int tu_problem_poison(tu_problem *p, fa_cl_context *ctx)
 {
-    tu_tensor_fill_bits(&p->t[3], tu_sentinel_bits(p->c.dtype));
+    tu_tensor_fill_bits(&p->t[3], tu_sentinel_bits(p->t[3].dtype));
     for (size_t i = 0; i < p->lse_elems + p->lse_slack; i++)
         tu_store_bits(FA_CL_F32, p->lse_img, i, tu_sentinel_bits(FA_CL_F32));
     if (tu_write(ctx, p->mem[3], tu_tensor_bytes(&p->t[3]), p->t[3].img) != 0)
@@ -553,7 +619,7 @@ void tu_problem_check(const tu_problem *p, const double *ref_o, const double *re
 {
     memset(r, 0, sizeof *r);
     const tu_tensor *t = &p->t[3];
-    const fa_cl_dtype dt = p->c.dtype;
+    const fa_cl_dtype dt = t->dtype; /* o's storage: its sentinel and the accuracy bar */
     const uint32_t sentinel = tu_sentinel_bits(dt);
     for (size_t e = 0; e < t->elems; e++) {
         uint32_t bits = tu_load_bits(dt, t->img, e);
@@ -648,7 +714,7 @@ void tu_problem_check(const tu_problem *p, const double *ref_o, const double *re
 void tu_result_format(const tu_result *r, const tu_problem *p, char *buf, size_t size)
 {
     int n = snprintf(buf, size, "max|err| %.3g (tol %.3g+%.3g|ref|, worst ratio %.3f)", r->max_err,
-                     fa_cl_tolerance_abs(p->c.dtype), fa_cl_tolerance_rel(p->c.dtype), r->max_ratio);
+                     fa_cl_tolerance_abs(p->t[3].dtype), fa_cl_tolerance_rel(p->t[3].dtype), r->max_ratio);
     if (n > 0 && (size_t)n < size && p->c.lse)
         n += snprintf(buf + n, size - (size_t)n, " lse max|err| %.3g (tol rel %.0e, ratio %.3f)", r->lse_max_err,
                       fa_cl_tolerance_lse_rel(), r->lse_max_ratio);

@@ -66,6 +66,10 @@ int tu_main(tu_tally *t, int argc, char **argv, const tu_subset *subsets, int co
 
 /* ---- storage types ---------------------------------------------------------------------------- */
 
+/* ggml's q8_0 as a tensor's storage in the tests (K and V): the kernels' type id 3, never a
+ * descriptor's dtype (desc.k_type / v_type = FA_CL_STORAGE_Q8_0) */
+#define TU_Q8_0 ((fa_cl_dtype)3)
+
 uint16_t tu_f32_to_f16(float f);  /* round to nearest even; overflow -> inf; NaN stays NaN */
 float tu_f16_to_f32(uint16_t h);
 uint16_t tu_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
@@ -160,6 +164,11 @@ typedef struct tu_problem {
  * want_ref is 0) and the device buffers (inputs CL_MEM_READ_ONLY, o READ_WRITE, lse WRITE_ONLY).
  * Returns 0, or -1 (printed). */
 int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_t seed, int want_ref);
+/* The same with each tensor's storage (q, k, v, o; TU_Q8_0 for k and v, layout 'C' or 'H'): c->dtype
+ * is the descriptor's dtype, tensors of another type get desc.*_type; o's type sets the accuracy
+ * bar (tu_problem_check). */
+int tu_problem_init_types(tu_problem *p, fa_cl_context *ctx, const tu_case *c, const fa_cl_dtype types[4],
+                          uint64_t seed, int want_ref);
 void tu_problem_free(tu_problem *p);
 /* Fill the o and lse buffers (every element, gaps and slack included) with the sentinel. */
 int tu_problem_poison(tu_problem *p, fa_cl_context *ctx);

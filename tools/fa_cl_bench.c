@@ -46,7 +46,11 @@ typedef struct shape {
     int64_t softcap;
     int alibi, sinks;
     fa_cl_mask_type mask; /* an attention mask [1, 1, Sq, Sk] broadcast over batches and heads */
+    fa_cl_storage kv_type; /* K and V storage where it differs from dtype (--kv-dtype) */
 } shape;
+
+/* the storage types as --kv-dtype takes them (fa_cl_storage's order) */
+static const char *const storage_names[] = {"", "f32", "f16", "bf16", "q8_0"};
 
 /* the mask types as the table prints them (and, from the 8th character, as --mask takes them) */
 static const char *const mask_names[] = {"", ", mask f32", ", mask f16", ", mask bool"};
@@ -85,6 +89,10 @@ static const char *fill_source =
     "  uint x = (uint)i * 747796405u + seed * 2891336453u + (uint)(i >> 32) * 277803737u;\n"
     "  x = ((x >> ((x >> 28) + 4u)) ^ x) * 277803737u; x = (x >> 22) ^ x;\n"
     "  if (dtype == 0) { p[i] = as_uint((float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f); return; }\n"
+    "  if (dtype == 3) { uint w = 0; /* q8_0: 34-byte blocks, the f16 scale 1/127 (0x2008) first */\n"
+    "    for (uint j = 0; j < 4; j++) { uint at = (uint)((4 * i + j) % 34);\n"
+    "      w |= (at == 0 ? 0x08u : at == 1 ? 0x20u : (x >> (8 * j)) & 0xffu) << (8 * j); }\n"
+    "    p[i] = w; return; }\n"
     "  uint y = x * 1664525u + 1013904223u; float a = (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;\n"
     "  float b = (float)(y >> 8) * (2.0f / 16777216.0f) - 1.0f; uint lo, hi;\n"
     "  if (dtype == 2) { lo = as_uint(a) >> 16; hi = as_uint(b) >> 16; }\n"
@@ -171,9 +179,23 @@ static void visible(const shape *s, int64_t sq, int64_t sk, double *pairs, int64
 
 /* FLOPs (4 * Hq * pairs * d) and K/V bytes (2 * Hkv * keys * d * element size), summed over the
  * sequences, each with its own length. */
+/* Bytes per element of a storage (q8_0: 34 per 32) */
+static double storage_bytes(fa_cl_storage t, fa_cl_dtype dtype)
+{
+    if (t == FA_CL_STORAGE_DTYPE)
+        return dtype == FA_CL_F32 ? 4 : 2;
+    return t == FA_CL_STORAGE_F32 ? 4 : t == FA_CL_STORAGE_Q8_0 ? 34.0 / 32.0 : 2;
+}
+
+/* The fill kernel's type id of a storage (0 f32, 1 f16, 2 bf16, 3 q8_0) */
+static fa_cl_dtype storage_id(fa_cl_storage t, fa_cl_dtype dtype)
+{
+    return t == FA_CL_STORAGE_DTYPE ? dtype : (fa_cl_dtype)((int)t - 1);
+}
+
 static void work(const shape *s, double *flops, double *kv_bytes)
 {
-    double es = s->dtype == FA_CL_F32 ? 4 : 2;
+    double es = storage_bytes(s->kv_type, s->dtype);
     /* sequences b and b + nlens have the same lengths: each distinct one computed, times its count
      * (a varlen batch: every sequence its own) */
     int64_t period = s->nvar > 0 ? s->nvar : s->nlens > 0 ? s->nlens : 1;
@@ -254,6 +276,7 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
     d->softcap = (float)s->softcap;
     d->alibi = s->alibi;
     d->sinks = s->sinks;
+    d->k_type = d->v_type = s->kv_type;
     if (s->mask) {
         d->mask = s->mask;
         d->mask_stride[2] = s->sk; /* [1, 1, Sq, Sk]: strides {0, 0, Sk} */
@@ -487,7 +510,8 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     }
     /* whole 32-bit words, so the fill kernel covers an odd element count too */
     size_t qbytes = ((size_t)(q_rows * s->h * s->d) * es + 3) & ~(size_t)3;
-    size_t kbytes = ((size_t)(kv_rows * s->hkv * s->d) * es + 3) & ~(size_t)3;
+    size_t kbytes = ((size_t)((double)(kv_rows * s->hkv * s->d) * storage_bytes(s->kv_type, s->dtype)) + 3) & ~(size_t)3;
+    const fa_cl_dtype kv_id = storage_id(s->kv_type, s->dtype);
     size_t lbytes = (size_t)(q_rows * s->h) * 4; /* [B, Hq, Sq], or (varlen) [Hq, total_q] */
     /* rotate input sets while a set would sit in a 64 MiB cache */
     size_t set_bytes = qbytes + 2 * kbytes;
@@ -504,8 +528,8 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
         if (err == CL_SUCCESS)
             v[i] = clCreateBuffer(c, CL_MEM_READ_WRITE, kbytes, NULL, &err);
         if (err == CL_SUCCESS && !(fill(queue, filler, q[i], qbytes, 1 + 3 * i, s->dtype) &&
-                                   fill(queue, filler, k[i], kbytes, 2 + 3 * i, s->dtype) &&
-                                   fill(queue, filler, v[i], kbytes, 3 + 3 * i, s->dtype)))
+                                   fill(queue, filler, k[i], kbytes, 2 + 3 * i, kv_id) &&
+                                   fill(queue, filler, v[i], kbytes, 3 + 3 * i, kv_id)))
             err = CL_OUT_OF_RESOURCES;
     }
     /* the serving inputs: one lengths buffer and one block table, shared by every input set */
@@ -707,6 +731,8 @@ static void print_row(const row *r)
     printf("%dx%d, %d, %zu/%zu B, %s, splits %d, gqa_pack %d; created in %.1f ms (%s)", r->plan.block_q,
            r->plan.block_kv, r->plan.work_group_size, r->plan.local_mem_bytes, r->plan.local_mem_budget,
            r->plan.kernel, r->plan.splits, r->plan.gqa_pack, r->plan_ms, plan_source(r));
+    if (r->s.kv_type)
+        printf("; k, v %s", storage_names[r->s.kv_type]);
     if (r->s.softcap || r->s.alibi || r->s.sinks || r->s.mask)
         printf("; softcap %lld%s%s%s", (long long)r->s.softcap, r->s.alibi ? ", alibi" : "", r->s.sinks ? ", sinks" : "",
                mask_names[r->s.mask]);
@@ -749,6 +775,7 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
         json_lens(f, s->vq, s->nvar);
         fprintf(f, ", \"varlen_k\": ");
         json_lens(f, s->nvar > 0 ? varlen_keys(s) : NULL, s->nvar);
+        fprintf(f, ", \"kv_dtype\": \"%s\"", s->kv_type ? storage_names[s->kv_type] : fa_cl__dtype_name(s->dtype));
         fprintf(f, ", \"softcap\": %lld, \"alibi\": %s, \"sinks\": %s, \"mask\": \"%s\"", (long long)s->softcap,
                 s->alibi ? "true" : "false", s->sinks ? "true" : "false", mask_names[s->mask] + (s->mask ? 7 : 0));
         fprintf(f, ", \"flops\": %.0f, \"kv_bytes\": %.0f, \"failed\": %s", r->flops, r->kv_bytes,
@@ -829,6 +856,8 @@ static void usage(FILE *f)
             "  --softcap C       scores s -> C tanh(s / C), C an integer >= 0 (0: none, the default)\n"
             "  --alibi           ALiBi, slopes 2^(-8 (h + 1) / Hq) for query head h\n"
             "  --sinks           attention sinks, the logit (h %% 4) / 2 for query head h\n"
+            "  --kv-dtype T      K and V stored as T (f32, f16, bf16 or q8_0: ggml's 34-byte blocks of 32)\n"
+            "                    instead of --dtype's type; q and o stay in --dtype's\n"
             "  --mask T          an attention mask of type T (f32, f16 or bool), [1, 1, Sq, Sk] broadcast\n"
             "                    over batches and heads: biases 0 .. -1, one entry in 17 masked\n"
             "  --suite [S]       a built-in suite instead of the one shape: full (the default S: d 64/128,\n"
@@ -968,7 +997,7 @@ enum { PARSE_RUN, PARSE_EXIT_0, PARSE_ERROR };
 enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
     OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_DEVICE, OPT_VERSION, OPT_HELP, OPT_CACHE_SEQLENS,
-    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK
+    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK, OPT_KV_DTYPE
 };
 
 static const struct option long_options[] = {
@@ -984,6 +1013,7 @@ static const struct option long_options[] = {
     {"alibi", no_argument, NULL, OPT_ALIBI},
     {"sinks", no_argument, NULL, OPT_SINKS},
     {"mask", required_argument, NULL, OPT_MASK},
+    {"kv-dtype", required_argument, NULL, OPT_KV_DTYPE},
     {"suite", optional_argument, NULL, OPT_SUITE},
     {"json", required_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
@@ -1119,6 +1149,18 @@ static int parse_args(int argc, char **argv, options *o)
             break;
         case OPT_ALIBI: s->alibi = 1; break;
         case OPT_SINKS: s->sinks = 1; break;
+        case OPT_KV_DTYPE: {
+            int t = 0;
+            for (int i = 1; i < 5; i++)
+                if (strcmp(optarg, storage_names[i]) == 0)
+                    t = i;
+            if (!t) {
+                fprintf(stderr, "fa_cl_bench: --kv-dtype %s: not f32, f16, bf16 or q8_0\n", optarg);
+                return PARSE_ERROR;
+            }
+            s->kv_type = (fa_cl_storage)t;
+            break;
+        }
         case OPT_MASK: {
             int t = 0;
             for (int i = 1; i < 4; i++)

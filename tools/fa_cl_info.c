@@ -272,9 +272,11 @@ typedef struct device_report {
     fa_cl_limits limits;
     plan_row plans[N_PLANS];
     decode_row decode[N_DECODE];
-    fa_cl_tiles mods_tiles;      /* a prefill plan with a score modifier (head_dim 128, f16) */
-    fa_cl_status mods_status;
-    char mods_msg[256];
+    /* prefill plans (head_dim 128, f16, N 4096) with a feature that not every kernel takes: score
+     * modifiers, an attention mask, K/V in another storage type (feature_rows) */
+    fa_cl_tiles feat_tiles[3];
+    fa_cl_status feat_status[3];
+    char feat_msg[3][256];
     char notes[FA_CL_NOTES_CAPACITY]; /* fa_cl_context_notes of a context on the device (program cache) */
 } device_report;
 
@@ -366,12 +368,23 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
                                          row->seqlen_k, slots, ctx->env.splits);
         row->scratch = row->splits > 1 ? (uint64_t)row->splits * (uint64_t)row->batch * 32u * (128u + 1u) * 4u : 0;
     }
-    /* with a score modifier: the kernels that take them (src/plan/planner.h) */
-    fa_cl_limits lim = r->limits;
-    fa_cl_limits_for_modifiers(&lim, 1, 0);
-    fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
-    r->mods_status = fa_cl_plan_tiles(&lim, &req, &r->mods_tiles, r->mods_msg, sizeof r->mods_msg);
+    /* with each feature: the kernels that take it (src/plan/planner.h; plan.c applies the same) */
+    for (int f = 0; f < 3; f++) {
+        fa_cl_limits lim = r->limits;
+        fa_cl_limits_for_modifiers(&lim, f == 0, f == 1);
+        if (f == 2) /* several storage types: the portable kernels */
+            lim.nv_mma = lim.nv_tf32 = 0;
+        fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, f != 2, 4096};
+        r->feat_status[f] = fa_cl_plan_tiles(&lim, &req, &r->feat_tiles[f], r->feat_msg[f], sizeof r->feat_msg[f]);
+    }
 }
+
+/* the features of device_report.feat_*: the table's label and the JSON key */
+static const char *const feature_rows[3][2] = {
+    {"Score modifiers (softcap, ALiBi, sinks)", "modifiers"},
+    {"Attention mask (desc.mask)", "mask"},
+    {"K/V in another storage type (f16 with f32 q, q8_0)", "storage"},
+};
 
 static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, device_report *r)
 {
@@ -553,12 +566,15 @@ static void human_plans(const device_report *r)
                    d->tiles.block_q, d->tiles.block_kv, d->tiles.kernel, d->pack, (long long)d->splits,
                    (unsigned long long)d->scratch);
     }
-    if (r->mods_status == FA_CL_SUCCESS)
-        printf("    Score modifiers (softcap, ALiBi, sinks; head_dim 128, f16, N 4096): %s %dx%d (the tensor-core "
-               "kernels take none yet)\n", r->mods_tiles.kernel, r->mods_tiles.block_q, r->mods_tiles.block_kv);
-    else
-        printf("    Score modifiers (softcap, ALiBi, sinks): error %s: %s\n", fa_cl_status_string(r->mods_status),
-               r->mods_msg);
+    printf("    Plans with a feature not every kernel takes (head_dim 128, f16, N 4096):\n");
+    for (int f = 0; f < 3; f++) {
+        if (r->feat_status[f] == FA_CL_SUCCESS)
+            printf("      %-52s %s %dx%d\n", feature_rows[f][0], r->feat_tiles[f].kernel, r->feat_tiles[f].block_q,
+                   r->feat_tiles[f].block_kv);
+        else
+            printf("      %-52s error %s: %s\n", feature_rows[f][0], fa_cl_status_string(r->feat_status[f]),
+                   r->feat_msg[f]);
+    }
 }
 
 static void human_device(const device_report *r)
@@ -759,13 +775,16 @@ static void json_plans(json *w, const device_report *r)
             json_close(w, '}');
         }
         json_close(w, ']');
-        /* a plan with a score modifier (head_dim 128, f16, N 4096): the kernels that take them */
-        json_open(w, "modifiers", '{');
-        json_str(w, "error", r->mods_status == FA_CL_SUCCESS ? NULL : r->mods_msg);
-        json_str(w, "kernel", r->mods_status == FA_CL_SUCCESS ? r->mods_tiles.kernel : NULL);
-        json_num(w, "block_q", (unsigned long long)r->mods_tiles.block_q);
-        json_num(w, "block_kv", (unsigned long long)r->mods_tiles.block_kv);
-        json_close(w, '}');
+        /* plans with a score modifier, a mask, K/V in another type (head_dim 128, f16, N 4096) */
+        for (int f = 0; f < 3; f++) {
+            const int ok = r->feat_status[f] == FA_CL_SUCCESS;
+            json_open(w, feature_rows[f][1], '{');
+            json_str(w, "error", ok ? NULL : r->feat_msg[f]);
+            json_str(w, "kernel", ok ? r->feat_tiles[f].kernel : NULL);
+            json_num(w, "block_q", (unsigned long long)r->feat_tiles[f].block_q);
+            json_num(w, "block_kv", (unsigned long long)r->feat_tiles[f].block_kv);
+            json_close(w, '}');
+        }
     }
     json_close(w, '}');
 }

@@ -12,9 +12,10 @@
 
 /* The descriptor as 0.2 defines it; struct_size smaller than its first version's fields is refused. */
 #define FA_CL_DESC_V1_SIZE (offsetof(fa_cl_attention_desc, o_offset) + sizeof(size_t))
-/* 0.3 added the serving fields (page_size .. seqlen_new) and the score modifiers (softcap .. mask_offset).
+/* 0.3 added the serving fields (page_size .. seqlen_new), the score modifiers (softcap .. mask_offset)
+ * and the storage types (q_type .. o_type).
  * A new descriptor field must join the canonical key (desc_key below) and be checked here. */
-#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, mask_offset) + sizeof(size_t))
+#define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, o_type) + sizeof(fa_cl_storage))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
 _Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V3_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
@@ -68,8 +69,17 @@ static int mul_add_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
 }
 
 /* Extent of one view: the byte range [begin, end) it can touch. */
+/* Bytes of `count` elements of a storage type id (FA_CL_TYPE_*): q8_0 counts whole blocks (its
+ * counts are multiples of 32, checked before). */
+static int type_bytes(int type, uint64_t count, uint64_t *bytes)
+{
+    if (type == FA_CL_TYPE_Q8_0)
+        return mul_add_u64(count / 32, 34, 0, bytes);
+    return mul_add_u64(count, type == FA_CL_TYPE_F32 ? 4 : 2, 0, bytes);
+}
+
 static int view_extent(const char *name, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
-                       const int64_t stride[3], size_t offset, size_t elem, uint64_t *begin, uint64_t *end,
+                       const int64_t stride[3], size_t offset, int type, uint64_t *begin, uint64_t *end,
                        char *msg, size_t msg_size)
 {
     uint64_t last = (uint64_t)dim - 1; /* index of the last element */
@@ -82,7 +92,7 @@ static int view_extent(const char *name, int64_t batch, int64_t heads, int64_t s
     if (!mul_add_u64(1, last, (uint64_t)offset, &count) || count == UINT64_MAX)
         goto overflow;
     count += 1;
-    if (!mul_add_u64(count, elem, 0, end) || !mul_add_u64((uint64_t)offset, elem, 0, begin))
+    if (!type_bytes(type, count, end) || !type_bytes(type, (uint64_t)offset, begin))
         goto overflow;
     if (*end > (uint64_t)SIZE_MAX)
         goto overflow;
@@ -169,6 +179,7 @@ static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     for (int i = 0; i < 3; i++)
         k[38 + i] = (uint64_t)d->mask_stride[i];
     k[41] = (uint64_t)d->mask_offset;
+    k[42] = (uint64_t)v->type[0] | (uint64_t)v->type[1] << 8 | (uint64_t)v->type[2] << 16 | (uint64_t)v->type[3] << 24;
     memcpy(key, k, sizeof k);
 }
 
@@ -204,6 +215,35 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
     if (elem == 0) {
         snprintf(msg, msg_size, "desc.dtype %d is not FA_CL_F32, FA_CL_F16 or FA_CL_BF16", (int)desc->dtype);
         return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    /* each tensor's storage: desc.dtype, or its own (q8_0 for k and v only, in whole blocks) */
+    const fa_cl_storage stor[4] = {desc->q_type, desc->k_type, desc->v_type, desc->o_type};
+    static const char *const tnames[4] = {"q", "k", "v", "o"};
+    int types[4];
+    for (int t = 0; t < 4; t++) {
+        if (stor[t] < FA_CL_STORAGE_DTYPE || stor[t] > FA_CL_STORAGE_Q8_0 ||
+            (stor[t] == FA_CL_STORAGE_Q8_0 && (t == 0 || t == 3))) {
+            snprintf(msg, msg_size, "desc.%s_type %d is not a storage type for %s (fa_cl_storage%s)", tnames[t],
+                     (int)stor[t], tnames[t], t == 0 || t == 3 ? "; q8_0 is for k and v only" : "");
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        types[t] = stor[t] == FA_CL_STORAGE_DTYPE ? (int)desc->dtype : (int)stor[t] - 1;
+        if (types[t] == FA_CL_TYPE_Q8_0) {
+            const int64_t *st = t == 1 ? desc->k_stride : desc->v_stride;
+            const size_t off = t == 1 ? desc->k_offset : desc->v_offset;
+            if (desc->head_dim % 32 || off % 32 || st[0] % 32 || st[1] % 32 || st[2] % 32) {
+                snprintf(msg, msg_size, "desc.%s_type q8_0 needs head_dim, desc.%s_offset and desc.%s_stride in "
+                         "whole blocks of 32 elements (head_dim %lld, offset %zu, strides {%lld, %lld, %lld})",
+                         tnames[t], tnames[t], tnames[t], (long long)desc->head_dim, off, (long long)st[0],
+                         (long long)st[1], (long long)st[2]);
+                return FA_CL_ERROR_INVALID_ARGUMENT;
+            }
+        }
+    }
+    if (desc->seqlen_new > 0 && (types[1] != (int)desc->dtype || types[2] != (int)desc->dtype)) {
+        snprintf(msg, msg_size, "desc.seqlen_new (append) needs k and v in desc.dtype (k_new and v_new are): "
+                 "desc.k_type / v_type differ");
+        return FA_CL_ERROR_UNSUPPORTED;
     }
     if (desc->window_left < -1 || desc->window_right < -1) {
         snprintf(msg, msg_size, "desc.%s must be -1 (unbounded) or >= 0 (got %lld)",
@@ -383,13 +423,13 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
     const int64_t kv_outer = paged ? d->num_pages : varlen_k ? 1 : d->batch;
     const int64_t kv_rows = paged ? d->page_size : varlen_k ? d->total_k : d->seqlen_k;
     const int64_t q_outer = varlen_q ? 1 : d->batch, q_rows = varlen_q ? d->total_q : d->seqlen_q;
-    if (!view_extent("q", q_outer, d->heads_q, q_rows, D, d->q_stride, d->q_offset, elem, &out->q_begin,
+    if (!view_extent("q", q_outer, d->heads_q, q_rows, D, d->q_stride, d->q_offset, types[0], &out->q_begin,
                      &out->q_bytes, msg, msg_size) ||
-        !view_extent("k", kv_outer, d->heads_kv, kv_rows, D, d->k_stride, d->k_offset, elem, &out->k_begin,
+        !view_extent("k", kv_outer, d->heads_kv, kv_rows, D, d->k_stride, d->k_offset, types[1], &out->k_begin,
                      &out->k_bytes, msg, msg_size) ||
-        !view_extent("v", kv_outer, d->heads_kv, kv_rows, D, d->v_stride, d->v_offset, elem, &out->v_begin,
+        !view_extent("v", kv_outer, d->heads_kv, kv_rows, D, d->v_stride, d->v_offset, types[2], &out->v_begin,
                      &out->v_bytes, msg, msg_size) ||
-        !view_extent("o", q_outer, d->heads_q, q_rows, D, d->o_stride, d->o_offset, elem, &out->o_begin,
+        !view_extent("o", q_outer, d->heads_q, q_rows, D, d->o_stride, d->o_offset, types[3], &out->o_begin,
                      &out->o_bytes, msg, msg_size))
         return FA_CL_ERROR_INVALID_ARGUMENT;
     const int64_t osizes[3] = {q_outer, d->heads_q, q_rows};
@@ -429,11 +469,17 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     if (d->mask) { /* [batch, heads_q, seqlen_q, seqlen_k], broadcast where a stride is 0 */
-        const size_t me = d->mask == FA_CL_MASK_F32 ? 4 : d->mask == FA_CL_MASK_F16 ? 2 : 1;
-        uint64_t begin;
-        if (!view_extent("mask", d->batch, d->heads_q, d->seqlen_q, d->seqlen_k, d->mask_stride, d->mask_offset, me,
-                         &begin, &out->mask_bytes, msg, msg_size))
+        uint64_t begin, last = (uint64_t)d->seqlen_k - 1;
+        const int64_t msizes[3] = {d->batch, d->heads_q, d->seqlen_q};
+        for (int i = 0; i < 3; i++)
+            if (!mul_add_u64((uint64_t)(msizes[i] - 1), (uint64_t)d->mask_stride[i], last, &last))
+                last = UINT64_MAX;
+        const uint64_t me = d->mask == FA_CL_MASK_F32 ? 4 : d->mask == FA_CL_MASK_F16 ? 2 : 1;
+        if (last == UINT64_MAX || !mul_add_u64(1, last, (uint64_t)d->mask_offset + 1, &begin) ||
+            !mul_add_u64(begin, me, 0, &out->mask_bytes) || out->mask_bytes > (uint64_t)SIZE_MAX) {
+            snprintf(msg, msg_size, "mask: the view's byte extent (offset + strides x sizes) overflows 64 bits");
             return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
     }
     /* a capability limit, checked after validity: kernels index heads with 32-bit ints */
     if (desc->heads_q > INT32_MAX) {
@@ -442,6 +488,10 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         return FA_CL_ERROR_UNSUPPORTED;
     }
     out->elem_size = elem;
+    for (int t = 0; t < 4; t++) {
+        out->type[t] = types[t];
+        out->mixed_types |= types[t] != (int)desc->dtype;
+    }
     out->scale = desc->scale > 0.0f ? desc->scale : (float)(1.0 / sqrt((double)D));
     /* Kernels take 2^((s - m) c): c must be a normal, finite float, or (s - m) c gives 0 * inf or
      * -inf * 0 (a NaN). Only scales below 8.1e-39 or above 2.3e38 are moved, to that range's ends. */
@@ -474,7 +524,7 @@ int fa_cl__rows_aligned16(const fa_cl_attention_desc *d)
      * strides and offsets of q, k, v and o multiples of the elements in 16 bytes (8 of 16 bits, 4
      * of 32): the tensor-core kernels then copy rows asynchronously and store outputs in pairs */
     const size_t size = fa_cl__dtype_size(d->dtype);
-    if (size == 0)
+    if (size == 0 || d->q_type || d->k_type || d->v_type || d->o_type) /* one type for all (the tensor-core kernels) */
         return 0;
     const int64_t e = (int64_t)(16 / size);
     if (d->head_dim % e || d->q_offset % (size_t)e || d->k_offset % (size_t)e || d->v_offset % (size_t)e ||

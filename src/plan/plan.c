@@ -25,8 +25,8 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: build options longer than %zu characters",
                            sizeof options - 1);
     const fa_cl_kernel_family *f = fa_cl_kernel_by_id(t->variant);
-    if (t->variant == FA_CL_KERNEL_COMBINE) /* the storage type and the row width only */
-        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", (int)v->d.dtype, (int)v->d.head_dim,
+    if (t->variant == FA_CL_KERNEL_COMBINE) /* o's storage type and the row width only */
+        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", v->type[3], (int)v->d.head_dim,
                  v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "", v->d.sinks ? " -DFA_SINKS" : "");
     if (t->variant == FA_CL_KERNEL_APPEND)
         snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s", (int)v->d.dtype, (int)v->d.head_dim,
@@ -87,6 +87,14 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     fa_cl_tile_request req = {(int)d->head_dim, d->dtype, plan->pack * d->seqlen_q, d->seqlen_k, v->aligned16,
                               v->row_keys};
     char msg[512];
+    /* tensors of several storage types: the portable kernels (the tensor-core ones take one) */
+    if (v->mixed_types) {
+        if (lim.forced_variant == FA_CL_KERNEL_NVIDIA_MMA || lim.forced_variant == FA_CL_KERNEL_NVIDIA_TF32X3)
+            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=%s takes one "
+                               "storage type for q, k, v and o (desc.q_type .. o_type differ): the portable kernels "
+                               "take them", fa_cl_kernel_by_id(lim.forced_variant)->name);
+        lim.nv_mma = lim.nv_tf32 = 0;
+    }
     /* score modifiers: the portable kernels only; an attention mask: those and nvidia-mma */
     const int score_mods = d->softcap > 0 || d->alibi || d->sinks;
     if (score_mods || d->mask) {
@@ -118,6 +126,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         plan->tiles.alibi = d->alibi;
         plan->tiles.sinks = d->sinks;
         plan->tiles.mask = (int)d->mask;
+        for (int i = 0; i < 4; i++)
+            plan->tiles.types[i] = v->type[i] != (int)d->dtype ? v->type[i] + 1 : 0;
         plan->tiles.mask_pairs = d->mask && plan->tiles.variant == FA_CL_KERNEL_NVIDIA_MMA && d->mask_offset % 2 == 0 &&
                                  d->mask_stride[0] % 2 == 0 && d->mask_stride[1] % 2 == 0 && d->mask_stride[2] % 2 == 0;
         if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
@@ -419,7 +429,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
                                   ? t->rows_per_item / 8 /* a lane holds 2 rows of each 16-row m-tile */
                                   : t->rows_per_item;
         plan->scratch_bytes = 2 * sizeof(float) * global * (size_t)item_rows;
-        if (d->dtype != FA_CL_F32)
+        if (plan->views.type[3] != FA_CL_TYPE_F32) /* o itself holds an f32 o's partial sums */
             plan->scratch_bytes +=
                 sizeof(float) * (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q * (size_t)d->head_dim;
         st = scratch_alloc(ctx, plan->scratch_bytes, &plan->scratch,

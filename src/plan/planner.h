@@ -96,6 +96,8 @@ typedef struct fa_cl_tiles {
     int softcap, alibi, sinks; /* score modifiers built in (FA_SOFTCAP, FA_ALIBI, FA_SINKS) */
     int mask;                 /* the attention mask's fa_cl_mask_type (FA_MASK); 0 = none */
     int mask_pairs;           /* nvidia-mma: mask offset and strides even, keys read in pairs (FA_MASK_PAIRS) */
+    int types[4];             /* 1 + FA_CL_TYPE_* of q, k, v, o where it differs from the dtype, else 0
+                                 (FA_Q_DTYPE ... FA_O_DTYPE; the portable kernels) */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */

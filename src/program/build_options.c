@@ -60,6 +60,10 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
     if (fa_cl_tiles_mods(t))
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MODS%s%s%s", t->softcap ? " -DFA_SOFTCAP" : "",
                         t->alibi ? " -DFA_ALIBI" : "", t->sinks ? " -DFA_SINKS" : ""));
+    static const char tensor[4] = {'Q', 'K', 'V', 'O'};
+    for (int i = 0; i < 4; i++)
+        if (t->types[i])
+            APPEND(snprintf(out + len, n - (size_t)len, " -DFA_%c_DTYPE=%d", tensor[i], t->types[i] - 1));
     if (t->mask)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d%s", t->mask, t->mask_pairs ? " -DFA_MASK_PAIRS" : ""));
     if (is_gpu)

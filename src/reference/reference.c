@@ -185,7 +185,7 @@ static const char *clblast_status_name(CLBlastStatusCode s)
 /* Everything one call holds; released by run_release whatever happened. */
 typedef struct ref_run {
     fa_cl_context *ctx;
-    cl_kernel gather, softmax, scatter;
+    cl_kernel gather[3], softmax, scatter; /* a gather per input: q, k, v may differ in storage type */
     cl_mem q32, k32, v32, s32, o32;
     cl_uint num_wait; /* the caller's wait list, handed to the first command only */
     const cl_event *wait;
@@ -194,9 +194,9 @@ typedef struct ref_run {
 
 static void run_release(ref_run *r)
 {
-    cl_kernel ks[3] = {r->gather, r->softmax, r->scatter};
+    cl_kernel ks[5] = {r->gather[0], r->gather[1], r->gather[2], r->softmax, r->scatter};
     cl_mem ms[5] = {r->q32, r->k32, r->v32, r->s32, r->o32};
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 5; i++)
         if (ks[i])
             clReleaseKernel(ks[i]);
     /* OpenCL keeps the buffers alive until the queued commands using them finish */
@@ -234,12 +234,14 @@ static fa_cl_status step(ref_run *r, cl_uint *num_wait, const cl_event **wait)
 }
 
 /* Gather `count` flattened heads from head0 of one view into contiguous fp32. */
-static fa_cl_status gather(ref_run *r, const char *name, cl_mem src, size_t offset, const int64_t stride[3],
+static fa_cl_status gather(ref_run *r, int which, cl_mem src, size_t offset, const int64_t stride[3],
                            int64_t heads, int64_t seq, int64_t dim, uint64_t head0, uint64_t count, cl_mem dst)
 {
+    static const char *const names[3] = {"q", "k", "v"};
+    const char *name = names[which];
     cl_ulong off = offset, h = (cl_ulong)heads, s = (cl_ulong)seq, h0 = head0;
     cl_long st[3] = {stride[0], stride[1], stride[2]};
-    cl_kernel k = r->gather;
+    cl_kernel k = r->gather[which];
     cl_int err = clSetKernelArg(k, 0, sizeof(cl_mem), &src);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 1, sizeof off, &off);
     for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
@@ -379,24 +381,28 @@ static fa_cl_status scatter(ref_run *r, const fa_cl_views *v, cl_mem o, uint64_t
 static fa_cl_status run_setup(ref_run *r, const fa_cl_views *v, const ref_chunk *c, size_t *softmax_local)
 {
     fa_cl_context *ctx = r->ctx;
-    char options[64];
-    snprintf(options, sizeof options, "-DFA_DTYPE=%d", (int)v->d.dtype);
-    cl_program prog;
-    fa_cl_status st = fa_cl__program_get(ctx, reference_files, 2, options, &prog);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    const char *names[3] = {"fa_ref_gather", "fa_ref_softmax", "fa_ref_scatter"};
-    cl_kernel *ks[3] = {&r->gather, &r->softmax, &r->scatter};
+    /* each kernel from the program of its tensor's storage type (the context caches programs by
+     * their options: one type, one program): the gathers of q, k and v, then softmax and scatter (o) */
+    const char *names[5] = {"fa_ref_gather", "fa_ref_gather", "fa_ref_gather", "fa_ref_softmax", "fa_ref_scatter"};
+    const int types[5] = {v->type[0], v->type[1], v->type[2], v->type[3], v->type[3]};
+    cl_kernel *ks[5] = {&r->gather[0], &r->gather[1], &r->gather[2], &r->softmax, &r->scatter};
     cl_int err = CL_SUCCESS;
-    for (int i = 0; i < 3 && st == FA_CL_SUCCESS; i++) {
+    fa_cl_status st = FA_CL_SUCCESS;
+    for (int i = 0; i < 5 && st == FA_CL_SUCCESS; i++) {
+        char options[64];
+        snprintf(options, sizeof options, "-DFA_DTYPE=%d", types[i]);
+        cl_program prog;
+        st = fa_cl__program_get(ctx, reference_files, 2, options, &prog);
+        if (st != FA_CL_SUCCESS)
+            break;
         *ks[i] = clCreateKernel(prog, names[i], &err);
         if (!*ks[i]) {
             char what[96];
             snprintf(what, sizeof what, "fa_cl_reference_forward: clCreateKernel(%s)", names[i]);
             st = fa_cl__fail_cl(ctx, err, what);
         }
+        clReleaseProgram(prog);
     }
-    clReleaseProgram(prog);
     if (st != FA_CL_SUCCESS)
         return st;
 
@@ -447,11 +453,11 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk
         const uint64_t n = heads - h0 < c->n ? heads - h0 : c->n;
         const uint64_t kv0 = h0 / group, nkv = n / c->per_gemm;
         const size_t batch = (size_t)nkv;
-        st = gather(r, "q", q, d->q_offset, d->q_stride, d->heads_q, d->seqlen_q, d->head_dim, h0, n, r->q32);
+        st = gather(r, 0, q, d->q_offset, d->q_stride, d->heads_q, d->seqlen_q, d->head_dim, h0, n, r->q32);
         if (st == FA_CL_SUCCESS && kv0 != kv_loaded) { /* chunks inside one group share their kv head */
-            st = gather(r, "k", k, d->k_offset, d->k_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv, r->k32);
+            st = gather(r, 1, k, d->k_offset, d->k_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv, r->k32);
             if (st == FA_CL_SUCCESS)
-                st = gather(r, "v", v_mem, d->v_offset, d->v_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv,
+                st = gather(r, 2, v_mem, d->v_offset, d->v_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv,
                             r->v32);
             kv_loaded = kv0;
         }

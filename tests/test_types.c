@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Storage types (include/fa_cl.h "Storage types"): q, k, v and o each in its own type among f32,
+ * f16 and bf16, and K/V in ggml's q8_0 blocks, against the float64 oracle on the values as stored
+ * (q8_0: dequantised on the host, so only the attention's own error counts), at o's accuracy bar
+ * (tests/tolerance.h). Subsets:
+ *   cases      the fused path (the planner's kernel, or FA_CL_KERNEL_VARIANT; CTest also runs it
+ *              with FA_CL_SPLITS and FA_CL_KV_CHUNK)
+ *   reference  fa_cl_reference_run on the same cases
+ *   invalid    what bad storage types get: a status and a message naming the field
+ *   tiny N     case N of a tiny set, one per process (oclgrind)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oracle.h"
+#include "test_util.h"
+
+static tu_tally types_tally = {"types", 0, 0};
+
+typedef struct type_case {
+    tu_case c;          /* c.dtype: the descriptor's dtype */
+    fa_cl_dtype ty[4];  /* q, k, v, o storage (TU_Q8_0 for k and v) */
+    int sinks;          /* with attention sinks (a modifier on top) */
+} type_case;
+
+static void case_name(const type_case *tc, char *buf, size_t size)
+{
+    char c[256];
+    tu_case_format(&tc->c, c, sizeof c);
+    snprintf(buf, size, "%s q=%s k=%s v=%s o=%s%s", c, tu_dtype_name(tc->ty[0]), tu_dtype_name(tc->ty[1]),
+             tu_dtype_name(tc->ty[2]), tu_dtype_name(tc->ty[3]), tc->sinks ? " sinks" : "");
+}
+
+static void check_case(tu_tally *t, fa_cl_context *ctx, const type_case *tc, uint64_t seed, int reference)
+{
+    char name[400];
+    case_name(tc, name, sizeof name);
+    tu_problem p;
+    if (tu_problem_init_types(&p, ctx, &tc->c, tc->ty, seed, 0) != 0) {
+        tu_expect(t, 0, "%s: setup failed", name);
+        return;
+    }
+    const size_t no = (size_t)(tc->c.B * tc->c.Hq * tc->c.Sq * tc->c.D), hq = (size_t)tc->c.Hq;
+    double *ref_o = (double *)malloc(no * sizeof(double)), *ref_lse = (double *)malloc(p.lse_elems * sizeof(double));
+    float *sinks = (float *)malloc(hq * sizeof(float));
+    cl_mem sink_mem = NULL;
+    if (!ref_o || !ref_lse || !sinks) {
+        tu_expect(t, 0, "%s: out of host memory", name);
+        goto done;
+    }
+    for (size_t h = 0; h < hq; h++)
+        sinks[h] = 0.25f * (float)(h % 5) - 0.5f;
+    const tu_mods mods = {0.0, NULL, tc->sinks ? sinks : NULL, NULL};
+    tu_attention_f64_mods(&p.c, &mods, p.x[0], p.x[1], p.x[2], ref_o, ref_lse);
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = p.mem[0], a.k = p.mem[1], a.v = p.mem[2], a.o = p.mem[3], a.lse = p.lse_mem;
+    if (tc->sinks) {
+        sink_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, hq * sizeof(float), sinks);
+        if (!sink_mem) {
+            tu_expect(t, 0, "%s: buffers failed", name);
+            goto done;
+        }
+        p.desc.sinks = 1;
+        a.sinks = sink_mem;
+    }
+    fa_cl_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.kernel = "reference";
+    fa_cl_status st;
+    if (reference) {
+        st = fa_cl_reference_run(ctx, &p.desc, &a);
+    } else {
+        fa_cl_plan *plan = NULL;
+        st = fa_cl_plan_create(ctx, &p.desc, &plan);
+        if (st == FA_CL_ERROR_UNSUPPORTED && (strstr(fa_cl_last_error(ctx), "takes one storage type") ||
+                                              strstr(fa_cl_last_error(ctx), "not verified"))) {
+            printf("SKIP: %s: %s\n", name, fa_cl_last_error(ctx)); /* a forced kernel that does not take it */
+            goto done;
+        }
+        if (st == FA_CL_SUCCESS) {
+            fa_cl_plan_get_info(plan, &info);
+            st = fa_cl_plan_run(plan, &a);
+        }
+        fa_cl_plan_release(plan);
+    }
+    if (st != FA_CL_SUCCESS) {
+        tu_expect(t, 0, "%s: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
+        goto done;
+    }
+    if (tu_problem_read(&p, ctx) != 0) {
+        tu_expect(t, 0, "%s: read failed", name);
+        goto done;
+    }
+    tu_result res;
+    tu_problem_check(&p, ref_o, ref_lse, &res);
+    char detail[400];
+    tu_result_format(&res, &p, detail, sizeof detail);
+    tu_expect(t, res.ok, "%s [%s %dx%d splits %d launches %d]: %s", name, info.kernel, info.block_q, info.block_kv,
+              info.splits, info.launches, detail);
+done:
+    if (sink_mem)
+        clReleaseMemObject(sink_mem);
+    free(sinks);
+    free(ref_o);
+    free(ref_lse);
+    tu_problem_free(&p);
+}
+
+#define F32 FA_CL_F32
+#define F16 FA_CL_F16
+#define BF16 FA_CL_BF16
+#define Q8 TU_Q8_0
+static const type_case all_cases[] = {
+    /* ggml's common case: q and o f32, k and v f16; causal, GQA, a head_dim tail, strided views */
+    {{2, 4, 2, 37, 53, 40, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+    {{2, 4, 2, 37, 53, 40, F32, 0, 8, 4, "SPCS", 0.0f, 1}, {F32, BF16, F16, F32}, 0},
+    /* every tensor different; o in f16 (its bar), window */
+    {{1, 3, 3, 64, 80, 64, F16, 0, 16, 16, "PCSP", 0.8f, 1}, {BF16, F32, F16, F16}, 0},
+    /* q8_0 K/V: prefill with causal and tails in the sequences, d = 64 and 128 */
+    {{2, 4, 2, 45, 77, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, Q8, Q8, F32}, 0},
+    {{1, 4, 4, 70, 70, 128, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},
+    /* q8_0 K with f16 V, o in bf16 */
+    {{2, 2, 1, 33, 100, 32, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, F16, BF16}, 0},
+    /* decode rows (GQA packing, split-KV) against a q8_0 cache, with sinks */
+    {{2, 8, 2, 1, 300, 128, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 1},
+    {{3, 4, 1, 4, 129, 64, F32, 1, -1, -1, "CHHC", 0.0f, 1}, {F32, Q8, Q8, F32}, 0},
+};
+
+static int run_cases(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    for (int i = 0; i < TU_COUNT(all_cases); i++)
+        check_case(&types_tally, ctx, &all_cases[i], 300 + (uint64_t)i, 0);
+    return 0;
+}
+
+static int run_reference(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    for (int i = 0; i < TU_COUNT(all_cases); i++)
+        check_case(&types_tally, ctx, &all_cases[i], 300 + (uint64_t)i, 1);
+    return 0;
+}
+
+/* The tiny cases oclgrind runs (one per process). */
+static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
+{
+    static const type_case tiny[] = {
+        {{1, 2, 1, 9, 21, 8, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, BF16, F32}, 0},
+        {{2, 2, 1, 3, 40, 32, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F32}, 1},
+    };
+    const int only = argc > 0 ? atoi(argv[0]) : -1;
+    for (int i = 0; i < TU_COUNT(tiny); i++)
+        if (only < 0 || only == i)
+            check_case(&types_tally, ctx, &tiny[i], 9 + (uint64_t)i, 0);
+    return 0;
+}
+
+/* what bad storage types get */
+static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    tu_tally *t = &types_tally;
+    char msg[300];
+    const struct { int64_t d; fa_cl_storage q, k, o; size_t k_off; int64_t k_s2; fa_cl_status want; const char *says; } bad[] = {
+        {64, FA_CL_STORAGE_Q8_0, 0, 0, 0, 0, FA_CL_ERROR_INVALID_ARGUMENT, "desc.q_type"},   /* q8_0 is for k, v */
+        {64, 0, 0, FA_CL_STORAGE_Q8_0, 0, 0, FA_CL_ERROR_INVALID_ARGUMENT, "desc.o_type"},
+        {64, 0, (fa_cl_storage)9, 0, 0, 0, FA_CL_ERROR_INVALID_ARGUMENT, "desc.k_type"},
+        {40, 0, FA_CL_STORAGE_Q8_0, 0, 0, 0, FA_CL_ERROR_INVALID_ARGUMENT, "whole blocks"}, /* head_dim 40 */
+        {64, 0, FA_CL_STORAGE_Q8_0, 0, 16, 0, FA_CL_ERROR_INVALID_ARGUMENT, "k_offset"},    /* half a block in */
+        {64, 0, FA_CL_STORAGE_Q8_0, 0, 0, 80, FA_CL_ERROR_INVALID_ARGUMENT, "k_stride"},    /* rows 80 apart */
+    };
+    for (int i = 0; i < TU_COUNT(bad); i++) {
+        fa_cl_attention_desc d;
+        fa_cl_attention_desc_init(&d, 1, 4, 8, 8, bad[i].d, FA_CL_F16);
+        d.q_type = bad[i].q, d.k_type = bad[i].k, d.o_type = bad[i].o;
+        d.k_offset = bad[i].k_off;
+        if (bad[i].k_s2)
+            d.k_stride[0] = 4 * 8 * bad[i].k_s2, d.k_stride[1] = 8 * bad[i].k_s2, d.k_stride[2] = bad[i].k_s2;
+        fa_cl_status st = fa_cl_attention_desc_validate(&d, msg, sizeof msg);
+        tu_expect(t, st == bad[i].want && strstr(msg, bad[i].says), "bad types %d: %s: %s", i, fa_cl_status_string(st),
+                  msg);
+    }
+    /* appending needs k and v in dtype */
+    fa_cl_attention_desc d;
+    fa_cl_attention_desc_init(&d, 1, 4, 1, 64, 64, FA_CL_F16);
+    d.kv_seqlens = 1, d.seqlen_new = 1, d.k_type = FA_CL_STORAGE_Q8_0;
+    fa_cl_status st = fa_cl_attention_desc_validate(&d, msg, sizeof msg);
+    tu_expect(t, st == FA_CL_ERROR_UNSUPPORTED && strstr(msg, "seqlen_new"), "append into q8_0: %s: %s",
+              fa_cl_status_string(st), msg);
+    /* a q8_0 buffer one byte short of its blocks */
+    const tu_case c = {1, 2, 2, 8, 8, 32, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 0};
+    const fa_cl_dtype ty[4] = {F32, Q8, Q8, F32};
+    tu_problem p;
+    if (tu_problem_init_types(&p, ctx, &c, ty, 1, 0) != 0)
+        return 1;
+    cl_mem short_k = tu_buffer(ctx, CL_MEM_READ_ONLY, 2 * 8 * 34 - 1, NULL);
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = p.mem[0], a.k = short_k, a.v = p.mem[2], a.o = p.mem[3];
+    st = short_k ? fa_cl_attention_run(ctx, &p.desc, &a) : FA_CL_ERROR_OUT_OF_MEMORY;
+    tu_expect(t, st == FA_CL_ERROR_BUFFER_TOO_SMALL && strstr(fa_cl_last_error(ctx), "543"),
+              "q8_0 k one byte short: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+    if (short_k)
+        clReleaseMemObject(short_k);
+    tu_problem_free(&p);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const tu_subset subsets[] = {
+        {"cases", run_cases}, {"reference", run_reference}, {"invalid", run_invalid}, {"tiny", run_tiny},
+    };
+    return tu_main(&types_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
+}
