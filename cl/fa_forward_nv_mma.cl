@@ -33,6 +33,14 @@
 #ifndef WARP_ROWS
 #define WARP_ROWS 16
 #endif
+/* K and V in q8_0 blocks (FA_K_DTYPE = FA_V_DTYPE = 3): dequantised to FA_DTYPE as they are loaded
+ * into local memory (synchronous loads: a block is 34 bytes, not a 16-byte copy) */
+#if FA_K_DTYPE == 3 || FA_V_DTYPE == 3
+#if FA_K_DTYPE != 3 || FA_V_DTYPE != 3 || FA_Q_DTYPE != FA_DTYPE || FA_O_DTYPE != FA_DTYPE
+#error "the tensor-core kernel takes q8_0 for both K and V, with q and o in FA_DTYPE"
+#endif
+#define FA_KV_Q8 1
+#endif
 #if WARP_ROWS != 16 && WARP_ROWS != 32
 #error "WARP_ROWS is 16 or 32"
 #endif
@@ -84,7 +92,29 @@ inline void fa_load_tile(__local ushort *tile, __global const ushort *src, fa_ro
     }
 }
 
-#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+#ifdef FA_KV_Q8
+/* rows [first, first + count) of a q8_0 K or V into a local tile of FA_DTYPE values, zero past
+ * `limit`: 8 elements a step (one block's scale, 8 of its int8 values), each d * q_i rounded once */
+inline void fa_load_tile_q8(__local ushort *tile, __global const uchar *src, fa_row_map map, int first, int count,
+                            int limit, int lid)
+{
+    for (int e = lid; e < count * CH; e += WG) {
+        int r = e / CH, c = e % CH;
+        uint4 x = (uint4)(0);
+        if (first + r < limit && 8 * c < HEAD_DIM) {
+            const ulong at = fa_kv_row(map, first + r) + 8 * (ulong)c; /* an element index, 8-aligned */
+            __global const uchar *blk = src + (at >> 5) * 34;
+            const float d = vload_half(0, (__global const half *)blk);
+            const float8 q = convert_float8(as_char8(vload4(0, (__global const ushort *)(blk + 2 + (at & 31)))));
+            x = (uint4)(fa_pack2(d * q.s0, d * q.s1), fa_pack2(d * q.s2, d * q.s3), fa_pack2(d * q.s4, d * q.s5),
+                        fa_pack2(d * q.s6, d * q.s7));
+        }
+        *(__local uint4 *)(tile + r * ROW + 8 * c) = x;
+    }
+}
+#endif
+
+#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0 && !defined(FA_KV_Q8)
 /* K/V blocks are copied asynchronously (cp.async) through a ring of FA_STAGES buffers each: while
  * one block is computed, the next STAGES - 1 are in flight (decoding is bound by how many bytes
  * are in flight). */
@@ -265,8 +295,13 @@ void fa_forward(FA_FORWARD_PARAMS)
 #else
         __local const ushort *kc = k_s, *vc = v_s;
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's K and V are consumed */
+#ifdef FA_KV_Q8
+        fa_load_tile_q8(k_s, (__global const uchar *)k, kmap, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_tile_q8(v_s, (__global const uchar *)v, vmap, kv0, BLOCK_KV, seqlen_k, lid);
+#else
         fa_load_tile(k_s, kg, kmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
         fa_load_tile(v_s, vg, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 

@@ -127,6 +127,9 @@ static const type_case all_cases[] = {
     /* decode rows (GQA packing, split-KV) against a q8_0 cache, with sinks */
     {{2, 8, 2, 1, 300, 128, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 1},
     {{3, 4, 1, 4, 129, 64, F32, 1, -1, -1, "CHHC", 0.0f, 1}, {F32, Q8, Q8, F32}, 0},
+    /* what nvidia-mma takes (q and o in the dtype, K and V q8_0): decode rows and a bf16 prefill */
+    {{2, 8, 2, 1, 300, 128, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},
+    {{1, 4, 2, 50, 90, 64, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {BF16, Q8, Q8, BF16}, 0},
 };
 
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)

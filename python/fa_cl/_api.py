@@ -265,9 +265,43 @@ def _same_dtype(arrays, names):
     return _fa_dtype(arrays[0].dtype)
 
 
+def _mask(call, desc, args, mask, b, hq, sq, sk, keep):
+    """An attention mask broadcastable to [B, Hq, Sq, Sk] (PyTorch's attn_mask: bool, True = attend, or
+    float32 / float16 added to the scores) into desc and args; size-1 and missing leading dimensions
+    broadcast (stride 0); the key dimension must be contiguous."""
+    if mask is None:
+        return
+    on_device = isinstance(mask, cla.Array)
+    if not on_device:
+        mask = np.asarray(mask)
+    kind = np.dtype(mask.dtype)
+    types = {np.dtype(np.bool_): 3, np.dtype(np.float32): 1, np.dtype(np.float16): 2}
+    if kind not in types:
+        raise TypeError("fa_cl: attn_mask must be bool, float32 or float16, not %s" % kind)
+    shape = tuple(mask.shape)
+    if len(shape) > 4 or any(n not in (1, want) for n, want in zip(shape[::-1], (sk, sq, hq, b))):
+        raise ValueError("fa_cl: attn_mask of shape %s does not broadcast to [B, Hq, Sq, Sk] = %s"
+                         % (shape, (b, hq, sq, sk)))
+    if shape[-1:] != (sk,):
+        raise ValueError("fa_cl: attn_mask's last dimension must be the keys (%d), not broadcast" % sk)
+    if not on_device:
+        host = np.ascontiguousarray(mask.view(np.uint8) if kind == np.bool_ else mask)
+        mask = cla.to_device(call.ctx.queue, host)
+    st, off = _element_strides(mask, "attn_mask")
+    full = [1] * (4 - len(shape)) + list(shape)
+    st = [0] * (4 - len(shape)) + st
+    if st[3] != 1:
+        raise ValueError("fa_cl: attn_mask's keys must be contiguous (stride %d elements); pass a copy" % st[3])
+    keep.append(mask)
+    desc.mask = types[kind]
+    desc.mask_stride[:] = [st[i] if full[i] > 1 else 0 for i in range(3)]
+    desc.mask_offset = off
+    args.mask = _mem(mask)
+
+
 def _attention_bshd(q, k, v, scale, causal, window, return_lse, context, sk_view=None, softcap=0.0,
-                    alibi_slopes=None, sinks=None):
-    call = _Call([q, k, v, alibi_slopes, sinks], context)
+                    alibi_slopes=None, sinks=None, attn_mask=None):
+    call = _Call([q, k, v, alibi_slopes, sinks, attn_mask], context)
     q, k, v = call.device(q, "q"), call.device(k, "k"), call.device(v, "v")
     for a, n in ((q, "q"), (k, "k"), (v, "v")):
         _check_dim(a, n, 4)
@@ -283,6 +317,7 @@ def _attention_bshd(q, k, v, scale, causal, window, return_lse, context, sk_view
     o, lse, args = _prepare(call, desc, q, k, v, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None)
     keep = []
     _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks, keep)
+    _mask(call, desc, args, attn_mask, b, hq, sq, sk if sk_view is None else sk_view, keep)
     return _finish(call, desc, args, o, lse)
 
 
@@ -300,13 +335,18 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, 
                            alibi_slopes=alibi_slopes, sinks=sinks)
 
 
-def scaled_dot_product_attention(q, k, v, is_causal=False, scale=None, enable_gqa=False, context=None):
-    """PyTorch's F.scaled_dot_product_attention (no attn_mask, no dropout): q [B, Hq, Sq, D], k and v
-    [B, Hkv, Sk, D], out [B, Hq, Sq, D]. is_causal is PyTorch's top-left mask (key j visible to
-    query i iff j <= i), which fa_cl expresses as: Sq <= Sk, its bottom-right causal on the first
-    Sq keys (no later key is visible to any row); Sq > Sk, no causal flag and the window
-    (-1, Sq - Sk) (the last Sq - Sk + 1 rows see every key). Hq != Hkv needs enable_gqa=True, as in
-    PyTorch."""
+def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False,
+                                 context=None):
+    """PyTorch's F.scaled_dot_product_attention (no dropout): q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D],
+    out [B, Hq, Sq, D]. attn_mask as PyTorch's: bool (True = attend) or float32/float16 added to the
+    scaled scores, broadcastable to [B, Hq, Sq, Sk] (the key dimension contiguous, not broadcast); a
+    row whose keys are all masked gives 0 (PyTorch: NaN). is_causal is PyTorch's top-left mask (key j
+    visible to query i iff j <= i), which fa_cl expresses as: Sq <= Sk, its bottom-right causal on
+    the first Sq keys (no later key is visible to any row); Sq > Sk, no causal flag and the window
+    (-1, Sq - Sk) (the last Sq - Sk + 1 rows see every key); with attn_mask it is refused, as in
+    PyTorch. Hq != Hkv needs enable_gqa=True, as in PyTorch."""
+    if attn_mask is not None and is_causal:
+        raise ValueError("fa_cl: attn_mask and is_causal together are refused, as PyTorch does")
     for a, n in ((q, "q"), (k, "k"), (v, "v")):
         if len(getattr(a, "shape", ())) != 4:
             raise ValueError("fa_cl: %s has shape %s; expected [B, H, S, D]" % (n, tuple(getattr(a, "shape", ()))))
@@ -323,7 +363,7 @@ def scaled_dot_product_attention(q, k, v, is_causal=False, scale=None, enable_gq
     qs, ks, vs = swap(q), swap(k), swap(v)
     if not isinstance(q, cla.Array):
         qs, ks, vs = (np.ascontiguousarray(a) for a in (qs, ks, vs))
-    o = _attention_bshd(qs, ks, vs, scale, causal, window, False, context, sk_view=sk_view)
+    o = _attention_bshd(qs, ks, vs, scale, causal, window, False, context, sk_view=sk_view, attn_mask=attn_mask)
     return o.transpose((0, 2, 1, 3)) if isinstance(o, cla.Array) else np.ascontiguousarray(o.transpose(0, 2, 1, 3))
 
 

@@ -21,6 +21,8 @@ _C_TYPES = {
     "float": ctypes.c_float,
     "cl_uint": ctypes.c_uint32,
     "fa_cl_dtype": ctypes.c_int,
+    "fa_cl_mask_type": ctypes.c_int,
+    "fa_cl_storage": ctypes.c_int,
     "cl_mem": ctypes.c_void_p,
 }
 

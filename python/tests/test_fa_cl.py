@@ -174,6 +174,43 @@ def test_sdpa_top_left_causal_and_gqa(sq, sk):
     assert_close(o.astype(np.float64), ref, "f32", "sdpa top-left causal %dx%d" % (sq, sk))
 
 
+@pytest.mark.parametrize("kind,shape", [("bool", (1, 1, 9, 21)), ("f32", (2, 1, 9, 21)), ("f16", (9, 21)),
+                                        ("f32", (2, 4, 1, 21))])
+def test_sdpa_attn_mask(kind, shape):
+    rng = np.random.default_rng(8)
+    q, k, v = make((2, 4, 9, 16), "f32", rng), make((2, 2, 21, 16), "f32", rng), make((2, 2, 21, 16), "f32", rng)
+    if kind == "bool":
+        mask = rng.random(shape) > 0.3
+        mask[..., 0, :] = False  # a row with no key: 0 (PyTorch gives NaN)
+        add = np.where(mask, 0.0, -np.inf)
+    else:
+        mask = (rng.standard_normal(shape) * 0.5).astype(np.float16 if kind == "f16" else np.float32)
+        mask[..., 3] = -np.inf
+        add = mask.astype(np.float64)
+    o = fa_cl.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    qd, kd, vd = (a.astype(np.float64) for a in (q, k, v))
+    add = np.broadcast_to(add, (2, 4, 9, 21))
+    ref = np.zeros((2, 4, 9, 16))
+    for b in range(2):
+        for h in range(4):
+            s = qd[b, h] @ kd[b, h // 2].T / np.sqrt(16) + add[b, h]
+            m = s.max(axis=1, keepdims=True)
+            p = np.where(np.isfinite(m), np.exp(s - np.where(np.isfinite(m), m, 0)), 0.0)
+            l = p.sum(axis=1, keepdims=True)
+            ref[b, h] = np.where(l > 0, p @ vd[b, h // 2] / np.where(l > 0, l, 1), 0.0)
+    assert_close(o.astype(np.float64), ref, "f32", "sdpa attn_mask %s %s" % (kind, shape))
+
+
+def test_sdpa_attn_mask_bad():
+    q = np.zeros((1, 2, 8, 16), np.float32)
+    with pytest.raises(ValueError, match="broadcast"):
+        fa_cl.scaled_dot_product_attention(q, q, q, attn_mask=np.zeros((3, 8, 8), np.float32))
+    with pytest.raises(ValueError, match="is_causal"):
+        fa_cl.scaled_dot_product_attention(q, q, q, attn_mask=np.zeros((8, 8), np.float32), is_causal=True)
+    with pytest.raises(TypeError, match="attn_mask"):
+        fa_cl.scaled_dot_product_attention(q, q, q, attn_mask=np.zeros((8, 8), np.int64))
+
+
 def test_sdpa_gqa_needs_enable_gqa():
     q = np.zeros((1, 4, 8, 16), np.float32)
     k = np.zeros((1, 2, 8, 16), np.float32)

@@ -523,15 +523,17 @@ int fa_cl__rows_aligned16(const fa_cl_attention_desc *d)
     /* buffers themselves are at least 16-byte aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN); head_dim,
      * strides and offsets of q, k, v and o multiples of the elements in 16 bytes (8 of 16 bits, 4
      * of 32): the tensor-core kernels then copy rows asynchronously and store outputs in pairs */
+    /* q and o in the dtype, k and v too or in q8_0 (whose rows nvidia-mma loads itself) */
     const size_t size = fa_cl__dtype_size(d->dtype);
-    if (size == 0 || d->q_type || d->k_type || d->v_type || d->o_type) /* one type for all (the tensor-core kernels) */
+    const int k_q8 = d->k_type == FA_CL_STORAGE_Q8_0, v_q8 = d->v_type == FA_CL_STORAGE_Q8_0;
+    if (size == 0 || d->q_type || d->o_type || (d->k_type && !k_q8) || (d->v_type && !v_q8))
         return 0;
     const int64_t e = (int64_t)(16 / size);
-    if (d->head_dim % e || d->q_offset % (size_t)e || d->k_offset % (size_t)e || d->v_offset % (size_t)e ||
-        d->o_offset % (size_t)e)
+    if (d->head_dim % e || d->q_offset % (size_t)e || (!k_q8 && d->k_offset % (size_t)e) ||
+        (!v_q8 && d->v_offset % (size_t)e) || d->o_offset % (size_t)e)
         return 0;
     for (int i = 0; i < 3; i++)
-        if (d->q_stride[i] % e || d->k_stride[i] % e || d->v_stride[i] % e || d->o_stride[i] % e)
+        if (d->q_stride[i] % e || (!k_q8 && d->k_stride[i] % e) || (!v_q8 && d->v_stride[i] % e) || d->o_stride[i] % e)
             return 0;
     return 1;
 }

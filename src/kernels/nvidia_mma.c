@@ -64,11 +64,13 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     if (req->seqlen_q <= FA_CL_MMA_DECODE_BLOCK_Q)
         br = FA_CL_MMA_DECODE_BLOCK_Q;
     int kv_warps = 1;
-    if (req->seqlen_q <= 16 && req->aligned16 && dp <= 128) {
+    /* q8_0 K/V (lim->mma_kv_q8): synchronous dequantising loads, the aligned plans' tiles */
+    const int kv_wide = req->aligned16 || lim->mma_kv_q8;
+    if (req->seqlen_q <= 16 && kv_wide && dp <= 128) {
         br = 16;
         kv_warps = FA_CL_MMA_DECODE_KV_WARPS;
     }
-    int bc = (dp > 128 || (dp == 128 && !req->aligned16)) ? 32 : FA_CL_MMA_BLOCK_KV;
+    int bc = (dp > 128 || (dp == 128 && !kv_wide)) ? 32 : FA_CL_MMA_BLOCK_KV;
     int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;
     int forced = 0;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
@@ -94,7 +96,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     }
     /* K/V buffers each: one with synchronous copies; with asynchronous ones FA_CL_MMA_STAGES or the
      * default, double buffering */
-    const int stages = !req->aligned16 ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
+    const int stages = !req->aligned16 || lim->mma_kv_q8 ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
     size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps);
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
     while (!forced && bytes > budget && bc > 16 * kv_warps) {

@@ -87,8 +87,14 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     fa_cl_tile_request req = {(int)d->head_dim, d->dtype, plan->pack * d->seqlen_q, d->seqlen_k, v->aligned16,
                               v->row_keys};
     char msg[512];
-    /* tensors of several storage types: the portable kernels (the tensor-core ones take one) */
-    if (v->mixed_types) {
+    /* tensors of several storage types: the portable kernels (the tensor-core ones take one), but
+     * nvidia-mma takes q8_0 K and V with q and o in the dtype (it dequantises K/V as it loads) */
+    const int kv_q8 = v->type[1] == FA_CL_TYPE_Q8_0 && v->type[2] == FA_CL_TYPE_Q8_0 && v->type[0] == (int)d->dtype &&
+                      v->type[3] == (int)d->dtype && d->dtype != FA_CL_F32;
+    if (kv_q8) {
+        lim.nv_tf32 = 0;
+        lim.mma_kv_q8 = 1;
+    } else if (v->mixed_types) {
         if (lim.forced_variant == FA_CL_KERNEL_NVIDIA_MMA || lim.forced_variant == FA_CL_KERNEL_NVIDIA_TF32X3)
             return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=%s takes one "
                                "storage type for q, k, v and o (desc.q_type .. o_type differ): the portable kernels "

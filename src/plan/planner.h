@@ -27,6 +27,7 @@ typedef struct fa_cl_limits {
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
     int mma_stages;            /* FA_CL_MMA_STAGES: nvidia-mma's K/V pipeline depth, 0 = the planner's */
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
+    int mma_kv_q8;             /* this plan's K and V are q8_0 (nvidia-mma dequantises them as it loads) */
 } fa_cl_limits;
 
 /* GPU vendors whose compilers the planner knows something about. */
