@@ -463,23 +463,21 @@ inline ulong fa_mask_row(int v, int nrows, int h, int seqlen_q, ulong b, ulong m
 /* FA_MASK_PAIRS (the planner: mask_offset and strides even): the entries of keys (2k, 2k + 1) of a
  * row as one aligned load, e an even entry index; unscaled */
 #ifdef FA_MASK_PAIRS
+/* as loaded (FA_MASK_RAW, fa_mask_raw_t), then as two terms (FA_MASK_CVT) */
 #if FA_MASK == 1
-#define FA_MASK_PAIR(e) (*(__global const float2 *)(mask + (e)))
+typedef float2 fa_mask_raw_t;
+#define FA_MASK_RAW(e) (*(__global const float2 *)(mask + (e)))
+#define FA_MASK_CVT(r) (r)
 #elif FA_MASK == 2
-inline float2 fa_mask_pair16(__global const half *m, ulong e)
-{
-    const uint u = *(__global const uint *)(m + e);
-    return vload_half2(0, (const __private half *)&u);
-}
-#define FA_MASK_PAIR(e) fa_mask_pair16(mask, e)
+typedef uint fa_mask_raw_t;
+#define FA_MASK_RAW(e) (*(__global const uint *)(mask + (e)))
+#define FA_MASK_CVT(r) fa_f16x2_to_f32(r) /* cl/fa_nv_ptx.cl: the pairs are nvidia-mma's */
 #else
-inline float2 fa_mask_pair8(__global const uchar *m, ulong e)
-{
-    const uchar2 u = *(__global const uchar2 *)(m + e);
-    return (float2)(u.x ? 0.0f : -INFINITY, u.y ? 0.0f : -INFINITY);
-}
-#define FA_MASK_PAIR(e) fa_mask_pair8(mask, e)
+typedef uchar2 fa_mask_raw_t;
+#define FA_MASK_RAW(e) (*(__global const uchar2 *)(mask + (e)))
+#define FA_MASK_CVT(r) ((float2)((r).x ? 0.0f : -INFINITY, (r).y ? 0.0f : -INFINITY))
 #endif
+#define FA_MASK_PAIR(e) FA_MASK_CVT(FA_MASK_RAW(e))
 #endif
 #endif
 

@@ -114,7 +114,7 @@ inline void fa_load_tile_q8(__local ushort *tile, __global const uchar *src, fa_
 }
 #endif
 
-#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0 && !defined(FA_KV_Q8)
+#if (defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0 && !defined(FA_KV_Q8)) || (defined(FA_KV_Q8) && defined(FA_Q8_COPY))
 /* K/V blocks are copied asynchronously (cp.async) through a ring of FA_STAGES buffers each: while
  * one block is computed, the next STAGES - 1 are in flight (decoding is bound by how many bytes
  * are in flight). */
@@ -133,6 +133,47 @@ inline void fa_load_tile_q8(__local ushort *tile, __global const uchar *src, fa_
 #error "FA_STAGES is 2, 3 or 4"
 #endif
 #define FA_COPIES ((BLOCK_KV * CH + WG - 1) / WG) /* 16-byte copies of a tile per work-item */
+
+#ifdef FA_KV_Q8
+/* q8_0 K/V (FA_Q8_COPY = 4 or 8: the planner found every row's bytes that aligned): a block's raw
+ * rows are copied asynchronously into a staging ring (NBUF stages), then dequantised into the one
+ * K and one V tile right before they are used */
+#define Q8_RB (HEAD_DIM / 32 * 34)               /* bytes of a q8_0 row */
+#define Q8_STAGE (BLOCK_KV * Q8_RB)              /* bytes of one block's rows */
+#define Q8_CHUNKS (Q8_RB / FA_Q8_COPY)           /* copies per row */
+inline __attribute__((always_inline)) void fa_load_kv_q8_async(__local uchar *ks, __local uchar *vs,
+                                                               __global const uchar *kg, __global const uchar *vg,
+                                                               fa_row_map kmap, fa_row_map vmap, int first, int limit,
+                                                               int lid)
+{
+    for (int e = lid; e < BLOCK_KV * Q8_CHUNKS; e += WG) {
+        const int r = e / Q8_CHUNKS, c = e % Q8_CHUNKS;
+        const int valid = first + r < limit;
+        /* rows past the limit: zeros, from an in-bounds address (the view's first row) */
+        const ulong ko = (valid ? fa_kv_row(kmap, first + r) : kmap.base) / 32 * 34 + (ulong)(c * FA_Q8_COPY);
+        const ulong vo = (valid ? fa_kv_row(vmap, first + r) : vmap.base) / 32 * 34 + (ulong)(c * FA_Q8_COPY);
+        fa_cp_async_small(ks + r * Q8_RB + c * FA_Q8_COPY, kg + ko, valid);
+        fa_cp_async_small(vs + r * Q8_RB + c * FA_Q8_COPY, vg + vo, valid);
+    }
+}
+
+/* one staged block of q8_0 rows into a local tile of FA_DTYPE values */
+inline void fa_dequant_q8(__local ushort *tile, __local const uchar *stage, int lid)
+{
+    for (int e = lid; e < BLOCK_KV * CH; e += WG) {
+        const int r = e / CH, c = e % CH;
+        uint4 x = (uint4)(0);
+        if (8 * c < HEAD_DIM) {
+            __local const uchar *blk = stage + r * Q8_RB + (8 * c / 32) * 34;
+            const float d = vload_half(0, (__local const half *)blk);
+            const float8 q = convert_float8(as_char8(vload4(0, (__local const ushort *)(blk + 2 + (8 * c) % 32))));
+            x = (uint4)(fa_pack2(d * q.s0, d * q.s1), fa_pack2(d * q.s2, d * q.s3), fa_pack2(d * q.s4, d * q.s5),
+                        fa_pack2(d * q.s6, d * q.s7));
+        }
+        *(__local uint4 *)(tile + r * ROW + 8 * c) = x;
+    }
+}
+#endif
 
 /* K and V rows [first, first + BLOCK_KV) into their tiles; one commit group. The rows' places are
  * found first, for K and V together: a paged row's table entry is a global load, and the copies
@@ -179,7 +220,14 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
  * registers), and is then staged in the K/V space before the first K/V copy; src/planner.c's
  * fa_cl_mma_local_bytes is the same sum. */
 #define TILE (BLOCK_KV * ROW)
-#define KV_HALVES (2 * NBUF * TILE)
+#if defined(FA_KV_Q8) && defined(FA_ASYNC)
+#define TILE_BUFS 1 /* the staging ring holds the stages (Q8_HALVES, after the tiles) */
+#define Q8_HALVES (2 * NBUF * Q8_STAGE / 2)
+#else
+#define TILE_BUFS NBUF
+#define Q8_HALVES 0
+#endif
+#define KV_HALVES (2 * TILE_BUFS * TILE)
 #define Q_HALVES (BLOCK_Q * ROW)
 #if MT == 1 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM
 #define FA_Q_REGS 1
@@ -193,7 +241,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
  * in the tiles' space after the key loop */
 #define PART_FLOATS (4 + 4 * DT)
 #define PART_HALVES ((FA_KV_WARPS - 1) * 32 * PART_FLOATS * 2)
-#define SMEM_HALVES (TILES_HALVES > PART_HALVES ? TILES_HALVES : PART_HALVES)
+#define SMEM_HALVES ((TILES_HALVES > PART_HALVES ? TILES_HALVES : PART_HALVES) + Q8_HALVES)
 
 /* packed store of two adjacent outputs (col even; the planner's alignment makes the pair 4-byte aligned) */
 inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float y)
@@ -216,7 +264,11 @@ void fa_forward(FA_FORWARD_PARAMS)
     __local ushort smem[SMEM_HALVES] __attribute__((aligned(16)));
     __local ushort *const q_s = smem;
     __local ushort *const k_s = smem + KV_AT;
-    __local ushort *const v_s = smem + KV_AT + NBUF * TILE;
+    __local ushort *const v_s = smem + KV_AT + TILE_BUFS * TILE;
+#if defined(FA_KV_Q8) && defined(FA_ASYNC)
+    __local uchar *const kst = (__local uchar *)(smem + (SMEM_HALVES - Q8_HALVES)); /* K stages, then V's */
+    __local uchar *const vst = kst + NBUF * Q8_STAGE;
+#endif
     const int warp_of_item = (int)get_local_id(0) / 32;
     FA_EMU_DECL(WARPS, warp_of_item)
 
@@ -275,22 +327,42 @@ void fa_forward(FA_FORWARD_PARAMS)
     FA_PRAGMA_UNROLL
     for (int st = 0; st < NBUF - 1; st++) {
         if (kv_first + st * BLOCK_KV < blk_hi)
+#ifdef FA_KV_Q8
+            fa_load_kv_q8_async(kst + st * Q8_STAGE, vst + st * Q8_STAGE, (__global const uchar *)k,
+                                (__global const uchar *)v, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
+#else
             fa_load_kv_async(k_s + st * TILE, v_s + st * TILE, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
+#endif
         fa_cp_async_commit();
     }
     int cur = 0; /* this block's buffer */
 #endif
     for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
 #ifdef FA_ASYNC
+#ifdef FA_KV_Q8
+        __local const ushort *kc = k_s, *vc = v_s;
+#else
         __local const ushort *kc = k_s + cur * TILE, *vc = v_s + cur * TILE;
+#endif
         FA_WAIT_BLOCK();
         barrier(CLK_LOCAL_MEM_FENCE); /* this block is in; every warp is done with the buffer refilled next */
         {
             const int ahead = kv0 + (NBUF - 1) * BLOCK_KV, buf = cur == 0 ? NBUF - 1 : cur - 1;
             if (ahead < blk_hi)
+#ifdef FA_KV_Q8
+                fa_load_kv_q8_async(kst + buf * Q8_STAGE, vst + buf * Q8_STAGE, (__global const uchar *)k,
+                                    (__global const uchar *)v, kmap, vmap, ahead, seqlen_k, lid);
+#else
                 fa_load_kv_async(k_s + buf * TILE, v_s + buf * TILE, kg, vg, kmap, vmap, ahead, seqlen_k, lid);
+#endif
             fa_cp_async_commit();
         }
+#ifdef FA_KV_Q8
+        /* every warp is past the previous block's products (the barrier above): its tiles are free */
+        fa_dequant_q8(k_s, kst + cur * Q8_STAGE, lid);
+        fa_dequant_q8(v_s, vst + cur * Q8_STAGE, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
         cur = cur == NBUF - 1 ? 0 : cur + 1;
 #else
         __local const ushort *kc = k_s, *vc = v_s;
@@ -305,6 +377,21 @@ void fa_forward(FA_FORWARD_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
+#if defined(FA_MASK_PAIRS) && defined(FA_MASK_EARLY)
+        /* FA_MASK_EARLY (experiment): the block's mask pairs loaded before Q K^T, in flight during it */
+        fa_mask_raw_t mraw[MT][2][NT];
+        if (kv0 + BLOCK_KV <= seqlen_k_cap) {
+            FA_PRAGMA_UNROLL
+            for (int mt = 0; mt < MT; mt++)
+                FA_PRAGMA_UNROLL
+                for (int r = 0; r < 2; r++) {
+                    const ulong row = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8 * r) + (ulong)(kv0 + koff + 2 * t4);
+                    FA_PRAGMA_UNROLL
+                    for (int nt = 0; nt < NT; nt++)
+                        mraw[mt][r][nt] = FA_MASK_RAW(row + 8 * nt);
+                }
+        }
+#endif
         /* S = Q K^T: s[mt][nt] holds rows (g, g+8) of m-tile mt x keys nt*8 + 2*t4 + {0,1} */
         float4 s[MT][NT];
         FA_PRAGMA_UNROLL
@@ -359,7 +446,12 @@ void fa_forward(FA_FORWARD_PARAMS)
                 const ulong r1 = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8) + kfirst;
                 FA_PRAGMA_UNROLL
                 for (int nt = 0; nt < NT; nt++) {
+#ifdef FA_MASK_EARLY
+                    const float2 a = FA_MASK_CVT(mraw[mt][0][nt]), c = FA_MASK_CVT(mraw[mt][1][nt]);
+                    (void)r0, (void)r1;
+#else
                     const float2 a = FA_MASK_PAIR(r0 + 8 * nt), c = FA_MASK_PAIR(r1 + 8 * nt);
+#endif
                     s[mt][nt] = mad((float4)(a, c), (float4)(mask_scale), s[mt][nt]);
                 }
             }

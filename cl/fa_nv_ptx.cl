@@ -29,6 +29,8 @@
 #define FA_EMU_ARG
 
 inline uint fa_smem_addr(__local const ushort *p) { return (uint)(size_t)p; }
+#define FA_STR_(x) #x
+#define FA_STR(x) FA_STR_(x)
 
 /* four 8x8 matrices of 16-bit values; lane i gives the address of row i % 8 of matrix i / 8 */
 inline void fa_ldsm_x4(__local const ushort *p, uint *r0, uint *r1, uint *r2, uint *r3)
@@ -65,6 +67,14 @@ inline float fa_shfl_xor(float x, uint mask)
     return as_float(r);
 }
 
+/* one register of two IEEE f16 (lo in the low half) -> two floats (an f16 attention mask's pair) */
+inline float2 fa_f16x2_to_f32(uint u)
+{
+    float lo, hi;
+    asm("{.reg .b16 l, h; mov.b32 {l, h}, %2; cvt.f32.f16 %0, l; cvt.f32.f16 %1, h;}" : "=f"(lo), "=f"(hi) : "r"(u));
+    return (float2)(lo, hi);
+}
+
 /* two floats -> one register of two f16/bf16 (lo in the low half), round to nearest even */
 inline uint fa_pack2(float lo, float hi)
 {
@@ -91,6 +101,15 @@ inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int v
     asm volatile(FA_CP_ASYNC_INSN
                  :: "r"(fa_smem_addr(dst)), "l"((ulong)src), "r"(valid ? 16 : 0) : "memory");
 }
+
+/* FA_Q8_COPY (4 or 8) bytes the same way, through L1 (.ca: .cg takes 16-byte copies only) */
+#ifdef FA_Q8_COPY
+inline void fa_cp_async_small(__local uchar *dst, __global const uchar *src, int valid)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], " FA_STR(FA_Q8_COPY) ", %2;"
+                 :: "r"(fa_smem_addr((__local ushort *)dst)), "l"((ulong)src), "r"(valid ? FA_Q8_COPY : 0) : "memory");
+}
+#endif
 
 inline void fa_cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 inline void fa_cp_async_wait_all(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
@@ -149,6 +168,12 @@ inline uint fa_emu_from_f32(float x)
 }
 
 inline uint fa_pack2(float lo, float hi) { return fa_emu_from_f32(lo) | (fa_emu_from_f32(hi) << 16); }
+
+inline float2 fa_f16x2_to_f32(uint u)
+{
+    const ushort h[2] = {(ushort)u, (ushort)(u >> 16)};
+    return vload_half2(0, (const __private half *)h);
+}
 
 /* every lane publishes its row address; then reads its two elements of each of the 4 matrices:
  * plain: row lane / 4, columns 2 (lane % 4) + {0, 1}; .trans: rows 2 (lane % 4) + {0, 1}, column lane / 4 */
@@ -245,6 +270,17 @@ inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int v
 {
     *(__local uint4 *)dst = valid ? *(__global const uint4 *)src : (uint4)(0);
 }
+
+#ifdef FA_Q8_COPY
+inline void fa_cp_async_small(__local uchar *dst, __global const uchar *src, int valid)
+{
+#if FA_Q8_COPY == 8
+    *(__local uint2 *)dst = valid ? *(__global const uint2 *)src : (uint2)(0);
+#else
+    *(__local uint *)dst = valid ? *(__global const uint *)src : 0u;
+#endif
+}
+#endif
 
 inline void fa_cp_async_commit(void) {}
 inline void fa_cp_async_wait_all(void) {}

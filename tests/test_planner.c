@@ -664,7 +664,7 @@ static void mma_cases(tu_tally *tally)
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
                  t.local_mem_bytes == mc[i].bytes &&
                  t.local_mem_bytes == fa_cl_mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
-                                                            t.rows_per_item, mc[i].aligned ? 2 : 1, t.kv_warps) &&
+                                                            t.rows_per_item, mc[i].aligned ? 2 : 1, t.kv_warps, 0) &&
                  t.stages == (mc[i].aligned ? 2 : 1);
         else if (ok)
             ok = msg[0] != '\0';

@@ -130,6 +130,8 @@ static const type_case all_cases[] = {
     /* what nvidia-mma takes (q and o in the dtype, K and V q8_0): decode rows and a bf16 prefill */
     {{2, 8, 2, 1, 300, 128, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},
     {{1, 4, 2, 50, 90, 64, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {BF16, Q8, Q8, BF16}, 0},
+    /* rows of 34 bytes (head_dim 32): nvidia-mma's synchronous dequantising loads */
+    {{2, 2, 1, 33, 100, 32, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},
 };
 
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)
@@ -154,6 +156,8 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     static const type_case tiny[] = {
         {{1, 2, 1, 9, 21, 8, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, BF16, F32}, 0},
         {{2, 2, 1, 3, 40, 32, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F32}, 1},
+        /* nvidia-mma's staging ring of q8_0 rows (FA_CL_MMA_EMULATE=1): 4-byte copies, 3 blocks */
+        {{1, 2, 1, 5, 150, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},
     };
     const int only = argc > 0 ? atoi(argv[0]) : -1;
     for (int i = 0; i < TU_COUNT(tiny); i++)

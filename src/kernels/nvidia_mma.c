@@ -13,16 +13,20 @@ int fa_cl_mma_dim_padded(int head_dim)
     return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : head_dim <= 192 ? 192 : 256;
 }
 
-size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps)
+size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
+                             int q8_row_bytes)
 {
-    const size_t kv_rows = (size_t)(2 * stages) * (size_t)block_kv;
+    /* q8_0 K/V copied asynchronously (q8_row_bytes > 0): one K and one V tile, and a ring of stages
+     * of raw rows after everything else (cl/fa_forward_nv_mma.cl, Q8_HALVES) */
+    const size_t kv_rows = (size_t)(2 * (q8_row_bytes > 0 ? 1 : stages)) * (size_t)block_kv;
+    const size_t staged = (size_t)(2 * stages) * (size_t)block_kv * (size_t)(q8_row_bytes > 0 ? q8_row_bytes : 0);
     const int q_in_registers = warp_rows == 16 && dim_padded <= FA_CL_MMA_Q_REGS_MAX_DIM;
     const size_t rows = q_in_registers ? (kv_rows > (size_t)block_q ? kv_rows : (size_t)block_q)
                                        : kv_rows + (size_t)block_q;
     const size_t tiles = 2 * rows * (size_t)(dim_padded + 8);
     /* key slices: each warp but the first leaves 32 lanes x (4 + dim_padded / 2) floats */
     const size_t parts = (size_t)(kv_warps - 1) * 32 * (size_t)(4 + dim_padded / 2) * 4;
-    return tiles > parts ? tiles : parts;
+    return (tiles > parts ? tiles : parts) + staged;
 }
 
 void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
@@ -96,12 +100,14 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     }
     /* K/V buffers each: one with synchronous copies; with asynchronous ones FA_CL_MMA_STAGES or the
      * default, double buffering */
-    const int stages = !req->aligned16 || lim->mma_kv_q8 ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
-    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps);
+    const int async = lim->mma_kv_q8 ? lim->mma_q8_copy > 0 : req->aligned16;
+    const int stages = !async ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
+    const int q8_row_bytes = lim->mma_kv_q8 && async ? req->head_dim / 32 * 34 : 0;
+    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes);
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
     while (!forced && bytes > budget && bc > 16 * kv_warps) {
         bc /= 2;
-        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps);
+        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes);
     }
     const int wg = br / wr * 32 * kv_warps;
     if (bytes > budget || (size_t)wg > lim->max_work_group) {
@@ -114,6 +120,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     out->forced = forced;
     out->stages = stages;
     out->kv_warps = kv_warps;
+    out->q8_copy = q8_row_bytes > 0 ? lim->mma_q8_copy : 0;
     out->work_group_size = wg;
     return FA_CL_SUCCESS;
 }
@@ -125,6 +132,8 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
         snprintf(stages, sizeof stages, " -DFA_STAGES=%d", t->stages);
     if (t->kv_warps > 1)
         snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_KV_WARPS=%d", t->kv_warps);
+    if (t->q8_copy > 0)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_Q8_COPY=%d", t->q8_copy);
     /* cp.async with the L2 fetching 128 bytes around each 16 (H200: decode B=16, Sk=32768 0.536 and
      * 0.534 against 0.545 and 0.556 ms; prefill unchanged; docs/logs/h200-13-decode-l2.txt) */
     return snprintf(out, n, " -DWARP_ROWS=%d%s%s%s", t->rows_per_item,

@@ -94,6 +94,15 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     if (kv_q8) {
         lim.nv_tf32 = 0;
         lim.mma_kv_q8 = 1;
+        /* asynchronous copies of 8 (or 4) bytes where every K/V row's bytes start that aligned: row
+         * element offsets multiples of 128 (64), i.e. 136 (68) bytes, from 16-byte aligned buffers */
+        for (int w = 8; w >= 4 && !lim.mma_q8_copy; w /= 2) {
+            const int64_t e = w == 8 ? 128 : 64;
+            int ok = d->head_dim % e == 0 && d->k_offset % (size_t)e == 0 && d->v_offset % (size_t)e == 0;
+            for (int i = 0; i < 3; i++)
+                ok = ok && d->k_stride[i] % e == 0 && d->v_stride[i] % e == 0;
+            lim.mma_q8_copy = ok ? w : 0;
+        }
     } else if (v->mixed_types) {
         if (lim.forced_variant == FA_CL_KERNEL_NVIDIA_MMA || lim.forced_variant == FA_CL_KERNEL_NVIDIA_TF32X3)
             return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=%s takes one "

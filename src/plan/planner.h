@@ -28,6 +28,8 @@ typedef struct fa_cl_limits {
     int mma_stages;            /* FA_CL_MMA_STAGES: nvidia-mma's K/V pipeline depth, 0 = the planner's */
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
     int mma_kv_q8;             /* this plan's K and V are q8_0 (nvidia-mma dequantises them as it loads) */
+    int mma_q8_copy;           /* with mma_kv_q8: every K/V row's bytes 8- or 4-aligned, copied asynchronously
+                                  in pieces of that size (FA_Q8_COPY); 0 = synchronous loads */
 } fa_cl_limits;
 
 /* GPU vendors whose compilers the planner knows something about. */
@@ -99,6 +101,7 @@ typedef struct fa_cl_tiles {
     int mask_pairs;           /* nvidia-mma: mask offset and strides even, keys read in pairs (FA_MASK_PAIRS) */
     int types[4];             /* 1 + FA_CL_TYPE_* of q, k, v, o where it differs from the dtype, else 0
                                  (FA_Q_DTYPE ... FA_O_DTYPE; the portable kernels) */
+    int q8_copy;              /* nvidia-mma with q8_0 K/V: FA_Q8_COPY, the asynchronous copies' size; 0 = none */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
