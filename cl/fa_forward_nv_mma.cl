@@ -377,21 +377,6 @@ void fa_forward(FA_FORWARD_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
-#if defined(FA_MASK_PAIRS) && defined(FA_MASK_EARLY)
-        /* FA_MASK_EARLY (experiment): the block's mask pairs loaded before Q K^T, in flight during it */
-        fa_mask_raw_t mraw[MT][2][NT];
-        if (kv0 + BLOCK_KV <= seqlen_k_cap) {
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++)
-                FA_PRAGMA_UNROLL
-                for (int r = 0; r < 2; r++) {
-                    const ulong row = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8 * r) + (ulong)(kv0 + koff + 2 * t4);
-                    FA_PRAGMA_UNROLL
-                    for (int nt = 0; nt < NT; nt++)
-                        mraw[mt][r][nt] = FA_MASK_RAW(row + 8 * nt);
-                }
-        }
-#endif
         /* S = Q K^T: s[mt][nt] holds rows (g, g+8) of m-tile mt x keys nt*8 + 2*t4 + {0,1} */
         float4 s[MT][NT];
         FA_PRAGMA_UNROLL
@@ -446,12 +431,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                 const ulong r1 = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8) + kfirst;
                 FA_PRAGMA_UNROLL
                 for (int nt = 0; nt < NT; nt++) {
-#ifdef FA_MASK_EARLY
-                    const float2 a = FA_MASK_CVT(mraw[mt][0][nt]), c = FA_MASK_CVT(mraw[mt][1][nt]);
-                    (void)r0, (void)r1;
-#else
                     const float2 a = FA_MASK_PAIR(r0 + 8 * nt), c = FA_MASK_PAIR(r1 + 8 * nt);
-#endif
                     s[mt][nt] = mad((float4)(a, c), (float4)(mask_scale), s[mt][nt]);
                 }
             }

@@ -346,13 +346,17 @@ typedef struct fa_cl_attention_desc {
  *    sequence, seqlen_q/seqlen_k the longest); the buffer must hold every element the strides
  *    reach for those bounds, though only visible keys' entries are used. It needs a scale with a
  *    finite 1 / scale (the kernels add mask / scale to unscaled scores).
- * Masked keys stay masked (a modifier never makes a key visible). Kernels: the portable ones; the
- * NVIDIA tensor-core kernels take none yet, so such plans run on portable-tiled there
- * (fa_cl_plan_info.kernel says which; FA_CL_KERNEL_VARIANT=nvidia-mma, and =portable on NVIDIA
- * GPUs, with a modifier is FA_CL_ERROR_UNSUPPORTED: the latter failed the H200's tests). The
- * reference takes all three through fa_cl_reference_run (fa_cl_reference_forward, which has no
- * buffers for them, the softcap only). Bad data: a NaN slope or sink makes the rows it reaches
- * NaN; nothing is read outside the buffers' heads_q floats.
+ * Masked keys stay masked (a modifier never makes a key visible; a key the attention mask masks
+ * contributes p = 0, so an Inf or NaN in its v row still reaches the row as 0 * Inf, as in an
+ * unfused softmax). Kernels: softcap, ALiBi and sinks run on the portable kernels (on NVIDIA GPUs
+ * portable-tiled: the rows kernel with them failed the H200's tests at head_dim 64, and
+ * FA_CL_KERNEL_VARIANT=portable with one is FA_CL_ERROR_UNSUPPORTED there); the attention mask
+ * also on nvidia-mma, not on nvidia-tf32x3 (fa_cl_plan_info.kernel says which; a forced kernel
+ * that does not take a modifier is FA_CL_ERROR_UNSUPPORTED). The reference takes them all through
+ * fa_cl_reference_run (fa_cl_reference_forward, which has no buffers for them, the softcap only).
+ * Bad data: a NaN slope, sink or mask entry makes the rows it reaches NaN; nothing is read outside
+ * the buffers' heads_q floats or the mask's view (a key past a sequence's length reads an entry
+ * of its row, never past seqlen_k).
  */
 
 /**
@@ -364,8 +368,9 @@ typedef struct fa_cl_attention_desc {
  *    elements (whole blocks); strides and offsets still count elements, the bytes of element e
  *    (a multiple of 32) start at byte e / 32 * 34 of the buffer. A contiguous [B, H, S, D] q8_0
  *    tensor (strides 0) is B * H * S * D / 32 blocks. Paged pools are the same in pages.
- *  - Kernels: mixed types and q8_0 run on the portable kernels (the tensor-core kernels take one
- *    type for all four tensors: such plans fall back, fa_cl_plan_info.kernel says which).
+ *  - Kernels: mixed types run on the portable kernels; nvidia-mma takes q8_0 k and v with q and o
+ *    in desc.dtype (f16/bf16), dequantising each block into f16/bf16 (one rounding of d * q_i)
+ *    before its products; other combinations fall back (fa_cl_plan_info.kernel says which).
  *  - Appending (seqlen_new) needs k and v in desc.dtype (k_new / v_new are in dtype).
  *  - The reference (fa_cl_reference_run) takes every combination; the LSE is float32 as always.
  * A q8_0 block's scale is read as stored: a NaN or Inf scale makes the keys of its block NaN.

@@ -756,6 +756,47 @@ int main(void)
     chunk_cases(&tally);
     split_cases(&tally);
 
+    /* nvidia-mma with q8_0 K/V: the aligned plans' tiles, one tile each, a ring of raw rows (136
+     * bytes at d = 128) when copied asynchronously, else one stage of synchronous loads; with a
+     * mask at d = 128, 32-key blocks */
+    {
+        fa_cl_limits lim;
+        memset(&lim, 0, sizeof lim);
+        lim.local_mem_size = 227 * KIB;
+        lim.max_work_group = 1024;
+        lim.prefer_tiled = 1;
+        lim.nv_mma = 1;
+        lim.mma_kv_q8 = 1;
+        const struct { int64_t sq; int copy, aligned, br, bc, kvw, stages; size_t bytes; } qc[] = {
+            {1, 8, 0, 16, 64, 4, 2, 2 * 64 * 136 * 2 + 2 * 2 * 64 * 136},
+            {1, 0, 0, 16, 64, 4, 1, 2 * 64 * 136 * 2},
+            {4096, 8, 1, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 136},
+        };
+        for (size_t i = 0; i < sizeof qc / sizeof qc[0]; i++) {
+            lim.mma_q8_copy = qc[i].copy;
+            fa_cl_tile_request req = {128, FA_CL_F16, qc[i].sq, 8192, qc[i].aligned, 8192};
+            fa_cl_tiles t;
+            char msg[256] = "";
+            fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == qc[i].br &&
+                      t.block_kv == qc[i].bc && t.kv_warps == qc[i].kvw && t.stages == qc[i].stages &&
+                      t.q8_copy == qc[i].copy && t.local_mem_bytes == qc[i].bytes,
+                      "q8_0 K/V, Sq %lld, copies %d: %s %dx%d kv_warps %d stages %d q8_copy %d, %zu bytes (want "
+                      "%dx%d, %d, %d, %zu) %s", (long long)qc[i].sq, qc[i].copy, fa_cl_status_string(st), t.block_q,
+                      t.block_kv, t.kv_warps, t.stages, t.q8_copy, t.local_mem_bytes, qc[i].br, qc[i].bc, qc[i].kvw,
+                      qc[i].stages, qc[i].bytes, msg);
+        }
+        lim.mma_kv_q8 = lim.mma_q8_copy = 0;
+        fa_cl_limits_for_modifiers(&lim, 0, 1);
+        fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+        fa_cl_tiles t;
+        char msg[256] = "";
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == 128 &&
+                  t.block_kv == 32 && t.rows_per_item == 32, "a mask at d = 128: %s %dx%dx%d (want 128x32x32) %s",
+                  fa_cl_status_string(st), t.block_q, t.block_kv, t.rows_per_item, msg);
+    }
+
     /* few query rows (decode): the 64-row tensor-core block with 16 rows per warp, not 128 x 64 */
     {
         fa_cl_limits lim;

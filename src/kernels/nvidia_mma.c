@@ -76,6 +76,10 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     }
     int bc = (dp > 128 || (dp == 128 && !kv_wide)) ? 32 : FA_CL_MMA_BLOCK_KV;
     int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;
+    /* an attention mask at d = 128: 32-key blocks, half the mask loads in flight per block (H200, B = 8,
+     * H = 16, N = 4096, f16 mask: 206.5 against 173.2 TFLOP/s for 128 x 64, docs/performance.md) */
+    if (lim->mma_mask && async_wide && dp == 128)
+        bc = 32;
     int forced = 0;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
         br = lim->forced_q;

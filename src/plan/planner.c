@@ -117,4 +117,5 @@ void fa_cl_limits_for_modifiers(fa_cl_limits *lim, int score_mods, int mask)
     }
     if (score_mods || mask)
         lim->nv_tf32 = 0;
+    lim->mma_mask = mask;
 }

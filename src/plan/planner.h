@@ -28,6 +28,7 @@ typedef struct fa_cl_limits {
     int mma_stages;            /* FA_CL_MMA_STAGES: nvidia-mma's K/V pipeline depth, 0 = the planner's */
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
     int mma_kv_q8;             /* this plan's K and V are q8_0 (nvidia-mma dequantises them as it loads) */
+    int mma_mask;              /* this plan has an attention mask (nvidia-mma: 32-key blocks at d = 128) */
     int mma_q8_copy;           /* with mma_kv_q8: every K/V row's bytes 8- or 4-aligned, copied asynchronously
                                   in pieces of that size (FA_Q8_COPY); 0 = synchronous loads */
 } fa_cl_limits;
