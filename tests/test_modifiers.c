@@ -156,41 +156,7 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const mod_case *mc, uint
     a.alibi_slopes = mc->alibi ? slope_mem : NULL;
     a.sinks = mc->sinks ? sink_mem : NULL;
     a.mask = mask.mem;
-    fa_cl_plan_info info;
-    memset(&info, 0, sizeof info);
-    info.kernel = "reference";
-    fa_cl_status st;
-    if (reference) {
-        st = fa_cl_reference_run(ctx, &p.desc, &a);
-    } else {
-        fa_cl_plan *plan = NULL;
-        st = fa_cl_plan_create(ctx, &p.desc, &plan);
-        if (st == FA_CL_ERROR_UNSUPPORTED && (strstr(fa_cl_last_error(ctx), "not verified") ||
-                                              strstr(fa_cl_last_error(ctx), "takes no"))) {
-            /* a forced kernel that does not take this case (include/fa_cl.h "Score modifiers") */
-            printf("SKIP: %s: %s\n", name, fa_cl_last_error(ctx));
-            goto done;
-        }
-        if (st == FA_CL_SUCCESS) {
-            fa_cl_plan_get_info(plan, &info);
-            st = fa_cl_plan_run(plan, &a);
-        }
-        fa_cl_plan_release(plan);
-    }
-    if (st != FA_CL_SUCCESS) {
-        tu_expect(t, 0, "%s: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
-        goto done;
-    }
-    if (tu_problem_read(&p, ctx) != 0) {
-        tu_expect(t, 0, "%s: read failed", name);
-        goto done;
-    }
-    tu_result res;
-    tu_problem_check(&p, ref_o, ref_lse, &res);
-    char detail[400];
-    tu_result_format(&res, &p, detail, sizeof detail);
-    tu_expect(t, res.ok, "%s [%s %dx%d splits %d launches %d]: %s", name, info.kernel, info.block_q, info.block_kv,
-              info.splits, info.launches, detail);
+    tu_run_and_check(t, ctx, &p, &a, ref_o, ref_lse, name, reference);
 done:
     if (slope_mem)
         clReleaseMemObject(slope_mem);

@@ -565,6 +565,46 @@ int tu_problem_init_types(tu_problem *p, fa_cl_context *ctx, const tu_case *c, c
     return 0;
 }
 
+void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_cl_forward_args *a, const double *ref_o,
+                      const double *ref_lse, const char *name, int reference)
+{
+    fa_cl_plan_info info;
+    memset(&info, 0, sizeof info);
+    info.kernel = "reference";
+    fa_cl_status st;
+    if (reference) {
+        st = fa_cl_reference_run(ctx, &p->desc, a);
+    } else {
+        fa_cl_plan *plan = NULL;
+        st = fa_cl_plan_create(ctx, &p->desc, &plan);
+        const char *why = fa_cl_last_error(ctx);
+        if (st == FA_CL_ERROR_UNSUPPORTED &&
+            (strstr(why, "takes no") || strstr(why, "takes one storage type") || strstr(why, "not verified"))) {
+            printf("SKIP: %s: %s\n", name, why);
+            return;
+        }
+        if (st == FA_CL_SUCCESS) {
+            fa_cl_plan_get_info(plan, &info);
+            st = fa_cl_plan_run(plan, a);
+        }
+        fa_cl_plan_release(plan);
+    }
+    if (st != FA_CL_SUCCESS) {
+        tu_expect(t, 0, "%s: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
+        return;
+    }
+    if (tu_problem_read(p, ctx) != 0) {
+        tu_expect(t, 0, "%s: read failed", name);
+        return;
+    }
+    tu_result res;
+    tu_problem_check(p, ref_o, ref_lse, &res);
+    char detail[400];
+    tu_result_format(&res, p, detail, sizeof detail);
+    tu_expect(t, res.ok, "%s [%s %dx%d splits %d launches %d]: %s", name, info.kernel, info.block_q, info.block_kv,
+              info.splits, info.launches, detail);
+}
+
 int tu_problem_poison(tu_problem *p, fa_cl_context *ctx)
 {
     tu_tensor_fill_bits(&p->t[3], tu_sentinel_bits(p->t[3].dtype));
