@@ -72,7 +72,8 @@ static void run_free(serving_run *r)
 }
 
 /* Build the case's buffers and its float64 reference. 0 on success. */
-static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, uint64_t seed)
+/* kv_q8 (paged cases, head_dim a multiple of 32): the pool holds K and V as q8_0 blocks */
+static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, uint64_t seed, int kv_q8)
 {
     memset(r, 0, sizeof *r);
     const tu_case *c = &sc->c;
@@ -88,6 +89,12 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
             for (int64_t h = 0; h < Hkv; h++)
                 memcpy(p->x[t] + (size_t)(((b * Hkv + h) * Sk) * D), p->x[t] + (size_t)((h * Sk) * D),
                        (size_t)(shared_keys * D) * sizeof(float));
+    unsigned char *scratch_q8 = kv_q8 ? (unsigned char *)malloc((size_t)(D / 32 * 34)) : NULL;
+    if (kv_q8) { /* the logical keys and values as q8_0 gives them back (encoding them again is exact) */
+        for (int t = 1; t < 3 && scratch_q8; t++)
+            for (size_t row = 0; row < (size_t)(B * Hkv * Sk); row++)
+                tu_q8_encode(p->x[t] + row * (size_t)D, D, scratch_q8);
+    }
 
     r->desc = p->desc;
     fa_cl_attention_desc *d = &r->desc;
@@ -114,12 +121,17 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
         table = (int *)malloc((size_t)used * sizeof *table);
         const size_t page_elems = (size_t)(P * Hkv * D);
         const size_t esz = tu_dtype_size(c->dtype);
+        const size_t pool_bytes = kv_q8 ? (size_t)r->num_pages * page_elems / 32 * 34 : (size_t)r->num_pages * page_elems * esz;
         for (int t = 0; t < 2 && phys; t++) {
-            pool_img[t] = malloc((size_t)r->num_pages * page_elems * esz);
+            pool_img[t] = malloc(pool_bytes);
             if (!pool_img[t])
                 goto done_phys;
-            for (size_t e = 0; e < (size_t)r->num_pages * page_elems; e++)
-                tu_store_bits(c->dtype, pool_img[t], e, tu_nan_bits(c->dtype));
+            if (kv_q8) /* spare pages: NaN scales */
+                for (size_t blk = 0; blk < pool_bytes / 34; blk++)
+                    memcpy((unsigned char *)pool_img[t] + 34 * blk, "\x00\x7e\x5a\x5a", 4);
+            else
+                for (size_t e = 0; e < (size_t)r->num_pages * page_elems; e++)
+                    tu_store_bits(c->dtype, pool_img[t], e, tu_nan_bits(c->dtype));
         }
         if (!phys || !table)
             goto done_phys;
@@ -146,10 +158,13 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
                 for (int64_t h = 0; h < Hkv; h++)
                     for (int64_t key = 0; key < Sk; key++) {
                         const int64_t pg = table[b * r->pages_per_seq + key / P];
-                        const float *src = p->x[t + 1] + (size_t)(((b * Hkv + h) * Sk + key) * D);
-                        for (int64_t e = 0; e < D; e++)
-                            tu_store(c->dtype, pool_img[t],
-                                     (size_t)(((pg * P + key % P) * Hkv + h) * D + e), src[e]);
+                        float *src = p->x[t + 1] + (size_t)(((b * Hkv + h) * Sk + key) * D);
+                        const size_t at = (size_t)(((pg * P + key % P) * Hkv + h) * D);
+                        if (kv_q8)
+                            tu_q8_encode(src, D, (unsigned char *)pool_img[t] + at / 32 * 34);
+                        else
+                            for (int64_t e = 0; e < D; e++)
+                                tu_store(c->dtype, pool_img[t], at + (size_t)e, src[e]);
                     }
         if (sc->bad_entries) {
             /* entries far outside [0, num_pages): clamped to page 0 and the last page */
@@ -166,11 +181,13 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
                     for (int64_t key = 0; key < len[b]; key++) {
                         const int64_t pg = clamp64(table[b * r->pages_per_seq + key / P], 0, r->num_pages - 1);
                         float *dst = seen[t] + (size_t)(((b * Hkv + h) * Sk + key) * D);
+                        const size_t at = (size_t)(((pg * P + key % P) * Hkv + h) * D);
                         for (int64_t e = 0; e < D; e++)
-                            dst[e] = tu_load(c->dtype, pool_img[t], (size_t)(((pg * P + key % P) * Hkv + h) * D + e));
+                            dst[e] = kv_q8 ? tu_q8_load((const unsigned char *)pool_img[t], at + (size_t)e)
+                                           : tu_load(c->dtype, pool_img[t], at + (size_t)e);
                     }
         for (int t = 0; t < 2; t++) {
-            r->pool[t] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)r->num_pages * page_elems * esz, pool_img[t]);
+            r->pool[t] = tu_buffer(ctx, CL_MEM_READ_ONLY, pool_bytes, pool_img[t]);
             if (!r->pool[t])
                 goto done_phys;
         }
@@ -183,6 +200,8 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
         memset(d->k_stride, 0, sizeof d->k_stride);
         memset(d->v_stride, 0, sizeof d->v_stride);
         d->k_offset = d->v_offset = 0;
+        if (kv_q8)
+            d->k_type = d->v_type = FA_CL_STORAGE_Q8_0;
     done_phys:
         free(phys);
         if (!r->table_mem)
@@ -226,6 +245,7 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
     free(kb);
     free(vb);
 done:
+    free(scratch_q8);
     free(seen[0]);
     free(seen[1]);
     free(len);
@@ -269,13 +289,15 @@ static void case_name(const serving_case *sc, char *buf, size_t n)
                  sc->shared_pages ? " shared" : "", sc->bad_entries ? " bad-entries" : "");
 }
 
-/* One case: plan, run twice (bitwise equal), check against the oracle. */
-static void check_case(tu_tally *t, fa_cl_context *ctx, const serving_case *sc, uint64_t seed)
+/* One case: plan, run twice (bitwise equal), check against the oracle; kv_q8: a q8_0 pool. */
+static void check_case_kv(tu_tally *t, fa_cl_context *ctx, const serving_case *sc, uint64_t seed, int kv_q8)
 {
-    char name[400];
-    case_name(sc, name, sizeof name);
+    char name[420];
+    case_name(sc, name, sizeof name - 20);
+    if (kv_q8)
+        strcat(name, " kv=q8_0");
     serving_run r;
-    if (run_init(&r, ctx, sc, seed) != 0) {
+    if (run_init(&r, ctx, sc, seed, kv_q8) != 0) {
         tu_expect(t, 0, "%s: setup failed", name);
         return;
     }
@@ -313,6 +335,11 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const serving_case *sc, 
     run_free(&r);
 }
 
+static void check_case(tu_tally *t, fa_cl_context *ctx, const serving_case *sc, uint64_t seed)
+{
+    check_case_kv(t, ctx, sc, seed, 0);
+}
+
 #define LENS(...) ((const int[]){__VA_ARGS__})
 
 /* A subset's cases, seeded from seed0 on */
@@ -346,6 +373,15 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
         {{2, 4, 2, 5, 96, 64, FA_CL_F32, 1, 20, 0, "CCCC", 0.0f, 1}, LENS(96, 41), 16, 0, 0},
     };
     check_cases(ctx, cases, TU_COUNT(cases), 200);
+    /* a q8_0 pool (K and V in ggml's blocks): decode and prefill rows, shuffled, shared and bad
+     * table entries, lengths, GQA packing */
+    const serving_case q8[] = {
+        {{2, 8, 2, 1, 300, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0},
+        {{3, 4, 4, 1, 160, 64, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(160, 100, 48), 16, 3, 0},
+        {{2, 4, 2, 40, 200, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(200, 90), 64, 0, 1},
+    };
+    for (int i = 0; i < TU_COUNT(q8); i++)
+        check_case_kv(&serving_tally, ctx, &q8[i], 250 + (uint64_t)i, 1);
     return 0;
 }
 
@@ -865,7 +901,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     tu_tally *t = &serving_tally;
     const serving_case sc = {{2, 4, 2, 1, 100, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(10, 100), 16, 0, 0};
     serving_run r;
-    if (run_init(&r, ctx, &sc, 7) != 0)
+    if (run_init(&r, ctx, &sc, 7, 0) != 0)
         return 1;
     struct {
         const char *what, *needle;

@@ -337,8 +337,36 @@ void tu_tensor_fill_bits(tu_tensor *t, uint32_t bits)
         tu_store_bits(t->dtype, t->img, i, bits);
 }
 
-/* q8_0 (ggml's): each block of 32 elements in the view gets d = max|x| / 127 (rounded to f16) and
- * q_i = round(x_i / d); x becomes the dequantised d * q_i, what the kernels read. */
+void tu_q8_encode(float *x, int64_t n, unsigned char *dst)
+{
+    for (int64_t blk = 0; blk < n / 32; blk++) {
+        float *v = x + 32 * blk;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++)
+            amax = fmaxf(amax, fabsf(v[i]));
+        const uint16_t d16 = tu_f32_to_f16(amax / 127.0f);
+        const float d = tu_f16_to_f32(d16);
+        memcpy(dst + 34 * blk, &d16, 2);
+        for (int i = 0; i < 32; i++) {
+            const float q = d > 0.0f ? fminf(fmaxf(roundf(v[i] / d), -127.0f), 127.0f) : 0.0f;
+            const signed char c = (signed char)q;
+            memcpy(dst + 34 * blk + 2 + i, &c, 1);
+            v[i] = d * q;
+        }
+    }
+}
+
+float tu_q8_load(const unsigned char *img, size_t e)
+{
+    uint16_t d16;
+    signed char c;
+    memcpy(&d16, img + e / 32 * 34, 2);
+    memcpy(&c, img + e / 32 * 34 + 2 + e % 32, 1);
+    return tu_f16_to_f32(d16) * (float)c;
+}
+
+/* q8_0 (ggml's): each block of 32 elements in the view is encoded (tu_q8_encode); x becomes the
+ * dequantised values, what the kernels read. */
 static void q8_put(tu_tensor *t, float *x)
 {
     const int64_t B = t->dim[0], H = t->dim[1], S = t->dim[2], D = t->dim[3];
@@ -351,22 +379,9 @@ static void q8_put(tu_tensor *t, float *x)
             for (int64_t s = 0; s < S; s++)
                 for (int64_t d = 0; d < D; d++)
                     img[tu_tensor_index(t, b, h, s, d)] = x[n++];
-    for (size_t blk = 0; blk < t->elems / 32; blk++) {
-        if (!t->inview[32 * blk])
-            continue;
-        float amax = 0.0f;
-        for (int i = 0; i < 32; i++)
-            amax = fmaxf(amax, fabsf(img[32 * blk + (size_t)i]));
-        const uint16_t d16 = tu_f32_to_f16(amax / 127.0f);
-        const float d = tu_f16_to_f32(d16);
-        memcpy(t->img + 34 * blk, &d16, 2);
-        for (int i = 0; i < 32; i++) {
-            const float q = d > 0.0f ? fminf(fmaxf(roundf(img[32 * blk + (size_t)i] / d), -127.0f), 127.0f) : 0.0f;
-            const signed char c = (signed char)q;
-            memcpy(t->img + 34 * blk + 2 + i, &c, 1);
-            img[32 * blk + (size_t)i] = d * q;
-        }
-    }
+    for (size_t blk = 0; blk < t->elems / 32; blk++)
+        if (t->inview[32 * blk])
+            tu_q8_encode(img + 32 * blk, 32, t->img + 34 * blk);
     n = 0;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)

@@ -70,6 +70,12 @@ int tu_main(tu_tally *t, int argc, char **argv, const tu_subset *subsets, int co
  * descriptor's dtype (desc.k_type / v_type = FA_CL_STORAGE_Q8_0) */
 #define TU_Q8_0 ((fa_cl_dtype)3)
 
+/* q8_0 blocks of n (a multiple of 32) values: encode x into dst (34 bytes per 32: d = max|x| / 127
+ * rounded to f16, q_i = round(x_i / d)) and set x to the dequantised d * q_i; the value of element e
+ * of an image. Encoding dequantised values again gives the same bytes. */
+void tu_q8_encode(float *x, int64_t n, unsigned char *dst);
+float tu_q8_load(const unsigned char *img, size_t e);
+
 uint16_t tu_f32_to_f16(float f);  /* round to nearest even; overflow -> inf; NaN stays NaN */
 float tu_f16_to_f32(uint16_t h);
 uint16_t tu_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
