@@ -205,7 +205,7 @@ void tu_result_format(const tu_result *r, const tu_problem *p, char *buf, size_t
 
 /* Run p's call with args a — through fa_cl_reference_run (reference) or a plan of the library's
  * choosing (a forced kernel that refuses the case, "takes no" / "takes one storage type" / "not
- * verified", is a printed SKIP) — read the results back and check them against ref_o / ref_lse:
+ * verified", is logged and not counted) — read the results back and check them against ref_o / ref_lse:
  * one tu_expect named `name` with the plan's kernel and tiles. */
 void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_cl_forward_args *a, const double *ref_o,
                       const double *ref_lse, const char *name, int reference);
