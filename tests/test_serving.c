@@ -56,25 +56,30 @@ typedef struct append_case {
 typedef struct serving_run {
     tu_problem p;
     fa_cl_attention_desc desc;
-    cl_mem pool[2], lens_mem, table_mem;
+    cl_mem pool[2], lens_mem, table_mem, mask_mem;
     int64_t num_pages, pages_per_seq;
 } serving_run;
+
+/* check_case_with's variations of a case */
+enum { SERVE_Q8 = 1,  /* paged cases, head_dim a multiple of 32: the pool holds K and V as q8_0 blocks */
+       SERVE_MASK = 2 /* an f32 mask [B, 1, Sq, capacity] (broadcast over heads), a fifth masked */ };
 
 static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 static void run_free(serving_run *r)
 {
-    cl_mem m[4] = {r->pool[0], r->pool[1], r->lens_mem, r->table_mem};
-    for (int i = 0; i < 4; i++)
+    cl_mem m[5] = {r->pool[0], r->pool[1], r->lens_mem, r->table_mem, r->mask_mem};
+    for (int i = 0; i < 5; i++)
         if (m[i])
             clReleaseMemObject(m[i]);
     tu_problem_free(&r->p);
 }
 
-/* Build the case's buffers and its float64 reference. 0 on success. */
-/* kv_q8 (paged cases, head_dim a multiple of 32): the pool holds K and V as q8_0 blocks */
-static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, uint64_t seed, int kv_q8)
+/* Build the case's buffers and its float64 reference, with the variations in flags (SERVE_*). 0 on
+ * success. */
+static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, uint64_t seed, int flags)
 {
+    const int kv_q8 = (flags & SERVE_Q8) != 0;
     memset(r, 0, sizeof *r);
     const tu_case *c = &sc->c;
     if (tu_problem_init(&r->p, ctx, c, seed, 0) != 0)
@@ -103,6 +108,8 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
     int64_t *len = (int64_t *)malloc((size_t)B * sizeof *len);
     int rc = -1;
     void *pool_img[2] = {NULL, NULL};
+    float *mask = NULL;      /* SERVE_MASK: [B, Sq, capacity] */
+    double *mdense = NULL;   /* one sequence's mask for the oracle */
     int *table = NULL;
     if (!seen[0] || !seen[1] || !len)
         goto done;
@@ -220,6 +227,25 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
         d->kv_seqlens = 1;
     }
 
+    /* the mask (SERVE_MASK): sequence b's entries at b Sq Sk + i Sk + j; keys past a length are
+     * there but never visible */
+    if (flags & SERVE_MASK) {
+        const size_t mn = (size_t)(B * c->Sq * Sk);
+        mask = (float *)malloc(mn * sizeof(float));
+        mdense = (double *)malloc((size_t)(c->Hq * c->Sq * Sk) * sizeof(double) + 1);
+        if (!mask || !mdense)
+            goto done;
+        tu_rng mr;
+        tu_rng_seed(&mr, seed ^ 0x4d41534bu);
+        for (size_t e = 0; e < mn; e++)
+            mask[e] = tu_rng_uniform(&mr) < 0.2 ? -INFINITY : (float)(-1.5 + 2.0 * tu_rng_uniform(&mr));
+        r->mask_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, mn * sizeof(float), mask);
+        if (!r->mask_mem)
+            goto done;
+        d->mask = FA_CL_MASK_F32;
+        d->mask_stride[0] = c->Sq * Sk, d->mask_stride[1] = 0, d->mask_stride[2] = Sk;
+    }
+
     /* the oracle, one sequence at a time on its own keys */
     const size_t no = (size_t)(B * c->Hq * c->Sq * D);
     p->ref_o = (double *)malloc(no * sizeof(double));
@@ -238,13 +264,22 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
                        (size_t)(len[b] * D) * sizeof(float));
             }
             const size_t qo = (size_t)(b * c->Hq * c->Sq);
-            tu_attention_f64(&one, p->x[0] + qo * (size_t)D, kb, vb, p->ref_o + qo * (size_t)D, p->ref_lse + qo);
+            if (mdense) /* [1, Hq, Sq, len[b]]: every head the same rows */
+                for (int64_t h = 0; h < c->Hq; h++)
+                    for (int64_t i = 0; i < c->Sq; i++)
+                        for (int64_t j = 0; j < len[b]; j++)
+                            mdense[(h * c->Sq + i) * len[b] + j] = mask[(size_t)((b * c->Sq + i) * Sk + j)];
+            const tu_mods mods = {0.0, NULL, NULL, mdense};
+            tu_attention_f64_mods(&one, &mods, p->x[0] + qo * (size_t)D, kb, vb, p->ref_o + qo * (size_t)D,
+                                  p->ref_lse + qo);
         }
         rc = 0;
     }
     free(kb);
     free(vb);
 done:
+    free(mask);
+    free(mdense);
     free(scratch_q8);
     free(seen[0]);
     free(seen[1]);
@@ -268,6 +303,7 @@ static fa_cl_status run_call(fa_cl_context *ctx, serving_run *r, fa_cl_plan *pla
     a.lse = r->p.lse_mem;
     a.cache_seqlens = r->lens_mem;
     a.block_table = r->table_mem;
+    a.mask = r->mask_mem;
     fa_cl_status st = plan ? fa_cl_plan_run(plan, &a) : fa_cl_attention_run(ctx, &r->desc, &a);
     if (st == FA_CL_SUCCESS)
         st = clFinish(fa_cl_context_queue(ctx)) == CL_SUCCESS ? FA_CL_SUCCESS : FA_CL_ERROR_OPENCL;
@@ -289,15 +325,17 @@ static void case_name(const serving_case *sc, char *buf, size_t n)
                  sc->shared_pages ? " shared" : "", sc->bad_entries ? " bad-entries" : "");
 }
 
-/* One case: plan, run twice (bitwise equal), check against the oracle; kv_q8: a q8_0 pool. */
-static void check_case_kv(tu_tally *t, fa_cl_context *ctx, const serving_case *sc, uint64_t seed, int kv_q8)
+/* One case: plan, run twice (bitwise equal), check against the oracle; flags: SERVE_* variations. */
+static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case *sc, uint64_t seed, int flags)
 {
     char name[420];
-    case_name(sc, name, sizeof name - 20);
-    if (kv_q8)
+    case_name(sc, name, sizeof name - 24);
+    if (flags & SERVE_Q8)
         strcat(name, " kv=q8_0");
+    if (flags & SERVE_MASK)
+        strcat(name, " mask=f32");
     serving_run r;
-    if (run_init(&r, ctx, sc, seed, kv_q8) != 0) {
+    if (run_init(&r, ctx, sc, seed, flags) != 0) {
         tu_expect(t, 0, "%s: setup failed", name);
         return;
     }
@@ -337,7 +375,7 @@ static void check_case_kv(tu_tally *t, fa_cl_context *ctx, const serving_case *s
 
 static void check_case(tu_tally *t, fa_cl_context *ctx, const serving_case *sc, uint64_t seed)
 {
-    check_case_kv(t, ctx, sc, seed, 0);
+    check_case_with(t, ctx, sc, seed, 0);
 }
 
 #define LENS(...) ((const int[]){__VA_ARGS__})
@@ -359,6 +397,9 @@ static int run_ragged(fa_cl_context *ctx, int argc, char **argv)
         {{2, 4, 1, 70, 130, 32, FA_CL_F32, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(100, 130), 0, 0, 0},
     };
     check_cases(ctx, cases, TU_COUNT(cases), 100);
+    /* a mask with per-sequence lengths: the mask's keys are the capacity's, only visible ones used */
+    for (int i = 0; i < TU_COUNT(cases); i++)
+        check_case_with(&serving_tally, ctx, &cases[i], 150 + (uint64_t)i, SERVE_MASK);
     return 0;
 }
 
@@ -381,7 +422,7 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
         {{2, 4, 2, 40, 200, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(200, 90), 64, 0, 1},
     };
     for (int i = 0; i < TU_COUNT(q8); i++)
-        check_case_kv(&serving_tally, ctx, &q8[i], 250 + (uint64_t)i, 1);
+        check_case_with(&serving_tally, ctx, &q8[i], 250 + (uint64_t)i, SERVE_Q8 | (i == 2 ? SERVE_MASK : 0));
     return 0;
 }
 
