@@ -543,13 +543,14 @@ static void varlen_rows(const int *cu, int64_t b, int64_t total, int64_t max, in
     *len = clamp64(clamp64(cu[b + 1], *start, total) - *start, 0, max);
 }
 
-static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed)
+/* with_mask: a boolean mask [B, Hq, max_q, max_k] (positions within each sequence), a quarter masked */
+static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int with_mask)
 {
     char name[300];
-    snprintf(name, sizeof name, "varlen B=%lld H=%lld/%lld D=%lld %s%s total_q %lld (max %lld) total_k %lld (max %lld)%s",
+    snprintf(name, sizeof name, "varlen B=%lld H=%lld/%lld D=%lld %s%s total_q %lld (max %lld) total_k %lld (max %lld)%s%s",
              (long long)vc->B, (long long)vc->Hq, (long long)vc->Hkv, (long long)vc->D, tu_dtype_name(vc->dtype),
              vc->causal ? " causal" : "", (long long)vc->total_q, (long long)vc->max_q, (long long)vc->total_k,
-             (long long)vc->max_k, vc->page_size ? " paged (chunked prefill)" : "");
+             (long long)vc->max_k, vc->page_size ? " paged (chunked prefill)" : "", with_mask ? " mask=bool" : "");
     const int64_t B = vc->B, Hq = vc->Hq, Hkv = vc->Hkv, D = vc->D, P = vc->page_size;
     const size_t esz = tu_dtype_size(vc->dtype), nq = (size_t)(vc->total_q * Hq * D), nk = (size_t)(vc->total_k * Hkv * D);
     const size_t o_slack = 16, lse_n = (size_t)(Hq * vc->total_q), lse_slack = 7;
@@ -562,6 +563,13 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc,
     int *lens = malloc((size_t)B * sizeof(int)), *table = NULL;
     void *pool[2] = {NULL, NULL};
     cl_mem mem[9] = {NULL};
+    const size_t mn = with_mask ? (size_t)(B * Hq * vc->max_q * vc->max_k) : 0;
+    unsigned char *mask = with_mask ? malloc(mn) : NULL;
+    double *mdense = with_mask ? malloc((size_t)(Hq * vc->max_q * vc->max_k) * sizeof(double) + 1) : NULL;
+    if (with_mask && (!mask || !mdense)) {
+        tu_expect(t, 0, "%s: out of host memory", name);
+        goto done;
+    }
     if (!x[0] || !x[1] || !x[2] || !img[0] || !img[1] || !img[2] || !o_img || !first || !lse_img || !ref_o || !ref_lse ||
         !covered || !lens) {
         tu_expect(t, 0, "%s: out of host memory", name);
@@ -575,6 +583,8 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc,
             x[i][e] = tu_round(vc->dtype, tu_rng_nonzero(&rng));
             tu_store(vc->dtype, img[i], e, x[i][e]);
         }
+    for (size_t e = 0; e < mn; e++)
+        mask[e] = tu_rng_uniform(&rng) < 0.25 ? 0 : 1;
     for (size_t e = 0; e < nq + o_slack; e++)
         tu_store_bits(vc->dtype, o_img, e, tu_sentinel_bits(vc->dtype));
     for (size_t e = 0; e < lse_n + lse_slack; e++)
@@ -636,8 +646,13 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc,
                    : tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(B + 1) * sizeof(int), vc->cu_k);
     if (P > 0)
         mem[7] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)num_pages * sizeof(int), table);
-    for (int i = 0; i < 7; i++)
-        if (!mem[i]) {
+    if (with_mask) {
+        mem[8] = tu_buffer(ctx, CL_MEM_READ_ONLY, mn, mask);
+        d.mask = FA_CL_MASK_BOOL;
+        d.mask_stride[0] = Hq * vc->max_q * vc->max_k, d.mask_stride[1] = vc->max_q * vc->max_k, d.mask_stride[2] = vc->max_k;
+    }
+    for (int i = 0; i < (with_mask ? 9 : 7); i++)
+        if (!mem[i] && !(i == 7 && P == 0)) { /* 7: the block table, paged only */
             tu_expect(t, 0, "%s: buffers", name);
             goto done;
         }
@@ -654,6 +669,7 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc,
         a.cache_seqlens = mem[6], a.block_table = mem[7];
     else
         a.cu_seqlens_k = mem[6];
+    a.mask = mem[8];
     for (int run = 0; run < 2 && st == FA_CL_SUCCESS; run++) {
         st = fa_cl_plan_run(plan, &a);
         if (st == FA_CL_SUCCESS && (tu_read(ctx, mem[3], (nq + o_slack) * esz, run ? o_img : first) != 0 ||
@@ -691,7 +707,14 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc,
                 memcpy(kb + (size_t)((h * kl + j) * D), x[1] + (size_t)(((ks + j) * Hkv + h) * D), (size_t)D * sizeof(float));
                 memcpy(vb + (size_t)((h * kl + j) * D), x[2] + (size_t)(((ks + j) * Hkv + h) * D), (size_t)D * sizeof(float));
             }
-        tu_attention_f64(&one, qb, kb, vb, ob, lb);
+        if (mdense) /* sequence b's [Hq, ql, kl] corner of its mask */
+            for (int64_t h = 0; h < Hq; h++)
+                for (int64_t i = 0; i < ql; i++)
+                    for (int64_t j = 0; j < kl; j++)
+                        mdense[(h * ql + i) * kl + j] =
+                            mask[(size_t)(((b * Hq + h) * vc->max_q + i) * vc->max_k + j)] ? 0.0 : -INFINITY;
+        const tu_mods mods = {0.0, NULL, NULL, mdense};
+        tu_attention_f64_mods(&one, &mods, qb, kb, vb, ob, lb);
         for (int64_t h = 0; h < Hq; h++)
             for (int64_t i = 0; i < ql; i++) {
                 covered[qs + i] = 1;
@@ -721,13 +744,20 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc,
               "%zu written outside the sequences%s", name, info.kernel, info.block_q, info.block_kv, info.splits,
               info.gqa_pack, worst, bad, clobbered, same ? "" : ", NOT bitwise equal run to run");
 done:
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < 9; i++)
         if (mem[i])
             clReleaseMemObject(mem[i]);
+    free(mask);
+    free(mdense);
     for (int i = 0; i < 3; i++)
         free(x[i]), free(img[i]);
     free(o_img), free(first), free(lse_img), free(ref_o), free(ref_lse), free(covered), free(lens), free(table);
     free(pool[0]), free(pool[1]);
+}
+
+static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed)
+{
+    check_varlen_with(t, ctx, vc, seed, 0);
 }
 
 static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
@@ -747,6 +777,10 @@ static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
     };
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_varlen(&serving_tally, ctx, &cases[i], 700 + (uint64_t)i);
+    /* a boolean mask over each sequence's own positions: ragged, chunked prefill, bad offsets */
+    const int masked[] = {0, 3, 4};
+    for (int i = 0; i < TU_COUNT(masked); i++)
+        check_varlen_with(&serving_tally, ctx, &cases[masked[i]], 750 + (uint64_t)i, 1);
     return 0;
 }
 
