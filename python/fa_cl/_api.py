@@ -305,7 +305,9 @@ def _attention_bshd(q, k, v, scale, causal, window, return_lse, context, sk_view
     q, k, v = call.device(q, "q"), call.device(k, "k"), call.device(v, "v")
     for a, n in ((q, "q"), (k, "k"), (v, "v")):
         _check_dim(a, n, 4)
-    dtype = _same_dtype([q, k, v], ["q", "k", "v"])
+    # q and o in q's dtype; k and v each in its own (include/fa_cl.h "Storage types")
+    dtype = _fa_dtype(q.dtype)
+    kv_types = [_fa_dtype(k.dtype), _fa_dtype(v.dtype)]
     b, sq, hq, d = q.shape
     _, sk, hkv, _ = k.shape
     if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d:
@@ -314,6 +316,8 @@ def _attention_bshd(q, k, v, scale, causal, window, return_lse, context, sk_view
     if hkv == 0 or hq % hkv:
         raise ValueError("fa_cl: %d query heads do not share %d key/value heads evenly" % (hq, hkv))
     desc = _desc(b, hq, hkv, sq, sk if sk_view is None else sk_view, d, dtype, scale, causal, window)
+    # fa_cl_storage is the dtype's value + 1 (0 = the descriptor's dtype)
+    desc.k_type, desc.v_type = (t + 1 if t != dtype else 0 for t in kv_types)
     o, lse, args = _prepare(call, desc, q, k, v, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None)
     keep = []
     _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks, keep)
@@ -328,7 +332,8 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, 
     j <= i + Sk - Sq); window_size (left, right), -1 unbounded, around the same diagonal;
     softmax_scale defaults to 1/sqrt(D). Score modifiers (include/fa_cl.h): softcap c > 0 (scores
     c tanh(s / c)), alibi_slopes float32 [Hq] (bias -slope |i + Sk - Sq - j|), sinks float32 [Hq]
-    (a logit per head in every row's denominator). return_lse adds the natural-log LSE, float32
+    (a logit per head in every row's denominator). k and v may each be in another dtype than q (ggml's
+    q in float32 with a float16 cache); o is in q's. return_lse adds the natural-log LSE, float32
     [B, Hq, Sq]. Arrays: pyopencl (any strides with a contiguous last dimension; results on their
     queue, not waited for) or numpy (copied; results as numpy)."""
     return _attention_bshd(q, k, v, softmax_scale, causal, window_size, return_lse, context, softcap=softcap,

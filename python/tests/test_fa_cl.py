@@ -201,6 +201,16 @@ def test_sdpa_attn_mask(kind, shape):
     assert_close(o.astype(np.float64), ref, "f32", "sdpa attn_mask %s %s" % (kind, shape))
 
 
+def test_kv_in_another_dtype():
+    rng = np.random.default_rng(9)
+    q = make((2, 17, 4, 32), "f32", rng)
+    k, v = make((2, 23, 2, 32), "f16", rng), make((2, 23, 2, 32), "bf16", rng)
+    o = fa_cl.flash_attn_func(q, k, v, causal=True)
+    assert o.dtype == np.float32
+    ref, _ = oracle(value(q, "f32"), value(k, "f16"), value(v, "bf16"), causal=True)
+    assert_close(o.astype(np.float64), ref, "f32", "q f32, k f16, v bf16")
+
+
 def test_sdpa_attn_mask_bad():
     q = np.zeros((1, 2, 8, 16), np.float32)
     with pytest.raises(ValueError, match="broadcast"):
@@ -277,8 +287,8 @@ def test_errors_are_exceptions():
     with pytest.raises(TypeError, match="float32, float16 and bfloat16"):
         f64 = f32.astype(np.float64)
         fa_cl.flash_attn_func(f64, f64, f64)
-    with pytest.raises(TypeError, match="one dtype"):
-        fa_cl.flash_attn_func(f32, f32.astype(np.float16), f32)
+    with pytest.raises(TypeError, match="float32, float16 and bfloat16"):  # k in its own dtype, not this one
+        fa_cl.flash_attn_func(f32, f32.astype(np.float64), f32)
     with pytest.raises(ValueError, match="disagree"):
         fa_cl.flash_attn_func(f32, np.zeros((1, 8, 2, 8), np.float32), f32)
     with pytest.raises(ValueError, match="evenly"):
