@@ -139,3 +139,51 @@ __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse
     if (has_lse && lid == 0)
         lse[lse_row0 + row] = any ? m + log(sum) : -INFINITY;
 }
+
+/* ---- the backward reference (fa_cl_reference_backward) ---------------------------------------- */
+
+/* Is key j visible to query row i? As fa_ref_softmax's [lo, hi), with win_left/right folded. */
+inline int fa_ref_bwd_visible(long i, long j, long sq, long sk, long win_left, long win_right)
+{
+    const long diag = i + sk - sq;
+    return j >= diag - win_left && j <= diag + win_right;
+}
+
+/* D_r = sum_c dO_rc O_rc, one work-item per row of the gathered fp32 copies, in column order. */
+__kernel void fa_ref_bwd_rowdot(__global const float *dout, __global const float *o, ulong dim,
+                                __global float *drow)
+{
+    const ulong r = get_global_id(0);
+    float acc = 0.0f;
+    for (ulong c = 0; c < dim; c++)
+        acc += dout[r * dim + c] * o[r * dim + c];
+    drow[r] = acc;
+}
+
+/* S -> P in place from the forward's LSE: P = exp(scale S - lse) for visible keys, exactly 0 for the
+ * others and for rows whose lse is -inf (they saw no key). Work-item (j, row), row = local head *
+ * seqlen_q + i; its LSE is lse[lse_row0 + row] (flattened heads are consecutive). */
+__kernel void fa_ref_bwd_probs(__global float *s, __global const float *lse, ulong lse_row0, ulong seqlen_q,
+                               ulong seqlen_k, long win_left, long win_right, float scale)
+{
+    const ulong j = get_global_id(0), row = get_global_id(1);
+    const float l = lse[lse_row0 + row];
+    const ulong idx = row * seqlen_k + j;
+    const int vis = fa_ref_bwd_visible((long)(row % seqlen_q), (long)j, (long)seqlen_q, (long)seqlen_k, win_left,
+                                       win_right);
+    s[idx] = (vis && l != -INFINITY) ? exp(s[idx] * scale - l) : 0.0f;
+}
+
+/* dP -> scale dS in place: dS = P o (dP - D_row), with the scale of dQ and dK folded in so their
+ * GEMMs take alpha 1. Entries P left out (masked keys, rows without keys) are exactly 0: a
+ * non-finite dP there (an Inf in v) does not reach dQ or dK through dS. */
+__kernel void fa_ref_bwd_dscores(__global float *dp, __global const float *p, __global const float *drow,
+                                 __global const float *lse, ulong lse_row0, ulong seqlen_q, ulong seqlen_k,
+                                 long win_left, long win_right, float scale)
+{
+    const ulong j = get_global_id(0), row = get_global_id(1);
+    const ulong idx = row * seqlen_k + j;
+    const int vis = fa_ref_bwd_visible((long)(row % seqlen_q), (long)j, (long)seqlen_q, (long)seqlen_k, win_left,
+                                       win_right);
+    dp[idx] = (vis && lse[lse_row0 + row] != -INFINITY) ? scale * (p[idx] * (dp[idx] - drow[row])) : 0.0f;
+}

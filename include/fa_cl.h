@@ -323,6 +323,10 @@ typedef struct fa_cl_attention_desc {
     size_t mask_offset;    /**< elements from the mask buffer's start */
     /* ---- 0.3, storage types (see "Storage types" below); every field 0 = desc.dtype ---- */
     fa_cl_storage q_type, k_type, v_type, o_type; /**< each tensor's storage where it differs from dtype */
+    /* ---- 0.4, the backward pass (see "Backward" below); the forward ignores these ---- */
+    int64_t dout_stride[3], dq_stride[3], dk_stride[3], dv_stride[3]; /**< elements, [batch, head, seq] of dO, dQ,
+                                                                           dK, dV; all 0 = the strides of o, q, k, v */
+    size_t dout_offset, dq_offset, dk_offset, dv_offset;              /**< elements from the buffer's start */
 } fa_cl_attention_desc;
 
 /**
@@ -608,6 +612,126 @@ FA_CL_API fa_cl_status fa_cl_reference_run(fa_cl_context *ctx, const fa_cl_atten
 /** Device bytes fa_cl_reference_forward allocates beyond q/k/v/o/lse for desc on ctx's device
  *  (0 on an invalid desc, NULL ctx, or a library built without CLBlast). Thread-safe. */
 FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const fa_cl_attention_desc *desc);
+
+/**
+ * Backward (0.4): the gradients of a scalar loss with respect to q, k and v from its gradient with
+ * respect to o, with FlashAttention-2's algorithm: nothing of size seqlen_q x seqlen_k is stored,
+ * S and P are recomputed from q, k and the forward's LSE.
+ *  - What it computes, with P the forward's softmax (P_ij = exp(scale q_i.k_j - lse_i) for visible
+ *    keys, 0 otherwise) and D_i = sum_c dO_ic O_ic: dV = P^T dO, dP = dO V^T, dS = P o (dP - D),
+ *    dQ = scale dS K, dK = scale dS^T Q. With GQA/MQA, dK and dV of a kv head sum over its query
+ *    heads. Causal masks, windows, GQA, every layout and f32/f16/bf16 storage as in the forward;
+ *    arithmetic in fp32, the outputs rounded once to the storage type.
+ *  - Inputs: q, k, v as given to the forward, o and lse (float32 [B, heads_q, seqlen_q], natural
+ *    log) as the forward wrote them (the plan's own forward or any other: only their values count),
+ *    and dout, the gradient of o, laid out by desc.dout_stride/dout_offset. Outputs dq, dk, dv, laid
+ *    out by desc.dq_/dk_/dv_stride and offsets (all-zero strides: the layout of q, k, v; zero
+ *    offsets are offsets 0); every element of their views is written (dk and dv of keys no query
+ *    sees are 0); gaps between strided rows are left alone.
+ *  - Rows: a query row whose lse is -inf (it saw no key) contributes nothing; a NaN or Inf in an
+ *    input reaches the gradients it enters in exact arithmetic.
+ *  - Variable-length batches (desc.total_q / total_k with args.cu_seqlens_q / _k) and
+ *    per-sequence key counts (desc.kv_seqlens with args.cache_seqlens) as in the forward
+ *    ("Serving"): packed [total, heads, head_dim] rows, the LSE [heads_q, total_q], offsets and
+ *    lengths clamped in the kernels (safe by construction). The gradients' views follow their
+ *    tensors (dout and dq packed like q, dk and dv like k; strides[0] 0 when packed). Rows no
+ *    sequence covers are not written; with kv_seqlens, dk and dv of keys past a sequence's
+ *    length (up to seqlen_k) are 0.
+ *  - Not (yet) taken: paged K/V, appending, the score modifiers and masks, other storage types
+ *    for single tensors (q_type .. o_type): FA_CL_ERROR_UNSUPPORTED, with a message naming the
+ *    field. The reference (fa_cl_reference_backward) takes dense problems only.
+ *  - Determinism: no atomics; every sum runs in a fixed order, so the same plan on the same device
+ *    gives bitwise-identical gradients (dQ is computed by its own pass over the key blocks rather
+ *    than accumulated across work-groups: FlashAttention-2 adds it with atomics instead).
+ *  - Plans and launches: a backward plan (fa_cl_backward_plan_create) holds three kernels of the
+ *    family "portable-backward" (cl/fa_backward.cl): D = rowsum(dO o O) into the plan's scratch
+ *    (4 * B * heads_q * seqlen_q bytes), dK and dV per block of keys, dQ per block of queries.
+ *    fa_cl_plan_info describes the key-block launch (block_q: query rows per step, block_kv: its
+ *    keys; the tiles of docs/design.md "Backward").
+ * Buffers: q, k, v, o, lse and dout are read, dq, dk, dv written. The outputs must not overlap each
+ * other or any input (byte extents, as in the forward); otherwise FA_CL_ERROR_INVALID_ARGUMENT.
+ */
+
+/** The buffers and events of one backward call (fa_cl_backward_plan_run, fa_cl_attention_backward).
+ *  Initialise with fa_cl_backward_args_init. */
+typedef struct fa_cl_backward_args {
+    size_t struct_size;    /**< set by fa_cl_backward_args_init */
+    cl_mem q, k, v, o;     /**< the forward's inputs and its output (the descriptor's views) */
+    cl_mem lse;            /**< float32 [batch, heads_q, seqlen_q]: the forward's LSE (required) */
+    cl_mem dout;           /**< dO: desc.dout_stride / dout_offset, the storage type of o */
+    cl_mem dq, dk, dv;     /**< the gradients, written: desc.dq_ / dk_ / dv_stride and offsets */
+    cl_uint num_wait;      /**< OpenCL's rule: wait is NULL iff num_wait is 0 */
+    const cl_event *wait;  /**< events to wait for */
+    cl_event *done;        /**< if not NULL, receives an event for the call's work (the caller releases it) */
+    cl_mem cu_seqlens_q;   /**< int32 [batch + 1]: varlen q rows; required iff desc.total_q > 0 (as the forward's) */
+    cl_mem cu_seqlens_k;   /**< int32 [batch + 1]: varlen k rows; required iff desc.total_k > 0 */
+    cl_mem cache_seqlens;  /**< int32 [batch]: each sequence's key count; required iff desc.kv_seqlens */
+} fa_cl_backward_args;
+
+/** Zero every field of args and set struct_size to this header's sizeof. */
+static inline void fa_cl_backward_args_init(fa_cl_backward_args *args)
+{
+    if (args) {
+        const fa_cl_backward_args zero = {0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL,
+                                          NULL, NULL, NULL};
+        *args = zero;
+        args->struct_size = sizeof *args;
+    }
+}
+
+/** Opaque: a compiled backward pass for one descriptor (its kernels, tiles and scratch). */
+typedef struct fa_cl_backward_plan fa_cl_backward_plan;
+
+/**
+ * Validate desc for the backward ("Backward" above), choose tiles for ctx's device and compile the
+ * kernels (through the program caches, as fa_cl_plan_create). The plan keeps a copy of desc.
+ * @return FA_CL_SUCCESS; FA_CL_ERROR_INVALID_ARGUMENT (bad desc, NULL ctx/out);
+ *         FA_CL_ERROR_UNSUPPORTED (a feature the backward does not take, or the tiles do not fit
+ *         the device); FA_CL_ERROR_BUILD_FAILED; FA_CL_ERROR_OPENCL; FA_CL_ERROR_OUT_OF_MEMORY.
+ * Thread-safe.
+ */
+FA_CL_API fa_cl_status fa_cl_backward_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *desc,
+                                                  fa_cl_backward_plan **out);
+
+/** What a backward plan chose, as fa_cl_plan_get_info_sized (kernel "portable-backward", launches 3,
+ *  scratch_bytes the D buffer). Thread-safe. */
+FA_CL_API fa_cl_status fa_cl_backward_plan_get_info_sized(const fa_cl_backward_plan *plan, fa_cl_plan_info *out,
+                                                          size_t struct_size);
+
+/** fa_cl_backward_plan_get_info_sized with this header's sizeof(fa_cl_plan_info). */
+static inline fa_cl_status fa_cl_backward_plan_get_info(const fa_cl_backward_plan *plan, fa_cl_plan_info *out)
+{
+    return fa_cl_backward_plan_get_info_sized(plan, out, sizeof *out);
+}
+
+/**
+ * Enqueue the backward pass and return without waiting. Every buffer of args is required, must
+ * belong to the plan's OpenCL context and hold its view; inputs not CL_MEM_WRITE_ONLY, outputs not
+ * CL_MEM_READ_ONLY; dq, dk, dv must not overlap each other or q, k, v, o, lse, dout. A failed check
+ * enqueues nothing and writes nothing.
+ * @return FA_CL_SUCCESS once enqueued; FA_CL_ERROR_INVALID_ARGUMENT, FA_CL_ERROR_BUFFER_TOO_SMALL
+ *         (named in the message); FA_CL_ERROR_OPENCL if an enqueue fails.
+ * Thread-safe: a plan may be used from several threads (enqueues are serialised per plan).
+ */
+FA_CL_API fa_cl_status fa_cl_backward_plan_run(fa_cl_backward_plan *plan, const fa_cl_backward_args *args);
+
+/** Release a backward plan. NULL is fine. Work already enqueued completes normally. */
+FA_CL_API void fa_cl_backward_plan_release(fa_cl_backward_plan *plan);
+
+/** One-shot: fa_cl_backward_plan_create through the context's plan cache (shared with the forward's
+ *  one-shot plans), then fa_cl_backward_plan_run. Thread-safe. */
+FA_CL_API fa_cl_status fa_cl_attention_backward(fa_cl_context *ctx, const fa_cl_attention_desc *desc,
+                                                const fa_cl_backward_args *args);
+
+/**
+ * Unfused reference of the backward on CLBlast GEMMs (S = Q K^T, dV = P^T dO, dP = dO V^T,
+ * dQ = scale dS K, dK = scale dS^T Q per head, fp32 scratch of a few B x heads x seqlen_q x
+ * seqlen_k floats, in chunks of heads as fa_cl_reference_forward), with the same descriptor, views,
+ * checks and semantics as fa_cl_backward_plan_run. P is recomputed from args.lse. For testing and
+ * benchmarking. FA_CL_ERROR_UNSUPPORTED without CLBlast. Thread-safe.
+ */
+FA_CL_API fa_cl_status fa_cl_reference_backward(fa_cl_context *ctx, const fa_cl_attention_desc *desc,
+                                                const fa_cl_backward_args *args);
 
 #ifdef __cplusplus
 }

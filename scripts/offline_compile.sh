@@ -85,17 +85,18 @@ job_intel() {
         return
     fi
     local spill off size
-    spill=$(sed -n 's/.*spilled around \([0-9]*\).*/\1/p;T;q' "$log")
+    # a program of several kernels (the backward's three): the most any of them spills
+    spill=$(sed -n 's/.*spilled around \([0-9]*\).*/\1/p' "$log" | sort -n | tail -1)
     read -r off size < <(readelf -S -W "$bin" | awk '{ for (i = 1; i <= NF; i++) if ($i == ".ze_info") print $(i + 3), $(i + 4) }')
     dd if="$bin" of="$dir/ze_info.yaml" bs=1 skip=$((0x$off)) count=$((0x$size)) status=none
     awk -v spill="${spill:-0}" '
         /^kernels_misc_info:/ { ink = 0 }
-        /^  - name:/ { ink = ($3 == "fa_forward") }
-        ink && $1 == "grf_count:" { grf = $2 }
+        /^  - name:/ { ink = ($3 ~ /^fa_/) } # every kernel of the program: the largest of each
+        ink && $1 == "grf_count:" && $2 > grf { grf = $2 }
         ink && $1 == "simd_size:" { simd = $2 }
-        ink && $1 == "slm_size:" { slm = $2 }
+        ink && $1 == "slm_size:" && $2 > slm { slm = $2 }
         ink && $1 == "usage:" { usage = $2 }
-        ink && $1 == "size:" && usage != "" { buf[usage] = $2; usage = "" }
+        ink && $1 == "size:" && usage != "" { if ($2 > buf[usage]) buf[usage] = $2; usage = "" }
         END {
             printf "OK\tGRF %d, SIMD%d\t%d\t%d\t%d\tper SIMD%d thread; private %d B\n", grf, simd, spill,
                    buf["spill_fill_space"] + 0, slm, simd, buf["private_space"] + 0
@@ -113,17 +114,18 @@ job_amd() {
         echo "FAIL"
         return
     fi
-    # one kernel per program: its code-object metadata and the assembler comments
+    # the code-object metadata and the assembler comments; a program of several kernels (the
+    # backward's three): the largest of each, the lowest occupancy
     awk '
-        $1 == ".vgpr_count:" { v = $2 }
-        $1 == ".sgpr_count:" { sg = $2 }
-        $1 == ".agpr_count:" { ag = $2 }
-        $1 == ".vgpr_spill_count:" { vs = $2 }
-        $1 == ".sgpr_spill_count:" { ss = $2 }
-        $1 == ".private_segment_fixed_size:" { priv = $2 }
-        $1 == ".group_segment_fixed_size:" { lds = $2 }
+        $1 == ".vgpr_count:" && $2 > v { v = $2 }
+        $1 == ".sgpr_count:" && $2 > sg { sg = $2 }
+        $1 == ".agpr_count:" && $2 > ag { ag = $2 }
+        $1 == ".vgpr_spill_count:" && $2 > vs { vs = $2 }
+        $1 == ".sgpr_spill_count:" && $2 > ss { ss = $2 }
+        $1 == ".private_segment_fixed_size:" && $2 > priv { priv = $2 }
+        $1 == ".group_segment_fixed_size:" && $2 > lds { lds = $2 }
         $1 == ".wavefront_size:" { wave = $2 }
-        /; Occupancy:/ { occ = $3 }
+        /; Occupancy:/ && (occ == "" || $3 < occ) { occ = $3 }
         END {
             regs = sprintf("VGPR %d, SGPR %d", v, sg)
             if (ag != "") regs = regs sprintf(", AGPR %d", ag)

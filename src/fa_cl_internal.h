@@ -275,6 +275,17 @@ int fa_cl__rows_aligned16(const fa_cl_attention_desc *d);
 fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem q, cl_mem k, cl_mem v_mem,
                                   cl_mem o, cl_mem lse);
 
+/* Pieces of the descriptor and buffer checks the backward's views reuse (desc.c): the byte range
+ * [begin, end) a view of storage type id `type` touches (0 with msg set on overflow); whether rows
+ * of a written view step past each other (never overlap); whether two (sub-)buffer ranges share a
+ * byte; and one buffer's checks (non-NULL, context, flags for a read or written view, size). */
+int fa_cl__view_extent(const char *name, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+                       const int64_t stride[3], size_t offset, int type, uint64_t *begin, uint64_t *end, char *msg,
+                       size_t msg_size);
+int fa_cl__rows_non_overlapping(const int64_t stride[3], const int64_t sizes[3], int64_t dim);
+int fa_cl__ranges_overlap(cl_mem a, uint64_t a_begin, uint64_t a_end, cl_mem b, uint64_t b_begin, uint64_t b_end);
+fa_cl_status fa_cl__check_one_buffer(fa_cl_context *ctx, const char *name, cl_mem m, uint64_t need, int written);
+
 /* Check the serving buffers of a call (cache_seqlens, block_table, cu_seqlens_q/k) against the views:
  * given iff the descriptor uses them, large enough, not overlapping o or lse. */
 fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_forward_args *a);

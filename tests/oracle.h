@@ -47,4 +47,20 @@ typedef struct tu_mods {
 void tu_attention_f64_mods(const tu_case *c, const tu_mods *mods, const float *q, const float *k, const float *v,
                            double *o, double *lse);
 
+/* tu_attention_f64 on double inputs (lse may be NULL): the finite-difference test differentiates it. */
+void tu_attention_f64d(const tu_case *c, const double *q, const double *k, const double *v, double *o, double *lse);
+
+/*
+ * float64 backward (include/fa_cl.h "Backward"): from dout = dL/do [B,Hq,Sq,D], dq [B,Hq,Sq,D] and
+ * dk, dv [B,Hkv,Sk,D] of tu_attention_f64 (no modifiers), with its mask and scale: P the row softmax
+ * over the visible keys (0 elsewhere), D_i = dout_i . o_i, dS = P o (dout V^T - D), dq = scale dS K,
+ * dk = scale dS^T Q, dv = P^T dout; dk and dv of a kv head sum over its query heads. A row whose
+ * o is 0 by the forward's rule (it sees no key) contributes nothing; keys no row sees get 0.
+ */
+void tu_attention_backward_f64(const tu_case *c, const float *q, const float *k, const float *v, const float *dout,
+                               double *dq, double *dk, double *dv);
+/* The same on double inputs. */
+void tu_attention_backward_f64d(const tu_case *c, const double *q, const double *k, const double *v,
+                                const double *dout, double *dq, double *dk, double *dv);
+
 #endif /* FA_CL_TEST_ORACLE_H */

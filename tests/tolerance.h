@@ -61,6 +61,20 @@ static inline int fa_cl_tolerance_ok(fa_cl_dtype dtype, double got, double ref)
     return fabs(got - ref) <= fa_cl_tolerance_bound(dtype, ref);
 }
 
+/* Gradients (the backward's dq, dk, dv), each compared as a tensor: element e passes when
+ *     |got_e - ref_e| <= fa_cl_tolerance_abs(dtype) * m + fa_cl_tolerance_rel(dtype) * |ref_e|
+ * with m = max(1, max_e |ref_e|): the absolute part scales with the tensor, because dS = P (dP - D)
+ * cancels, so small gradient entries carry the rounding of the large terms they are made of. */
+static inline int fa_cl_tolerance_grad_ok(fa_cl_dtype dtype, double got, double ref, double max_ref)
+{
+    if (isnan(got) || isnan(ref))
+        return 0;
+    if (isinf(ref) || isinf(got))
+        return got == ref;
+    const double m = max_ref > 1.0 ? max_ref : 1.0;
+    return fabs(got - ref) <= fa_cl_tolerance_abs(dtype) * m + fa_cl_tolerance_rel(dtype) * fabs(ref);
+}
+
 static inline double fa_cl_tolerance_lse_rel(void) { return 1e-4; }
 
 /* Largest |got - ref| allowed for one LSE value (finite ref). */

@@ -61,6 +61,7 @@ typedef struct options {
     const char *json;
     const char *device; /* --device: FA_CL_DEVICE for this process */
     int check, reps, warmup, no_reference, lse, plan_timing;
+    int backward; /* --backward: also time the backward and forward + backward (backward_row) */
     int64_t *lens; /* --cache-seqlens (one.lens points here); freed by main */
     int64_t *varlen_q, *varlen_k; /* --varlen, --varlen-k (one.vq/vk point here); freed by main */
     int nvarlen_k;
@@ -79,6 +80,13 @@ typedef struct row {
     int within_tol;
     char note[512];
     int failed;
+    /* --backward: the backward alone, the forward + backward, the reference's backward, each
+     * gradient's largest error against it (dq, dk, dv); bwd_med < 0: not run (bwd_note says why) */
+    fa_cl_plan_info bwd_plan;
+    double bwd_med, bwd_min, fwd_bwd_med, ref_bwd_med;
+    double bwd_err[3];
+    int bwd_within_tol;
+    char bwd_note[256];
 } row;
 
 /* ---- input generation on the device (a hash, so huge inputs cost no host time) ---------------- */
@@ -652,6 +660,190 @@ cleanup:
     if (mask) clReleaseMemObject(mask);
 }
 
+/* ---- the backward (--backward) -------------------------------------------------------------- */
+
+/* Largest error of n gradient elements of two host copies, and whether all are within the bar. */
+static double grad_error(const void *got, const void *ref, size_t n, fa_cl_dtype t, int *ok)
+{
+    double max_ref = 0, worst = 0;
+    for (size_t i = 0; i < n; i++)
+        max_ref = fmax(max_ref, fabs(to_float(ref, i, t)));
+    for (size_t i = 0; i < n; i++) {
+        double g = to_float(got, i, t), r = to_float(ref, i, t), e = fabs(g - r);
+        if (!fa_cl_tolerance_grad_ok(t, g, r, max_ref))
+            *ok = 0;
+        if (!(e <= worst))
+            worst = e; /* NaN sticks */
+    }
+    return worst;
+}
+
+typedef fa_cl_status (*backward_fn)(fa_cl_context *, const fa_cl_attention_desc *, const fa_cl_backward_args *);
+
+/* Median and min ms of reps calls of fn (after warmup); with fwd, each timed call is the forward
+ * (fa_cl_attention_run writing a->o and a->lse) followed by fn. 0 with a note on failure. */
+static int time_backward(fa_cl_context *ctx, backward_fn fn, const fa_cl_attention_desc *d,
+                         const fa_cl_backward_args *a, int fwd, int warmup, int reps, double *med, double *mn,
+                         char *note, size_t note_size)
+{
+    cl_command_queue queue = fa_cl_context_queue(ctx);
+    double *t = (double *)calloc((size_t)reps, sizeof *t);
+    if (!t)
+        return 0;
+    for (int r = -warmup; r < reps; r++) {
+        cl_event start = NULL, done = NULL;
+        if (clEnqueueMarkerWithWaitList(queue, 0, NULL, &start) != CL_SUCCESS) {
+            snprintf(note, note_size, "clEnqueueMarkerWithWaitList failed");
+            free(t);
+            return 0;
+        }
+        fa_cl_status st = FA_CL_SUCCESS;
+        if (fwd) {
+            fa_cl_forward_args f;
+            fa_cl_forward_args_init(&f);
+            f.q = a->q, f.k = a->k, f.v = a->v, f.o = a->o, f.lse = a->lse;
+            st = fa_cl_attention_run(ctx, d, &f);
+        }
+        fa_cl_backward_args b = *a;
+        b.done = &done;
+        if (st == FA_CL_SUCCESS)
+            st = fn(ctx, d, &b);
+        if (st != FA_CL_SUCCESS) {
+            snprintf(note, note_size, "%s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            clReleaseEvent(start);
+            free(t);
+            return 0;
+        }
+        clWaitForEvents(1, &done);
+        if (r >= 0)
+            t[r] = event_ms(start, done);
+        clReleaseEvent(start);
+        clReleaseEvent(done);
+    }
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    *mn = t[0];
+    *med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    free(t);
+    return 1;
+}
+
+/* The backward of a dense shape: the forward once for o and the LSE, then the backward alone, the
+ * forward + backward, and the reference's backward on the same inputs, whose gradients the fused
+ * ones are checked against (tests/tolerance.h, fa_cl_tolerance_grad_ok). */
+static void backward_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, const shape *s, row *out)
+{
+    out->bwd_med = out->fwd_bwd_med = out->ref_bwd_med = -1;
+    out->bwd_err[0] = out->bwd_err[1] = out->bwd_err[2] = -1;
+    if (serving(s) || s->softcap || s->alibi || s->sinks || s->mask || s->kv_type) {
+        snprintf(out->bwd_note, sizeof out->bwd_note, "no backward: it takes dense shapes without score modifiers, "
+                 "masks or other K/V types");
+        return;
+    }
+    cl_context c = fa_cl_context_cl_context(ctx);
+    cl_command_queue queue = fa_cl_context_queue(ctx);
+    fa_cl_attention_desc d;
+    shape_desc(s, &d);
+    fa_cl_backward_plan *plan = NULL;
+    fa_cl_status st = fa_cl_backward_plan_create(ctx, &d, &plan);
+    if (st != FA_CL_SUCCESS) {
+        snprintf(out->bwd_note, sizeof out->bwd_note, "backward plan: %s: %s", fa_cl_status_string(st),
+                 fa_cl_last_error(ctx));
+        out->failed = 1;
+        return;
+    }
+    fa_cl_backward_plan_get_info(plan, &out->bwd_plan);
+    fa_cl_backward_plan_release(plan);
+    const size_t es = s->dtype == FA_CL_F32 ? 4 : 2;
+    const size_t qn = (size_t)(s->b * s->h * s->sq * s->d), kn = (size_t)(s->b * s->hkv * s->sk * s->d);
+    const size_t qbytes = (qn * es + 3) & ~(size_t)3, kbytes = (kn * es + 3) & ~(size_t)3;
+    const size_t lbytes = (size_t)(s->b * s->h * s->sq) * 4;
+    /* q k v o lse dout, then dq dk dv fused and the reference's */
+    const size_t sizes[12] = {qbytes, kbytes, kbytes, qbytes, lbytes, qbytes,
+                              qbytes, kbytes, kbytes, qbytes, kbytes, kbytes};
+    cl_mem m[12] = {0};
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 12 && err == CL_SUCCESS; i++)
+        m[i] = clCreateBuffer(c, CL_MEM_READ_WRITE, sizes[i], NULL, &err);
+    if (err == CL_SUCCESS && !(fill(queue, filler, m[0], qbytes, 11, s->dtype) &&
+                               fill(queue, filler, m[1], kbytes, 12, s->dtype) &&
+                               fill(queue, filler, m[2], kbytes, 13, s->dtype) &&
+                               fill(queue, filler, m[5], qbytes, 14, s->dtype)))
+        err = CL_OUT_OF_RESOURCES;
+    fa_cl_forward_args f;
+    fa_cl_forward_args_init(&f);
+    f.q = m[0], f.k = m[1], f.v = m[2], f.o = m[3], f.lse = m[4];
+    if (err == CL_SUCCESS && fa_cl_attention_run(ctx, &d, &f) != FA_CL_SUCCESS)
+        err = CL_INVALID_OPERATION;
+    if (err == CL_SUCCESS)
+        err = clFinish(queue);
+    fa_cl_backward_args a;
+    fa_cl_backward_args_init(&a);
+    a.q = m[0], a.k = m[1], a.v = m[2], a.o = m[3], a.lse = m[4], a.dout = m[5], a.dq = m[6], a.dk = m[7],
+    a.dv = m[8];
+    if (err != CL_SUCCESS) {
+        snprintf(out->bwd_note, sizeof out->bwd_note, "backward inputs failed (OpenCL error %d): %s", (int)err,
+                 fa_cl_last_error(ctx));
+        out->failed = 1;
+    } else if (!time_backward(ctx, fa_cl_attention_backward, &d, &a, 0, opt->warmup, opt->reps, &out->bwd_med,
+                              &out->bwd_min, out->bwd_note, sizeof out->bwd_note) ||
+               !time_backward(ctx, fa_cl_attention_backward, &d, &a, 1, opt->warmup, opt->reps, &out->fwd_bwd_med,
+                              &out->bwd_min, out->bwd_note, sizeof out->bwd_note)) {
+        out->failed = 1;
+    } else if (!opt->no_reference) {
+        /* the time loop above ran the forward again: o and the LSE are what both backwards read */
+        fa_cl_backward_args r = a;
+        r.dq = m[9], r.dk = m[10], r.dv = m[11];
+        double rmin;
+        int ran = time_backward(ctx, fa_cl_reference_backward, &d, &r, 0, 1, 10, &out->ref_bwd_med, &rmin,
+                                out->bwd_note, sizeof out->bwd_note);
+        if (ran && fa_cl_attention_backward(ctx, &d, &a) == FA_CL_SUCCESS && clFinish(queue) == CL_SUCCESS) {
+            out->bwd_within_tol = 1;
+            for (int g = 0; g < 3; g++) {
+                const size_t bytes = g == 0 ? qbytes : kbytes;
+                void *hf = malloc(bytes), *hr = malloc(bytes);
+                if (hf && hr &&
+                    clEnqueueReadBuffer(queue, m[6 + g], CL_TRUE, 0, bytes, hf, 0, NULL, NULL) == CL_SUCCESS &&
+                    clEnqueueReadBuffer(queue, m[9 + g], CL_TRUE, 0, bytes, hr, 0, NULL, NULL) == CL_SUCCESS)
+                    out->bwd_err[g] = grad_error(hf, hr, g == 0 ? qn : kn, s->dtype, &out->bwd_within_tol);
+                else
+                    out->bwd_within_tol = 0;
+                free(hf);
+                free(hr);
+            }
+        } else if (!ran) {
+            char why[256];
+            snprintf(why, sizeof why, "reference backward skipped: %s", out->bwd_note);
+            snprintf(out->bwd_note, sizeof out->bwd_note, "%s", why);
+            out->ref_bwd_med = -1;
+        }
+    }
+    for (int i = 0; i < 12; i++)
+        if (m[i])
+            clReleaseMemObject(m[i]);
+}
+
+static void print_backward(const row *r)
+{
+    if (r->bwd_med < 0) {
+        printf("    backward: %s\n", r->bwd_note[0] ? r->bwd_note : "not run");
+        return;
+    }
+    printf("    backward %.3f ms (%.2f TFLOP/s at 2.5x), forward + backward %.3f ms (%.2f at 3.5x), backward / "
+           "forward %.2f", r->bwd_med, 2.5 * r->flops / r->bwd_med * 1e-9, r->fwd_bwd_med,
+           3.5 * r->flops / r->fwd_bwd_med * 1e-9, r->bwd_med / r->fused_med);
+    if (r->ref_bwd_med > 0)
+        printf("; reference %.3f ms", r->ref_bwd_med);
+    if (r->bwd_err[0] >= 0)
+        printf("; max err dq %.2e dk %.2e dv %.2e%s", r->bwd_err[0], r->bwd_err[1], r->bwd_err[2],
+               r->bwd_within_tol ? "" : " !");
+    printf("; %dx%d, %d, %zu/%zu B, %s", r->bwd_plan.block_q, r->bwd_plan.block_kv, r->bwd_plan.work_group_size,
+           r->bwd_plan.local_mem_bytes, r->bwd_plan.local_mem_budget, r->bwd_plan.kernel);
+    if (r->bwd_note[0])
+        printf("  [%s]", r->bwd_note);
+    printf("\n");
+    fflush(stdout);
+}
+
 /* ---- output ------------------------------------------------------------------------------------ */
 
 /* L, or min..max of n > 0 lengths. */
@@ -797,6 +989,13 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
                     r->plan.local_mem_budget, r->plan.kernel, r->plan.splits, r->plan.gqa_pack, r->plan_ms,
                     plan_source(r));
         }
+        if (r->bwd_med >= 0)
+            fprintf(f, ", \"bwd_ms\": %.6f, \"bwd_tflops\": %.4f, \"fwd_bwd_ms\": %.6f, \"fwd_bwd_tflops\": %.4f, "
+                       "\"bwd_ref_ms\": %.6f, \"bwd_max_err\": [%.6e, %.6e, %.6e], \"bwd_within_tolerance\": %s, "
+                       "\"bwd_block\": %d, \"bwd_kernel\": \"%s\"",
+                    r->bwd_med, 2.5 * r->flops / r->bwd_med * 1e-9, r->fwd_bwd_med,
+                    3.5 * r->flops / r->fwd_bwd_med * 1e-9, r->ref_bwd_med, r->bwd_err[0], r->bwd_err[1],
+                    r->bwd_err[2], r->bwd_within_tol ? "true" : "false", r->bwd_plan.block_q, r->bwd_plan.kernel);
         fprintf(f, ", \"note\": ");
         json_string(f, r->note);
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
@@ -870,6 +1069,9 @@ static void usage(FILE *f)
             "  --warmup N        untimed calls before them, 0..%d (default 2)\n"
             "  --no-reference    time the fused path only\n"
             "  --no-lse          do not ask for the LSE\n"
+            "  --backward        also time the backward (dQ, dK, dV from dO; TFLOP/s counts 2.5x the forward's\n"
+            "                    FLOPs) and the forward + backward (3.5x), beside the reference's backward, and\n"
+            "                    check the gradients against it (dense shapes without score modifiers only)\n"
             "  --check           also fail when a fused result is outside the tests' tolerance vs the reference\n"
             "  --plan-timing     only time plan creation (per shape); run twice for cold vs warm (the second\n"
             "                    process loads the programs from the on-disk cache, see FA_CL_CACHE_DIR)\n"
@@ -996,7 +1198,8 @@ enum { PARSE_RUN, PARSE_EXIT_0, PARSE_ERROR };
 
 enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
-    OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_DEVICE, OPT_VERSION, OPT_HELP, OPT_CACHE_SEQLENS,
+    OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_BACKWARD, OPT_DEVICE, OPT_VERSION, OPT_HELP,
+    OPT_CACHE_SEQLENS,
     OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK, OPT_KV_DTYPE
 };
 
@@ -1022,6 +1225,7 @@ static const struct option long_options[] = {
     {"warmup", required_argument, NULL, OPT_WARMUP},
     {"no-reference", no_argument, NULL, OPT_NO_REFERENCE},
     {"no-lse", no_argument, NULL, OPT_NO_LSE},
+    {"backward", no_argument, NULL, OPT_BACKWARD},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
@@ -1188,6 +1392,7 @@ static int parse_args(int argc, char **argv, options *o)
             break;
         case OPT_NO_REFERENCE: o->no_reference = 1; break;
         case OPT_NO_LSE: o->lse = 0; break;
+        case OPT_BACKWARD: o->backward = 1; break;
         case OPT_DEVICE:
             if (!check_device(optarg))
                 return PARSE_ERROR;
@@ -1426,6 +1631,11 @@ static int bench_main(const options *o)
                     shapes[i].page_size > 0 ? " paged" : "");
         run_row(ctx, filler, o, &shapes[i], &rows[i]);
         print_row(&rows[i]);
+        if (o->backward && !rows[i].failed) {
+            backward_row(ctx, filler, o, &shapes[i], &rows[i]);
+            print_backward(&rows[i]);
+            mismatch |= rows[i].bwd_err[0] >= 0 && !rows[i].bwd_within_tol;
+        }
         failed |= rows[i].failed;
         mismatch |= rows[i].max_err >= 0 && !rows[i].within_tol;
         if (o->check && !rows[i].failed && rows[i].max_err < 0 && !o->no_reference)

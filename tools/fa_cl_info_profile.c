@@ -182,6 +182,20 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *used)
             emit_row(tsv, p, &t, req.head_dim, req.dtype, full, used);
         }
     }
+    /* the backward's program (its three kernels) at each head_dim and dtype */
+    for (size_t h = 0; h < COUNT_OF(emit_head_dims); h++) {
+        for (size_t d = 0; d < COUNT_OF(dtypes); d++) {
+            fa_cl_tile_request req = {emit_head_dims[h], dtypes[d], PLAN_SEQLEN, PLAN_SEQLEN, 1, 0};
+            fa_cl_tiles t;
+            char msg[512], opts[512], full[1024];
+            if (fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
+                continue; /* 32 KiB devices at head_dim 256: the backward is refused there (UNSUPPORTED) */
+            if (fa_cl_build_options(&t, req.dtype, req.head_dim, p->traits.is_gpu, opts, sizeof opts) < 0 ||
+                fa_cl_full_build_options(opts, "", full, sizeof full) < 0)
+                return 1;
+            emit_row(tsv, p, &t, req.head_dim, req.dtype, full, used);
+        }
+    }
     /* the serving builds at head_dim 128 (every -D a serving plan can get, the planner's decode
      * tiles: a few GQA-packed rows), and the split-KV combine and the append kernels */
     for (size_t d = 0; d < COUNT_OF(dtypes); d++) {

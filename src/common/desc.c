@@ -16,8 +16,11 @@
  * and the storage types (q_type .. o_type).
  * A new descriptor field must join the canonical key (desc_key below) and be checked here. */
 #define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, o_type) + sizeof(fa_cl_storage))
+/* 0.4 added the backward's gradient views (dout_stride .. dv_offset): the forward ignores them, the
+ * backward checks them and adds them to its key (src/backward/backward_views.c). */
+#define FA_CL_DESC_V4_END (offsetof(fa_cl_attention_desc, dv_offset) + sizeof(size_t))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
-_Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V3_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
+_Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V4_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
 
 size_t fa_cl__dtype_size(fa_cl_dtype t)
@@ -78,7 +81,7 @@ static int type_bytes(int type, uint64_t count, uint64_t *bytes)
     return mul_add_u64(count, type == FA_CL_TYPE_F32 ? 4 : 2, 0, bytes);
 }
 
-static int view_extent(const char *name, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
+int fa_cl__view_extent(const char *name, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
                        const int64_t stride[3], size_t offset, int type, uint64_t *begin, uint64_t *end,
                        char *msg, size_t msg_size)
 {
@@ -104,7 +107,7 @@ overflow:
 
 /* Output rows must not overlap each other: sorted by stride, each dimension must step past the
  * whole extent of the ones inside it. */
-static int output_non_overlapping(const int64_t stride[3], const int64_t sizes[3], int64_t dim)
+int fa_cl__rows_non_overlapping(const int64_t stride[3], const int64_t sizes[3], int64_t dim)
 {
     int idx[3] = {0, 1, 2};
     for (int i = 0; i < 3; i++)
@@ -423,17 +426,17 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
     const int64_t kv_outer = paged ? d->num_pages : varlen_k ? 1 : d->batch;
     const int64_t kv_rows = paged ? d->page_size : varlen_k ? d->total_k : d->seqlen_k;
     const int64_t q_outer = varlen_q ? 1 : d->batch, q_rows = varlen_q ? d->total_q : d->seqlen_q;
-    if (!view_extent("q", q_outer, d->heads_q, q_rows, D, d->q_stride, d->q_offset, types[0], &out->q_begin,
+    if (!fa_cl__view_extent("q", q_outer, d->heads_q, q_rows, D, d->q_stride, d->q_offset, types[0], &out->q_begin,
                      &out->q_bytes, msg, msg_size) ||
-        !view_extent("k", kv_outer, d->heads_kv, kv_rows, D, d->k_stride, d->k_offset, types[1], &out->k_begin,
+        !fa_cl__view_extent("k", kv_outer, d->heads_kv, kv_rows, D, d->k_stride, d->k_offset, types[1], &out->k_begin,
                      &out->k_bytes, msg, msg_size) ||
-        !view_extent("v", kv_outer, d->heads_kv, kv_rows, D, d->v_stride, d->v_offset, types[2], &out->v_begin,
+        !fa_cl__view_extent("v", kv_outer, d->heads_kv, kv_rows, D, d->v_stride, d->v_offset, types[2], &out->v_begin,
                      &out->v_bytes, msg, msg_size) ||
-        !view_extent("o", q_outer, d->heads_q, q_rows, D, d->o_stride, d->o_offset, types[3], &out->o_begin,
+        !fa_cl__view_extent("o", q_outer, d->heads_q, q_rows, D, d->o_stride, d->o_offset, types[3], &out->o_begin,
                      &out->o_bytes, msg, msg_size))
         return FA_CL_ERROR_INVALID_ARGUMENT;
     const int64_t osizes[3] = {q_outer, d->heads_q, q_rows};
-    if (!output_non_overlapping(d->o_stride, osizes, D)) {
+    if (!fa_cl__rows_non_overlapping(d->o_stride, osizes, D)) {
         snprintf(msg, msg_size, "desc.o_stride {%lld, %lld, %lld} makes output rows overlap each other",
                  (long long)d->o_stride[0], (long long)d->o_stride[1], (long long)d->o_stride[2]);
         return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -574,7 +577,7 @@ static void mem_root(cl_mem m, cl_mem *root, uint64_t *base)
     }
 }
 
-static int ranges_overlap(cl_mem a, uint64_t a_begin, uint64_t a_end, cl_mem b, uint64_t b_begin, uint64_t b_end)
+int fa_cl__ranges_overlap(cl_mem a, uint64_t a_begin, uint64_t a_end, cl_mem b, uint64_t b_begin, uint64_t b_end)
 {
     cl_mem ra, rb;
     uint64_t ba, bb;
@@ -585,7 +588,7 @@ static int ranges_overlap(cl_mem a, uint64_t a_begin, uint64_t a_end, cl_mem b, 
     return ba + a_begin < bb + b_end && bb + b_begin < ba + a_end;
 }
 
-static fa_cl_status check_one(fa_cl_context *ctx, const char *name, cl_mem m, uint64_t need, int written)
+fa_cl_status fa_cl__check_one_buffer(fa_cl_context *ctx, const char *name, cl_mem m, uint64_t need, int written)
 {
     if (!m)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "buffer %s is NULL", name);
@@ -619,24 +622,24 @@ fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_m
                                   cl_mem o, cl_mem lse)
 {
     fa_cl_status st;
-    if ((st = check_one(ctx, "q", q, v->q_bytes, 0)) != FA_CL_SUCCESS ||
-        (st = check_one(ctx, "k", k, v->k_bytes, 0)) != FA_CL_SUCCESS ||
-        (st = check_one(ctx, "v", v_mem, v->v_bytes, 0)) != FA_CL_SUCCESS ||
-        (st = check_one(ctx, "o", o, v->o_bytes, 1)) != FA_CL_SUCCESS)
+    if ((st = fa_cl__check_one_buffer(ctx, "q", q, v->q_bytes, 0)) != FA_CL_SUCCESS ||
+        (st = fa_cl__check_one_buffer(ctx, "k", k, v->k_bytes, 0)) != FA_CL_SUCCESS ||
+        (st = fa_cl__check_one_buffer(ctx, "v", v_mem, v->v_bytes, 0)) != FA_CL_SUCCESS ||
+        (st = fa_cl__check_one_buffer(ctx, "o", o, v->o_bytes, 1)) != FA_CL_SUCCESS)
         return st;
-    if (lse && (st = check_one(ctx, "lse", lse, v->lse_bytes, 1)) != FA_CL_SUCCESS)
+    if (lse && (st = fa_cl__check_one_buffer(ctx, "lse", lse, v->lse_bytes, 1)) != FA_CL_SUCCESS)
         return st;
     const struct { const char *name; cl_mem m; uint64_t begin, end; } in[] = {
         {"q", q, v->q_begin, v->q_bytes}, {"k", k, v->k_begin, v->k_bytes}, {"v", v_mem, v->v_begin, v->v_bytes}};
     for (int i = 0; i < 3; i++) {
-        if (ranges_overlap(o, v->o_begin, v->o_bytes, in[i].m, in[i].begin, in[i].end))
+        if (fa_cl__ranges_overlap(o, v->o_begin, v->o_bytes, in[i].m, in[i].begin, in[i].end))
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "output o overlaps input %s in the same buffer",
                                in[i].name);
-        if (lse && ranges_overlap(lse, 0, v->lse_bytes, in[i].m, in[i].begin, in[i].end))
+        if (lse && fa_cl__ranges_overlap(lse, 0, v->lse_bytes, in[i].m, in[i].begin, in[i].end))
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "lse overlaps input %s in the same buffer",
                                in[i].name);
     }
-    if (lse && ranges_overlap(lse, 0, v->lse_bytes, o, v->o_begin, v->o_bytes))
+    if (lse && fa_cl__ranges_overlap(lse, 0, v->lse_bytes, o, v->o_begin, v->o_bytes))
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "lse overlaps output o in the same buffer");
     return FA_CL_SUCCESS;
 }
@@ -664,11 +667,11 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
                                "args.%s is NULL but %s is set (the calls taking fa_cl_forward_args take it: fa_cl_plan_run, "
                                "fa_cl_attention_run, fa_cl_reference_run)",
                                in[i].name, in[i].field);
-        fa_cl_status st = check_one(ctx, in[i].name, in[i].m, in[i].bytes, 0);
+        fa_cl_status st = fa_cl__check_one_buffer(ctx, in[i].name, in[i].m, in[i].bytes, 0);
         if (st != FA_CL_SUCCESS)
             return st;
-        const int o_hit = ranges_overlap(a->o, v->o_begin, v->o_bytes, in[i].m, 0, in[i].bytes);
-        if (o_hit || (a->lse && ranges_overlap(a->lse, 0, v->lse_bytes, in[i].m, 0, in[i].bytes)))
+        const int o_hit = fa_cl__ranges_overlap(a->o, v->o_begin, v->o_bytes, in[i].m, 0, in[i].bytes);
+        if (o_hit || (a->lse && fa_cl__ranges_overlap(a->lse, 0, v->lse_bytes, in[i].m, 0, in[i].bytes)))
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "output %s overlaps args.%s in the same buffer",
                                o_hit ? "o" : "lse", in[i].name);
     }
@@ -676,14 +679,14 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
         const struct { const char *name; cl_mem m; uint64_t begin, end; } cache[] = {
             {"k", a->k, v->k_begin, v->k_bytes}, {"v", a->v, v->v_begin, v->v_bytes}};
         for (int i = 0; i < 2; i++) {
-            fa_cl_status st = check_one(ctx, cache[i].name, cache[i].m, cache[i].end, 1);
+            fa_cl_status st = fa_cl__check_one_buffer(ctx, cache[i].name, cache[i].m, cache[i].end, 1);
             if (st != FA_CL_SUCCESS)
                 return st;
             const cl_mem news[3] = {a->k_new, a->v_new, a->q};
             const char *names[3] = {"k_new", "v_new", "q"};
             const uint64_t nb[3] = {0, 0, v->q_begin}, ne[3] = {v->new_bytes, v->new_bytes, v->q_bytes};
             for (int j = 0; j < 3; j++)
-                if (ranges_overlap(cache[i].m, cache[i].begin, cache[i].end, news[j], nb[j], ne[j]))
+                if (fa_cl__ranges_overlap(cache[i].m, cache[i].begin, cache[i].end, news[j], nb[j], ne[j]))
                     return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
                                        "the cache %s (written by the append) overlaps %s in the same buffer",
                                        cache[i].name, names[j]);

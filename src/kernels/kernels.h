@@ -12,6 +12,8 @@ typedef enum fa_cl_operation {
     FA_CL_OP_FORWARD = 1, /* o (and the LSE) from q, k, v: the fa_forward entry point */
     FA_CL_OP_COMBINE = 2, /* o and the LSE from split-KV partial results: fa_combine */
     FA_CL_OP_APPEND = 3,  /* new keys and values into the KV cache: fa_append */
+    FA_CL_OP_BACKWARD = 4, /* dq, dk, dv from the forward's tensors and dO: fa_backward_dkdv (and the
+                              program's fa_backward_dot and fa_backward_dq) */
 } fa_cl_operation;
 
 /* One kernel family: its one name, its sources and its rules. */
@@ -167,5 +169,41 @@ extern const fa_cl_kernel_family fa_cl_kernel_combine;
 
 #define FA_CL_APPEND_WG 64
 extern const fa_cl_kernel_family fa_cl_kernel_append;
+
+/* ---- portable-backward (portable_backward.c): the backward pass on every device --------------- */
+
+/* B_r = B_c = B, the largest of FA_CL_BACKWARD_MAX_BLOCK, 16, 8 (no larger than the longer sequence
+ * needs) whose tiles fit the local budget (docs/design.md "Backward"):
+ *     local_mem_bytes = 4 * ((2 B_r + 2 B_c) * (d_padded + 4) + 2 B_r * (B_c + 1) + 2 B_r)
+ * (Q, dO, K, V with padded rows; P and dS; the rows' LSE and D). Scores in TM x TN tiles per
+ * work-item, TM = TN = 2 (1 at B = 8, and where the device's registers are known to be too few for
+ * TM = 2: (B / TM)^2 work-items then share the accumulators).
+ * FA_CL_TILE=BxB[xTM] forces the tile. */
+#define FA_CL_BACKWARD_MAX_BLOCK 32
+extern const fa_cl_kernel_family fa_cl_kernel_portable_backward;
+size_t fa_cl_backward_local_bytes(int block_q, int block_kv, int head_dim_padded);
+/* Private floats of a dkdv work-item (dK and dV accumulators, S and dP, the operands, 16 for
+ * addresses; IGC spilled 8 bytes at head_dim 64 on Xe-HPC without them), which the
+ * planner compares with fa_cl_private_floats where the device's is known. */
+int fa_cl_backward_private_floats(int block, int tm, int head_dim_padded);
+/* A backward plan's tiles for req on lim (the budget as a forward's; FA_CL_TILE forces them): the
+ * tensor-core family where it applies (lim->nv_mma, f16/bf16, head_dim <= 128) unless
+ * FA_CL_KERNEL_VARIANT names a portable kernel, else portable-backward. */
+fa_cl_status fa_cl_plan_backward_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out,
+                                       char *msg, size_t msg_size);
+
+/* ---- nvidia-mma-backward (nvidia_mma_backward.c): the backward on tensor cores ----------------- */
+
+/* B_r = B_c = FA_CL_MMA_BACKWARD_BLOCK (halved while the local memory does not fit), one warp per
+ * 16 keys (dkdv) or rows (dq); head_dim padded to 64 or 128 (beyond: portable-backward). Local
+ * (the dkdv kernel's, the larger):
+ *     local_mem_bytes = 2 * (2 + 2 n) B * (d_padded + 8) + 8 n B
+ * (K and V, and n buffers of Q and dO, tiles of 16-bit values with rows padded by 8; the rows'
+ * LSE and D), n = 2 where rows are 16-byte aligned (cp.async into one buffer while the other is
+ * computed), else 1. */
+#define FA_CL_MMA_BACKWARD_BLOCK 64
+#define FA_CL_MMA_BACKWARD_MAX_DIM 128
+extern const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward;
+size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16);
 
 #endif /* FA_CL_KERNELS_H */

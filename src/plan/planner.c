@@ -9,7 +9,7 @@
 
 /* What the tiles may use: local memory (a per-core cache share on CPUs), less FA_CL_LOCAL_MEM_BYTES
  * and what a compiled kernel reported using beside its tiles. */
-static size_t local_budget(const fa_cl_limits *lim, const char **source)
+size_t fa_cl_local_budget(const fa_cl_limits *lim, const char **source)
 {
     size_t budget = lim->local_mem_size;
     *source = lim->local_mem_source ? lim->local_mem_source : "device local memory";
@@ -46,7 +46,7 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
         memset(out, 0, sizeof *out);
         out->head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
         out->elem_bytes = 4; /* the portable kernels hold fp32 in local memory; the tensor-core ones set theirs */
-        out->local_mem_budget = local_budget(lim, &out->budget_source);
+        out->local_mem_budget = fa_cl_local_budget(lim, &out->budget_source);
         st = f->plan(lim, req, out, why, sizeof why);
         if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT || forced)
             break;

@@ -62,6 +62,8 @@ typedef enum fa_cl_kernel_id {
     FA_CL_KERNEL_NVIDIA_TF32X3 = 4, /* cl/fa_forward_nv_tf32.cl: NVIDIA tensor cores, f32 as 3xTF32 */
     FA_CL_KERNEL_COMBINE = 5,   /* cl/fa_combine.cl: split-KV chunks merged (not a forward) */
     FA_CL_KERNEL_APPEND = 6,    /* cl/fa_append.cl: new keys into the KV cache (not a forward) */
+    FA_CL_KERNEL_PORTABLE_BACKWARD = 7, /* cl/fa_backward.cl: the backward pass's three kernels */
+    FA_CL_KERNEL_NVIDIA_MMA_BACKWARD = 8, /* cl/fa_backward_nv_mma.cl: the backward on NVIDIA tensor cores */
 } fa_cl_kernel_id;
 
 /* The shape class a plan is made for. */
@@ -191,6 +193,10 @@ const fa_cl_device_profile *fa_cl_profile_get(int i);
 const fa_cl_device_profile *fa_cl_profile_find(const char *name);
 /* The planner limits the library would derive on that device with no FA_CL_* variable set. */
 void fa_cl_profile_limits(const fa_cl_device_profile *p, fa_cl_limits *out);
+
+/* What the tiles may use: local memory (a per-core cache share on CPUs), less FA_CL_LOCAL_MEM_BYTES
+ * and what a compiled kernel reported using beside its tiles; *source says which limit it is. */
+size_t fa_cl_local_budget(const fa_cl_limits *lim, const char **source);
 
 /* Tiles for req on lim: the first kernel family of the registry (src/kernels/registry.c) that
  * applies and has a tile that fits, or the one FA_CL_KERNEL_VARIANT forces; then the chunks of keys

@@ -203,11 +203,19 @@ cl_kernel fa_cl__kernel_take(fa_cl_context *ctx, cl_program prog, const char *na
 {
     cl_kernel k = NULL;
     fa_cl_lock_acquire(&ctx->lock);
-    for (fa_cl_program_entry *e = ctx->programs; e; e = e->next)
-        if (e->program == prog && e->pooled > 0) {
-            k = e->pool[--e->pooled];
-            break;
+    for (fa_cl_program_entry *e = ctx->programs; e && !k; e = e->next) {
+        if (e->program != prog)
+            continue;
+        /* a program may hold several entry points (the backward's three): the pooled kernel of this one */
+        for (int i = e->pooled - 1; i >= 0 && !k; i--) {
+            char fn[64] = "";
+            if (clGetKernelInfo(e->pool[i], CL_KERNEL_FUNCTION_NAME, sizeof fn, fn, NULL) == CL_SUCCESS &&
+                strcmp(fn, name) == 0) {
+                k = e->pool[i];
+                e->pool[i] = e->pool[--e->pooled];
+            }
         }
+    }
     fa_cl_lock_release(&ctx->lock);
     *err = CL_SUCCESS;
     return k ? k : clCreateKernel(prog, name, err);

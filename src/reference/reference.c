@@ -4,26 +4,13 @@
  * device, so the only hard limit is one head's N x N score matrix. */
 #include "fa_cl_internal.h"
 #include "plan/plan.h"
+#include "reference/reference_common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef FA_CL_WITH_CLBLAST
-#include <clblast_c.h>
-
-/* CLBlast's indirect GEMM copies operands into buffers padded to its tile sizes (at most 128 in its
- * tuning space); the budget below assumes that worst case. */
-#define REF_PAD 128u
-/* CLBlast passes offsets and sizes to its kernels as int. */
-#define REF_INT_MAX ((uint64_t)INT32_MAX)
-
-static const char *const reference_files[] = {"fa_common.cl", "fa_reference.cl"};
-
-static uint64_t mul_sat(uint64_t a, uint64_t b) { return (b != 0 && a > UINT64_MAX / b) ? UINT64_MAX : a * b; }
-static uint64_t add_sat(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-static uint64_t pad_up(uint64_t x) { return x > UINT64_MAX - REF_PAD ? UINT64_MAX : (x + REF_PAD - 1) / REF_PAD * REF_PAD; }
-static unsigned long long ull(uint64_t x) { return (unsigned long long)x; }
 
 /* Heads are processed in chunks of n consecutive flattened query heads (b * heads_q + h). Query
  * head f reads flattened kv head f / group, so each chunk is n multiple of group (whole groups), or
@@ -50,7 +37,7 @@ static void chunk_cost(const fa_cl_attention_desc *d, uint64_t n, uint64_t group
     const uint64_t m = pad_up(mul_sat(c->per_gemm, sq)), pk = pad_up(sk), pd = pad_up(dim);
     const uint64_t mk = mul_sat(mul_sat(m, pk), c->kv_heads), md = mul_sat(mul_sat(m, pd), c->kv_heads),
                    kd = mul_sat(mul_sat(pk, pd), c->kv_heads);
-    c->blast_max_el = mk > md ? (mk > kd ? mk : kd) : (md > kd ? md : kd);
+    c->blast_max_el = max3(mk, md, kd);
     c->blast_sum_el = add_sat(add_sat(mk, md), kd);
     c->scratch_bytes = mul_sat(add_sat(add_sat(c->s_el, mul_sat(c->q_el, 2)), mul_sat(c->kv_el, 2)), 4);
 }
@@ -61,9 +48,7 @@ static int chunk_fits(const fa_cl_device_props *p, const fa_cl_attention_desc *d
                       uint64_t mem_budget, ref_chunk *c, char *why, size_t why_size)
 {
     chunk_cost(d, n, group, c);
-    uint64_t max_alloc = p->max_alloc_size;
-    if (max_alloc > (uint64_t)SIZE_MAX)
-        max_alloc = SIZE_MAX;
+    const uint64_t max_alloc = max_alloc_of(p);
     const long long sq = (long long)d->seqlen_q, sk = (long long)d->seqlen_k, dim = (long long)d->head_dim;
     const uint64_t total = add_sat(c->scratch_bytes, mul_sat(c->blast_sum_el, 4));
     char dummy[512]; /* callers that only want the verdict */
@@ -92,7 +77,7 @@ static int chunk_fits(const fa_cl_device_props *p, const fa_cl_attention_desc *d
         most_el = c->q_el;
     if (c->kv_el > most_el)
         most_el = c->kv_el;
-    if (most_el > REF_INT_MAX) {
+    if (most_el > FA_CL__REF_INT_MAX) {
         snprintf(why, why_size,
                  "one head's scratch (%lld x %lld scores, head_dim %lld) has a matrix of %llu elements with "
                  "CLBlast's padding, more than the %d its 32-bit indexing can address",
@@ -159,37 +144,11 @@ static fa_cl_status plan_chunks(const fa_cl_device_props *p, const fa_cl_attenti
     return FA_CL_ERROR_OUT_OF_MEMORY;
 }
 
-static const char *clblast_status_name(CLBlastStatusCode s)
-{
-    switch (s) {
-    case CLBlastNotImplemented: return "CLBlastNotImplemented";
-    case CLBlastInvalidDimension: return "CLBlastInvalidDimension";
-    case CLBlastInvalidLeadDimA: return "CLBlastInvalidLeadDimA";
-    case CLBlastInvalidLeadDimB: return "CLBlastInvalidLeadDimB";
-    case CLBlastInvalidLeadDimC: return "CLBlastInvalidLeadDimC";
-    case CLBlastInsufficientMemoryA: return "CLBlastInsufficientMemoryA";
-    case CLBlastInsufficientMemoryB: return "CLBlastInsufficientMemoryB";
-    case CLBlastInsufficientMemoryC: return "CLBlastInsufficientMemoryC";
-    case CLBlastInsufficientMemoryTemp: return "CLBlastInsufficientMemoryTemp";
-    case CLBlastInvalidBatchCount: return "CLBlastInvalidBatchCount";
-    case CLBlastInvalidLocalMemUsage: return "CLBlastInvalidLocalMemUsage";
-    case CLBlastDatabaseError: return "CLBlastDatabaseError";
-    case CLBlastUnknownError: return "CLBlastUnknownError";
-    case CLBlastUnexpectedError: return "CLBlastUnexpectedError";
-    default: break;
-    }
-    /* the remaining codes are OpenCL's own */
-    return (int)s > -100 ? fa_cl__cl_error_name((cl_int)s) : "unknown CLBlast status";
-}
-
 /* Everything one call holds; released by run_release whatever happened. */
 typedef struct ref_run {
-    fa_cl_context *ctx;
+    fa_cl__ref_seq seq;
     cl_kernel gather[3], softmax, scatter; /* a gather per input: q, k, v may differ in storage type */
     cl_mem q32, k32, v32, s32, o32;
-    cl_uint num_wait; /* the caller's wait list, handed to the first command only */
-    const cl_event *wait;
-    int enqueued;
 } ref_run;
 
 static void run_release(ref_run *r)
@@ -203,34 +162,6 @@ static void run_release(ref_run *r)
     for (int i = 0; i < 5; i++)
         if (ms[i])
             clReleaseMemObject(ms[i]);
-}
-
-/* An enqueue failure; running out of device resources is running out of memory. */
-static fa_cl_status enqueue_failed(fa_cl_context *ctx, cl_int err, const char *what)
-{
-    fa_cl_status st = fa_cl__fail_cl(ctx, err, what);
-    return err == CL_OUT_OF_RESOURCES ? FA_CL_ERROR_OUT_OF_MEMORY : st;
-}
-
-/* Call before each command: the first one takes the caller's wait list; later ones, on an
- * out-of-order queue, get a barrier so they start after everything enqueued before (CLBlast's calls
- * take no wait list and rely on queue order). */
-static fa_cl_status step(ref_run *r, cl_uint *num_wait, const cl_event **wait)
-{
-    *num_wait = 0;
-    *wait = NULL;
-    if (!r->enqueued) {
-        r->enqueued = 1;
-        *num_wait = r->num_wait;
-        *wait = r->wait;
-        return FA_CL_SUCCESS;
-    }
-    if (!r->ctx->queue_in_order) {
-        cl_int err = clEnqueueBarrierWithWaitList(r->ctx->queue, 0, NULL, NULL);
-        if (err != CL_SUCCESS)
-            return enqueue_failed(r->ctx, err, "fa_cl_reference_forward: clEnqueueBarrierWithWaitList");
-    }
-    return FA_CL_SUCCESS;
 }
 
 /* Gather `count` flattened heads from head0 of one view into contiguous fp32. */
@@ -251,49 +182,20 @@ static fa_cl_status gather(ref_run *r, int which, cl_mem src, size_t offset, con
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 7, sizeof h0, &h0);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 8, sizeof(cl_mem), &dst);
     if (err != CL_SUCCESS)
-        return fa_cl__fail_cl(r->ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_gather)");
+        return fa_cl__fail_cl(r->seq.ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_gather)");
     cl_uint nw;
     const cl_event *w;
-    fa_cl_status rs = step(r, &nw, &w);
+    fa_cl_status rs = fa_cl__ref_step(&r->seq, &nw, &w);
     if (rs != FA_CL_SUCCESS)
         return rs;
     size_t global[2] = {(size_t)dim, (size_t)(count * (uint64_t)seq)};
-    err = clEnqueueNDRangeKernel(r->ctx->queue, k, 2, NULL, global, NULL, nw, w, NULL);
+    err = clEnqueueNDRangeKernel(r->seq.ctx->queue, k, 2, NULL, global, NULL, nw, w, NULL);
     if (err != CL_SUCCESS) {
         char what[96];
         snprintf(what, sizeof what, "fa_cl_reference_forward: clEnqueueNDRangeKernel(fa_ref_gather, %s)", name);
-        return enqueue_failed(r->ctx, err, what);
+        return fa_cl__ref_enqueue_failed(r->seq.ctx, err, what);
     }
     return FA_CL_SUCCESS;
-}
-
-/* Row-major strided-batched C = A op(B), alpha 1, beta 0 (CLBlast then never reads C, so the
- * scratch needs no clearing). The strided variant, unlike CLBlastSgemmBatched, uploads nothing and
- * so never blocks on the queue: a caller's wait list may still be pending when this returns. */
-static fa_cl_status gemm(ref_run *r, const char *what, CLBlastTranspose tb, size_t m, size_t n, size_t k, cl_mem a,
-                         size_t lda, size_t sa, cl_mem b, size_t ldb, size_t sb, cl_mem c, size_t ldc, size_t sc,
-                         size_t batch)
-{
-    cl_uint nw;
-    const cl_event *w;
-    fa_cl_status rs = step(r, &nw, &w); /* never the first command: the gathers come before */
-    if (rs != FA_CL_SUCCESS)
-        return rs;
-    cl_command_queue queue = r->ctx->queue;
-    fa_cl_lock_acquire(&r->ctx->lock);
-    r->ctx->used_clblast = 1;
-    fa_cl_lock_release(&r->ctx->lock);
-    CLBlastStatusCode s = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n, k, 1.0f,
-                                                     a, 0, lda, sa, b, 0, ldb, sb, 0.0f, c, 0, ldc, sc, batch,
-                                                     &queue, NULL);
-    if (s == CLBlastSuccess)
-        return FA_CL_SUCCESS;
-    fa_cl_status st = (s == CLBlastTempBufferAllocFailure || s == CLBlastOpenCLOutOfResources ||
-                       s == CLBlastOpenCLOutOfHostMemory || s == CLBlastInvalidBufferSize)
-                          ? FA_CL_ERROR_OUT_OF_MEMORY
-                          : FA_CL_ERROR_OPENCL;
-    return fa_cl__fail(r->ctx, st, "fa_cl_reference_forward: CLBlastSgemmStridedBatched (%s) failed: %s (%d)", what,
-                       clblast_status_name(s), (int)s);
 }
 
 static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64_t head0, uint64_t count,
@@ -335,16 +237,17 @@ static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64
         err = clSetKernelArg(k, (cl_uint)(18 + i), sizeof ms, &ms);
     }
     if (err != CL_SUCCESS)
-        return fa_cl__fail_cl(r->ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_softmax)");
+        return fa_cl__fail_cl(r->seq.ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_softmax)");
     cl_uint nw;
     const cl_event *w;
-    fa_cl_status rs = step(r, &nw, &w);
+    fa_cl_status rs = fa_cl__ref_step(&r->seq, &nw, &w);
     if (rs != FA_CL_SUCCESS)
         return rs;
     size_t global = (size_t)(count * (uint64_t)d->seqlen_q) * local;
-    err = clEnqueueNDRangeKernel(r->ctx->queue, k, 1, NULL, &global, &local, nw, w, NULL);
+    err = clEnqueueNDRangeKernel(r->seq.ctx->queue, k, 1, NULL, &global, &local, nw, w, NULL);
     if (err != CL_SUCCESS)
-        return enqueue_failed(r->ctx, err, "fa_cl_reference_forward: clEnqueueNDRangeKernel(fa_ref_softmax)");
+        return fa_cl__ref_enqueue_failed(r->seq.ctx, err,
+                                         "fa_cl_reference_forward: clEnqueueNDRangeKernel(fa_ref_softmax)");
     return FA_CL_SUCCESS;
 }
 
@@ -364,23 +267,24 @@ static fa_cl_status scatter(ref_run *r, const fa_cl_views *v, cl_mem o, uint64_t
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 7, sizeof s, &s);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 8, sizeof h0, &h0);
     if (err != CL_SUCCESS)
-        return fa_cl__fail_cl(r->ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_scatter)");
+        return fa_cl__fail_cl(r->seq.ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_scatter)");
     cl_uint nw;
     const cl_event *w;
-    fa_cl_status rs = step(r, &nw, &w);
+    fa_cl_status rs = fa_cl__ref_step(&r->seq, &nw, &w);
     if (rs != FA_CL_SUCCESS)
         return rs;
     size_t global[2] = {(size_t)d->head_dim, (size_t)(count * (uint64_t)d->seqlen_q)};
-    err = clEnqueueNDRangeKernel(r->ctx->queue, k, 2, NULL, global, NULL, nw, w, done);
+    err = clEnqueueNDRangeKernel(r->seq.ctx->queue, k, 2, NULL, global, NULL, nw, w, done);
     if (err != CL_SUCCESS)
-        return enqueue_failed(r->ctx, err, "fa_cl_reference_forward: clEnqueueNDRangeKernel(fa_ref_scatter)");
+        return fa_cl__ref_enqueue_failed(r->seq.ctx, err,
+                                         "fa_cl_reference_forward: clEnqueueNDRangeKernel(fa_ref_scatter)");
     return FA_CL_SUCCESS;
 }
 
 /* Compile (through the context's cache), create the kernels and the scratch; nothing is enqueued. */
 static fa_cl_status run_setup(ref_run *r, const fa_cl_views *v, const ref_chunk *c, size_t *softmax_local)
 {
-    fa_cl_context *ctx = r->ctx;
+    fa_cl_context *ctx = r->seq.ctx;
     /* each kernel from the program of its tensor's storage type (the context caches programs by
      * their options: one type, one program): the gathers of q, k and v, then softmax and scatter (o) */
     const char *names[5] = {"fa_ref_gather", "fa_ref_gather", "fa_ref_gather", "fa_ref_softmax", "fa_ref_scatter"};
@@ -389,10 +293,8 @@ static fa_cl_status run_setup(ref_run *r, const fa_cl_views *v, const ref_chunk 
     cl_int err = CL_SUCCESS;
     fa_cl_status st = FA_CL_SUCCESS;
     for (int i = 0; i < 5 && st == FA_CL_SUCCESS; i++) {
-        char options[64];
-        snprintf(options, sizeof options, "-DFA_DTYPE=%d", types[i]);
         cl_program prog;
-        st = fa_cl__program_get(ctx, reference_files, 2, options, &prog);
+        st = fa_cl__ref_program_get(ctx, types[i], &prog);
         if (st != FA_CL_SUCCESS)
             break;
         *ks[i] = clCreateKernel(prog, names[i], &err);
@@ -448,6 +350,7 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk
     const size_t sq = (size_t)d->seqlen_q, sk = (size_t)d->seqlen_k, dim = (size_t)d->head_dim;
     const size_t m = (size_t)c->per_gemm * sq; /* rows of one GEMM entry: its query heads stacked */
     uint64_t kv_loaded = UINT64_MAX;            /* first kv head now in k32/v32 */
+    const CLBlastTranspose N = CLBlastTransposeNo, T = CLBlastTransposeYes;
     fa_cl_status st = FA_CL_SUCCESS;
     for (uint64_t h0 = 0; h0 < heads && st == FA_CL_SUCCESS; h0 += c->n) {
         const uint64_t n = heads - h0 < c->n ? heads - h0 : c->n;
@@ -462,13 +365,13 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk
             kv_loaded = kv0;
         }
         if (st == FA_CL_SUCCESS)
-            st = gemm(r, "S = Q K^T", CLBlastTransposeYes, m, sk, dim, r->q32, dim, m * dim, r->k32, dim, sk * dim,
-                      r->s32, sk, m * sk, batch);
+            st = fa_cl__ref_gemm(&r->seq, "S = Q K^T", N, T, m, sk, dim, r->q32, dim, m * dim, r->k32, dim, sk * dim,
+                                 r->s32, sk, m * sk, batch);
         if (st == FA_CL_SUCCESS)
             st = softmax(r, v, lse, h0, n, local, a);
         if (st == FA_CL_SUCCESS)
-            st = gemm(r, "O = P V", CLBlastTransposeNo, m, dim, sk, r->s32, sk, m * sk, r->v32, dim, sk * dim, r->o32,
-                      dim, m * dim, batch);
+            st = fa_cl__ref_gemm(&r->seq, "O = P V", N, N, m, dim, sk, r->s32, sk, m * sk, r->v32, dim, sk * dim,
+                                 r->o32, dim, m * dim, batch);
         if (st == FA_CL_SUCCESS)
             st = scatter(r, v, o, h0, n, h0 + n >= heads ? done : NULL);
     }
@@ -505,9 +408,10 @@ static fa_cl_status reference_run(fa_cl_context *ctx, const char *call, const fa
 
     ref_run run;
     memset(&run, 0, sizeof run);
-    run.ctx = ctx;
-    run.num_wait = num_wait;
-    run.wait = wait;
+    run.seq.ctx = ctx;
+    run.seq.call = "fa_cl_reference_forward"; /* the name both of its calls have always reported */
+    run.seq.num_wait = num_wait;
+    run.seq.wait = wait;
     size_t local = 1;
     st = run_setup(&run, &views, &chunk, &local);
     if (st == FA_CL_SUCCESS)

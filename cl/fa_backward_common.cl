@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the backward's kernels share (include/fa_cl.h "Backward"; built after fa_common.cl, before
+ * cl/fa_backward.cl or cl/fa_backward_nv_mma.cl): the one argument list of all three kernels (one
+ * host-side setter), head_dim-tail-aware loads and stores of 4 elements, and fa_backward_dot, the
+ * pre-pass D_i = sum_c dO_ic O_ic (one work-item per row) both families launch first.
+ * Needs FA_DTYPE, HEAD_DIM and D_PAD (a multiple of 4). */
+#ifdef FA_NATIVE_EXP
+#define FA_EXP2(x) native_exp2(x)
+#else
+#define FA_EXP2(x) exp2(x)
+#endif
+#ifdef FA_UNROLL
+#define FA_PRAGMA_UNROLL _Pragma("unroll")
+#else
+#define FA_PRAGMA_UNROLL
+#endif
+
+#define D4 (D_PAD / 4)
+#define FA_LOG2E 1.4426950408889634f
+
+/* Every kernel's arguments, one list (one host-side setter). Offsets and strides in elements;
+ * win_left / win_right with causal folded in (unbounded sides are seqlen_q + seqlen_k). Varlen
+ * (FA_VARLEN_Q / FA_VARLEN_K): cu_q / cu_k, packed rows of total_q / total_k (strides[0] are 0);
+ * FA_SEQLENS: kv_lens, each sequence's key count; seqlen_q / seqlen_k are then the longest. */
+#define FA_BACKWARD_PARAMS                                                                              \
+    __global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,           \
+        __global const fa_store_t *o, __global const fa_store_t *dout, __global const float *lse,       \
+        __global float *dsum, __global fa_store_t *dq, __global fa_store_t *dk, __global fa_store_t *dv, \
+        ulong q_off, long qs0, long qs1, long qs2, ulong k_off, long ks0, long ks1, long ks2, ulong v_off, \
+        long vs0, long vs1, long vs2, ulong o_off, long os0, long os1, long os2, ulong do_off, long dos0,  \
+        long dos1, long dos2, ulong dq_off, long dqs0, long dqs1, long dqs2, ulong dk_off, long dks0,      \
+        long dks1, long dks2, ulong dv_off, long dvs0, long dvs1, long dvs2, int batch, int heads_q,       \
+        int group, int seqlen_q, int seqlen_k, long win_left, long win_right, float scale, float scale_log2, \
+        __global const int *cu_q, __global const int *cu_k, __global const int *kv_lens, int total_q, int total_k
+
+/* Each kernel reads a part of the list: the rest is marked used (no unused-parameter warnings). */
+#define FA_BACKWARD_ALL_USED                                                                               \
+    (void)q, (void)k, (void)v, (void)o, (void)dout, (void)lse, (void)dsum, (void)dq, (void)dk, (void)dv,    \
+        (void)q_off, (void)qs0, (void)qs1, (void)qs2, (void)k_off, (void)ks0, (void)ks1, (void)ks2,         \
+        (void)v_off, (void)vs0, (void)vs1, (void)vs2, (void)o_off, (void)os0, (void)os1, (void)os2,         \
+        (void)do_off, (void)dos0, (void)dos1, (void)dos2, (void)dq_off, (void)dqs0, (void)dqs1, (void)dqs2, \
+        (void)dk_off, (void)dks0, (void)dks1, (void)dks2, (void)dv_off, (void)dvs0, (void)dvs1, (void)dvs2, \
+        (void)batch, (void)heads_q, (void)group, (void)seqlen_q, (void)seqlen_k, (void)win_left,           \
+        (void)win_right, (void)scale, (void)scale_log2, (void)cu_q, (void)cu_k, (void)kv_lens, (void)total_q, \
+        (void)total_k
+
+/* Sequence b's rows: where its query rows and keys start in packed tensors (0 when dense), how many
+ * it has, and how many rows of dk / dv it owns (varlen: its keys; dense: the whole capacity, keys
+ * past a per-sequence length get 0). Bad data, safe by construction as in the forward: offsets
+ * clamp into [0, total], lengths into [0, max(end - start, 0)] and then to the planned longest. */
+typedef struct fa_bw_seq {
+    int q_start, sq, k_start, sk, k_rows;
+} fa_bw_seq;
+
+inline fa_bw_seq fa_bw_sequence(int b, int seqlen_q, int seqlen_k, __global const int *cu_q, __global const int *cu_k,
+                                __global const int *kv_lens, int total_q, int total_k)
+{
+    fa_bw_seq s;
+    s.q_start = 0, s.sq = seqlen_q, s.k_start = 0, s.sk = seqlen_k, s.k_rows = seqlen_k;
+#ifdef FA_VARLEN_Q
+    {
+        const int a = clamp(cu_q[b], 0, total_q), e = clamp(cu_q[b + 1], 0, total_q);
+        s.q_start = a;
+        s.sq = min(max(e - a, 0), seqlen_q);
+    }
+#endif
+#ifdef FA_VARLEN_K
+    {
+        const int a = clamp(cu_k[b], 0, total_k), e = clamp(cu_k[b + 1], 0, total_k);
+        s.k_start = a;
+        s.sk = s.k_rows = min(max(e - a, 0), seqlen_k);
+    }
+#endif
+#ifdef FA_SEQLENS
+    s.sk = clamp(kv_lens[b], 0, seqlen_k);
+#endif
+    (void)cu_q, (void)cu_k, (void)kv_lens, (void)total_q, (void)total_k;
+    return s;
+}
+
+/* The LSE's (and D's) index of row 0 of query head h of sequence b: [B, Hq, Sq], or (varlen)
+ * [Hq, total_q] */
+inline ulong fa_bw_lse_row0(ulong b, ulong h, int heads_q, int seqlen_q, fa_bw_seq s, int total_q)
+{
+#ifdef FA_VARLEN_Q
+    (void)b, (void)heads_q, (void)seqlen_q;
+    return h * (ulong)total_q + (ulong)s.q_start;
+#else
+    (void)s, (void)total_q;
+    return (b * (ulong)heads_q + h) * (ulong)seqlen_q;
+#endif
+}
+
+/* Four head_dim elements 4c .. 4c + 3 of the row at `row`; zeros past HEAD_DIM (never read). */
+inline float4 fa_bw_load(__global const fa_store_t *p, ulong row, int c)
+{
+    const int e = 4 * c;
+    if (e + 4 <= HEAD_DIM)
+        return fa_load4(p, row + e);
+    float4 x = (float4)(0.0f);
+    if (e < HEAD_DIM)
+        x.s0 = fa_load1(p, row + e);
+    if (e + 1 < HEAD_DIM)
+        x.s1 = fa_load1(p, row + e + 1);
+    if (e + 2 < HEAD_DIM)
+        x.s2 = fa_load1(p, row + e + 2);
+    return x;
+}
+
+/* The inverse: only elements below HEAD_DIM are written. */
+inline void fa_bw_store(__global fa_store_t *p, ulong row, int c, float4 x)
+{
+    const int e = 4 * c;
+    if (e + 4 <= HEAD_DIM) {
+        fa_store4(p, row + e, x);
+        return;
+    }
+    if (e < HEAD_DIM)
+        fa_store1(p, row + e, x.s0);
+    if (e + 1 < HEAD_DIM)
+        fa_store1(p, row + e + 1, x.s1);
+    if (e + 2 < HEAD_DIM)
+        fa_store1(p, row + e + 2, x.s2);
+}
+
+__kernel void fa_backward_dot(FA_BACKWARD_PARAMS)
+{
+    FA_BACKWARD_ALL_USED;
+    /* every row of o's view: [B, Hq, Sq], or (varlen) [Hq, total_q] with b 0 and i the packed row
+     * (rows no sequence covers get a D nothing reads) */
+    const ulong row = get_global_id(0);
+#ifdef FA_VARLEN_Q
+    const ulong per_head = (ulong)total_q, outer = 1;
+#else
+    const ulong per_head = (ulong)seqlen_q, outer = (ulong)batch;
+#endif
+    const ulong rows = outer * (ulong)heads_q * per_head;
+    if (row >= rows)
+        return;
+    const ulong i = row % per_head, bh = row / per_head;
+    const ulong h = bh % (ulong)heads_q, b = bh / (ulong)heads_q;
+    const ulong ob = o_off + b * (ulong)os0 + h * (ulong)os1 + i * (ulong)os2;
+    const ulong db = do_off + b * (ulong)dos0 + h * (ulong)dos1 + i * (ulong)dos2;
+    float acc = 0.0f;
+    for (int c = 0; c < D4; c++)
+        acc += dot(fa_bw_load(o, ob, c), fa_bw_load(dout, db, c));
+    dsum[row] = acc;
+}
+

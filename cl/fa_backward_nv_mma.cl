@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* FlashAttention-2 backward on NVIDIA tensor cores (compute capability >= 8.0), f16/bf16 storage:
+ * the portable backward's algorithm (cl/fa_backward.cl) with its products on mma.sync m16n8k16
+ * (cl/fa_nv_ptx.cl; FA_PTX_EMULATE runs them in portable C for the tests).
+ *
+ *  - fa_backward_dkdv: one work-group per block of BLOCK_KV keys, one warp per 16 keys. K and V
+ *    stay in local memory; per block of BLOCK_Q query rows (Q, dO, the rows' LSE and D in local
+ *    memory) a warp computes S^T = K Q^T and dP^T = V dO^T for its keys (A fragments from K / V
+ *    rows, B fragments from Q / dO rows by ldmatrix), P^T and dS^T on the accumulators, and, with
+ *    those packed to f16/bf16 as A fragments (the accumulator layout of two n-tiles is the A
+ *    fragment of 16 rows, as P in the forward), dV += P^T dO and dK += dS^T Q (B fragments by
+ *    ldmatrix.trans from dO / Q rows). dK and dV stay in registers to the end.
+ *  - fa_backward_dq: one work-group per block of BLOCK_Q rows, one warp per 16 rows: the forward's
+ *    structure with two score products (S = Q K^T, dP = dO V^T) and dQ += dS K (ldmatrix.trans
+ *    from K rows).
+ * P and dS are rounded to the storage type before their products, as FlashAttention-2 does.
+ *
+ * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64 or 128), BLOCK_Q and
+ * BLOCK_KV (multiples of 16, equal: one work-group size), FA_ALIGNED16 (every row 16-byte
+ * aligned: cp.async copies into two buffers of the streamed tiles, NBUF = 2; else synchronous
+ * loads into one); FA_NATIVE_EXP. Local memory (16-bit values, then floats):
+ *     (2 BLOCK_KV + 2 NBUF BLOCK_Q) (D_PAD + 8) halves + 2 NBUF BLOCK_Q floats (dkdv), and
+ *     (2 NBUF BLOCK_KV + 2 BLOCK_Q) (D_PAD + 8) halves (dq).
+ */
+#if FA_DTYPE != 1 && FA_DTYPE != 2
+#error "the tensor-core backward takes f16 or bf16 storage"
+#endif
+#if BLOCK_Q != BLOCK_KV || BLOCK_Q % 16
+#error "BLOCK_Q = BLOCK_KV, a multiple of 16"
+#endif
+#define WARPS (BLOCK_KV / 16)
+#define WG (WARPS * 32)
+#define ROW (D_PAD + 8)     /* local row pitch in halves: conflict-free ldmatrix */
+#define CH (D_PAD / 8)      /* 16-byte chunks per row */
+#define KSTEPS (D_PAD / 16) /* k-steps over head_dim */
+#define DT (D_PAD / 8)      /* n-tiles over head_dim */
+#define NTQ (BLOCK_Q / 8)   /* n-tiles over a query block's rows (dkdv) */
+#define NTK (BLOCK_KV / 8)  /* n-tiles over a key block's keys (dq) */
+
+/* rows first .. first + count - 1 of one head (element offset base, row stride) into a tile of
+ * 16-bit values, zeros past `limit` and past HEAD_DIM (synchronous loads) */
+inline void fa_bw_tile16(__local ushort *tile, __global const ushort *src, ulong base, long stride, int first,
+                         int count, int limit, int lid)
+{
+    for (int e = lid; e < count * CH; e += WG) {
+        const int r = e / CH, c = e % CH;
+        uint4 x = (uint4)(0);
+        if (first + r < limit && 8 * c < HEAD_DIM) {
+            __global const ushort *p = src + base + (ulong)(first + r) * (ulong)stride + 8 * c;
+#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+            x = *(__global const uint4 *)p;
+#else
+            ushort t[8];
+            for (int i = 0; i < 8; i++)
+                t[i] = 8 * c + i < HEAD_DIM ? p[i] : (ushort)0;
+            x = as_uint4((ushort8)(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]));
+#endif
+        }
+        *(__local uint4 *)(tile + r * ROW + 8 * c) = x;
+    }
+}
+
+#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+/* 16-byte rows: the streamed tiles (Q and dO in dkdv, K and V in dq) are copied asynchronously into
+ * the other of two buffers while one is computed, FlashAttention-2's pipeline */
+#define FA_BW_ASYNC 1
+#define NBUF 2
+/* the same rows as fa_bw_tile16 by cp.async: zeros past `limit` and HEAD_DIM (size 0, from the
+ * in-bounds address `base`) */
+inline __attribute__((always_inline)) void fa_bw_tile16_async(__local ushort *tile, __global const ushort *src,
+                                                              ulong base, long stride, int first, int count,
+                                                              int limit, int lid)
+{
+    for (int e = lid; e < count * CH; e += WG) {
+        const int r = e / CH, c = e % CH;
+        const int valid = first + r < limit && 8 * c < HEAD_DIM;
+        fa_cp_async16(tile + r * ROW + 8 * c,
+                      src + (valid ? base + (ulong)(first + r) * (ulong)stride + 8 * (ulong)c : base), valid);
+    }
+}
+#else
+#define NBUF 1
+#endif
+
+/* two adjacent gradient elements (col even) of the row at `row` */
+inline void fa_bw_store2(__global fa_store_t *p, ulong row, int col, float x, float y)
+{
+#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+    *(__global uint *)((__global ushort *)p + row + col) = fa_pack2(x, y);
+#else
+    if (col < HEAD_DIM)
+        fa_store1(p, row + col, x);
+    if (col + 1 < HEAD_DIM)
+        fa_store1(p, row + col + 1, y);
+#endif
+}
+
+/* key (or row) a, against row i: visible under the window, inside both sequences */
+inline int fa_bw_visible(long key, long row, int seqlen_q, int seqlen_k, long win_left, long win_right)
+{
+    const long diag = row + seqlen_k - seqlen_q;
+    return row < seqlen_q && key < seqlen_k && key >= diag - win_left && key <= diag + win_right;
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fa_backward_dkdv(FA_BACKWARD_PARAMS)
+{
+    FA_BACKWARD_ALL_USED;
+    __local ushort smem[(2 * BLOCK_KV + 2 * NBUF * BLOCK_Q) * ROW] __attribute__((aligned(16)));
+    __local float l_all[NBUF * BLOCK_Q], d_all[NBUF * BLOCK_Q];
+    __local ushort *const k_s = smem, *const v_s = smem + BLOCK_KV * ROW;
+    __local ushort *const q_all = smem + 2 * BLOCK_KV * ROW, *const do_all = q_all + NBUF * BLOCK_Q * ROW;
+    const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
+    FA_EMU_DECL(WARPS, warp)
+
+    const int nkb = (seqlen_k + BLOCK_KV - 1) / BLOCK_KV, heads_kv = heads_q / group;
+    const ulong gid = get_group_id(0);
+    const int j0 = (int)(gid % (ulong)nkb) * BLOCK_KV;
+    const ulong bhk = gid / (ulong)nkb;
+    const ulong hk = bhk % (ulong)heads_kv, b = bhk / (ulong)heads_kv;
+    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
+    const int sq = seq.sq, sk = seq.sk;
+    __global const ushort *qg = (__global const ushort *)q, *kg = (__global const ushort *)k;
+    __global const ushort *vg = (__global const ushort *)v, *dog = (__global const ushort *)dout;
+    const ulong kb = k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2;
+    const ulong vb = v_off + b * (ulong)vs0 + hk * (ulong)vs1 + (ulong)seq.k_start * (ulong)vs2;
+    fa_bw_tile16(k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid);
+    fa_bw_tile16(v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid);
+
+    const long off = (long)sk - sq;
+    const long j1 = min((long)j0 + BLOCK_KV, (long)sk);
+    const int i_lo = (int)clamp((long)j0 - off - win_right, 0L, (long)sq);
+    const int i_hi = (int)clamp(j1 - 1 - off + win_left + 1, 0L, (long)sq);
+    const int wkey = warp * 16;          /* this warp's keys in the block */
+    const long key0 = (long)j0 + wkey;   /* its first key */
+
+    float4 dk_acc[DT], dv_acc[DT];
+    FA_PRAGMA_UNROLL
+    for (int dt = 0; dt < DT; dt++)
+        dk_acc[dt] = dv_acc[dt] = (float4)(0.0f);
+
+    /* the steps: every query block that sees the keys, of every query head of the group in turn */
+    const int q_first = i_lo / BLOCK_Q * BLOCK_Q;
+    const int per_head = i_hi > q_first ? (i_hi - q_first + BLOCK_Q - 1) / BLOCK_Q : 0;
+    const int steps = group * per_head;
+/* step st's rows (query head hk * group + st / per_head, block st % per_head) into buffer `buf`:
+ * Q and dO (by fa_bw_tile16 or _async: LOAD), the rows' LSE in base 2 (+inf where the row saw no
+ * key: every p is then 0) and D */
+#define FA_BW_STEP_ROWS(st, buf, LOAD)                                                                  \
+    {                                                                                                   \
+        const ulong h_ = hk * (ulong)group + (ulong)((st) / per_head);                                  \
+        const int i0_ = q_first + ((st) % per_head) * BLOCK_Q;                                          \
+        const ulong row0_ = fa_bw_lse_row0(b, h_, heads_q, seqlen_q, seq, total_q);                     \
+        const ulong qh_ = q_off + b * (ulong)qs0 + h_ * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;   \
+        const ulong dh_ = do_off + b * (ulong)dos0 + h_ * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2; \
+        LOAD(q_all + (buf) * BLOCK_Q * ROW, qg, qh_, qs2, i0_, BLOCK_Q, sq, lid);                        \
+        LOAD(do_all + (buf) * BLOCK_Q * ROW, dog, dh_, dos2, i0_, BLOCK_Q, sq, lid);                     \
+        for (int r = lid; r < BLOCK_Q; r += WG) {                                                       \
+            const int i = i0_ + r;                                                                      \
+            const float x = i < sq ? lse[row0_ + (ulong)i] : -INFINITY;                                 \
+            l_all[(buf) * BLOCK_Q + r] = x == -INFINITY ? INFINITY : x * FA_LOG2E;                      \
+            d_all[(buf) * BLOCK_Q + r] = i < sq ? dsum[row0_ + (ulong)i] : 0.0f;                        \
+        }                                                                                               \
+    }
+#ifdef FA_BW_ASYNC
+    if (steps > 0)
+        FA_BW_STEP_ROWS(0, 0, fa_bw_tile16_async)
+    fa_cp_async_commit();
+#endif
+    for (int st = 0; st < steps; st++) {
+        const int i0 = q_first + (st % per_head) * BLOCK_Q, buf = st % NBUF;
+#ifdef FA_BW_ASYNC
+        fa_cp_async_wait_all();
+        barrier(CLK_LOCAL_MEM_FENCE); /* this step's rows are in; every warp is done with the other buffer */
+        if (st + 1 < steps)
+            FA_BW_STEP_ROWS(st + 1, buf ^ 1, fa_bw_tile16_async)
+        fa_cp_async_commit();
+#else
+        barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the previous step's rows */
+        FA_BW_STEP_ROWS(st, 0, fa_bw_tile16)
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+        {
+            __local const ushort *const q_s = q_all + buf * BLOCK_Q * ROW, *const do_s = do_all + buf * BLOCK_Q * ROW;
+            __local const float *const l_s = l_all + buf * BLOCK_Q, *const d_s = d_all + buf * BLOCK_Q;
+
+            /* S^T = K Q^T and dP^T = V dO^T: [nt] holds keys (g, g + 8) x rows nt * 8 + 2 t4 + {0, 1} */
+            float4 st[NTQ], dpt[NTQ];
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NTQ; nt++)
+                st[nt] = dpt[nt] = (float4)(0.0f);
+            FA_PRAGMA_UNROLL
+            for (int kk = 0; kk < KSTEPS; kk++) {
+                uint ka[4], va[4];
+                fa_ldsm_x4(k_s + (wkey + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &ka[0], &ka[1], &ka[2],
+                           &ka[3] FA_EMU_ARG);
+                fa_ldsm_x4(v_s + (wkey + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &va[0], &va[1], &va[2],
+                           &va[3] FA_EMU_ARG);
+                FA_PRAGMA_UNROLL
+                for (int nt = 0; nt < NTQ; nt += 2) {
+                    const int at = ((nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8;
+                    uint b0, b1, b2, b3;
+                    fa_ldsm_x4(q_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
+                    fa_mma(&st[nt], ka[0], ka[1], ka[2], ka[3], b0, b1 FA_EMU_ARG);
+                    fa_mma(&st[nt + 1], ka[0], ka[1], ka[2], ka[3], b2, b3 FA_EMU_ARG);
+                    fa_ldsm_x4(do_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
+                    fa_mma(&dpt[nt], va[0], va[1], va[2], va[3], b0, b1 FA_EMU_ARG);
+                    fa_mma(&dpt[nt + 1], va[0], va[1], va[2], va[3], b2, b3 FA_EMU_ARG);
+                }
+            }
+            /* P^T and dS^T, packed as the A fragments of 16 rows each (pa, dsa); the per-element
+             * mask only where some of this warp's 16 keys x the block's rows is not visible */
+            const long last_row = (long)i0 + BLOCK_Q - 1;
+            const int clean = last_row < sq && key0 + 15 < sk &&
+                              key0 >= last_row + off - win_left && key0 + 15 <= (long)i0 + off + win_right;
+            uint pa[NTQ / 2][4], dsa[NTQ / 2][4];
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NTQ; nt++) {
+                const int r = nt * 8 + 2 * t4;
+                const float l0 = l_s[r], l1 = l_s[r + 1], d0 = d_s[r], d1 = d_s[r + 1];
+                float4 p = (float4)(FA_EXP2(st[nt].x * scale_log2 - l0), FA_EXP2(st[nt].y * scale_log2 - l1),
+                                    FA_EXP2(st[nt].z * scale_log2 - l0), FA_EXP2(st[nt].w * scale_log2 - l1));
+                float4 ds = p * (dpt[nt] - (float4)(d0, d1, d0, d1));
+                if (!clean) {
+                    const long ka0 = key0 + g, ka1 = key0 + g + 8, ra = (long)i0 + r;
+                    const int4 vis = (int4)(fa_bw_visible(ka0, ra, sq, sk, win_left, win_right),
+                                            fa_bw_visible(ka0, ra + 1, sq, sk, win_left, win_right),
+                                            fa_bw_visible(ka1, ra, sq, sk, win_left, win_right),
+                                            fa_bw_visible(ka1, ra + 1, sq, sk, win_left, win_right));
+                    p = select((float4)(0.0f), p, vis != 0);
+                    ds = select((float4)(0.0f), ds, vis != 0);
+                }
+                pa[nt / 2][2 * (nt % 2)] = fa_pack2(p.x, p.y);
+                pa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(p.z, p.w);
+                dsa[nt / 2][2 * (nt % 2)] = fa_pack2(ds.x, ds.y);
+                dsa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(ds.z, ds.w);
+            }
+            /* dV += P^T dO, dK += dS^T Q over the block's rows, 16 at a time */
+            FA_PRAGMA_UNROLL
+            for (int kk2 = 0; kk2 < BLOCK_Q / 16; kk2++) {
+                FA_PRAGMA_UNROLL
+                for (int dt = 0; dt < DT; dt += 2) {
+                    const int at = (kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8;
+                    uint b0, b1, b2, b3;
+                    fa_ldsm_x4_trans(do_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
+                    fa_mma(&dv_acc[dt], pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3], b0, b1 FA_EMU_ARG);
+                    fa_mma(&dv_acc[dt + 1], pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3], b2, b3 FA_EMU_ARG);
+                    fa_ldsm_x4_trans(q_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
+                    fa_mma(&dk_acc[dt], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b0, b1 FA_EMU_ARG);
+                    fa_mma(&dk_acc[dt + 1], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b2, b3 FA_EMU_ARG);
+                }
+            }
+        }
+    }
+    /* this lane's elements: keys g and g + 8 of the warp's 16, columns dt * 8 + 2 t4 + {0, 1} */
+    FA_PRAGMA_UNROLL
+    for (int r = 0; r < 2; r++) {
+        const long key = key0 + g + 8 * r;
+        if (key < seq.k_rows) {
+            const ulong kr = dk_off + b * (ulong)dks0 + hk * (ulong)dks1 + (ulong)(seq.k_start + key) * (ulong)dks2;
+            const ulong vr = dv_off + b * (ulong)dvs0 + hk * (ulong)dvs1 + (ulong)(seq.k_start + key) * (ulong)dvs2;
+            FA_PRAGMA_UNROLL
+            for (int dt = 0; dt < DT; dt++) {
+                const int col = dt * 8 + 2 * t4;
+                if (col < HEAD_DIM) {
+                    const float2 xk = r ? dk_acc[dt].zw : dk_acc[dt].xy, xv = r ? dv_acc[dt].zw : dv_acc[dt].xy;
+                    fa_bw_store2(dk, kr, col, xk.x * scale, xk.y * scale);
+                    fa_bw_store2(dv, vr, col, xv.x, xv.y);
+                }
+            }
+        }
+    }
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void fa_backward_dq(FA_BACKWARD_PARAMS)
+{
+    FA_BACKWARD_ALL_USED;
+    __local ushort smem[(2 * NBUF * BLOCK_KV + 2 * BLOCK_Q) * ROW] __attribute__((aligned(16)));
+    __local ushort *const k_all = smem, *const v_all = smem + NBUF * BLOCK_KV * ROW;
+    __local ushort *const q_s = smem + 2 * NBUF * BLOCK_KV * ROW, *const do_s = q_s + BLOCK_Q * ROW;
+    const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
+    FA_EMU_DECL(WARPS, warp)
+
+    const int nqb = (seqlen_q + BLOCK_Q - 1) / BLOCK_Q;
+    const ulong gid = get_group_id(0);
+    const int i0 = (int)(gid % (ulong)nqb) * BLOCK_Q;
+    const ulong bh = gid / (ulong)nqb;
+    const ulong h = bh % (ulong)heads_q, b = bh / (ulong)heads_q, hk = h / (ulong)group;
+    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
+    const int sq = seq.sq, sk = seq.sk;
+    __global const ushort *qg = (__global const ushort *)q, *kg = (__global const ushort *)k;
+    __global const ushort *vg = (__global const ushort *)v, *dog = (__global const ushort *)dout;
+    const ulong qh = q_off + b * (ulong)qs0 + h * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;
+    const ulong dh = do_off + b * (ulong)dos0 + h * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2;
+    fa_bw_tile16(q_s, qg, qh, qs2, i0, BLOCK_Q, sq, lid);
+    fa_bw_tile16(do_s, dog, dh, dos2, i0, BLOCK_Q, sq, lid);
+
+    /* this lane's rows: wrow + g and + 8; their LSE (base 2) and D */
+    const int wrow = warp * 16;
+    const ulong row0 = fa_bw_lse_row0(b, h, heads_q, seqlen_q, seq, total_q);
+    float lr[2], dr[2];
+    FA_PRAGMA_UNROLL
+    for (int r = 0; r < 2; r++) {
+        const int i = i0 + wrow + g + 8 * r;
+        const float x = i < sq ? lse[row0 + (ulong)i] : -INFINITY;
+        lr[r] = x == -INFINITY ? INFINITY : x * FA_LOG2E;
+        dr[r] = i < sq ? dsum[row0 + (ulong)i] : 0.0f;
+    }
+    const long off = (long)sk - sq, diag0 = (long)i0 + off;
+    const long i1 = min((long)i0 + BLOCK_Q, (long)sq);
+    const int j_lo = (int)clamp(diag0 - win_left, 0L, (long)sk);
+    const int j_hi = (int)clamp(diag0 + (i1 - 1 - i0) + win_right + 1, 0L, (long)sk);
+    const long wr0 = (long)i0 + wrow; /* this warp's first row */
+    const ulong kb = k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2;
+    const ulong vb = v_off + b * (ulong)vs0 + hk * (ulong)vs1 + (ulong)seq.k_start * (ulong)vs2;
+
+    float4 dq_acc[DT];
+    FA_PRAGMA_UNROLL
+    for (int dt = 0; dt < DT; dt++)
+        dq_acc[dt] = (float4)(0.0f);
+
+    const int j_first = j_lo / BLOCK_KV * BLOCK_KV;
+#ifdef FA_BW_ASYNC
+    if (j_first < j_hi) {
+        fa_bw_tile16_async(k_all, kg, kb, ks2, j_first, BLOCK_KV, sk, lid);
+        fa_bw_tile16_async(v_all, vg, vb, vs2, j_first, BLOCK_KV, sk, lid);
+    }
+    fa_cp_async_commit();
+#endif
+    for (int j0 = j_first; j0 < j_hi; j0 += BLOCK_KV) {
+        const int buf = ((j0 - j_first) / BLOCK_KV) % NBUF;
+        __local const ushort *const k_s = k_all + buf * BLOCK_KV * ROW, *const v_s = v_all + buf * BLOCK_KV * ROW;
+#ifdef FA_BW_ASYNC
+        fa_cp_async_wait_all();
+        barrier(CLK_LOCAL_MEM_FENCE); /* these keys are in (and Q, dO); every warp is done with the other buffer */
+        if (j0 + BLOCK_KV < j_hi) {
+            fa_bw_tile16_async(k_all + (buf ^ 1) * BLOCK_KV * ROW, kg, kb, ks2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
+            fa_bw_tile16_async(v_all + (buf ^ 1) * BLOCK_KV * ROW, vg, vb, vs2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
+        }
+        fa_cp_async_commit();
+#else
+        barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the previous keys (and Q, dO are in) */
+        fa_bw_tile16((__local ushort *)k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid);
+        fa_bw_tile16((__local ushort *)v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
+
+        /* S = Q K^T and dP = dO V^T: [nt] holds rows (g, g + 8) x keys nt * 8 + 2 t4 + {0, 1} */
+        float4 s[NTK], dp[NTK];
+        FA_PRAGMA_UNROLL
+        for (int nt = 0; nt < NTK; nt++)
+            s[nt] = dp[nt] = (float4)(0.0f);
+        FA_PRAGMA_UNROLL
+        for (int kk = 0; kk < KSTEPS; kk++) {
+            uint qa[4], da[4];
+            fa_ldsm_x4(q_s + (wrow + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &qa[0], &qa[1], &qa[2],
+                       &qa[3] FA_EMU_ARG);
+            fa_ldsm_x4(do_s + (wrow + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &da[0], &da[1], &da[2],
+                       &da[3] FA_EMU_ARG);
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NTK; nt += 2) {
+                const int at = ((nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8;
+                uint b0, b1, b2, b3;
+                fa_ldsm_x4(k_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
+                fa_mma(&s[nt], qa[0], qa[1], qa[2], qa[3], b0, b1 FA_EMU_ARG);
+                fa_mma(&s[nt + 1], qa[0], qa[1], qa[2], qa[3], b2, b3 FA_EMU_ARG);
+                fa_ldsm_x4(v_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
+                fa_mma(&dp[nt], da[0], da[1], da[2], da[3], b0, b1 FA_EMU_ARG);
+                fa_mma(&dp[nt + 1], da[0], da[1], da[2], da[3], b2, b3 FA_EMU_ARG);
+            }
+        }
+        const long last_key = (long)j0 + BLOCK_KV - 1, last_row = wr0 + 15;
+        const int clean = last_row < sq && last_key < sk && (long)j0 >= last_row + off - win_left &&
+                          last_key <= wr0 + off + win_right;
+        uint dsa[NTK / 2][4];
+        FA_PRAGMA_UNROLL
+        for (int nt = 0; nt < NTK; nt++) {
+            float4 p = (float4)(FA_EXP2(s[nt].x * scale_log2 - lr[0]), FA_EXP2(s[nt].y * scale_log2 - lr[0]),
+                                FA_EXP2(s[nt].z * scale_log2 - lr[1]), FA_EXP2(s[nt].w * scale_log2 - lr[1]));
+            float4 ds = p * (dp[nt] - (float4)(dr[0], dr[0], dr[1], dr[1]));
+            if (!clean) {
+                const long key = (long)j0 + nt * 8 + 2 * t4, ra = wr0 + g;
+                const int4 vis = (int4)(fa_bw_visible(key, ra, sq, sk, win_left, win_right),
+                                        fa_bw_visible(key + 1, ra, sq, sk, win_left, win_right),
+                                        fa_bw_visible(key, ra + 8, sq, sk, win_left, win_right),
+                                        fa_bw_visible(key + 1, ra + 8, sq, sk, win_left, win_right));
+                ds = select((float4)(0.0f), ds, vis != 0);
+            }
+            dsa[nt / 2][2 * (nt % 2)] = fa_pack2(ds.x, ds.y);
+            dsa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(ds.z, ds.w);
+        }
+        /* dQ += dS K over the block's keys, 16 at a time */
+        FA_PRAGMA_UNROLL
+        for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++) {
+            FA_PRAGMA_UNROLL
+            for (int dt = 0; dt < DT; dt += 2) {
+                uint b0, b1, b2, b3;
+                fa_ldsm_x4_trans(k_s + (kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8, &b0,
+                                 &b1, &b2, &b3 FA_EMU_ARG);
+                fa_mma(&dq_acc[dt], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b0, b1 FA_EMU_ARG);
+                fa_mma(&dq_acc[dt + 1], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b2, b3 FA_EMU_ARG);
+            }
+        }
+    }
+    FA_PRAGMA_UNROLL
+    for (int r = 0; r < 2; r++) {
+        const long row = wr0 + g + 8 * r;
+        if (row < sq) {
+            const ulong qr = dq_off + b * (ulong)dqs0 + h * (ulong)dqs1 + (ulong)(seq.q_start + row) * (ulong)dqs2;
+            FA_PRAGMA_UNROLL
+            for (int dt = 0; dt < DT; dt++) {
+                const int col = dt * 8 + 2 * t4;
+                const float2 x = r ? dq_acc[dt].zw : dq_acc[dt].xy;
+                if (col < HEAD_DIM)
+                    fa_bw_store2(dq, qr, col, x.x * scale, x.y * scale);
+            }
+        }
+    }
+}

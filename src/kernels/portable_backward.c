@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* portable-backward: the backward pass's kernels (cl/fa_backward.cl) and their tile rules. Not a
+ * forward kernel: backward plans (src/backward/backward_plan.c) call its plan directly. */
+#include "fa_cl_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const files[] = {"fa_common.cl", "fa_backward_common.cl", "fa_backward.cl"};
+
+size_t fa_cl_backward_local_bytes(int block_q, int block_kv, int head_dim_padded)
+{
+    const size_t bq = (size_t)block_q, bk = (size_t)block_kv;
+    return 4 * ((2 * bq + 2 * bk) * (size_t)(head_dim_padded + 4) + 2 * bq * (bk + 1) + 2 * bq);
+}
+
+int fa_cl_backward_private_floats(int block, int tm, int head_dim_padded)
+{
+    const int wg = (block / tm) * (block / tm), ng = wg / block, ac = (head_dim_padded / 4 + ng - 1) / ng;
+    return 8 * ac + 2 * tm * tm + 16 * tm + 16; /* + addresses and loop state */
+}
+
+/* Rows (and keys) per work-item for a B x B tile: (B / TM)^2 work-items, a multiple of B the device
+ * takes; 2 (1 at B = 8) unless the registers the device has are known to be too few for it, then
+ * the TM whose work-item holds the least. 0 if none. */
+static int backward_tm(int b, size_t max_wg, int head_dim_padded, int private_floats)
+{
+    int best = 0, best_floats = 0;
+    for (int tm = b >= 16 ? 2 : 1; tm >= 1; tm--) {
+        const size_t wg = (size_t)(b / tm) * (size_t)(b / tm);
+        if (wg > max_wg || wg % (size_t)b)
+            continue;
+        const int floats = fa_cl_backward_private_floats(b, tm, head_dim_padded);
+        if (private_floats <= 0 || floats <= private_floats)
+            return tm;
+        if (!best || floats < best_floats)
+            best = tm, best_floats = floats;
+    }
+    return best;
+}
+
+static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+                         size_t msg_size)
+{
+    const int dpad = out->head_dim_padded;
+    const size_t budget = out->local_mem_budget;
+    const size_t max_wg = lim->max_work_group ? lim->max_work_group : 1;
+    int b = 0, tm = 0, forced = 0;
+    if (lim->forced_q > 0 || lim->forced_kv > 0) {
+        b = lim->forced_q;
+        tm = lim->forced_rows > 0 ? lim->forced_rows : backward_tm(b, max_wg, dpad, lim->private_floats);
+        const size_t wg = tm > 0 && b % tm == 0 ? (size_t)(b / tm) * (size_t)(b / tm) : 0;
+        if (lim->forced_kv != b || b % 8 || b > 64 || tm <= 0 || b % tm || wg % (size_t)b || wg > max_wg ||
+            fa_cl_backward_local_bytes(b, b, dpad) > budget) {
+            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for the backward: B_r = B_c, a multiple of 8 up to 64, with "
+                     "(B / rows)^2 work-items a multiple of B and at most %zu, in %zu bytes of local memory",
+                     lim->forced_q, lim->forced_kv, max_wg, budget);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        forced = 1;
+    } else {
+        const int64_t longer = req->seqlen_q > req->seqlen_k ? req->seqlen_q : req->seqlen_k;
+        const int64_t need = (longer + 7) / 8 * 8;
+        for (int c = FA_CL_BACKWARD_MAX_BLOCK; c >= 8 && !b; c /= 2) {
+            if (c > need && c > 8)
+                continue;
+            const int t = backward_tm(c, max_wg, dpad, lim->private_floats);
+            if (t > 0 && fa_cl_backward_local_bytes(c, c, dpad) <= budget)
+                b = c, tm = t;
+        }
+        if (!b) {
+            snprintf(msg, msg_size, "no tile of the backward fits head_dim %d in %zu bytes (%s; it needs %zu at 8 x 8)",
+                     req->head_dim, budget, out->budget_source, fa_cl_backward_local_bytes(8, 8, dpad));
+            return FA_CL_ERROR_UNSUPPORTED;
+        }
+    }
+    fa_cl__tiles_set(out, &fa_cl_kernel_portable_backward, b, b, tm, tm, (b / tm) * (b / tm),
+                     fa_cl_backward_local_bytes(b, b, dpad));
+    out->forced = forced;
+    return FA_CL_SUCCESS;
+}
+
+static int options(const fa_cl_tiles *t, char *out, size_t n)
+{
+    return snprintf(out, n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
+}
+
+fa_cl_status fa_cl_plan_backward_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out,
+                                       char *msg, size_t msg_size)
+{
+    memset(out, 0, sizeof *out);
+    out->head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
+    out->elem_bytes = 4;
+    out->local_mem_budget = fa_cl_local_budget(lim, &out->budget_source);
+    out->splits = 1;
+    const int portable_forced = lim->forced_variant == FA_CL_KERNEL_PORTABLE ||
+                                lim->forced_variant == FA_CL_KERNEL_PORTABLE_TILED;
+    const fa_cl_kernel_family *mma = &fa_cl_kernel_nvidia_mma_backward;
+    if (!portable_forced && mma->applies(lim, req)) {
+        char why[256];
+        const fa_cl_status st = mma->plan(lim, req, out, why, sizeof why);
+        if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT) {
+            snprintf(msg, msg_size, "%s", why);
+            return st;
+        }
+        fa_cl_tiles none = {0};
+        none.head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
+        none.elem_bytes = 4;
+        none.local_mem_budget = out->local_mem_budget;
+        none.budget_source = out->budget_source;
+        none.splits = 1;
+        *out = none;
+    }
+    return plan(lim, req, out, msg, msg_size);
+}
+
+const fa_cl_kernel_family fa_cl_kernel_portable_backward = {
+    "portable-backward", FA_CL_KERNEL_PORTABLE_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 3, 0,
+    "the backward pass (dQ, dK, dV) on every device: D = rowsum(dO o O), then dK/dV per key block, dQ per query "
+    "block, no atomics",
+    fa_cl__never_applies, plan, options};
