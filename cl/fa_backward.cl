@@ -209,7 +209,8 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     const int lid = (int)get_local_id(0);
     const int nqb = (seqlen_q + BLOCK_Q - 1) / BLOCK_Q;
     const ulong gid = get_group_id(0);
-    const int i0 = (int)(gid % (ulong)nqb) * BLOCK_Q;
+    /* the last query blocks first: with a causal mask they see the most keys (a shorter tail) */
+    const int i0 = (nqb - 1 - (int)(gid % (ulong)nqb)) * BLOCK_Q;
     const ulong bh = gid / (ulong)nqb;
     const ulong h = bh % (ulong)heads_q, b = bh / (ulong)heads_q;
     const ulong hk = h / (ulong)group;

@@ -62,6 +62,7 @@ typedef struct options {
     const char *device; /* --device: FA_CL_DEVICE for this process */
     int check, reps, warmup, no_reference, lse, plan_timing;
     int backward; /* --backward: also time the backward and forward + backward (backward_row) */
+    int atomic_dq; /* --atomic-dq: desc.atomic_dq for the backward */
     int64_t *lens; /* --cache-seqlens (one.lens points here); freed by main */
     int64_t *varlen_q, *varlen_k; /* --varlen, --varlen-k (one.vq/vk point here); freed by main */
     int nvarlen_k;
@@ -743,6 +744,7 @@ static void backward_row(fa_cl_context *ctx, cl_kernel filler, const options *op
     cl_command_queue queue = fa_cl_context_queue(ctx);
     fa_cl_attention_desc d;
     shape_desc(s, &d);
+    d.atomic_dq = opt->atomic_dq;
     fa_cl_backward_plan *plan = NULL;
     fa_cl_status st = fa_cl_backward_plan_create(ctx, &d, &plan);
     if (st != FA_CL_SUCCESS) {
@@ -836,8 +838,9 @@ static void print_backward(const row *r)
     if (r->bwd_err[0] >= 0)
         printf("; max err dq %.2e dk %.2e dv %.2e%s", r->bwd_err[0], r->bwd_err[1], r->bwd_err[2],
                r->bwd_within_tol ? "" : " !");
-    printf("; %dx%d, %d, %zu/%zu B, %s", r->bwd_plan.block_q, r->bwd_plan.block_kv, r->bwd_plan.work_group_size,
-           r->bwd_plan.local_mem_bytes, r->bwd_plan.local_mem_budget, r->bwd_plan.kernel);
+    printf("; %dx%d, %d, %zu/%zu B, %s, scratch %zu B", r->bwd_plan.block_q, r->bwd_plan.block_kv,
+           r->bwd_plan.work_group_size, r->bwd_plan.local_mem_bytes, r->bwd_plan.local_mem_budget, r->bwd_plan.kernel,
+           r->bwd_plan.scratch_bytes);
     if (r->bwd_note[0])
         printf("  [%s]", r->bwd_note);
     printf("\n");
@@ -1072,6 +1075,7 @@ static void usage(FILE *f)
             "  --backward        also time the backward (dQ, dK, dV from dO; TFLOP/s counts 2.5x the forward's\n"
             "                    FLOPs) and the forward + backward (3.5x), beside the reference's backward, and\n"
             "                    check the gradients against it (dense shapes without score modifiers only)\n"
+            "  --atomic-dq       --backward with desc.atomic_dq (dQ by atomic adds where the kernel has them)\n"
             "  --check           also fail when a fused result is outside the tests' tolerance vs the reference\n"
             "  --plan-timing     only time plan creation (per shape); run twice for cold vs warm (the second\n"
             "                    process loads the programs from the on-disk cache, see FA_CL_CACHE_DIR)\n"
@@ -1198,7 +1202,7 @@ enum { PARSE_RUN, PARSE_EXIT_0, PARSE_ERROR };
 
 enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
-    OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_BACKWARD, OPT_DEVICE, OPT_VERSION, OPT_HELP,
+    OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_BACKWARD, OPT_ATOMIC_DQ, OPT_DEVICE, OPT_VERSION, OPT_HELP,
     OPT_CACHE_SEQLENS,
     OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK, OPT_KV_DTYPE
 };
@@ -1226,6 +1230,7 @@ static const struct option long_options[] = {
     {"no-reference", no_argument, NULL, OPT_NO_REFERENCE},
     {"no-lse", no_argument, NULL, OPT_NO_LSE},
     {"backward", no_argument, NULL, OPT_BACKWARD},
+    {"atomic-dq", no_argument, NULL, OPT_ATOMIC_DQ},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
@@ -1393,6 +1398,7 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_NO_REFERENCE: o->no_reference = 1; break;
         case OPT_NO_LSE: o->lse = 0; break;
         case OPT_BACKWARD: o->backward = 1; break;
+        case OPT_ATOMIC_DQ: o->atomic_dq = o->backward = 1; break;
         case OPT_DEVICE:
             if (!check_device(optarg))
                 return PARSE_ERROR;
