@@ -21,9 +21,7 @@
 /* Every kernel's arguments, one list (one host-side setter). Offsets and strides in elements;
  * win_left / win_right with causal folded in (unbounded sides are seqlen_q + seqlen_k). Varlen
  * (FA_VARLEN_Q / FA_VARLEN_K): cu_q / cu_k, packed rows of total_q / total_k (strides[0] are 0);
- * FA_SEQLENS: kv_lens, each sequence's key count; seqlen_q / seqlen_k are then the longest.
- * FA_BW_ATOMIC_DQ: dq_accum, fp32 [rows of the LSE, HEAD_DIM], which the dkdv kernel adds dQ into
- * (the dot kernel zeroes it, fa_backward_dq_convert writes dq from it). */
+ * FA_SEQLENS: kv_lens, each sequence's key count; seqlen_q / seqlen_k are then the longest. */
 #define FA_BACKWARD_PARAMS                                                                              \
     __global const fa_store_t *q, __global const fa_store_t *k, __global const fa_store_t *v,           \
         __global const fa_store_t *o, __global const fa_store_t *dout, __global const float *lse,       \
@@ -33,8 +31,7 @@
         long dos1, long dos2, ulong dq_off, long dqs0, long dqs1, long dqs2, ulong dk_off, long dks0,      \
         long dks1, long dks2, ulong dv_off, long dvs0, long dvs1, long dvs2, int batch, int heads_q,       \
         int group, int seqlen_q, int seqlen_k, long win_left, long win_right, float scale, float scale_log2, \
-        __global const int *cu_q, __global const int *cu_k, __global const int *kv_lens, int total_q, int total_k, \
-        __global float *dq_accum
+        __global const int *cu_q, __global const int *cu_k, __global const int *kv_lens, int total_q, int total_k
 
 /* Each kernel reads a part of the list: the rest is marked used (no unused-parameter warnings). */
 #define FA_BACKWARD_ALL_USED                                                                               \
@@ -45,7 +42,7 @@
         (void)dk_off, (void)dks0, (void)dks1, (void)dks2, (void)dv_off, (void)dvs0, (void)dvs1, (void)dvs2, \
         (void)batch, (void)heads_q, (void)group, (void)seqlen_q, (void)seqlen_k, (void)win_left,           \
         (void)win_right, (void)scale, (void)scale_log2, (void)cu_q, (void)cu_k, (void)kv_lens, (void)total_q, \
-        (void)total_k, (void)dq_accum
+        (void)total_k
 
 /* Sequence b's rows: where its query rows and keys start in packed tensors (0 when dense), how many
  * it has, and how many rows of dk / dv it owns (varlen: its keys; dense: the whole capacity, keys
@@ -148,31 +145,5 @@ __kernel void fa_backward_dot(FA_BACKWARD_PARAMS)
     for (int c = 0; c < D4; c++)
         acc += dot(fa_bw_load(o, ob, c), fa_bw_load(dout, db, c));
     dsum[row] = acc;
-#ifdef FA_BW_ATOMIC_DQ
-    for (int c = 0; c < HEAD_DIM; c++)
-        dq_accum[row * HEAD_DIM + (ulong)c] = 0.0f;
-#endif
 }
-
-#ifdef FA_BW_ATOMIC_DQ
-/* dq = scale * the sums the dkdv kernel added, one work-item per row (dense q only: every row of
- * the view is some sequence's) */
-__kernel void fa_backward_dq_convert(FA_BACKWARD_PARAMS)
-{
-    FA_BACKWARD_ALL_USED;
-    const ulong row = get_global_id(0);
-    if (row >= (ulong)batch * (ulong)heads_q * (ulong)seqlen_q)
-        return;
-    const ulong i = row % (ulong)seqlen_q, bh = row / (ulong)seqlen_q;
-    const ulong h = bh % (ulong)heads_q, b = bh / (ulong)heads_q;
-    const ulong qr = dq_off + b * (ulong)dqs0 + h * (ulong)dqs1 + i * (ulong)dqs2;
-    __global const float *src = dq_accum + row * HEAD_DIM;
-    for (int c = 0; c < D4; c++) {
-        float4 x = (float4)(0.0f);
-        for (int e = 0; e < 4 && 4 * c + e < HEAD_DIM; e++)
-            ((float *)&x)[e] = src[4 * c + e];
-        fa_bw_store(dq, qr, c, x * scale);
-    }
-}
-#endif
 

@@ -14,9 +14,6 @@
  *    structure with two score products (S = Q K^T, dP = dO V^T) and dQ += dS K (ldmatrix.trans
  *    from K rows).
  * P and dS are rounded to the storage type before their products, as FlashAttention-2 does.
- * FA_BW_ATOMIC_DQ (desc.atomic_dq, dense q): the dkdv kernel also adds dQ = scale dS K into an fp32
- * buffer with atomics, as FlashAttention-2 does, and fa_backward_dq_convert replaces the dq pass:
- * 5 products instead of 7, in an order that changes from run to run.
  *
  * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64 or 128), BLOCK_Q and
  * BLOCK_KV (multiples of 16, equal: one work-group size), FA_ALIGNED16 (every row 16-byte
@@ -39,11 +36,6 @@
 #define DT (D_PAD / 8)      /* n-tiles over head_dim */
 #define NTQ (BLOCK_Q / 8)   /* n-tiles over a query block's rows (dkdv) */
 #define NTK (BLOCK_KV / 8)  /* n-tiles over a key block's keys (dq) */
-#define DSP (BLOCK_Q + 8)   /* FA_BW_ATOMIC_DQ: pitch of dS^T in local memory, conflict-free ldmatrix */
-#ifndef FA_BW_DQC
-#define FA_BW_DQC 8
-#endif
-#define DQC (DT < FA_BW_DQC ? DT : FA_BW_DQC) /* FA_BW_ATOMIC_DQ: n-tiles of dQ a warp sums at once */
 
 /* rows first .. first + count - 1 of one head (element offset base, row stride) into a tile of
  * 16-bit values, zeros past `limit` and past HEAD_DIM (synchronous loads) */
@@ -116,9 +108,6 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     FA_BACKWARD_ALL_USED;
     __local ushort smem[(2 * BLOCK_KV + 2 * NBUF * BLOCK_Q) * ROW] __attribute__((aligned(16)));
     __local float l_all[NBUF * BLOCK_Q], d_all[NBUF * BLOCK_Q];
-#ifdef FA_BW_ATOMIC_DQ
-    __local ushort ds_s[BLOCK_KV * DSP] __attribute__((aligned(16))); /* dS^T of a step, [key][row] */
-#endif
     __local ushort *const k_s = smem, *const v_s = smem + BLOCK_KV * ROW;
     __local ushort *const q_all = smem + 2 * BLOCK_KV * ROW, *const do_all = q_all + NBUF * BLOCK_Q * ROW;
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
@@ -154,13 +143,13 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     const int q_first = i_lo / BLOCK_Q * BLOCK_Q;
     const int per_head = i_hi > q_first ? (i_hi - q_first + BLOCK_Q - 1) / BLOCK_Q : 0;
     const int steps = group * per_head;
-/* step s_'s rows (query head hk * group + s_ / per_head, block s_ % per_head) into buffer `buf`:
+/* step st's rows (query head hk * group + st / per_head, block st % per_head) into buffer `buf`:
  * Q and dO (by fa_bw_tile16 or _async: LOAD), the rows' LSE in base 2 (+inf where the row saw no
  * key: every p is then 0) and D */
-#define FA_BW_STEP_ROWS(s_, buf, LOAD)                                                                  \
+#define FA_BW_STEP_ROWS(st, buf, LOAD)                                                                  \
     {                                                                                                   \
-        const ulong h_ = hk * (ulong)group + (ulong)((s_) / per_head);                                  \
-        const int i0_ = q_first + ((s_) % per_head) * BLOCK_Q;                                          \
+        const ulong h_ = hk * (ulong)group + (ulong)((st) / per_head);                                  \
+        const int i0_ = q_first + ((st) % per_head) * BLOCK_Q;                                          \
         const ulong row0_ = fa_bw_lse_row0(b, h_, heads_q, seqlen_q, seq, total_q);                     \
         const ulong qh_ = q_off + b * (ulong)qs0 + h_ * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;   \
         const ulong dh_ = do_off + b * (ulong)dos0 + h_ * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2; \
@@ -178,17 +167,17 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         FA_BW_STEP_ROWS(0, 0, fa_bw_tile16_async)
     fa_cp_async_commit();
 #endif
-    for (int step = 0; step < steps; step++) {
-        const int i0 = q_first + (step % per_head) * BLOCK_Q, buf = step % NBUF;
+    for (int st = 0; st < steps; st++) {
+        const int i0 = q_first + (st % per_head) * BLOCK_Q, buf = st % NBUF;
 #ifdef FA_BW_ASYNC
         fa_cp_async_wait_all();
         barrier(CLK_LOCAL_MEM_FENCE); /* this step's rows are in; every warp is done with the other buffer */
-        if (step + 1 < steps)
-            FA_BW_STEP_ROWS(step + 1, buf ^ 1, fa_bw_tile16_async)
+        if (st + 1 < steps)
+            FA_BW_STEP_ROWS(st + 1, buf ^ 1, fa_bw_tile16_async)
         fa_cp_async_commit();
 #else
         barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the previous step's rows */
-        FA_BW_STEP_ROWS(step, 0, fa_bw_tile16)
+        FA_BW_STEP_ROWS(st, 0, fa_bw_tile16)
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
         {
@@ -245,11 +234,6 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
                 pa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(p.z, p.w);
                 dsa[nt / 2][2 * (nt % 2)] = fa_pack2(ds.x, ds.y);
                 dsa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(ds.z, ds.w);
-#ifdef FA_BW_ATOMIC_DQ
-                /* keys g and g + 8 of this warp, rows r and r + 1 */
-                *(__local uint *)(ds_s + (wkey + g) * DSP + r) = dsa[nt / 2][2 * (nt % 2)];
-                *(__local uint *)(ds_s + (wkey + g + 8) * DSP + r) = dsa[nt / 2][2 * (nt % 2) + 1];
-#endif
             }
             /* dV += P^T dO, dK += dS^T Q over the block's rows, 16 at a time */
             FA_PRAGMA_UNROLL
@@ -266,60 +250,6 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
                     fa_mma(&dk_acc[dt + 1], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b2, b3 FA_EMU_ARG);
                 }
             }
-#ifdef FA_BW_ATOMIC_DQ
-            /* dQ += scale dS K, FlashAttention-2's way: every warp's dS^T is in local memory; warp w
-             * takes rows 16 w .. 16 w + 15 over all the block's keys (A fragments by ldmatrix.trans
-             * from dS^T, B from K rows) and adds them into dq_accum, DQC n-tiles at a time */
-            barrier(CLK_LOCAL_MEM_FENCE);
-            {
-                const int m0 = warp * 16;
-                const ulong h = hk * (ulong)group + (ulong)(step / per_head);
-                const ulong acc0 = fa_bw_lse_row0(b, h, heads_q, seqlen_q, seq, total_q) + (ulong)i0;
-                FA_PRAGMA_UNROLL
-                for (int d0 = 0; d0 < DT; d0 += DQC) {
-                    float4 dqp[DQC];
-                    FA_PRAGMA_UNROLL
-                    for (int dt = 0; dt < DQC; dt++)
-                        dqp[dt] = (float4)(0.0f);
-                    FA_PRAGMA_UNROLL
-                    for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++) {
-                        uint a0, a1, a2, a3;
-                        const int key = kk2 * 16 + (lane / 16) * 8 + lane % 8;
-                        fa_ldsm_x4_trans(ds_s + key * DSP + m0 + ((lane / 8) % 2) * 8, &a0, &a1, &a2, &a3 FA_EMU_ARG);
-                        FA_PRAGMA_UNROLL
-                        for (int dt = 0; dt < DQC; dt += 2) {
-                            uint b0, b1, b2, b3;
-                            fa_ldsm_x4_trans(k_s + (kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW +
-                                                 (d0 + dt + lane / 16) * 8,
-                                             &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                            fa_mma(&dqp[dt], a0, a1, a2, a3, b0, b1 FA_EMU_ARG);
-                            fa_mma(&dqp[dt + 1], a0, a1, a2, a3, b2, b3 FA_EMU_ARG);
-                        }
-                    }
-                    FA_PRAGMA_UNROLL
-                    for (int r = 0; r < 2; r++) {
-                        const int row = i0 + m0 + g + 8 * r;
-                        if (row < sq) {
-                            __global float *dst = dq_accum + (acc0 + (ulong)(m0 + g + 8 * r)) * HEAD_DIM;
-                            FA_PRAGMA_UNROLL
-                            for (int dt = 0; dt < DQC; dt++) {
-                                const int col = (d0 + dt) * 8 + 2 * t4;
-                                const float2 x = r ? dqp[dt].zw : dqp[dt].xy;
-#if HEAD_DIM % 2 == 0
-                                if (col < HEAD_DIM) /* the pair is 8-byte aligned */
-                                    fa_red_add_f32x2(dst + col, x.x, x.y);
-#else
-                                if (col < HEAD_DIM)
-                                    fa_red_add_f32(dst + col, x.x);
-                                if (col + 1 < HEAD_DIM)
-                                    fa_red_add_f32(dst + col + 1, x.y);
-#endif
-                            }
-                        }
-                    }
-                }
-            }
-#endif
         }
     }
     /* this lane's elements: keys g and g + 8 of the warp's 16, columns dt * 8 + 2 t4 + {0, 1} */

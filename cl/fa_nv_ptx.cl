@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Warp-level primitives of the tensor-core kernel (cl/fa_forward_nv_mma.cl): mma.sync m16n8k16,
- * ldmatrix, shfl.sync, cvt to f16x2/bf16x2, cp.async and red.add, as inline PTX for NVIDIA's OpenCL.
+ * ldmatrix, shfl.sync, cvt to f16x2/bf16x2 and cp.async, as inline PTX for NVIDIA's OpenCL.
  *
  * FA_PTX_EMULATE (FA_CL_MMA_EMULATE=1, for tests) builds the same functions in portable OpenCL C,
  * following the fragment layouts of the PTX ISA, so that the kernel's indexing, masking and online
@@ -116,23 +116,6 @@ inline void fa_cp_async_wait_all(void) { asm volatile("cp.async.wait_group 0;" :
 /* all but the newest n commit groups complete (a pipeline of n + 2 stages) */
 inline void fa_cp_async_wait_1(void) { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 inline void fa_cp_async_wait_2(void) { asm volatile("cp.async.wait_group 2;" ::: "memory"); }
-
-/* *p += x in global memory, no result (the backward's atomic dQ, FA_BW_ATOMIC_DQ) */
-inline void fa_red_add_f32(__global float *p, float x)
-{
-    asm volatile("red.global.add.f32 [%0], %1;" :: "l"((ulong)p), "f"(x) : "memory");
-}
-
-/* p[0] += x, p[1] += y in one reduction (p 8-byte aligned; sm_90's vector red) */
-inline void fa_red_add_f32x2(__global float *p, float x, float y)
-{
-#if __OPENCL_C_VERSION__ >= 120 && defined(FA_RED_V2)
-    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"((ulong)p), "f"(x), "f"(y) : "memory");
-#else
-    fa_red_add_f32(p, x);
-    fa_red_add_f32(p + 1, y);
-#endif
-}
 
 inline uint fa_tf32(float x)
 {
@@ -303,21 +286,6 @@ inline void fa_cp_async_commit(void) {}
 inline void fa_cp_async_wait_all(void) {}
 inline void fa_cp_async_wait_1(void) {}
 inline void fa_cp_async_wait_2(void) {}
-
-/* an atomic float add by compare-and-swap (OpenCL 1.2 has none of its own) */
-inline void fa_red_add_f32(__global float *p, float x)
-{
-    volatile __global uint *u = (volatile __global uint *)p;
-    uint old = *u, seen;
-    while ((seen = atomic_cmpxchg(u, old, as_uint(as_float(old) + x))) != old)
-        old = seen;
-}
-
-inline void fa_red_add_f32x2(__global float *p, float x, float y)
-{
-    fa_red_add_f32(p, x);
-    fa_red_add_f32(p + 1, y);
-}
 
 /* round to nearest, ties away from zero, at 10 mantissa bits; NaN and infinity pass */
 inline uint fa_tf32(float x)

@@ -327,8 +327,6 @@ typedef struct fa_cl_attention_desc {
     int64_t dout_stride[3], dq_stride[3], dk_stride[3], dv_stride[3]; /**< elements, [batch, head, seq] of dO, dQ,
                                                                            dK, dV; all 0 = the strides of o, q, k, v */
     size_t dout_offset, dq_offset, dk_offset, dv_offset;              /**< elements from the buffer's start */
-    int atomic_dq;         /**< backward: nonzero lets the tensor-core backward add dQ with atomics (faster; not
-                                bitwise reproducible; dense q only); 0: every sum in a fixed order */
 } fa_cl_attention_desc;
 
 /**
@@ -642,14 +640,9 @@ FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const f
  *  - Not (yet) taken: paged K/V, appending, the score modifiers and masks, other storage types
  *    for single tensors (q_type .. o_type): FA_CL_ERROR_UNSUPPORTED, with a message naming the
  *    field. The reference (fa_cl_reference_backward) takes dense problems only.
- *  - Determinism: by default no atomics; every sum runs in a fixed order, so the same plan on the
- *    same device gives bitwise-identical gradients (dQ is computed by its own pass over the key
- *    blocks rather than accumulated across work-groups: FlashAttention-2 adds it with atomics
- *    instead). desc.atomic_dq opts into FlashAttention-2's way where the kernel has it
- *    (nvidia-mma-backward, q not varlen): dQ summed in fp32 with atomic adds from the dK/dV pass,
- *    two products fewer, the order of the adds (and so the last bits of dq) varying from run to
- *    run; the plan then holds 4 * rows * head_dim bytes more (rows as the LSE's). Elsewhere the
- *    flag changes nothing.
+ *  - Determinism: no atomics; every sum runs in a fixed order, so the same plan on the same device
+ *    gives bitwise-identical gradients (dQ is computed by its own pass over the key blocks rather
+ *    than accumulated across work-groups: FlashAttention-2 adds it with atomics instead).
  *  - Plans and launches: a backward plan (fa_cl_backward_plan_create) holds three kernels of the
  *    family "portable-backward" (cl/fa_backward.cl): D = rowsum(dO o O) into the plan's scratch
  *    (4 * B * heads_q * seqlen_q bytes), dK and dV per block of keys, dQ per block of queries.

@@ -2,8 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The backward (issue 15) on the NVIDIA GPU host: fa_cl_bench --backward on the issue's rows (B=8,
 # H=16, N=4096; the small-N row), PyTorch's forward + backward on the same shapes in the same call,
-# the atomic-dQ variants (desc.atomic_dq with build-option experiments), checks against the
-# reference, and CTest. Run from the repo root with .gpu/ (../shared/gpu) and BUILD (default
+# checks against the reference, and CTest. Run from the repo root with .gpu/ (../shared/gpu) and BUILD (default
 # build-gpu); logs go to $OUT.
 #   scripts/h200_backward.sh [rows | ctest]   (default rows: fa_cl, PyTorch, the checks)
 . scripts/h200_common.sh
@@ -19,12 +18,6 @@ for args in "${SHAPES[@]}"; do
 done
 echo "== fa_cl_bench -b 64 -h 16 -q 512 -k 512 -d 128 --dtype f16 --backward"
 "$B" -b 64 -h 16 -q 512 -k 512 -d 128 --dtype f16 --backward --no-reference 2>&1 | tail -2
-for opts in "" "-DFA_RED_V2" "-DFA_BW_DQC=4" "-DFA_RED_V2 -DFA_BW_DQC=4"; do
-    for d in 128 64; do
-        echo "== atomic dQ, FA_CL_BUILD_OPTIONS='$opts', $R -d $d --dtype f16"
-        FA_CL_BUILD_OPTIONS="$opts" "$B" $R -d $d --dtype f16 --atomic-dq --no-reference 2>&1 | tail -1
-    done
-done
 echo "== checked against the reference backward"
 "$B" -b 2 -h 8 -q 1024 -k 1024 -d 128 --dtype f16 --backward --check 2>&1 | tail -1
 "$B" -b 2 -h 8 --heads-kv 2 -q 777 -k 1029 -d 64 --dtype bf16 --causal --backward --check 2>&1 | tail -1

@@ -19,7 +19,6 @@
  *   invalid      bad input: a status, a message naming the problem, outputs untouched
  *   tiny N       case N of a tiny set, one per process (oclgrind)
  *   mma          small cases for the tensor-core backward (emulated here, native on NVIDIA GPUs)
- *   atomic       desc.atomic_dq (the tensor-core backward's atomic dQ) on the mma cases and some shapes
  *   varlen       packed variable-length batches (cu_seqlens) and per-sequence key counts, each
  *                sequence against the oracle on its own rows; rows no sequence owns never written
  */
@@ -34,9 +33,6 @@
 #define K_STORAGE 2.0
 
 static tu_tally backward_tally = {"backward", 0, 0};
-
-/* the atomic subset: desc.atomic_dq on every case (dQ's last bits then vary from run to run) */
-static int use_atomic;
 
 typedef struct bw_case {
     tu_case c;          /* layout: q, k, v, o; c.lse is always on (the backward needs it) */
@@ -281,7 +277,6 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const bw_case *bc, uint6
     }
     tu_attention_backward_f64(&r.p.c, r.p.x[0], r.p.x[1], r.p.x[2], r.dout, ref[0], ref[1], ref[2]);
     backward_storage(&r.p.c, bc->c.dtype, r.p.x[0], r.p.x[1], r.p.x[2], r.dout, pt[0], pt[1], pt[2]);
-    r.p.desc.atomic_dq = use_atomic;
     fa_cl_plan_info info;
     memset(&info, 0, sizeof info);
     fa_cl_status st;
@@ -319,7 +314,7 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const bw_case *bc, uint6
                      gname[i], err, bar, K_STORAGE);
         }
     }
-    if (!reference && !use_atomic) { /* the one-shot call gives the same bits as the plan */
+    if (!reference) { /* the one-shot call gives the same bits as the plan */
         double *again = (double *)malloc(nq * sizeof(double));
         int same = again != NULL;
         if (same && fa_cl_attention_backward(ctx, &r.p.desc, &r.args) == FA_CL_SUCCESS &&
@@ -402,17 +397,6 @@ static int run_mma(fa_cl_context *ctx, int argc, char **argv)
     (void)argc, (void)argv;
     for (int i = 0; i < TU_COUNT(mma_cases); i++)
         check_case(&backward_tally, ctx, &mma_cases[i], 700 + (uint64_t)i, 0);
-    return 0;
-}
-
-/* desc.atomic_dq: the tensor-core kernel's atomic dQ (others ignore the flag); the mma cases, and
- * a few of the shapes */
-static int run_atomic(fa_cl_context *ctx, int argc, char **argv)
-{
-    use_atomic = 1;
-    run_mma(ctx, argc, argv);
-    for (int i = 0; i < 6; i++)
-        check_case(&backward_tally, ctx, &all_cases[i], 500 + (uint64_t)i, 0);
     return 0;
 }
 
@@ -673,14 +657,6 @@ static const bw_case tiny_cases[] = {
     {{2, 2, 2, 9, 17, 32, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, NULL},
 };
 
-static int run_tiny(fa_cl_context *ctx, int argc, char **argv);
-
-static int run_tiny_atomic(fa_cl_context *ctx, int argc, char **argv)
-{
-    use_atomic = 1;
-    return run_tiny(ctx, argc, argv);
-}
-
 static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
 {
     const int i = argc > 0 ? atoi(argv[0]) : 0;
@@ -854,7 +830,7 @@ int main(int argc, char **argv)
     const tu_subset subsets[] = {
         {"shapes", run_shapes},       {"reference", run_reference}, {"determinism", run_determinism},
         {"invalid", run_invalid},     {"tiny", run_tiny},           {"mma", run_mma},
-        {"varlen", run_varlen},       {"atomic", run_atomic},       {"tiny-atomic", run_tiny_atomic},
+        {"varlen", run_varlen},
     };
     return tu_main(&backward_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

@@ -62,7 +62,6 @@ typedef struct options {
     const char *device; /* --device: FA_CL_DEVICE for this process */
     int check, reps, warmup, no_reference, lse, plan_timing;
     int backward; /* --backward: also time the backward and forward + backward (backward_row) */
-    int atomic_dq; /* --atomic-dq: desc.atomic_dq for the backward */
     int64_t *lens; /* --cache-seqlens (one.lens points here); freed by main */
     int64_t *varlen_q, *varlen_k; /* --varlen, --varlen-k (one.vq/vk point here); freed by main */
     int nvarlen_k;
@@ -744,7 +743,6 @@ static void backward_row(fa_cl_context *ctx, cl_kernel filler, const options *op
     cl_command_queue queue = fa_cl_context_queue(ctx);
     fa_cl_attention_desc d;
     shape_desc(s, &d);
-    d.atomic_dq = opt->atomic_dq;
     fa_cl_backward_plan *plan = NULL;
     fa_cl_status st = fa_cl_backward_plan_create(ctx, &d, &plan);
     if (st != FA_CL_SUCCESS) {
@@ -1075,7 +1073,6 @@ static void usage(FILE *f)
             "  --backward        also time the backward (dQ, dK, dV from dO; TFLOP/s counts 2.5x the forward's\n"
             "                    FLOPs) and the forward + backward (3.5x), beside the reference's backward, and\n"
             "                    check the gradients against it (dense shapes without score modifiers only)\n"
-            "  --atomic-dq       --backward with desc.atomic_dq (dQ by atomic adds where the kernel has them)\n"
             "  --check           also fail when a fused result is outside the tests' tolerance vs the reference\n"
             "  --plan-timing     only time plan creation (per shape); run twice for cold vs warm (the second\n"
             "                    process loads the programs from the on-disk cache, see FA_CL_CACHE_DIR)\n"
@@ -1202,7 +1199,7 @@ enum { PARSE_RUN, PARSE_EXIT_0, PARSE_ERROR };
 
 enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
-    OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_BACKWARD, OPT_ATOMIC_DQ, OPT_DEVICE, OPT_VERSION, OPT_HELP,
+    OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_BACKWARD, OPT_DEVICE, OPT_VERSION, OPT_HELP,
     OPT_CACHE_SEQLENS,
     OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK, OPT_KV_DTYPE
 };
@@ -1230,7 +1227,6 @@ static const struct option long_options[] = {
     {"no-reference", no_argument, NULL, OPT_NO_REFERENCE},
     {"no-lse", no_argument, NULL, OPT_NO_LSE},
     {"backward", no_argument, NULL, OPT_BACKWARD},
-    {"atomic-dq", no_argument, NULL, OPT_ATOMIC_DQ},
     {"device", required_argument, NULL, OPT_DEVICE},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
@@ -1398,7 +1394,6 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_NO_REFERENCE: o->no_reference = 1; break;
         case OPT_NO_LSE: o->lse = 0; break;
         case OPT_BACKWARD: o->backward = 1; break;
-        case OPT_ATOMIC_DQ: o->atomic_dq = o->backward = 1; break;
         case OPT_DEVICE:
             if (!check_device(optarg))
                 return PARSE_ERROR;

@@ -6,7 +6,7 @@
 
 #include "fa_cl_internal.h"
 
-#define FA_CL_BACKWARD_KEY_WORDS (FA_CL_DESC_KEY_WORDS + 17)
+#define FA_CL_BACKWARD_KEY_WORDS (FA_CL_DESC_KEY_WORDS + 16)
 
 /* A descriptor normalised for the backward: the forward's views (q, k, v, o, lse as the forward
  * reads and writes them) and the gradients' (dout like o, dq like q, dk like k, dv like v, each in
@@ -15,7 +15,7 @@ typedef struct fa_cl_backward_views {
     fa_cl_views fwd;
     /* bytes each gradient buffer must hold, and the byte range [begin, end) each view touches */
     uint64_t dout_begin, dout_bytes, dq_begin, dq_bytes, dk_begin, dk_bytes, dv_begin, dv_bytes;
-    uint64_t key[FA_CL_BACKWARD_KEY_WORDS]; /* the forward's key, the gradients' strides and offsets, atomic_dq */
+    uint64_t key[FA_CL_BACKWARD_KEY_WORDS]; /* the forward's key, then the gradients' strides and offsets */
     int aligned16; /* every row of q, k, v, o, dout, dq, dk, dv starts 16-byte aligned (16-byte loads, paired stores) */
 } fa_cl_backward_views;
 

@@ -19,7 +19,6 @@ struct fa_cl_backward_plan {
     cl_kernel kernels[FA_CL_BACKWARD_LAUNCHES]; /* fa_backward_dot, fa_backward_dkdv, fa_backward_dq */
     size_t global[FA_CL_BACKWARD_LAUNCHES], local[FA_CL_BACKWARD_LAUNCHES]; /* local 0: the driver's choice */
     cl_mem dsum;          /* D_i = rowsum(dO o O), float32 [B, heads_q, seqlen_q] */
-    cl_mem dq_accum;      /* desc.atomic_dq on nvidia-mma-backward: fp32 dQ sums [rows of dsum, head_dim] */
     size_t scratch_bytes;
     fa_cl_lock lock;      /* argument setting + enqueue must not interleave between threads */
     int refs;             /* guarded by ctx->lock: the caller's and the plan cache's references */
@@ -27,13 +26,6 @@ struct fa_cl_backward_plan {
 
 static const char *const entries[FA_CL_BACKWARD_LAUNCHES] = {"fa_backward_dot", "fa_backward_dkdv",
                                                              "fa_backward_dq"};
-/* the third launch of an atomic-dQ plan: dq from the sums the dkdv kernel added */
-static const char *const convert_entry = "fa_backward_dq_convert";
-
-static const char *entry_name(const fa_cl_backward_plan *plan, int i)
-{
-    return i == 2 && plan->tiles.atomic_dq ? convert_entry : entries[i];
-}
 
 static void plan_free(fa_cl_backward_plan *plan)
 {
@@ -41,8 +33,6 @@ static void plan_free(fa_cl_backward_plan *plan)
         fa_cl__kernel_give(plan->ctx, plan->kernels[i]);
     if (plan->dsum)
         clReleaseMemObject(plan->dsum);
-    if (plan->dq_accum)
-        clReleaseMemObject(plan->dq_accum);
     fa_cl_lock_destroy(&plan->lock);
     free(plan);
 }
@@ -71,10 +61,10 @@ static fa_cl_status build_kernels(fa_cl_context *ctx, fa_cl_backward_plan *plan)
         return st;
     for (int i = 0; i < FA_CL_BACKWARD_LAUNCHES && st == FA_CL_SUCCESS; i++) {
         cl_int err;
-        plan->kernels[i] = fa_cl__kernel_take(ctx, prog, entry_name(plan, i), &err);
+        plan->kernels[i] = fa_cl__kernel_take(ctx, prog, entries[i], &err);
         if (!plan->kernels[i])
             st = fa_cl__fail(ctx, err == CL_OUT_OF_HOST_MEMORY ? FA_CL_ERROR_OUT_OF_MEMORY : FA_CL_ERROR_OPENCL,
-                             "clCreateKernel(%s): %s (%d)", entry_name(plan, i), fa_cl__cl_error_name(err), (int)err);
+                             "clCreateKernel(%s): %s (%d)", entries[i], fa_cl__cl_error_name(err), (int)err);
     }
     clReleaseProgram(prog);
     return st;
@@ -98,12 +88,6 @@ static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_pl
         t->varlen_q = d->total_q > 0; /* -DFA_VARLEN_Q, _K, FA_SEQLENS (cl/fa_backward_common.cl) */
         t->varlen_k = d->total_k > 0;
         t->seqlens = d->kv_seqlens != 0;
-        /* desc.atomic_dq: where the tensor-core kernel takes it (dense q) and its dS^T tile fits */
-        if (d->atomic_dq && t->variant == FA_CL_KERNEL_NVIDIA_MMA_BACKWARD && d->total_q == 0 &&
-            t->local_mem_bytes + fa_cl_mma_backward_atomic_bytes(t->block_q) <= t->local_mem_budget) {
-            t->atomic_dq = 1;
-            t->local_mem_bytes += fa_cl_mma_backward_atomic_bytes(t->block_q);
-        }
         st = build_kernels(ctx, plan);
         if (st != FA_CL_SUCCESS && fa_cl_kernel_by_id(t->variant)->vendor && !t->ptx_emulated && !t->forced) {
             /* the tensor-core kernels did not compile on this driver: portable ones from now on */
@@ -125,7 +109,7 @@ static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_pl
         }
         size_t kwg = SIZE_MAX;
         cl_ulong klocal = 0;
-        for (int i = 1; i < (t->atomic_dq ? 2 : FA_CL_BACKWARD_LAUNCHES); i++) { /* the tiled kernels */
+        for (int i = 1; i < FA_CL_BACKWARD_LAUNCHES; i++) { /* the tiled kernels */
             size_t w = 0;
             cl_ulong l = 0;
             cl_int err = clGetKernelWorkGroupInfo(plan->kernels[i], ctx->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof w,
@@ -183,25 +167,10 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_backward_plan *plan)
     plan->global[1] = (size_t)kv_groups * (size_t)t->work_group_size;
     plan->global[2] = (size_t)q_groups * (size_t)t->work_group_size;
     plan->local[1] = plan->local[2] = (size_t)t->work_group_size;
-    if (t->atomic_dq) { /* the convert: one work-item per row, as the dot */
-        plan->global[2] = (size_t)rows;
-        plan->local[2] = 0;
-    }
-    const size_t dsum_bytes = (size_t)rows * sizeof(float);
-    const uint64_t accum_bytes = t->atomic_dq ? rows * (uint64_t)d->head_dim * sizeof(float) : 0;
-    if (accum_bytes > ctx->props.max_alloc_size)
-        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_backward_plan_create: desc.atomic_dq needs an fp32 "
-                           "dQ of %llu bytes, more than the device's largest allocation (%llu)",
-                           (unsigned long long)accum_bytes, (unsigned long long)ctx->props.max_alloc_size);
-    plan->scratch_bytes = dsum_bytes + (size_t)accum_bytes;
+    plan->scratch_bytes = (size_t)rows * sizeof(float);
     cl_int err;
-    plan->dsum = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, dsum_bytes, NULL, &err);
-    if (!plan->dsum)
-        return fa_cl__fail_cl(ctx, err, "fa_cl_backward_plan_create: clCreateBuffer (D)");
-    if (accum_bytes && !(plan->dq_accum = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, (size_t)accum_bytes, NULL,
-                                                         &err)))
-        return fa_cl__fail_cl(ctx, err, "fa_cl_backward_plan_create: clCreateBuffer (fp32 dQ)");
-    return FA_CL_SUCCESS;
+    plan->dsum = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, plan->scratch_bytes, NULL, &err);
+    return plan->dsum ? FA_CL_SUCCESS : fa_cl__fail_cl(ctx, err, "fa_cl_backward_plan_create: clCreateBuffer (D)");
 }
 
 fa_cl_status fa_cl__backward_plan_make(fa_cl_context *ctx, const fa_cl_backward_views *bv, fa_cl_backward_plan **out)
@@ -303,8 +272,6 @@ static cl_int set_args(const fa_cl_backward_plan *plan, cl_kernel kr, const fa_c
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &seqs[i]);
     for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &totals[i]);
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &plan->dq_accum);
     return err;
 }
 
@@ -320,14 +287,14 @@ fa_cl_status fa_cl__backward_plan_enqueue(fa_cl_backward_plan *plan, const fa_cl
         cl_int err = set_args(plan, plan->kernels[i], a);
         char what[96];
         if (err != CL_SUCCESS) {
-            snprintf(what, sizeof what, "clSetKernelArg(%s)", entry_name(plan, i));
+            snprintf(what, sizeof what, "clSetKernelArg(%s)", entries[i]);
             st = fa_cl__fail_cl(ctx, err, what);
         } else {
             err = clEnqueueNDRangeKernel(ctx->queue, plan->kernels[i], 1, NULL, &plan->global[i],
                                          plan->local[i] ? &plan->local[i] : NULL, i == 0 ? a->num_wait : 1,
                                          i == 0 ? a->wait : &prev, last ? a->done : &ev);
             if (err != CL_SUCCESS) {
-                snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", entry_name(plan, i));
+                snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", entries[i]);
                 st = fa_cl__fail_cl(ctx, err, what);
             }
         }

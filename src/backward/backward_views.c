@@ -84,14 +84,12 @@ static fa_cl_status resolve(const fa_cl_attention_desc *desc, fa_cl_backward_vie
         for (int i = 0; i < 3; i++)
             out->aligned16 = out->aligned16 && grad[t][i] % e16 == 0;
     }
-    d->atomic_dq = d->atomic_dq != 0;
     memcpy(out->key, out->fwd.key, sizeof out->fwd.key);
     for (int t = 0; t < 4; t++) {
         for (int i = 0; i < 3; i++)
             out->key[FA_CL_DESC_KEY_WORDS + 4 * t + i] = (uint64_t)grad[t][i];
         out->key[FA_CL_DESC_KEY_WORDS + 4 * t + 3] = (uint64_t)offs[t];
     }
-    out->key[FA_CL_DESC_KEY_WORDS + 16] = (uint64_t)d->atomic_dq;
     return FA_CL_SUCCESS;
 }
 

@@ -16,9 +16,9 @@
  * and the storage types (q_type .. o_type).
  * A new descriptor field must join the canonical key (desc_key below) and be checked here. */
 #define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, o_type) + sizeof(fa_cl_storage))
-/* 0.4 added the backward's gradient views (dout_stride .. dv_offset) and atomic_dq: the forward
- * ignores them, the backward checks them and adds them to its key (src/backward/backward_views.c). */
-#define FA_CL_DESC_V4_END (offsetof(fa_cl_attention_desc, atomic_dq) + sizeof(int))
+/* 0.4 added the backward's gradient views (dout_stride .. dv_offset): the forward ignores them, the
+ * backward checks them and adds them to its key (src/backward/backward_views.c). */
+#define FA_CL_DESC_V4_END (offsetof(fa_cl_attention_desc, dv_offset) + sizeof(size_t))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
 _Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V4_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");

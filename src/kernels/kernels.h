@@ -205,7 +205,5 @@ fa_cl_status fa_cl_plan_backward_tiles(const fa_cl_limits *lim, const fa_cl_tile
 #define FA_CL_MMA_BACKWARD_MAX_DIM 128
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward;
 size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16);
-/* What desc.atomic_dq adds: dS^T of a step, B x (B + 8) 16-bit values (cl/fa_backward_nv_mma.cl DSP). */
-size_t fa_cl_mma_backward_atomic_bytes(int block);
 
 #endif /* FA_CL_KERNELS_H */

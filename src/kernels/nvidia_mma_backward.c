@@ -8,8 +8,6 @@
 
 static const char *const files[] = {"fa_common.cl", "fa_nv_ptx.cl", "fa_backward_common.cl", "fa_backward_nv_mma.cl"};
 
-size_t fa_cl_mma_backward_atomic_bytes(int block) { return (size_t)block * (size_t)(block + 8) * 2; }
-
 size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16)
 {
     const size_t nbuf = aligned16 ? 2 : 1; /* cl/fa_backward_nv_mma.cl's NBUF: the streamed tiles' buffers */
@@ -59,8 +57,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
 
 static int options(const fa_cl_tiles *t, char *out, size_t n)
 {
-    return snprintf(out, n, "%s%s%s", t->aligned16 ? " -DFA_ALIGNED16" : "", t->ptx_emulated ? " -DFA_PTX_EMULATE" : "",
-                    t->atomic_dq ? " -DFA_BW_ATOMIC_DQ" : "");
+    return snprintf(out, n, "%s%s", t->aligned16 ? " -DFA_ALIGNED16" : "", t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward = {

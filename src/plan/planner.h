@@ -105,7 +105,6 @@ typedef struct fa_cl_tiles {
     int types[4];             /* 1 + FA_CL_TYPE_* of q, k, v, o where it differs from the dtype, else 0
                                  (FA_Q_DTYPE ... FA_O_DTYPE; the portable kernels) */
     int q8_copy;              /* nvidia-mma with q8_0 K/V: FA_Q8_COPY, the asynchronous copies' size; 0 = none */
-    int atomic_dq;            /* nvidia-mma-backward: dQ by atomic adds in the dK/dV kernel (FA_BW_ATOMIC_DQ) */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
