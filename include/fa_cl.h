@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /**
  * @file fa_cl.h
- * fa_cl — exact FlashAttention-2 forward for any OpenCL 1.2+ device.
+ * fa_cl — exact FlashAttention-2 forward and backward for any OpenCL 1.2+ device.
  *
  * O = softmax(scale * Q K^T + mask) V, computed in one pass over K/V per query block with the
  * online-softmax recurrence; no N x N matrix is ever stored. Every call is asynchronous on the
@@ -101,7 +101,7 @@ extern "C" {
 
 /**
  * Version of this header. ABI policy: before 1.0 a minor release may change the API and the ABI,
- * and the shared library's SONAME carries major and minor (libfa_cl.so.0.3); from 1.0 the SONAME
+ * and the shared library's SONAME carries major and minor (libfa_cl.so.0.4); from 1.0 the SONAME
  * carries the major only and, within a major, nothing is removed or renumbered.
  *
  * The extension rule (how new features arrive without breaking callers): every struct a caller
@@ -114,11 +114,11 @@ extern "C" {
  * instead of longer positional lists; the positional functions of 0.1 stay.
  */
 #define FA_CL_VERSION_MAJOR 0
-#define FA_CL_VERSION_MINOR 3 /**< see FA_CL_VERSION_MAJOR */
+#define FA_CL_VERSION_MINOR 4 /**< see FA_CL_VERSION_MAJOR */
 #define FA_CL_VERSION_PATCH 0 /**< see FA_CL_VERSION_MAJOR */
-#define FA_CL_VERSION_STRING "0.3.0" /**< the three numbers above as text */
+#define FA_CL_VERSION_STRING "0.4.0" /**< the three numbers above as text */
 
-/** The version of the library actually loaded ("0.3.0"), which may differ from the header's
+/** The version of the library actually loaded ("0.4.0"), which may differ from the header's
  *  FA_CL_VERSION_STRING when an application runs against another build. Static storage; thread-safe. */
 FA_CL_API const char *fa_cl_version(void);
 
