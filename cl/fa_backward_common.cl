@@ -74,7 +74,7 @@ inline fa_bw_seq fa_bw_sequence(int b, int seqlen_q, int seqlen_k, __global cons
 #ifdef FA_SEQLENS
     s.sk = clamp(kv_lens[b], 0, seqlen_k);
 #endif
-    (void)cu_q, (void)cu_k, (void)kv_lens, (void)total_q, (void)total_k;
+    (void)b, (void)cu_q, (void)cu_k, (void)kv_lens, (void)total_q, (void)total_k;
     return s;
 }
 

@@ -797,6 +797,25 @@ int main(void)
                   fa_cl_status_string(st), t.block_q, t.block_kv, t.rows_per_item, msg);
     }
 
+    /* NVIDIA with a mask, f32 at d = 64 on the portable kernels (nvidia-tf32x3 takes no mask):
+     * portable-tiled, not the rows kernel NVIDIA gets there otherwise (it failed the H200's varlen
+     * mask cases, session 7) */
+    {
+        const fa_cl_device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+        fa_cl_limits lim;
+        fa_cl_limits_for_device(&h200, &lim);
+        lim.nv_tf32 = 0; /* FA_CL_NV_TF32=0: the portable kernels for f32 */
+        const fa_cl_tile_request req = {64, FA_CL_F32, 63, 120, 1, 120};
+        fa_cl_tiles plain, masked;
+        char msg[256] = "";
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &plain, msg, sizeof msg);
+        fa_cl_limits_for_modifiers(&lim, 0, 1);
+        fa_cl_status sm = fa_cl_plan_tiles(&lim, &req, &masked, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_SUCCESS && sm == FA_CL_SUCCESS && plain.variant == FA_CL_KERNEL_PORTABLE &&
+                  masked.variant == FA_CL_KERNEL_PORTABLE_TILED, "NVIDIA, f32 d = 64: %s without a mask, %s with one "
+                  "(want portable, portable-tiled) %s", plain.kernel, masked.kernel, msg);
+    }
+
     /* few query rows (decode): the 64-row tensor-core block with 16 rows per warp, not 128 x 64 */
     {
         fa_cl_limits lim;

@@ -592,14 +592,8 @@ void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_c
     } else {
         fa_cl_plan *plan = NULL;
         st = fa_cl_plan_create(ctx, &p->desc, &plan);
-        const char *why = fa_cl_last_error(ctx);
-        if (st == FA_CL_ERROR_UNSUPPORTED &&
-            (strstr(why, "takes no") || strstr(why, "takes one storage type") || strstr(why, "not verified"))) {
-            /* logged, not counted (nor CTest's "SKIP: ": the suite's other cases count); a suite
-             * with nothing that ran fails (tu_finish) */
-            printf("skipped, refused by design: %s: %s\n", name, why);
+        if (tu_refused_by_design(ctx, st, name))
             return;
-        }
         if (st == FA_CL_SUCCESS) {
             fa_cl_plan_get_info(plan, &info);
             st = fa_cl_plan_run(plan, a);
@@ -783,6 +777,18 @@ void tu_result_format(const tu_result *r, const tu_problem *p, char *buf, size_t
                  "lse_clobbered %zu; first: %s",
                  r->bad, r->unwritten, r->clobbered, r->masked_bad, r->lse_bad, r->lse_unwritten, r->lse_clobbered,
                  r->first);
+}
+
+int tu_refused_by_design(fa_cl_context *ctx, fa_cl_status st, const char *name)
+{
+    const char *why = fa_cl_last_error(ctx);
+    if (st != FA_CL_ERROR_UNSUPPORTED ||
+        !(strstr(why, "takes no") || strstr(why, "takes one storage type") || strstr(why, "not verified")))
+        return 0;
+    /* logged, not counted (nor CTest's "SKIP: ": the suite's other cases count); a suite with
+     * nothing that ran fails (tu_finish) */
+    printf("skipped, refused by design: %s: %s\n", name, why);
+    return 1;
 }
 
 double tu_now_ms(void)

@@ -210,6 +210,10 @@ void tu_result_format(const tu_result *r, const tu_problem *p, char *buf, size_t
 void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_cl_forward_args *a, const double *ref_o,
                       const double *ref_lse, const char *name, int reference);
 
+/* A plan creation that a forced kernel (FA_CL_KERNEL_VARIANT) refuses by design (UNSUPPORTED:
+ * "takes no", "takes one storage type", "not verified"): logged as skipped, returns 1; else 0. */
+int tu_refused_by_design(fa_cl_context *ctx, fa_cl_status st, const char *name);
+
 /* Milliseconds since an arbitrary start. */
 double tu_now_ms(void);
 

@@ -119,10 +119,10 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
                                "yet: the portable kernels do", fa_cl_kernel_by_id(forced)->name,
                                score_mods ? "score modifiers (desc.softcap, desc.alibi, desc.sinks)"
                                           : "attention mask (desc.mask)");
-        if (score_mods && forced == FA_CL_KERNEL_PORTABLE && lim.rows_small_dims)
-            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=portable with score "
-                               "modifiers is not verified on NVIDIA GPUs (it failed the H200's tests): portable-tiled "
-                               "takes them");
+        if (forced == FA_CL_KERNEL_PORTABLE && lim.rows_small_dims)
+            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=portable with %s "
+                               "is not verified on NVIDIA GPUs (it failed the H200's tests): portable-tiled takes them",
+                               score_mods ? "score modifiers" : "an attention mask");
         fa_cl_limits_for_modifiers(&lim, score_mods, d->mask != FA_CL_MASK_NONE);
     }
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report

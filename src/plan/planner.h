@@ -130,10 +130,11 @@ int fa_cl_gqa_pack(int64_t group, int64_t seqlen_q, int env);
 int64_t fa_cl_split_count(const fa_cl_tiles *t, int64_t batch, int64_t head_columns, int64_t column_rows,
                           int64_t row_keys, int64_t seqlen_k, int slots, int forced);
 
-/* The limits a plan with score modifiers (softcap, ALiBi, sinks: the portable kernels; on NVIDIA
- * GPUs portable-tiled, not the rows kernel for small head_dims: that failed the H200's tests at
- * head_dim 64 with the softcap and ALiBi, sessions 5 and 6) or an attention mask (the portable
- * kernels and nvidia-mma) is made under. */
+/* The limits a plan with score modifiers (softcap, ALiBi, sinks: the portable kernels) or an
+ * attention mask (the portable kernels and nvidia-mma) is made under; on NVIDIA GPUs either takes
+ * portable-tiled, not the rows kernel for small head_dims: that failed the H200's tests at
+ * head_dim 64 with the softcap and ALiBi (sessions 5 and 6) and with a boolean mask over varlen
+ * f32 rows (session 7). */
 void fa_cl_limits_for_modifiers(fa_cl_limits *lim, int score_mods, int mask);
 
 /* Long rows: one fp32 accumulator summing many keys drifts (near-uniform weights, per-key sums:
