@@ -2,6 +2,7 @@
 /* Backward plans: tiles from the portable-backward family's rules, one program with its three
  * kernels (cl/fa_backward.cl), the D scratch, and the three launches of a call. */
 #include "backward/backward.h"
+#include "plan/plan.h"
 #include "program/build_options.h"
 
 #include <stdio.h>
@@ -275,37 +276,34 @@ static cl_int set_args(const fa_cl_backward_plan *plan, cl_kernel kr, const fa_c
     return err;
 }
 
+/* A backward plan's launch i for one call's buffers. */
+typedef struct backward_call {
+    const fa_cl_backward_plan *plan;
+    const fa_cl_backward_args *args;
+} backward_call;
+
+static fa_cl_status backward_step(void *data, int i, fa_cl_chain_step *s)
+{
+    const backward_call *c = (const backward_call *)data;
+    const fa_cl_backward_plan *plan = c->plan;
+    s->kernel = plan->kernels[i];
+    s->dims = 1;
+    s->global[0] = plan->global[i], s->global[1] = 1;
+    s->local[0] = plan->local[i], s->local[1] = 1;
+    s->name = entries[i];
+    const cl_int err = set_args(plan, plan->kernels[i], c->args);
+    if (err == CL_SUCCESS)
+        return FA_CL_SUCCESS;
+    char what[96];
+    snprintf(what, sizeof what, "clSetKernelArg(%s)", entries[i]);
+    return fa_cl__fail_cl(plan->ctx, err, what);
+}
+
 fa_cl_status fa_cl__backward_plan_enqueue(fa_cl_backward_plan *plan, const fa_cl_backward_args *a)
 {
-    fa_cl_context *ctx = plan->ctx;
-    fa_cl_status st = FA_CL_SUCCESS;
-    fa_cl_lock_acquire(&plan->lock);
-    cl_event prev = NULL; /* each launch after the previous one (also on an out-of-order queue) */
-    for (int i = 0; i < FA_CL_BACKWARD_LAUNCHES && st == FA_CL_SUCCESS; i++) {
-        const int last = i == FA_CL_BACKWARD_LAUNCHES - 1;
-        cl_event ev = NULL;
-        cl_int err = set_args(plan, plan->kernels[i], a);
-        char what[96];
-        if (err != CL_SUCCESS) {
-            snprintf(what, sizeof what, "clSetKernelArg(%s)", entries[i]);
-            st = fa_cl__fail_cl(ctx, err, what);
-        } else {
-            err = clEnqueueNDRangeKernel(ctx->queue, plan->kernels[i], 1, NULL, &plan->global[i],
-                                         plan->local[i] ? &plan->local[i] : NULL, i == 0 ? a->num_wait : 1,
-                                         i == 0 ? a->wait : &prev, last ? a->done : &ev);
-            if (err != CL_SUCCESS) {
-                snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", entries[i]);
-                st = fa_cl__fail_cl(ctx, err, what);
-            }
-        }
-        if (prev)
-            clReleaseEvent(prev);
-        prev = ev;
-    }
-    if (prev)
-        clReleaseEvent(prev);
-    fa_cl_lock_release(&plan->lock);
-    return st;
+    backward_call c = {plan, a};
+    return fa_cl__enqueue_chain(plan->ctx, &plan->lock, FA_CL_BACKWARD_LAUNCHES, backward_step, &c, a->num_wait,
+                                a->wait, a->done);
 }
 
 fa_cl_status fa_cl_backward_plan_run(fa_cl_backward_plan *plan, const fa_cl_backward_args *args)

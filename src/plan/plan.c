@@ -561,27 +561,27 @@ fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, con
     return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
 }
 
-fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
+fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int count, fa_cl_chain_fn prepare,
+                                  void *data, cl_uint num_wait, const cl_event *wait, cl_event *done)
 {
-    fa_cl_context *ctx = plan->ctx;
     fa_cl_status st = FA_CL_SUCCESS;
-    fa_cl_lock_acquire(&plan->lock);
+    fa_cl_lock_acquire(lock);
     /* launches run in order, each after the previous one (also on an out-of-order queue) */
     cl_event prev = NULL;
-    for (int i = 0; i < plan->nlaunches && st == FA_CL_SUCCESS; i++) {
-        const fa_cl_launch *l = &plan->launches[i];
-        const int last = i == plan->nlaunches - 1;
+    for (int i = 0; i < count && st == FA_CL_SUCCESS; i++) {
+        fa_cl_chain_step s;
+        memset(&s, 0, sizeof s);
         cl_event ev = NULL;
-        st = l->set_args(plan, l, a);
+        st = prepare(data, i, &s);
         if (st == FA_CL_SUCCESS) {
-            const size_t local[2] = {l->local, 1};
-            cl_int err = clEnqueueNDRangeKernel(ctx->queue, l->kernel, l->global[1] > 1 ? 2 : 1, NULL, l->global, local,
-                                                i == 0 ? a->num_wait : 1, i == 0 ? a->wait : &prev,
-                                                last ? a->done : &ev);
-            if (err != CL_SUCCESS)
-                st = fa_cl__fail_cl(ctx, err, l->kernel == plan->combine  ? "clEnqueueNDRangeKernel(fa_combine)"
-                                              : l->kernel == plan->append ? "clEnqueueNDRangeKernel(fa_append)"
-                                                                          : "clEnqueueNDRangeKernel(fa_forward)");
+            cl_int err = clEnqueueNDRangeKernel(ctx->queue, s.kernel, s.dims, NULL, s.global, s.local[0] ? s.local : NULL,
+                                                i == 0 ? num_wait : 1, i == 0 ? wait : &prev,
+                                                i == count - 1 ? done : &ev);
+            if (err != CL_SUCCESS) {
+                char what[96];
+                snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", s.name);
+                st = fa_cl__fail_cl(ctx, err, what);
+            }
         }
         if (prev)
             clReleaseEvent(prev);
@@ -589,8 +589,34 @@ fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
     }
     if (prev)
         clReleaseEvent(prev);
-    fa_cl_lock_release(&plan->lock);
+    fa_cl_lock_release(lock);
     return st;
+}
+
+/* A forward plan's launch i for one call's buffers. */
+typedef struct forward_call {
+    const fa_cl_plan *plan;
+    const fa_cl_forward_args *args;
+} forward_call;
+
+static fa_cl_status forward_step(void *data, int i, fa_cl_chain_step *s)
+{
+    const forward_call *c = (const forward_call *)data;
+    const fa_cl_plan *plan = c->plan;
+    const fa_cl_launch *l = &plan->launches[i];
+    s->kernel = l->kernel;
+    s->dims = l->global[1] > 1 ? 2 : 1;
+    s->global[0] = l->global[0], s->global[1] = l->global[1];
+    s->local[0] = l->local, s->local[1] = 1;
+    s->name = l->kernel == plan->combine ? "fa_combine" : l->kernel == plan->append ? "fa_append" : "fa_forward";
+    return l->set_args(plan, l, c->args);
+}
+
+fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
+{
+    forward_call c = {plan, a};
+    return fa_cl__enqueue_chain(plan->ctx, &plan->lock, plan->nlaunches, forward_step, &c, a->num_wait, a->wait,
+                                a->done);
 }
 
 fa_cl_status fa_cl_plan_run(fa_cl_plan *plan, const fa_cl_forward_args *args)

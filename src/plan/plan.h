@@ -43,6 +43,23 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_c
 /* Drop one reference; the last frees the plan. */
 void fa_cl__plan_unref(fa_cl_plan *plan);
 
+/* One launch of a chain: the kernel (its arguments set), its grid (local[0] 0: the driver's
+ * choice) and its entry's name for messages. */
+typedef struct fa_cl_chain_step {
+    cl_kernel kernel;
+    cl_uint dims;
+    size_t global[2], local[2];
+    const char *name;
+} fa_cl_chain_step;
+/* Sets launch i's arguments and describes it in *step. */
+typedef fa_cl_status (*fa_cl_chain_fn)(void *data, int i, fa_cl_chain_step *step);
+
+/* Enqueue count launches on ctx's queue under lock, each after the previous one (also on an
+ * out-of-order queue): the first waits for the caller's list, the last gives done. Forward and
+ * backward plans run through this. */
+fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int count, fa_cl_chain_fn prepare,
+                                  void *data, cl_uint num_wait, const cl_event *wait, cl_event *done);
+
 /* Enqueue the plan's launches for args (checked already, struct_size normalised). */
 fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *args);
 
