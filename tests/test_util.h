@@ -33,7 +33,8 @@ int tu_expect(tu_tally *t, int ok, const char *fmt, ...)
 #endif
     ;
 /* Print "<name>: N passed, N failed" and return the process exit code (0 only if none failed
- * and at least one check ran). */
+ * and at least one check ran; TU_EXIT_SKIP when nothing ran because a forced kernel refused every
+ * case by design, tu_refused_by_design). */
 int tu_finish(const tu_tally *t);
 
 /* ---- contexts --------------------------------------------------------------------------------- */
