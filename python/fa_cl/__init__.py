@@ -10,10 +10,10 @@ enqueued, not waited for). Dtypes: float32, float16, and bfloat16 as uint16 arra
 ml_dtypes.bfloat16 where installed). Errors the library reports raise FaClError (its status and
 message); shapes and dtypes that disagree raise ValueError / TypeError before any call.
 """
-from ._api import (Context, FaClError, default_context, flash_attn_func, flash_attn_varlen_func,
+from ._api import (Context, FaClError, default_context, flash_attn_backward, flash_attn_func, flash_attn_varlen_func,
                    flash_attn_with_kvcache, scaled_dot_product_attention)
 from ._lib import HEADER_VERSION, LIBRARY_VERSION
 
 __version__ = HEADER_VERSION
-__all__ = ["Context", "FaClError", "default_context", "flash_attn_func", "flash_attn_varlen_func",
+__all__ = ["Context", "FaClError", "default_context", "flash_attn_backward", "flash_attn_func", "flash_attn_varlen_func",
            "flash_attn_with_kvcache", "scaled_dot_product_attention", "LIBRARY_VERSION"]

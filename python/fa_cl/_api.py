@@ -104,6 +104,13 @@ class Context:
         if st:
             raise FaClError(st, lib.fa_cl_last_error(self._ptr).decode())
 
+    def run_backward(self, desc, args):
+        """The backward through the library's one-shot call (its plan cache holds the plan)."""
+        args.struct_size = ctypes.sizeof(args)
+        st = lib.fa_cl_attention_backward(self._ptr, ctypes.byref(desc), ctypes.byref(args))
+        if st:
+            raise FaClError(st, lib.fa_cl_last_error(self._ptr).decode())
+
     def close(self):
         if self._ptr:
             for plan in self._plans.values():
@@ -338,6 +345,43 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, 
     queue, not waited for) or numpy (copied; results as numpy)."""
     return _attention_bshd(q, k, v, softmax_scale, causal, window_size, return_lse, context, softcap=softcap,
                            alibi_slopes=alibi_slopes, sinks=sinks)
+
+
+def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale=None, causal=False, window_size=(-1, -1),
+                        context=None):
+    """The gradients of flash_attn_func (include/fa_cl.h "Backward"): dout, q, out [B, Sq, Hq, D], k and
+    v [B, Sk, Hkv, D], lse float32 [B, Hq, Sq] as flash_attn_func(..., return_lse=True) gave it, with
+    the same softmax_scale, causal and window_size. Returns (dq, dk, dv) shaped as q, k, v (with GQA
+    dk and dv sum over each kv head's query heads). Deterministic: the same inputs give the same bits.
+    One dtype for q, k, v, out and dout (f32, f16, bf16); arrays as flash_attn_func takes them."""
+    call = _Call([dout, q, k, v, out, lse], context)
+    dout, q, k, v, out = (call.device(a, n) for a, n in ((dout, "dout"), (q, "q"), (k, "k"), (v, "v"), (out, "out")))
+    lse = call.device(lse, "lse", np.float32)
+    for a, n in ((dout, "dout"), (q, "q"), (k, "k"), (v, "v"), (out, "out")):
+        _check_dim(a, n, 4)
+    dtype = _same_dtype([q, k, v, out, dout], ["q", "k", "v", "out", "dout"])
+    b, sq, hq, d = q.shape
+    _, sk, hkv, _ = k.shape
+    if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d or out.shape != q.shape or dout.shape != q.shape:
+        raise ValueError("fa_cl: q %s, k %s, v %s, out %s, dout %s disagree: q, out, dout [B, Sq, Hq, D], k and v "
+                         "[B, Sk, Hkv, D]" % tuple(tuple(a.shape) for a in (q, k, v, out, dout)))
+    if hkv == 0 or hq % hkv:
+        raise ValueError("fa_cl: %d query heads do not share %d key/value heads evenly" % (hq, hkv))
+    if tuple(lse.shape) != (b, hq, sq) or lse.dtype != np.float32 or not lse.flags.c_contiguous or lse.offset:
+        raise ValueError("fa_cl: lse must be a contiguous float32 [B, Hq, Sq] = %s array, got %s %s"
+                         % ((b, hq, sq), lse.dtype, tuple(lse.shape)))
+    desc = _desc(b, hq, hkv, sq, sk, d, dtype, softmax_scale, causal, window_size)
+    queue = call.ctx.queue
+    dq, dk, dv = (cla.empty(queue, a.shape, a.dtype) for a in (q, k, v))
+    order = (0, 2, 1)
+    for which, a, name in (("q", q, "q"), ("k", k, "k"), ("v", v, "v"), ("o", out, "out"), ("dout", dout, "dout"),
+                           ("dq", dq, "dq"), ("dk", dk, "dk"), ("dv", dv, "dv")):
+        _set_view(desc, which, a, name, order)
+    args = _lib.BackwardArgs()
+    args.q, args.k, args.v, args.o, args.lse, args.dout = (_mem(a) for a in (q, k, v, out, lse, dout))
+    args.dq, args.dk, args.dv = _mem(dq), _mem(dk), _mem(dv)
+    call.ctx.run_backward(desc, args)
+    return call.result(dq), call.result(dk), call.result(dv)
 
 
 def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False,

@@ -105,6 +105,7 @@ with open(header_path()) as _f:
 
 AttentionDesc = _parse_struct(_HEADER, "fa_cl_attention_desc")
 ForwardArgs = _parse_struct(_HEADER, "fa_cl_forward_args")
+BackwardArgs = _parse_struct(_HEADER, "fa_cl_backward_args")
 PlanInfo = _parse_struct(_HEADER, "fa_cl_plan_info")
 STATUS = _parse_enum(_HEADER, "fa_cl_status")
 DTYPE = _parse_enum(_HEADER, "fa_cl_dtype")
@@ -130,6 +131,7 @@ _SIGNATURES = {
     "fa_cl_plan_get_info_sized": (ctypes.c_int, [_P, ctypes.POINTER(PlanInfo), ctypes.c_size_t]),
     "fa_cl_plan_run": (ctypes.c_int, [_P, ctypes.POINTER(ForwardArgs)]),
     "fa_cl_plan_release": (None, [_P]),
+    "fa_cl_attention_backward": (ctypes.c_int, [_P, ctypes.POINTER(AttentionDesc), ctypes.POINTER(BackwardArgs)]),
 }
 for _name, (_res, _args) in _SIGNATURES.items():
     _fn = getattr(lib, _name)

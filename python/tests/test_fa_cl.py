@@ -330,3 +330,68 @@ def test_plot_writes_a_png(tmp_path):
                         "-o", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def backward_oracle(q, k, v, dout, scale=None, causal=False, window=(-1, -1)):
+    """float64 gradients of flash_attn_func on [B, S, H, D] arrays: P from the softmax, D = rowsum(dO o O),
+    dS = P (dP - D); GQA: dk, dv summed over each kv head's query heads."""
+    b, sq, hq, d = q.shape
+    sk, hkv = k.shape[1], k.shape[2]
+    scale = 1.0 / np.sqrt(d) if scale is None else scale
+    dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+    i = np.arange(sq)[:, None] + sk - sq
+    j = np.arange(sk)[None, :]
+    vis = np.ones((sq, sk), bool)
+    if causal:
+        vis &= j <= i
+    if window[0] >= 0:
+        vis &= j >= i - window[0]
+    if window[1] >= 0:
+        vis &= j <= i + window[1]
+    for bi in range(b):
+        for h in range(hq):
+            kh = h // (hq // hkv)
+            s = np.where(vis, (q[bi, :, h] @ k[bi, :, kh].T) * scale, -np.inf)
+            m = s.max(axis=1, keepdims=True)
+            p = np.where(vis, np.exp(s - np.where(np.isfinite(m), m, 0)), 0.0)
+            den = p.sum(axis=1, keepdims=True)
+            p = np.divide(p, den, out=np.zeros_like(p), where=den > 0)
+            o = p @ v[bi, :, kh]
+            dd = (dout[bi, :, h] * o).sum(axis=1, keepdims=True)
+            dp = dout[bi, :, h] @ v[bi, :, kh].T
+            ds = p * (dp - dd)
+            dq[bi, :, h] = scale * ds @ k[bi, :, kh]
+            dk[bi, :, kh] += scale * ds.T @ q[bi, :, h]
+            dv[bi, :, kh] += p.T @ dout[bi, :, h]
+    return dq, dk, dv
+
+
+@pytest.mark.parametrize("dtype,causal,window,hkv", [("f32", False, (-1, -1), 4), ("f16", True, (-1, -1), 2),
+                                                      ("bf16", False, (8, 3), 1)])
+def test_flash_attn_backward(dtype, causal, window, hkv):
+    rng = np.random.default_rng(11)
+    b, sq, sk, hq, d = 2, 37, 45, 4, 32
+    q, k, v = make((b, sq, hq, d), dtype, rng), make((b, sk, hkv, d), dtype, rng), make((b, sk, hkv, d), dtype, rng)
+    dout = make((b, sq, hq, d), dtype, rng)
+    o, lse = fa_cl.flash_attn_func(q, k, v, causal=causal, window_size=window, return_lse=True)
+    dq, dk, dv = fa_cl.flash_attn_backward(dout, q, k, v, o, lse, causal=causal, window_size=window)
+    ref = backward_oracle(value(q, dtype), value(k, dtype), value(v, dtype), value(dout, dtype), causal=causal,
+                          window=window)
+    a, r = TOL[dtype]
+    for name, got, want in zip(("dq", "dk", "dv"), (dq, dk, dv), ref):
+        got = value(got, dtype)
+        # the C tests' bar for gradients (tests/tolerance.h, fa_cl_tolerance_grad_ok): abs scaled by the tensor
+        bar = a * max(1.0, np.abs(want).max()) + r * np.abs(want)
+        assert got.shape == want.shape and np.all(np.abs(got - want) <= bar), \
+            "%s: max error %g" % (name, np.abs(got - want).max())
+    again = fa_cl.flash_attn_backward(dout, q, k, v, o, lse, causal=causal, window_size=window)
+    assert all(np.array_equal(x, y) for x, y in zip((dq, dk, dv), again)), "not bitwise reproducible"
+
+
+def test_flash_attn_backward_bad_lse():
+    rng = np.random.default_rng(3)
+    q = make((1, 8, 2, 16), "f32", rng)
+    o, lse = fa_cl.flash_attn_func(q, q, q, return_lse=True)
+    with pytest.raises(ValueError):
+        fa_cl.flash_attn_backward(q, q, q, q, o, lse[:, :1])
+
