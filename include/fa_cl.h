@@ -642,12 +642,16 @@ FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const f
  *    field. The reference (fa_cl_reference_backward) takes dense problems only.
  *  - Determinism: no atomics; every sum runs in a fixed order, so the same plan on the same device
  *    gives bitwise-identical gradients (dQ is computed by its own pass over the key blocks rather
- *    than accumulated across work-groups: FlashAttention-2 adds it with atomics instead).
- *  - Plans and launches: a backward plan (fa_cl_backward_plan_create) holds three kernels of the
- *    family "portable-backward" (cl/fa_backward.cl): D = rowsum(dO o O) into the plan's scratch
- *    (4 * B * heads_q * seqlen_q bytes), dK and dV per block of keys, dQ per block of queries.
- *    fa_cl_plan_info describes the key-block launch (block_q: query rows per step, block_kv: its
- *    keys; the tiles of docs/design.md "Backward").
+ *    than accumulated across work-groups: FlashAttention-2 adds it with atomics instead; that form
+ *    was measured and was not faster, docs/performance.md).
+ *  - Plans and launches: a backward plan (fa_cl_backward_plan_create) holds the three kernels of
+ *    one family: D = rowsum(dO o O) into the plan's scratch (4 bytes per row of the LSE), dK and dV
+ *    per block of keys, dQ per block of queries. "nvidia-mma-backward" (cl/fa_backward_nv_mma.cl:
+ *    NVIDIA tensor cores, compute capability >= 8.0, f16/bf16, head_dim <= 128; FA_CL_VENDOR_PATH=0
+ *    or FA_CL_KERNEL_VARIANT=portable / portable-tiled turn it off) where it applies, else
+ *    "portable-backward" (cl/fa_backward.cl, every device). fa_cl_plan_info (kernel, block_q and
+ *    block_kv: the tiles of docs/design.md "The backward", scratch_bytes) says which. A device whose
+ *    local memory cannot hold the smallest tile (32 KiB at head_dim 256) gets UNSUPPORTED.
  * Buffers: q, k, v, o, lse and dout are read, dq, dk, dv written. The outputs must not overlap each
  * other or any input (byte extents, as in the forward); otherwise FA_CL_ERROR_INVALID_ARGUMENT.
  */
@@ -693,8 +697,8 @@ typedef struct fa_cl_backward_plan fa_cl_backward_plan;
 FA_CL_API fa_cl_status fa_cl_backward_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *desc,
                                                   fa_cl_backward_plan **out);
 
-/** What a backward plan chose, as fa_cl_plan_get_info_sized (kernel "portable-backward", launches 3,
- *  scratch_bytes the D buffer). Thread-safe. */
+/** What a backward plan chose, as fa_cl_plan_get_info_sized (kernel "nvidia-mma-backward" or
+ *  "portable-backward", launches 3, scratch_bytes the D buffer). Thread-safe. */
 FA_CL_API fa_cl_status fa_cl_backward_plan_get_info_sized(const fa_cl_backward_plan *plan, fa_cl_plan_info *out,
                                                           size_t struct_size);
 
