@@ -879,5 +879,45 @@ int main(void)
                   "head_dim 300 with an 8-byte message buffer: %s, message '%s' (truncated)", fa_cl_status_string(st),
                   msg);
     }
+    /* the backward's tiles (docs/design.md "The backward"): the largest block whose tiles fit, on
+     * CPUs (the 128 KiB cache share), 64 and 32 KiB GPUs; and the tensor-core family's on NVIDIA */
+    {
+        const struct { size_t local; int global, nv, d, aligned; fa_cl_dtype t; int want_b, tm; size_t bytes;
+                       fa_cl_kernel_id k; } bc[] = {
+            {8 * 1024 * KIB, 1, 0, 128, 1, FA_CL_F32, 32, 2, 76288, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {8 * 1024 * KIB, 1, 0, 256, 1, FA_CL_F32, 16, 2, 68864, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {64 * KIB, 0, 0, 64, 1, FA_CL_F16, 32, 2, 43520, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {64 * KIB, 0, 0, 128, 1, FA_CL_F16, 16, 2, 36096, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {64 * KIB, 0, 0, 256, 1, FA_CL_F16, 8, 1, 33920, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {32 * KIB, 0, 0, 256, 1, FA_CL_F16, 0, 0, 0, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {227 * KIB, 0, 1, 128, 1, FA_CL_F16, 64, 16, 105472, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
+            {227 * KIB, 0, 1, 128, 0, FA_CL_BF16, 64, 16, 70144, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
+            {227 * KIB, 0, 1, 64, 1, FA_CL_F16, 64, 16, 56320, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
+            {227 * KIB, 0, 1, 160, 1, FA_CL_F16, 32, 2, 4 * ((2 * 32 + 2 * 32) * 164 + 2 * 32 * 33 + 64),
+             FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {227 * KIB, 0, 1, 128, 1, FA_CL_F32, 32, 2, 76288, FA_CL_KERNEL_PORTABLE_BACKWARD},
+        };
+        for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
+            fa_cl_limits lim;
+            memset(&lim, 0, sizeof lim);
+            lim.local_mem_size = bc[i].local;
+            lim.local_mem_is_global = bc[i].global;
+            lim.max_work_group = 1024;
+            lim.nv_mma = bc[i].nv;
+            const fa_cl_tile_request req = {bc[i].d, bc[i].t, 4096, 4096, bc[i].aligned, 4096};
+            fa_cl_tiles t;
+            char msg[256] = "";
+            const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+            const int ok = bc[i].want_b == 0 ? st == FA_CL_ERROR_UNSUPPORTED
+                                             : st == FA_CL_SUCCESS && t.variant == bc[i].k && t.block_q == bc[i].want_b &&
+                                                   t.block_kv == bc[i].want_b && t.rows_per_item == bc[i].tm &&
+                                                   t.local_mem_bytes == bc[i].bytes;
+            tu_expect(&tally, ok, "backward, %zu KiB%s, head_dim %d %s: %s %s %dx%d rows %d, %zu bytes (want %s%dx%d, "
+                      "%zu) %s", bc[i].local / KIB, bc[i].nv ? " NVIDIA" : "", bc[i].d, tu_dtype_name(bc[i].t),
+                      fa_cl_status_string(st), st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv,
+                      t.rows_per_item, t.local_mem_bytes, bc[i].want_b ? "" : "UNSUPPORTED, not ", bc[i].want_b,
+                      bc[i].want_b, bc[i].bytes, msg);
+        }
+    }
     return tu_finish(&tally);
 }
