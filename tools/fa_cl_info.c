@@ -260,6 +260,9 @@ typedef struct decode_row {
     char msg[256];
 } decode_row;
 
+/* feature rows of the plans (feature_rows below) */
+#define N_FEATURES 4
+
 typedef struct device_report {
     int p, d;
     int is_default;
@@ -273,10 +276,10 @@ typedef struct device_report {
     plan_row plans[N_PLANS];
     decode_row decode[N_DECODE];
     /* prefill plans (head_dim 128, f16, N 4096) with a feature that not every kernel takes: score
-     * modifiers, an attention mask, K/V in another storage type (feature_rows) */
-    fa_cl_tiles feat_tiles[3];
-    fa_cl_status feat_status[3];
-    char feat_msg[3][256];
+     * modifiers, an attention mask, K/V in another storage type, the backward (feature_rows) */
+    fa_cl_tiles feat_tiles[N_FEATURES];
+    fa_cl_status feat_status[N_FEATURES];
+    char feat_msg[N_FEATURES][256];
     char notes[FA_CL_NOTES_CAPACITY]; /* fa_cl_context_notes of a context on the device (program cache) */
 } device_report;
 
@@ -377,13 +380,18 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
         fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, f != 2, 4096};
         r->feat_status[f] = fa_cl_plan_tiles(&lim, &req, &r->feat_tiles[f], r->feat_msg[f], sizeof r->feat_msg[f]);
     }
+    /* the backward's key-block tiles (src/backward/backward_plan.c plans the same) */
+    const fa_cl_tile_request breq = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+    r->feat_status[3] = fa_cl_plan_backward_tiles(&r->limits, &breq, &r->feat_tiles[3], r->feat_msg[3],
+                                                  sizeof r->feat_msg[3]);
 }
 
 /* the features of device_report.feat_*: the table's label and the JSON key */
-static const char *const feature_rows[3][2] = {
+static const char *const feature_rows[N_FEATURES][2] = {
     {"Score modifiers (softcap, ALiBi, sinks)", "modifiers"},
     {"Attention mask (desc.mask)", "mask"},
     {"K/V in another storage type (f16 with f32 q, q8_0)", "storage"},
+    {"The backward (dQ, dK, dV)", "backward"},
 };
 
 static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, device_report *r)
@@ -567,7 +575,7 @@ static void human_plans(const device_report *r)
                    (unsigned long long)d->scratch);
     }
     printf("    Plans with a feature not every kernel takes (head_dim 128, f16, N 4096):\n");
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < N_FEATURES; f++) {
         if (r->feat_status[f] == FA_CL_SUCCESS)
             printf("      %-52s %s %dx%d\n", feature_rows[f][0], r->feat_tiles[f].kernel, r->feat_tiles[f].block_q,
                    r->feat_tiles[f].block_kv);
@@ -775,8 +783,8 @@ static void json_plans(json *w, const device_report *r)
             json_close(w, '}');
         }
         json_close(w, ']');
-        /* plans with a score modifier, a mask, K/V in another type (head_dim 128, f16, N 4096) */
-        for (int f = 0; f < 3; f++) {
+        /* plans with a score modifier, a mask, K/V in another type, the backward (head_dim 128, f16) */
+        for (int f = 0; f < N_FEATURES; f++) {
             const int ok = r->feat_status[f] == FA_CL_SUCCESS;
             json_open(w, feature_rows[f][1], '{');
             json_str(w, "error", ok ? NULL : r->feat_msg[f]);
