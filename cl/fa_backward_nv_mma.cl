@@ -71,6 +71,10 @@ inline __attribute__((always_inline)) void fa_bw_tile16_async(__local ushort *ti
                                                               ulong base, long stride, int first, int count,
                                                               int limit, int lid)
 {
+    if (WG % CH == 0 && count * CH % WG == 0 && first + count <= limit) {
+        fa_cp_rows16(tile, ROW, src + base + (ulong)first * (ulong)stride, stride, count, CH, WG, HEAD_DIM, lid);
+        return;
+    }
     for (int e = lid; e < count * CH; e += WG) {
         const int r = e / CH, c = e % CH;
         const int valid = first + r < limit && 8 * c < HEAD_DIM;
@@ -218,8 +222,8 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             for (int nt = 0; nt < NTQ; nt++) {
                 const int r = nt * 8 + 2 * t4;
                 const float l0 = l_s[r], l1 = l_s[r + 1], d0 = d_s[r], d1 = d_s[r + 1];
-                float4 p = (float4)(FA_EXP2(st[nt].x * scale_log2 - l0), FA_EXP2(st[nt].y * scale_log2 - l1),
-                                    FA_EXP2(st[nt].z * scale_log2 - l0), FA_EXP2(st[nt].w * scale_log2 - l1));
+                float4 p = (float4)(fa_ex2(st[nt].x * scale_log2 - l0), fa_ex2(st[nt].y * scale_log2 - l1),
+                                    fa_ex2(st[nt].z * scale_log2 - l0), fa_ex2(st[nt].w * scale_log2 - l1));
                 float4 ds = p * (dpt[nt] - (float4)(d0, d1, d0, d1));
                 if (!clean) {
                     const long ka0 = key0 + g, ka1 = key0 + g + 8, ra = (long)i0 + r;
@@ -377,8 +381,8 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         uint dsa[NTK / 2][4];
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NTK; nt++) {
-            float4 p = (float4)(FA_EXP2(s[nt].x * scale_log2 - lr[0]), FA_EXP2(s[nt].y * scale_log2 - lr[0]),
-                                FA_EXP2(s[nt].z * scale_log2 - lr[1]), FA_EXP2(s[nt].w * scale_log2 - lr[1]));
+            float4 p = (float4)(fa_ex2(s[nt].x * scale_log2 - lr[0]), fa_ex2(s[nt].y * scale_log2 - lr[0]),
+                                fa_ex2(s[nt].z * scale_log2 - lr[1]), fa_ex2(s[nt].w * scale_log2 - lr[1]));
             float4 ds = p * (dp[nt] - (float4)(dr[0], dr[0], dr[1], dr[1]));
             if (!clean) {
                 const long key = (long)j0 + nt * 8 + 2 * t4, ra = wr0 + g;

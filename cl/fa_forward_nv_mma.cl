@@ -190,6 +190,15 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
         page[i] = (e < BLOCK_KV * CH && key < limit) ? clamp(kmap.table[key / FA_PAGE_SIZE], 0, kmap.last) : 0;
     }
 #endif
+#if !defined(FA_PAGED) && WG % CH == 0 && FA_COPIES * WG == BLOCK_KV * CH
+    if (first + BLOCK_KV <= limit) { /* every row is in the sequence */
+        fa_cp_rows16(kt, ROW, kg + kmap.base + (ulong)first * (ulong)kmap.stride, kmap.stride, BLOCK_KV, CH, WG,
+                     HEAD_DIM, lid);
+        fa_cp_rows16(vt, ROW, vg + vmap.base + (ulong)first * (ulong)vmap.stride, vmap.stride, BLOCK_KV, CH, WG,
+                     HEAD_DIM, lid);
+        return;
+    }
+#endif
     FA_PRAGMA_UNROLL
     for (int i = 0; i < FA_COPIES; i++) {
         const int e = lid + i * WG;
@@ -451,7 +460,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
 #endif
         /* mask, unless every row of the warp sees every key of the block; scores stay raw (the
-         * scale goes into the exponent with the difference: 2^((s - m) c), see cl/fa_forward.cl) */
+         * scale goes into the exponent: 2^(s c - m c), below) */
         if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
             FA_PRAGMA_UNROLL
             for (int mt = 0; mt < MT; mt++) {
@@ -484,25 +493,33 @@ void fa_forward(FA_FORWARD_PARAMS)
             mx0 = fmax(mx0, fa_shfl_xor(mx0, 2 FA_EMU_ARG));
             mx1 = fmax(mx1, fa_shfl_xor(mx1, 1 FA_EMU_ARG));
             mx1 = fmax(mx1, fa_shfl_xor(mx1, 2 FA_EMU_ARG));
-            float u0 = (mx0 == -INFINITY) ? 0.0f : mx0, u1 = (mx1 == -INFINITY) ? 0.0f : mx1;
-            float d0 = native_exp2((m[mt][0] - u0) * scale_log2), d1 = native_exp2((m[mt][1] - u1) * scale_log2);
+            /* the scale folded into one fma per score: 2^(s c - u c) (FlashAttention-2's form) */
+            const float uc0 = (mx0 == -INFINITY) ? 0.0f : mx0 * scale_log2;
+            const float uc1 = (mx1 == -INFINITY) ? 0.0f : mx1 * scale_log2;
+            /* what is held is rescaled only where a row's maximum grew (in most blocks of a long
+             * row none does; a branch per warp) */
+            float d0 = 1.0f, d1 = 1.0f;
+            if (mx0 != m[mt][0] || mx1 != m[mt][1]) {
+                d0 = fa_ex2(fma(m[mt][0], scale_log2, -uc0));
+                d1 = fa_ex2(fma(m[mt][1], scale_log2, -uc1));
+                FA_PRAGMA_UNROLL
+                for (int dt = 0; dt < DT; dt++)
+                    acc[mt][dt] *= (float4)(d0, d0, d1, d1);
+            }
             m[mt][0] = mx0;
             m[mt][1] = mx1;
             float sum0 = 0.0f, sum1 = 0.0f;
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NT; nt++) {
-                s[mt][nt].x = native_exp2((s[mt][nt].x - u0) * scale_log2);
-                s[mt][nt].y = native_exp2((s[mt][nt].y - u0) * scale_log2);
-                s[mt][nt].z = native_exp2((s[mt][nt].z - u1) * scale_log2);
-                s[mt][nt].w = native_exp2((s[mt][nt].w - u1) * scale_log2);
+                s[mt][nt].x = fa_ex2(fma(s[mt][nt].x, scale_log2, -uc0));
+                s[mt][nt].y = fa_ex2(fma(s[mt][nt].y, scale_log2, -uc0));
+                s[mt][nt].z = fa_ex2(fma(s[mt][nt].z, scale_log2, -uc1));
+                s[mt][nt].w = fa_ex2(fma(s[mt][nt].w, scale_log2, -uc1));
                 sum0 += s[mt][nt].x + s[mt][nt].y;
                 sum1 += s[mt][nt].z + s[mt][nt].w;
             }
             l[mt][0] = l[mt][0] * d0 + sum0; /* partial over this lane's keys; the 4 lanes are added at the end */
             l[mt][1] = l[mt][1] * d1 + sum1;
-            FA_PRAGMA_UNROLL
-            for (int dt = 0; dt < DT; dt++)
-                acc[mt][dt] *= (float4)(d0, d0, d1, d1);
         }
 
         /* O += P V: the accumulator layout of two S tiles is the A fragment of 16 keys */
@@ -558,8 +575,8 @@ void fa_forward(FA_FORWARD_PARAMS)
                 for (int r = 0; r < 2; r++) {
                     const float mw = r ? ml.y : ml.x, lw = r ? ml.w : ml.z;
                     const float mx = fmax(m[0][r], mw), mu = mx == -INFINITY ? 0.0f : mx;
-                    f[r][0] = native_exp2((m[0][r] - mu) * scale_log2);
-                    f[r][1] = native_exp2((mw - mu) * scale_log2);
+                    f[r][0] = fa_ex2((m[0][r] - mu) * scale_log2);
+                    f[r][1] = fa_ex2((mw - mu) * scale_log2);
                     l[0][r] = l[0][r] * f[r][0] + lw * f[r][1];
                     m[0][r] = mx;
                 }

@@ -63,6 +63,14 @@ inline void fa_tf_load_tile(__local float *tile, int pitch, __global const float
 inline void fa_tf_load_tile_async(__local float *tile, int pitch, __global const float *src, fa_row_map map,
                                   int first, int limit, int lid)
 {
+#ifndef FA_PAGED
+    if (WG % CH == 0 && BLOCK_KV * CH % WG == 0 && first + BLOCK_KV <= limit) { /* 16 bytes = 8 ushorts */
+        fa_cp_rows16((__local ushort *)tile, 2 * pitch, (__global const ushort *)(src + fa_kv_row(map, first)),
+                     2 * map.stride, BLOCK_KV, CH, WG, 2 * HEAD_DIM, lid);
+        fa_cp_async_commit();
+        return;
+    }
+#endif
     for (int e = lid; e < BLOCK_KV * CH; e += WG) {
         int r = e / CH, c = e % CH;
         int valid = first + r < limit && 4 * c < HEAD_DIM;
@@ -183,7 +191,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
 
         /* mask, unless every row of the warp sees every key of the block; scores stay raw (the
-         * scale goes into the exponent with the difference: 2^((s - m) c), see cl/fa_forward.cl) */
+         * scale goes into the exponent: 2^(s c - m c), below) */
         if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
             int lo0, hi0, lo1, hi1;
             FA_ROW_RANGE(row0, &lo0, &hi0);
@@ -209,25 +217,32 @@ void fa_forward(FA_FORWARD_PARAMS)
         mx0 = fmax(mx0, fa_shfl_xor(mx0, 2 FA_EMU_ARG));
         mx1 = fmax(mx1, fa_shfl_xor(mx1, 1 FA_EMU_ARG));
         mx1 = fmax(mx1, fa_shfl_xor(mx1, 2 FA_EMU_ARG));
-        const float u0 = (mx0 == -INFINITY) ? 0.0f : mx0, u1 = (mx1 == -INFINITY) ? 0.0f : mx1;
-        const float d0 = FA_EXP2((m0 - u0) * scale_log2), d1 = FA_EXP2((m1 - u1) * scale_log2);
+        /* as in cl/fa_forward_nv_mma.cl: 2^(s c - u c) by one fma, and a rescale only where a row's
+         * maximum grew */
+        const float uc0 = (mx0 == -INFINITY) ? 0.0f : mx0 * scale_log2;
+        const float uc1 = (mx1 == -INFINITY) ? 0.0f : mx1 * scale_log2;
+        float d0 = 1.0f, d1 = 1.0f;
+        if (mx0 != m0 || mx1 != m1) {
+            d0 = fa_ex2(fma(m0, scale_log2, -uc0));
+            d1 = fa_ex2(fma(m1, scale_log2, -uc1));
+            FA_PRAGMA_UNROLL
+            for (int dt = 0; dt < DT; dt++)
+                acc[dt] *= (float4)(d0, d0, d1, d1);
+        }
         m0 = mx0;
         m1 = mx1;
         float sum0 = 0.0f, sum1 = 0.0f;
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NT; nt++) {
-            s[nt].x = FA_EXP2((s[nt].x - u0) * scale_log2);
-            s[nt].y = FA_EXP2((s[nt].y - u0) * scale_log2);
-            s[nt].z = FA_EXP2((s[nt].z - u1) * scale_log2);
-            s[nt].w = FA_EXP2((s[nt].w - u1) * scale_log2);
+            s[nt].x = fa_ex2(fma(s[nt].x, scale_log2, -uc0));
+            s[nt].y = fa_ex2(fma(s[nt].y, scale_log2, -uc0));
+            s[nt].z = fa_ex2(fma(s[nt].z, scale_log2, -uc1));
+            s[nt].w = fa_ex2(fma(s[nt].w, scale_log2, -uc1));
             sum0 += s[nt].x + s[nt].y;
             sum1 += s[nt].z + s[nt].w;
         }
         l0 = l0 * d0 + sum0; /* partial over this lane's keys; the 4 lanes are added at the end */
         l1 = l1 * d1 + sum1;
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++)
-            acc[dt] *= (float4)(d0, d0, d1, d1);
 
         /* O += P V, 8 keys at a time: S tile nt is the A fragment (slot t4 = key 2t4, t4+4 = 2t4+1) */
         FA_PRAGMA_UNROLL

@@ -60,6 +60,16 @@ inline void fa_mma(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0, uin
     *acc = (float4)(c0, c1, c2, c3);
 }
 
+/* 2^x on the SFU with subnormal results flushed to zero. native_exp2 becomes ex2.approx.f32, for
+ * which ptxas wraps every MUFU.EX2 in a range test and two conditional multiplies (subnormal
+ * results); a probability below 2^-126 is 0 to the softmax either way. */
+inline float fa_ex2(float x)
+{
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+
 inline float fa_shfl_xor(float x, uint mask)
 {
     uint r;
@@ -256,6 +266,12 @@ inline void fa_mma(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0, uin
     *acc = (float4)(c[0], c[1], c[2], c[3]);
 }
 
+#ifdef FA_NATIVE_EXP
+inline float fa_ex2(float x) { return native_exp2(x); }
+#else
+inline float fa_ex2(float x) { return exp2(x); }
+#endif
+
 inline float fa_shfl_xor(float x, uint mask, __local uint *emu)
 {
     const int lane = fa_emu_lane();
@@ -321,3 +337,18 @@ inline void fa_mma_tf32(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0
 }
 
 #endif /* FA_PTX_EMULATE */
+
+/* A full block of `rows` rows of 16-byte chunks (`ch` a row, at most head_dim / 8 of them real) by
+ * cp.async, from src (the block's first row, `stride` elements apart) into dst (`pitch` apart).
+ * With wg % ch == 0 a work-item's chunks are one column of every (wg / ch)-th row: one pointer
+ * and a constant step, where the generic loop spends a 64-bit multiply and selects per copy.
+ * Chunks past head_dim are zero-filled from src (in bounds). rows * ch must be a multiple of wg. */
+inline __attribute__((always_inline)) void fa_cp_rows16(__local ushort *dst, int pitch, __global const ushort *src,
+                                                        long stride, int rows, int ch, int wg, int head_dim, int lid)
+{
+    const int r0 = lid / ch, c = lid % ch, cv = 8 * c < head_dim;
+    const long step = (long)(wg / ch) * stride;
+    __global const ushort *p = src + (cv ? (long)r0 * stride + 8 * c : 0);
+    for /* a constant count of a few: unrolled */ (int i = 0; i < rows * ch / wg; i++)
+        fa_cp_async16(dst + (r0 + i * (wg / ch)) * pitch + 8 * c, p + (cv ? i * step : 0), cv);
+}
