@@ -584,12 +584,12 @@ static void mma_cases(tu_tally *tally)
         size_t local; /* the budget; 0: the H200's 227 KiB */
         int tf32;     /* f32 on the 3xTF32 kernel (FA_CL_NV_TF32 not 0) */
     } mc[] = {
-        {"d=128 aligned: 128x64, 32 rows per warp, (128 + 4*64) rows * 136 * 2 = 104448", 128, 1, 0, 0, 0, 0,
-         FA_CL_F16, FA_CL_SUCCESS, 128, 64, 32, 128, 128, 104448},
+        {"d=128 aligned: 128x32, 32 rows per warp, (128 + 4*32) rows * 136 * 2 = 69632", 128, 1, 0, 0, 0, 0,
+         FA_CL_F16, FA_CL_SUCCESS, 128, 32, 32, 128, 128, 69632},
         {"d=128 unaligned: 64x32, max(64, 2*32) rows * 136 * 2 = 17408", 128, 0, 0, 0, 0, 0, FA_CL_BF16,
          FA_CL_SUCCESS, 64, 32, 16, 128, 128, 17408},
-        {"d=40 aligned: padded to 64, 128x64x32, (128 + 256) rows * 72 * 2 = 55296", 40, 1, 0, 0, 0, 0, FA_CL_F16,
-         FA_CL_SUCCESS, 128, 64, 32, 128, 64, 55296},
+        {"d=40 aligned: padded to 64, 128x128x32, (128 + 4*128) rows * 72 * 2 = 92160", 40, 1, 0, 0, 0, 0, FA_CL_F16,
+         FA_CL_SUCCESS, 128, 128, 32, 128, 64, 92160},
         {"FA_CL_TILE=128x32x32, d=128 aligned: (128 + 4*32) rows * 136 * 2 = 69632, 4 warps", 128, 1, 128, 32, 32, 0,
          FA_CL_F16, FA_CL_SUCCESS, 128, 32, 32, 128, 128, 69632},
         {"FA_CL_TILE=128x64x32, d=64 unaligned: (128 + 2*64) rows * 72 * 2 = 36864", 64, 0, 128, 64, 32, 0,
@@ -603,10 +603,12 @@ static void mma_cases(tu_tally *tally)
         {"FA_CL_TILE=64x64x8 with nvidia-mma forced: 8 rows per warp", 128, 1, 64, 64, 8, FA_CL_KERNEL_NVIDIA_MMA,
          FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
         {"f32 is not the tensor-core kernel's", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0},
-        {"d=160 aligned: padded to 192, 32 keys, Q in its own tile: (64 + 4*32) rows * 200 * 2 = 76800", 160, 1, 0,
-         0, 0, 0, FA_CL_F16, FA_CL_SUCCESS, 64, 32, 16, 128, 192, 76800},
-        {"d=256 aligned: (64 + 4*32) rows * 264 * 2 = 101376", 256, 1, 0, 0, 0, 0, FA_CL_BF16, FA_CL_SUCCESS, 64, 32,
-         16, 128, 256, 101376},
+        {"d=160 aligned: padded to 192, 128x64x16, Q in its own tile: (128 + 4*64) rows * 200 * 2 = 153600", 160, 1,
+         0, 0, 0, 0, FA_CL_F16, FA_CL_SUCCESS, 128, 64, 16, 256, 192, 153600},
+        {"d=256 aligned: 128x64x16, (128 + 4*64) rows * 264 * 2 = 202752", 256, 1, 0, 0, 0, 0, FA_CL_BF16,
+         FA_CL_SUCCESS, 128, 64, 16, 256, 256, 202752},
+        {"d=256 aligned in 160 KiB: 128x64x16 needs 202752, so 64x32x16, (64 + 4*32) rows * 264 * 2 = 101376", 256, 1,
+         0, 0, 0, 0, FA_CL_BF16, FA_CL_SUCCESS, 64, 32, 16, 128, 256, 101376, 160 * KIB},
         {"d=200 unaligned: padded to 256, (64 + 2*32) rows * 264 * 2 = 67584", 200, 0, 0, 0, 0, 0, FA_CL_F16,
          FA_CL_SUCCESS, 64, 32, 16, 128, 256, 67584},
         {"d=256 in 80 KiB: 32 keys need 101376 > 81920, 16 keys (64 + 4*16) rows * 264 * 2 = 67584", 256, 1, 0, 0, 0,
@@ -826,12 +828,12 @@ int main(void)
         lim.nv_mma = 1;
         /* decoding rows: up to 16 one row tile of 4 warps sharing each block's keys (16 each; not
          * without 16-byte rows, nor above d = 128); up to 32 two warps of 16; up to 64: 64 x 64 x 16;
-         * beyond, 128 x 64 x 32 */
+         * beyond, 128 x 32 x 32 */
         const struct { int64_t sq; int d, aligned, br, wr, kvw, wg; size_t bytes; } dc[] = {
             {4, 128, 1, 16, 16, 4, 128, 4 * 64 * 136 * 2},  {16, 64, 1, 16, 16, 4, 128, 4 * 64 * 72 * 2},
             {16, 128, 0, 32, 16, 1, 64, 2 * 32 * 136 * 2}, {16, 256, 1, 32, 16, 1, 64, (4 * 32 + 32) * 264 * 2},
             {17, 128, 1, 32, 16, 1, 64, 4 * 64 * 136 * 2},  {32, 128, 1, 32, 16, 1, 64, 4 * 64 * 136 * 2},
-            {33, 128, 1, 64, 16, 1, 128, 4 * 64 * 136 * 2}, {65, 128, 1, 128, 32, 1, 128, (4 * 64 + 128) * 136 * 2},
+            {33, 128, 1, 64, 16, 1, 128, 4 * 64 * 136 * 2}, {65, 128, 1, 128, 32, 1, 128, (4 * 32 + 128) * 136 * 2},
         };
         for (size_t i = 0; i < sizeof dc / sizeof dc[0]; i++) {
             fa_cl_tile_request req = {dc[i].d, FA_CL_F16, dc[i].sq, 1 << 20, dc[i].aligned, 0};
