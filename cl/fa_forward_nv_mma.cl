@@ -252,6 +252,33 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #define PART_HALVES ((FA_KV_WARPS - 1) * 32 * PART_FLOATS * 2)
 #define SMEM_HALVES ((TILES_HALVES > PART_HALVES ? TILES_HALVES : PART_HALVES) + Q8_HALVES)
 
+/* FA_MASK_ASYNC (the planner: every mask row 16-byte aligned, pairs too): the block's mask entries
+ * (B_r rows x B_c keys) are copied with K and V into a ring of NBUF tiles after the others, so that
+ * no global load waits on the way to the row maxima; rows MASK_PITCH bytes apart, the padding chosen
+ * so that a warp's pair reads hit distinct banks. src/kernels/nvidia_mma.c: fa_cl_mma_mask_bytes. */
+#if defined(FA_MASK) && defined(FA_MASK_ASYNC) && defined(FA_MASK_PAIRS) && defined(FA_ASYNC) && !defined(FA_KV_Q8)
+#define FA_MASK_TILE 1
+#define MASK_ES (FA_MASK == 1 ? 4 : FA_MASK == 2 ? 2 : 1) /* bytes an entry */
+#define MASK_PITCH (BLOCK_KV * MASK_ES + (FA_MASK == 1 ? 32 : 16))
+#define MASK_KPC (16 / MASK_ES)                            /* keys a 16-byte copy */
+#define MASK_CHUNKS (BLOCK_KV / MASK_KPC)
+#define MASK_HALVES (NBUF * BLOCK_Q * MASK_PITCH / 2)
+/* rows q0 .. of keys k0 .. into ring tile `buf` (kernel scope: the coordinates FA_MASK_ROW uses); keys
+ * past the mask's are zero-filled and read from in-bounds addresses (the visibility mask drops them) */
+#define FA_MASK_TILE_COPY(buf, k0)                                                                        \
+    for (int e = lid; e < BLOCK_Q * MASK_CHUNKS; e += WG) {                                               \
+        const int r_ = e / MASK_CHUNKS, k_ = (k0) + e % MASK_CHUNKS * MASK_KPC;                           \
+        const int n_ = clamp(seqlen_k_cap - k_, 0, MASK_KPC);                                            \
+        fa_cp_async16_bytes((__local ushort *)(mask_s + ((buf) * BLOCK_Q + r_) * MASK_PITCH +           \
+                                               e % MASK_CHUNKS * 16),                                     \
+                            (__global const ushort *)(mask + FA_MASK_ROW(q0 + r_) + (n_ > 0 ? (ulong)k_ : 0)), \
+                            n_ * MASK_ES);                                                                \
+    }
+#else
+#define MASK_HALVES 0
+#define FA_MASK_TILE_COPY(buf, k0)
+#endif
+
 /* packed store of two adjacent outputs (col even; the planner's alignment makes the pair 4-byte aligned) */
 inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float y)
 {
@@ -270,13 +297,16 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fa_forward(FA_FORWARD_PARAMS)
 {
-    __local ushort smem[SMEM_HALVES] __attribute__((aligned(16)));
+    __local ushort smem[SMEM_HALVES + MASK_HALVES] __attribute__((aligned(16)));
     __local ushort *const q_s = smem;
     __local ushort *const k_s = smem + KV_AT;
     __local ushort *const v_s = smem + KV_AT + TILE_BUFS * TILE;
 #if defined(FA_KV_Q8) && defined(FA_ASYNC)
     __local uchar *const kst = (__local uchar *)(smem + (SMEM_HALVES - Q8_HALVES)); /* K stages, then V's */
     __local uchar *const vst = kst + NBUF * Q8_STAGE;
+#endif
+#ifdef FA_MASK_TILE
+    __local uchar *const mask_s = (__local uchar *)(smem + SMEM_HALVES);
 #endif
     const int warp_of_item = (int)get_local_id(0) / 32;
     FA_EMU_DECL(WARPS, warp_of_item)
@@ -340,7 +370,10 @@ void fa_forward(FA_FORWARD_PARAMS)
             fa_load_kv_q8_async(kst + st * Q8_STAGE, vst + st * Q8_STAGE, (__global const uchar *)k,
                                 (__global const uchar *)v, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
 #else
+        {
             fa_load_kv_async(k_s + st * TILE, v_s + st * TILE, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
+            FA_MASK_TILE_COPY(st, kv_first + st * BLOCK_KV)
+        }
 #endif
         fa_cp_async_commit();
     }
@@ -353,6 +386,9 @@ void fa_forward(FA_FORWARD_PARAMS)
 #else
         __local const ushort *kc = k_s + cur * TILE, *vc = v_s + cur * TILE;
 #endif
+#ifdef FA_MASK_TILE
+        __local const uchar *mc = mask_s + cur * BLOCK_Q * MASK_PITCH; /* this block's mask entries */
+#endif
         FA_WAIT_BLOCK();
         barrier(CLK_LOCAL_MEM_FENCE); /* this block is in; every warp is done with the buffer refilled next */
         {
@@ -362,7 +398,10 @@ void fa_forward(FA_FORWARD_PARAMS)
                 fa_load_kv_q8_async(kst + buf * Q8_STAGE, vst + buf * Q8_STAGE, (__global const uchar *)k,
                                     (__global const uchar *)v, kmap, vmap, ahead, seqlen_k, lid);
 #else
+            {
                 fa_load_kv_async(k_s + buf * TILE, v_s + buf * TILE, kg, vg, kmap, vmap, ahead, seqlen_k, lid);
+                FA_MASK_TILE_COPY(buf, ahead)
+            }
 #endif
             fa_cp_async_commit();
         }
@@ -431,7 +470,21 @@ void fa_forward(FA_FORWARD_PARAMS)
         /* the attention mask's terms (raw units), before the visibility mask below. A block inside
          * the mask's keys takes each lane's pairs of keys as one load at a constant offset from
          * the row's entry (FA_MASK_PAIRS); a tail block clamps every key. */
-#ifdef FA_MASK_PAIRS
+#ifdef FA_MASK_TILE
+        if (1) { /* tails too: the copies zero-filled keys past the mask's */
+            FA_PRAGMA_UNROLL
+            for (int mt = 0; mt < MT; mt++) {
+                __local const uchar *p0 = mc + (wrow + 16 * mt + g) * MASK_PITCH + (koff + 2 * t4) * MASK_ES;
+                __local const uchar *p1 = p0 + 8 * MASK_PITCH;
+                FA_PRAGMA_UNROLL
+                for (int nt = 0; nt < NT; nt++) {
+                    const float2 a = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p0 + 8 * nt * MASK_ES));
+                    const float2 c = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p1 + 8 * nt * MASK_ES));
+                    s[mt][nt] = mad((float4)(a, c), (float4)(mask_scale), s[mt][nt]);
+                }
+            }
+        } else
+#elif defined(FA_MASK_PAIRS)
         if (kv0 + BLOCK_KV <= seqlen_k_cap) {
             FA_PRAGMA_UNROLL
             for (int mt = 0; mt < MT; mt++) {

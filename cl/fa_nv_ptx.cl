@@ -112,6 +112,12 @@ inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int v
                  :: "r"(fa_smem_addr(dst)), "l"((ulong)src), "r"(valid ? 16 : 0) : "memory");
 }
 
+/* the first `bytes` (0..16) of the 16 at src, the rest of dst zero-filled (a tail) */
+inline void fa_cp_async16_bytes(__local ushort *dst, __global const ushort *src, int bytes)
+{
+    asm volatile(FA_CP_ASYNC_INSN :: "r"(fa_smem_addr(dst)), "l"((ulong)src), "r"(bytes) : "memory");
+}
+
 /* FA_Q8_COPY (4 or 8) bytes the same way, through L1 (.ca: .cg takes 16-byte copies only) */
 #ifdef FA_Q8_COPY
 inline void fa_cp_async_small(__local uchar *dst, __global const uchar *src, int valid)
@@ -285,6 +291,14 @@ inline float fa_shfl_xor(float x, uint mask, __local uint *emu)
 inline void fa_cp_async16(__local ushort *dst, __global const ushort *src, int valid)
 {
     *(__local uint4 *)dst = valid ? *(__global const uint4 *)src : (uint4)(0);
+}
+
+inline void fa_cp_async16_bytes(__local ushort *dst, __global const ushort *src, int bytes)
+{
+    __local uchar *d = (__local uchar *)dst;
+    __global const uchar *p = (__global const uchar *)src;
+    for (int i = 0; i < 16; i++)
+        d[i] = i < bytes ? p[i] : (uchar)0;
 }
 
 #ifdef FA_Q8_COPY

@@ -26,11 +26,13 @@ typedef struct mod_case {
     int alibi, sinks;
     fa_cl_mask_type mask; /* FA_CL_MASK_NONE = none */
     int bcast;            /* the mask broadcast over: 1 batches, 2 heads, 4 rows (stride 0); 8: even offset
-                             and strides (the tensor-core kernel's paired loads) */
+                             and strides (the tensor-core kernel's paired loads); 16: offset and strides of
+                             16 entries (16-byte rows: the tensor-core kernel copies mask tiles with K/V) */
 } mod_case;
 
 /* A mask for mc in a buffer of its own: strides [B, Hq, Sq] (0 where broadcast) with rows padded by
- * 3 entries and an offset of 5 (bcast & 8: padded to an even pitch, offset 6), gaps NaN (a read of one would show), entries random in [-2, 1]
+ * 3 entries and an offset of 5 (bcast & 8: padded to an even pitch, offset 6; & 16: to a multiple of
+ * 16, offset 16), gaps NaN (a read of one would show), entries random in [-2, 1]
  * with a quarter masked (-inf, or 0 for a boolean), and one row of every slice wholly masked
  * (unless rows broadcast). dense gets the oracle's [B, Hq, Sq, Sk] terms. */
 typedef struct test_mask {
@@ -43,9 +45,9 @@ typedef struct test_mask {
 static int mask_make(fa_cl_context *ctx, const mod_case *mc, uint64_t seed, test_mask *m)
 {
     const tu_case *c = &mc->c;
-    const int64_t pitch = mc->bcast & 8 ? (c->Sk + 4) / 2 * 2 : c->Sk + 3, rows = mc->bcast & 4 ? 1 : c->Sq, heads = mc->bcast & 2 ? 1 : c->Hq;
+    const int64_t pitch = mc->bcast & 16 ? (c->Sk + 3 + 15) / 16 * 16 : mc->bcast & 8 ? (c->Sk + 4) / 2 * 2 : c->Sk + 3, rows = mc->bcast & 4 ? 1 : c->Sq, heads = mc->bcast & 2 ? 1 : c->Hq;
     const int64_t batches = mc->bcast & 1 ? 1 : c->B;
-    m->offset = mc->bcast & 8 ? 6 : 5;
+    m->offset = mc->bcast & 16 ? 16 : mc->bcast & 8 ? 6 : 5;
     m->stride[2] = mc->bcast & 4 ? 0 : pitch;
     m->stride[1] = mc->bcast & 2 ? 0 : rows * pitch;
     m->stride[0] = mc->bcast & 1 ? 0 : heads * rows * pitch;
@@ -109,7 +111,7 @@ static void mod_name(const mod_case *mc, char *buf, size_t size)
     static const char *const masks[] = {"", " mask=f32", " mask=f16", " mask=bool"};
     snprintf(buf, size, "%s softcap=%g%s%s%s%s%s%s%s", c, (double)mc->softcap, mc->alibi ? " alibi" : "",
              mc->sinks ? " sinks" : "", masks[mc->mask], mc->bcast & 1 ? " /B" : "", mc->bcast & 2 ? " /H" : "",
-             mc->bcast & 4 ? " /rows" : "", mc->bcast & 8 ? " even" : "");
+             mc->bcast & 4 ? " /rows" : "", mc->bcast & 16 ? " rows16" : mc->bcast & 8 ? " even" : "");
 }
 
 /* One case through `reference` (fa_cl_reference_run) or the fused path; checked against the oracle. */
@@ -198,6 +200,12 @@ static const mod_case all_cases[] = {
     {{2, 8, 2, 1, 300, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 4},
     {{3, 4, 1, 4, 129, 64, FA_CL_F32, 1, -1, -1, "PCCP", 0.0f, 1}, 0.0f, 0, 1, FA_CL_MASK_BOOL, 0},
     {{1, 2, 2, 130, 70, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 7},
+    /* 16-byte mask rows (tiles copied with K/V on the tensor-core kernel): key tails inside a 16-byte
+     * copy (NaN gaps beyond), broadcasts, causal, windows, GQA, each mask type */
+    {{2, 4, 2, 70, 141, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16},
+    {{2, 4, 2, 130, 77, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_BOOL, 16 | 3},
+    {{1, 4, 4, 97, 203, 64, FA_CL_BF16, 0, 40, 8, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F32, 16 | 2},
+    {{1, 2, 1, 150, 150, 256, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16 | 4},
 };
 
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)
@@ -224,6 +232,8 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
         {{2, 4, 2, 1, 40, 16, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 1, 1, FA_CL_MASK_NONE, 0},
         {{2, 2, 1, 9, 21, 8, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 1},
         {{1, 4, 2, 3, 40, 16, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 1, FA_CL_MASK_BOOL, 0},
+        /* 16-byte mask rows: the tensor-core kernel's mask tiles, a key tail inside a copy */
+        {{2, 2, 1, 20, 37, 16, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16},
     };
     const int only = argc > 0 ? atoi(argv[0]) : -1;
     for (int i = 0; i < TU_COUNT(tiny); i++)

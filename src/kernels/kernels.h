@@ -145,6 +145,9 @@ int fa_cl_mma_dim_padded(int head_dim);
  * FA_CL_MMA_Q_REGS_MAX_DIM), else in its own tile. */
 size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
                              int q8_row_bytes);
+/* Bytes of the ring of mask tiles that FA_MASK_ASYNC adds (cl/fa_forward_nv_mma.cl, MASK_HALVES):
+ * stages x B_r rows of B_c entries of entry_bytes, padded by 32 bytes (f32) or 16 for conflict-free reads. */
+size_t fa_cl_mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stages);
 /* A tensor-core plan's tiles: rows_per_item counts a warp's rows, one warp per 32 work-items. */
 void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
                               int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl_tiles *out);

@@ -29,6 +29,11 @@ size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp
     return (tiles > parts ? tiles : parts) + staged;
 }
 
+size_t fa_cl_mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stages)
+{
+    return (size_t)stages * (size_t)block_q * (size_t)(block_kv * entry_bytes + (entry_bytes == 4 ? 32 : 16));
+}
+
 void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
                               int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl_tiles *out)
 {
@@ -121,11 +126,15 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     const int async = lim->mma_kv_q8 ? lim->mma_q8_copy > 0 : req->aligned16;
     const int stages = !async ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
     const int q8_row_bytes = lim->mma_kv_q8 && async ? req->head_dim / 32 * 34 : 0;
-    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes);
+    /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
+    const int mask_bytes = async && !lim->mma_kv_q8 ? lim->mma_mask_bytes : 0;
+    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
+                   (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0);
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
     while (!forced && bytes > budget && bc > 16 * kv_warps) {
         bc /= 2;
-        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes);
+        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
+                (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0);
     }
     const int wg = br / wr * 32 * kv_warps;
     if (bytes > budget || (size_t)wg > lim->max_work_group) {
@@ -139,6 +148,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     out->stages = stages;
     out->kv_warps = kv_warps;
     out->q8_copy = q8_row_bytes > 0 ? lim->mma_q8_copy : 0;
+    out->mask_async = mask_bytes > 0;
     out->work_group_size = wg;
     return FA_CL_SUCCESS;
 }

@@ -125,6 +125,14 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
                                score_mods ? "score modifiers" : "an attention mask");
         fa_cl_limits_for_modifiers(&lim, score_mods, d->mask != FA_CL_MASK_NONE);
     }
+    if (d->mask != FA_CL_MASK_NONE) {
+        /* every mask row 16-byte aligned (offset and strides in bytes): the tensor-core kernel copies
+         * its tiles with K and V (cl buffers and sub-buffers start aligned) */
+        const int64_t es = d->mask == FA_CL_MASK_F32 ? 4 : d->mask == FA_CL_MASK_F16 ? 2 : 1;
+        const int rows16 = ((int64_t)d->mask_offset * es) % 16 == 0 && (d->mask_stride[0] * es) % 16 == 0 &&
+                           (d->mask_stride[1] * es) % 16 == 0 && (d->mask_stride[2] * es) % 16 == 0;
+        lim.mma_mask_bytes = rows16 ? (int)es : 0;
+    }
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
     for (int attempt = 0; attempt < 4; attempt++) {

@@ -29,6 +29,8 @@ typedef struct fa_cl_limits {
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
     int mma_kv_q8;             /* this plan's K and V are q8_0 (nvidia-mma dequantises them as it loads) */
     int mma_mask;              /* this plan has an attention mask (nvidia-mma: 32-key blocks at d = 128) */
+    int mma_mask_bytes;        /* nvidia-mma: a mask entry's bytes where every mask row starts 16-byte aligned
+                                  (its tiles are copied with K/V: FA_MASK_ASYNC); 0 otherwise */
     int mma_q8_copy;           /* with mma_kv_q8: every K/V row's bytes 8- or 4-aligned, copied asynchronously
                                   in pieces of that size (FA_Q8_COPY); 0 = synchronous loads */
 } fa_cl_limits;
@@ -105,6 +107,7 @@ typedef struct fa_cl_tiles {
     int types[4];             /* 1 + FA_CL_TYPE_* of q, k, v, o where it differs from the dtype, else 0
                                  (FA_Q_DTYPE ... FA_O_DTYPE; the portable kernels) */
     int q8_copy;              /* nvidia-mma with q8_0 K/V: FA_Q8_COPY, the asynchronous copies' size; 0 = none */
+    int mask_async;           /* nvidia-mma: the mask's tiles copied with K/V into local memory (FA_MASK_ASYNC) */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */

@@ -65,7 +65,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
         if (t->types[i])
             APPEND(snprintf(out + len, n - (size_t)len, " -DFA_%c_DTYPE=%d", tensor[i], t->types[i] - 1));
     if (t->mask)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d%s", t->mask, t->mask_pairs ? " -DFA_MASK_PAIRS" : ""));
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d%s%s", t->mask, t->mask_pairs ? " -DFA_MASK_PAIRS" : "",
+                              t->mask_async ? " -DFA_MASK_ASYNC" : ""));
     if (is_gpu)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable"));
     return len;
