@@ -206,6 +206,7 @@ static const mod_case all_cases[] = {
     {{2, 4, 2, 130, 77, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_BOOL, 16 | 3},
     {{1, 4, 4, 97, 203, 64, FA_CL_BF16, 0, 40, 8, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F32, 16 | 2},
     {{1, 2, 1, 150, 150, 256, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16 | 4},
+    {{2, 8, 2, 1, 300, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_BOOL, 16}, /* decoding */
 };
 
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)
