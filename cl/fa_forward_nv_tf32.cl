@@ -88,12 +88,15 @@ inline void fa_tf_load_tile_async(__local float *tile, int pitch, __global const
 #define VT (BLOCK_KV * VP)
 #define SMEM_FLOATS (BLOCK_Q * QP + NBUF * (KT + VT))
 
-/* x = big + small in tf32 */
+/* x = big + small for 3xTF32, relying on the matrix unit reading only the top 19 bits of a tf32
+ * operand (it truncates; CUTLASS's round_half_ulp_truncate): big = x's bits plus half a tf32 ulp,
+ * small = x - big as truncated, both passed as they are. Three operations, where cvt.rna.tf32.f32
+ * costs ptxas four ALU instructions on sm_90 (two per split before). An infinite x becomes NaN. */
 inline void fa_split(float x, uint *big, uint *small)
 {
-    uint b = fa_tf32(x);
+    const uint b = as_uint(x) + 0x1000u;
     *big = b;
-    *small = fa_tf32(x - as_float(b & 0xffffe000u));
+    *small = as_uint(x - as_float(b & 0xffffe000u));
 }
 
 inline void fa_store_two(__global float *o, ulong i, int col, float x, float y)
@@ -123,8 +126,6 @@ void fa_forward(FA_FORWARD_PARAMS)
     FA_BLOCK_COORDS
     const int wrow = warp * 16;
 
-    const fa_row_map qmap = fa_q_map(FA_Q_HEAD0, qs1, qs2, seqlen_q);
-    fa_tf_load_tile(q_s, QP, q, qmap, 0, q0, BLOCK_Q, nrows, lid);
 
     const int row0 = q0 + wrow + g, row1 = row0 + 8;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
@@ -147,6 +148,10 @@ void fa_forward(FA_FORWARD_PARAMS)
         fa_tf_load_tile_async(v_s, VP, v, vmap, kv_first, seqlen_k, lid);
     }
 #endif
+    /* Q (its own tile) after the first block's copies are on their way: the latencies overlap;
+     * the loop's first barrier makes it visible */
+    const fa_row_map qmap = fa_q_map(FA_Q_HEAD0, qs1, qs2, seqlen_q);
+    fa_tf_load_tile(q_s, QP, q, qmap, 0, q0, BLOCK_Q, nrows, lid);
     for (int kv0 = kv_first, it = 0; kv0 < blk_hi; kv0 += BLOCK_KV, it++) {
 #ifdef FA_ASYNC
         __local const float *kc = k_s + (it & 1) * KT, *vc = v_s + (it & 1) * VT;

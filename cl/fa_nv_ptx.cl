@@ -13,7 +13,8 @@
  * with FA_EMU_DECL(warps, warp). Needs FA_DTYPE (1 f16, 2 bf16; 0 for the tf32 forms).
  *
  * tf32 (the fp32 kernel, cl/fa_forward_nv_tf32.cl): fa_mma_tf32 is mma.sync m16n8k8 with tf32
- * inputs, fa_tf32 rounds an fp32 value to tf32 (cvt.rna: nearest, ties away; 10 mantissa bits).
+ * inputs; the matrix unit reads the top 19 bits of each 32-bit operand (the 13 low bits are
+ * truncated), which the kernel's split relies on and the emulation reproduces.
  * Layouts (g = lane / 4, t = lane % 4): A (16x8) a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4);
  * B (8x8) b0 (k t, n g), b1 (k t+4, n g); C as for m16n8k16.
  */
@@ -132,13 +133,6 @@ inline void fa_cp_async_wait_all(void) { asm volatile("cp.async.wait_group 0;" :
 /* all but the newest n commit groups complete (a pipeline of n + 2 stages) */
 inline void fa_cp_async_wait_1(void) { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 inline void fa_cp_async_wait_2(void) { asm volatile("cp.async.wait_group 2;" ::: "memory"); }
-
-inline uint fa_tf32(float x)
-{
-    uint r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return r;
-}
 
 /* acc (16x8, fp32) += A (16x8, tf32) B (8x8, tf32) */
 inline void fa_mma_tf32(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0, uint b1)
@@ -318,14 +312,6 @@ inline void fa_cp_async_wait_1(void) {}
 inline void fa_cp_async_wait_2(void) {}
 
 /* round to nearest, ties away from zero, at 10 mantissa bits; NaN and infinity pass */
-inline uint fa_tf32(float x)
-{
-    uint u = as_uint(x);
-    if ((u & 0x7f800000u) == 0x7f800000u)
-        return u;
-    return (u + 0x1000u) & 0xffffe000u;
-}
-
 /* the matrix unit reads the 19 tf32 bits of each register: products are exact in fp32 */
 inline float fa_emu_tf32_elem(__local const uint *emu, int lane, int reg)
 {
