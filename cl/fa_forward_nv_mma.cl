@@ -323,8 +323,21 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int koff = kslice * KW;                  /* its first key in a block */
 
     const fa_row_map qmap = fa_q_map(FA_Q_HEAD0, qs1, qs2, seqlen_q);
+#if defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
+    /* Q in a tile of its own: copied asynchronously into the first K/V block's commit group (the
+     * loop's first wait and barrier cover both), so that its latency overlaps the first block's */
+#define FA_Q_ASYNC 1
+    for (int e = lid; e < BLOCK_Q * CH; e += WG) {
+        const int r = e / CH, c = e % CH;
+        const int valid = q0 + r < nrows && 8 * c < HEAD_DIM;
+        fa_cp_async16(q_s + r * ROW + 8 * c,
+                      qg + (valid ? fa_qrow(qmap.base, q0 + r, qmap.div, qmap.outer, qmap.stride) + 8 * c : qmap.base),
+                      valid);
+    }
+#else
     fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
+#endif
 
 #ifdef FA_Q_REGS
     /* this warp's 16 rows of Q as A fragments, for every k-step */
@@ -600,6 +613,9 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
     }
 
+#ifdef FA_Q_ASYNC
+    fa_cp_async_wait_all(); /* a work-group without key blocks: Q's copies are still in flight */
+#endif
 #if FA_KV_WARPS > 1
     /* the key slices into slice 0's warp, in slice order (deterministic): its lanes hold the rows'
      * state as if one warp had seen every key; the other warps go on without rows to write (the
