@@ -120,8 +120,6 @@ int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
  * x 16 at d = 128 f16, 244.8 against 194.0 at d = 64; docs/performance.md). */
 #define FA_CL_MMA_ASYNC_BLOCK_Q 128
 #define FA_CL_MMA_ASYNC_WARP_ROWS 32
-/* keys per block at padded head_dim 64 with asynchronous copies (nvidia_mma.c says why) */
-#define FA_CL_MMA_WIDE_BLOCK_KV 128
 #define FA_CL_MMA_MAX_DIM 256
 /* Rows up to this (decoding, GQA-packed): B_r = 32, two warps of 16 rows (docs/performance.md). */
 #define FA_CL_MMA_DECODE_BLOCK_Q 32

@@ -81,14 +81,12 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     }
     int bc = (dp > 128 || (dp == 128 && !kv_wide)) ? 32 : FA_CL_MMA_BLOCK_KV;
     int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;
-    /* keys per block with asynchronous copies (H200, B = 8, H = 16, N = 4096, f16, session 8's kernel,
-     * docs/performance.md): 32 at d = 128 (331.7 against 308.4 TFLOP/s for 64; causal 294.4 against
-     * 276.5; with a mask 206.5 against 173.2 in session 6), 128 at d = 64 (301.2 against 292.9;
-     * causal 267.6 against 258.4). q8_0 K/V keep 64, as measured. */
+    /* keys per block with asynchronous copies (H200, B = 8, H = 16, N = 4096, f16, docs/performance.md):
+     * 32 at d = 128 (335.2 against 300.7 TFLOP/s for 64 in session 9; causal 301.3 against 271.5;
+     * with a mask 206.5 against 173.2 in session 6); 64 at d = 64 since Q joined the first copy group
+     * (session 9: 295.7 against 282.6 for 128, causal 266.8 against 251.8). q8_0 K/V keep 64. */
     if (async_wide && dp == 128 && (!lim->mma_kv_q8 || lim->mma_mask))
         bc = 32;
-    else if (async_wide && dp == 64 && !lim->mma_kv_q8 && !lim->mma_mask)
-        bc = FA_CL_MMA_WIDE_BLOCK_KV;
     /* above d = 128, 128 rows of 8 warps (16 each: the O accumulator takes the registers) against
      * 64 keys where the local memory holds them (272.1 against 246.9 TFLOP/s for 64 x 32 at d = 256,
      * B = 2; causal 229.6 against 219.8); a smaller budget keeps 64 x 32 and shrinks that */
