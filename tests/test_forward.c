@@ -666,25 +666,14 @@ static int subset_all(fa_cl_context *ctx, int argc, char **argv)
     return subset_nan_v(ctx, argc, argv);
 }
 
-/* The context of every subset: none where the emulation would be redundant (skipped), and its planner
- * limits checked first (read_limits). */
+/* The context of every subset (none where the emulation would be redundant: tu_context skips), its
+ * planner limits checked first (read_limits). */
 static int open_forward(fa_cl_context **out)
 {
     int rc = tu_context(out);
     if (rc != 0)
         return rc;
     fa_cl_context *ctx = *out;
-    /* The emulated tensor-core build exists to test that kernel where it cannot run natively; on a
-     * GPU that runs it natively the other device tests already cover it, ~100x faster. */
-    const char *emu = getenv("FA_CL_MMA_EMULATE");
-    if (emu && *emu && strcmp(emu, "0") != 0 && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8) {
-        printf("SKIP: %s: the tensor-core kernels run natively on %s (compute capability %d.%d); the PTX "
-               "emulation is tested on devices without them\n", tally.name, ctx->props.name, ctx->props.nv_cc_major,
-               ctx->props.nv_cc_minor);
-        fa_cl_context_release(ctx);
-        *out = NULL;
-        return TU_EXIT_SKIP;
-    }
     read_limits(ctx);
     return 0;
 }

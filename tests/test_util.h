@@ -40,7 +40,8 @@ int tu_finish(const tu_tally *t);
 /* ---- contexts --------------------------------------------------------------------------------- */
 
 /* fa_cl_context_create_default, printing the device once. Returns 0, TU_EXIT_SKIP when there is no
- * OpenCL device, or 1 on another failure (message printed). */
+ * OpenCL device or FA_CL_MMA_EMULATE asks to emulate kernels the device runs natively, or 1 on
+ * another failure (message printed). */
 int tu_context(fa_cl_context **out);
 
 /* ---- subsets: one executable per topic, one subset of it per CTest test ----------------------- */
