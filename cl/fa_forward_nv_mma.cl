@@ -696,6 +696,22 @@ void fa_forward(FA_FORWARD_PARAMS)
         return; /* the whole work-group: last_chunk is the launch's */
 #endif
     const ulong obase = FA_O_HEAD0;
+#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0 && !defined(FA_SPLIT) && FA_KV_WARPS == 1 && D_PAD <= 128 && \
+    !defined(FA_MASK)
+    /* O through local memory (this warp's rows of a B_r x ROW tile at the start), then 16-byte
+     * stores of whole row chunks (FlashAttention-2's epilogue): a quarter of the store instructions
+     * of pairs from the accumulators, each a full sector. H200 (session 9): N = 512 B = 64 246.0 ->
+     * 262.7 TFLOP/s, d = 128 334.7 -> 338.4; slower at d = 256 (274.7 -> 266.5) and with a mask
+     * (264.0 -> 260.2), which keep the pairs. */
+#define FA_O_TILE 1
+    __local ushort *const o_s = smem;
+#ifndef FA_Q_ASYNC
+#ifdef FA_ASYNC
+    fa_cp_async_wait_all();
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE); /* the tile overlaps K/V, which other warps may still read */
+#endif
+#endif
     FA_PRAGMA_UNROLL
     for (int mt = 0; mt < MT; mt++) {
         float inv[2];
@@ -706,6 +722,14 @@ void fa_forward(FA_FORWARD_PARAMS)
             inv[r] = (l[mt][r] == 0.0f) ? 0.0f : 1.0f / l[mt][r];
         }
         const int row0 = q0 + wrow + 16 * mt + g, row1 = row0 + 8;
+#ifdef FA_O_TILE
+        FA_PRAGMA_UNROLL
+        for (int dt = 0; dt < DT; dt++) {
+            __local uint *p = (__local uint *)(o_s + (wrow + 16 * mt + g) * ROW + dt * 8 + 2 * t4);
+            p[0] = fa_pack2(acc[mt][dt].x * inv[0], acc[mt][dt].y * inv[0]);
+            p[4 * ROW] = fa_pack2(acc[mt][dt].z * inv[1], acc[mt][dt].w * inv[1]); /* 8 rows on */
+        }
+#else
         FA_PRAGMA_UNROLL
         for (int dt = 0; dt < DT; dt++) {
             int col = dt * 8 + 2 * t4;
@@ -718,6 +742,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                                   acc[mt][dt].w * inv[1]);
             }
         }
+#endif
         if (has_lse && t4 == 0) {
             FA_PRAGMA_UNROLL
             for (int r = 0; r < 2; r++) {
@@ -727,4 +752,21 @@ void fa_forward(FA_FORWARD_PARAMS)
             }
         }
     }
+#ifdef FA_O_TILE
+    /* the warp's rows are its own (Q's rows in the tile were only ever this warp's): the warp's
+     * lanes exchange them, a work-group barrier where the primitives are emulated */
+#ifdef FA_PTX_EMULATE
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
+    fa_warp_sync();
+#endif
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < WARP_ROWS * CH / 32; i++) {
+        const int e = lane + 32 * i, r = e / CH, c = e % CH;
+        const int row = q0 + wrow + r;
+        if (row < out_rows && 8 * c < HEAD_DIM)
+            *(__global uint4 *)((__global ushort *)o + fa_qrow(obase, row, seqlen_q, os1, os2) + 8 * c) =
+                *(__local const uint4 *)(o_s + (wrow + r) * ROW + 8 * c);
+    }
+#endif
 }

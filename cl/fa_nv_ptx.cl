@@ -130,6 +130,8 @@ inline void fa_cp_async_small(__local uchar *dst, __global const uchar *src, int
 
 inline void fa_cp_async_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
 inline void fa_cp_async_wait_all(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+/* the 32 lanes of this warp meet; their local-memory writes before it are seen after it */
+inline void fa_warp_sync(void) { asm volatile("bar.warp.sync -1;" ::: "memory"); }
 /* all but the newest n commit groups complete (a pipeline of n + 2 stages) */
 inline void fa_cp_async_wait_1(void) { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
 inline void fa_cp_async_wait_2(void) { asm volatile("cp.async.wait_group 2;" ::: "memory"); }
