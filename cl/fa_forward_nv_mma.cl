@@ -20,7 +20,7 @@
  * A block whose keys every row of a warp sees in full (no causal/window edge, no seqlen tail) skips
  * the per-element mask.
  *
- * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64, 128, 192 or 256), BLOCK_Q
+ * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (a multiple of 32, at most 256), BLOCK_Q
  * (a multiple of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16), FA_STAGES (2-4,
  * default 2: K/V buffers with asynchronous copies);
  * FA_ALIGNED16 when every q/k/v/o row start is 16-byte aligned (asynchronous copies, paired stores);
@@ -190,7 +190,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
         page[i] = (e < BLOCK_KV * CH && key < limit) ? clamp(kmap.table[key / FA_PAGE_SIZE], 0, kmap.last) : 0;
     }
 #endif
-#if !defined(FA_PAGED) && WG % CH == 0 && FA_COPIES * WG == BLOCK_KV * CH
+#if !defined(FA_PAGED)
     if (first + BLOCK_KV <= limit) { /* every row is in the sequence */
         fa_cp_rows16(kt, ROW, kg + kmap.base + (ulong)first * (ulong)kmap.stride, kmap.stride, BLOCK_KV, CH, WG,
                      HEAD_DIM, lid);

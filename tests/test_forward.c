@@ -94,8 +94,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     if (in->work_group_size < 1 || (size_t)in->work_group_size > dev_limits.max_work_group)
         return "work_group_size outside 1..device maximum";
     const int mma_variant = strcmp(in->kernel, "nvidia-mma") == 0;
-    if (mma_variant && in->head_dim_padded != (c->D <= 64 ? 64 : c->D <= 128 ? 128 : c->D <= 192 ? 192 : 256))
-        return "tensor-core plan: head_dim_padded is not 64, 128, 192 or 256 (the kernel's instantiations)";
+    if (mma_variant && in->head_dim_padded != (c->D + 31) / 32 * 32)
+        return "tensor-core plan: head_dim_padded is not head_dim rounded up to 32 (the kernel's k-step pairs)";
     const int rows_variant = strcmp(in->kernel, "portable") == 0;
     if (rows_variant) {
         if (in->local_mem_bytes != (size_t)4 * (size_t)(in->block_q + in->block_kv) * (size_t)dpad)
@@ -351,16 +351,17 @@ static void run_case(fa_cl_context *ctx, const char *label, int idx, const tu_ca
 /* (Sq, Sk) pairs: every listed length on both sides, unequal both ways */
 static const int64_t pairs[][2] = {{113, 203}, {203, 113}, {1, 239}, {65, 17}, {1000, 63},
                                    {63, 1000}, {64, 64},   {17, 65}, {1, 1},   {64, 1}};
-static const int64_t head_dims[] = {1, 8, 40, 64, 80, 96, 128, 256};
+/* 160 and 224: the tensor-core kernel pads to multiples of 32 (not to 192 and 256) */
+static const int64_t head_dims[] = {1, 8, 40, 64, 80, 96, 128, 160, 224, 256};
 static const fa_cl_dtype dtypes[] = {F32, F16, BF16};
 
 static int subset_shapes(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
     int idx = 0;
-    /* all 24 head_dim x dtype pairs; each head_dim meets 3 different (Sq, Sk) pairs, each pair 2-3 head_dims */
+    /* all 30 head_dim x dtype pairs; each head_dim meets 3 different (Sq, Sk) pairs, each pair 3 head_dims */
     for (int ti = 0; ti < 3; ti++)
-        for (int di = 0; di < 8; di++, idx++) {
+        for (int di = 0; di < TU_COUNT(head_dims); di++, idx++) {
             const int64_t *sp = pairs[(di + 4 * ti) % 10];
             tu_case c = {2, 3, 3, sp[0], sp[1], head_dims[di], dtypes[ti], 0, -1, -1, NULL, 0.0f, 1};
             if (sp[0] * sp[1] > 20000) { /* keep the float64 reference cheap */

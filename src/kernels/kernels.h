@@ -109,8 +109,8 @@ int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
 
 /* ---- nvidia-mma (nvidia_mma.c): f16/bf16 on NVIDIA tensor cores, mma.sync -------------------- */
 
-/* 16 query rows per warp, 4 warps; keys per block (32 above head_dim 128); head_dim padded to 64,
- * 128, 192 or 256 (fa_cl_mma_dim_padded). FA_CL_TILE=BrxBcxW sets W query rows per warp (16, or 32:
+/* 16 query rows per warp, 4 warps; keys per block (32 above head_dim 128); head_dim padded to a
+ * multiple of 32 (fa_cl_mma_dim_padded). FA_CL_TILE=BrxBcxW sets W query rows per warp (16, or 32:
  * two m16 tiles per warp). */
 #define FA_CL_MMA_BLOCK_Q 64
 #define FA_CL_MMA_BLOCK_KV 64

@@ -10,7 +10,9 @@ static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_
 
 int fa_cl_mma_dim_padded(int head_dim)
 {
-    return head_dim <= 64 ? 64 : head_dim <= 128 ? 128 : head_dim <= 192 ? 192 : 256;
+    /* a multiple of 32: k-steps of 16 taken in pairs (Q in registers), n-tiles of O in pairs; 32
+     * rather than a power of two so that d = 80, 96, 160, 224 waste at most 16 columns of 32 */
+    return (head_dim + 31) / 32 * 32;
 }
 
 size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
@@ -42,6 +44,13 @@ void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     out->elem_bytes = f->id == FA_CL_KERNEL_NVIDIA_TF32X3 ? 4 : 2;
     out->aligned16 = req->aligned16;
     out->ptx_emulated = lim->mma_emulated;
+}
+
+/* FA_CL_MMA_EMULATE's scratch (cl/fa_nv_ptx.cl FA_EMU_WORDS: 192 words per warp), so that an emulated
+ * plan fits the budget the native one would */
+static size_t emulation_bytes(const fa_cl_limits *lim, int warps)
+{
+    return lim->mma_emulated ? (size_t)warps * 192 * 4 : 0;
 }
 
 static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
@@ -79,20 +88,21 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         br = 16;
         kv_warps = FA_CL_MMA_DECODE_KV_WARPS;
     }
-    int bc = (dp > 128 || (dp == 128 && !kv_wide)) ? 32 : FA_CL_MMA_BLOCK_KV;
+    int bc = (dp > 128 || (dp > 64 && !kv_wide)) ? 32 : FA_CL_MMA_BLOCK_KV;
     int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;
     /* keys per block with asynchronous copies (H200, B = 8, H = 16, N = 4096, f16, docs/performance.md):
      * 32 at d = 128 (335.2 against 300.7 TFLOP/s for 64 in session 9; causal 301.3 against 271.5;
      * with a mask 206.5 against 173.2 in session 6); 64 at d = 64 since Q joined the first copy group
      * (session 9: 295.7 against 282.6 for 128, causal 266.8 against 251.8). q8_0 K/V keep 64. */
-    if (async_wide && dp == 128 && (!lim->mma_kv_q8 || lim->mma_mask))
+    if (async_wide && dp > 64 && (!lim->mma_kv_q8 || lim->mma_mask))
         bc = 32;
     /* above d = 128, 128 rows of 8 warps (16 each: the O accumulator takes the registers) against
      * 64 keys where the local memory holds them (272.1 against 246.9 TFLOP/s for 64 x 32 at d = 256,
      * B = 2; causal 229.6 against 219.8); a smaller budget keeps 64 x 32 and shrinks that */
     if (req->aligned16 && dp > 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q && !lim->mma_kv_q8 && !lim->mma_mask &&
         fa_cl_mma_local_bytes(FA_CL_MMA_ASYNC_BLOCK_Q, FA_CL_MMA_BLOCK_KV, dp, FA_CL_MMA_WARP_ROWS, FA_CL_MMA_STAGES,
-                              1, 0) <= out->local_mem_budget) {
+                              1, 0) + emulation_bytes(lim, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
+            out->local_mem_budget) {
         br = FA_CL_MMA_ASYNC_BLOCK_Q;
         bc = FA_CL_MMA_BLOCK_KV;
         wr = FA_CL_MMA_WARP_ROWS;
@@ -126,13 +136,14 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     const int q8_row_bytes = lim->mma_kv_q8 && async ? req->head_dim / 32 * 34 : 0;
     /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
     const int mask_bytes = async && !lim->mma_kv_q8 ? lim->mma_mask_bytes : 0;
+    const size_t emu = emulation_bytes(lim, br / wr * kv_warps);
     size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
-                   (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0);
+                   (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
     while (!forced && bytes > budget && bc > 16 * kv_warps) {
         bc /= 2;
         bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
-                (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0);
+                (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     }
     const int wg = br / wr * 32 * kv_warps;
     if (bytes > budget || (size_t)wg > lim->max_work_group) {
