@@ -24,6 +24,8 @@
  * (a multiple of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16), FA_STAGES (2-4,
  * default 2: K/V buffers with asynchronous copies);
  * FA_ALIGNED16 when every q/k/v/o row start is 16-byte aligned (asynchronous copies, paired stores);
+ * FA_ROWS_PADDED with it: q/k/v are the plan's zero-padded copies (cl/fa_pad_rows.cl), whose rows
+ * may be read up to head_dim rounded up to 8, and o (head_dim % 8 != 0) is stored element-wise;
  * FA_KV_CHUNKED: long rows in chunks of keys (cl/fa_forward_common.cl).
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
@@ -79,7 +81,7 @@ inline void fa_load_tile(__local ushort *tile, __global const ushort *src, fa_ro
             __global const ushort *p = src + 8 * c +
                                        (is_kv ? fa_kv_row(map, first + r)
                                               : fa_qrow(map.base, first + r, map.div, map.outer, map.stride));
-#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+#if defined(FA_ALIGNED16) && (HEAD_DIM % 8 == 0 || defined(FA_ROWS_PADDED))
             x = *(__global const uint4 *)p;
 #else
             ushort t[8];
@@ -114,7 +116,8 @@ inline void fa_load_tile_q8(__local ushort *tile, __global const uchar *src, fa_
 }
 #endif
 
-#if (defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0 && !defined(FA_KV_Q8)) || (defined(FA_KV_Q8) && defined(FA_Q8_COPY))
+#if (defined(FA_ALIGNED16) && (HEAD_DIM % 8 == 0 || defined(FA_ROWS_PADDED)) && !defined(FA_KV_Q8)) || \
+    (defined(FA_KV_Q8) && defined(FA_Q8_COPY))
 /* K/V blocks are copied asynchronously (cp.async) through a ring of FA_STAGES buffers each: while
  * one block is computed, the next STAGES - 1 are in flight (decoding is bound by how many bytes
  * are in flight). */

@@ -186,7 +186,8 @@ typedef struct fa_cl_context fa_cl_context;
  * (cap the local-memory budget), FA_CL_LOCAL_MEM_OVERRIDE (experiments: plan for that many bytes of
  * local memory whatever the device reports; a kernel that then does not fit fails to build or
  * launch), FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]] (force the tile), FA_CL_KERNEL_VARIANT (force a
- * kernel variant), FA_CL_VENDOR_PATH=0 (portable kernels only), FA_CL_NV_TF32=0 (f32 on the portable
+ * kernel variant), FA_CL_VENDOR_PATH=0 (portable kernels only), FA_CL_PAD_ROWS=0 (no zero-padded
+ * copies of q/k/v for the tensor-core kernel at head_dim % 8 != 0), FA_CL_NV_TF32=0 (f32 on the portable
  * kernels on NVIDIA GPUs, not on tensor cores), FA_CL_SPLITS=n (split-KV chunks of every plan),
  * FA_CL_GQA_PACK=0|1 (GQA packing never / always), FA_CL_KV_CHUNK=n (tests: every plan sums keys in
  * chunks of n, see "Long rows"), FA_CL_MMA_EMULATE=1 (tests), FA_CL_KERNEL_DIR (read the kernel .cl
@@ -475,7 +476,9 @@ typedef struct fa_cl_plan_info {
                                   "portable", "portable-tiled", "nvidia-mma", "nvidia-tf32x3"; static storage */
     int launches;            /**< kernel launches per call (long rows run one per chunk of keys; split-KV adds
                                   the combine, an append its copy into the cache) */
-    size_t scratch_bytes;    /**< device memory the plan holds for itself (0 for most plans) */
+    size_t scratch_bytes;    /**< device memory the plan holds for itself (0 for most plans): split-KV
+                                  partials, long rows' chunk state, or (NVIDIA tensor cores, dense
+                                  f16/bf16 prefill at head_dim % 8 != 0) zero-padded copies of q, k, v */
     int splits;              /**< 0.3: split-KV chunks each row's keys are computed in (1 = not split) */
     int gqa_pack;            /**< 0.3: query heads one work-group takes together (1 = not packed) */
 } fa_cl_plan_info;

@@ -95,6 +95,7 @@ typedef struct fa_cl_env {
     int print_build_log;      /* FA_CL_DEBUG_BUILD_LOG: print every build log to stderr (tuning) */
     int variant;              /* FA_CL_KERNEL_VARIANT: 0 = planner's choice, else an fa_cl_kernel_id */
     int vendor_path_off;      /* FA_CL_VENDOR_PATH=0: portable kernels only */
+    int pad_rows_off;         /* FA_CL_PAD_ROWS=0: no zero-padded q/k/v copies (tensor-core plans at d % 8 != 0) */
     int mma_emulate;          /* FA_CL_MMA_EMULATE=1 (tests): the tensor-core kernel on any device, PTX emulated */
     int nv_tf32;              /* FA_CL_NV_TF32: -1 unset (on where tensor cores run natively), 0 off, 1 on */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */

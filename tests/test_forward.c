@@ -132,6 +132,24 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     char msg[256];
     if (fa_cl_plan_tiles(&dev_limits, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
         return "the planner refuses what the plan accepted";
+    /* head_dim % 8 != 0, dense, more than 64 rows: a tensor-core plan copies q, k, v into zero-padded
+     * rows first (3 launches, their copies in the scratch) and takes the aligned kernel's tiles */
+    const char *pad_env = getenv("FA_CL_PAD_ROWS");
+    int padded = 0;
+    size_t pad_bytes = 0;
+    if (!views.aligned16 && c->D % 8 != 0 && c->dtype != F32 && c->Sq > 64 && !(pad_env && strcmp(pad_env, "0") == 0)) {
+        fa_cl_tile_request preq = req;
+        fa_cl_tiles pt;
+        preq.aligned16 = 1;
+        if (fa_cl_plan_tiles(&dev_limits, &preq, &pt, msg, sizeof msg) == FA_CL_SUCCESS &&
+            pt.variant == FA_CL_KERNEL_NVIDIA_MMA) {
+            padded = 1;
+            t = pt;
+            pad_bytes = (size_t)c->B * (size_t)(c->Hq * c->Sq + 2 * c->Hkv * c->Sk) * (size_t)((c->D + 7) / 8 * 8) * 2;
+        }
+    }
+    if (padded != (in->scratch_bytes >= pad_bytes && pad_bytes > 0 && in->launches >= 4))
+        return "plan info: the padded q/k/v copies (head_dim % 8 != 0) are not as the rules say";
     const char *splits_env = getenv("FA_CL_SPLITS");
     if (splits_env && *splits_env && atoi(splits_env) > 1 && in->splits < atoi(splits_env)) {
         snprintf(why, sizeof why, "plan info: %d splits, FA_CL_SPLITS=%s not honoured", in->splits, splits_env);
@@ -146,8 +164,10 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
                (in->local_mem_bytes == t.local_mem_bytes || tensor_cores) &&
                strcmp(in->kernel, t.kernel) == 0;
     /* one launch, or one per chunk of keys (FA_CL_KV_CHUNK, long rows) with scratch of its own */
-    const int launches = in->splits > 1 ? 2 : t.chunk_keys > 0 ? (int)((c->Sk + t.chunk_keys - 1) / t.chunk_keys) : 1;
-    if (in->launches != launches || (in->scratch_bytes > 0) != (t.chunk_keys > 0 || in->splits > 1)) {
+    const int launches = 3 * padded + (in->splits > 1           ? 2
+                                       : t.chunk_keys > 0 ? (int)((c->Sk + t.chunk_keys - 1) / t.chunk_keys)
+                                                          : 1);
+    if (in->launches != launches || (in->scratch_bytes > pad_bytes) != (t.chunk_keys > 0 || in->splits > 1)) {
         snprintf(why, sizeof why, "plan info: %d launches and %zu scratch bytes, the planner's chunks of %d keys want "
                  "%d launches and %s scratch", in->launches, in->scratch_bytes, t.chunk_keys, launches,
                  t.chunk_keys > 0 ? "some" : "no");
@@ -351,15 +371,16 @@ static void run_case(fa_cl_context *ctx, const char *label, int idx, const tu_ca
 /* (Sq, Sk) pairs: every listed length on both sides, unequal both ways */
 static const int64_t pairs[][2] = {{113, 203}, {203, 113}, {1, 239}, {65, 17}, {1000, 63},
                                    {63, 1000}, {64, 64},   {17, 65}, {1, 1},   {64, 1}};
-/* 160 and 224: the tensor-core kernel pads to multiples of 32 (not to 192 and 256) */
-static const int64_t head_dims[] = {1, 8, 40, 64, 80, 96, 128, 160, 224, 256};
+/* 160 and 224: the tensor-core kernel pads to multiples of 32 (not to 192 and 256); 59: rows of
+ * no 16-byte alignment, which its plans copy into zero-padded rows first (pad-rows) */
+static const int64_t head_dims[] = {1, 8, 40, 59, 64, 80, 96, 128, 160, 224, 256};
 static const fa_cl_dtype dtypes[] = {F32, F16, BF16};
 
 static int subset_shapes(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
     int idx = 0;
-    /* all 30 head_dim x dtype pairs; each head_dim meets 3 different (Sq, Sk) pairs, each pair 3 head_dims */
+    /* all 33 head_dim x dtype pairs; each head_dim meets 3 different (Sq, Sk) pairs, each pair 3-4 head_dims */
     for (int ti = 0; ti < 3; ti++)
         for (int di = 0; di < TU_COUNT(head_dims); di++, idx++) {
             const int64_t *sp = pairs[(di + 4 * ti) % 10];
@@ -544,6 +565,10 @@ static int subset_layouts(fa_cl_context *ctx, int argc, char **argv)
         {2, 2, 2, 203, 113, 59, F16, 1, -1, -1, "QPHS", 0.0f, 1},  /* d % 4 = 3 with strides */
         {1, 4, 4, 64, 1, 128, F32, 0, -1, -1, "SQPC", 0.0f, 1},
         {2, 4, 1, 65, 65, 64, BF16, 0, 8, 8, "SBBQ", 0.5f, 1},     /* MQA with K/V broadcast over the batch */
+        /* head_dim % 8 != 0 with more than 64 rows: tensor-core plans copy q, k, v into zero-padded
+         * rows first (pad-rows), from every layout */
+        {2, 4, 2, 130, 300, 111, BF16, 0, -1, -1, "PPPP", 0.0f, 1},
+        {2, 2, 2, 100, 100, 13, F16, 0, 30, 5, "BBBP", 0.0f, 1},
     };
     int i = 0;
     for (; i < (int)(sizeof cases / sizeof cases[0]); i++)

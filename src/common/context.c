@@ -191,6 +191,8 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     }
     s = getenv("FA_CL_VENDOR_PATH");
     out->vendor_path_off = s && strcmp(s, "0") == 0;
+    s = getenv("FA_CL_PAD_ROWS");
+    out->pad_rows_off = s && strcmp(s, "0") == 0;
     s = getenv("FA_CL_NV_TF32");
     out->nv_tf32 = !s || !*s ? -1 : strcmp(s, "0") != 0;
     s = getenv("FA_CL_MMA_EMULATE");

@@ -14,6 +14,7 @@ typedef enum fa_cl_operation {
     FA_CL_OP_APPEND = 3,  /* new keys and values into the KV cache: fa_append */
     FA_CL_OP_BACKWARD = 4, /* dq, dk, dv from the forward's tensors and dO: fa_backward_dkdv (and the
                               program's fa_backward_dot and fa_backward_dq) */
+    FA_CL_OP_PAD_ROWS = 5, /* q, k, v rows into zero-padded aligned scratch: fa_pad_rows */
 } fa_cl_operation;
 
 /* One kernel family: its one name, its sources and its rules. */
@@ -172,6 +173,11 @@ extern const fa_cl_kernel_family fa_cl_kernel_combine;
 
 #define FA_CL_APPEND_WG 64
 extern const fa_cl_kernel_family fa_cl_kernel_append;
+
+/* ---- pad-rows (pad_rows.c): q/k/v rows padded to 16 bytes, a tensor-core plan's first launches -- */
+
+#define FA_CL_PAD_ROWS_WG 128
+extern const fa_cl_kernel_family fa_cl_kernel_pad_rows;
 
 /* ---- portable-backward (portable_backward.c): the backward pass on every device --------------- */
 

@@ -173,8 +173,9 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
         snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_Q8_COPY=%d", t->q8_copy);
     /* cp.async with the L2 fetching 128 bytes around each 16 (H200: decode B=16, Sk=32768 0.536 and
      * 0.534 against 0.545 and 0.556 ms; prefill unchanged; docs/logs/h200-13-decode-l2.txt) */
-    return snprintf(out, n, " -DWARP_ROWS=%d%s%s%s", t->rows_per_item,
-                    t->aligned16 ? " -DFA_ALIGNED16 -DFA_CP_L2=128" : "", stages, t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+    return snprintf(out, n, " -DWARP_ROWS=%d%s%s%s%s", t->rows_per_item,
+                    t->aligned16 ? " -DFA_ALIGNED16 -DFA_CP_L2=128" : "", t->rows_padded ? " -DFA_ROWS_PADDED" : "",
+                    stages, t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_mma = {

@@ -31,6 +31,8 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     if (t->variant == FA_CL_KERNEL_APPEND)
         snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s", (int)v->d.dtype, (int)v->d.head_dim,
                  v->d.page_size > 0 ? " -DFA_PAGED" : "");
+    if (t->variant == FA_CL_KERNEL_PAD_ROWS)
+        snprintf(options, sizeof options, "-DHEAD_DIM=%d", (int)v->d.head_dim);
     cl_program prog;
     fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, &prog);
     if (st != FA_CL_SUCCESS)
@@ -133,12 +135,28 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
                            (d->mask_stride[1] * es) % 16 == 0 && (d->mask_stride[2] * es) % 16 == 0;
         lim.mma_mask_bytes = rows16 ? (int)es : 0;
     }
+    /* head_dim not a multiple of 8 (59, 111): no q/k/v row is 16-byte aligned, and the tensor-core
+     * kernel would load them synchronously (H200, d = 59: 87 TFLOP/s against 294 at d = 64). Dense
+     * f16/bf16 prefill (more than one 64-row block a head, every key read by each: the copy is a
+     * small part) instead copies q, k and v into zero-padded rows first (pad-rows launches, the
+     * plan's scratch) and plans the aligned kernel; o is stored element-wise as before. Decoding,
+     * caches (kv_seqlens, pages, appends) and varlen keep the direct loads. */
+    if (!v->aligned16 && d->head_dim % 8 != 0 && d->dtype != FA_CL_F32 && !v->mixed_types && d->page_size == 0 &&
+        d->total_q == 0 && d->total_k == 0 && d->seqlen_new == 0 && !d->kv_seqlens &&
+        d->seqlen_q > FA_CL_MMA_BLOCK_Q && !ctx->env.pad_rows_off)
+        req.aligned16 = 1;
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
     for (int attempt = 0; attempt < 4; attempt++) {
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &plan->tiles, msg, sizeof msg);
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
+        if (req.aligned16 && !v->aligned16 && plan->tiles.variant != FA_CL_KERNEL_NVIDIA_MMA) {
+            req.aligned16 = 0; /* padded rows are for the tensor-core kernel only */
+            attempt--;
+            continue;
+        }
+        plan->tiles.rows_padded = req.aligned16 && !v->aligned16;
         plan->tiles.paged = (int)d->page_size;
         plan->tiles.seqlens = d->kv_seqlens != 0;
         plan->tiles.packed = plan->pack > 1;
@@ -250,6 +268,15 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
     const int64_t part_os[3] = {d->heads_q * d->seqlen_q * d->head_dim, d->seqlen_q * d->head_dim, d->head_dim};
     cl_ulong offs[4] = {d->q_offset, d->k_offset, d->v_offset, split ? 0 : d->o_offset};
     const int64_t *strides[4] = {d->q_stride, d->k_stride, d->v_stride, split ? part_os : d->o_stride};
+    /* padded rows: q, k, v are the plan's contiguous copies (pad_args) */
+    const int64_t dp = (d->head_dim + 7) / 8 * 8;
+    const int64_t pad_qs[3] = {d->heads_q * d->seqlen_q * dp, d->seqlen_q * dp, dp};
+    const int64_t pad_ks[3] = {d->heads_kv * d->seqlen_k * dp, d->seqlen_k * dp, dp};
+    if (plan->tiles.rows_padded) {
+        offs[0] = offs[1] = offs[2] = 0;
+        strides[0] = pad_qs;
+        strides[1] = strides[2] = pad_ks;
+    }
     cl_int ints[5] = {(cl_int)d->heads_q, (cl_int)v->group, (cl_int)d->seqlen_q, (cl_int)d->seqlen_k,
                       plan->num_q_blocks};
     cl_int window[4] = {(cl_int)v->win_left, (cl_int)v->win_right, d->causal != 0, split || a->lse != NULL};
@@ -257,6 +284,8 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
     cl_uint n = 0;
     cl_int err = CL_SUCCESS;
     cl_mem mems[5] = {a->q, a->k, a->v, split ? plan->part_o : a->o, split ? plan->part_lse : a->lse};
+    if (plan->tiles.rows_padded)
+        mems[0] = plan->padded[0], mems[1] = plan->padded[1], mems[2] = plan->padded[2];
     for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &mems[i]);
     for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
@@ -311,6 +340,33 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
     if (n != want)
         return fa_cl__fail(plan->ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: %u of %u arguments set", n, want);
     return FA_CL_SUCCESS;
+}
+
+/* Arguments of fa_pad_rows (cl/fa_pad_rows.cl): one of q, k, v into its zero-padded copy. */
+static fa_cl_status pad_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+{
+    const fa_cl_attention_desc *d = &plan->views.d;
+    const int t = l->tensor;
+    cl_mem mems[2] = {t == 0 ? a->q : t == 1 ? a->k : a->v, plan->padded[t]};
+    const cl_ulong off = t == 0 ? d->q_offset : t == 1 ? d->k_offset : d->v_offset;
+    const int64_t *st = t == 0 ? d->q_stride : t == 1 ? d->k_stride : d->v_stride;
+    const cl_int dims[2] = {(cl_int)(t == 0 ? d->heads_q : d->heads_kv), (cl_int)(t == 0 ? d->seqlen_q : d->seqlen_k)};
+    const cl_ulong rows = (cl_ulong)d->batch * (cl_ulong)dims[0] * (cl_ulong)dims[1];
+    cl_uint n = 0;
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_mem), &mems[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_ulong), &off);
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+        cl_long s = st[i];
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_long), &s);
+    }
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_int), &dims[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_ulong), &rows);
+    return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_pad_rows)");
 }
 
 /* Arguments of fa_append (cl/fa_append.cl): the new rows into the caller's cache. */
@@ -404,12 +460,31 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     const size_t global = (size_t)groups * (size_t)t->work_group_size;
     const int64_t step = t->chunk_keys > 0 ? t->chunk_keys : d->seqlen_k;
     const int forwards = (int)((d->seqlen_k + step - 1) / step);
-    const int first = plan->append != NULL; /* an appending plan writes the new keys first */
+    /* an appending plan writes the new keys first; a padded one copies q, k, v first */
+    const int first = plan->append != NULL ? 1 : t->rows_padded ? 3 : 0;
     plan->nlaunches = first + forwards + (plan->splits > 1);
     plan->launches = (fa_cl_launch *)calloc((size_t)plan->nlaunches, sizeof *plan->launches);
     if (!plan->launches)
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_plan_create: out of host memory");
-    if (first) {
+    if (t->rows_padded) {
+        const int64_t dp = (d->head_dim + 7) / 8 * 8;
+        for (int i = 0; i < 3; i++) {
+            fa_cl_launch *l = &plan->launches[i];
+            const size_t rows = (size_t)d->batch * (size_t)(i ? d->heads_kv * d->seqlen_k : d->heads_q * d->seqlen_q);
+            const size_t items = rows * (size_t)(dp / 8); /* cl/fa_pad_rows.cl: 8 elements each */
+            l->kernel = plan->pad;
+            l->global[0] = (items + FA_CL_PAD_ROWS_WG - 1) / FA_CL_PAD_ROWS_WG * FA_CL_PAD_ROWS_WG;
+            l->global[1] = 1;
+            l->local = FA_CL_PAD_ROWS_WG;
+            l->tensor = i;
+            l->set_args = pad_args;
+            const fa_cl_status st = scratch_alloc(ctx, rows * (size_t)dp * 2, &plan->padded[i],
+                                                  "fa_cl_plan_create: clCreateBuffer (padded q/k/v rows)");
+            if (st != FA_CL_SUCCESS)
+                return st;
+            plan->pad_bytes += rows * (size_t)dp * 2;
+        }
+    } else if (first) {
         fa_cl_launch *l = &plan->launches[0];
         const size_t items = (size_t)d->batch * (size_t)d->seqlen_new * (size_t)d->heads_kv *
                              (size_t)((d->head_dim + 3) / 4); /* cl/fa_append.cl's D4 */
@@ -458,6 +533,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         st = scratch_alloc(ctx, plan->scratch_bytes, &plan->scratch,
                            "fa_cl_plan_create: clCreateBuffer (long rows' chunks)");
     }
+    plan->scratch_bytes += plan->pad_bytes;
     return st;
 }
 
@@ -466,8 +542,9 @@ static void plan_free(fa_cl_plan *plan)
     fa_cl__kernel_give(plan->ctx, plan->kernel);
     fa_cl__kernel_give(plan->ctx, plan->combine);
     fa_cl__kernel_give(plan->ctx, plan->append);
-    cl_mem mems[3] = {plan->scratch, plan->part_o, plan->part_lse};
-    for (int i = 0; i < 3; i++)
+    fa_cl__kernel_give(plan->ctx, plan->pad);
+    cl_mem mems[6] = {plan->scratch, plan->part_o, plan->part_lse, plan->padded[0], plan->padded[1], plan->padded[2]};
+    for (int i = 0; i < 6; i++)
         if (mems[i])
             clReleaseMemObject(mems[i]);
     free(plan->launches);
@@ -499,6 +576,11 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_c
         fa_cl_tiles ct = plan->tiles;
         ct.variant = FA_CL_KERNEL_COMBINE;
         st = build_kernel(ctx, views, &ct, &plan->combine);
+    }
+    if (st == FA_CL_SUCCESS && plan->tiles.rows_padded) {
+        fa_cl_tiles pt = plan->tiles;
+        pt.variant = FA_CL_KERNEL_PAD_ROWS;
+        st = build_kernel(ctx, views, &pt, &plan->pad);
     }
     if (st == FA_CL_SUCCESS && views->d.seqlen_new > 0) {
         fa_cl_tiles at = plan->tiles;
@@ -616,7 +698,10 @@ static fa_cl_status forward_step(void *data, int i, fa_cl_chain_step *s)
     s->dims = l->global[1] > 1 ? 2 : 1;
     s->global[0] = l->global[0], s->global[1] = l->global[1];
     s->local[0] = l->local, s->local[1] = 1;
-    s->name = l->kernel == plan->combine ? "fa_combine" : l->kernel == plan->append ? "fa_append" : "fa_forward";
+    s->name = l->kernel == plan->combine  ? "fa_combine"
+              : l->kernel == plan->append ? "fa_append"
+              : l->kernel == plan->pad    ? "fa_pad_rows"
+                                          : "fa_forward";
     return l->set_args(plan, l, c->args);
 }
 

@@ -14,6 +14,7 @@ struct fa_cl_launch {
     size_t global[2];     /* work-items: dimension 0, and 1 (split-KV chunks; 1 otherwise) */
     size_t local;         /* work-group size in dimension 0 (1 in dimension 1) */
     int kv_begin, kv_end; /* a forward launch's keys: all of them, or one chunk of a long row */
+    int tensor;           /* a pad-rows launch's: 0 q, 1 k, 2 v */
     /* every kernel argument of this launch for one call's buffers */
     fa_cl_status (*set_args)(const fa_cl_plan *plan, const fa_cl_launch *launch, const fa_cl_forward_args *args);
 };
@@ -25,11 +26,14 @@ struct fa_cl_plan {
     cl_kernel kernel;       /* the forward kernel */
     cl_kernel combine;      /* split-KV: the combine kernel; else NULL */
     cl_kernel append;       /* appending plans (desc.seqlen_new): the append kernel; else NULL */
+    cl_kernel pad;          /* tiles.rows_padded: the pad-rows kernel; else NULL */
+    cl_mem padded[3];       /* tiles.rows_padded: q, k, v as contiguous [B, H, S, head_dim rounded up to 8] */
     fa_cl_launch *launches; /* nlaunches of them */
     int nlaunches;
     cl_mem scratch;         /* what a long row's chunk leaves the next (cl/fa_forward_common.cl); else NULL */
     cl_mem part_o, part_lse; /* split-KV: each chunk's partial O [splits, B, Hq, Sq, D] and LSE (fp32) */
     size_t scratch_bytes;   /* all the plan's device memory */
+    size_t pad_bytes;       /* of which the padded q/k/v copies */
     int pack;               /* query heads a work-group takes together (GQA packing; 1 = none) */
     int splits;             /* split-KV chunks (1 = none) */
     fa_cl_lock lock;        /* argument setting + enqueue must not interleave between threads */

@@ -66,6 +66,7 @@ typedef enum fa_cl_kernel_id {
     FA_CL_KERNEL_APPEND = 6,    /* cl/fa_append.cl: new keys into the KV cache (not a forward) */
     FA_CL_KERNEL_PORTABLE_BACKWARD = 7, /* cl/fa_backward.cl: the backward pass's three kernels */
     FA_CL_KERNEL_NVIDIA_MMA_BACKWARD = 8, /* cl/fa_backward_nv_mma.cl: the backward on NVIDIA tensor cores */
+    FA_CL_KERNEL_PAD_ROWS = 9,  /* cl/fa_pad_rows.cl: q/k/v rows padded to 16 bytes (not a forward) */
 } fa_cl_kernel_id;
 
 /* The shape class a plan is made for. */
@@ -108,6 +109,7 @@ typedef struct fa_cl_tiles {
                                  (FA_Q_DTYPE ... FA_O_DTYPE; the portable kernels) */
     int q8_copy;              /* nvidia-mma with q8_0 K/V: FA_Q8_COPY, the asynchronous copies' size; 0 = none */
     int mask_async;           /* nvidia-mma: the mask's tiles copied with K/V into local memory (FA_MASK_ASYNC) */
+    int rows_padded;          /* nvidia-mma: q/k/v read from the plan's zero-padded copies (pad-rows launches) */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
