@@ -51,6 +51,7 @@ static const tu_case fused_cases[] = {
     {2, 4, 2, 20, 45, 16, F32, 0, -1, -1, NULL, 0.0f, 1},  /* batch 2, GQA 2:1: two K/V blocks at any tile */
     {1, 2, 2, 24, 40, 12, BF16, 1, 16, -1, "PPPP", 0.0f, 1}, /* causal window (16, -1), strided bf16 */
     {1, 1, 1, 20, 40, 16, F16, 1, -1, -1, NULL, 0.0f, 1},  /* contiguous f16, 16-byte rows (tensor-core async copies) */
+    {1, 1, 1, 65, 20, 12, F16, 1, -1, -1, "PPPP", 0.0f, 1}, /* d % 8 = 4, 65 rows: tensor-core plans pad the rows first */
 };
 
 static const tu_case reference_cases[] = {
