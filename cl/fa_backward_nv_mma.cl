@@ -25,6 +25,9 @@
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core backward takes f16 or bf16 storage"
 #endif
+#if D_PAD != 64 && D_PAD != 128
+#error "the tensor-core backward takes D_PAD 64 or 128 (the planner declines beyond)"
+#endif
 #if BLOCK_Q != BLOCK_KV || BLOCK_Q % 16
 #error "BLOCK_Q = BLOCK_KV, a multiple of 16"
 #endif

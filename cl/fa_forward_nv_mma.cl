@@ -31,6 +31,9 @@
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core kernel takes f16 or bf16 storage"
 #endif
+#if D_PAD % 32 != 0 || D_PAD < 32 || D_PAD > 256
+#error "the tensor-core kernel takes D_PAD a multiple of 32 up to 256 (O lives in registers: the planner declines beyond)"
+#endif
 
 #ifndef WARP_ROWS
 #define WARP_ROWS 16

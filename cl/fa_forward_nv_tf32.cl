@@ -21,6 +21,9 @@
 #if FA_DTYPE != 0
 #error "the tf32 kernel takes f32 storage"
 #endif
+#if D_PAD != 64 && D_PAD != 128
+#error "the tf32 kernel takes D_PAD 64 or 128 (the planner declines beyond)"
+#endif
 
 #define WARPS (BLOCK_Q / 16)
 #define WG (WARPS * 32)

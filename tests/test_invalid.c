@@ -153,7 +153,7 @@ static void descriptor_cases(fa_cl_context *ctx, tu_problem *p)
     DCASE(INV, "overflow", (d.batch = INT64_MAX / 2, d.q_stride[0] = 1 << 16, d.q_stride[1] = 1 << 10,
                             d.q_stride[2] = 64));
     DCASE(INV, "overflow", (d.o_offset = SIZE_MAX / 2));
-    DCASE(UNS, "head_dim", d.head_dim = 300);
+    DCASE(UNS, "head_dim", d.head_dim = 513);
     DCASE(UNS, "seqlen_k", d.seqlen_k = (int64_t)INT32_MAX);
     DCASE(UNS, "heads_q", (d.heads_q = (int64_t)INT32_MAX + 1, d.heads_kv = 1));
 #undef DCASE
@@ -461,14 +461,16 @@ static void env_cases(int only_trailing)
     if (only_trailing)
         return;
 
-    /* a forced tile too big for the budget; a budget too small for head_dim 256 */
+    /* a forced tile too big for the budget; a budget too small for head_dim 256; one that holds
+     * head_dim 256 (two 8-row tiles: 16384 bytes) but not 512: refused with the head_dim named */
     static const struct {
         const char *var, *value;
         int64_t d;
         fa_cl_status want;
         const char *word;
     } plan_env[] = {{"FA_CL_TILE", "1024x256", 128, FA_CL_ERROR_INVALID_ARGUMENT, "FA_CL_TILE"},
-                    {"FA_CL_LOCAL_MEM_BYTES", "8192", 256, FA_CL_ERROR_UNSUPPORTED, "budget"}};
+                    {"FA_CL_LOCAL_MEM_BYTES", "8192", 256, FA_CL_ERROR_UNSUPPORTED, "budget"},
+                    {"FA_CL_LOCAL_MEM_BYTES", "16384", 512, FA_CL_ERROR_UNSUPPORTED, "head_dim 512"}};
     for (size_t i = 0; i < sizeof plan_env / sizeof plan_env[0]; i++) {
         setenv(plan_env[i].var, plan_env[i].value, 1);
         fa_cl_context *c = NULL;

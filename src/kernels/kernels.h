@@ -111,7 +111,9 @@ int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
 /* ---- nvidia-mma (nvidia_mma.c): f16/bf16 on NVIDIA tensor cores, mma.sync -------------------- */
 
 /* 16 query rows per warp, 4 warps; keys per block (32 above head_dim 128); head_dim padded to a
- * multiple of 32 (fa_cl_mma_dim_padded). FA_CL_TILE=BrxBcxW sets W query rows per warp (16, or 32:
+ * multiple of 32 (fa_cl_mma_dim_padded), at most FA_CL_MMA_MAX_DIM: O lives in registers (DT =
+ * D_PAD / 8 accumulator tiles per m16 tile), so beyond it the plan declines and the portable
+ * kernels take the head_dim. FA_CL_TILE=BrxBcxW sets W query rows per warp (16, or 32:
  * two m16 tiles per warp). */
 #define FA_CL_MMA_BLOCK_Q 64
 #define FA_CL_MMA_BLOCK_KV 64
@@ -132,7 +134,8 @@ int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
  * FA_MMA_Q_REGS_MAX_DIM. */
 #define FA_CL_MMA_Q_REGS_MAX_DIM 128
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_mma;
-/* The padded head_dim (the kernel's instantiations). */
+/* The padded head_dim (the kernel's instantiations): a multiple of 32 up to 256; 0 outside
+ * 1..FA_CL_MMA_MAX_DIM. */
 int fa_cl_mma_dim_padded(int head_dim);
 /* K/V buffers each with asynchronous copies (rows 16-byte aligned): a pipeline of FA_CL_MMA_STAGES
  * blocks, STAGES - 1 in flight while one is computed (FA_CL_MMA_STAGES=n for experiments). */

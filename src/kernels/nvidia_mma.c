@@ -11,7 +11,10 @@ static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_
 int fa_cl_mma_dim_padded(int head_dim)
 {
     /* a multiple of 32: k-steps of 16 taken in pairs (Q in registers), n-tiles of O in pairs; 32
-     * rather than a power of two so that d = 80, 96, 160, 224 waste at most 16 columns of 32 */
+     * rather than a power of two so that d = 80, 96, 160, 224 waste at most 16 columns of 32. The O
+     * accumulator lives in registers: no instantiation beyond FA_CL_MMA_MAX_DIM (the plan declines) */
+    if (head_dim < 1 || head_dim > FA_CL_MMA_MAX_DIM)
+        return 0;
     return (head_dim + 31) / 32 * 32;
 }
 
@@ -63,9 +66,15 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                          size_t msg_size)
 {
     const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_MMA;
-    if (!lim->nv_mma || req->dtype == FA_CL_F32 || req->head_dim > FA_CL_MMA_MAX_DIM) {
+    if (!lim->nv_mma || req->dtype == FA_CL_F32) {
         snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability >= 8.0, f16 or bf16 data and head_dim <= %d",
                  FA_CL_MMA_MAX_DIM);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+    if (fa_cl_mma_dim_padded(req->head_dim) == 0) {
+        /* O stays in registers (DT = D_PAD / 8 accumulator tiles a warp): 244 registers at 256 */
+        snprintf(msg, msg_size, "head_dim %d: the tensor-core kernel keeps O in registers and takes head_dim <= %d",
+                 req->head_dim, FA_CL_MMA_MAX_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
     const size_t budget = out->local_mem_budget;

@@ -24,8 +24,8 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                          size_t msg_size)
 {
     if (!lim->nv_mma || req->dtype != FA_CL_F32 || req->head_dim > FA_CL_TF32_MAX_DIM) {
-        snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability >= 8.0, f32 data and head_dim <= %d",
-                 FA_CL_TF32_MAX_DIM);
+        snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability >= 8.0, f32 data and head_dim <= %d (got %d)",
+                 FA_CL_TF32_MAX_DIM, req->head_dim);
         return FA_CL_ERROR_UNSUPPORTED;
     }
     const size_t budget = out->local_mem_budget;

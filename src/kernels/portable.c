@@ -94,8 +94,8 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
             int64_t b = rows_fit / 2 / FA_CL_TILE_ALIGN * FA_CL_TILE_ALIGN;
             if (b < FA_CL_TILE_ALIGN) {
                 snprintf(msg, msg_size, "local-memory budget %zu bytes (%s) cannot hold two %d-row tiles of "
-                         "head_dim %d (needs %zu bytes)", budget, out->budget_source, FA_CL_TILE_ALIGN, dpad,
-                         (size_t)2 * FA_CL_TILE_ALIGN * row_bytes);
+                         "head_dim %d (padded to %d: needs %zu bytes)", budget, out->budget_source, FA_CL_TILE_ALIGN,
+                         req->head_dim, dpad, (size_t)2 * FA_CL_TILE_ALIGN * row_bytes);
                 return FA_CL_ERROR_UNSUPPORTED;
             }
             r_budget = b;

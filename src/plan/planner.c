@@ -32,7 +32,8 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
 {
     memset(out, 0, sizeof *out);
     if (req->head_dim <= 0 || req->head_dim > FA_CL_MAX_HEAD_DIM) {
-        snprintf(msg, msg_size, "head_dim %d is outside 1..%d", req->head_dim, FA_CL_MAX_HEAD_DIM);
+        snprintf(msg, msg_size, "head_dim %d is outside 1..%d (the largest any kernel takes)", req->head_dim,
+                 FA_CL_MAX_HEAD_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
     const fa_cl_kernel_family *forced = lim->forced_variant ? fa_cl_kernel_by_id((fa_cl_kernel_id)lim->forced_variant)

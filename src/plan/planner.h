@@ -151,9 +151,11 @@ void fa_cl_limits_for_modifiers(fa_cl_limits *lim, int score_mods, int mask);
 #define FA_CL_KV_CHUNK_KEYS 65536
 int64_t fa_cl_chunk_threshold(fa_cl_dtype dtype);
 
-/* Kernel vector width along head_dim and the largest head_dim any kernel supports. */
+/* Kernel vector width along head_dim and the largest head_dim any kernel supports (the portable
+ * kernels: forward and backward; the tensor-core families take less and decline beyond their own
+ * limits, FA_CL_MMA_MAX_DIM, FA_CL_TF32_MAX_DIM, FA_CL_MMA_BACKWARD_MAX_DIM). */
 #define FA_CL_VEC 4
-#define FA_CL_MAX_HEAD_DIM 256
+#define FA_CL_MAX_HEAD_DIM 512
 /* Tiles are multiples of this many rows. */
 #define FA_CL_TILE_ALIGN 8
 /* Budget assumed for CPU devices, whose "local" memory is ordinary cached memory: a per-core L2
