@@ -299,6 +299,36 @@ static const pcase cases[] = {
     {"tiled, forced 128x32, d=128: 105600 bytes > 49152",
      NV48, 0, 0, 0, 0, 128, 32, 128, LONG, LONG, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, NULL, 1, 0, 0, 0, NULL},
 
+    /* ---- head_dim 257..512 (Gemma-class): the same rule, the tiles shrink with the budget ---- */
+    {"48K d=512: rows_fit = 49152/2048 = 24, B_r < 0 -> equal 24/2 = 12 -> 8x8, 4*16*512 = 32768; wg 8",
+     NV48, 0, 0, 0, 0, 0, 0, 512, LONG, LONG, FA_CL_SUCCESS, 8, 8, 8, 32768, 49152, SRC_DEV},
+    {"48K d=300: rows_fit = 49152/1200 = 40, B_r = 8 < 32 -> equal 20 -> 16x16, 4*32*300 = 38400; wg 16",
+     NV48, 0, 0, 0, 0, 0, 0, 300, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 38400, 49152, SRC_DEV},
+    {"64K d=512: rows_fit = 32, B_r = 0 < 32 -> equal 16 -> 16x16, 4*32*512 = 65536; wg 16",
+     AMD64, 0, 0, 0, 0, 0, 0, 512, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 65536, 65536, SRC_DEV},
+    {"32K d=512: rows_fit = 16 -> equal 8 -> 8x8, 4*16*512 = 32768 (the whole budget)",
+     MOB32, 0, 0, 0, 0, 0, 0, 512, LONG, LONG, FA_CL_SUCCESS, 8, 8, 8, 32768, 32768, SRC_DEV},
+    {"16K d=512: rows_fit = 8 < two 8-row tiles -> unsupported (the message names the budget)",
+     MOB16, 0, 0, 0, 0, 0, 0, 512, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL},
+    {"PoCL d=512: rows_fit = 131072/2048 = 64, B_r = 32 = B_c -> 32x32, 4*64*512 = 131072; wg 32",
+     POCL, 0, 0, 0, 0, 0, 0, 512, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 131072, 131072, SRC_CACHE},
+    {"PoCL d=457 (d_padded 460): rows_fit = 131072/1840 = 71, B_r = 39 -> 32 -> 4*64*460 = 117760; wg 32",
+     POCL, 0, 0, 0, 0, 0, 0, 457, LONG, LONG, FA_CL_SUCCESS, 32, 32, 32, 117760, 131072, SRC_CACHE},
+    {"PoCL d=384: rows_fit = 131072/1536 = 85, B_r = 53 -> 48 -> 4*80*384 = 122880; wg 48",
+     POCL, 0, 0, 0, 0, 0, 0, 384, LONG, LONG, FA_CL_SUCCESS, 48, 32, 48, 122880, 131072, SRC_CACHE},
+    {"PoCL d=320: rows_fit = 131072/1280 = 102, B_r = 70 -> 64 -> 4*96*320 = 122880; wg 64",
+     POCL, 0, 0, 0, 0, 0, 0, 320, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 122880, 131072, SRC_CACHE},
+    {"PoCL d=512, Sq=1 Sk=300 (decoding): B_r = 8 (the sequence), B_c = 32 -> 4*40*512 = 81920; wg 8",
+     POCL, 0, 0, 0, 0, 0, 0, 512, 1, 300, FA_CL_SUCCESS, 8, 32, 8, 81920, 131072, SRC_CACHE},
+    {"FA_CL_KERNEL_VARIANT=tiled, d=512 on PoCL: 32 -> 4*(64*516 + 40*36) = 137856 > 131072; 16 -> "
+     "4*(48*516 + 40*20) = 102272, wg 4*8 = 32",
+     POCL, 0, 0, 0, 0, 0, 0, 512, LONG, LONG, FA_CL_SUCCESS, 16, 32, 32, 102272, 131072, SRC_CACHE, 0,
+     FA_CL_KERNEL_PORTABLE_TILED, 0, 0, "portable-tiled"},
+    {"192 registers (AMD), 64K d=512: tiled TM 1 (oc 16: 64+64+4+20+1+4 = 157) needs 102272 bytes at 16 rows > 65536 "
+     "-> the rows variant 16x16",
+     AMD64, 0, 0, 0, 0, 0, 0, 512, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 65536, 65536, SRC_DEV, 1, 0, 0, 0, NULL, 192,
+     0},
+
     {"d=513 > FA_CL_MAX_HEAD_DIM", POCL, 0, 0, 0, 0, 0, 0, 513, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0,
      NULL},
     {"d=0", NV48, 0, 0, 0, 0, 0, 0, 0, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL},
@@ -820,6 +850,86 @@ int main(void)
                   "(want portable, portable-tiled) %s", plain.kernel, masked.kernel, msg);
     }
 
+    /* head_dim 257..512 on the device profiles: the tensor-core kernels keep O in registers and
+     * decline above 256 (f16/bf16) and 128 (f32), so the portable families take the head_dim,
+     * with tiles sized to each budget; d = 256 stays on nvidia-mma (the control) */
+    {
+        const fa_cl_device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+        const fa_cl_device_traits pocl = {0, FA_CL_VENDOR_OTHER, 1024 * KIB, 1, 4096, 0, 0, 0};
+        static const struct {
+            const char *device, *arith;
+            int d, aligned, emulated, forced_variant;
+            fa_cl_dtype t;
+            fa_cl_status want;
+            fa_cl_kernel_id k;
+            int br, bc, tm, wg;
+            size_t bytes;
+        } wc[] = {
+            {"H200", "nvidia-mma declines; tiled, 200 registers: TM 4 (388), 2 (234) too many, TM 1 (157); 64 rows: "
+             "4*(96*516 + 40*68) = 209024", 512, 1, 0, 0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64,
+             32, 1, 512, 209024},
+            {"H200", "unaligned bf16: the same", 512, 0, 0, 0, FA_CL_BF16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64,
+             32, 1, 512, 209024},
+            {"H200", "f32: nvidia-tf32x3 declines (d > 128): the same tiled plan", 512, 1, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
+             FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 1, 512, 209024},
+            {"H200", "d=457 (d_padded 460): oc 15, TM 2 = 222 > 200, TM 1 = 149; 4*(96*464 + 40*68) = 189056", 457, 0,
+             0, 0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 1, 512, 189056},
+            {"H200", "d=320: oc 10, TM 4 = 268 > 200, TM 2 = 162; 64 rows, wg 32*8, 4*(96*324 + 40*68) = 135296", 320, 1,
+             0, 0, FA_CL_BF16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 2, 256, 135296},
+            {"H200", "d=256 (the control): nvidia-mma 128x64x16, (128 + 4*64) rows * 264 * 2 = 202752", 256, 1, 0, 0,
+             FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 128, 64, 16, 256, 202752},
+            {"H200", "FA_CL_KERNEL_VARIANT=nvidia-mma at d=512: refused, naming the head_dim and the limit", 512, 1, 0,
+             FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, 0},
+            {"PoCL", "FA_CL_MMA_EMULATE=1: nvidia-mma and tf32x3 decline, portable 32x32 (4*64*512 = 131072)", 512, 1, 1,
+             0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE, 32, 32, 1, 32, 131072},
+            {"PoCL", "FA_CL_MMA_EMULATE=1 f32: the same", 512, 1, 1, 0, FA_CL_F32, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE,
+             32, 32, 1, 32, 131072},
+            {"PoCL", "FA_CL_MMA_EMULATE=1 d=256 (the control): nvidia-mma", 256, 1, 1, 0, FA_CL_BF16, FA_CL_SUCCESS,
+             FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0, 0},
+            {"intel-max-1550", "64 registers: TM 1 (fewest); 128 KiB: 32 rows 137856 > 131072, 16 rows 102272, wg 16*8",
+             512, 1, 0, 0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 16, 32, 1, 128, 102272},
+            {"amd-rx7900", "64 KiB: no tiled tile (102272 at 16 rows) -> the rows kernel 16x16, 65536", 512, 1, 0, 0,
+             FA_CL_BF16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE, 16, 16, 1, 16, 65536},
+            {"intel-arc-a770", "64 KiB: the rows kernel 16x16", 512, 1, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
+             FA_CL_KERNEL_PORTABLE, 16, 16, 1, 16, 65536},
+            {"mobile-32k", "32 KiB: the rows kernel 8x8, 4*16*512 = 32768", 512, 1, 0, 0, FA_CL_F16, FA_CL_SUCCESS,
+             FA_CL_KERNEL_PORTABLE, 8, 8, 1, 8, 32768},
+        };
+        for (size_t i = 0; i < sizeof wc / sizeof wc[0]; i++) {
+            fa_cl_limits lim;
+            const fa_cl_device_profile *prof = fa_cl_profile_find(wc[i].device);
+            if (prof)
+                fa_cl_profile_limits(prof, &lim);
+            else
+                fa_cl_limits_for_device(strcmp(wc[i].device, "H200") == 0 ? &h200 : &pocl, &lim);
+            if (wc[i].emulated) /* what FA_CL_MMA_EMULATE=1 sets (src/common/context.c) */
+                lim.nv_mma = lim.nv_tf32 = lim.mma_emulated = 1;
+            lim.forced_variant = wc[i].forced_variant;
+            const fa_cl_tile_request req = {wc[i].d, wc[i].t, 4096, 4096, wc[i].aligned, 4096};
+            fa_cl_tiles t;
+            char msg[400] = "";
+            const fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            int ok = st == wc[i].want;
+            if (ok && st != FA_CL_SUCCESS)
+                ok = strstr(msg, "head_dim 512") && strstr(msg, "256");
+            else if (ok && wc[i].br == 0)
+                ok = t.variant == wc[i].k;
+            else if (ok)
+                ok = t.variant == wc[i].k && t.block_q == wc[i].br && t.block_kv == wc[i].bc &&
+                     t.rows_per_item == wc[i].tm && t.work_group_size == wc[i].wg && t.local_mem_bytes == wc[i].bytes &&
+                     t.head_dim_padded == (wc[i].d + 3) / 4 * 4;
+            tu_expect(&tally, ok, "head_dim %d %s on %s: %s; got %s %s %dx%d TM %d wg %d, %zu bytes%s%s", wc[i].d,
+                      tu_dtype_name(wc[i].t), wc[i].device, wc[i].arith, fa_cl_status_string(st),
+                      st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.rows_per_item, t.work_group_size,
+                      t.local_mem_bytes, msg[0] ? "; " : "", msg);
+        }
+        tu_expect(&tally, fa_cl_mma_dim_padded(256) == 256 && fa_cl_mma_dim_padded(257) == 0 &&
+                          fa_cl_mma_dim_padded(512) == 0 && fa_cl_mma_dim_padded(225) == 256,
+                  "fa_cl_mma_dim_padded: multiples of 32 up to head_dim 256, 0 (no instantiation) above: 225 -> %d, "
+                  "256 -> %d, 257 -> %d, 512 -> %d", fa_cl_mma_dim_padded(225), fa_cl_mma_dim_padded(256),
+                  fa_cl_mma_dim_padded(257), fa_cl_mma_dim_padded(512));
+    }
+
     /* few query rows (decode): the 64-row tensor-core block with 16 rows per warp, not 128 x 64 */
     {
         fa_cl_limits lim;
@@ -900,6 +1010,12 @@ int main(void)
             {227 * KIB, 0, 1, 160, 1, FA_CL_F16, 32, 2, 4 * ((2 * 32 + 2 * 32) * 164 + 2 * 32 * 33 + 64),
              FA_CL_KERNEL_PORTABLE_BACKWARD},
             {227 * KIB, 0, 1, 128, 1, FA_CL_F32, 32, 2, 76288, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            /* head_dim 512: 8 x 8 is 4 * (32*516 + 2*8*9 + 16) = 66688 bytes, 16 x 16 134400 (> 128 KiB) */
+            {8 * 1024 * KIB, 1, 0, 512, 1, FA_CL_F32, 8, 1, 66688, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {8 * 1024 * KIB, 1, 0, 457, 1, FA_CL_BF16, 16, 2, 4 * (64 * 464 + 2 * 16 * 17 + 32), /* 121088 */
+             FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {227 * KIB, 0, 1, 512, 1, FA_CL_F16, 16, 2, 134400, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {64 * KIB, 0, 0, 512, 1, FA_CL_F16, 0, 0, 0, FA_CL_KERNEL_PORTABLE_BACKWARD},
         };
         for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
             fa_cl_limits lim;
