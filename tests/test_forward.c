@@ -10,6 +10,9 @@
  *                         one buffer, the one-shot plan cache past its 64 entries
  *   test_forward tiles    head_dim 40, 64, 128 over several shapes; CTest runs it under
  *                         FA_CL_LOCAL_MEM_BYTES=16384 and several FA_CL_TILE values
+ *   test_forward wide     head_dim 257..512 (300, 320, 384, 457, 512) x f32/f16/bf16: causal and not,
+ *                         tails, GQA/MQA, windows, layouts, a decoding row; the tensor-core kernels
+ *                         decline these (CTest runs it emulated too), tiles shrink with the budget
  *   test_forward nan      a NaN in q or k stays in the rows that see it
  *   test_forward nan_v    a NaN in v stays in the rows that see it
  *
@@ -94,6 +97,13 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     if (in->work_group_size < 1 || (size_t)in->work_group_size > dev_limits.max_work_group)
         return "work_group_size outside 1..device maximum";
     const int mma_variant = strcmp(in->kernel, "nvidia-mma") == 0;
+    /* O lives in the tensor-core kernels' registers: above their head_dim limits the plan must have
+     * fallen back to a portable kernel (with FA_CL_MMA_EMULATE=1 as on an NVIDIA GPU) */
+    if ((mma_variant && c->D > FA_CL_MMA_MAX_DIM) ||
+        (strcmp(in->kernel, "nvidia-tf32x3") == 0 && c->D > FA_CL_TF32_MAX_DIM)) {
+        snprintf(why, sizeof why, "%s planned at head_dim %lld, beyond what it takes", in->kernel, (long long)c->D);
+        return why;
+    }
     if (mma_variant && in->head_dim_padded != (c->D + 31) / 32 * 32)
         return "tensor-core plan: head_dim_padded is not head_dim rounded up to 32 (the kernel's k-step pairs)";
     const int rows_variant = strcmp(in->kernel, "portable") == 0;
@@ -598,6 +608,33 @@ static int subset_tiles(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
+/* head_dim 257..512 (Gemma-class models): every dtype, causal and not, tails (Sq, Sk not multiples
+ * of any tile), GQA/MQA, a window, strided layouts and a decoding row. On PoCL the portable kernel
+ * takes them with tiles down to 32x32 at 512 (8x8 under a 32 KiB budget); no tensor-core kernel may. */
+static int subset_wide(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    const tu_case cases[] = {
+        /* B  Hq Hkv Sq    Sk   D    dtype causal wl  wr  layout scale lse */
+        {1, 2, 2, 113, 203, 512, F16, 0, -1, -1, NULL, 0.0f, 1},   /* tails both ways */
+        {1, 4, 2, 203, 113, 512, BF16, 1, -1, -1, NULL, 0.0f, 1},  /* causal, Sq > Sk: 90 rows see nothing; GQA 2:1 */
+        {2, 2, 1, 65, 130, 512, F32, 1, -1, -1, NULL, 0.0f, 1},    /* causal, Sq < Sk, MQA, batch 2 */
+        {1, 4, 1, 1, 300, 512, F16, 1, -1, -1, NULL, 0.0f, 1},     /* decoding: one row sees every key, MQA 4:1 */
+        {1, 2, 2, 100, 77, 320, F16, 1, -1, -1, NULL, 0.0f, 1},
+        {1, 2, 2, 77, 100, 320, F32, 0, -1, -1, "SSSS", 1.0f, 1},  /* BSHD, a sharper softmax (18x) */
+        {1, 3, 1, 77, 150, 384, BF16, 0, 16, 8, NULL, 0.0f, 1},    /* window (16,8), GQA 3:1 */
+        {1, 2, 2, 63, 97, 384, F32, 1, -1, -1, NULL, 0.0f, 0},     /* causal, no LSE */
+        {1, 2, 1, 90, 70, 457, F16, 1, -1, -1, "PPPP", 0.0f, 1},   /* d % 4 = 1, padded strides with offsets */
+        {1, 2, 2, 41, 200, 457, BF16, 0, -1, -1, "QPHS", 0.0f, 1}, /* every tensor its own layout */
+        {1, 1, 1, 50, 50, 457, F32, 0, -1, -1, NULL, 0.5f, 1},
+        {1, 2, 2, 129, 131, 300, BF16, 1, -1, -1, NULL, 0.0f, 1},
+        {1, 1, 1, 700, 700, 512, BF16, 1, -1, -1, NULL, 0.0f, 1},  /* many blocks both ways */
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++)
+        run_case(ctx, "wide", i, &cases[i], i % 2);
+    return 0;
+}
+
 /* ---- NaN propagation -------------------------------------------------------------------------- */
 
 /* One NaN at tensor t (0 q, 1 k, 2 v), logical (b, h, s, d): rows that see it (all of them for q's
@@ -688,6 +725,7 @@ static int subset_all(fa_cl_context *ctx, int argc, char **argv)
     subset_masks(ctx, argc, argv);
     subset_layouts(ctx, argc, argv);
     subset_tiles(ctx, argc, argv);
+    subset_wide(ctx, argc, argv);
     subset_nan(ctx, argc, argv);
     return subset_nan_v(ctx, argc, argv);
 }
@@ -708,7 +746,8 @@ int main(int argc, char **argv)
 {
     static const tu_subset subsets[] = {
         {"all", subset_all},     {"shapes", subset_shapes}, {"masks", subset_masks}, {"layouts", subset_layouts},
-        {"tiles", subset_tiles}, {"nan", subset_nan},       {"nan_v", subset_nan_v},
+        {"tiles", subset_tiles}, {"wide", subset_wide},     {"nan", subset_nan},
+        {"nan_v", subset_nan_v},
     };
     return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), open_forward, TU_TIMED);
 }
