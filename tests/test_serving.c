@@ -11,7 +11,7 @@
  * sequence reaches hold NaN, so reading one shows in the output.
  *
  * Subsets: ragged (lengths), paged (page sizes 16/64/256, shuffled, shared), decode (Sq 1/4/16,
- * causal, windows, GQA), bad_data (lengths and table entries out of range), splits (forced split
+ * causal, windows, GQA, head_dim up to 512), bad_data (lengths and table entries out of range), splits (forced split
  * counts 1..16: within tolerance of the oracle and bitwise equal run to run), invalid (host-side
  * checks with a status and a message).
  */
@@ -422,6 +422,7 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
         {{2, 8, 2, 1, 300, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0},
         {{3, 4, 4, 1, 160, 64, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(160, 100, 48), 16, 3, 0},
         {{2, 4, 2, 40, 200, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(200, 90), 64, 0, 1},
+        {{1, 8, 2, 1, 400, 512, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(333), 16, 0, 0}, /* 16 q8_0 blocks a row */
     };
     for (int i = 0; i < TU_COUNT(q8); i++)
         check_case_with(&serving_tally, ctx, &q8[i], 250 + (uint64_t)i, SERVE_Q8 | (i == 2 ? SERVE_MASK : 0));
@@ -438,6 +439,11 @@ static int run_decode(fa_cl_context *ctx, int argc, char **argv)
         {{2, 16, 2, 16, 512, 64, FA_CL_F16, 1, -1, -1, "SCCS", 0.0f, 1}, LENS(300, 17), 0, 0, 0},
         {{1, 8, 1, 4, 900, 64, FA_CL_F32, 1, 100, 0, "CCCC", 0.0f, 1}, LENS(850), 16, 0, 0},
         {{2, 4, 4, 1, 640, 96, FA_CL_F16, 0, 32, -1, "CCCP", 0.0f, 1}, LENS(640, 31), 64, 0, 0},
+        /* head_dim above 256 (the portable kernels; the tensor-core ones decline): paged, GQA-packed,
+         * split under FA_CL_SPLITS */
+        {{2, 8, 2, 1, 600, 512, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(600, 123), 16, 0, 0},
+        {{1, 4, 1, 4, 333, 320, FA_CL_F32, 1, 64, 0, "CCCC", 0.0f, 1}, LENS(300), 0, 0, 0},
+        {{2, 4, 4, 1, 257, 457, FA_CL_F16, 0, -1, -1, "CCCP", 0.0f, 1}, LENS(257, 40), 64, 0, 0},
     };
     check_cases(ctx, cases, TU_COUNT(cases), 300);
     return 0;
