@@ -12,7 +12,7 @@
  * nothing between strided rows.
  *
  * Subsets:
- *   shapes       tails, causal, windows, GQA/MQA, head dims 1 .. 256, every layout, sub-buffer
+ *   shapes       tails, causal, windows, GQA/MQA, head dims 1 .. 512, every layout, sub-buffer
  *                offsets, gradients in layouts of their own; the one-shot call and a plan agree bitwise
  *   reference    fa_cl_reference_backward on the same cases
  *   determinism  100 runs bitwise equal
@@ -360,6 +360,10 @@ static const bw_case all_cases[] = {
     {{1, 2, 2, 40, 44, 111, F32, 0, -1, -1, "CCCC", 0.0f, 1}, NULL},
     {{1, 1, 1, 24, 40, 192, BF16, 0, 4, 4, "CCCC", 0.0f, 1}, NULL},
     {{1, 1, 1, 24, 40, 224, F16, 0, -1, -1, "CCCC", 0.0f, 1}, NULL},
+    /* head_dim above 256: portable-backward (8 x 8 tiles at 512 on a 128 KiB budget) */
+    {{1, 2, 1, 37, 45, 512, F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL},
+    {{1, 2, 2, 20, 33, 457, BF16, 0, -1, -1, "PPPP", 0.0f, 1}, NULL},
+    {{1, 1, 1, 19, 40, 320, F32, 0, 8, 8, "SSSS", 0.0f, 1}, NULL},
     /* gradients in layouts of their own (dout, dq, dk, dv), sub-buffer offsets */
     {{2, 4, 2, 45, 77, 64, F32, 1, -1, -1, "SCSC", 0.0f, 1}, "CPQS"},
     {{1, 4, 1, 33, 50, 32, F16, 0, 10, -1, "CCCC", 0.0f, 1}, "SHPQ"},
