@@ -29,6 +29,7 @@ static const tu_case cases[] = {
     {2, 2, 2, 65, 17, 40, BF16, 0, 8, 8, "PPPP", 0.0f, 1},      /* window, padded strides + offsets */
     {1, 8, 1, 1, 239, 80, F32, 0, -1, -1, "QCSP", 0.0f, 1},     /* one query row, mixed layouts */
     {1, 2, 2, 64, 64, 256, F16, 1, 16, 0, "CCCC", 0.0f, 1},     /* causal + window, d = 256 */
+    {1, 2, 1, 65, 90, 512, BF16, 1, -1, -1, "CCCC", 0.0f, 1},   /* d = 512 (the largest), causal, GQA */
     {1, 1, 1, 1000, 63, 96, BF16, 0, 0, -1, "HSSH", 0.0f, 1},   /* window (0,-1), Sq > Sk */
     {2, 2, 2, 17, 1, 1, F32, 0, -1, -1, "CCCC", 0.3f, 0},       /* d = 1, one key, scale given, no LSE */
     {2, 2, 2, 63, 1000, 8, F16, 0, 3, 5, "CCCC", 0.0f, 1},      /* narrow window over a long K */
