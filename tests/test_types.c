@@ -99,6 +99,10 @@ static const type_case all_cases[] = {
     {{1, 4, 2, 50, 90, 64, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {BF16, Q8, Q8, BF16}, 0},
     /* rows of 34 bytes (head_dim 32): nvidia-mma's synchronous dequantising loads */
     {{2, 2, 1, 33, 100, 32, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},
+    /* head_dim 512, beyond the tensor-core kernels (the portable ones take it): ggml's f32 q/o with
+     * f16 K/V, and q8_0 K/V under bf16 q/o, the form nvidia-mma takes up to 256 */
+    {{1, 4, 2, 41, 70, 512, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+    {{1, 2, 1, 30, 65, 512, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, {BF16, Q8, Q8, BF16}, 0},
 };
 
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)
