@@ -231,7 +231,7 @@ static const platform_prop platform_props[] = {
 #define N_PLATFORM_PROPS COUNT_OF(platform_props)
 
 /* The plan table's rows: head_dim x storage type. */
-static const int plan_head_dims[] = {32, 64, 80, 96, 128, 256};
+static const int plan_head_dims[] = {32, 64, 80, 96, 128, 256, 512};
 static const fa_cl_dtype plan_dtypes[] = {FA_CL_F32, FA_CL_F16};
 #define N_PLANS (COUNT_OF(plan_head_dims) * COUNT_OF(plan_dtypes))
 
@@ -866,7 +866,7 @@ static void usage(FILE *f)
                "       fa_cl_info --profile NAME|all|list [--emit DIR]\n"
                "       fa_cl_info --help | --version\n"
                "List OpenCL platforms and devices with the properties fa_cl uses, and the tiles its\n"
-               "planner chooses on each device for head_dim 32..256 (f32, f16).\n"
+               "planner chooses on each device for head_dim 32..512 (f32, f16).\n"
                "Options with a value take '--opt VALUE' or '--opt=VALUE'.\n"
                "  -d, --device p:d   only platform p, device d (the numbering FA_CL_DEVICE uses)\n"
                "  --json             machine-readable output\n"

@@ -19,7 +19,7 @@
 #define PLAN_SEQLEN 4096
 
 /* The plan table's rows, and the offline build matrix. */
-static const int table_head_dims[] = {32, 64, 80, 96, 128, 256};
+static const int table_head_dims[] = {32, 64, 80, 96, 128, 256, 512};
 static const int emit_head_dims[] = {64, 128, 256};
 static const fa_cl_dtype table_dtypes[] = {FA_CL_F32, FA_CL_F16}; /* as fa_cl_info's device table */
 static const fa_cl_dtype dtypes[] = {FA_CL_F32, FA_CL_F16, FA_CL_BF16};
