@@ -127,7 +127,7 @@ FA_CL_API const char *fa_cl_version(void);
 typedef enum fa_cl_status {
     FA_CL_SUCCESS = 0,                /**< the call did what it says */
     FA_CL_ERROR_INVALID_ARGUMENT = 1, /**< a descriptor field or argument is invalid */
-    FA_CL_ERROR_UNSUPPORTED = 2,      /**< valid but not supported (e.g. head_dim > 256) */
+    FA_CL_ERROR_UNSUPPORTED = 2,      /**< valid but not supported (e.g. head_dim > 512) */
     FA_CL_ERROR_BUFFER_TOO_SMALL = 3, /**< a cl_mem is smaller than the view described needs */
     FA_CL_ERROR_BUILD_FAILED = 4,     /**< a kernel failed to compile; the log is in last_error */
     FA_CL_ERROR_OPENCL = 5,           /**< an OpenCL call failed; its error name is in last_error */
@@ -285,7 +285,11 @@ FA_CL_API const char *fa_cl_last_error(const fa_cl_context *ctx);
  *
  * Shapes: q and o are [batch, heads_q, seqlen_q, head_dim], k and v [batch, heads_kv, seqlen_k,
  * head_dim], each a view given by its strides and offset. All sizes must be positive; head_dim at
- * most 256, seqlen_q and seqlen_k at most 2^30 - 1 (FA_CL_ERROR_UNSUPPORTED beyond).
+ * most 512, seqlen_q and seqlen_k at most 2^30 - 1 (FA_CL_ERROR_UNSUPPORTED beyond). Every head_dim
+ * up to 512 is planned on the portable kernels (forward and backward); the NVIDIA tensor-core kernels
+ * take head_dim <= 256 (f16/bf16 forward), <= 128 (f32 forward, the backward) and leave the rest to
+ * them. A device whose local memory cannot hold the smallest tile for the head_dim (forward: two
+ * 8-row tiles, 16 * 4 * head_dim bytes, 32 KiB at 512) gets FA_CL_ERROR_UNSUPPORTED at plan creation.
  */
 typedef struct fa_cl_attention_desc {
     size_t struct_size;                 /**< sizeof(fa_cl_attention_desc) as the caller was compiled: set by
@@ -295,7 +299,7 @@ typedef struct fa_cl_attention_desc {
     int64_t heads_kv;                   /**< key/value heads; heads_q % heads_kv == 0 (GQA/MQA) */
     int64_t seqlen_q;                   /**< query rows per head */
     int64_t seqlen_k;                   /**< keys per head */
-    int64_t head_dim;                   /**< d, 1..256 */
+    int64_t head_dim;                   /**< d, 1..512 */
     fa_cl_dtype dtype;                  /**< storage type of q, k, v, o; arithmetic is fp32 */
     float scale;                        /**< 0 means 1/sqrt(head_dim); must be finite and >= 0 */
     int causal;                         /**< nonzero: bottom-right aligned causal mask (key j <= i + sk - sq) */
@@ -457,7 +461,7 @@ static inline void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t
  * every byte extent fits in 64 bits. Returns the status fa_cl_plan_create would for the same desc
  * (before any device limit is applied): FA_CL_SUCCESS, FA_CL_ERROR_INVALID_ARGUMENT (a field is
  * invalid, or desc is NULL) or FA_CL_ERROR_UNSUPPORTED (valid but beyond what fa_cl supports, e.g.
- * head_dim > 256). If msg is not NULL, a message naming the problem is written to it (at most
+ * head_dim > 512). If msg is not NULL, a message naming the problem is written to it (at most
  * msg_size bytes, NUL-terminated; "" on success). Does not touch fa_cl_last_error(). Thread-safe.
  */
 FA_CL_API fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc *desc, char *msg, size_t msg_size);
@@ -654,7 +658,8 @@ FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const f
  *    or FA_CL_KERNEL_VARIANT=portable / portable-tiled turn it off) where it applies, else
  *    "portable-backward" (cl/fa_backward.cl, every device). fa_cl_plan_info (kernel, block_q and
  *    block_kv: the tiles of docs/design.md "The backward", scratch_bytes) says which. A device whose
- *    local memory cannot hold the smallest tile (32 KiB at head_dim 256) gets UNSUPPORTED.
+ *    local memory cannot hold the smallest tile (33.9 KB at head_dim 256, 66.7 KB at 512: a 64 KiB
+ *    GPU takes head_dim 512's forward but not its backward) gets UNSUPPORTED.
  * Buffers: q, k, v, o, lse and dout are read, dq, dk, dv written. The outputs must not overlap each
  * other or any input (byte extents, as in the forward); otherwise FA_CL_ERROR_INVALID_ARGUMENT.
  */
