@@ -102,8 +102,10 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     /* keys per block with asynchronous copies (H200, B = 8, H = 16, N = 4096, f16, docs/performance.md):
      * 32 at d = 128 (335.2 against 300.7 TFLOP/s for 64 in session 9; causal 301.3 against 271.5;
      * with a mask 206.5 against 173.2 in session 6); 64 at d = 64 since Q joined the first copy group
-     * (session 9: 295.7 against 282.6 for 128, causal 266.8 against 251.8). q8_0 K/V keep 64. */
-    if (async_wide && dp > 64 && (!lim->mma_kv_q8 || lim->mma_mask))
+     * (session 9: 295.7 against 282.6 for 128, causal 266.8 against 251.8), and at padded d = 96
+     * (session 9 call 4: d = 96 318.4 against 304.1 for 32, d = 80 266.3 against 233.2). q8_0 K/V
+     * keep 64. */
+    if (async_wide && dp > 96 && (!lim->mma_kv_q8 || lim->mma_mask))
         bc = 32;
     /* above d = 128, 128 rows of 8 warps (16 each: the O accumulator takes the registers) against
      * 64 keys where the local memory holds them (272.1 against 246.9 TFLOP/s for 64 x 32 at d = 256,
