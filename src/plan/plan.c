@@ -140,10 +140,16 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
      * f16/bf16 prefill (more than one 64-row block a head, every key read by each: the copy is a
      * small part) instead copies q, k and v into zero-padded rows first (pad-rows launches, the
      * plan's scratch) and plans the aligned kernel; o is stored element-wise as before. Decoding,
-     * caches (kv_seqlens, pages, appends) and varlen keep the direct loads. */
+     * caches (kv_seqlens, pages, appends) and varlen keep the direct loads, and so does a problem
+     * whose copies would not fit the device's largest allocation. */
+    const uint64_t pad_row_bytes = (uint64_t)(d->head_dim + 7) / 8 * 8 * 2;
+    const uint64_t pad_rows_max = (uint64_t)d->batch * (uint64_t)(d->heads_q * d->seqlen_q > d->heads_kv * d->seqlen_k
+                                                                      ? d->heads_q * d->seqlen_q
+                                                                      : d->heads_kv * d->seqlen_k);
     if (!v->aligned16 && d->head_dim % 8 != 0 && d->dtype != FA_CL_F32 && !v->mixed_types && d->page_size == 0 &&
         d->total_q == 0 && d->total_k == 0 && d->seqlen_new == 0 && !d->kv_seqlens &&
-        d->seqlen_q > FA_CL_MMA_BLOCK_Q && !ctx->env.pad_rows_off)
+        d->seqlen_q > FA_CL_MMA_BLOCK_Q && !ctx->env.pad_rows_off &&
+        pad_rows_max <= ctx->props.max_alloc_size / pad_row_bytes)
         req.aligned16 = 1;
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
