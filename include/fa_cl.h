@@ -479,7 +479,7 @@ typedef struct fa_cl_plan_info {
     const char *kernel;      /**< the kernel family, as FA_CL_KERNEL_VARIANT and `fa_cl_info --kernels` name it:
                                   "portable", "portable-tiled", "nvidia-mma", "nvidia-tf32x3"; static storage */
     int launches;            /**< kernel launches per call (long rows run one per chunk of keys; split-KV adds
-                                  the combine, an append its copy into the cache) */
+                                  the combine, an append its copy into the cache, padded rows three copies) */
     size_t scratch_bytes;    /**< device memory the plan holds for itself (0 for most plans): split-KV
                                   partials, long rows' chunk state, or (NVIDIA tensor cores, dense
                                   f16/bf16 prefill at head_dim % 8 != 0) zero-padded copies of q, k, v */
