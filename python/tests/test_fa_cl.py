@@ -298,7 +298,7 @@ def test_errors_are_exceptions():
     with pytest.raises(ValueError, match="positive and finite"):
         fa_cl.flash_attn_func(f32, f32, f32, softmax_scale=float("nan"))
     # the library's own refusals carry its status and message
-    big = np.zeros((1, 8, 1, 300), np.float32)
+    big = np.zeros((1, 8, 1, 513), np.float32)  # head_dim above the largest (512)
     with pytest.raises(fa_cl.FaClError) as e:
         fa_cl.flash_attn_func(big, big, big)
     assert e.value.status_name == "FA_CL_ERROR_UNSUPPORTED" and "head_dim" in e.value.message
