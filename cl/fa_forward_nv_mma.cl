@@ -198,10 +198,10 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #endif
 #if !defined(FA_PAGED)
     if (first + BLOCK_KV <= limit) { /* every row is in the sequence */
-        fa_cp_rows16(kt, ROW, kg + kmap.base + (ulong)first * (ulong)kmap.stride, kmap.stride, BLOCK_KV, CH, WG,
-                     HEAD_DIM, lid);
-        fa_cp_rows16(vt, ROW, vg + vmap.base + (ulong)first * (ulong)vmap.stride, vmap.stride, BLOCK_KV, CH, WG,
-                     HEAD_DIM, lid);
+        fa_cp_rows16_any(kt, ROW, kg + kmap.base + (ulong)first * (ulong)kmap.stride, kmap.stride, BLOCK_KV, CH, WG,
+                         HEAD_DIM, lid);
+        fa_cp_rows16_any(vt, ROW, vg + vmap.base + (ulong)first * (ulong)vmap.stride, vmap.stride, BLOCK_KV, CH, WG,
+                         HEAD_DIM, lid);
         return;
     }
 #endif

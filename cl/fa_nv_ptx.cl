@@ -342,12 +342,27 @@ inline void fa_mma_tf32(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0
 
 /* A full block of `rows` rows of 16-byte chunks (`ch` a row, at most head_dim / 8 of them real) by
  * cp.async, from src (the block's first row, `stride` elements apart) into dst (`pitch` apart).
- * Each of the first (wg / ch) * ch work-items copies one column of every (wg / ch)-th row: one
- * pointer and a constant step, where the generic loop spends a 64-bit multiply and selects per
- * copy (with wg % ch != 0, as at head_dim 96, the last wg % ch work-items copy nothing). Chunks past
- * head_dim are zero-filled from src (in bounds). */
+ * With wg % ch == 0 a work-item's chunks are one column of every (wg / ch)-th row: one pointer
+ * and a constant step, where the generic loop spends a 64-bit multiply and selects per copy.
+ * Chunks past head_dim are zero-filled from src (in bounds). rows * ch must be a multiple of wg. */
 inline __attribute__((always_inline)) void fa_cp_rows16(__local ushort *dst, int pitch, __global const ushort *src,
                                                         long stride, int rows, int ch, int wg, int head_dim, int lid)
+{
+    const int r0 = lid / ch, c = lid % ch, cv = 8 * c < head_dim;
+    const long step = (long)(wg / ch) * stride;
+    __global const ushort *p = src + (cv ? (long)r0 * stride + 8 * c : 0);
+    for /* a constant count of a few: unrolled */ (int i = 0; i < rows * ch / wg; i++)
+        fa_cp_async16(dst + (r0 + i * (wg / ch)) * pitch + 8 * c, p + (cv ? i * step : 0), cv);
+}
+
+/* The same for any wg and ch (the forward's rows of 12, 20, 28 chunks at head_dim 96, 160, 224): the
+ * first (wg / ch) * ch work-items copy, the rest none. The fp32 and backward kernels keep the form
+ * above, as measured: with this one in their place the H200 ran f32 d = 64 at 52.3 TFLOP/s and the
+ * backward at d = 64 in 9.52 ms (session 9 call 4), against 59.8 and 9.27 with the form above in
+ * call 1 (two calls, not one A/B). */
+inline __attribute__((always_inline)) void fa_cp_rows16_any(__local ushort *dst, int pitch, __global const ushort *src,
+                                                            long stride, int rows, int ch, int wg, int head_dim,
+                                                            int lid)
 {
     const int per = wg / ch; /* rows a pass */
     if (lid >= per * ch)
