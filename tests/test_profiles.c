@@ -134,6 +134,16 @@ static void build_options(tu_tally *t)
                        "-DFA_NATIVE_EXP -cl-mad-enable";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "tiled, GPU: '%s'", buf);
 
+    tiled.head_dim_padded = 512;
+    n = fa_cl_build_options(&tiled, FA_CL_F16, 512, 1, buf, sizeof buf);
+    want = "-DFA_DTYPE=1 -DHEAD_DIM=512 -DD_PAD=512 -DBLOCK_Q=64 -DBLOCK_KV=32 -DTM=2 -DTN=4 -DFA_NATIVE_EXP "
+           "-cl-mad-enable";
+    tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "tiled, GPU, d = 512 (not unrolled): '%s'", buf);
+    tiled.head_dim_padded = 384;
+    n = fa_cl_build_options(&tiled, FA_CL_F16, 384, 1, buf, sizeof buf);
+    tu_expect(t, n > 0 && strstr(buf, " -DFA_UNROLL ") != NULL, "tiled, GPU, d = 384 (unrolled): '%s'", buf);
+    tiled.head_dim_padded = 128;
+
     fa_cl_tiles rows = {FA_CL_KERNEL_PORTABLE, "portable", 128, 32, 2, 32, 64, 44, 4, 0, 0, "", 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0};
     n = fa_cl_build_options(&rows, FA_CL_F32, 41, 0, buf, sizeof buf);
     want = "-DFA_DTYPE=0 -DHEAD_DIM=41 -DD_PAD=44 -DBLOCK_Q=128 -DBLOCK_KV=32 -DROWS=2";

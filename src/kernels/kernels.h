@@ -17,6 +17,9 @@ typedef enum fa_cl_operation {
     FA_CL_OP_PAD_ROWS = 5, /* q, k, v rows into zero-padded aligned scratch: fa_pad_rows */
 } fa_cl_operation;
 
+/* Most families' unroll_max_dim. */
+#define FA_CL_UNROLL_MAX_DIM 256
+
 /* One kernel family: its one name, its sources and its rules. */
 typedef struct fa_cl_kernel_family {
     const char *name;         /* FA_CL_KERNEL_VARIANT, fa_cl_info, fa_cl_plan_info.kernel, JSON, docs, scripts */
@@ -37,6 +40,9 @@ typedef struct fa_cl_kernel_family {
                          size_t msg_size);
     /* This family's own -D options, after the common ones; returns their length, or -1 when out is short. */
     int (*options)(const fa_cl_tiles *t, char *out, size_t n);
+    /* The widest padded head_dim whose loops GPUs get unrolled (-DFA_UNROLL): beyond it a
+     * work-item's arrays cannot stay in registers, and unrolling costs speed and compile time. */
+    int unroll_max_dim;
 } fa_cl_kernel_family;
 
 /* The families in the order the planner tries them. */
