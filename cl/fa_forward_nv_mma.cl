@@ -620,7 +620,13 @@ void fa_forward(FA_FORWARD_PARAMS)
     }
 
 #ifdef FA_Q_ASYNC
-    fa_cp_async_wait_all(); /* a work-group without key blocks: Q's copies are still in flight */
+    /* A work-group without key blocks: Q's copies are still in flight, made by any work-item (not
+     * only the warp of the row), and the O tile goes where they land: every work-item's must be in
+     * first (the H200 found rows that see no key written with Q's values). The condition is the
+     * work-group's. */
+    fa_cp_async_wait_all();
+    if (kv_first >= blk_hi)
+        barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 #if FA_KV_WARPS > 1
     /* the key slices into slice 0's warp, in slice order (deterministic): its lanes hold the rows'
@@ -759,7 +765,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
     }
 #ifdef FA_O_TILE
-    /* the warp's rows are its own (Q's rows in the tile were only ever this warp's): the warp's
+    /* the warp's rows are its own (after the loop only this warp reads its rows of Q): the warp's
      * lanes exchange them, a work-group barrier where the primitives are emulated */
 #ifdef FA_PTX_EMULATE
     barrier(CLK_LOCAL_MEM_FENCE);
