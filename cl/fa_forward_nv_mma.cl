@@ -269,15 +269,16 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #define MASK_KPC (16 / MASK_ES)                            /* keys a 16-byte copy */
 #define MASK_CHUNKS (BLOCK_KV / MASK_KPC)
 #define MASK_HALVES (NBUF * BLOCK_Q * MASK_PITCH / 2)
-/* rows q0 .. of keys k0 .. into ring tile `buf` (kernel scope: the coordinates FA_MASK_ROW uses); keys
- * past the mask's are zero-filled and read from in-bounds addresses (the visibility mask drops them) */
+/* rows q0 .. of keys k0 .. into ring tile `buf`, from the rows' first entries (mask_rows, computed
+ * once: FA_MASK_ROW's products per copy cost more than the copy); keys past the mask's are
+ * zero-filled and read from in-bounds addresses (the visibility mask drops them) */
 #define FA_MASK_TILE_COPY(buf, k0)                                                                        \
     for (int e = lid; e < BLOCK_Q * MASK_CHUNKS; e += WG) {                                               \
         const int r_ = e / MASK_CHUNKS, k_ = (k0) + e % MASK_CHUNKS * MASK_KPC;                           \
         const int n_ = clamp(seqlen_k_cap - k_, 0, MASK_KPC);                                            \
         fa_cp_async16_bytes((__local ushort *)(mask_s + ((buf) * BLOCK_Q + r_) * MASK_PITCH +           \
                                                e % MASK_CHUNKS * 16),                                     \
-                            (__global const ushort *)(mask + FA_MASK_ROW(q0 + r_) + (n_ > 0 ? (ulong)k_ : 0)), \
+                            (__global const ushort *)(mask + mask_rows[r_] + (n_ > 0 ? (ulong)k_ : 0)),   \
                             n_ * MASK_ES);                                                                \
     }
 #else
@@ -313,6 +314,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
 #ifdef FA_MASK_TILE
     __local uchar *const mask_s = (__local uchar *)(smem + SMEM_HALVES);
+    __local ulong mask_rows[BLOCK_Q]; /* where each row's mask entries start */
 #endif
     const int warp_of_item = (int)get_local_id(0) / 32;
     FA_EMU_DECL(WARPS, warp_of_item)
@@ -329,6 +331,11 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int koff = kslice * KW;                  /* its first key in a block */
 
     const fa_row_map qmap = fa_q_map(FA_Q_HEAD0, qs1, qs2, seqlen_q);
+#ifdef FA_MASK_TILE
+    for (int r = lid; r < BLOCK_Q; r += WG)
+        mask_rows[r] = FA_MASK_ROW(q0 + r);
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
 #if defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
     /* Q in a tile of its own: copied asynchronously into the first K/V block's commit group (the
      * loop's first wait and barrier cover both), so that its latency overlaps the first block's */

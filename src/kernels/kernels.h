@@ -153,8 +153,9 @@ int fa_cl_mma_dim_padded(int head_dim);
  * FA_CL_MMA_Q_REGS_MAX_DIM), else in its own tile. */
 size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
                              int q8_row_bytes);
-/* Bytes of the ring of mask tiles that FA_MASK_ASYNC adds (cl/fa_forward_nv_mma.cl, MASK_HALVES):
- * stages x B_r rows of B_c entries of entry_bytes, padded by 32 bytes (f32) or 16 for conflict-free reads. */
+/* Bytes that FA_MASK_ASYNC adds (cl/fa_forward_nv_mma.cl, MASK_HALVES and mask_rows): a ring of
+ * stages x B_r rows of B_c entries of entry_bytes, padded by 32 bytes (f32) or 16 for conflict-free
+ * reads, and B_r 8-byte row indices. */
 size_t fa_cl_mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stages);
 /* A tensor-core plan's tiles: rows_per_item counts a warp's rows, one warp per 32 work-items. */
 void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,

@@ -36,7 +36,9 @@ size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp
 
 size_t fa_cl_mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stages)
 {
-    return (size_t)stages * (size_t)block_q * (size_t)(block_kv * entry_bytes + (entry_bytes == 4 ? 32 : 16));
+    /* the ring of tiles, and each row's first entry (an 8-byte index) */
+    return (size_t)stages * (size_t)block_q * (size_t)(block_kv * entry_bytes + (entry_bytes == 4 ? 32 : 16)) +
+           (size_t)block_q * 8;
 }
 
 void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
