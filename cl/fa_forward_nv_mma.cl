@@ -152,6 +152,27 @@ inline __attribute__((always_inline)) void fa_load_kv_q8_async(__local uchar *ks
                                                                fa_row_map kmap, fa_row_map vmap, int first, int limit,
                                                                int lid)
 {
+#if !defined(FA_PAGED) && WG >= Q8_CHUNKS
+    if (first + BLOCK_KV <= limit) {
+        /* every row is in the sequence, and rows are whole q8_0 blocks apart (offsets and strides
+         * are multiples of 32): the first (WG / Q8_CHUNKS) * Q8_CHUNKS work-items keep one column of
+         * copies each and step by rows, where the general loop below divides and multiplies per copy */
+        const int per = WG / Q8_CHUNKS; /* rows a pass */
+        if (lid < per * Q8_CHUNKS) {
+            const int r0 = lid / Q8_CHUNKS, c = lid % Q8_CHUNKS;
+            const long kstep = kmap.stride / 32 * 34 * per, vstep = vmap.stride / 32 * 34 * per;
+            __global const uchar *kp = kg + fa_kv_row(kmap, first + r0) / 32 * 34 + c * FA_Q8_COPY;
+            __global const uchar *vp = vg + fa_kv_row(vmap, first + r0) / 32 * 34 + c * FA_Q8_COPY;
+            FA_PRAGMA_UNROLL
+            for (int i = 0; i < (BLOCK_KV + per - 1) / per; i++)
+                if (BLOCK_KV % per == 0 || r0 + i * per < BLOCK_KV) {
+                    fa_cp_async_small(ks + (r0 + i * per) * Q8_RB + c * FA_Q8_COPY, kp + i * kstep, 1);
+                    fa_cp_async_small(vs + (r0 + i * per) * Q8_RB + c * FA_Q8_COPY, vp + i * vstep, 1);
+                }
+        }
+        return;
+    }
+#endif
     for (int e = lid; e < BLOCK_KV * Q8_CHUNKS; e += WG) {
         const int r = e / Q8_CHUNKS, c = e % Q8_CHUNKS;
         const int valid = first + r < limit;
@@ -163,18 +184,37 @@ inline __attribute__((always_inline)) void fa_load_kv_q8_async(__local uchar *ks
     }
 }
 
-/* one staged block of q8_0 rows into a local tile of FA_DTYPE values */
+/* one staged block of q8_0 rows into a local tile of FA_DTYPE values. A chunk's 8 bytes start at an
+ * even byte a (the rows are 4-byte aligned, FA_Q8_COPY): 4-aligned in the odd q8_0 blocks of a row,
+ * 2 off in the even ones, so they come from 2 or 3 aligned words (in the stage: an even block is
+ * never a stage's last bytes) */
+#if Q8_RB % 4 != 0
+#error "the staged q8_0 rows must be 4-byte aligned"
+#endif
 inline void fa_dequant_q8(__local ushort *tile, __local const uchar *stage, int lid)
 {
     for (int e = lid; e < BLOCK_KV * CH; e += WG) {
         const int r = e / CH, c = e % CH;
         uint4 x = (uint4)(0);
         if (8 * c < HEAD_DIM) {
-            __local const uchar *blk = stage + r * Q8_RB + (8 * c / 32) * 34;
-            const float d = vload_half(0, (__local const half *)blk);
-            const float8 q = convert_float8(as_char8(vload4(0, (__local const ushort *)(blk + 2 + (8 * c) % 32))));
-            x = (uint4)(fa_pack2(d * q.s0, d * q.s1), fa_pack2(d * q.s2, d * q.s3), fa_pack2(d * q.s4, d * q.s5),
-                        fa_pack2(d * q.s6, d * q.s7));
+            const int blk = r * Q8_RB + (8 * c / 32) * 34, a = blk + 2 + (8 * c) % 32;
+            __local const uint *w = (__local const uint *)(stage + (a & ~3));
+            uint lo = w[0], hi = w[1];
+            if (a & 2) {
+                const uint w2 = w[2];
+                lo = (lo >> 16) | (hi << 16);
+                hi = (hi >> 16) | (w2 << 16);
+            }
+            const uint d = *(__local const ushort *)(stage + blk);
+#if FA_DTYPE == 1
+            const uint2 p0 = fa_q8x4_to_f16(lo, d | d << 16), p1 = fa_q8x4_to_f16(hi, d | d << 16);
+            x = (uint4)(p0.x, p0.y, p1.x, p1.y); /* not (uint4)(p0, p1): Oclgrind 21.10 crashes on it */
+#else
+            const float df = vload_half(0, (__local const half *)(stage + blk));
+            const float4 q0 = convert_float4(as_char4(lo)), q1 = convert_float4(as_char4(hi));
+            x = (uint4)(fa_pack2(df * q0.x, df * q0.y), fa_pack2(df * q0.z, df * q0.w), fa_pack2(df * q1.x, df * q1.y),
+                        fa_pack2(df * q1.z, df * q1.w));
+#endif
         }
         *(__local uint4 *)(tile + r * ROW + 8 * c) = x;
     }
