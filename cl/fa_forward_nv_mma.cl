@@ -27,6 +27,13 @@
  * FA_ROWS_PADDED with it: q/k/v are the plan's zero-padded copies (cl/fa_pad_rows.cl), whose rows
  * may be read up to head_dim rounded up to 8, and o (head_dim % 8 != 0) is stored element-wise;
  * FA_KV_CHUNKED: long rows in chunks of keys (cl/fa_forward_common.cl).
+ *
+ * FA_WGMMA (nvidia-wgmma, compute capability 9.0; cl/fa_nv_wgmma.cl, built after cl/fa_nv_ptx.cl):
+ * each warpgroup of 4 warps owns 64 rows, and the products are Hopper's warpgroup MMA: S = Q K^T
+ * (m64 n BLOCK_KV k16, Q and K from local memory) and O += P V (m64 n D_PAD k16, P from the
+ * registers, V from local memory), into the same accumulator layout as mma.sync's; the tiles are
+ * in wgmma's layouts (fa_wg_at, cl/fa_nv_wgmma.cl) instead of padded rows. It takes 16-byte aligned rows,
+ * D_PAD 64 or 128, BLOCK_KV 64 or 128, no q8_0 K/V and no key slices.
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core kernel takes f16 or bf16 storage"
@@ -69,6 +76,25 @@
 #define DT (D_PAD / 8)        /* n-tiles of O */
 #define FA_MMA_Q_REGS_MAX_DIM 128 /* src/planner.h FA_CL_MMA_Q_REGS_MAX_DIM */
 #define FA_ITEM_ROWS (2 * MT)      /* rows of a lane: g and g + 8 of each m-tile */
+#ifdef FA_WGMMA
+#if defined(FA_WG_PINGPONG) && BLOCK_Q != 128
+#error "FA_WG_PINGPONG takes two warpgroups"
+#endif
+#if WARP_ROWS != 16 || FA_KV_WARPS != 1 || BLOCK_Q % 64 || defined(FA_KV_Q8) || !defined(FA_ALIGNED16) || \
+    (D_PAD != 64 && D_PAD != 128) || (BLOCK_KV != 64 && BLOCK_KV != 128)
+#error "FA_WGMMA takes 16 rows a warp, 64 a warpgroup, aligned f16/bf16 rows, D_PAD 64 or 128, BLOCK_KV 64 or 128"
+#endif
+/* element (r, 8 c) of a K/V or the Q tile: wgmma's layouts (rows of D_PAD), else rows of ROW */
+#define FA_KV_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_KV)
+#define FA_Q_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_Q)
+#define TILE_ROW D_PAD
+#define FA_SMEM_ALIGN 1024 /* the 128-byte swizzle's pattern is the address's */
+#else
+#define FA_KV_AT(r, c) ((r) * ROW + 8 * (c))
+#define FA_Q_AT(r, c) ((r) * ROW + 8 * (c))
+#define TILE_ROW ROW
+#define FA_SMEM_ALIGN 16
+#endif
 
 /* rows [first, first + count) into a local tile of 16-bit values, zero padded: keys of a K/V map
  * (is_kv) or query rows of a head column (map.div = seqlen_q). FA_ALIGNED16 (planner: head_dim,
@@ -221,26 +247,72 @@ inline void fa_dequant_q8(__local ushort *tile, __local const uchar *stage, int 
 }
 #endif
 
-/* K and V rows [first, first + BLOCK_KV) into their tiles; one commit group. The rows' places are
+#ifdef FA_WGMMA
+/* copy e of a tile: 8 consecutive copies fill one core matrix (8 rows of one 16-byte column), so
+ * a warp's writes are conflict-free and each row's 64 bytes are read together */
+#define FA_COPY_ROW(e) ((e) / (8 * CH) * 8 + (e) % 8)
+#define FA_COPY_CHUNK(e) ((e) / 8 % CH)
+/* a full block of BLOCK_KV rows (`stride` elements apart from src) into a tile: a work-item's
+ * copies are one chunk column of rows WG / CH apart (a constant step in both layouts) */
+inline __attribute__((always_inline)) void fa_wg_cp_rows(__local ushort *dst, __global const ushort *src, long stride,
+                                                         int lid)
+{
+    const int r0 = FA_COPY_ROW(lid), c = FA_COPY_CHUNK(lid), cv = 8 * c < HEAD_DIM;
+    __global const ushort *p = src + (cv ? (long)r0 * stride + 8 * c : 0);
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < BLOCK_KV * CH / WG; i++)
+        fa_cp_async16(dst + FA_KV_AT(r0 + i * (WG / CH), c), p + (cv ? (long)i * (WG / CH) * stride : 0), cv);
+}
+
+/* O += P V for a block (its P in pa, V's tile at vt), issued and committed, not waited for */
+inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV / 16][4], __local const ushort *vt)
+{
+    const ulong dv = fa_wg_desc_mnmajor(vt, D_PAD, BLOCK_KV);
+    FA_PRAGMA_UNROLL
+    for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++)
+        fa_wg_pin4(pa[kk2]); /* written before the fence */
+    fa_wgmma_fence(D_PAD)(ow);
+    FA_PRAGMA_UNROLL
+    for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++)
+        fa_wgmma_rs(D_PAD)(ow, pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3], dv + fa_wg_kstep_mnmajor(kk2, D_PAD, BLOCK_KV), 1);
+    fa_wgmma_commit();
+}
+#else
+#define FA_COPY_ROW(e) ((e) / CH)
+#define FA_COPY_CHUNK(e) ((e) % CH)
+#endif
+
+/* K and V rows [first, first + BLOCK_KV) into their tiles (those of copy_k, copy_v: constants); one commit group. The rows' places are
  * found first, for K and V together: a paged row's table entry is a global load, and the copies
  * (asm volatile) would otherwise wait for each one in turn. Always inlined: an OpenCL C `inline`
  * function has no out-of-line definition to call. */
 inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, __local ushort *vt, __global const ushort *kg,
-                             __global const ushort *vg, fa_row_map kmap, fa_row_map vmap, int first, int limit, int lid)
+                             __global const ushort *vg, fa_row_map kmap, fa_row_map vmap, int first, int limit, int lid,
+                             int copy_k, int copy_v)
 {
 #ifdef FA_PAGED
     int page[FA_COPIES];
     FA_PRAGMA_UNROLL
     for (int i = 0; i < FA_COPIES; i++) {
-        const int e = lid + i * WG, key = first + e / CH;
+        const int e = lid + i * WG, key = first + FA_COPY_ROW(e);
         page[i] = (e < BLOCK_KV * CH && key < limit) ? clamp(kmap.table[key / FA_PAGE_SIZE], 0, kmap.last) : 0;
     }
 #endif
-#if !defined(FA_PAGED)
+#if !defined(FA_PAGED) && defined(FA_WGMMA)
     if (first + BLOCK_KV <= limit) { /* every row is in the sequence */
-        fa_cp_rows16_any(kt, ROW, kg + kmap.base + (ulong)first * (ulong)kmap.stride, kmap.stride, BLOCK_KV, CH, WG,
+        if (copy_k)
+            fa_wg_cp_rows(kt, kg + kmap.base + (ulong)first * (ulong)kmap.stride, kmap.stride, lid);
+        if (copy_v)
+            fa_wg_cp_rows(vt, vg + vmap.base + (ulong)first * (ulong)vmap.stride, vmap.stride, lid);
+        return;
+    }
+#elif !defined(FA_PAGED)
+    if (first + BLOCK_KV <= limit) { /* every row is in the sequence */
+        if (copy_k)
+            fa_cp_rows16_any(kt, ROW, kg + kmap.base + (ulong)first * (ulong)kmap.stride, kmap.stride, BLOCK_KV, CH, WG,
                          HEAD_DIM, lid);
-        fa_cp_rows16_any(vt, ROW, vg + vmap.base + (ulong)first * (ulong)vmap.stride, vmap.stride, BLOCK_KV, CH, WG,
+        if (copy_v)
+            fa_cp_rows16_any(vt, ROW, vg + vmap.base + (ulong)first * (ulong)vmap.stride, vmap.stride, BLOCK_KV, CH, WG,
                          HEAD_DIM, lid);
         return;
     }
@@ -249,7 +321,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
     for (int i = 0; i < FA_COPIES; i++) {
         const int e = lid + i * WG;
         if (FA_COPIES * WG == BLOCK_KV * CH || e < BLOCK_KV * CH) {
-            const int r = e / CH, c = e % CH;
+            const int r = FA_COPY_ROW(e), c = FA_COPY_CHUNK(e);
             const int valid = first + r < limit && 8 * c < HEAD_DIM;
             /* an in-bounds address even when nothing is read: the first row of the view, column 0
              * (paged: key 0's page, which every sequence with a key has; with none, nothing is read) */
@@ -261,8 +333,10 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
             const ulong ko = kmap.base + (ulong)(first + r) * (ulong)kmap.stride;
             const ulong vo = vmap.base + (ulong)(first + r) * (ulong)vmap.stride;
 #endif
-            fa_cp_async16(kt + r * ROW + 8 * c, kg + (valid ? ko + 8 * c : kmap.base), valid);
-            fa_cp_async16(vt + r * ROW + 8 * c, vg + (valid ? vo + 8 * c : vmap.base), valid);
+            if (copy_k)
+                fa_cp_async16(kt + FA_KV_AT(r, c), kg + (valid ? ko + 8 * c : kmap.base), valid);
+            if (copy_v)
+                fa_cp_async16(vt + FA_KV_AT(r, c), vg + (valid ? vo + 8 * c : vmap.base), valid);
         }
     }
 }
@@ -274,7 +348,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
  * 16 rows per warp up to D_PAD 128 (beyond, its fragments would take the O accumulator's
  * registers), and is then staged in the K/V space before the first K/V copy; src/planner.c's
  * fa_cl_mma_local_bytes is the same sum. */
-#define TILE (BLOCK_KV * ROW)
+#define TILE (BLOCK_KV * TILE_ROW)
 #if defined(FA_KV_Q8) && defined(FA_ASYNC)
 #define TILE_BUFS 1 /* the staging ring holds the stages (Q8_HALVES, after the tiles) */
 #define Q8_HALVES (2 * NBUF * Q8_STAGE / 2)
@@ -283,8 +357,8 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #define Q8_HALVES 0
 #endif
 #define KV_HALVES (2 * TILE_BUFS * TILE)
-#define Q_HALVES (BLOCK_Q * ROW)
-#if MT == 1 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM
+#define Q_HALVES (BLOCK_Q * TILE_ROW)
+#if MT == 1 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM && !defined(FA_WGMMA)
 #define FA_Q_REGS 1
 #define TILES_HALVES (Q_HALVES > KV_HALVES ? Q_HALVES : KV_HALVES)
 #define KV_AT 0
@@ -344,7 +418,7 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fa_forward(FA_FORWARD_PARAMS)
 {
-    __local ushort smem[SMEM_HALVES + MASK_HALVES] __attribute__((aligned(16)));
+    __local ushort smem[SMEM_HALVES + MASK_HALVES] __attribute__((aligned(FA_SMEM_ALIGN)));
     __local ushort *const q_s = smem;
     __local ushort *const k_s = smem + KV_AT;
     __local ushort *const v_s = smem + KV_AT + TILE_BUFS * TILE;
@@ -381,9 +455,9 @@ void fa_forward(FA_FORWARD_PARAMS)
      * loop's first wait and barrier cover both), so that its latency overlaps the first block's */
 #define FA_Q_ASYNC 1
     for (int e = lid; e < BLOCK_Q * CH; e += WG) {
-        const int r = e / CH, c = e % CH;
+        const int r = FA_COPY_ROW(e), c = FA_COPY_CHUNK(e);
         const int valid = q0 + r < nrows && 8 * c < HEAD_DIM;
-        fa_cp_async16(q_s + r * ROW + 8 * c,
+        fa_cp_async16(q_s + FA_Q_AT(r, c),
                       qg + (valid ? fa_qrow(qmap.base, q0 + r, qmap.div, qmap.outer, qmap.stride) + 8 * c : qmap.base),
                       valid);
     }
@@ -432,12 +506,15 @@ void fa_forward(FA_FORWARD_PARAMS)
     FA_PRAGMA_UNROLL
     for (int st = 0; st < NBUF - 1; st++) {
         if (kv_first + st * BLOCK_KV < blk_hi)
-#ifdef FA_KV_Q8
+#if defined(FA_WGMMA)
+            fa_load_kv_async(k_s + st * TILE, v_s, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid, 1, 0);
+#elif defined(FA_KV_Q8)
             fa_load_kv_q8_async(kst + st * Q8_STAGE, vst + st * Q8_STAGE, (__global const uchar *)k,
                                 (__global const uchar *)v, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
 #else
         {
-            fa_load_kv_async(k_s + st * TILE, v_s + st * TILE, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
+            fa_load_kv_async(k_s + st * TILE, v_s + st * TILE, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid,
+                             1, 1);
             FA_MASK_TILE_COPY(st, kv_first + st * BLOCK_KV)
         }
 #endif
@@ -445,10 +522,37 @@ void fa_forward(FA_FORWARD_PARAMS)
     }
     int cur = 0; /* this block's buffer */
 #endif
+#ifdef FA_WGMMA
+    /* Software-pipelined (FlashAttention-3's intra-warpgroup overlap): block j's S = Q K_j^T and
+     * block j-1's O += P_{j-1} V_{j-1} are issued together, and block j's softmax runs while the
+     * second is computed. O lives in ow; K_j and V_{j-1} are in local memory at once, so V trails K
+     * by a block in the copies: block j's commit group copies K_{j+1} and V_j. */
+    float ow[D_PAD / 2];
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < D_PAD / 2; i++)
+        ow[i] = 0.0f;
+    /* The previous block's P. Every block issues and waits for the same products, the first with
+     * P = 0 against a zeroed V tile (ptxas serialises wgmma whose waits it cannot match) */
+    uint pa[KW / 16][4];
+    FA_PRAGMA_UNROLL
+    for (int kk2 = 0; kk2 < KW / 16; kk2++)
+        pa[kk2][0] = pa[kk2][1] = pa[kk2][2] = pa[kk2][3] = 0u;
+#ifdef FA_WG_PINGPONG
+    /* FlashAttention-3's ping-pong of two warpgroups: they take turns issuing a block's products
+     * (named barriers 1 and 2), so that one's softmax runs under the other's products; the second
+     * lets the first go first */
+    if (warp / 4 == 1)
+        fa_bar_arrive(1, 256);
+#endif
+    for (int e = lid; e < TILE / 8; e += WG)
+        *(__local uint4 *)(v_s + TILE + 8 * e) = (uint4)(0u);
+#endif
     for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
 #ifdef FA_ASYNC
 #ifdef FA_KV_Q8
         __local const ushort *kc = k_s, *vc = v_s;
+#elif defined(FA_WGMMA)
+        __local const ushort *kc = k_s + cur * TILE, *vc = v_s + (1 - cur) * TILE; /* K_j, V_{j-1} */
 #else
         __local const ushort *kc = k_s + cur * TILE, *vc = v_s + cur * TILE;
 #endif
@@ -456,16 +560,27 @@ void fa_forward(FA_FORWARD_PARAMS)
         __local const uchar *mc = mask_s + cur * BLOCK_Q * MASK_PITCH; /* this block's mask entries */
 #endif
         FA_WAIT_BLOCK();
+#ifdef FA_WGMMA
+        fa_wg_fence_proxy(); /* the copies are seen by wgmma's reads */
+#endif
         barrier(CLK_LOCAL_MEM_FENCE); /* this block is in; every warp is done with the buffer refilled next */
         {
             const int ahead = kv0 + (NBUF - 1) * BLOCK_KV, buf = cur == 0 ? NBUF - 1 : cur - 1;
+#if defined(FA_WGMMA)
+            /* K_{j+1} where K_{j-1} was, V_j where V_{j-2} was (both read by products waited for) */
             if (ahead < blk_hi)
-#ifdef FA_KV_Q8
+                fa_load_kv_async(k_s + buf * TILE, v_s, kg, vg, kmap, vmap, ahead, seqlen_k, lid, 1, 0);
+            fa_load_kv_async(k_s, v_s + cur * TILE, kg, vg, kmap, vmap, kv0, seqlen_k, lid, 0, 1);
+#else
+            if (ahead < blk_hi)
+#endif
+#if defined(FA_WGMMA)
+#elif defined(FA_KV_Q8)
                 fa_load_kv_q8_async(kst + buf * Q8_STAGE, vst + buf * Q8_STAGE, (__global const uchar *)k,
                                     (__global const uchar *)v, kmap, vmap, ahead, seqlen_k, lid);
 #else
             {
-                fa_load_kv_async(k_s + buf * TILE, v_s + buf * TILE, kg, vg, kmap, vmap, ahead, seqlen_k, lid);
+                fa_load_kv_async(k_s + buf * TILE, v_s + buf * TILE, kg, vg, kmap, vmap, ahead, seqlen_k, lid, 1, 1);
                 FA_MASK_TILE_COPY(buf, ahead)
             }
 #endif
@@ -498,7 +613,37 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NT; nt++)
                 s[mt][nt] = (float4)(0.0f);
-#ifdef FA_Q_REGS
+#if defined(FA_WGMMA)
+        {
+            /* this warpgroup's 64 rows of Q against the block's keys, k-step by k-step */
+            float sw[BLOCK_KV / 2];
+            const ulong dq = fa_wg_desc_kmajor(q_s + FA_Q_AT(warp / 4 * 64, 0), D_PAD, BLOCK_Q);
+            const ulong dk = fa_wg_desc_kmajor(kc, D_PAD, BLOCK_KV);
+#ifdef FA_WG_PINGPONG
+            if (warp < 4) /* this warpgroup's turn to issue */
+                fa_bar_sync(1, 256);
+            else
+                fa_bar_sync(2, 256);
+#endif
+            fa_wgmma_fence(BLOCK_KV)(sw);
+            FA_PRAGMA_UNROLL
+            for (int kk = 0; kk < KSTEPS; kk++)
+                fa_wgmma_ss(BLOCK_KV)(sw, dq + fa_wg_kstep_kmajor(kk, D_PAD, BLOCK_Q),
+                                      dk + fa_wg_kstep_kmajor(kk, D_PAD, BLOCK_KV), kk > 0);
+            fa_wgmma_commit();
+            fa_wg_pv(ow, pa, vc);
+#ifdef FA_WG_PINGPONG
+            if (warp < 4) /* the other's turn */
+                fa_bar_arrive(2, 256);
+            else
+                fa_bar_arrive(1, 256);
+#endif
+            fa_wgmma_wait1(BLOCK_KV)(sw); /* S is in; P V may still run */
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NT; nt++)
+                s[0][nt] = (float4)(sw[4 * nt], sw[4 * nt + 1], sw[4 * nt + 2], sw[4 * nt + 3]);
+        }
+#elif defined(FA_Q_REGS)
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NT; nt++) {
             FA_PRAGMA_UNROLL
@@ -600,6 +745,9 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
 
         /* online softmax: row maxima over the block and the 4 lanes sharing each row */
+#ifdef FA_WGMMA
+        float o_scale[2]; /* this block's factors for O */
+#endif
         FA_PRAGMA_UNROLL
         for (int mt = 0; mt < MT; mt++) {
             float mx0 = m[mt][0], mx1 = m[mt][1];
@@ -621,10 +769,16 @@ void fa_forward(FA_FORWARD_PARAMS)
             if (mx0 != m[mt][0] || mx1 != m[mt][1]) {
                 d0 = fa_ex2(fma(m[mt][0], scale_log2, -uc0));
                 d1 = fa_ex2(fma(m[mt][1], scale_log2, -uc1));
+#ifndef FA_WGMMA /* there, once the previous block's P V is done (below) */
                 FA_PRAGMA_UNROLL
                 for (int dt = 0; dt < DT; dt++)
                     acc[mt][dt] *= (float4)(d0, d0, d1, d1);
+#endif
             }
+#ifdef FA_WGMMA
+            o_scale[0] = d0;
+            o_scale[1] = d1;
+#endif
             m[mt][0] = mx0;
             m[mt][1] = mx1;
             float sum0 = 0.0f, sum1 = 0.0f;
@@ -642,6 +796,22 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
 
         /* O += P V: the accumulator layout of two S tiles is the A fragment of 16 keys */
+#ifdef FA_WGMMA
+        /* the previous block's P V done: O rescaled, this block's P packed for the next */
+        fa_wgmma_wait(D_PAD)(ow);
+        if (o_scale[0] != 1.0f || o_scale[1] != 1.0f) {
+            FA_PRAGMA_UNROLL
+            for (int i = 0; i < D_PAD / 2; i++)
+                ow[i] *= o_scale[i / 2 % 2];
+        }
+        FA_PRAGMA_UNROLL
+        for (int kk2 = 0; kk2 < KW / 16; kk2++) {
+            pa[kk2][0] = fa_pack2(s[0][2 * kk2].x, s[0][2 * kk2].y);
+            pa[kk2][1] = fa_pack2(s[0][2 * kk2].z, s[0][2 * kk2].w);
+            pa[kk2][2] = fa_pack2(s[0][2 * kk2 + 1].x, s[0][2 * kk2 + 1].y);
+            pa[kk2][3] = fa_pack2(s[0][2 * kk2 + 1].z, s[0][2 * kk2 + 1].w);
+        }
+#else
         FA_PRAGMA_UNROLL
         for (int kk2 = 0; kk2 < KW / 16; kk2++) {
             uint pa[MT][4];
@@ -664,7 +834,23 @@ void fa_forward(FA_FORWARD_PARAMS)
                 }
             }
         }
+#endif
     }
+#ifdef FA_WGMMA
+#ifdef FA_WG_PINGPONG
+    if (warp / 4 == 0)
+        fa_bar_sync(1, 256); /* the second's last (or, without blocks, first) turn given back */
+#endif
+    /* the last block's P V (its V is the last commit group's; without blocks, zeros) */
+    fa_cp_async_wait_all();
+    fa_wg_fence_proxy();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    fa_wg_pv(ow, pa, v_s + (1 - cur) * TILE);
+    fa_wgmma_wait(D_PAD)(ow);
+    FA_PRAGMA_UNROLL
+    for (int dt = 0; dt < DT; dt++)
+        acc[0][dt] = (float4)(ow[4 * dt], ow[4 * dt + 1], ow[4 * dt + 2], ow[4 * dt + 3]);
+#endif
 
 #ifdef FA_Q_ASYNC
     /* A work-group without key blocks: Q's copies are still in flight, made by any work-item (not
@@ -764,7 +950,7 @@ void fa_forward(FA_FORWARD_PARAMS)
      * (264.0 -> 260.2), which keep the pairs. */
 #define FA_O_TILE 1
     __local ushort *const o_s = smem;
-#ifndef FA_Q_ASYNC
+#if !defined(FA_Q_ASYNC) || defined(FA_WGMMA) /* wgmma: a warpgroup reads all its 64 rows of Q */
 #ifdef FA_ASYNC
     fa_cp_async_wait_all();
 #endif

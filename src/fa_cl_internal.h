@@ -98,6 +98,7 @@ typedef struct fa_cl_env {
     int pad_rows_off;         /* FA_CL_PAD_ROWS=0: no zero-padded q/k/v copies (tensor-core plans at d % 8 != 0) */
     int mma_emulate;          /* FA_CL_MMA_EMULATE=1 (tests): the tensor-core kernel on any device, PTX emulated */
     int nv_tf32;              /* FA_CL_NV_TF32: -1 unset (on where tensor cores run natively), 0 off, 1 on */
+    int wgmma;                /* FA_CL_WGMMA: -1 unset (the planner's default), 0 off, 1 on (nvidia-wgmma) */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */
     int cache_off;            /* FA_CL_CACHE_DIR=off */
 } fa_cl_env;
@@ -132,6 +133,7 @@ struct fa_cl_context {
     fa_cl_plan_entry *plans;
     int plan_count;
     int mma_failed;        /* the tensor-core kernel did not compile here: plan portable kernels (under lock) */
+    int wgmma_failed;      /* nvidia-wgmma's sm_90a build failed here: plan nvidia-mma instead (under lock) */
     char cache_dir[1024];  /* the on-disk program cache; "" = disabled (the notes say why) */
     fa_cl_program_stats stats;
     int used_clblast; /* guarded by lock: the reference ran CLBlast on this context */
@@ -160,11 +162,13 @@ fa_cl_status fa_cl__kernel_source(fa_cl_context *ctx, const char *name, const ch
 const char *fa_cl__embedded_text(const char *name);
 
 /* Build (or fetch from the context cache) a program from the named cl/ files, concatenated in order,
- * with the options given (the library adds -cl-std=CL1.2 and FA_CL_BUILD_OPTIONS). On success
- * *out holds a reference the caller releases. A build failure is FA_CL_ERROR_BUILD_FAILED with the
- * log in last_error and is not cached. */
+ * with the options given (the library adds -cl-std=CL1.2 and FA_CL_BUILD_OPTIONS). sm90a: the
+ * program's PTX is retargeted to sm_90a and built again (src/program/ptx_retarget.h; NVIDIA,
+ * compute capability 9.0), its options gaining -DFA_PTX_SM90A. On success *out holds a reference
+ * the caller releases. A build failure (any step of sm90a's) is FA_CL_ERROR_BUILD_FAILED with the
+ * reason in last_error and is not cached. */
 fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, int nfiles, const char *options,
-                                cl_program *out);
+                                int sm90a, cl_program *out);
 
 /* A kernel of a cached program: a pooled one left by a released plan, else a new one. The plan
  * gives it back with fa_cl__kernel_give (which releases it when the pool is full or the program is

@@ -89,7 +89,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     const int dpad = (int)((c->D + 3) / 4 * 4);
     if (!in->kernel || !in->kernel[0])
         return "no kernel name";
-    const int tensor_cores = strcmp(in->kernel, "nvidia-mma") == 0 || strcmp(in->kernel, "nvidia-tf32x3") == 0;
+    const int wgmma = strcmp(in->kernel, "nvidia-wgmma") == 0;
+    const int tensor_cores = strcmp(in->kernel, "nvidia-mma") == 0 || strcmp(in->kernel, "nvidia-tf32x3") == 0 || wgmma;
     if (in->head_dim_padded != dpad && !tensor_cores)
         return "head_dim_padded != head_dim rounded up to 4";
     if (in->local_mem_bytes > in->local_mem_budget)
@@ -106,6 +107,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     }
     if (mma_variant && in->head_dim_padded != (c->D + 31) / 32 * 32)
         return "tensor-core plan: head_dim_padded is not head_dim rounded up to 32 (the kernel's k-step pairs)";
+    if (wgmma && (c->D > 128 || in->head_dim_padded != (c->D <= 64 ? 64 : 128)))
+        return "nvidia-wgmma plan: head_dim above 128, or head_dim_padded not 64 or 128";
     const int rows_variant = strcmp(in->kernel, "portable") == 0;
     if (rows_variant) {
         if (in->local_mem_bytes != (size_t)4 * (size_t)(in->block_q + in->block_kv) * (size_t)dpad)
@@ -152,7 +155,7 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         fa_cl_tiles pt;
         preq.aligned16 = 1;
         if (fa_cl_plan_tiles(&dev_limits, &preq, &pt, msg, sizeof msg) == FA_CL_SUCCESS &&
-            pt.variant == FA_CL_KERNEL_NVIDIA_MMA) {
+            (pt.variant == FA_CL_KERNEL_NVIDIA_MMA || pt.variant == FA_CL_KERNEL_NVIDIA_WGMMA)) {
             padded = 1;
             t = pt;
             pad_bytes = (size_t)c->B * (size_t)(c->Hq * c->Sq + 2 * c->Hkv * c->Sk) * (size_t)((c->D + 7) / 8 * 8) * 2;
@@ -671,7 +674,8 @@ static void nan_case(fa_cl_context *ctx, int idx, const tu_case *c, int t, int64
     memset(&info, 0, sizeof info);
     int ok = run_fused(ctx, &p, API_PLAN, &info, why, sizeof why) == 0 && tu_problem_read(&p, ctx) == 0;
     if (ok && t == 2 && info.kernel &&
-        (strcmp(info.kernel, "nvidia-mma") == 0 || strcmp(info.kernel, "nvidia-tf32x3") == 0)) {
+        (strcmp(info.kernel, "nvidia-mma") == 0 || strcmp(info.kernel, "nvidia-tf32x3") == 0 ||
+         strcmp(info.kernel, "nvidia-wgmma") == 0)) {
         /* The tensor-core path multiplies whole 16-row tiles of P by V inside the matrix unit, where
          * 0 * NaN = NaN: rows of the same head that do not see the key may get NaN in that column
          * (as in FlashAttention-2). Documented; everything else must hold as for the portable kernels. */

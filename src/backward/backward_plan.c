@@ -57,7 +57,7 @@ static fa_cl_status build_kernels(fa_cl_context *ctx, fa_cl_backward_plan *plan)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: build options longer than %zu characters",
                            sizeof options - 1);
     cl_program prog;
-    fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, &prog);
+    fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, f->ptx_sm90a, &prog);
     if (st != FA_CL_SUCCESS)
         return st;
     for (int i = 0; i < FA_CL_BACKWARD_LAUNCHES && st == FA_CL_SUCCESS; i++) {

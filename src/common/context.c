@@ -195,6 +195,8 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     out->pad_rows_off = s && strcmp(s, "0") == 0;
     s = getenv("FA_CL_NV_TF32");
     out->nv_tf32 = !s || !*s ? -1 : strcmp(s, "0") != 0;
+    s = getenv("FA_CL_WGMMA");
+    out->wgmma = !s || !*s ? -1 : strcmp(s, "0") != 0;
     s = getenv("FA_CL_MMA_EMULATE");
     out->mma_emulate = s && *s && strcmp(s, "0") != 0;
     s = getenv("FA_CL_DEBUG_BUILD_LOG");
@@ -269,6 +271,12 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
         fa_cl__note(ctx, ctx->env.vendor_path_off
                              ? "tensor-core kernel (nvidia-mma): off (FA_CL_VENDOR_PATH=0), portable kernels only"
                              : "tensor-core kernel (nvidia-mma): planned for f16/bf16, head_dim <= 256");
+    if (ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0 && !ctx->env.mma_emulate)
+        fa_cl__note(ctx, ctx->env.wgmma != 0 && !ctx->env.vendor_path_off
+                             ? "Hopper kernel (nvidia-wgmma): planned for f16/bf16 with head_dim 97..128 and more "
+                               "than 64 query rows (wgmma through sm_90a PTX; FA_CL_WGMMA=0 turns it off)"
+                             : ctx->env.vendor_path_off ? "Hopper kernel (nvidia-wgmma): off (FA_CL_VENDOR_PATH=0)"
+                                                        : "Hopper kernel (nvidia-wgmma): off (FA_CL_WGMMA=0)");
     *out = ctx;
     return FA_CL_SUCCESS;
 }
@@ -436,6 +444,9 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     }
     /* FA_CL_VENDOR_PATH=0, or a tensor-core build that failed here: portable kernels only */
     out->nv_mma = out->nv_mma && !ctx->env.vendor_path_off && !ctx->mma_failed;
+    /* wgmma: never emulated; FA_CL_WGMMA=0 or a failed sm_90a build turn it off */
+    out->nv_wgmma = out->nv_wgmma && out->nv_mma && !ctx->env.mma_emulate && ctx->env.wgmma != 0 &&
+                    !ctx->wgmma_failed;
     /* f32 on tensor cores: the default where they run natively; emulated only when asked for */
     out->nv_tf32 = out->nv_mma && (ctx->env.mma_emulate ? ctx->env.nv_tf32 == 1 : ctx->env.nv_tf32 != 0);
 }

@@ -43,6 +43,8 @@ typedef struct fa_cl_kernel_family {
     /* The widest padded head_dim whose loops GPUs get unrolled (-DFA_UNROLL): beyond it a
      * work-item's arrays cannot stay in registers, and unrolling costs speed and compile time. */
     int unroll_max_dim;
+    /* built through the sm_90a PTX retargeting (src/program/ptx_retarget.h): wgmma kernels */
+    int ptx_sm90a;
 } fa_cl_kernel_family;
 
 /* The families in the order the planner tries them. */
@@ -160,6 +162,23 @@ size_t fa_cl_mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stag
 /* A tensor-core plan's tiles: rows_per_item counts a warp's rows, one warp per 32 work-items. */
 void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
                               int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl_tiles *out);
+
+/* ---- nvidia-wgmma (nvidia_wgmma.c): f16/bf16 on Hopper, wgmma through sm_90a PTX ---------------- */
+
+/* Warpgroups of 64 rows (4 warps, 16 rows each), two a work-group where the rows fill them; keys
+ * per block 128 (halved while the local memory does not fit, down to 64); head_dim above
+ * FA_CL_WGMMA_MIN_DIM up to 128, padded to 128 (when FA_CL_KERNEL_VARIANT forces it, any head_dim
+ * up to 128, 1..64 padded to 64: nvidia-mma is as fast or faster there); K/V double-buffered by
+ * cp.async. Only with more than FA_CL_WGMMA_MIN_ROWS rows (decoding keeps
+ * nvidia-mma's key slices). Local bytes (Q, 2 stages of K and V, unpadded rows):
+ *     local_mem_bytes = 2 * (B_r + 4 B_c) * d_padded
+ * (d = 128, 128 x 128: 160 KiB). */
+#define FA_CL_WGMMA_BLOCK_Q 128
+#define FA_CL_WGMMA_BLOCK_KV 128
+#define FA_CL_WGMMA_MIN_ROWS 64
+#define FA_CL_WGMMA_MIN_DIM 96
+extern const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma;
+size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages);
 
 /* ---- nvidia-tf32x3 (nvidia_tf32.c): f32 on NVIDIA tensor cores, 3xTF32 ------------------------ */
 

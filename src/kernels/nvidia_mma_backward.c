@@ -64,4 +64,4 @@ const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward = {
     "nvidia-mma-backward", FA_CL_KERNEL_NVIDIA_MMA_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 4, 1,
     "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in its own "
     "pass",
-    applies, plan, options, FA_CL_UNROLL_MAX_DIM};
+    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};

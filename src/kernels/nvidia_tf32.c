@@ -64,4 +64,4 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32x3 = {
     "nvidia-tf32x3", FA_CL_KERNEL_NVIDIA_TF32X3, FA_CL_OP_FORWARD, "fa_forward", files, 4, 1,
     "f32 on NVIDIA tensor cores (compute capability >= 8.0, head_dim <= 128), fp32 accuracy through 3xTF32 mma",
-    applies, plan, options, FA_CL_UNROLL_MAX_DIM};
+    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};

@@ -123,4 +123,4 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 const fa_cl_kernel_family fa_cl_kernel_portable = {
     "portable", FA_CL_KERNEL_PORTABLE, FA_CL_OP_FORWARD, "fa_forward", files, 3, 0,
     "portable OpenCL C for any device: each work-item owns whole query rows, P stays in registers",
-    applies, plan, options, FA_CL_UNROLL_MAX_DIM};
+    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};

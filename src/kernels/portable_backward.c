@@ -118,4 +118,4 @@ const fa_cl_kernel_family fa_cl_kernel_portable_backward = {
     "portable-backward", FA_CL_KERNEL_PORTABLE_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 3, 0,
     "the backward pass (dQ, dK, dV) on every device: D = rowsum(dO o O), then dK/dV per key block, dQ per query "
     "block, no atomics",
-    fa_cl__never_applies, plan, options, FA_CL_UNROLL_MAX_DIM};
+    fa_cl__never_applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};

@@ -114,4 +114,4 @@ const fa_cl_kernel_family fa_cl_kernel_portable_tiled = {
     applies, plan, options,
     /* H200 (session 10), B=2 H=16 N=4096 f16: unrolled, d = 384 22.0 TFLOP/s against 20.5, d = 512
      * 10.3 against 12.4 */
-    384};
+    384, 0};

@@ -8,7 +8,8 @@
 #include <string.h>
 
 static const fa_cl_kernel_family *const families[] = {
-    &fa_cl_kernel_nvidia_mma,      /* vendor paths first: where they apply they are the fastest */
+    &fa_cl_kernel_nvidia_wgmma,    /* vendor paths first: where they apply they are the fastest */
+    &fa_cl_kernel_nvidia_mma,
     &fa_cl_kernel_nvidia_tf32x3,
     &fa_cl_kernel_portable_tiled,  /* GPUs */
     &fa_cl_kernel_portable,        /* anywhere: the fallback */

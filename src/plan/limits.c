@@ -36,6 +36,8 @@ void fa_cl_limits_for_device(const fa_cl_device_traits *dev, fa_cl_limits *out)
     /* tensor cores through mma.sync: Ampere and later; f32 there too (3xTF32) unless FA_CL_NV_TF32=0 */
     out->nv_mma = dev->vendor == FA_CL_VENDOR_NVIDIA && dev->nv_cc_major >= 8;
     out->nv_tf32 = out->nv_mma;
+    /* warpgroup MMA through sm_90a PTX: compute capability 9.0 alone (later parts lack wgmma) */
+    out->nv_wgmma = out->nv_mma && dev->nv_cc_major == 9 && dev->nv_cc_minor == 0;
 }
 
 int fa_cl_private_floats(fa_cl_vendor vendor, int min_subgroup)

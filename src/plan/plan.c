@@ -34,7 +34,7 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     if (t->variant == FA_CL_KERNEL_PAD_ROWS)
         snprintf(options, sizeof options, "-DHEAD_DIM=%d", (int)v->d.head_dim);
     cl_program prog;
-    fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, &prog);
+    fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, f->ptx_sm90a, &prog);
     if (st != FA_CL_SUCCESS)
         return st;
     cl_int err;
@@ -157,7 +157,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &plan->tiles, msg, sizeof msg);
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
-        if (req.aligned16 && !v->aligned16 && plan->tiles.variant != FA_CL_KERNEL_NVIDIA_MMA) {
+        if (req.aligned16 && !v->aligned16 && plan->tiles.variant != FA_CL_KERNEL_NVIDIA_MMA &&
+            plan->tiles.variant != FA_CL_KERNEL_NVIDIA_WGMMA) {
             req.aligned16 = 0; /* padded rows are for the tensor-core kernel only */
             attempt--;
             continue;
@@ -181,6 +182,19 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
             return st;
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
         const int vendor = fa_cl_kernel_by_id(plan->tiles.variant)->vendor;
+        if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_KERNEL_NVIDIA_WGMMA && !lim.forced_variant) {
+            /* the sm_90a build failed (a driver whose PTX the retargeting does not know): nvidia-mma */
+            fa_cl_lock_acquire(&ctx->lock);
+            int first = !ctx->wgmma_failed;
+            ctx->wgmma_failed = 1;
+            fa_cl_lock_release(&ctx->lock);
+            if (first)
+                fa_cl__note(ctx, "Hopper kernel (nvidia-wgmma): its sm_90a build failed on this driver, nvidia-mma "
+                                 "planned instead (the reason is in fa_cl_last_error)");
+            lim.nv_wgmma = 0;
+            attempt--;
+            continue;
+        }
         if (st != FA_CL_SUCCESS && vendor && !lim.forced_variant && !plan->tiles.ptx_emulated) {
             /* the vendor kernel did not compile on this driver: portable kernels from now on (the
              * emulated build is portable code under test: its failure is reported, not hidden) */

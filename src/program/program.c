@@ -2,6 +2,7 @@
 /* Program builds and the per-context program cache (keyed by source text and build options); misses
  * go to the on-disk binary cache (binary_cache.c) before compiling from source. */
 #include "program/build_options.h"
+#include "program/ptx_retarget.h"
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
@@ -101,8 +102,59 @@ static fa_cl_program_entry *evict_entry(fa_cl_context *ctx)
     return e;
 }
 
+/* The sm_90a build of a program built from source for sm_90 (ptx_retarget.h): its PTX binary,
+ * retargeted, built again from that binary. NULL with the reason in ctx's last error. */
+static cl_program build_sm90a(fa_cl_context *ctx, cl_program src_prog, const char *options, fa_cl_status *st)
+{
+    size_t len = 0;
+    unsigned char *ptx = NULL;
+    char *patched = NULL, msg[256] = "";
+    size_t patched_len = 0;
+    cl_program prog = NULL;
+    cl_int err = clGetProgramInfo(src_prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL);
+    if (err == CL_SUCCESS && len > 0 && (ptx = (unsigned char *)malloc(len)) != NULL)
+        err = clGetProgramInfo(src_prog, CL_PROGRAM_BINARIES, sizeof ptx, &ptx, NULL);
+    if (err != CL_SUCCESS || !ptx) {
+        *st = ptx ? fa_cl__fail_cl(ctx, err, "clGetProgramInfo(CL_PROGRAM_BINARIES) for the sm_90a build")
+                  : fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "out of memory for a program binary");
+        goto done;
+    }
+    /* the binary may end in a NUL: the PTX is the text before it */
+    const unsigned char *nul = (const unsigned char *)memchr(ptx, 0, len);
+    const size_t text_len = nul ? (size_t)(nul - ptx) : len;
+    *st = fa_cl_ptx_retarget_sm90a((const char *)ptx, text_len, 0, &patched, &patched_len, NULL, msg, sizeof msg);
+    if (*st != FA_CL_SUCCESS) {
+        *st = fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "sm_90a build: the compiler's PTX was not retargeted: %s", msg);
+        goto done;
+    }
+    const unsigned char *bin = (const unsigned char *)patched;
+    size_t bin_len = patched_len + 1; /* with its NUL, as the driver returns PTX */
+    cl_int status = CL_SUCCESS;
+    prog = clCreateProgramWithBinary(ctx->cl_ctx, 1, &ctx->device, &bin_len, &bin, &status, &err);
+    if (!prog || err != CL_SUCCESS || status != CL_SUCCESS) {
+        *st = fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "sm_90a build: clCreateProgramWithBinary: %s",
+                          fa_cl__cl_error_name(err != CL_SUCCESS ? err : status));
+        if (prog)
+            clReleaseProgram(prog);
+        prog = NULL;
+        goto done;
+    }
+    err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+    if (err == CL_SUCCESS && ctx->env.print_build_log)
+        print_build_log(ctx, prog, options);
+    if (err != CL_SUCCESS) {
+        *st = build_failed(ctx, prog, err, options);
+        clReleaseProgram(prog);
+        prog = NULL;
+    }
+done:
+    free(ptx);
+    free(patched);
+    return prog;
+}
+
 fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, int nfiles, const char *options,
-                                cl_program *out)
+                                int sm90a, cl_program *out)
 {
     *out = NULL;
     const char *texts[8];
@@ -117,9 +169,12 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
             h = hash_text(h, texts[i]);
     }
 
-    char full[4096];
+    char full[4096], with_patch[512];
+    /* the sm_90a build's options name the patch's version: the caches keep it apart from a plain
+     * build of the same text, and from another version of the patch */
+    snprintf(with_patch, sizeof with_patch, "%s -DFA_PTX_SM90A=%d", options, FA_CL_PTX_RETARGET_VERSION);
     if (st == FA_CL_SUCCESS) {
-        if (fa_cl_full_build_options(options, ctx->env.build_options, full, sizeof full) < 0)
+        if (fa_cl_full_build_options(sm90a ? with_patch : options, ctx->env.build_options, full, sizeof full) < 0)
             st = fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "build options longer than %zu characters",
                              sizeof full - 1);
     }
@@ -151,7 +206,12 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
                     st = build_failed(ctx, prog, err, full);
                     clReleaseProgram(prog);
                     prog = NULL;
-                } else {
+                } else if (sm90a) {
+                    cl_program retargeted = build_sm90a(ctx, prog, full, &st);
+                    clReleaseProgram(prog);
+                    prog = retargeted;
+                }
+                if (prog) {
                     fa_cl_lock_acquire(&ctx->lock);
                     ctx->stats.built_from_source++;
                     fa_cl_lock_release(&ctx->lock);

@@ -15,6 +15,10 @@
 
 #include <stddef.h>
 
+/* The transformation's version: a program built through it carries -DFA_PTX_SM90A=<version>
+ * (program.c), so that the program caches tell builds of another version apart. */
+#define FA_CL_PTX_RETARGET_VERSION 1
+
 /* The marker a kernel's comment line starts with (after the line's indentation). */
 #define FA_CL_PTX_MARK "// @sm90a "
 

@@ -12,7 +12,7 @@ fa_cl_status fa_cl__ref_program_get(fa_cl_context *ctx, int dtype, cl_program *o
 {
     char options[64];
     snprintf(options, sizeof options, "-DFA_DTYPE=%d", dtype);
-    return fa_cl__program_get(ctx, reference_files, 2, options, out);
+    return fa_cl__program_get(ctx, reference_files, 2, options, 0, out);
 }
 
 static const char *clblast_status_name(CLBlastStatusCode s)

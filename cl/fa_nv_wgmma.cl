@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Hopper's warpgroup matrix multiply (wgmma, PTX ISA 8.0, sm_90a) for NVIDIA's OpenCL, whose
+ * compiler targets sm_90: every sm_90a instruction is left as a marked comment line,
+ *     // @sm90a <instruction>;
+ * with the compiler's registers substituted, and the library un-comments those lines and builds
+ * the PTX again for sm_90a (src/program/ptx_retarget.c). Built after cl/fa_nv_ptx.cl (FA_MMA_TYPE,
+ * fa_smem_addr). No emulation: these kernels run on compute capability 9.0 only.
+ *
+ * Local-memory tiles: a tile of `rows` rows of w 16-bit values (rows along k for a K-major
+ * operand, along n for an MN-major one), fa_wg_at(r, c, w, rows) for row r, 16-byte chunk c, in
+ * one of the layouts wgmma reads (FA_WG_SWIZZLE):
+ *   128 (default): FlashAttention-3's. Panels of 64 columns (128-byte rows), `rows` x 128 bytes
+ *       each; in a panel row r is 128 bytes from row r - 1 and its chunk c sits at c ^ (r % 8): the
+ *       128-byte swizzle, in which 8 rows' same column are 8 different bank groups. Tiles start
+ *       1024-byte aligned; w a multiple of 64.
+ *   0: 8 x 8 core matrices of 128 contiguous bytes, 8-row groups w * 16 bytes apart, the chunks of
+ *       a group 128 bytes apart (no swizzling).
+ * A warp's 16-byte copies of 8 rows of one chunk column are conflict-free in both.
+ *
+ * Accumulators: a warpgroup is 4 consecutive warps; warp w of it holds rows 16 w + g and + 8
+ * (g = lane / 4, t = lane % 4) of the 64 x n result, d[4 j .. 4 j + 3] = (g, 8 j + 2 t),
+ * (g, 8 j + 2 t + 1), (g + 8, 8 j + 2 t), (g + 8, 8 j + 2 t + 1): mma.sync's C tiles, one per 8
+ * columns. The A operand from registers is mma.sync's A fragment of the warp's 16 rows. */
+#ifndef FA_WG_SWIZZLE
+#define FA_WG_SWIZZLE 128
+#endif
+
+/* A matrix descriptor: the start address, the byte offsets between core matrices along k
+ * (leading) and along m/n (stride), in 16-byte units, and the layout (bits 62-63: 1 = 128-byte
+ * swizzle). */
+inline ulong fa_wg_desc(__local const ushort *p, uint lead_bytes, uint stride_bytes, ulong layout)
+{
+    return (ulong)((fa_smem_addr(p) & 0x3ffffu) >> 4) | ((ulong)(lead_bytes >> 4) << 16) |
+           ((ulong)(stride_bytes >> 4) << 32) | (layout << 62);
+}
+
+/* For each layout: fa_wg_at; the descriptors of a K-major tile (Q and K in S = Q K^T: k along a
+ * row) and of an MN-major one (V in O = P V: k down the rows); and what k-step kk adds to each
+ * (16-byte units). */
+#if FA_WG_SWIZZLE == 128
+#define fa_wg_at(r, c, w, rows) (((c) / 8) * (rows) * 64 + (r) * 64 + (((c) % 8) ^ ((r) % 8)) * 8)
+/* K-major: 8-row groups 1024 bytes apart; a k-step is 32 bytes along the row, panels rows * 128
+ * bytes apart (the leading offset is unused) */
+#define fa_wg_desc_kmajor(p, w, rows) fa_wg_desc((p), 16u, 1024u, 1ul)
+#define fa_wg_kstep_kmajor(kk, w, rows) ((uint)((kk) / 4 * (rows) * 8 + (kk) % 4 * 2))
+/* MN-major: panels along n rows * 128 bytes apart (leading), 8-row groups along k 1024 bytes */
+#define fa_wg_desc_mnmajor(p, w, rows) fa_wg_desc((p), 128u * (uint)(rows), 1024u, 1ul)
+#define fa_wg_kstep_mnmajor(kk, w, rows) ((uint)(kk) * 128u)
+#elif FA_WG_SWIZZLE == 0
+#define fa_wg_at(r, c, w, rows) (((r) / 8) * 8 * (w) + (c) * 64 + ((r) % 8) * 8)
+/* K-major: neighbours in k 128 bytes apart, in m/n one 8-row group (w * 16 bytes); MN-major the
+ * other way round */
+#define fa_wg_desc_kmajor(p, w, rows) fa_wg_desc((p), 128u, 16u * (uint)(w), 0ul)
+#define fa_wg_kstep_kmajor(kk, w, rows) ((uint)(kk) * 16u)
+#define fa_wg_desc_mnmajor(p, w, rows) fa_wg_desc((p), 16u * (uint)(w), 128u, 0ul)
+#define fa_wg_kstep_mnmajor(kk, w, rows) ((uint)(kk) * 2u * (uint)(w))
+#else
+#error "FA_WG_SWIZZLE is 128 or 0"
+#endif
+
+/* the accumulators as asm operands */
+#define FA_WG_D32(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define FA_WG_D64(d) \
+    FA_WG_D32(d), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), \
+    "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), \
+    "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), \
+    "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+    "+f"(d[63])
+#define FA_WG_R32 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+    "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define FA_WG_R64 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+    "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
+    "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, " \
+    "%62, %63}"
+#define FA_WG_MMA(n) "// @sm90a wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." FA_MMA_TYPE "." FA_MMA_TYPE " "
+
+/* d (64 x n) = A B, + d when acc != 0. ss: A (64 x 16, K-major) and B (16 x n, K-major) by
+ * descriptors. rs: A from registers, B (MN-major) by descriptor. */
+inline __attribute__((always_inline)) void fa_wgmma_ss_n64(float *d, ulong da, ulong db, int acc)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t" FA_WG_MMA(64) FA_WG_R32
+                 ", %32, %33, p, 1, 1, 0, 0;\n\t}" : FA_WG_D32(d) : "l"(da), "l"(db), "r"(acc));
+}
+
+inline __attribute__((always_inline)) void fa_wgmma_ss_n128(float *d, ulong da, ulong db, int acc)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t" FA_WG_MMA(128) FA_WG_R64
+                 ", %64, %65, p, 1, 1, 0, 0;\n\t}" : FA_WG_D64(d) : "l"(da), "l"(db), "r"(acc));
+}
+
+inline __attribute__((always_inline)) void fa_wgmma_rs_n64(float *d, uint a0, uint a1, uint a2, uint a3, ulong db,
+                                                           int acc)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %37, 0;\n\t" FA_WG_MMA(64) FA_WG_R32
+                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n\t}"
+                 : FA_WG_D32(d) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(acc));
+}
+
+inline __attribute__((always_inline)) void fa_wgmma_rs_n128(float *d, uint a0, uint a1, uint a2, uint a3, ulong db,
+                                                            int acc)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %69, 0;\n\t" FA_WG_MMA(128) FA_WG_R64
+                 ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n\t}"
+                 : FA_WG_D64(d) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(acc));
+}
+
+/* wgmma.fence (before the first product of a group: the accumulators and A registers were
+ * written by other instructions) and wgmma.wait_group 0 (every product of this warpgroup done),
+ * each with the accumulators as operands: the instructions name no register, and this keeps the
+ * compiler's accesses of d on their side of each */
+inline __attribute__((always_inline)) void fa_wgmma_fence_n64(float *d)
+{
+    asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D32(d) :: "memory");
+}
+
+inline __attribute__((always_inline)) void fa_wgmma_fence_n128(float *d)
+{
+    asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D64(d) :: "memory");
+}
+
+inline void fa_wgmma_commit(void) { asm volatile("// @sm90a wgmma.commit_group.sync.aligned;" ::: "memory"); }
+
+inline __attribute__((always_inline)) void fa_wgmma_wait_n64(float *d)
+{
+    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D32(d) :: "memory");
+}
+
+inline __attribute__((always_inline)) void fa_wgmma_wait_n128(float *d)
+{
+    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D64(d) :: "memory");
+}
+
+/* all but the newest commit group of this warpgroup done */
+inline __attribute__((always_inline)) void fa_wgmma_wait1_n64(float *d)
+{
+    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D32(d) :: "memory");
+}
+
+inline __attribute__((always_inline)) void fa_wgmma_wait1_n128(float *d)
+{
+    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D64(d) :: "memory");
+}
+
+/* this thread's generic-proxy writes of local memory (stores, cp.async after its wait) are seen by
+ * wgmma's operand reads (the async proxy) once a barrier follows */
+inline void fa_wg_fence_proxy(void) { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+/* named barrier `id` (a constant 1..15; 0 is the work-group's) among `count` work-items: wait, or
+ * arrive only (constant ids: ptxas reserves every barrier for a register one) */
+#define fa_bar_sync(id, count) asm volatile("bar.sync %0, %1;" :: "n"(id), "n"(count) : "memory")
+#define fa_bar_arrive(id, count) asm volatile("bar.arrive %0, %1;" :: "n"(id), "n"(count) : "memory")
+
+/* the n-wide forms by name */
+#define FA_WG_CAT_(a, b) a##b
+#define FA_WG_CAT(a, b) FA_WG_CAT_(a, b)
+#define fa_wgmma_ss(n) FA_WG_CAT(fa_wgmma_ss_n, n)
+#define fa_wgmma_rs(n) FA_WG_CAT(fa_wgmma_rs_n, n)
+#define fa_wgmma_fence(n) FA_WG_CAT(fa_wgmma_fence_n, n)
+#define fa_wgmma_wait(n) FA_WG_CAT(fa_wgmma_wait_n, n)
+#define fa_wgmma_wait1(n) FA_WG_CAT(fa_wgmma_wait1_n, n)
+
+/* four registers defined here, for the ordering of wgmma.fence after their writes */
+inline __attribute__((always_inline)) void fa_wg_pin4(uint *a)
+{
+    asm volatile("" : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3]));
+}
