@@ -29,10 +29,11 @@
  *    the rows that see j NaN/Inf. The unfused reference (fa_cl_reference_forward) agrees on the rows
  *    that see the key, but its P.V GEMM multiplies masked weights (0) by V: a NaN/Inf in v also
  *    reaches rows of that head that do NOT see its key (0 * Inf = NaN). The NVIDIA tensor-core
- *    variant ("nvidia-mma", f16/bf16 on NVIDIA >= 8.0; FA_CL_VENDOR_PATH=0 turns it off) multiplies
- *    P by V inside the matrix unit in tiles of 16 query rows x 16 keys, as FlashAttention-2 does:
- *    there a NaN/Inf in v[j] can also reach rows of the same 16-row tile that do not see key j
- *    (never other heads or batches).
+ *    variants ("nvidia-mma", f16/bf16 on NVIDIA >= 8.0; "nvidia-wgmma", f16/bf16 on compute
+ *    capability 9.0; FA_CL_VENDOR_PATH=0 turns them off) multiply P by V inside the matrix unit in
+ *    tiles of 16 (nvidia-mma) or 64 (nvidia-wgmma) query rows x 16 keys, as FlashAttention-2 and -3
+ *    do: there a NaN/Inf in v[j] can also reach rows of the same tile that do not see key j (never
+ *    other heads or batches).
  *  - Offsets and strides are 64-bit in every kernel (there is no 32-bit indexing path); only
  *    heads_q and sequence lengths are bounded (2^31 - 1, 2^30 - 1). The fused path accumulates
  *    sum(p * v) unnormalised in fp32, as FlashAttention-2 does: values of v near FLT_MAX (|v| >
@@ -188,7 +189,8 @@ typedef struct fa_cl_context fa_cl_context;
  * launch), FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]] (force the tile), FA_CL_KERNEL_VARIANT (force a
  * kernel variant), FA_CL_VENDOR_PATH=0 (portable kernels only), FA_CL_PAD_ROWS=0 (no zero-padded
  * copies of q/k/v for the tensor-core kernel at head_dim % 8 != 0), FA_CL_NV_TF32=0 (f32 on the portable
- * kernels on NVIDIA GPUs, not on tensor cores), FA_CL_SPLITS=n (split-KV chunks of every plan),
+ * kernels on NVIDIA GPUs, not on tensor cores), FA_CL_WGMMA=0 (no "nvidia-wgmma" on Hopper: its
+ * plans take nvidia-mma), FA_CL_SPLITS=n (split-KV chunks of every plan),
  * FA_CL_GQA_PACK=0|1 (GQA packing never / always), FA_CL_KV_CHUNK=n (tests: every plan sums keys in
  * chunks of n, see "Long rows"), FA_CL_MMA_EMULATE=1 (tests), FA_CL_KERNEL_DIR (read the kernel .cl
  * files from a directory instead of the embedded copy; regular files only), FA_CL_BUILD_OPTIONS
@@ -477,7 +479,8 @@ typedef struct fa_cl_plan_info {
                                   "portable"; more for "portable-tiled" (row padding, P and row maxima) */
     size_t local_mem_budget; /**< bytes the planner had (device limit, or cache size on CPUs, or the env cap) */
     const char *kernel;      /**< the kernel family, as FA_CL_KERNEL_VARIANT and `fa_cl_info --kernels` name it:
-                                  "portable", "portable-tiled", "nvidia-mma", "nvidia-tf32x3"; static storage */
+                                  "portable", "portable-tiled", "nvidia-mma", "nvidia-wgmma", "nvidia-tf32x3";
+                                  static storage */
     int launches;            /**< kernel launches per call (long rows run one per chunk of keys; split-KV adds
                                   the combine, an append its copy into the cache, padded rows three copies) */
     size_t scratch_bytes;    /**< device memory the plan holds for itself (0 for most plans): split-KV

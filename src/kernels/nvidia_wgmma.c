@@ -77,8 +77,8 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 {
     /* two warpgroups take turns issuing their products (FA_WG_PINGPONG; H200, session 11 call 5,
      * against without: B=8 H=16 N=4096 f16 d = 128 418.7 against 401.9 TFLOP/s, causal 381.9
-     * against 362.7, bf16 421.2 against 402.5, B=1 H=32 N=16384 causal 443.3 against 423.5, B=64
-     * N=512 281.7 against 284.4; with padded rows, d = 111, 269.5 against 282.2: not there) */
+     * against 362.7, bf16 421.2 against 402.4, B=1 H=32 N=16384 causal 443.3 against 423.5, B=64
+     * N=512 281.7 against 284.3; with padded rows, d = 111, 269.5 against 282.1: not there) */
     const int pingpong = t->block_q == 128 && !t->rows_padded;
     return snprintf(out, n, " -DWARP_ROWS=16 -DFA_WGMMA -DFA_ALIGNED16 -DFA_CP_L2=128%s%s",
                     t->rows_padded ? " -DFA_ROWS_PADDED" : "", pingpong ? " -DFA_WG_PINGPONG" : "");
