@@ -710,6 +710,94 @@ static void mma_cases(tu_tally *tally)
 
 /* Long rows in chunks of keys: only where a row sees more keys than the dtype's threshold (masks
  * counted), FA_CL_KV_CHUNK_KEYS keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
+/* nvidia-wgmma on Hopper's limits (fa_cl_limits_for_device of compute capability 9.0, as the
+ * library derives them): where it is planned, its tiles and bytes (2 (B_r + 4 B_c) d_padded, by
+ * hand), and where nvidia-mma or another family takes the case instead. */
+static void wgmma_cases(tu_tally *tally)
+{
+    static const struct {
+        const char *what;
+        int d, aligned, rows, fq, fkv, frows, variant, mask, q8, off;
+        fa_cl_dtype dtype;
+        size_t local;   /* the budget; 0: Hopper's 227 KiB */
+        fa_cl_status want;
+        fa_cl_kernel_id kernel;
+        int br, bc, dp;
+        size_t bytes;
+    } wc[] = {
+        {"d=128 f16: 128x128, 2*(128 + 4*128)*128 = 163840", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163840},
+        {"d=111 bf16 (rows padded to 16 bytes): padded to 128, the same tiles", 111, 1, LONG, 0, 0, 0, 0, 0, 0, 0,
+         FA_CL_BF16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163840},
+        {"d=97: padded to 128", 97, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163840},
+        {"d=96: nvidia-mma (as fast there)", 96, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"d=64: nvidia-mma", 64, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA,
+         0, 0, 0, 0},
+        {"d=64 with nvidia-wgmma forced: padded to 64, 2*(128 + 4*128)*64 = 81920", 64, 1, LONG, 0, 0, 0,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64,
+         81920},
+        {"d=128 unaligned rows: nvidia-mma", 128, 0, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"d=128, 64 rows (decoding, packed GQA): nvidia-mma", 128, 1, 64, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"d=160: nvidia-mma", 160, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA,
+         0, 0, 0, 0},
+        {"f32 d=128: nvidia-tf32x3", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F32, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_TF32X3, 0, 0, 0, 0},
+        {"an attention mask: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 1, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"q8_0 K/V: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 1, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"FA_CL_WGMMA=0: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 1, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"100 KiB: 128 keys need 163840, 64 keys 2*(128 + 4*64)*128 = 98304", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 0,
+         FA_CL_F16, 100 * KIB, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 98304},
+        {"FA_CL_TILE=64x128: one warpgroup, 2*(64 + 4*128)*128 = 147456", 128, 1, LONG, 64, 128, 0, 0, 0, 0, 0,
+         FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 64, 128, 128, 147456},
+        {"FA_CL_TILE=96x64 with nvidia-wgmma forced: B_r not 64 or 128, refused", 128, 1, LONG, 96, 64, 0,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
+        {"FA_CL_TILE=128x64x16 (rows per warp): nvidia-mma's", 128, 1, LONG, 128, 64, 16, 0, 0, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"FA_CL_WGMMA=0 with nvidia-wgmma forced: refused, naming what it needs", 128, 1, LONG, 0, 0, 0,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 1, FA_CL_F16, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0},
+    };
+    const fa_cl_device_traits hopper = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+    for (size_t i = 0; i < sizeof wc / sizeof wc[0]; i++) {
+        fa_cl_limits lim;
+        fa_cl_limits_for_device(&hopper, &lim);
+        if (wc[i].local)
+            lim.local_mem_size = wc[i].local;
+        lim.nv_wgmma = !wc[i].off;
+        lim.mma_mask = wc[i].mask;
+        lim.mma_kv_q8 = wc[i].q8;
+        lim.forced_q = wc[i].fq;
+        lim.forced_kv = wc[i].fkv;
+        lim.forced_rows = wc[i].frows;
+        lim.forced_variant = wc[i].variant;
+        fa_cl_tile_request req = {wc[i].d, wc[i].dtype, wc[i].rows, LONG, wc[i].aligned, 0};
+        fa_cl_tiles t;
+        memset(&t, 0, sizeof t);
+        char msg[256] = "";
+        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        int ok = st == wc[i].want;
+        if (ok && st == FA_CL_SUCCESS)
+            ok = t.variant == wc[i].kernel;
+        if (ok && st == FA_CL_SUCCESS && wc[i].kernel == FA_CL_KERNEL_NVIDIA_WGMMA)
+            ok = t.block_q == wc[i].br && t.block_kv == wc[i].bc && t.rows_per_item == 16 &&
+                 t.work_group_size == wc[i].br * 2 && t.head_dim_padded == wc[i].dp && t.local_mem_bytes == wc[i].bytes &&
+                 t.local_mem_bytes == fa_cl_wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2);
+        if (ok && st == FA_CL_ERROR_UNSUPPORTED)
+            ok = strstr(msg, "compute capability 9.0") != NULL;
+        if (ok && st == FA_CL_ERROR_INVALID_ARGUMENT)
+            ok = strstr(msg, "B_r 64 or 128") != NULL;
+        tu_expect(tally, ok, "wgmma: %s: %s %s %dx%d d_pad %d, %zu bytes %s", wc[i].what, fa_cl_status_string(st),
+                  st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.head_dim_padded, t.local_mem_bytes,
+                  msg);
+    }
+}
+
 static void chunk_cases(tu_tally *tally)
 {
     static const struct {
@@ -787,6 +875,7 @@ int main(void)
         run_case(&tally, &cases[i]);
     sweep(&tally);
     mma_cases(&tally);
+    wgmma_cases(&tally);
     chunk_cases(&tally);
     split_cases(&tally);
 

@@ -7,6 +7,11 @@
  * and 128, both tile layouts (the 128-byte swizzle and none), four k-steps: S = Q K^T (both operands from local memory, K-major) and O += P V (A from
  * registers, B MN-major, accumulating onto C). Small integers: every product and sum is exact, so
  * the check is equality with the host's.
+ *
+ * "build" runs on any device: the sm_90a path on a program without marked lines succeeds on compute
+ * capability 9.0 and elsewhere fails with FA_CL_ERROR_BUILD_FAILED, naming the step (the binary
+ * is not sm_90 PTX); it is not cached as a success, and the plain build of the same source, a key
+ * of its own, still builds.
  */
 #include "fa_cl_internal.h"
 #include "test_util.h"
@@ -106,8 +111,35 @@ static int run_gemm(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
+static int run_build(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    static const char *const files[] = {"fa_pad_rows.cl"};
+    const int hopper = ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0;
+    for (int round = 0; round < 2; round++) {
+        cl_program prog = NULL;
+        fa_cl_status st = fa_cl__program_get(ctx, files, 1, "-DHEAD_DIM=8", 1, &prog);
+        const char *why = fa_cl_last_error(ctx);
+        if (hopper)
+            tu_expect(&tally, st == FA_CL_SUCCESS && prog, "round %d: sm_90a build of a program without marked lines "
+                      "on compute capability 9.0: %s", round, fa_cl_status_string(st));
+        else
+            tu_expect(&tally, st == FA_CL_ERROR_BUILD_FAILED && !prog && strstr(why, "sm_90a build") &&
+                      strstr(why, "not retargeted"), "round %d: sm_90a build elsewhere: %s (%s)", round,
+                      fa_cl_status_string(st), why);
+        if (prog)
+            clReleaseProgram(prog);
+    }
+    cl_program plain = NULL;
+    fa_cl_status st = fa_cl__program_get(ctx, files, 1, "-DHEAD_DIM=8", 0, &plain);
+    tu_expect(&tally, st == FA_CL_SUCCESS && plain, "the plain build of the same source: %s", fa_cl_status_string(st));
+    if (plain)
+        clReleaseProgram(plain);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    static const tu_subset subsets[] = {{"gemm", run_gemm}};
+    static const tu_subset subsets[] = {{"gemm", run_gemm}, {"build", run_build}};
     return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, 0);
 }
