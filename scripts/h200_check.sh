@@ -40,6 +40,7 @@ if [ "$what" = all ] || [ "$what" = rows ]; then
         case "$r" in
         *f32*) bench "new, FA_CL_NV_TF32=0" FA_CL_NV_TF32=0 -- $r --no-reference ;;
         *"-d 256"*) ;;
+        *"-d 128"*) bench "new, FA_CL_WGMMA=0 (nvidia-mma)" FA_CL_WGMMA=0 -- $r --no-reference ;;
         *) bench "new, FA_CL_TILE=64x64x16 (old)" FA_CL_TILE=64x64x16 -- $r --no-reference ;;
         esac
     done

@@ -14,6 +14,10 @@
 #     scripts/nv_ptxas_report.sh nvidia-mma "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64
 #     -DBLOCK_KV=64 -DWARP_ROWS=16 -DFA_ALIGNED16"  (FA_UNROLL, FA_NATIVE_EXP added as on GPUs)
 #     FA_CL_INFO: the fa_cl_info to ask (default build/tools/fa_cl_info)
+#     A kernel built with cl/fa_nv_wgmma.cl (nvidia-wgmma) goes through the library's sm_90a step as
+#     a proxy: -DFA_PTX_SM90A=1, `.target sm_90a`, its `// @sm90a` lines un-commented (what
+#     src/program/ptx_retarget.c does, without its checks), ptxas -arch=sm_90a; the report then says
+#     whether ptxas serialises wgmma.
 #
 # Needs clang-15 and libclc-15 (apt-get install clang-15 libclc-15), and downloads the wheel once
 # into ${FA_CL_PTXAS_DIR:-$HOME/.cache/fa_cl/ptxas} (pip download; about 40 MB).
@@ -43,11 +47,17 @@ fi
 work=$(mktemp -d /tmp/fa_cl_ptxas.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 for f in $files; do cat "cl/$f"; done > "$work/k.cl"
+arch=sm_90 extra=
+if grep -qw fa_nv_wgmma.cl <<<"$files"; then arch=sm_90a extra=-DFA_PTX_SM90A=1; fi
 # asm: OpenCL C has no GNU keyword; the built-ins libclc leaves to libdevice map to PTX instructions
 # shellcheck disable=SC2086
 "$CLANG" -x cl -cl-std=CL1.2 -target nvptx64-nvidia-nvcl -Xclang -finclude-default-header \
     -Xclang -mlink-bitcode-file -Xclang "$LIBCLC" -Wno-linker-warnings -O3 -S -o "$work/k.ptx" \
     -Dasm=__asm__ -Dnative_exp2=__nvvm_ex2_approx_f -Dlog2=__nvvm_lg2_approx_f -Dexp2=__nvvm_ex2_approx_f \
-    $2 -DFA_UNROLL -DFA_NATIVE_EXP "$work/k.cl"
+    $2 -DFA_UNROLL -DFA_NATIVE_EXP $extra "$work/k.cl"
 sed -i 's/^\.target sm_[0-9]*/.target sm_90/; s/^\.version [0-9.]*/.version 8.0/' "$work/k.ptx"
-"$ptxas" -arch=sm_90 -v "$work/k.ptx" -o "$work/k.cubin" 2>&1 | grep -E "fa_forward|registers|spill|error" | sed 's/^ptxas info *: //'
+if [ $arch = sm_90a ]; then
+    sed -i 's/^\.target sm_90/.target sm_90a/; s|^\([[:space:]]*\)// @sm90a |\1|' "$work/k.ptx"
+fi
+"$ptxas" -arch=$arch -v "$work/k.ptx" -o "$work/k.cubin" 2>&1 | grep -E "fa_forward|registers|spill|error|wgmma" |
+    sed 's/^ptxas info *: //'
