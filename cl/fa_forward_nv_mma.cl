@@ -32,8 +32,9 @@
  * each warpgroup of 4 warps owns 64 rows, and the products are Hopper's warpgroup MMA: S = Q K^T
  * (m64 n BLOCK_KV k16, Q and K from local memory) and O += P V (m64 n D_PAD k16, P from the
  * registers, V from local memory), into the same accumulator layout as mma.sync's; the tiles are
- * in wgmma's layouts (fa_wg_at, cl/fa_nv_wgmma.cl) instead of padded rows. It takes 16-byte aligned rows,
- * D_PAD 64 or 128, BLOCK_KV 64 or 128, no q8_0 K/V and no key slices.
+ * in wgmma's layouts (fa_wg_at, cl/fa_nv_wgmma.cl) instead of padded rows; software-pipelined, and
+ * with FA_WG_PINGPONG the two warpgroups take turns (docs/design.md, "Variant nvidia-wgmma"). It
+ * takes 16-byte aligned rows, D_PAD 64 or 128, BLOCK_KV 64 or 128, no q8_0 K/V and no key slices.
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core kernel takes f16 or bf16 storage"
@@ -274,7 +275,8 @@ inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV 
     fa_wgmma_fence(D_PAD)(ow);
     FA_PRAGMA_UNROLL
     for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++)
-        fa_wgmma_rs(D_PAD)(ow, pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3], dv + fa_wg_kstep_mnmajor(kk2, D_PAD, BLOCK_KV), 1);
+        fa_wgmma_rs(D_PAD)(ow, pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3],
+                           dv + fa_wg_kstep_mnmajor(kk2, D_PAD, BLOCK_KV), 1);
     fa_wgmma_commit();
 }
 #else
@@ -282,8 +284,8 @@ inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV 
 #define FA_COPY_CHUNK(e) ((e) % CH)
 #endif
 
-/* K and V rows [first, first + BLOCK_KV) into their tiles (those of copy_k, copy_v: constants); one commit group. The rows' places are
- * found first, for K and V together: a paged row's table entry is a global load, and the copies
+/* K and V rows [first, first + BLOCK_KV) into their tiles (those copy_k and copy_v, constants,
+ * ask for); one commit group. The rows' places are found first, for K and V together: a paged row's table entry is a global load, and the copies
  * (asm volatile) would otherwise wait for each one in turn. Always inlined: an OpenCL C `inline`
  * function has no out-of-line definition to call. */
 inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, __local ushort *vt, __global const ushort *kg,

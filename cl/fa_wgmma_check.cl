@@ -71,7 +71,8 @@ void fa_wgmma_check(__global const ushort *a, __global const ushort *b, __global
     fa_wgmma_fence(CHECK_N)(d);
 #pragma unroll
     for (int kk = 0; kk < CHECK_K / 16; kk++)
-        fa_wgmma_rs(CHECK_N)(d, fr[kk][0], fr[kk][1], fr[kk][2], fr[kk][3], db + fa_wg_kstep_mnmajor(kk, CHECK_N, CHECK_K), 1);
+        fa_wgmma_rs(CHECK_N)(d, fr[kk][0], fr[kk][1], fr[kk][2], fr[kk][3],
+                             db + fa_wg_kstep_mnmajor(kk, CHECK_N, CHECK_K), 1);
 #endif
     fa_wgmma_commit();
     fa_wgmma_wait(CHECK_N)(d);

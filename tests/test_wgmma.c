@@ -4,8 +4,9 @@
  * only; skipped elsewhere): cl/fa_wgmma_check.cl built by the library's sm_90a path
  * (src/program/program.c) computes 64 x N products with cl/fa_nv_wgmma.cl's tiles, descriptors and
  * instructions, in the two forms the forward kernel (nvidia-wgmma) uses, for f16 and bf16, N = 64
- * and 128, both tile layouts (the 128-byte swizzle and none), four k-steps: S = Q K^T (both operands from local memory, K-major) and O += P V (A from
- * registers, B MN-major, accumulating onto C). Small integers: every product and sum is exact, so
+ * and 128, both tile layouts (the 128-byte swizzle and none), four k-steps: S = Q K^T (both
+ * operands from local memory, K-major) and O += P V (A from registers, B MN-major, accumulating
+ * onto C). Small integers: every product and sum is exact, so
  * the check is equality with the host's.
  *
  * "build" runs on any device: the sm_90a path on a program without marked lines succeeds on compute
