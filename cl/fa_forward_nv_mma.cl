@@ -82,9 +82,17 @@
 #error "FA_WG_PINGPONG takes two warpgroups"
 #endif
 #if WARP_ROWS != 16 || FA_KV_WARPS != 1 || BLOCK_Q % 64 || defined(FA_KV_Q8) || !defined(FA_ALIGNED16) || \
-    (D_PAD != 64 && D_PAD != 128) || (BLOCK_KV != 64 && BLOCK_KV != 128)
-#error "FA_WGMMA takes 16 rows a warp, 64 a warpgroup, aligned f16/bf16 rows, D_PAD 64 or 128, BLOCK_KV 64 or 128"
+    (D_PAD != 64 && D_PAD != 128 && D_PAD != 256) || (BLOCK_KV != 32 && BLOCK_KV != 64 && BLOCK_KV != 128) || \
+    (D_PAD == 256 && BLOCK_KV == 128)
+#error "FA_WGMMA takes 16 rows a warp, 64 a warpgroup, aligned f16/bf16 rows, D_PAD 64, 128 or 256, BLOCK_KV 64 or 128 (64 at 256)"
 #endif
+/* P V's products a k-step: n = D_PAD, at 256 two of n = 128 (O's halves, V's column halves) */
+#if D_PAD > 128
+#define PV_N 128
+#else
+#define PV_N D_PAD
+#endif
+#define PV_PARTS (D_PAD / PV_N)
 /* element (r, 8 c) of a K/V or the Q tile: wgmma's layouts (rows of D_PAD), else rows of ROW */
 #define FA_KV_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_KV)
 #define FA_Q_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_Q)
@@ -265,18 +273,38 @@ inline __attribute__((always_inline)) void fa_wg_cp_rows(__local ushort *dst, __
         fa_cp_async16(dst + FA_KV_AT(r0 + i * (WG / CH), c), p + (cv ? (long)i * (WG / CH) * stride : 0), cv);
 }
 
-/* O += P V for a block (its P in pa, V's tile at vt), issued and committed, not waited for */
+/* O's accumulators (D_PAD / 2 floats) fenced or waited for, in PV_N-wide parts */
+inline __attribute__((always_inline)) void fa_wg_fence_o(float *ow)
+{
+    FA_PRAGMA_UNROLL
+    for (int h = 0; h < PV_PARTS; h++)
+        fa_wgmma_fence(PV_N)(ow + h * (PV_N / 2));
+}
+
+inline __attribute__((always_inline)) void fa_wg_wait_o(float *ow)
+{
+    FA_PRAGMA_UNROLL
+    for (int h = 0; h < PV_PARTS; h++)
+        fa_wgmma_wait(PV_N)(ow + h * (PV_N / 2));
+}
+
+/* O += P V for a block (its P in pa, V's tile at vt), issued and committed, not waited for; part h
+ * is O's columns h PV_N .. and V's from chunk h PV_N / 8 */
 inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV / 16][4], __local const ushort *vt)
 {
-    const ulong dv = fa_wg_desc_mnmajor(vt, D_PAD, BLOCK_KV);
     FA_PRAGMA_UNROLL
     for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++)
         fa_wg_pin4(pa[kk2]); /* written before the fence */
-    fa_wgmma_fence(D_PAD)(ow);
+    fa_wg_fence_o(ow);
     FA_PRAGMA_UNROLL
     for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++)
-        fa_wgmma_rs(D_PAD)(ow, pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3],
-                           dv + fa_wg_kstep_mnmajor(kk2, D_PAD, BLOCK_KV), 1);
+        FA_PRAGMA_UNROLL
+        for (int h = 0; h < PV_PARTS; h++) {
+            const ulong dv = fa_wg_desc_mnmajor(vt + fa_wg_at(0, h * PV_N / 8, D_PAD, BLOCK_KV), D_PAD,
+                                                BLOCK_KV);
+            fa_wgmma_rs(PV_N)(ow + h * (PV_N / 2), pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3],
+                              dv + fa_wg_kstep_mnmajor(kk2, D_PAD, BLOCK_KV), 1);
+        }
     fa_wgmma_commit();
 }
 #else
@@ -800,7 +828,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         /* O += P V: the accumulator layout of two S tiles is the A fragment of 16 keys */
 #ifdef FA_WGMMA
         /* the previous block's P V done: O rescaled, this block's P packed for the next */
-        fa_wgmma_wait(D_PAD)(ow);
+        fa_wg_wait_o(ow);
         if (o_scale[0] != 1.0f || o_scale[1] != 1.0f) {
             FA_PRAGMA_UNROLL
             for (int i = 0; i < D_PAD / 2; i++)
@@ -848,7 +876,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     fa_wg_fence_proxy();
     barrier(CLK_LOCAL_MEM_FENCE);
     fa_wg_pv(ow, pa, v_s + (1 - cur) * TILE);
-    fa_wgmma_wait(D_PAD)(ow);
+    fa_wg_wait_o(ow);
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
         acc[0][dt] = (float4)(ow[4 * dt], ow[4 * dt + 1], ow[4 * dt + 2], ow[4 * dt + 3]);

@@ -59,6 +59,9 @@ inline ulong fa_wg_desc(__local const ushort *p, uint lead_bytes, uint stride_by
 #endif
 
 /* the accumulators as asm operands */
+#define FA_WG_D16(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
 #define FA_WG_D32(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
     "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
@@ -70,6 +73,7 @@ inline ulong fa_wg_desc(__local const ushort *p, uint lead_bytes, uint stride_by
     "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), \
     "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
     "+f"(d[63])
+#define FA_WG_R16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define FA_WG_R32 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
     "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -82,6 +86,12 @@ inline ulong fa_wg_desc(__local const ushort *p, uint lead_bytes, uint stride_by
 
 /* d (64 x n) = A B, + d when acc != 0. ss: A (64 x 16, K-major) and B (16 x n, K-major) by
  * descriptors. rs: A from registers, B (MN-major) by descriptor. */
+inline __attribute__((always_inline)) void fa_wgmma_ss_n32(float *d, ulong da, ulong db, int acc)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %18, 0;\n\t" FA_WG_MMA(32) FA_WG_R16
+                 ", %16, %17, p, 1, 1, 0, 0;\n\t}" : FA_WG_D16(d) : "l"(da), "l"(db), "r"(acc));
+}
+
 inline __attribute__((always_inline)) void fa_wgmma_ss_n64(float *d, ulong da, ulong db, int acc)
 {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t" FA_WG_MMA(64) FA_WG_R32
@@ -114,6 +124,11 @@ inline __attribute__((always_inline)) void fa_wgmma_rs_n128(float *d, uint a0, u
  * written by other instructions) and wgmma.wait_group 0 (every product of this warpgroup done),
  * each with the accumulators as operands: the instructions name no register, and this keeps the
  * compiler's accesses of d on their side of each */
+inline __attribute__((always_inline)) void fa_wgmma_fence_n32(float *d)
+{
+    asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D16(d) :: "memory");
+}
+
 inline __attribute__((always_inline)) void fa_wgmma_fence_n64(float *d)
 {
     asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D32(d) :: "memory");
@@ -126,6 +141,11 @@ inline __attribute__((always_inline)) void fa_wgmma_fence_n128(float *d)
 
 inline void fa_wgmma_commit(void) { asm volatile("// @sm90a wgmma.commit_group.sync.aligned;" ::: "memory"); }
 
+inline __attribute__((always_inline)) void fa_wgmma_wait_n32(float *d)
+{
+    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D16(d) :: "memory");
+}
+
 inline __attribute__((always_inline)) void fa_wgmma_wait_n64(float *d)
 {
     asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D32(d) :: "memory");
@@ -137,6 +157,11 @@ inline __attribute__((always_inline)) void fa_wgmma_wait_n128(float *d)
 }
 
 /* all but the newest commit group of this warpgroup done */
+inline __attribute__((always_inline)) void fa_wgmma_wait1_n32(float *d)
+{
+    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D16(d) :: "memory");
+}
+
 inline __attribute__((always_inline)) void fa_wgmma_wait1_n64(float *d)
 {
     asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D32(d) :: "memory");
