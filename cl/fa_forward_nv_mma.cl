@@ -409,7 +409,31 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #if defined(FA_MASK) && defined(FA_MASK_ASYNC) && defined(FA_MASK_PAIRS) && defined(FA_ASYNC) && !defined(FA_KV_Q8)
 #define FA_MASK_TILE 1
 #define MASK_ES (FA_MASK == 1 ? 4 : FA_MASK == 2 ? 2 : 1) /* bytes an entry */
+#ifdef FA_WGMMA
+/* unpadded rows (a power of two, 64 bytes or more) whose 16-byte chunks are XOR-swizzled by the
+ * row instead: the padding would not fit 227 KiB beside the wgmma tiles at 128 x 128 with an f16
+ * mask. Rows g and g + 8 (a lane's two) share the pattern; rows 0..7 of a chunk column land in
+ * distinct banks. FA_MASK_SWZ(r): the byte offset's bits to flip in row r. */
+#define MASK_PITCH (BLOCK_KV * MASK_ES)
+#if MASK_PITCH >= 128
+#define FA_MASK_SWZ(r) (((r) & 7) << 4)
+#elif MASK_PITCH == 64
+#define FA_MASK_SWZ(r) ((((r) >> 1) & 3) << 4) /* two rows a 128-byte line */
+#elif MASK_PITCH == 32
+#define FA_MASK_SWZ(r) ((((r) >> 2) & 1) << 4) /* four */
+#else
+#error "FA_WGMMA's mask rows are 32 bytes or more"
+#endif
+#else
 #define MASK_PITCH (BLOCK_KV * MASK_ES + (FA_MASK == 1 ? 32 : 16))
+#define FA_MASK_SWZ(r) 0
+#endif
+/* byte `off` of n-tile nt past a lane's: swizzled, the bits are disjoint (one XOR a load) */
+#ifdef FA_WGMMA
+#define FA_MASK_NT(lane_at, off) ((lane_at) ^ (off))
+#else
+#define FA_MASK_NT(lane_at, off) ((lane_at) + (off))
+#endif
 #define MASK_KPC (16 / MASK_ES)                            /* keys a 16-byte copy */
 #define MASK_CHUNKS (BLOCK_KV / MASK_KPC)
 #define MASK_HALVES (NBUF * BLOCK_Q * MASK_PITCH / 2)
@@ -421,7 +445,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
         const int r_ = e / MASK_CHUNKS, k_ = (k0) + e % MASK_CHUNKS * MASK_KPC;                           \
         const int n_ = clamp(seqlen_k_cap - k_, 0, MASK_KPC);                                            \
         fa_cp_async16_bytes((__local ushort *)(mask_s + ((buf) * BLOCK_Q + r_) * MASK_PITCH +           \
-                                               e % MASK_CHUNKS * 16),                                     \
+                                               ((e % MASK_CHUNKS * 16) ^ FA_MASK_SWZ(r_))),               \
                             (__global const ushort *)(mask + mask_rows[r_] + (n_ > 0 ? (ulong)k_ : 0)),   \
                             n_ * MASK_ES);                                                                \
     }
@@ -537,7 +561,10 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int st = 0; st < NBUF - 1; st++) {
         if (kv_first + st * BLOCK_KV < blk_hi)
 #if defined(FA_WGMMA)
+        {
             fa_load_kv_async(k_s + st * TILE, v_s, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid, 1, 0);
+            FA_MASK_TILE_COPY(st, kv_first + st * BLOCK_KV)
+        }
 #elif defined(FA_KV_Q8)
             fa_load_kv_q8_async(kst + st * Q8_STAGE, vst + st * Q8_STAGE, (__global const uchar *)k,
                                 (__global const uchar *)v, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
@@ -598,8 +625,10 @@ void fa_forward(FA_FORWARD_PARAMS)
             const int ahead = kv0 + (NBUF - 1) * BLOCK_KV, buf = cur == 0 ? NBUF - 1 : cur - 1;
 #if defined(FA_WGMMA)
             /* K_{j+1} where K_{j-1} was, V_j where V_{j-2} was (both read by products waited for) */
-            if (ahead < blk_hi)
+            if (ahead < blk_hi) {
                 fa_load_kv_async(k_s + buf * TILE, v_s, kg, vg, kmap, vmap, ahead, seqlen_k, lid, 1, 0);
+                FA_MASK_TILE_COPY(buf, ahead)
+            }
             fa_load_kv_async(k_s, v_s + cur * TILE, kg, vg, kmap, vmap, kv0, seqlen_k, lid, 0, 1);
 #else
             if (ahead < blk_hi)
@@ -715,12 +744,16 @@ void fa_forward(FA_FORWARD_PARAMS)
         if (1) { /* tails too: the copies zero-filled keys past the mask's */
             FA_PRAGMA_UNROLL
             for (int mt = 0; mt < MT; mt++) {
-                __local const uchar *p0 = mc + (wrow + 16 * mt + g) * MASK_PITCH + (koff + 2 * t4) * MASK_ES;
+                /* a lane's pair of keys of n-tile nt: at byte (lane's + 8 nt entries) ^ its rows' swizzle */
+                const int r0 = wrow + 16 * mt + g;
+                const int lane_at = ((koff + 2 * t4) * MASK_ES) ^ FA_MASK_SWZ(r0);
+                __local const uchar *p0 = mc + r0 * MASK_PITCH;
                 __local const uchar *p1 = p0 + 8 * MASK_PITCH;
                 FA_PRAGMA_UNROLL
                 for (int nt = 0; nt < NT; nt++) {
-                    const float2 a = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p0 + 8 * nt * MASK_ES));
-                    const float2 c = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p1 + 8 * nt * MASK_ES));
+                    const int at = FA_MASK_NT(lane_at, 8 * nt * MASK_ES);
+                    const float2 a = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p0 + at));
+                    const float2 c = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p1 + at));
                     s[mt][nt] = mad((float4)(a, c), (float4)(mask_scale), s[mt][nt]);
                 }
             }

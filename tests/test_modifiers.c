@@ -207,6 +207,12 @@ static const mod_case all_cases[] = {
     {{1, 4, 4, 97, 203, 64, FA_CL_BF16, 0, 40, 8, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F32, 16 | 2},
     {{1, 2, 1, 150, 150, 256, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16 | 4},
     {{2, 8, 2, 1, 300, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_BOOL, 16}, /* decoding */
+    /* the Hopper kernel's shapes (d = 97..128, more than 64 rows): swizzled mask tiles of 128 and 64
+     * keys, several query blocks, key tails, causal, windows, GQA, padded rows (d = 111) */
+    {{1, 4, 2, 200, 300, 128, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_BOOL, 16 | 1},
+    {{2, 2, 2, 150, 260, 128, FA_CL_BF16, 0, 64, 32, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F32, 16 | 4},
+    {{1, 4, 1, 129, 257, 111, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16 | 2},
+    {{2, 2, 1, 256, 256, 128, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16 | 1},
 };
 
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)

@@ -186,7 +186,9 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         plan->tiles.mask = (int)d->mask;
         for (int i = 0; i < 4; i++)
             plan->tiles.types[i] = v->type[i] != (int)d->dtype ? v->type[i] + 1 : 0;
-        plan->tiles.mask_pairs = d->mask && plan->tiles.variant == FA_CL_KERNEL_NVIDIA_MMA && d->mask_offset % 2 == 0 &&
+        plan->tiles.mask_pairs = d->mask &&
+                                 (plan->tiles.variant == FA_CL_KERNEL_NVIDIA_MMA ||
+                                  plan->tiles.variant == FA_CL_KERNEL_NVIDIA_WGMMA) && d->mask_offset % 2 == 0 &&
                                  d->mask_stride[0] % 2 == 0 && d->mask_stride[1] % 2 == 0 && d->mask_stride[2] % 2 == 0;
         if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
             return st;
