@@ -107,8 +107,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     }
     if (mma_variant && in->head_dim_padded != (c->D + 31) / 32 * 32)
         return "tensor-core plan: head_dim_padded is not head_dim rounded up to 32 (the kernel's k-step pairs)";
-    if (wgmma && (c->D > 128 || in->head_dim_padded != (c->D <= 64 ? 64 : 128)))
-        return "nvidia-wgmma plan: head_dim above 128, or head_dim_padded not 64 or 128";
+    if (wgmma && (c->D > 256 || in->head_dim_padded != (c->D <= 64 ? 64 : c->D <= 128 ? 128 : 256)))
+        return "nvidia-wgmma plan: head_dim above 256, or head_dim_padded not 64, 128 or 256 (the next above it)";
     const int rows_variant = strcmp(in->kernel, "portable") == 0;
     if (rows_variant) {
         if (in->local_mem_bytes != (size_t)4 * (size_t)(in->block_q + in->block_kv) * (size_t)dpad)

@@ -742,12 +742,26 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"d=128, 64 rows (decoding, packed GQA): nvidia-mma", 128, 1, 64, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
-        {"d=160: nvidia-mma", 160, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA,
-         0, 0, 0, 0},
+        {"d=160: padded to 256, 64 keys, 2*(128 + 4*64)*256 = 196608", 160, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16,
+         0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 196608},
+        {"d=256 f16 mask: 196608 + 2*128*64*2 + 1024 = 230400", 256, 1, LONG, 0, 0, 0, 0, 2, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 230400},
+        {"d=256 f32 mask: 32 keys, 2*(128 + 4*32)*256 + 2*128*32*4 + 1024 = 164864", 256, 1, LONG, 0, 0, 0, 0, 4, 0, 0,
+         FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 32, 256, 164864},
+        {"FA_CL_TILE=128x128 at d=256 with nvidia-wgmma forced: B_c 32..64 there, refused", 256, 1, LONG, 128, 128, 0,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
+        {"d=257: nvidia-wgmma declines, portable-tiled", 257, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 0, 0, 0, 0},
         {"f32 d=128: nvidia-tf32x3", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F32, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_TF32X3, 0, 0, 0, 0},
-        {"an attention mask: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 1, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
-         FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"a mask with rows not 16-byte aligned: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, -1, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"an f16 mask: 163840 + 2*128*128*2 + 128*8 = 230400", 128, 1, LONG, 0, 0, 0, 0, 2, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 230400},
+        {"a boolean mask: 163840 + 2*128*128 + 1024 = 197632", 128, 1, LONG, 0, 0, 0, 0, 1, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 197632},
+        {"an f32 mask: 64 keys, 98304 + 2*128*64*4 + 1024 = 164864", 128, 1, LONG, 0, 0, 0, 0, 4, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 164864},
         {"q8_0 K/V: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 1, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"FA_CL_WGMMA=0: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 1, FA_CL_F16, 0, FA_CL_SUCCESS,
@@ -770,7 +784,8 @@ static void wgmma_cases(tu_tally *tally)
         if (wc[i].local)
             lim.local_mem_size = wc[i].local;
         lim.nv_wgmma = !wc[i].off;
-        lim.mma_mask = wc[i].mask;
+        lim.mma_mask = wc[i].mask != 0; /* entry bytes with 16-byte rows, -1 without */
+        lim.mma_mask_bytes = wc[i].mask > 0 ? wc[i].mask : 0;
         lim.mma_kv_q8 = wc[i].q8;
         lim.forced_q = wc[i].fq;
         lim.forced_kv = wc[i].fkv;
@@ -787,7 +802,9 @@ static void wgmma_cases(tu_tally *tally)
         if (ok && st == FA_CL_SUCCESS && wc[i].kernel == FA_CL_KERNEL_NVIDIA_WGMMA)
             ok = t.block_q == wc[i].br && t.block_kv == wc[i].bc && t.rows_per_item == 16 &&
                  t.work_group_size == wc[i].br * 2 && t.head_dim_padded == wc[i].dp && t.local_mem_bytes == wc[i].bytes &&
-                 t.local_mem_bytes == fa_cl_wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2);
+                 t.local_mem_bytes == fa_cl_wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2,
+                                                              lim.mma_mask_bytes) &&
+                 t.mask_async == (wc[i].mask > 0);
         if (ok && st == FA_CL_ERROR_UNSUPPORTED)
             ok = strstr(msg, "compute capability 9.0") != NULL;
         if (ok && st == FA_CL_ERROR_INVALID_ARGUMENT)
@@ -941,7 +958,8 @@ int main(void)
 
     /* head_dim 257..512 on the device profiles: the tensor-core kernels keep O in registers and
      * decline above 256 (f16/bf16) and 128 (f32), so the portable families take the head_dim,
-     * with tiles sized to each budget; d = 256 stays on nvidia-mma (the control) */
+     * with tiles sized to each budget; d = 256 stays on the tensor cores (the control: nvidia-wgmma on
+     * the H200, nvidia-mma emulated on PoCL) */
     {
         const fa_cl_device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
         const fa_cl_device_traits pocl = {0, FA_CL_VENDOR_OTHER, 1024 * KIB, 1, 4096, 0, 0, 0};
@@ -965,8 +983,8 @@ int main(void)
              0, 0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 1, 512, 189056},
             {"H200", "d=320: oc 10, TM 4 = 268 > 200, TM 2 = 162; 64 rows, wg 32*8, 4*(96*324 + 40*68) = 135296", 320, 1,
              0, 0, FA_CL_BF16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 2, 256, 135296},
-            {"H200", "d=256 (the control): nvidia-mma 128x64x16, (128 + 4*64) rows * 264 * 2 = 202752", 256, 1, 0, 0,
-             FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 128, 64, 16, 256, 202752},
+            {"H200", "d=256 (the control): nvidia-wgmma 128x64, (128 + 4*64) rows * 256 * 2 = 196608", 256, 1, 0, 0,
+             FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 16, 256, 196608},
             {"H200", "FA_CL_KERNEL_VARIANT=nvidia-mma at d=512: refused, naming the head_dim and the limit", 512, 1, 0,
              FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, 0},
             {"PoCL", "FA_CL_MMA_EMULATE=1: nvidia-mma and tf32x3 decline, portable 32x32 (4*64*512 = 131072)", 512, 1, 1,

@@ -178,7 +178,9 @@ void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
 #define FA_CL_WGMMA_MIN_ROWS 64
 #define FA_CL_WGMMA_MIN_DIM 96
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma;
-size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages);
+/* Local bytes (cl/fa_forward_nv_mma.cl with FA_WGMMA): Q, `stages` K and V tiles, and with a mask
+ * (entries of mask_entry_bytes, 0 without) its ring of swizzled tiles and row indices. */
+size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes);
 
 /* ---- nvidia-tf32x3 (nvidia_tf32.c): f32 on NVIDIA tensor cores, 3xTF32 ------------------------ */
 

@@ -9,10 +9,15 @@
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_wgmma.cl",
                                     "fa_forward_nv_mma.cl"};
 
-size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages)
+size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes)
 {
-    /* Q, and `stages` K and V tiles, unpadded rows of 16-bit values (core matrices) */
-    return (size_t)(block_q + 2 * stages * block_kv) * (size_t)dim_padded * 2;
+    /* Q, and `stages` K and V tiles, unpadded rows of 16-bit values (core matrices); a mask's ring
+     * of `stages` tiles, unpadded (swizzled) rows, and each row's first entry (8 bytes) */
+    const size_t mask = mask_entry_bytes > 0 ? (size_t)stages * (size_t)block_q * (size_t)block_kv *
+                                                       (size_t)mask_entry_bytes +
+                                                   (size_t)block_q * 8
+                                             : 0;
+    return (size_t)(block_q + 2 * stages * block_kv) * (size_t)dim_padded * 2 + mask;
 }
 
 static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
@@ -29,34 +34,44 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
      * call 4, B=8 H=16 N=4096 f16, against FA_CL_WGMMA=0: d = 128 403 against 337 TFLOP/s, d = 111
      * 282 against 230, d = 96 316 against 318, d = 80 262 against 266, d = 64 (call 3) 287 against
      * 295) */
+    /* head_dim 129..256 padded to 256 (H200, session 12 call 1, B=2 H=16 N=4096 f16 d = 256: 444.6
+     * TFLOP/s at 128 x 64 against nvidia-mma's 271.7) */
     const int dp = req->head_dim <= 64 ? (forced_here ? 64 : 0)
                    : req->head_dim <= 128 ? (forced_here || req->head_dim > FA_CL_WGMMA_MIN_DIM ? 128 : 0)
+                   : req->head_dim <= 256 ? 256
                                           : 0;
-    /* nv_mma is off for score modifiers and mixed types; q8_0 K/V and masks are nvidia-mma's */
-    if (!lim->nv_wgmma || !lim->nv_mma || lim->mma_kv_q8 || lim->mma_mask || req->dtype == FA_CL_F32 ||
-        !req->aligned16 || dp == 0 || req->seqlen_q <= FA_CL_WGMMA_MIN_ROWS) {
+    /* nv_mma is off for score modifiers and mixed types; q8_0 K/V, and masks whose rows are not
+     * 16-byte aligned (their tiles are copied with K), are nvidia-mma's */
+    const int mask_bytes = lim->mma_mask ? lim->mma_mask_bytes : 0;
+    if (!lim->nv_wgmma || !lim->nv_mma || lim->mma_kv_q8 || (lim->mma_mask && mask_bytes == 0) ||
+        req->dtype == FA_CL_F32 || !req->aligned16 || dp == 0 || req->seqlen_q <= FA_CL_WGMMA_MIN_ROWS) {
         snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability 9.0, f16/bf16 data with 16-byte aligned "
-                 "rows, head_dim %d..128 (1..128 when forced), more than %d query rows, no score modifiers, mask "
-                 "or quantized K/V", FA_CL_WGMMA_MIN_DIM + 1, FA_CL_WGMMA_MIN_ROWS);
+                 "rows, head_dim %d..256 (1..256 when forced), more than %d query rows, no score modifiers or "
+                 "quantized K/V, a mask only with 16-byte aligned rows", FA_CL_WGMMA_MIN_DIM + 1,
+                 FA_CL_WGMMA_MIN_ROWS);
         return FA_CL_ERROR_UNSUPPORTED;
     }
-    int br = req->seqlen_q > 64 ? FA_CL_WGMMA_BLOCK_Q : 64, bc = FA_CL_WGMMA_BLOCK_KV, forced = 0;
+    /* keys a block: 128, 64 at head_dim 256 (128 x 32 ran 360.9 TFLOP/s there, 128 x 64 444.6); fewer
+     * where the local memory is short, down to 64 (32 at 256: an n = 32 S product) */
+    const int bc_max = dp > 128 ? FA_CL_WGMMA_BLOCK_KV / 2 : FA_CL_WGMMA_BLOCK_KV, bc_min = dp > 128 ? 32 : 64;
+    int br = req->seqlen_q > 64 ? FA_CL_WGMMA_BLOCK_Q : 64, bc = bc_max, forced = 0;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
         br = lim->forced_q;
         bc = lim->forced_kv;
-        if ((br != 64 && br != 128) || (bc != 64 && bc != 128) || lim->forced_rows > 0 ||
+        if ((br != 64 && br != 128) || bc < bc_min || bc > bc_max || (bc & (bc - 1)) || lim->forced_rows > 0 ||
             lim->forced_cols > 0) {
             snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: B_r 64 or 128 (warpgroups of 64 rows), "
-                     "B_c 64 or 128, no third or fourth field", br, bc);
+                     "B_c %d..%d (a power of two) at head_dim %d, no third or fourth field", br, bc, bc_min,
+                     bc_max, req->head_dim);
             return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
         }
         forced = 1;
     }
     const int stages = 2;
-    size_t bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages);
-    while (!forced && bytes > out->local_mem_budget && bc > 64) {
+    size_t bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes);
+    while (!forced && bytes > out->local_mem_budget && bc > bc_min) {
         bc /= 2;
-        bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages);
+        bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes);
     }
     const int wg = br / 16 * 32;
     if (bytes > out->local_mem_budget || (size_t)wg > lim->max_work_group) {
@@ -70,6 +85,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     out->stages = stages;
     out->kv_warps = 1;
     out->ptx_emulated = 0;
+    out->mask_async = mask_bytes > 0;
     return FA_CL_SUCCESS;
 }
 
