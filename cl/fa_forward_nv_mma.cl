@@ -219,39 +219,58 @@ inline __attribute__((always_inline)) void fa_load_kv_q8_async(__local uchar *ks
     }
 }
 
-/* one staged block of q8_0 rows into a local tile of FA_DTYPE values. A chunk's 8 bytes start at an
- * even byte a (the rows are 4-byte aligned, FA_Q8_COPY): 4-aligned in the odd q8_0 blocks of a row,
- * 2 off in the even ones, so they come from 2 or 3 aligned words (in the stage: an even block is
- * never a stage's last bytes) */
+/* one staged block of q8_0 rows into a local tile of FA_DTYPE values. A work-item takes whole
+ * q8_0 blocks (a scale, 32 values: 4 chunks of the tile) at a constant step, every load issued
+ * before the conversions (H200, session 12: a chunk of 8 values per step, index arithmetic and a
+ * local-memory round trip each, cost decoding as much as the rest of the kernel). A block's values
+ * start 2 bytes past its scale: 4-byte aligned in the odd blocks of a row, 2 off in the even ones,
+ * which take 9 aligned words (never a stage's last bytes: the rows are 4-byte multiples) */
 #if Q8_RB % 4 != 0
 #error "the staged q8_0 rows must be 4-byte aligned"
 #endif
-inline void fa_dequant_q8(__local ushort *tile, __local const uchar *stage, int lid)
-{
-    for (int e = lid; e < BLOCK_KV * CH; e += WG) {
-        const int r = e / CH, c = e % CH;
-        uint4 x = (uint4)(0);
-        if (8 * c < HEAD_DIM) {
-            const int blk = r * Q8_RB + (8 * c / 32) * 34, a = blk + 2 + (8 * c) % 32;
-            __local const uint *w = (__local const uint *)(stage + (a & ~3));
-            uint lo = w[0], hi = w[1];
-            if (a & 2) {
-                const uint w2 = w[2];
-                lo = (lo >> 16) | (hi << 16);
-                hi = (hi >> 16) | (w2 << 16);
-            }
-            const uint d = *(__local const ushort *)(stage + blk);
-#if FA_DTYPE == 1
-            const uint2 p0 = fa_q8x4_to_f16(lo, d | d << 16), p1 = fa_q8x4_to_f16(hi, d | d << 16);
-            x = (uint4)(p0.x, p0.y, p1.x, p1.y); /* not (uint4)(p0, p1): Oclgrind 21.10 crashes on it */
-#else
-            const float df = vload_half(0, (__local const half *)(stage + blk));
-            const float4 q0 = convert_float4(as_char4(lo)), q1 = convert_float4(as_char4(hi));
-            x = (uint4)(fa_pack2(df * q0.x, df * q0.y), fa_pack2(df * q0.z, df * q0.w), fa_pack2(df * q1.x, df * q1.y),
-                        fa_pack2(df * q1.z, df * q1.w));
+#if D_PAD != HEAD_DIM
+#error "q8_0 K/V: head_dim a multiple of 32, unpadded"
 #endif
+#define Q8_BLOCKS (HEAD_DIM / 32)            /* q8_0 blocks a row */
+#define Q8_TILE_BLOCKS (BLOCK_KV * Q8_BLOCKS) /* a tile's */
+inline __attribute__((always_inline)) void fa_dequant_q8(__local ushort *tile, __local const uchar *stage, int lid)
+{
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < (Q8_TILE_BLOCKS + WG - 1) / WG; i++) {
+        const int e = lid + i * WG;
+        if (Q8_TILE_BLOCKS % WG == 0 || e < Q8_TILE_BLOCKS) {
+            const int r = e / Q8_BLOCKS, b = e % Q8_BLOCKS, at = r * Q8_RB + b * 34;
+            __local const uint *w = (__local const uint *)(stage + ((at + 2) & ~3));
+            const int odd2 = (at + 2) & 2; /* the values 2 bytes off the word */
+            uint x[9];
+            FA_PRAGMA_UNROLL
+            for (int k = 0; k < 8; k++)
+                x[k] = w[k];
+            x[8] = odd2 ? w[8] : 0u;
+#if FA_DTYPE == 1
+            const uint d = *(__local const ushort *)(stage + at), d2 = d | d << 16;
+#else
+            const float df = vload_half(0, (__local const half *)(stage + at));
+#endif
+            FA_PRAGMA_UNROLL
+            for (int j = 0; j < 4; j++) {
+                uint lo = x[2 * j], hi = x[2 * j + 1];
+                if (odd2) {
+                    lo = (lo >> 16) | (hi << 16);
+                    hi = (hi >> 16) | (x[2 * j + 2] << 16);
+                }
+                uint4 v;
+#if FA_DTYPE == 1
+                const uint2 p0 = fa_q8x4_to_f16(lo, d2), p1 = fa_q8x4_to_f16(hi, d2);
+                v = (uint4)(p0.x, p0.y, p1.x, p1.y); /* not (uint4)(p0, p1): Oclgrind 21.10 crashes on it */
+#else
+                const float4 q0 = convert_float4(as_char4(lo)), q1 = convert_float4(as_char4(hi));
+                v = (uint4)(fa_pack2(df * q0.x, df * q0.y), fa_pack2(df * q0.z, df * q0.w),
+                            fa_pack2(df * q1.x, df * q1.y), fa_pack2(df * q1.z, df * q1.w));
+#endif
+                *(__local uint4 *)(tile + r * ROW + 32 * b + 8 * j) = v;
+            }
         }
-        *(__local uint4 *)(tile + r * ROW + 8 * c) = x;
     }
 }
 #endif
