@@ -187,11 +187,17 @@ inline __attribute__((always_inline)) void fa_load_kv_q8_async(__local uchar *ks
                                                                fa_row_map kmap, fa_row_map vmap, int first, int limit,
                                                                int lid)
 {
-#if !defined(FA_PAGED) && WG >= Q8_CHUNKS
-    if (first + BLOCK_KV <= limit) {
-        /* every row is in the sequence, and rows are whole q8_0 blocks apart (offsets and strides
-         * are multiples of 32): the first (WG / Q8_CHUNKS) * Q8_CHUNKS work-items keep one column of
-         * copies each and step by rows, where the general loop below divides and multiplies per copy */
+#if WG >= Q8_CHUNKS
+#ifdef FA_PAGED
+    const int one_page = first / FA_PAGE_SIZE == (first + BLOCK_KV - 1) / FA_PAGE_SIZE;
+#else
+    const int one_page = 1;
+#endif
+    if (first + BLOCK_KV <= limit && one_page) {
+        /* every row is in the sequence (and in one page: rows a stride apart), and rows are whole
+         * q8_0 blocks apart (offsets and strides are multiples of 32): the first (WG / Q8_CHUNKS) *
+         * Q8_CHUNKS work-items keep one column of copies each and step by rows, where the general
+         * loop below divides, multiplies and reads the page table per copy */
         const int per = WG / Q8_CHUNKS; /* rows a pass */
         if (lid < per * Q8_CHUNKS) {
             const int r0 = lid / Q8_CHUNKS, c = lid % Q8_CHUNKS;
