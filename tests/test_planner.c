@@ -733,7 +733,15 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163840},
         {"d=96: nvidia-mma (as fast there)", 96, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
-        {"d=64: nvidia-mma", 64, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA,
+        {"d=64: 2*(128 + 4*128)*64 = 81920", 64, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81920},
+        {"d=64, 512 keys: nvidia-mma", 64, 1, 512, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
+        {"d=128, 512 keys: nvidia-wgmma all the same", 128, 1, 512, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163840},
+        {"d=41: padded to 64", 41, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81920},
+        {"d=40: nvidia-mma", 40, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA,
          0, 0, 0, 0},
         {"d=64 with nvidia-wgmma forced: padded to 64, 2*(128 + 4*128)*64 = 81920", 64, 1, LONG, 0, 0, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64,
@@ -791,7 +799,8 @@ static void wgmma_cases(tu_tally *tally)
         lim.forced_kv = wc[i].fkv;
         lim.forced_rows = wc[i].frows;
         lim.forced_variant = wc[i].variant;
-        fa_cl_tile_request req = {wc[i].d, wc[i].dtype, wc[i].rows, LONG, wc[i].aligned, 0};
+        /* rows of 512 keys where "rows" says 512 (the short-row rule at head_dim <= 64) */
+        fa_cl_tile_request req = {wc[i].d, wc[i].dtype, wc[i].rows, wc[i].rows == 512 ? 512 : LONG, wc[i].aligned, 0};
         fa_cl_tiles t;
         memset(&t, 0, sizeof t);
         char msg[256] = "";

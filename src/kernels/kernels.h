@@ -166,17 +166,21 @@ void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
 /* ---- nvidia-wgmma (nvidia_wgmma.c): f16/bf16 on Hopper, wgmma through sm_90a PTX ---------------- */
 
 /* Warpgroups of 64 rows (4 warps, 16 rows each), two a work-group where the rows fill them; keys
- * per block 128 (halved while the local memory does not fit, down to 64); head_dim above
- * FA_CL_WGMMA_MIN_DIM up to 128, padded to 128 (when FA_CL_KERNEL_VARIANT forces it, any head_dim
- * up to 128, 1..64 padded to 64: nvidia-mma is as fast or faster there); K/V double-buffered by
- * cp.async. Only with more than FA_CL_WGMMA_MIN_ROWS rows (decoding keeps
- * nvidia-mma's key slices). Local bytes (Q, 2 stages of K and V, unpadded rows):
+ * per block 128 (64 at head_dim 256), halved while the local memory does not fit (down to 64, 32
+ * at 256); by default head_dim FA_CL_WGMMA_SMALL_MIN_DIM + 1 .. 64 padded to 64 (rows of more than
+ * FA_CL_WGMMA_SMALL_MIN_KEYS keys), FA_CL_WGMMA_MIN_DIM + 1 .. 128 padded to 128, 129 .. 256
+ * padded to 256 (nvidia_wgmma.c has the measurements); any head_dim up to 256 when
+ * FA_CL_KERNEL_VARIANT forces it. K/V double-buffered by cp.async. Only with more than
+ * FA_CL_WGMMA_MIN_ROWS rows (decoding keeps nvidia-mma's key slices). Local bytes (Q, 2 stages of
+ * K and V, unpadded rows; a mask adds its tiles, fa_cl_wgmma_local_bytes):
  *     local_mem_bytes = 2 * (B_r + 4 B_c) * d_padded
- * (d = 128, 128 x 128: 160 KiB). */
+ * (d = 128, 128 x 128: 160 KiB; d = 256, 128 x 64: 192 KiB). */
 #define FA_CL_WGMMA_BLOCK_Q 128
 #define FA_CL_WGMMA_BLOCK_KV 128
 #define FA_CL_WGMMA_MIN_ROWS 64
 #define FA_CL_WGMMA_MIN_DIM 96
+#define FA_CL_WGMMA_SMALL_MIN_DIM 40
+#define FA_CL_WGMMA_SMALL_MIN_KEYS 512
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma;
 /* Local bytes (cl/fa_forward_nv_mma.cl with FA_WGMMA): Q, `stages` K and V tiles, and with a mask
  * (entries of mask_entry_bytes, 0 without) its ring of swizzled tiles and row indices. */

@@ -30,13 +30,14 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                          size_t msg_size)
 {
     const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_WGMMA;
-    /* head_dim 97..128 unless forced: below, nvidia-mma is as fast or faster (H200, session 11
-     * call 4, B=8 H=16 N=4096 f16, against FA_CL_WGMMA=0: d = 128 403 against 337 TFLOP/s, d = 111
-     * 282 against 230, d = 96 316 against 318, d = 80 262 against 266, d = 64 (call 3) 287 against
-     * 295) */
-    /* head_dim 129..256 padded to 256 (H200, session 12 call 1, B=2 H=16 N=4096 f16 d = 256: 444.6
-     * TFLOP/s at 128 x 64 against nvidia-mma's 271.7) */
-    const int dp = req->head_dim <= 64 ? (forced_here ? 64 : 0)
+    /* The default head_dims, by measurement (H200, B=8 H=16 N=4096 f16 against FA_CL_WGMMA=0, two
+     * rounds): 129..256 padded to 256 (session 12 call 2: d = 256 449.1 against 273.8 TFLOP/s, 160
+     * 292 against 250); 97..128 (session 11 call 4: d = 128 403 against 337, 111 282 against 230);
+     * 41..64 padded to 64 where rows have more than 512 keys (session 12 call 6: d = 64 303 against
+     * 294, causal 276 against 263, 48 218 against 213; with 512 keys, B=64, 207 against 225). Not
+     * 65..96 (d = 96 320 against 319, 80 263 against 265) nor 40 and below (176 against 175). */
+    const int small = req->head_dim > FA_CL_WGMMA_SMALL_MIN_DIM && req->seqlen_k > FA_CL_WGMMA_SMALL_MIN_KEYS;
+    const int dp = req->head_dim <= 64 ? (forced_here || small ? 64 : 0)
                    : req->head_dim <= 128 ? (forced_here || req->head_dim > FA_CL_WGMMA_MIN_DIM ? 128 : 0)
                    : req->head_dim <= 256 ? 256
                                           : 0;
@@ -46,8 +47,9 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     if (!lim->nv_wgmma || !lim->nv_mma || lim->mma_kv_q8 || (lim->mma_mask && mask_bytes == 0) ||
         req->dtype == FA_CL_F32 || !req->aligned16 || dp == 0 || req->seqlen_q <= FA_CL_WGMMA_MIN_ROWS) {
         snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability 9.0, f16/bf16 data with 16-byte aligned "
-                 "rows, head_dim %d..256 (1..256 when forced), more than %d query rows, no score modifiers or "
-                 "quantized K/V, a mask only with 16-byte aligned rows", FA_CL_WGMMA_MIN_DIM + 1,
+                 "rows, head_dim %d..64 (with more than %d keys) or %d..256 (1..256 when forced), more than %d query "
+                 "rows, no score modifiers or quantized K/V, a mask only with 16-byte aligned rows",
+                 FA_CL_WGMMA_SMALL_MIN_DIM + 1, FA_CL_WGMMA_SMALL_MIN_KEYS, FA_CL_WGMMA_MIN_DIM + 1,
                  FA_CL_WGMMA_MIN_ROWS);
         return FA_CL_ERROR_UNSUPPORTED;
     }
