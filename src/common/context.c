@@ -273,8 +273,9 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
                              : "tensor-core kernel (nvidia-mma): planned for f16/bf16, head_dim <= 256");
     if (ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0 && !ctx->env.mma_emulate)
         fa_cl__note(ctx, ctx->env.wgmma != 0 && !ctx->env.vendor_path_off
-                             ? "Hopper kernel (nvidia-wgmma): planned for f16/bf16 with head_dim 97..128 and more "
-                               "than 64 query rows (wgmma through sm_90a PTX; FA_CL_WGMMA=0 turns it off)"
+                             ? "Hopper kernel (nvidia-wgmma): planned for f16/bf16 with head_dim 41..64 (rows of "
+                               "more than 512 keys) or 97..256 and more than 64 query rows (wgmma through sm_90a "
+                               "PTX; FA_CL_WGMMA=0 turns it off)"
                              : ctx->env.vendor_path_off ? "Hopper kernel (nvidia-wgmma): off (FA_CL_VENDOR_PATH=0)"
                                                         : "Hopper kernel (nvidia-wgmma): off (FA_CL_WGMMA=0)");
     *out = ctx;
