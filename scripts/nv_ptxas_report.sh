@@ -58,6 +58,12 @@ if grep -qw fa_nv_wgmma.cl <<<"$files"; then arch=sm_90a extra=-DFA_PTX_SM90A=1;
 sed -i 's/^\.target sm_[0-9]*/.target sm_90/; s/^\.version [0-9.]*/.version 8.0/' "$work/k.ptx"
 if [ $arch = sm_90a ]; then
     sed -i 's/^\.target sm_90/.target sm_90a/; s|^\([[:space:]]*\)// @sm90a |\1|' "$work/k.ptx"
+    # FA_WG_MAXNREG: the entry's .maxnreg (setmaxnreg needs it), as the library's program.c passes it
+    maxnreg=$(sed -n 's/.*-DFA_WG_MAXNREG=\([0-9]*\).*/\1/p' <<<"$2")
+    if [ -n "$maxnreg" ]; then
+        awk -v n="$maxnreg" '/^\.entry/ { e = 1 } e && /^\{/ { print ".maxnreg " n; e = 0 } { print }' "$work/k.ptx" > "$work/m.ptx"
+        mv "$work/m.ptx" "$work/k.ptx"
+    fi
 fi
 "$ptxas" -arch=$arch -v "$work/k.ptx" -o "$work/k.cubin" 2>&1 | grep -E "fa_forward|registers|spill|error|wgmma" |
     sed 's/^ptxas info *: //'
