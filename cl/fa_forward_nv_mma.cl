@@ -93,6 +93,38 @@
 #define PV_N D_PAD
 #endif
 #define PV_PARTS (D_PAD / PV_N)
+/* FA_WG_PRODUCER (FlashAttention-3's warp specialisation): a third warpgroup copies Q, K, V (and
+ * the mask's tiles) with cp.async, each buffer handed over by mbarriers (full: its copies landed;
+ * empty: every consumer warp is done reading it), while the two consumer warpgroups only compute:
+ * no work-group barrier a block. The registers move to the consumers (setmaxnreg; the entry's
+ * .maxnreg is FA_WG_MAXNREG, FA_WG_PRODUCER_REGS x 128 + FA_WG_CONSUMER_REGS x 256 within it
+ * x 384). */
+#ifdef FA_WG_PRODUCER
+#if BLOCK_Q != 128 || !defined(FA_WG_MAXNREG)
+#error "FA_WG_PRODUCER takes two computing warpgroups (BLOCK_Q 128) and FA_WG_MAXNREG"
+#endif
+/* H200, session 13 (B=8 H=16 N=4096 f16, TFLOP/s): at D_PAD 128 72/216 549.8, 56/224 545.0,
+ * 40/232 541, 24/240 526 (the producer's copies spill below 56); at D_PAD 64 56/224 390.7, 72/216
+ * 379.7 */
+#ifndef FA_WG_PRODUCER_REGS /* literals: setmaxnreg takes them as text */
+#if D_PAD > 64
+#define FA_WG_PRODUCER_REGS 72
+#else
+#define FA_WG_PRODUCER_REGS 56
+#endif
+#endif
+#ifndef FA_WG_CONSUMER_REGS
+#if D_PAD > 64
+#define FA_WG_CONSUMER_REGS 216
+#else
+#define FA_WG_CONSUMER_REGS 224
+#endif
+#endif
+#if FA_WG_PRODUCER_REGS * 128 + FA_WG_CONSUMER_REGS * 256 > FA_WG_MAXNREG * 384
+#error "FA_WG_PRODUCER's registers exceed the work-group's"
+#endif
+#define PRODUCER_ITEMS 128
+#endif
 /* element (r, 8 c) of a K/V or the Q tile: wgmma's layouts (rows of D_PAD), else rows of ROW */
 #define FA_KV_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_KV)
 #define FA_Q_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_Q)
@@ -103,6 +135,14 @@
 #define FA_Q_AT(r, c) ((r) * ROW + 8 * (c))
 #define TILE_ROW ROW
 #define FA_SMEM_ALIGN 16
+#endif
+/* work-items that copy K/V tiles (CP_WG), and the work-group's (WG_ALL): WG computes */
+#ifdef FA_WG_PRODUCER
+#define CP_WG PRODUCER_ITEMS
+#define WG_ALL (WG + PRODUCER_ITEMS)
+#else
+#define CP_WG WG
+#define WG_ALL WG
 #endif
 
 /* rows [first, first + count) into a local tile of 16-bit values, zero padded: keys of a K/V map
@@ -173,7 +213,7 @@ inline void fa_load_tile_q8(__local ushort *tile, __global const uchar *src, fa_
 #else
 #error "FA_STAGES is 2, 3 or 4"
 #endif
-#define FA_COPIES ((BLOCK_KV * CH + WG - 1) / WG) /* 16-byte copies of a tile per work-item */
+#define FA_COPIES ((BLOCK_KV * CH + CP_WG - 1) / CP_WG) /* 16-byte copies of a tile per copying work-item */
 
 #ifdef FA_KV_Q8
 /* q8_0 K/V (FA_Q8_COPY = 4 or 8: the planner found every row's bytes that aligned): a block's raw
@@ -286,16 +326,26 @@ inline __attribute__((always_inline)) void fa_dequant_q8(__local ushort *tile, _
  * a warp's writes are conflict-free and each row's 64 bytes are read together */
 #define FA_COPY_ROW(e) ((e) / (8 * CH) * 8 + (e) % 8)
 #define FA_COPY_CHUNK(e) ((e) / 8 % CH)
-/* a full block of BLOCK_KV rows (`stride` elements apart from src) into a tile: a work-item's
- * copies are one chunk column of rows WG / CH apart (a constant step in both layouts) */
+/* a full block of BLOCK_KV rows (`stride` elements apart from src) into a tile. Where the copiers
+ * cover whole 8-row groups (CP_WG a multiple of 8 CH), a work-item's copies are one chunk column
+ * of rows CP_WG / CH apart (a constant step in both layouts); else (the producer warpgroup at
+ * D_PAD 256) each copy's row and chunk follow FA_COPY_ROW / FA_COPY_CHUNK. */
 inline __attribute__((always_inline)) void fa_wg_cp_rows(__local ushort *dst, __global const ushort *src, long stride,
                                                          int lid)
 {
+#if CP_WG % (8 * CH) == 0
     const int r0 = FA_COPY_ROW(lid), c = FA_COPY_CHUNK(lid), cv = 8 * c < HEAD_DIM;
     __global const ushort *p = src + (cv ? (long)r0 * stride + 8 * c : 0);
     FA_PRAGMA_UNROLL
-    for (int i = 0; i < BLOCK_KV * CH / WG; i++)
-        fa_cp_async16(dst + FA_KV_AT(r0 + i * (WG / CH), c), p + (cv ? (long)i * (WG / CH) * stride : 0), cv);
+    for (int i = 0; i < BLOCK_KV * CH / CP_WG; i++)
+        fa_cp_async16(dst + FA_KV_AT(r0 + i * (CP_WG / CH), c), p + (cv ? (long)i * (CP_WG / CH) * stride : 0), cv);
+#else
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < BLOCK_KV * CH / CP_WG; i++) {
+        const int e = lid + i * CP_WG, r = FA_COPY_ROW(e), c = FA_COPY_CHUNK(e), cv = 8 * c < HEAD_DIM;
+        fa_cp_async16(dst + FA_KV_AT(r, c), src + (cv ? (long)r * stride + 8 * c : 0), cv);
+    }
+#endif
 }
 
 /* O's accumulators (D_PAD / 2 floats) fenced or waited for, in PV_N-wide parts */
@@ -349,7 +399,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
     int page[FA_COPIES];
     FA_PRAGMA_UNROLL
     for (int i = 0; i < FA_COPIES; i++) {
-        const int e = lid + i * WG, key = first + FA_COPY_ROW(e);
+        const int e = lid + i * CP_WG, key = first + FA_COPY_ROW(e);
         page[i] = (e < BLOCK_KV * CH && key < limit) ? clamp(kmap.table[key / FA_PAGE_SIZE], 0, kmap.last) : 0;
     }
 #endif
@@ -374,8 +424,8 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #endif
     FA_PRAGMA_UNROLL
     for (int i = 0; i < FA_COPIES; i++) {
-        const int e = lid + i * WG;
-        if (FA_COPIES * WG == BLOCK_KV * CH || e < BLOCK_KV * CH) {
+        const int e = lid + i * CP_WG;
+        if (FA_COPIES * CP_WG == BLOCK_KV * CH || e < BLOCK_KV * CH) {
             const int r = FA_COPY_ROW(e), c = FA_COPY_CHUNK(e);
             const int valid = first + r < limit && 8 * c < HEAD_DIM;
             /* an in-bounds address even when nothing is read: the first row of the view, column 0
@@ -465,8 +515,8 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 /* rows q0 .. of keys k0 .. into ring tile `buf`, from the rows' first entries (mask_rows, computed
  * once: FA_MASK_ROW's products per copy cost more than the copy); keys past the mask's are
  * zero-filled and read from in-bounds addresses (the visibility mask drops them) */
-#define FA_MASK_TILE_COPY(buf, k0)                                                                        \
-    for (int e = lid; e < BLOCK_Q * MASK_CHUNKS; e += WG) {                                               \
+#define FA_MASK_TILE_COPY(buf, k0, cl)                                                                    \
+    for (int e = (cl); e < BLOCK_Q * MASK_CHUNKS; e += CP_WG) {                                           \
         const int r_ = e / MASK_CHUNKS, k_ = (k0) + e % MASK_CHUNKS * MASK_KPC;                           \
         const int n_ = clamp(seqlen_k_cap - k_, 0, MASK_KPC);                                            \
         fa_cp_async16_bytes((__local ushort *)(mask_s + ((buf) * BLOCK_Q + r_) * MASK_PITCH +           \
@@ -476,7 +526,22 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
     }
 #else
 #define MASK_HALVES 0
-#define FA_MASK_TILE_COPY(buf, k0)
+#define FA_MASK_TILE_COPY(buf, k0, cl)
+#endif
+
+#ifdef FA_ASYNC
+/* Q's rows q0 .. into its tile by cp.async, rows past nrows zero-filled: copier cl of n */
+inline __attribute__((always_inline)) void fa_copy_q_async(__local ushort *q_s, __global const ushort *qg,
+                                                           fa_row_map qmap, int q0, int nrows, int cl, int n)
+{
+    for (int e = cl; e < BLOCK_Q * CH; e += n) {
+        const int r = FA_COPY_ROW(e), c = FA_COPY_CHUNK(e);
+        const int valid = q0 + r < nrows && 8 * c < HEAD_DIM;
+        fa_cp_async16(q_s + FA_Q_AT(r, c),
+                      qg + (valid ? fa_qrow(qmap.base, q0 + r, qmap.div, qmap.outer, qmap.stride) + 8 * c : qmap.base),
+                      valid);
+    }
+}
 #endif
 
 /* packed store of two adjacent outputs (col even; the planner's alignment makes the pair 4-byte aligned) */
@@ -494,7 +559,7 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
 #endif
 }
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(WG_ALL, 1, 1)))
 void fa_forward(FA_FORWARD_PARAMS)
 {
     __local ushort smem[SMEM_HALVES + MASK_HALVES] __attribute__((aligned(FA_SMEM_ALIGN)));
@@ -529,17 +594,28 @@ void fa_forward(FA_FORWARD_PARAMS)
         mask_rows[r] = FA_MASK_ROW(q0 + r);
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-#if defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
+#ifdef FA_WG_PRODUCER
+    /* K stage s: full (its 128 copiers' copies landed), empty (the 8 consumer warps done with it);
+     * V the same. V's entry j is the block j - 1's V (the products trail S by a block), entry 0 a
+     * zero tile in stage 0, written here */
+    __local ulong mbar[8];
+    __local ulong *const kfull = mbar, *const kempty = mbar + 2, *const vfull = mbar + 4, *const vempty = mbar + 6;
+    if (lid == 0)
+        for (int st = 0; st < 2; st++) {
+            fa_mbar_init(kfull + st, PRODUCER_ITEMS);
+            fa_mbar_init(kempty + st, WARPS);
+            fa_mbar_init(vfull + st, PRODUCER_ITEMS);
+            fa_mbar_init(vempty + st, WARPS);
+        }
+    for (int e = lid; e < TILE / 8; e += WG_ALL)
+        *(__local uint4 *)(v_s + 8 * e) = (uint4)(0u);
+    fa_wg_fence_proxy();
+    barrier(CLK_LOCAL_MEM_FENCE);
+#elif defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
     /* Q in a tile of its own: copied asynchronously into the first K/V block's commit group (the
      * loop's first wait and barrier cover both), so that its latency overlaps the first block's */
 #define FA_Q_ASYNC 1
-    for (int e = lid; e < BLOCK_Q * CH; e += WG) {
-        const int r = FA_COPY_ROW(e), c = FA_COPY_CHUNK(e);
-        const int valid = q0 + r < nrows && 8 * c < HEAD_DIM;
-        fa_cp_async16(q_s + FA_Q_AT(r, c),
-                      qg + (valid ? fa_qrow(qmap.base, q0 + r, qmap.div, qmap.outer, qmap.stride) + 8 * c : qmap.base),
-                      valid);
-    }
+    fa_copy_q_async(q_s, qg, qmap, q0, nrows, lid, WG);
 #else
     fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -579,7 +655,41 @@ void fa_forward(FA_FORWARD_PARAMS)
         FA_ROWS_SPAN(q0 + wrow, q0 + wrow + WARP_ROWS - 1, &unused, &clean_hi, &clean_lo, &unused2);
 
     const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
-#ifdef FA_ASYNC
+#ifdef FA_WG_PRODUCER
+    if (warp >= WARPS) {
+        /* the producer: for block j, K_j (with Q at j = 0, and the mask's tile) into K stage j % 2,
+         * then V_{j-1} as V entry j into V stage j % 2, each once its stage's previous contents
+         * are released; entry 0 (zeros) is in already */
+        fa_setmaxnreg_dec(FA_WG_PRODUCER_REGS);
+        const int pl = lid - WG;
+        fa_mbar_arrive(vfull);
+        int jb = 0;
+        for (int kv0 = kv_first;; kv0 += BLOCK_KV, jb++) {
+            const int st = jb % 2;
+            const uint free_ph = ((uint)(jb / 2) & 1u) ^ 1u; /* the parity of the release of its last use */
+            const int more = kv0 < blk_hi;
+            if (more) {
+                fa_mbar_wait(kempty + st, free_ph);
+                if (jb == 0)
+                    fa_copy_q_async(q_s, qg, qmap, q0, nrows, pl, CP_WG);
+                fa_load_kv_async(k_s + st * TILE, v_s, kg, vg, kmap, vmap, kv0, seqlen_k, pl, 1, 0);
+                FA_MASK_TILE_COPY(st, kv0, pl)
+                fa_mbar_arrive_copies(kfull + st);
+            }
+            if (jb > 0) {
+                fa_mbar_wait(vempty + st, free_ph);
+                fa_load_kv_async(k_s, v_s + st * TILE, kg, vg, kmap, vmap, kv0 - BLOCK_KV, seqlen_k, pl, 0, 1);
+                fa_mbar_arrive_copies(vfull + st);
+            }
+            if (!more)
+                break;
+        }
+        fa_cp_async_wait_all();
+        return; /* past here only named barriers of the consumers' 256 work-items */
+    }
+    fa_setmaxnreg_inc(FA_WG_CONSUMER_REGS);
+    int jb = 0; /* this block's index: its K stage and V entry */
+#elif defined(FA_ASYNC)
     /* the first STAGES - 1 blocks; a commit group per block, empty past the end, so that
      * wait_group STAGES - 2 in the loop means "this block is in" */
     FA_PRAGMA_UNROLL
@@ -588,7 +698,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #if defined(FA_WGMMA)
         {
             fa_load_kv_async(k_s + st * TILE, v_s, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid, 1, 0);
-            FA_MASK_TILE_COPY(st, kv_first + st * BLOCK_KV)
+            FA_MASK_TILE_COPY(st, kv_first + st * BLOCK_KV, lid)
         }
 #elif defined(FA_KV_Q8)
             fa_load_kv_q8_async(kst + st * Q8_STAGE, vst + st * Q8_STAGE, (__global const uchar *)k,
@@ -597,7 +707,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         {
             fa_load_kv_async(k_s + st * TILE, v_s + st * TILE, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid,
                              1, 1);
-            FA_MASK_TILE_COPY(st, kv_first + st * BLOCK_KV)
+            FA_MASK_TILE_COPY(st, kv_first + st * BLOCK_KV, lid)
         }
 #endif
         fa_cp_async_commit();
@@ -626,11 +736,22 @@ void fa_forward(FA_FORWARD_PARAMS)
     if (warp / 4 == 1)
         fa_bar_arrive(1, 256);
 #endif
+#ifndef FA_WG_PRODUCER
     for (int e = lid; e < TILE / 8; e += WG)
         *(__local uint4 *)(v_s + TILE + 8 * e) = (uint4)(0u);
 #endif
+#endif
     for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
-#ifdef FA_ASYNC
+#ifdef FA_WG_PRODUCER
+        const int st = jb % 2;
+        const uint full_ph = (uint)(jb / 2) & 1u;
+        __local const ushort *kc = k_s + st * TILE, *vc = v_s + st * TILE; /* K_j, V_{j-1} */
+#ifdef FA_MASK_TILE
+        __local const uchar *mc = mask_s + st * BLOCK_Q * MASK_PITCH;
+#endif
+        fa_mbar_wait(kfull + st, full_ph);
+        fa_wg_fence_proxy(); /* the copies, seen through the mbarrier, are seen by wgmma's reads */
+#elif defined(FA_ASYNC)
 #ifdef FA_KV_Q8
         __local const ushort *kc = k_s, *vc = v_s;
 #elif defined(FA_WGMMA)
@@ -652,7 +773,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             /* K_{j+1} where K_{j-1} was, V_j where V_{j-2} was (both read by products waited for) */
             if (ahead < blk_hi) {
                 fa_load_kv_async(k_s + buf * TILE, v_s, kg, vg, kmap, vmap, ahead, seqlen_k, lid, 1, 0);
-                FA_MASK_TILE_COPY(buf, ahead)
+                FA_MASK_TILE_COPY(buf, ahead, lid)
             }
             fa_load_kv_async(k_s, v_s + cur * TILE, kg, vg, kmap, vmap, kv0, seqlen_k, lid, 0, 1);
 #else
@@ -665,7 +786,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #else
             {
                 fa_load_kv_async(k_s + buf * TILE, v_s + buf * TILE, kg, vg, kmap, vmap, ahead, seqlen_k, lid, 1, 1);
-                FA_MASK_TILE_COPY(buf, ahead)
+                FA_MASK_TILE_COPY(buf, ahead, lid)
             }
 #endif
             fa_cp_async_commit();
@@ -715,6 +836,10 @@ void fa_forward(FA_FORWARD_PARAMS)
                 fa_wgmma_ss(BLOCK_KV)(sw, dq + fa_wg_kstep_kmajor(kk, D_PAD, BLOCK_Q),
                                       dk + fa_wg_kstep_kmajor(kk, D_PAD, BLOCK_KV), kk > 0);
             fa_wgmma_commit();
+#ifdef FA_WG_PRODUCER
+            fa_mbar_wait(vfull + st, full_ph);
+            fa_wg_fence_proxy();
+#endif
             fa_wg_pv(ow, pa, vc);
 #ifdef FA_WG_PINGPONG
             if (warp < 4) /* the other's turn */
@@ -811,6 +936,10 @@ void fa_forward(FA_FORWARD_PARAMS)
             }
         }
 #endif
+#ifdef FA_WG_PRODUCER
+        if (lane == 0) /* S is in and the mask's terms read: K's stage is free */
+            fa_mbar_arrive(kempty + st);
+#endif
         /* mask, unless every row of the warp sees every key of the block; scores stay raw (the
          * scale goes into the exponent: 2^(s c - m c), below) */
         if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
@@ -887,6 +1016,11 @@ void fa_forward(FA_FORWARD_PARAMS)
 #ifdef FA_WGMMA
         /* the previous block's P V done: O rescaled, this block's P packed for the next */
         fa_wg_wait_o(ow);
+#ifdef FA_WG_PRODUCER
+        if (lane == 0) /* V entry j read */
+            fa_mbar_arrive(vempty + st);
+        jb++;
+#endif
         if (o_scale[0] != 1.0f || o_scale[1] != 1.0f) {
             FA_PRAGMA_UNROLL
             for (int i = 0; i < D_PAD / 2; i++)
@@ -930,10 +1064,16 @@ void fa_forward(FA_FORWARD_PARAMS)
         fa_bar_sync(1, 256); /* the second's last (or, without blocks, first) turn given back */
 #endif
     /* the last block's P V (its V is the last commit group's; without blocks, zeros) */
+#ifdef FA_WG_PRODUCER
+    fa_mbar_wait(vfull + jb % 2, (uint)(jb / 2) & 1u);
+    fa_wg_fence_proxy();
+    fa_wg_pv(ow, pa, v_s + jb % 2 * TILE);
+#else
     fa_cp_async_wait_all();
     fa_wg_fence_proxy();
     barrier(CLK_LOCAL_MEM_FENCE);
     fa_wg_pv(ow, pa, v_s + (1 - cur) * TILE);
+#endif
     fa_wg_wait_o(ow);
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
@@ -1039,10 +1179,14 @@ void fa_forward(FA_FORWARD_PARAMS)
 #define FA_O_TILE 1
     __local ushort *const o_s = smem;
 #if !defined(FA_Q_ASYNC) || defined(FA_WGMMA) /* wgmma: a warpgroup reads all its 64 rows of Q */
+#ifdef FA_WG_PRODUCER
+    fa_bar_sync(3, WG); /* the computing warpgroups' (the producer is gone); its copies all landed */
+#else
 #ifdef FA_ASYNC
     fa_cp_async_wait_all();
 #endif
     barrier(CLK_LOCAL_MEM_FENCE); /* the tile overlaps K/V, which other warps may still read */
+#endif
 #endif
 #endif
     FA_PRAGMA_UNROLL

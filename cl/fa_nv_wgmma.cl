@@ -181,6 +181,42 @@ inline void fa_wg_fence_proxy(void) { asm volatile("fence.proxy.async.shared::ct
 #define fa_bar_sync(id, count) asm volatile("bar.sync %0, %1;" :: "n"(id), "n"(count) : "memory")
 #define fa_bar_arrive(id, count) asm volatile("bar.arrive %0, %1;" :: "n"(id), "n"(count) : "memory")
 
+/* mbarriers (8 bytes of local memory each; PTX ISA 7.8, sm_90): a phase completes when `count`
+ * arrivals are in; waits name the phase by its parity (the previous phase's parity is complete on
+ * a fresh barrier, so a producer's first wait for a free buffer passes). Labels inside braces are
+ * local to each inlined copy. */
+inline void fa_mbar_init(__local ulong *b, uint count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(fa_smem_addr((__local const ushort *)b)),
+                 "r"(count) : "memory");
+}
+
+inline void fa_mbar_arrive(__local ulong *b)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(fa_smem_addr((__local const ushort *)b))
+                 : "memory");
+}
+
+/* an arrival once every cp.async this work-item issued before it has landed (one of `count`) */
+inline void fa_mbar_arrive_copies(__local ulong *b)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];"
+                 :: "r"(fa_smem_addr((__local const ushort *)b)) : "memory");
+}
+
+inline void fa_mbar_wait(__local ulong *b, uint parity)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tFA_MBAR_WAIT:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+                 "@!p bra FA_MBAR_WAIT;\n\t}"
+                 :: "r"(fa_smem_addr((__local const ushort *)b)), "r"(parity) : "memory");
+}
+
+/* a warpgroup's register budget from here on (sm_90a; the entry declares .maxnreg, else ptxas
+ * ignores it): a constant, a multiple of 8 in 24..256 */
+#define fa_setmaxnreg_inc(n) asm volatile("// @sm90a setmaxnreg.inc.sync.aligned.u32 " FA_STR(n) ";" ::: "memory")
+#define fa_setmaxnreg_dec(n) asm volatile("// @sm90a setmaxnreg.dec.sync.aligned.u32 " FA_STR(n) ";" ::: "memory")
+
 /* the n-wide forms by name */
 #define FA_WG_CAT_(a, b) a##b
 #define FA_WG_CAT(a, b) FA_WG_CAT_(a, b)

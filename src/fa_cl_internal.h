@@ -99,6 +99,7 @@ typedef struct fa_cl_env {
     int mma_emulate;          /* FA_CL_MMA_EMULATE=1 (tests): the tensor-core kernel on any device, PTX emulated */
     int nv_tf32;              /* FA_CL_NV_TF32: -1 unset (on where tensor cores run natively), 0 off, 1 on */
     int wgmma;                /* FA_CL_WGMMA: -1 unset (the planner's default), 0 off, 1 on (nvidia-wgmma) */
+    int wgmma_producer_off;   /* FA_CL_WGMMA_PRODUCER=0: nvidia-wgmma without its copying warpgroup */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */
     int cache_off;            /* FA_CL_CACHE_DIR=off */
 } fa_cl_env;

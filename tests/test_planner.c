@@ -712,7 +712,9 @@ static void mma_cases(tu_tally *tally)
  * counted), FA_CL_KV_CHUNK_KEYS keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
 /* nvidia-wgmma on Hopper's limits (fa_cl_limits_for_device of compute capability 9.0, as the
  * library derives them): where it is planned, its tiles and bytes (2 (B_r + 4 B_c) d_padded, by
- * hand), and where nvidia-mma or another family takes the case instead. */
+ * hand, + 64 for the producer warpgroup's mbarriers at B_r = 128 and d_padded <= 128, whose
+ * work-group is 384), and
+ * where nvidia-mma or another family takes the case instead. */
 static void wgmma_cases(tu_tally *tally)
 {
     static const struct {
@@ -726,26 +728,26 @@ static void wgmma_cases(tu_tally *tally)
         size_t bytes;
     } wc[] = {
         {"d=128 f16: 128x128, 2*(128 + 4*128)*128 = 163840", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
-         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163840},
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
         {"d=111 bf16 (rows padded to 16 bytes): padded to 128, the same tiles", 111, 1, LONG, 0, 0, 0, 0, 0, 0, 0,
-         FA_CL_BF16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163840},
+         FA_CL_BF16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
         {"d=97: padded to 128", 97, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
-         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163840},
+         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
         {"d=96: nvidia-mma (as fast there)", 96, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"d=64: 2*(128 + 4*128)*64 = 81920", 64, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
-         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81920},
+         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81984},
         {"d=64, 512 keys: nvidia-mma", 64, 1, 512, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"d=128, 512 keys: nvidia-wgmma all the same", 128, 1, 512, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
-         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163840},
+         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
         {"d=41: padded to 64", 41, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
-         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81920},
+         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81984},
         {"d=40: nvidia-mma", 40, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA,
          0, 0, 0, 0},
         {"d=64 with nvidia-wgmma forced: padded to 64, 2*(128 + 4*128)*64 = 81920", 64, 1, LONG, 0, 0, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64,
-         81920},
+         81984},
         {"d=128 unaligned rows: nvidia-mma", 128, 0, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"d=128, 64 rows (decoding, packed GQA): nvidia-mma", 128, 1, 64, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
@@ -765,17 +767,17 @@ static void wgmma_cases(tu_tally *tally)
         {"a mask with rows not 16-byte aligned: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, -1, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"an f16 mask: 163840 + 2*128*128*2 + 128*8 = 230400", 128, 1, LONG, 0, 0, 0, 0, 2, 0, 0, FA_CL_F16, 0,
-         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 230400},
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 230464},
         {"a boolean mask: 163840 + 2*128*128 + 1024 = 197632", 128, 1, LONG, 0, 0, 0, 0, 1, 0, 0, FA_CL_F16, 0,
-         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 197632},
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 197696},
         {"an f32 mask: 64 keys, 98304 + 2*128*64*4 + 1024 = 164864", 128, 1, LONG, 0, 0, 0, 0, 4, 0, 0, FA_CL_F16, 0,
-         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 164864},
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 164928},
         {"q8_0 K/V: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 1, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"FA_CL_WGMMA=0: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 1, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"100 KiB: 128 keys need 163840, 64 keys 2*(128 + 4*64)*128 = 98304", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 0,
-         FA_CL_F16, 100 * KIB, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 98304},
+         FA_CL_F16, 100 * KIB, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 98368},
         {"FA_CL_TILE=64x128: one warpgroup, 2*(64 + 4*128)*128 = 147456", 128, 1, LONG, 64, 128, 0, 0, 0, 0, 0,
          FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 64, 128, 128, 147456},
         {"FA_CL_TILE=96x64 with nvidia-wgmma forced: B_r not 64 or 128, refused", 128, 1, LONG, 96, 64, 0,
@@ -810,9 +812,10 @@ static void wgmma_cases(tu_tally *tally)
             ok = t.variant == wc[i].kernel;
         if (ok && st == FA_CL_SUCCESS && wc[i].kernel == FA_CL_KERNEL_NVIDIA_WGMMA)
             ok = t.block_q == wc[i].br && t.block_kv == wc[i].bc && t.rows_per_item == 16 &&
-                 t.work_group_size == wc[i].br * 2 && t.head_dim_padded == wc[i].dp && t.local_mem_bytes == wc[i].bytes &&
+                 t.work_group_size == wc[i].br * 2 + (t.producer ? 128 : 0) && t.producer == (wc[i].br == 128 && wc[i].dp <= 128) &&
+                 t.head_dim_padded == wc[i].dp && t.local_mem_bytes == wc[i].bytes &&
                  t.local_mem_bytes == fa_cl_wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2,
-                                                              lim.mma_mask_bytes) &&
+                                                              lim.mma_mask_bytes, t.producer) &&
                  t.mask_async == (wc[i].mask > 0);
         if (ok && st == FA_CL_ERROR_UNSUPPORTED)
             ok = strstr(msg, "compute capability 9.0") != NULL;
@@ -992,7 +995,7 @@ int main(void)
              0, 0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 1, 512, 189056},
             {"H200", "d=320: oc 10, TM 4 = 268 > 200, TM 2 = 162; 64 rows, wg 32*8, 4*(96*324 + 40*68) = 135296", 320, 1,
              0, 0, FA_CL_BF16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 2, 256, 135296},
-            {"H200", "d=256 (the control): nvidia-wgmma 128x64, (128 + 4*64) rows * 256 * 2 = 196608", 256, 1, 0, 0,
+            {"H200", "d=256 (the control): nvidia-wgmma 128x64, (128 + 4*64) rows * 256 * 2 = 196608 (no producer warpgroup at 256)", 256, 1, 0, 0,
              FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 16, 256, 196608},
             {"H200", "FA_CL_KERNEL_VARIANT=nvidia-mma at d=512: refused, naming the head_dim and the limit", 512, 1, 0,
              FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, 0},

@@ -197,6 +197,8 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     out->nv_tf32 = !s || !*s ? -1 : strcmp(s, "0") != 0;
     s = getenv("FA_CL_WGMMA");
     out->wgmma = !s || !*s ? -1 : strcmp(s, "0") != 0;
+    s = getenv("FA_CL_WGMMA_PRODUCER");
+    out->wgmma_producer_off = s && strcmp(s, "0") == 0;
     s = getenv("FA_CL_MMA_EMULATE");
     out->mma_emulate = s && *s && strcmp(s, "0") != 0;
     s = getenv("FA_CL_DEBUG_BUILD_LOG");
@@ -275,7 +277,8 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
         fa_cl__note(ctx, ctx->env.wgmma != 0 && !ctx->env.vendor_path_off
                              ? "Hopper kernel (nvidia-wgmma): planned for f16/bf16 with head_dim 41..64 (rows of "
                                "more than 512 keys) or 97..256 and more than 64 query rows (wgmma through sm_90a "
-                               "PTX; FA_CL_WGMMA=0 turns it off)"
+                               "PTX; up to head_dim 128 a producer warpgroup copies, FA_CL_WGMMA_PRODUCER=0 turns it "
+                               "off; FA_CL_WGMMA=0 turns the kernel off)"
                              : ctx->env.vendor_path_off ? "Hopper kernel (nvidia-wgmma): off (FA_CL_VENDOR_PATH=0)"
                                                         : "Hopper kernel (nvidia-wgmma): off (FA_CL_WGMMA=0)");
     *out = ctx;
@@ -448,6 +451,7 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     /* wgmma: never emulated; FA_CL_WGMMA=0 or a failed sm_90a build turn it off */
     out->nv_wgmma = out->nv_wgmma && out->nv_mma && !ctx->env.mma_emulate && ctx->env.wgmma != 0 &&
                     !ctx->wgmma_failed;
+    out->wg_producer = out->wg_producer && !ctx->env.wgmma_producer_off;
     /* f32 on tensor cores: the default where they run natively; emulated only when asked for */
     out->nv_tf32 = out->nv_mma && (ctx->env.mma_emulate ? ctx->env.nv_tf32 == 1 : ctx->env.nv_tf32 != 0);
 }

@@ -173,8 +173,10 @@ void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
  * FA_CL_KERNEL_VARIANT forces it. K/V double-buffered by cp.async. Only with more than
  * FA_CL_WGMMA_MIN_ROWS rows (decoding keeps nvidia-mma's key slices). Local bytes (Q, 2 stages of
  * K and V, unpadded rows; a mask adds its tiles, fa_cl_wgmma_local_bytes):
- *     local_mem_bytes = 2 * (B_r + 4 B_c) * d_padded
- * (d = 128, 128 x 128: 160 KiB; d = 256, 128 x 64: 192 KiB). */
+ *     local_mem_bytes = 2 * (B_r + 4 B_c) * d_padded (+ 64 with the producer warpgroup's mbarriers)
+ * (d = 128, 128 x 128: 160 KiB; d = 256, 128 x 64: 192 KiB). With B_r = 128 and d_padded <= 128
+ * a third warpgroup copies for the two that compute (FA_WG_PRODUCER, 384 work-items;
+ * FA_CL_WGMMA_PRODUCER=0: not). */
 #define FA_CL_WGMMA_BLOCK_Q 128
 #define FA_CL_WGMMA_BLOCK_KV 128
 #define FA_CL_WGMMA_MIN_ROWS 64
@@ -183,8 +185,10 @@ void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
 #define FA_CL_WGMMA_SMALL_MIN_KEYS 512
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma;
 /* Local bytes (cl/fa_forward_nv_mma.cl with FA_WGMMA): Q, `stages` K and V tiles, and with a mask
- * (entries of mask_entry_bytes, 0 without) its ring of swizzled tiles and row indices. */
-size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes);
+ * (entries of mask_entry_bytes, 0 without) its ring of swizzled tiles and row indices; with a
+ * producer warpgroup (producer != 0) its mbarriers. */
+size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes,
+                               int producer);
 
 /* ---- nvidia-tf32x3 (nvidia_tf32.c): f32 on NVIDIA tensor cores, 3xTF32 ------------------------ */
 

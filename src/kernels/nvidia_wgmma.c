@@ -9,15 +9,18 @@
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_wgmma.cl",
                                     "fa_forward_nv_mma.cl"};
 
-size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes)
+size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes,
+                               int producer)
 {
     /* Q, and `stages` K and V tiles, unpadded rows of 16-bit values (core matrices); a mask's ring
-     * of `stages` tiles, unpadded (swizzled) rows, and each row's first entry (8 bytes) */
+     * of `stages` tiles, unpadded (swizzled) rows, and each row's first entry (8 bytes); with the
+     * producer, 8 mbarriers (8 bytes each) */
+    const size_t sync = producer ? 64 : 0;
     const size_t mask = mask_entry_bytes > 0 ? (size_t)stages * (size_t)block_q * (size_t)block_kv *
                                                        (size_t)mask_entry_bytes +
                                                    (size_t)block_q * 8
                                              : 0;
-    return (size_t)(block_q + 2 * stages * block_kv) * (size_t)dim_padded * 2 + mask;
+    return (size_t)(block_q + 2 * stages * block_kv) * (size_t)dim_padded * 2 + mask + sync;
 }
 
 static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
@@ -70,12 +73,19 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         forced = 1;
     }
     const int stages = 2;
-    size_t bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes);
+    /* a producer warpgroup copying for the two computing ones (FlashAttention-3's warp
+     * specialisation) with 128-row blocks up to d_padded 128. H200, session 13 call 3, B=8 H=16
+     * N=4096 f16, against FA_CL_WGMMA_PRODUCER=0: d = 128 545 against 420 TFLOP/s, causal 474
+     * against 381, d = 64 390 against 302, B=64 N=512 296 against 291, N=2048 492 against 399; at
+     * d_padded 256 the computing warpgroups' 224 registers are too few for O's 128 accumulators
+     * (d = 256 449 against 449, 24/240 registers 365; d = 192 311 against 344): not there */
+    const int producer = lim->wg_producer && br == 128 && dp <= 128;
+    size_t bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes, producer);
     while (!forced && bytes > out->local_mem_budget && bc > bc_min) {
         bc /= 2;
-        bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes);
+        bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes, producer);
     }
-    const int wg = br / 16 * 32;
+    const int wg = br / 16 * 32 + (producer ? 128 : 0);
     if (bytes > out->local_mem_budget || (size_t)wg > lim->max_work_group) {
         snprintf(msg, msg_size, "%dx%d: nvidia-wgmma needs %zu bytes of local memory and %d work-items at head_dim %d; "
                  "the budget is %zu bytes, the device takes %zu work-items", br, bc, bytes, wg, req->head_dim,
@@ -88,6 +98,8 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     out->kv_warps = 1;
     out->ptx_emulated = 0;
     out->mask_async = mask_bytes > 0;
+    out->producer = producer;
+    out->work_group_size = wg;
     return FA_CL_SUCCESS;
 }
 
@@ -98,8 +110,11 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
      * against 362.7, bf16 421.2 against 402.4, B=1 H=32 N=16384 causal 443.3 against 423.5, B=64
      * N=512 281.7 against 284.3; with padded rows, d = 111, 269.5 against 282.1: not there) */
     const int pingpong = t->block_q == 128 && !t->rows_padded;
-    return snprintf(out, n, " -DWARP_ROWS=16 -DFA_WGMMA -DFA_ALIGNED16 -DFA_CP_L2=128%s%s",
-                    t->rows_padded ? " -DFA_ROWS_PADDED" : "", pingpong ? " -DFA_WG_PINGPONG" : "");
+    /* the producer warpgroup: 384 work-items, 168 registers each at entry (65536 / 384), moved to
+     * the computing warpgroups by setmaxnreg (the kernel's FA_WG_*_REGS) */
+    return snprintf(out, n, " -DWARP_ROWS=16 -DFA_WGMMA -DFA_ALIGNED16 -DFA_CP_L2=128%s%s%s",
+                    t->rows_padded ? " -DFA_ROWS_PADDED" : "", pingpong ? " -DFA_WG_PINGPONG" : "",
+                    t->producer ? " -DFA_WG_PRODUCER -DFA_WG_MAXNREG=168" : "");
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma = {

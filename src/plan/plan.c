@@ -227,7 +227,19 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
             plan->kernel = NULL;
             return fa_cl__fail_cl(ctx, err, "clGetKernelWorkGroupInfo");
         }
+        if (ctx->env.print_build_log)
+            fprintf(stderr, "fa_cl: %s: CL_KERNEL_WORK_GROUP_SIZE %zu (planned %d), CL_KERNEL_LOCAL_MEM_SIZE %llu\n",
+                    plan->tiles.kernel, kwg, plan->tiles.work_group_size, (unsigned long long)klocal);
         int wg_ok = (size_t)plan->tiles.work_group_size <= kwg;
+        if (!wg_ok && plan->tiles.producer) {
+            /* nvidia-wgmma's producer warpgroup gives its registers to the computing ones
+             * (setmaxnreg): the driver may count the latter's for every work-item. The entry's
+             * .maxnreg is what the launch needs; the size the kernel was compiled for decides. */
+            size_t cwg[3] = {0, 0, 0};
+            wg_ok = clGetKernelWorkGroupInfo(plan->kernel, ctx->device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof cwg,
+                                             cwg, NULL) == CL_SUCCESS &&
+                    cwg[0] == (size_t)plan->tiles.work_group_size;
+        }
         int local_ok = klocal <= lim.local_mem_size || ctx->props.local_mem_is_global;
         if (wg_ok && local_ok) {
             /* the vendor kernels' local arrays depend on alignment (double-buffered copies): report what they use */

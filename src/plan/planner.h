@@ -25,6 +25,7 @@ typedef struct fa_cl_limits {
     int mma_emulated;          /* FA_CL_MMA_EMULATE=1: nv_mma plans build with the PTX emulated (tests) */
     int nv_tf32;               /* where nv_mma: f32 on tensor cores as 3xTF32 (FA_CL_NV_TF32=0 turns it off) */
     int nv_wgmma;              /* NVIDIA, compute capability 9.0: Hopper's wgmma through sm_90a PTX (nvidia-wgmma) */
+    int wg_producer;           /* nvidia-wgmma: with a producer warpgroup (FA_CL_WGMMA_PRODUCER=0 turns it off) */
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
     int mma_stages;            /* FA_CL_MMA_STAGES: nvidia-mma's K/V pipeline depth, 0 = the planner's */
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
@@ -112,6 +113,8 @@ typedef struct fa_cl_tiles {
     int q8_copy;              /* nvidia-mma with q8_0 K/V: FA_Q8_COPY, the asynchronous copies' size; 0 = none */
     int mask_async;           /* nvidia-mma: the mask's tiles copied with K/V into local memory (FA_MASK_ASYNC) */
     int rows_padded;          /* nvidia-mma: q/k/v read from the plan's zero-padded copies (pad-rows launches) */
+    int producer;             /* nvidia-wgmma: a producer warpgroup copies for the two computing ones
+                                 (FA_WG_PRODUCER); work_group_size counts its 128 work-items */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */

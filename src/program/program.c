@@ -102,6 +102,15 @@ static fa_cl_program_entry *evict_entry(fa_cl_context *ctx)
     return e;
 }
 
+/* -DFA_WG_MAXNREG=n in a program's options: the register count its entry declares (.maxnreg; a
+ * kernel that moves registers between warpgroups with setmaxnreg needs it), 0 = none */
+static int options_maxnreg(const char *options)
+{
+    static const char key[] = "-DFA_WG_MAXNREG=";
+    const char *m = strstr(options, key);
+    return m ? atoi(m + sizeof key - 1) : 0;
+}
+
 /* The sm_90a build of a program built from source for sm_90 (ptx_retarget.h): its PTX binary,
  * retargeted, built again from that binary. NULL with the reason in ctx's last error. */
 static cl_program build_sm90a(fa_cl_context *ctx, cl_program src_prog, const char *options, fa_cl_status *st)
@@ -122,7 +131,7 @@ static cl_program build_sm90a(fa_cl_context *ctx, cl_program src_prog, const cha
     /* the binary may end in a NUL: the PTX is the text before it */
     const unsigned char *nul = (const unsigned char *)memchr(ptx, 0, len);
     const size_t text_len = nul ? (size_t)(nul - ptx) : len;
-    *st = fa_cl_ptx_retarget_sm90a((const char *)ptx, text_len, 0, &patched, &patched_len, NULL, msg, sizeof msg);
+    *st = fa_cl_ptx_retarget_sm90a((const char *)ptx, text_len, options_maxnreg(options), &patched, &patched_len, NULL, msg, sizeof msg);
     if (*st != FA_CL_SUCCESS) {
         *st = fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "sm_90a build: the compiler's PTX was not retargeted: %s", msg);
         goto done;
