@@ -204,6 +204,9 @@ inline void fa_load_tile_q8(__local ushort *tile, __global const uchar *src, fa_
 #define FA_STAGES 2
 #endif
 #define NBUF FA_STAGES
+#if defined(FA_WGMMA) && !defined(FA_WG_PRODUCER) && NBUF != 2
+#error "FA_WGMMA takes 2 stages without the producer warpgroup (V trails K in two buffers)"
+#endif
 #if NBUF == 2
 #define FA_WAIT_BLOCK() fa_cp_async_wait_all()
 #elif NBUF == 3
@@ -595,13 +598,14 @@ void fa_forward(FA_FORWARD_PARAMS)
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 #ifdef FA_WG_PRODUCER
-    /* K stage s: full (its 128 copiers' copies landed), empty (the 8 consumer warps done with it);
-     * V the same. V's entry j is the block j - 1's V (the products trail S by a block), entry 0 a
-     * zero tile in stage 0, written here */
-    __local ulong mbar[8];
-    __local ulong *const kfull = mbar, *const kempty = mbar + 2, *const vfull = mbar + 4, *const vempty = mbar + 6;
+    /* K stage s of NBUF: full (its 128 copiers' copies landed), empty (the 8 consumer warps done
+     * with it); V the same. V's entry j is the block j - 1's V (the products trail S by a block),
+     * entry 0 a zero tile in stage 0, written here */
+    __local ulong mbar[4 * NBUF];
+    __local ulong *const kfull = mbar, *const kempty = mbar + NBUF, *const vfull = mbar + 2 * NBUF,
+                         *const vempty = mbar + 3 * NBUF;
     if (lid == 0)
-        for (int st = 0; st < 2; st++) {
+        for (int st = 0; st < NBUF; st++) {
             fa_mbar_init(kfull + st, PRODUCER_ITEMS);
             fa_mbar_init(kempty + st, WARPS);
             fa_mbar_init(vfull + st, PRODUCER_ITEMS);
@@ -657,16 +661,16 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
 #ifdef FA_WG_PRODUCER
     if (warp >= WARPS) {
-        /* the producer: for block j, K_j (with Q at j = 0, and the mask's tile) into K stage j % 2,
-         * then V_{j-1} as V entry j into V stage j % 2, each once its stage's previous contents
+        /* the producer: for block j, K_j (with Q at j = 0, and the mask's tile) into K stage j % NBUF,
+         * then V_{j-1} as V entry j into V stage j % NBUF, each once its stage's previous contents
          * are released; entry 0 (zeros) is in already */
         fa_setmaxnreg_dec(FA_WG_PRODUCER_REGS);
         const int pl = lid - WG;
         fa_mbar_arrive(vfull);
         int jb = 0;
         for (int kv0 = kv_first;; kv0 += BLOCK_KV, jb++) {
-            const int st = jb % 2;
-            const uint free_ph = ((uint)(jb / 2) & 1u) ^ 1u; /* the parity of the release of its last use */
+            const int st = jb % NBUF;
+            const uint free_ph = ((uint)(jb / NBUF) & 1u) ^ 1u; /* the parity of the release of its last use */
             const int more = kv0 < blk_hi;
             if (more) {
                 fa_mbar_wait(kempty + st, free_ph);
@@ -743,8 +747,8 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
     for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
 #ifdef FA_WG_PRODUCER
-        const int st = jb % 2;
-        const uint full_ph = (uint)(jb / 2) & 1u;
+        const int st = jb % NBUF;
+        const uint full_ph = (uint)(jb / NBUF) & 1u;
         __local const ushort *kc = k_s + st * TILE, *vc = v_s + st * TILE; /* K_j, V_{j-1} */
 #ifdef FA_MASK_TILE
         __local const uchar *mc = mask_s + st * BLOCK_Q * MASK_PITCH;
@@ -1065,9 +1069,9 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
     /* the last block's P V (its V is the last commit group's; without blocks, zeros) */
 #ifdef FA_WG_PRODUCER
-    fa_mbar_wait(vfull + jb % 2, (uint)(jb / 2) & 1u);
+    fa_mbar_wait(vfull + jb % NBUF, (uint)(jb / NBUF) & 1u);
     fa_wg_fence_proxy();
-    fa_wg_pv(ow, pa, v_s + jb % 2 * TILE);
+    fa_wg_pv(ow, pa, v_s + jb % NBUF * TILE);
 #else
     fa_cp_async_wait_all();
     fa_wg_fence_proxy();

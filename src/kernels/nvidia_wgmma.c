@@ -14,8 +14,8 @@ size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int st
 {
     /* Q, and `stages` K and V tiles, unpadded rows of 16-bit values (core matrices); a mask's ring
      * of `stages` tiles, unpadded (swizzled) rows, and each row's first entry (8 bytes); with the
-     * producer, 8 mbarriers (8 bytes each) */
-    const size_t sync = producer ? 64 : 0;
+     * producer, 4 mbarriers a stage (8 bytes each) */
+    const size_t sync = producer ? (size_t)32 * (size_t)stages : 0;
     const size_t mask = mask_entry_bytes > 0 ? (size_t)stages * (size_t)block_q * (size_t)block_kv *
                                                        (size_t)mask_entry_bytes +
                                                    (size_t)block_q * 8
