@@ -91,6 +91,13 @@ inline ulong fa_bw_lse_row0(ulong b, ulong h, int heads_q, int seqlen_q, fa_bw_s
 #endif
 }
 
+/* key against row (the tensor-core kernels' per-element mask): visible under the window, inside both sequences */
+inline int fa_bw_visible(long key, long row, int seqlen_q, int seqlen_k, long win_left, long win_right)
+{
+    const long diag = row + seqlen_k - seqlen_q;
+    return row < seqlen_q && key < seqlen_k && key >= diag - win_left && key <= diag + win_right;
+}
+
 /* Four head_dim elements 4c .. 4c + 3 of the row at `row`; zeros past HEAD_DIM (never read). */
 inline float4 fa_bw_load(__global const fa_store_t *p, ulong row, int c)
 {

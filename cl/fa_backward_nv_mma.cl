@@ -102,13 +102,6 @@ inline void fa_bw_store2(__global fa_store_t *p, ulong row, int col, float x, fl
 #endif
 }
 
-/* key (or row) a, against row i: visible under the window, inside both sequences */
-inline int fa_bw_visible(long key, long row, int seqlen_q, int seqlen_k, long win_left, long win_right)
-{
-    const long diag = row + seqlen_k - seqlen_q;
-    return row < seqlen_q && key < seqlen_k && key >= diag - win_left && key <= diag + win_right;
-}
-
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fa_backward_dkdv(FA_BACKWARD_PARAMS)
 {
