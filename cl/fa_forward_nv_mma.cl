@@ -325,31 +325,10 @@ inline __attribute__((always_inline)) void fa_dequant_q8(__local ushort *tile, _
 #endif
 
 #ifdef FA_WGMMA
-/* copy e of a tile: 8 consecutive copies fill one core matrix (8 rows of one 16-byte column), so
- * a warp's writes are conflict-free and each row's 64 bytes are read together */
-#define FA_COPY_ROW(e) ((e) / (8 * CH) * 8 + (e) % 8)
-#define FA_COPY_CHUNK(e) ((e) / 8 % CH)
-/* a full block of BLOCK_KV rows (`stride` elements apart from src) into a tile. Where the copiers
- * cover whole 8-row groups (CP_WG a multiple of 8 CH), a work-item's copies are one chunk column
- * of rows CP_WG / CH apart (a constant step in both layouts); else (the producer warpgroup at
- * D_PAD 256) each copy's row and chunk follow FA_COPY_ROW / FA_COPY_CHUNK. */
-inline __attribute__((always_inline)) void fa_wg_cp_rows(__local ushort *dst, __global const ushort *src, long stride,
-                                                         int lid)
-{
-#if CP_WG % (8 * CH) == 0
-    const int r0 = FA_COPY_ROW(lid), c = FA_COPY_CHUNK(lid), cv = 8 * c < HEAD_DIM;
-    __global const ushort *p = src + (cv ? (long)r0 * stride + 8 * c : 0);
-    FA_PRAGMA_UNROLL
-    for (int i = 0; i < BLOCK_KV * CH / CP_WG; i++)
-        fa_cp_async16(dst + FA_KV_AT(r0 + i * (CP_WG / CH), c), p + (cv ? (long)i * (CP_WG / CH) * stride : 0), cv);
-#else
-    FA_PRAGMA_UNROLL
-    for (int i = 0; i < BLOCK_KV * CH / CP_WG; i++) {
-        const int e = lid + i * CP_WG, r = FA_COPY_ROW(e), c = FA_COPY_CHUNK(e), cv = 8 * c < HEAD_DIM;
-        fa_cp_async16(dst + FA_KV_AT(r, c), src + (cv ? (long)r * stride + 8 * c : 0), cv);
-    }
-#endif
-}
+#define FA_COPY_ROW(e) FA_WG_COPY_ROW(e, CH)
+#define FA_COPY_CHUNK(e) FA_WG_COPY_CHUNK(e, CH)
+/* a full block of BLOCK_KV rows (`stride` elements apart from src) into a tile, by the CP_WG copiers */
+#define fa_wg_cp_rows(dst, src, stride, lid) fa_wg_copy_rows((dst), (src), (stride), BLOCK_KV, CP_WG, (lid))
 
 /* O's accumulators (D_PAD / 2 floats) fenced or waited for, in PV_N-wide parts */
 inline __attribute__((always_inline)) void fa_wg_fence_o(float *ow)

@@ -58,6 +58,39 @@ inline ulong fa_wg_desc(__local const ushort *p, uint lead_bytes, uint stride_by
 #error "FA_WG_SWIZZLE is 128 or 0"
 #endif
 
+/* Copy e of a tile whose rows have `ch` 16-byte chunks: 8 consecutive copies fill one core matrix
+ * (8 rows of one chunk column), so that a warp's writes are conflict-free and each row's 64 bytes
+ * are read together. */
+#define FA_WG_COPY_ROW(e, ch) ((e) / (8 * (ch)) * 8 + (e) % 8)
+#define FA_WG_COPY_CHUNK(e, ch) ((e) / 8 % (ch))
+
+/* `rows` full rows of HEAD_DIM 16-bit values (`stride` elements apart from src; a tile of D_PAD
+ * columns, zeros past HEAD_DIM) into a tile by cp.async, copier `lid` of `copiers`; rows and
+ * copiers are constants where it is inlined. Where the copiers cover whole 8-row groups, a
+ * work-item's copies are one chunk column of rows copiers / chunks apart (a constant step); else
+ * (the forward's producer warpgroup at D_PAD 256) each copy's row and chunk follow FA_WG_COPY_ROW
+ * and _CHUNK. The wgmma kernels unroll every loop over D_PAD (their D_PAD is at most 256). */
+inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, __global const ushort *src,
+                                                           long stride, int rows, int copiers, int lid)
+{
+    const int ch = D_PAD / 8;
+    if (copiers % (8 * ch) == 0) {
+        const int r0 = FA_WG_COPY_ROW(lid, ch), c = FA_WG_COPY_CHUNK(lid, ch), cv = 8 * c < HEAD_DIM;
+        __global const ushort *p = src + (cv ? (long)r0 * stride + 8 * c : 0);
+        _Pragma("unroll")
+        for (int i = 0; i < rows * ch / copiers; i++)
+            fa_cp_async16(dst + fa_wg_at(r0 + i * (copiers / ch), c, D_PAD, rows),
+                          p + (cv ? (long)i * (copiers / ch) * stride : 0), cv);
+    } else {
+        _Pragma("unroll")
+        for (int i = 0; i < rows * ch / copiers; i++) {
+            const int e = lid + i * copiers, r = FA_WG_COPY_ROW(e, ch), c = FA_WG_COPY_CHUNK(e, ch);
+            const int cv = 8 * c < HEAD_DIM;
+            fa_cp_async16(dst + fa_wg_at(r, c, D_PAD, rows), src + (cv ? (long)r * stride + 8 * c : 0), cv);
+        }
+    }
+}
+
 /* the accumulators as asm operands */
 #define FA_WG_D16(d) \
     "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
