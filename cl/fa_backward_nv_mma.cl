@@ -21,6 +21,15 @@
  * loads into one); FA_NATIVE_EXP. Local memory (16-bit values, then floats):
  *     (2 BLOCK_KV + 2 NBUF BLOCK_Q) (D_PAD + 8) halves + 2 NBUF BLOCK_Q floats (dkdv), and
  *     (2 NBUF BLOCK_KV + 2 BLOCK_Q) (D_PAD + 8) halves (dq).
+ *
+ * FA_WGMMA (nvidia-wgmma-backward, compute capability 9.0; cl/fa_nv_wgmma.cl): the same kernels
+ * with one warpgroup of 4 warps per work-group (BLOCK_Q = BLOCK_KV = 64) and their products on
+ * Hopper's warpgroup MMA, whose accumulators are mma.sync's layout warp by warp: S^T = K Q^T and
+ * dP^T = V dO^T as m64 n64 k16 products with both operands from local memory (K-major), dV += P^T dO
+ * and dK += dS^T Q with P^T and dS^T from the registers and dO, Q as MN-major operands (the same
+ * tiles: a tile is K-major read along its rows, MN-major read down them); in dq, S = Q K^T and dP =
+ * dO V^T, then dQ += dS K. Tiles in wgmma's layout (fa_wg_at), every row 16-byte aligned.
+ * Local memory the same sum with D_PAD for D_PAD + 8.
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core backward takes f16 or bf16 storage"
@@ -34,6 +43,24 @@
 #define WARPS (BLOCK_KV / 16)
 #define WG (WARPS * 32)
 #define ROW (D_PAD + 8)     /* local row pitch in halves: conflict-free ldmatrix */
+#ifdef FA_WGMMA
+#if !defined(FA_ALIGNED16) || HEAD_DIM % 8 || BLOCK_Q != 64
+#error "FA_WGMMA takes 16-byte aligned rows and one warpgroup (BLOCK_Q = BLOCK_KV = 64)"
+#endif
+/* element (r, 8 c) of a tile of `rows` rows; the copies' order (a warp's writes conflict-free) */
+#define FA_BW_AT(r, c, rows) fa_wg_at(r, c, D_PAD, rows)
+#define FA_BW_COPY_ROW(e) FA_WG_COPY_ROW(e, CH)
+#define FA_BW_COPY_CHUNK(e) FA_WG_COPY_CHUNK(e, CH)
+#define TILE_ROW D_PAD
+#define FA_SMEM_ALIGN 1024 /* the 128-byte swizzle's pattern is the address's */
+#else
+/* unparenthesised: only ever added to a tile pointer, as the pointer steps the kernel always took */
+#define FA_BW_AT(r, c, rows) (r) * ROW + 8 * (c)
+#define FA_BW_COPY_ROW(e) ((e) / CH)
+#define FA_BW_COPY_CHUNK(e) ((e) % CH)
+#define TILE_ROW ROW
+#define FA_SMEM_ALIGN 16
+#endif
 #define CH (D_PAD / 8)      /* 16-byte chunks per row */
 #define KSTEPS (D_PAD / 16) /* k-steps over head_dim */
 #define DT (D_PAD / 8)      /* n-tiles over head_dim */
@@ -46,7 +73,7 @@ inline void fa_bw_tile16(__local ushort *tile, __global const ushort *src, ulong
                          int count, int limit, int lid)
 {
     for (int e = lid; e < count * CH; e += WG) {
-        const int r = e / CH, c = e % CH;
+        const int r = FA_BW_COPY_ROW(e), c = FA_BW_COPY_CHUNK(e);
         uint4 x = (uint4)(0);
         if (first + r < limit && 8 * c < HEAD_DIM) {
             __global const ushort *p = src + base + (ulong)(first + r) * (ulong)stride + 8 * c;
@@ -59,7 +86,7 @@ inline void fa_bw_tile16(__local ushort *tile, __global const ushort *src, ulong
             x = as_uint4((ushort8)(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]));
 #endif
         }
-        *(__local uint4 *)(tile + r * ROW + 8 * c) = x;
+        *(__local uint4 *)(tile + FA_BW_AT(r, c, count)) = x;
     }
 }
 
@@ -74,14 +101,21 @@ inline __attribute__((always_inline)) void fa_bw_tile16_async(__local ushort *ti
                                                               ulong base, long stride, int first, int count,
                                                               int limit, int lid)
 {
+#ifdef FA_WGMMA
+    if (first + count <= limit) {
+        fa_wg_copy_rows(tile, src + base + (ulong)first * (ulong)stride, stride, count, WG, lid);
+        return;
+    }
+#else
     if (WG % CH == 0 && count * CH % WG == 0 && first + count <= limit) {
         fa_cp_rows16(tile, ROW, src + base + (ulong)first * (ulong)stride, stride, count, CH, WG, HEAD_DIM, lid);
         return;
     }
+#endif
     for (int e = lid; e < count * CH; e += WG) {
-        const int r = e / CH, c = e % CH;
+        const int r = FA_BW_COPY_ROW(e), c = FA_BW_COPY_CHUNK(e);
         const int valid = first + r < limit && 8 * c < HEAD_DIM;
-        fa_cp_async16(tile + r * ROW + 8 * c,
+        fa_cp_async16(tile + FA_BW_AT(r, c, count),
                       src + (valid ? base + (ulong)(first + r) * (ulong)stride + 8 * (ulong)c : base), valid);
     }
 }
@@ -102,14 +136,63 @@ inline void fa_bw_store2(__global fa_store_t *p, ulong row, int col, float x, fl
 #endif
 }
 
+#ifdef FA_WGMMA
+/* The warpgroup's two score-like products of a step, issued together and waited for: x = A B^T and
+ * y = C E^T, each 64 x 64 over D_PAD, from K-major tiles of 64 rows (a, c: the rows of the result;
+ * bt, et: its columns), into mma.sync's n-tiles (x[nt]: rows g, g + 8 of the warp's 16 x columns
+ * 8 nt + 2 t4 + {0, 1}) */
+inline __attribute__((always_inline)) void fa_bw_wg_scores(float4 *x, float4 *y, __local const ushort *a,
+                                                           __local const ushort *bt, __local const ushort *c,
+                                                           __local const ushort *et)
+{
+    float xw[32], yw[32];
+    const ulong da = fa_wg_desc_kmajor(a, D_PAD, 64), db = fa_wg_desc_kmajor(bt, D_PAD, 64);
+    const ulong dc = fa_wg_desc_kmajor(c, D_PAD, 64), de = fa_wg_desc_kmajor(et, D_PAD, 64);
+    fa_wgmma_fence_n64(xw);
+    fa_wgmma_fence_n64(yw);
+    FA_PRAGMA_UNROLL
+    for (int kk = 0; kk < KSTEPS; kk++)
+        fa_wgmma_ss_n64(xw, da + fa_wg_kstep_kmajor(kk, D_PAD, 64), db + fa_wg_kstep_kmajor(kk, D_PAD, 64), kk > 0);
+    FA_PRAGMA_UNROLL
+    for (int kk = 0; kk < KSTEPS; kk++)
+        fa_wgmma_ss_n64(yw, dc + fa_wg_kstep_kmajor(kk, D_PAD, 64), de + fa_wg_kstep_kmajor(kk, D_PAD, 64), kk > 0);
+    fa_wgmma_commit();
+    fa_wgmma_wait_n64(xw);
+    fa_wgmma_wait_n64(yw);
+    FA_PRAGMA_UNROLL
+    for (int nt = 0; nt < 8; nt++) {
+        x[nt] = (float4)(xw[4 * nt], xw[4 * nt + 1], xw[4 * nt + 2], xw[4 * nt + 3]);
+        y[nt] = (float4)(yw[4 * nt], yw[4 * nt + 1], yw[4 * nt + 2], yw[4 * nt + 3]);
+    }
+}
+
+/* acc (the warpgroup's 64 rows x D_PAD) += A B over 64 k: A from the registers (a[kk2]: mma.sync's A
+ * fragment of the warp's 16 rows x k 16 kk2 ..), B the tile bt of 64 rows read MN-major (k down
+ * its rows); issued and committed, not waited for */
+inline __attribute__((always_inline)) void fa_bw_wg_acc(float *acc, uint a[4][4], __local const ushort *bt)
+{
+    const ulong db = fa_wg_desc_mnmajor(bt, D_PAD, 64);
+    FA_PRAGMA_UNROLL
+    for (int kk2 = 0; kk2 < 4; kk2++) {
+        fa_wg_pin4(a[kk2]); /* written before the fence */
+    }
+    fa_wgmma_fence(D_PAD)(acc);
+    FA_PRAGMA_UNROLL
+    for (int kk2 = 0; kk2 < 4; kk2++)
+        fa_wgmma_rs(D_PAD)(acc, a[kk2][0], a[kk2][1], a[kk2][2], a[kk2][3], db + fa_wg_kstep_mnmajor(kk2, D_PAD, 64),
+                           1);
+    fa_wgmma_commit();
+}
+#endif
+
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fa_backward_dkdv(FA_BACKWARD_PARAMS)
 {
     FA_BACKWARD_ALL_USED;
-    __local ushort smem[(2 * BLOCK_KV + 2 * NBUF * BLOCK_Q) * ROW] __attribute__((aligned(16)));
+    __local ushort smem[(2 * BLOCK_KV + 2 * NBUF * BLOCK_Q) * TILE_ROW] __attribute__((aligned(FA_SMEM_ALIGN)));
     __local float l_all[NBUF * BLOCK_Q], d_all[NBUF * BLOCK_Q];
-    __local ushort *const k_s = smem, *const v_s = smem + BLOCK_KV * ROW;
-    __local ushort *const q_all = smem + 2 * BLOCK_KV * ROW, *const do_all = q_all + NBUF * BLOCK_Q * ROW;
+    __local ushort *const k_s = smem, *const v_s = smem + BLOCK_KV * TILE_ROW;
+    __local ushort *const q_all = smem + 2 * BLOCK_KV * TILE_ROW, *const do_all = q_all + NBUF * BLOCK_Q * TILE_ROW;
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
     FA_EMU_DECL(WARPS, warp)
 
@@ -138,6 +221,12 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
         dk_acc[dt] = dv_acc[dt] = (float4)(0.0f);
+#ifdef FA_WGMMA
+    float dkw[D_PAD / 2], dvw[D_PAD / 2]; /* the warpgroup's accumulators, dk_acc's layout */
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < D_PAD / 2; i++)
+        dkw[i] = dvw[i] = 0.0f;
+#endif
 
     /* the steps: every query block that sees the keys, of every query head of the group in turn */
     const int q_first = i_lo / BLOCK_Q * BLOCK_Q;
@@ -153,8 +242,8 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         const ulong row0_ = fa_bw_lse_row0(b, h_, heads_q, seqlen_q, seq, total_q);                     \
         const ulong qh_ = q_off + b * (ulong)qs0 + h_ * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;   \
         const ulong dh_ = do_off + b * (ulong)dos0 + h_ * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2; \
-        LOAD(q_all + (buf) * BLOCK_Q * ROW, qg, qh_, qs2, i0_, BLOCK_Q, sq, lid);                        \
-        LOAD(do_all + (buf) * BLOCK_Q * ROW, dog, dh_, dos2, i0_, BLOCK_Q, sq, lid);                     \
+        LOAD(q_all + (buf) * BLOCK_Q * TILE_ROW, qg, qh_, qs2, i0_, BLOCK_Q, sq, lid);                        \
+        LOAD(do_all + (buf) * BLOCK_Q * TILE_ROW, dog, dh_, dos2, i0_, BLOCK_Q, sq, lid);                     \
         for (int r = lid; r < BLOCK_Q; r += WG) {                                                       \
             const int i = i0_ + r;                                                                      \
             const float x = i < sq ? lse[row0_ + (ulong)i] : -INFINITY;                                 \
@@ -171,6 +260,9 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         const int i0 = q_first + (st % per_head) * BLOCK_Q, buf = st % NBUF;
 #ifdef FA_BW_ASYNC
         fa_cp_async_wait_all();
+#ifdef FA_WGMMA
+        fa_wg_fence_proxy(); /* the copies (and K, V's stores) are seen by wgmma's reads */
+#endif
         barrier(CLK_LOCAL_MEM_FENCE); /* this step's rows are in; every warp is done with the other buffer */
         if (st + 1 < steps)
             FA_BW_STEP_ROWS(st + 1, buf ^ 1, fa_bw_tile16_async)
@@ -181,11 +273,14 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
         {
-            __local const ushort *const q_s = q_all + buf * BLOCK_Q * ROW, *const do_s = do_all + buf * BLOCK_Q * ROW;
+            __local const ushort *const q_s = q_all + buf * BLOCK_Q * TILE_ROW, *const do_s = do_all + buf * BLOCK_Q * TILE_ROW;
             __local const float *const l_s = l_all + buf * BLOCK_Q, *const d_s = d_all + buf * BLOCK_Q;
 
             /* S^T = K Q^T and dP^T = V dO^T: [nt] holds keys (g, g + 8) x rows nt * 8 + 2 t4 + {0, 1} */
             float4 st[NTQ], dpt[NTQ];
+#ifdef FA_WGMMA
+            fa_bw_wg_scores(st, dpt, k_s, q_s, v_s, do_s);
+#else
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NTQ; nt++)
                 st[nt] = dpt[nt] = (float4)(0.0f);
@@ -208,6 +303,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
                     fa_mma(&dpt[nt + 1], va[0], va[1], va[2], va[3], b2, b3 FA_EMU_ARG);
                 }
             }
+#endif
             /* P^T and dS^T, packed as the A fragments of 16 rows each (pa, dsa); the per-element
              * mask only where some of this warp's 16 keys x the block's rows is not visible */
             const long last_row = (long)i0 + BLOCK_Q - 1;
@@ -236,6 +332,12 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
                 dsa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(ds.z, ds.w);
             }
             /* dV += P^T dO, dK += dS^T Q over the block's rows, 16 at a time */
+#ifdef FA_WGMMA
+            fa_bw_wg_acc(dvw, pa, do_s);
+            fa_bw_wg_acc(dkw, dsa, q_s);
+            fa_wgmma_wait(D_PAD)(dvw); /* before the next step's copies overwrite Q and dO */
+            fa_wgmma_wait(D_PAD)(dkw);
+#else
             FA_PRAGMA_UNROLL
             for (int kk2 = 0; kk2 < BLOCK_Q / 16; kk2++) {
                 FA_PRAGMA_UNROLL
@@ -250,8 +352,16 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
                     fa_mma(&dk_acc[dt + 1], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b2, b3 FA_EMU_ARG);
                 }
             }
+#endif
         }
     }
+#ifdef FA_WGMMA
+    FA_PRAGMA_UNROLL
+    for (int dt = 0; dt < DT; dt++) {
+        dk_acc[dt] = (float4)(dkw[4 * dt], dkw[4 * dt + 1], dkw[4 * dt + 2], dkw[4 * dt + 3]);
+        dv_acc[dt] = (float4)(dvw[4 * dt], dvw[4 * dt + 1], dvw[4 * dt + 2], dvw[4 * dt + 3]);
+    }
+#endif
     /* this lane's elements: keys g and g + 8 of the warp's 16, columns dt * 8 + 2 t4 + {0, 1} */
     FA_PRAGMA_UNROLL
     for (int r = 0; r < 2; r++) {
@@ -276,9 +386,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fa_backward_dq(FA_BACKWARD_PARAMS)
 {
     FA_BACKWARD_ALL_USED;
-    __local ushort smem[(2 * NBUF * BLOCK_KV + 2 * BLOCK_Q) * ROW] __attribute__((aligned(16)));
-    __local ushort *const k_all = smem, *const v_all = smem + NBUF * BLOCK_KV * ROW;
-    __local ushort *const q_s = smem + 2 * NBUF * BLOCK_KV * ROW, *const do_s = q_s + BLOCK_Q * ROW;
+    __local ushort smem[(2 * NBUF * BLOCK_KV + 2 * BLOCK_Q) * TILE_ROW] __attribute__((aligned(FA_SMEM_ALIGN)));
+    __local ushort *const k_all = smem, *const v_all = smem + NBUF * BLOCK_KV * TILE_ROW;
+    __local ushort *const q_s = smem + 2 * NBUF * BLOCK_KV * TILE_ROW, *const do_s = q_s + BLOCK_Q * TILE_ROW;
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
     FA_EMU_DECL(WARPS, warp)
 
@@ -320,6 +430,12 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
         dq_acc[dt] = (float4)(0.0f);
+#ifdef FA_WGMMA
+    float dqw[D_PAD / 2]; /* the warpgroup's accumulators, dq_acc's layout */
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < D_PAD / 2; i++)
+        dqw[i] = 0.0f;
+#endif
 
     const int j_first = j_lo / BLOCK_KV * BLOCK_KV;
 #ifdef FA_BW_ASYNC
@@ -331,13 +447,16 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
 #endif
     for (int j0 = j_first; j0 < j_hi; j0 += BLOCK_KV) {
         const int buf = ((j0 - j_first) / BLOCK_KV) % NBUF;
-        __local const ushort *const k_s = k_all + buf * BLOCK_KV * ROW, *const v_s = v_all + buf * BLOCK_KV * ROW;
+        __local const ushort *const k_s = k_all + buf * BLOCK_KV * TILE_ROW, *const v_s = v_all + buf * BLOCK_KV * TILE_ROW;
 #ifdef FA_BW_ASYNC
         fa_cp_async_wait_all();
+#ifdef FA_WGMMA
+        fa_wg_fence_proxy(); /* the copies (and Q, dO's stores) are seen by wgmma's reads */
+#endif
         barrier(CLK_LOCAL_MEM_FENCE); /* these keys are in (and Q, dO); every warp is done with the other buffer */
         if (j0 + BLOCK_KV < j_hi) {
-            fa_bw_tile16_async(k_all + (buf ^ 1) * BLOCK_KV * ROW, kg, kb, ks2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
-            fa_bw_tile16_async(v_all + (buf ^ 1) * BLOCK_KV * ROW, vg, vb, vs2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
+            fa_bw_tile16_async(k_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, kg, kb, ks2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
+            fa_bw_tile16_async(v_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, vg, vb, vs2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
         }
         fa_cp_async_commit();
 #else
@@ -349,6 +468,9 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
 
         /* S = Q K^T and dP = dO V^T: [nt] holds rows (g, g + 8) x keys nt * 8 + 2 t4 + {0, 1} */
         float4 s[NTK], dp[NTK];
+#ifdef FA_WGMMA
+        fa_bw_wg_scores(s, dp, q_s, k_s, do_s, v_s);
+#else
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NTK; nt++)
             s[nt] = dp[nt] = (float4)(0.0f);
@@ -371,6 +493,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
                 fa_mma(&dp[nt + 1], da[0], da[1], da[2], da[3], b2, b3 FA_EMU_ARG);
             }
         }
+#endif
         const long last_key = (long)j0 + BLOCK_KV - 1, last_row = wr0 + 15;
         const int clean = last_row < sq && last_key < sk && (long)j0 >= last_row + off - win_left &&
                           last_key <= wr0 + off + win_right;
@@ -392,6 +515,10 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
             dsa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(ds.z, ds.w);
         }
         /* dQ += dS K over the block's keys, 16 at a time */
+#ifdef FA_WGMMA
+        fa_bw_wg_acc(dqw, dsa, k_s);
+        fa_wgmma_wait(D_PAD)(dqw); /* before the next block's copies overwrite K */
+#else
         FA_PRAGMA_UNROLL
         for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++) {
             FA_PRAGMA_UNROLL
@@ -403,7 +530,13 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
                 fa_mma(&dq_acc[dt + 1], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b2, b3 FA_EMU_ARG);
             }
         }
+#endif
     }
+#ifdef FA_WGMMA
+    FA_PRAGMA_UNROLL
+    for (int dt = 0; dt < DT; dt++)
+        dq_acc[dt] = (float4)(dqw[4 * dt], dqw[4 * dt + 1], dqw[4 * dt + 2], dqw[4 * dt + 3]);
+#endif
     FA_PRAGMA_UNROLL
     for (int r = 0; r < 2; r++) {
         const long row = wr0 + g + 8 * r;

@@ -135,6 +135,7 @@ struct fa_cl_context {
     int plan_count;
     int mma_failed;        /* the tensor-core kernel did not compile here: plan portable kernels (under lock) */
     int wgmma_failed;      /* nvidia-wgmma's sm_90a build failed here: plan nvidia-mma instead (under lock) */
+    int wgmma_backward_failed; /* the same for nvidia-wgmma-backward: plan nvidia-mma-backward (under lock) */
     char cache_dir[1024];  /* the on-disk program cache; "" = disabled (the notes say why) */
     fa_cl_program_stats stats;
     int used_clblast; /* guarded by lock: the reference ran CLBlast on this context */
@@ -147,6 +148,9 @@ void fa_cl__plan_cache_clear(fa_cl_context *ctx);
 
 /* Planner limits for this context's device and environment. */
 void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out);
+/* Sets one of the context's flags for a vendor kernel that did not build (mma_failed, wgmma_failed,
+ * wgmma_backward_failed); 1 the first time (one note). */
+int fa_cl__first_failure(fa_cl_context *ctx, int *flag);
 
 /* ---- kernel sources and programs (kernel_source.c, program.c) -------------------------------- */
 

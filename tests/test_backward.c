@@ -27,12 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fa_cl_internal.h" /* the device's compute capability (the wgmma subset) */
 #include "oracle.h"
 #include "test_util.h"
 
 #define K_STORAGE 2.0
 
 static tu_tally backward_tally = {"backward", 0, 0};
+/* the kernel every plan of a subset must be (the wgmma subset on Hopper); NULL: any */
+static const char *expect_kernel;
 
 typedef struct bw_case {
     tu_case c;          /* layout: q, k, v, o; c.lse is always on (the backward needs it) */
@@ -298,6 +301,10 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const bw_case *bc, uint6
     int ok = 1;
     char line[600] = "", why[200] = "";
     static const char *const gname[3] = {"dq", "dk", "dv"};
+    if (!reference && expect_kernel && (!info.kernel || strcmp(info.kernel, expect_kernel) != 0)) {
+        ok = 0;
+        snprintf(why, sizeof why, "planned %s, not %s", info.kernel ? info.kernel : "(none)", expect_kernel);
+    }
     for (int i = 0; i < 3 && ok; i++)
         ok = bw_read(&r, ctx, i + 1, got[i], why, sizeof why);
     const int read_ok = ok;
@@ -403,6 +410,37 @@ static int run_mma(fa_cl_context *ctx, int argc, char **argv)
     (void)argc, (void)argv;
     for (int i = 0; i < TU_COUNT(mma_cases); i++)
         check_case(&backward_tally, ctx, &mma_cases[i], 700 + (uint64_t)i, 0);
+    return 0;
+}
+
+/* nvidia-wgmma-backward (Hopper only; skipped elsewhere): 16-byte aligned f16/bf16 rows, head_dim a
+ * multiple of 8 up to 128, several 64-row and 64-key blocks each way with tails, causal (rows that
+ * see nothing too), windows, GQA/MQA, both dtypes, head_dim padded to 64 and 128, strided views.
+ * Every plan must be that kernel unless FA_CL_WGMMA=0. */
+static const bw_case wgmma_cases[] = {
+    {{1, 2, 2, 300, 300, 128, F16, 0, -1, -1, "CCCC", 0.0f, 1}, NULL},
+    {{2, 4, 2, 257, 391, 64, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL},
+    {{1, 4, 1, 200, 130, 128, F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL},
+    {{1, 2, 2, 333, 333, 96, F16, 0, 50, 20, "CCCC", 0.0f, 1}, NULL},
+    {{1, 2, 2, 128, 517, 40, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, NULL},
+    {{2, 8, 8, 64, 64, 128, BF16, 1, -1, -1, "SSSS", 0.0f, 1}, NULL},
+    {{1, 4, 2, 190, 250, 72, F16, 1, 30, -1, "SCSC", 0.0f, 1}, "SCSC"},
+    {{1, 2, 1, 1, 300, 128, F16, 0, -1, -1, "CCCC", 0.3f, 1}, NULL},
+};
+
+static int run_wgmma(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (!(ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0)) {
+        printf("SKIP: nvidia-wgmma-backward needs an NVIDIA GPU of compute capability 9.0 (this device: %s)\n",
+               ctx->props.name);
+        return TU_EXIT_SKIP;
+    }
+    const char *off = getenv("FA_CL_WGMMA");
+    expect_kernel = off && strcmp(off, "0") == 0 ? "nvidia-mma-backward" : "nvidia-wgmma-backward";
+    for (int i = 0; i < TU_COUNT(wgmma_cases); i++)
+        check_case(&backward_tally, ctx, &wgmma_cases[i], 900 + (uint64_t)i, 0);
+    expect_kernel = NULL;
     return 0;
 }
 
@@ -836,7 +874,7 @@ int main(int argc, char **argv)
     const tu_subset subsets[] = {
         {"shapes", run_shapes},       {"reference", run_reference}, {"determinism", run_determinism},
         {"invalid", run_invalid},     {"tiny", run_tiny},           {"mma", run_mma},
-        {"varlen", run_varlen},
+        {"varlen", run_varlen},       {"wgmma", run_wgmma},
     };
     return tu_main(&backward_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

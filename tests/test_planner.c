@@ -1135,6 +1135,19 @@ int main(void)
              FA_CL_KERNEL_PORTABLE_BACKWARD},
             {227 * KIB, 0, 1, 512, 1, FA_CL_F16, 16, 2, 134400, FA_CL_KERNEL_PORTABLE_BACKWARD},
             {64 * KIB, 0, 0, 512, 1, FA_CL_F16, 0, 0, 0, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            /* Hopper (nv 2: wgmma too): 16-byte aligned rows of a multiple of 8 up to 128 take
+             * nvidia-wgmma-backward, 64 x 64, 2 * 6 * 64 * d_padded + 16 * 64 bytes; the rest as before */
+            {227 * KIB, 0, 2, 128, 1, FA_CL_F16, 64, 16, 99328, FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD},
+            {227 * KIB, 0, 2, 96, 1, FA_CL_BF16, 64, 16, 99328, FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD},
+            {227 * KIB, 0, 2, 64, 1, FA_CL_BF16, 64, 16, 50176, FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD},
+            {227 * KIB, 0, 2, 8, 1, FA_CL_F16, 64, 16, 50176, FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD},
+            {227 * KIB, 0, 2, 128, 0, FA_CL_F16, 64, 16, 70144, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
+            {227 * KIB, 0, 2, 100, 1, FA_CL_F16, 64, 16, 70144, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
+            {227 * KIB, 0, 2, 128, 1, FA_CL_F32, 32, 2, 76288, FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {227 * KIB, 0, 2, 160, 1, FA_CL_F16, 32, 2, 4 * ((2 * 32 + 2 * 32) * 164 + 2 * 32 * 33 + 64),
+             FA_CL_KERNEL_PORTABLE_BACKWARD},
+            /* its sm_90a build failed on the context (nv 3): nvidia-mma-backward */
+            {227 * KIB, 0, 3, 128, 1, FA_CL_F16, 64, 16, 105472, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
         };
         for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
             fa_cl_limits lim;
@@ -1142,7 +1155,9 @@ int main(void)
             lim.local_mem_size = bc[i].local;
             lim.local_mem_is_global = bc[i].global;
             lim.max_work_group = 1024;
-            lim.nv_mma = bc[i].nv;
+            lim.nv_mma = bc[i].nv > 0;
+            lim.nv_wgmma = bc[i].nv >= 2;
+            lim.wgmma_backward_off = bc[i].nv == 3;
             const fa_cl_tile_request req = {bc[i].d, bc[i].t, 4096, 4096, bc[i].aligned, 4096};
             fa_cl_tiles t;
             char msg[256] = "";
@@ -1152,11 +1167,25 @@ int main(void)
                                                    t.block_kv == bc[i].want_b && t.rows_per_item == bc[i].tm &&
                                                    t.local_mem_bytes == bc[i].bytes;
             tu_expect(&tally, ok, "backward, %zu KiB%s, head_dim %d %s: %s %s %dx%d rows %d, %zu bytes (want %s%dx%d, "
-                      "%zu) %s", bc[i].local / KIB, bc[i].nv ? " NVIDIA" : "", bc[i].d, tu_dtype_name(bc[i].t),
+                      "%zu) %s", bc[i].local / KIB, bc[i].nv == 3 ? " Hopper, wgmma-backward failed" : bc[i].nv == 2 ? " Hopper" : bc[i].nv ? " NVIDIA" : "", bc[i].d, tu_dtype_name(bc[i].t),
                       fa_cl_status_string(st), st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv,
                       t.rows_per_item, t.local_mem_bytes, bc[i].want_b ? "" : "UNSUPPORTED, not ", bc[i].want_b,
                       bc[i].want_b, bc[i].bytes, msg);
         }
+        /* a forced tile other than 64 x 64 on Hopper: nvidia-mma-backward takes it */
+        fa_cl_limits lim;
+        memset(&lim, 0, sizeof lim);
+        lim.local_mem_size = 227 * KIB;
+        lim.max_work_group = 1024;
+        lim.nv_mma = lim.nv_wgmma = 1;
+        lim.forced_q = lim.forced_kv = 32;
+        const fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+        fa_cl_tiles t;
+        char msg[256] = "";
+        const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA_BACKWARD && t.block_q == 32 &&
+                  t.forced, "backward, Hopper, FA_CL_TILE=32x32: %s %s %dx%d %s", fa_cl_status_string(st),
+                  st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, msg);
     }
     return tu_finish(&tally);
 }

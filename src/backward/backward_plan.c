@@ -90,14 +90,20 @@ static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_pl
         t->varlen_k = d->total_k > 0;
         t->seqlens = d->kv_seqlens != 0;
         st = build_kernels(ctx, plan);
+        if (st != FA_CL_SUCCESS && t->variant == FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD) {
+            /* the sm_90a build failed (a driver whose PTX the retargeting does not know): nvidia-mma-backward */
+            release_kernels(plan);
+            if (fa_cl__first_failure(ctx, &ctx->wgmma_backward_failed))
+                fa_cl__note(ctx, "Hopper kernel (nvidia-wgmma-backward): its sm_90a build failed on this driver, "
+                                 "nvidia-mma-backward planned instead (the reason is in fa_cl_last_error)");
+            lim.wgmma_backward_off = 1;
+            attempt--;
+            continue;
+        }
         if (st != FA_CL_SUCCESS && fa_cl_kernel_by_id(t->variant)->vendor && !t->ptx_emulated && !t->forced) {
             /* the tensor-core kernels did not compile on this driver: portable ones from now on */
             release_kernels(plan);
-            fa_cl_lock_acquire(&ctx->lock);
-            const int first = !ctx->mma_failed;
-            ctx->mma_failed = 1;
-            fa_cl_lock_release(&ctx->lock);
-            if (first)
+            if (fa_cl__first_failure(ctx, &ctx->mma_failed))
                 fa_cl__note(ctx, "tensor-core kernel (%s): did not build on this driver, portable kernels planned "
                                  "instead (the build log is in fa_cl_last_error)", t->kernel);
             lim.nv_mma = 0;

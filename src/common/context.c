@@ -410,6 +410,15 @@ cl_context fa_cl_context_cl_context(const fa_cl_context *ctx) { return ctx ? ctx
 cl_command_queue fa_cl_context_queue(const fa_cl_context *ctx) { return ctx ? ctx->queue : NULL; }
 cl_device_id fa_cl_context_device(const fa_cl_context *ctx) { return ctx ? ctx->device : NULL; }
 
+int fa_cl__first_failure(fa_cl_context *ctx, int *flag)
+{
+    fa_cl_lock_acquire(&ctx->lock);
+    const int first = !*flag;
+    *flag = 1;
+    fa_cl_lock_release(&ctx->lock);
+    return first;
+}
+
 void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
 {
     const fa_cl_device_props *p = &ctx->props;
@@ -452,6 +461,7 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     out->nv_wgmma = out->nv_wgmma && out->nv_mma && !ctx->env.mma_emulate && ctx->env.wgmma != 0 &&
                     !ctx->wgmma_failed;
     out->wg_producer = out->wg_producer && !ctx->env.wgmma_producer_off;
+    out->wgmma_backward_off = ctx->wgmma_backward_failed;
     /* f32 on tensor cores: the default where they run natively; emulated only when asked for */
     out->nv_tf32 = out->nv_mma && (ctx->env.mma_emulate ? ctx->env.nv_tf32 == 1 : ctx->env.nv_tf32 != 0);
 }

@@ -254,4 +254,16 @@ fa_cl_status fa_cl_plan_backward_tiles(const fa_cl_limits *lim, const fa_cl_tile
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward;
 size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16);
 
+/* ---- nvidia-wgmma-backward (nvidia_wgmma_backward.c): the backward on Hopper's wgmma ----------- */
+
+/* cl/fa_backward_nv_mma.cl with FA_WGMMA: one warpgroup per work-group, B_r = B_c = 64 (the m of a
+ * warpgroup's products; S^T and dP^T are 64 x 64 beside dK and dV in registers), head_dim a multiple
+ * of 8 up to 128 padded to 64 or 128, 16-byte aligned rows (cp.async). Local (the dkdv kernel's):
+ *     local_mem_bytes = 2 * 6 B * d_padded + 16 B
+ * (K, V and two buffers each of Q and dO in wgmma's unpadded layout; the rows' LSE and D). Taken
+ * before nvidia-mma-backward where it applies; FA_CL_WGMMA=0 turns it off. */
+#define FA_CL_WGMMA_BACKWARD_BLOCK 64
+extern const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma_backward;
+size_t fa_cl_wgmma_backward_local_bytes(int dim_padded);
+
 #endif /* FA_CL_KERNELS_H */

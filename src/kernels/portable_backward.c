@@ -88,27 +88,29 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 fa_cl_status fa_cl_plan_backward_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out,
                                        char *msg, size_t msg_size)
 {
-    memset(out, 0, sizeof *out);
-    out->head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
-    out->elem_bytes = 4;
-    out->local_mem_budget = fa_cl_local_budget(lim, &out->budget_source);
-    out->splits = 1;
+    fa_cl_tiles none;
+    memset(&none, 0, sizeof none);
+    none.head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
+    none.elem_bytes = 4;
+    none.local_mem_budget = fa_cl_local_budget(lim, &none.budget_source);
+    none.splits = 1;
+    *out = none;
+    /* the tensor-core families in turn, unless FA_CL_KERNEL_VARIANT names a portable kernel: the first
+     * that applies and whose tiles fit, else portable-backward */
+    static const fa_cl_kernel_family *const tensor_core[] = {&fa_cl_kernel_nvidia_wgmma_backward,
+                                                             &fa_cl_kernel_nvidia_mma_backward};
     const int portable_forced = lim->forced_variant == FA_CL_KERNEL_PORTABLE ||
                                 lim->forced_variant == FA_CL_KERNEL_PORTABLE_TILED;
-    const fa_cl_kernel_family *mma = &fa_cl_kernel_nvidia_mma_backward;
-    if (!portable_forced && mma->applies(lim, req)) {
-        char why[256];
-        const fa_cl_status st = mma->plan(lim, req, out, why, sizeof why);
+    for (int i = 0; i < (int)(sizeof tensor_core / sizeof tensor_core[0]) && !portable_forced; i++) {
+        const fa_cl_kernel_family *f = tensor_core[i];
+        if (!f->applies(lim, req))
+            continue;
+        char why[256] = "";
+        const fa_cl_status st = f->plan(lim, req, out, why, sizeof why);
         if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT) {
             snprintf(msg, msg_size, "%s", why);
             return st;
         }
-        fa_cl_tiles none = {0};
-        none.head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
-        none.elem_bytes = 4;
-        none.local_mem_budget = out->local_mem_budget;
-        none.budget_source = out->budget_source;
-        none.splits = 1;
         *out = none;
     }
     return plan(lim, req, out, msg, msg_size);

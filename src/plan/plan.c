@@ -79,16 +79,6 @@ static fa_cl_status choose_splits(fa_cl_context *ctx, fa_cl_plan *plan)
     return FA_CL_SUCCESS;
 }
 
-/* Sets the context's flag for a vendor kernel that did not build; 1 the first time (one note). */
-static int first_failure(fa_cl_context *ctx, int *flag)
-{
-    fa_cl_lock_acquire(&ctx->lock);
-    const int first = !*flag;
-    *flag = 1;
-    fa_cl_lock_release(&ctx->lock);
-    return first;
-}
-
 static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     fa_cl_limits lim;
@@ -196,7 +186,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         const int vendor = fa_cl_kernel_by_id(plan->tiles.variant)->vendor;
         if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_KERNEL_NVIDIA_WGMMA && !lim.forced_variant) {
             /* the sm_90a build failed (a driver whose PTX the retargeting does not know): nvidia-mma */
-            if (first_failure(ctx, &ctx->wgmma_failed))
+            if (fa_cl__first_failure(ctx, &ctx->wgmma_failed))
                 fa_cl__note(ctx, "Hopper kernel (nvidia-wgmma): its sm_90a build failed on this driver, nvidia-mma "
                                  "planned instead (the reason is in fa_cl_last_error)");
             lim.nv_wgmma = 0;
@@ -206,7 +196,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         if (st != FA_CL_SUCCESS && vendor && !lim.forced_variant && !plan->tiles.ptx_emulated) {
             /* the vendor kernel did not compile on this driver: portable kernels from now on (the
              * emulated build is portable code under test: its failure is reported, not hidden) */
-            if (first_failure(ctx, &ctx->mma_failed))
+            if (fa_cl__first_failure(ctx, &ctx->mma_failed))
                 fa_cl__note(ctx, "tensor-core kernel (%s): did not build on this driver, portable kernels "
                                  "planned instead (the build log is in fa_cl_last_error)", plan->tiles.kernel);
             lim.nv_mma = 0;

@@ -26,6 +26,7 @@ typedef struct fa_cl_limits {
     int nv_tf32;               /* where nv_mma: f32 on tensor cores as 3xTF32 (FA_CL_NV_TF32=0 turns it off) */
     int nv_wgmma;              /* NVIDIA, compute capability 9.0: Hopper's wgmma through sm_90a PTX (nvidia-wgmma) */
     int wg_producer;           /* nvidia-wgmma: with a producer warpgroup (FA_CL_WGMMA_PRODUCER=0 turns it off) */
+    int wgmma_backward_off;    /* nvidia-wgmma-backward's sm_90a build failed on this context: not planned */
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
     int mma_stages;            /* FA_CL_MMA_STAGES: nvidia-mma's K/V pipeline depth, 0 = the planner's */
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
@@ -70,6 +71,7 @@ typedef enum fa_cl_kernel_id {
     FA_CL_KERNEL_NVIDIA_MMA_BACKWARD = 8, /* cl/fa_backward_nv_mma.cl: the backward on NVIDIA tensor cores */
     FA_CL_KERNEL_PAD_ROWS = 9,  /* cl/fa_pad_rows.cl: q/k/v rows padded to 16 bytes (not a forward) */
     FA_CL_KERNEL_NVIDIA_WGMMA = 10, /* cl/fa_forward_nv_mma.cl with FA_WGMMA: Hopper's wgmma (sm_90a PTX) */
+    FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD = 11, /* cl/fa_backward_nv_mma.cl with FA_WGMMA: the backward on wgmma */
 } fa_cl_kernel_id;
 
 /* The shape class a plan is made for. */

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nvidia-wgmma-backward: the tensor-core backward with Hopper's warpgroup MMA (cl/fa_backward_nv_mma.cl
+ * built with FA_WGMMA, cl/fa_nv_wgmma.cl), compute capability 9.0, through the sm_90a PTX
+ * retargeting (src/program/ptx_retarget.h). Its tile rules; backward plans call them
+ * (fa_cl_plan_backward_tiles), never the forward planner. */
+#include "fa_cl_internal.h"
+
+#include <stdio.h>
+
+static const char *const files[] = {"fa_common.cl", "fa_backward_common.cl", "fa_nv_ptx.cl", "fa_nv_wgmma.cl",
+                                    "fa_backward_nv_mma.cl"};
+
+size_t fa_cl_wgmma_backward_local_bytes(int dim_padded)
+{
+    /* the dkdv kernel's (the dq kernel's lacks the floats): K and V, and two buffers each of Q and
+     * dO, unpadded rows of 16-bit values (wgmma's layout); two buffers of the rows' LSE and D */
+    const size_t b = FA_CL_WGMMA_BACKWARD_BLOCK;
+    return 6 * b * (size_t)dim_padded * 2 + 4 * b * 4;
+}
+
+static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+{
+    return lim->nv_wgmma && lim->nv_mma && !lim->wgmma_backward_off && req->dtype != FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM &&
+           req->head_dim % 8 == 0 && req->aligned16;
+}
+
+static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+                         size_t msg_size)
+{
+    const int dp = req->head_dim <= 64 ? 64 : 128;
+    const int b = FA_CL_WGMMA_BACKWARD_BLOCK;
+    const size_t bytes = fa_cl_wgmma_backward_local_bytes(dp);
+    if (!applies(lim, req) || (lim->forced_q > 0 && (lim->forced_q != b || lim->forced_kv != b)) ||
+        bytes > out->local_mem_budget || (size_t)(b / 16 * 32) > lim->max_work_group) {
+        snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability 9.0, f16/bf16 data with 16-byte aligned "
+                 "rows, head_dim a multiple of 8 up to %d, %d x %d tiles (%zu bytes of local memory; the budget is "
+                 "%zu)", FA_CL_MMA_BACKWARD_MAX_DIM, b, b, bytes, out->local_mem_budget);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+    fa_cl__tensor_core_tiles(lim, req, &fa_cl_kernel_nvidia_wgmma_backward, b, b, 16, dp, bytes, out);
+    out->forced = lim->forced_q > 0;
+    out->ptx_emulated = 0;
+    return FA_CL_SUCCESS;
+}
+
+static int options(const fa_cl_tiles *t, char *out, size_t n)
+{
+    (void)t;
+    return snprintf(out, n, " -DFA_WGMMA -DFA_ALIGNED16 -DFA_CP_L2=128");
+}
+
+const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma_backward = {
+    "nvidia-wgmma-backward", FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 5, 1,
+    "the backward on Hopper tensor cores (compute capability 9.0, f16/bf16, head_dim <= 128): wgmma through sm_90a "
+    "PTX for the five products, dQ in its own pass",
+    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 1};
