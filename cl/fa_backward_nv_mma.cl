@@ -47,6 +47,10 @@
 #if !defined(FA_ALIGNED16) || HEAD_DIM % 8 || BLOCK_Q != 64
 #error "FA_WGMMA takes 16-byte aligned rows and one warpgroup (BLOCK_Q = BLOCK_KV = 64)"
 #endif
+#elif defined(FA_BW_WG_PIPE)
+#error "FA_BW_WG_PIPE is FA_WGMMA's"
+#endif
+#ifdef FA_WGMMA
 /* element (r, 8 c) of a tile of `rows` rows; the copies' order (a warp's writes conflict-free) */
 #define FA_BW_AT(r, c, rows) fa_wg_at(r, c, D_PAD, rows)
 #define FA_BW_COPY_ROW(e) FA_WG_COPY_ROW(e, CH)
@@ -137,15 +141,13 @@ inline void fa_bw_store2(__global fa_store_t *p, ulong row, int col, float x, fl
 }
 
 #ifdef FA_WGMMA
-/* The warpgroup's two score-like products of a step, issued together and waited for: x = A B^T and
- * y = C E^T, each 64 x 64 over D_PAD, from K-major tiles of 64 rows (a, c: the rows of the result;
- * bt, et: its columns), into mma.sync's n-tiles (x[nt]: rows g, g + 8 of the warp's 16 x columns
- * 8 nt + 2 t4 + {0, 1}) */
-inline __attribute__((always_inline)) void fa_bw_wg_scores(float4 *x, float4 *y, __local const ushort *a,
-                                                           __local const ushort *bt, __local const ushort *c,
-                                                           __local const ushort *et)
+/* The warpgroup's two score-like products of a step, issued together (one commit group): xw = A B^T
+ * and yw = C E^T, each 64 x 64 over D_PAD, from K-major tiles of 64 rows (a, c: the rows of the
+ * result; bt, et: its columns) */
+inline __attribute__((always_inline)) void fa_bw_wg_scores_issue(float *xw, float *yw, __local const ushort *a,
+                                                                 __local const ushort *bt, __local const ushort *c,
+                                                                 __local const ushort *et)
 {
-    float xw[32], yw[32];
     const ulong da = fa_wg_desc_kmajor(a, D_PAD, 64), db = fa_wg_desc_kmajor(bt, D_PAD, 64);
     const ulong dc = fa_wg_desc_kmajor(c, D_PAD, 64), de = fa_wg_desc_kmajor(et, D_PAD, 64);
     fa_wgmma_fence_n64(xw);
@@ -157,6 +159,12 @@ inline __attribute__((always_inline)) void fa_bw_wg_scores(float4 *x, float4 *y,
     for (int kk = 0; kk < KSTEPS; kk++)
         fa_wgmma_ss_n64(yw, dc + fa_wg_kstep_kmajor(kk, D_PAD, 64), de + fa_wg_kstep_kmajor(kk, D_PAD, 64), kk > 0);
     fa_wgmma_commit();
+}
+
+/* ... waited for (every product of the warpgroup) and taken as mma.sync's n-tiles (x[nt]: rows g,
+ * g + 8 of the warp's 16 x columns 8 nt + 2 t4 + {0, 1}) */
+inline __attribute__((always_inline)) void fa_bw_wg_scores_take(float4 *x, float4 *y, float *xw, float *yw)
+{
     fa_wgmma_wait_n64(xw);
     fa_wgmma_wait_n64(yw);
     FA_PRAGMA_UNROLL
@@ -166,10 +174,12 @@ inline __attribute__((always_inline)) void fa_bw_wg_scores(float4 *x, float4 *y,
     }
 }
 
-/* acc (the warpgroup's 64 rows x D_PAD) += A B over 64 k: A from the registers (a[kk2]: mma.sync's A
- * fragment of the warp's 16 rows x k 16 kk2 ..), B the tile bt of 64 rows read MN-major (k down
- * its rows); issued and committed, not waited for */
-inline __attribute__((always_inline)) void fa_bw_wg_acc(float *acc, uint a[4][4], __local const ushort *bt)
+/* acc (the warpgroup's 64 rows x D_PAD) += A B over 64 k (acc = A B where add is 0: the first
+ * products set the accumulators, so that no other instruction defines them while products are in
+ * flight: ptxas serialises wgmma otherwise): A from the registers (a[kk2]: mma.sync's A fragment
+ * of the warp's 16 rows x k 16 kk2 ..), B the tile bt of 64 rows read MN-major (k down its rows);
+ * issued and committed, not waited for */
+inline __attribute__((always_inline)) void fa_bw_wg_acc(float *acc, uint a[4][4], __local const ushort *bt, int add)
 {
     const ulong db = fa_wg_desc_mnmajor(bt, D_PAD, 64);
     FA_PRAGMA_UNROLL
@@ -180,7 +190,7 @@ inline __attribute__((always_inline)) void fa_bw_wg_acc(float *acc, uint a[4][4]
     FA_PRAGMA_UNROLL
     for (int kk2 = 0; kk2 < 4; kk2++)
         fa_wgmma_rs(D_PAD)(acc, a[kk2][0], a[kk2][1], a[kk2][2], a[kk2][3], db + fa_wg_kstep_mnmajor(kk2, D_PAD, 64),
-                           1);
+                           add || kk2 > 0);
     fa_wgmma_commit();
 }
 #endif
@@ -222,10 +232,8 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     for (int dt = 0; dt < DT; dt++)
         dk_acc[dt] = dv_acc[dt] = (float4)(0.0f);
 #ifdef FA_WGMMA
-    float dkw[D_PAD / 2], dvw[D_PAD / 2]; /* the warpgroup's accumulators, dk_acc's layout */
-    FA_PRAGMA_UNROLL
-    for (int i = 0; i < D_PAD / 2; i++)
-        dkw[i] = dvw[i] = 0.0f;
+    float dkw[D_PAD / 2], dvw[D_PAD / 2]; /* the warpgroup's accumulators, dk_acc's layout: the first
+                                            products set them */
 #endif
 
     /* the steps: every query block that sees the keys, of every query head of the group in turn */
@@ -257,13 +265,22 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     fa_cp_async_commit();
 #endif
     for (int st = 0; st < steps; st++) {
-        const int i0 = q_first + (st % per_head) * BLOCK_Q, buf = st % NBUF;
+        const int i0 = q_first + (st % per_head) * BLOCK_Q, buf = st % NBUF, later = st > 0;
 #ifdef FA_BW_ASYNC
         fa_cp_async_wait_all();
 #ifdef FA_WGMMA
         fa_wg_fence_proxy(); /* the copies (and K, V's stores) are seen by wgmma's reads */
 #endif
         barrier(CLK_LOCAL_MEM_FENCE); /* this step's rows are in; every warp is done with the other buffer */
+#ifdef FA_BW_WG_PIPE
+        /* this step's S^T and dP^T issued behind the previous step's dV and dK products, which must be
+         * done (in every warp) before the other buffer is refilled */
+        float sw[32], dpw[32];
+        fa_bw_wg_scores_issue(sw, dpw, k_s, q_all + buf * BLOCK_Q * TILE_ROW, v_s, do_all + buf * BLOCK_Q * TILE_ROW);
+        fa_wgmma_wait1(D_PAD)(dvw);
+        fa_wgmma_wait1(D_PAD)(dkw);
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
         if (st + 1 < steps)
             FA_BW_STEP_ROWS(st + 1, buf ^ 1, fa_bw_tile16_async)
         fa_cp_async_commit();
@@ -278,8 +295,14 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
 
             /* S^T = K Q^T and dP^T = V dO^T: [nt] holds keys (g, g + 8) x rows nt * 8 + 2 t4 + {0, 1} */
             float4 st[NTQ], dpt[NTQ];
-#ifdef FA_WGMMA
-            fa_bw_wg_scores(st, dpt, k_s, q_s, v_s, do_s);
+#if defined(FA_BW_WG_PIPE)
+            fa_bw_wg_scores_take(st, dpt, sw, dpw);
+#elif defined(FA_WGMMA)
+            {
+                float sw[32], dpw[32];
+                fa_bw_wg_scores_issue(sw, dpw, k_s, q_s, v_s, do_s);
+                fa_bw_wg_scores_take(st, dpt, sw, dpw);
+            }
 #else
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NTQ; nt++)
@@ -333,10 +356,12 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             }
             /* dV += P^T dO, dK += dS^T Q over the block's rows, 16 at a time */
 #ifdef FA_WGMMA
-            fa_bw_wg_acc(dvw, pa, do_s);
-            fa_bw_wg_acc(dkw, dsa, q_s);
+            fa_bw_wg_acc(dvw, pa, do_s, later); /* (st is S^T here) */
+            fa_bw_wg_acc(dkw, dsa, q_s, later);
+#ifndef FA_BW_WG_PIPE
             fa_wgmma_wait(D_PAD)(dvw); /* before the next step's copies overwrite Q and dO */
             fa_wgmma_wait(D_PAD)(dkw);
+#endif
 #else
             FA_PRAGMA_UNROLL
             for (int kk2 = 0; kk2 < BLOCK_Q / 16; kk2++) {
@@ -356,11 +381,14 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         }
     }
 #ifdef FA_WGMMA
-    FA_PRAGMA_UNROLL
-    for (int dt = 0; dt < DT; dt++) {
-        dk_acc[dt] = (float4)(dkw[4 * dt], dkw[4 * dt + 1], dkw[4 * dt + 2], dkw[4 * dt + 3]);
-        dv_acc[dt] = (float4)(dvw[4 * dt], dvw[4 * dt + 1], dvw[4 * dt + 2], dvw[4 * dt + 3]);
-    }
+    fa_wgmma_wait(D_PAD)(dvw);
+    fa_wgmma_wait(D_PAD)(dkw);
+    if (steps > 0) /* else no product set them: 0 */
+        FA_PRAGMA_UNROLL
+        for (int dt = 0; dt < DT; dt++) {
+            dk_acc[dt] = (float4)(dkw[4 * dt], dkw[4 * dt + 1], dkw[4 * dt + 2], dkw[4 * dt + 3]);
+            dv_acc[dt] = (float4)(dvw[4 * dt], dvw[4 * dt + 1], dvw[4 * dt + 2], dvw[4 * dt + 3]);
+        }
 #endif
     /* this lane's elements: keys g and g + 8 of the warp's 16, columns dt * 8 + 2 t4 + {0, 1} */
     FA_PRAGMA_UNROLL
@@ -431,10 +459,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     for (int dt = 0; dt < DT; dt++)
         dq_acc[dt] = (float4)(0.0f);
 #ifdef FA_WGMMA
-    float dqw[D_PAD / 2]; /* the warpgroup's accumulators, dq_acc's layout */
-    FA_PRAGMA_UNROLL
-    for (int i = 0; i < D_PAD / 2; i++)
-        dqw[i] = 0.0f;
+    float dqw[D_PAD / 2]; /* the warpgroup's accumulators, dq_acc's layout: the first product sets them */
 #endif
 
     const int j_first = j_lo / BLOCK_KV * BLOCK_KV;
@@ -454,6 +479,14 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         fa_wg_fence_proxy(); /* the copies (and Q, dO's stores) are seen by wgmma's reads */
 #endif
         barrier(CLK_LOCAL_MEM_FENCE); /* these keys are in (and Q, dO); every warp is done with the other buffer */
+#ifdef FA_BW_WG_PIPE
+        /* this block's S and dP issued behind the previous block's dQ product, which must be done (in
+         * every warp) before the other buffer is refilled */
+        float sw[32], dpw[32];
+        fa_bw_wg_scores_issue(sw, dpw, q_s, k_s, do_s, v_s);
+        fa_wgmma_wait1(D_PAD)(dqw);
+        barrier(CLK_LOCAL_MEM_FENCE);
+#endif
         if (j0 + BLOCK_KV < j_hi) {
             fa_bw_tile16_async(k_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, kg, kb, ks2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
             fa_bw_tile16_async(v_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, vg, vb, vs2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
@@ -468,8 +501,14 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
 
         /* S = Q K^T and dP = dO V^T: [nt] holds rows (g, g + 8) x keys nt * 8 + 2 t4 + {0, 1} */
         float4 s[NTK], dp[NTK];
-#ifdef FA_WGMMA
-        fa_bw_wg_scores(s, dp, q_s, k_s, do_s, v_s);
+#if defined(FA_BW_WG_PIPE)
+        fa_bw_wg_scores_take(s, dp, sw, dpw);
+#elif defined(FA_WGMMA)
+        {
+            float sw[32], dpw[32];
+            fa_bw_wg_scores_issue(sw, dpw, q_s, k_s, do_s, v_s);
+            fa_bw_wg_scores_take(s, dp, sw, dpw);
+        }
 #else
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NTK; nt++)
@@ -516,8 +555,10 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         }
         /* dQ += dS K over the block's keys, 16 at a time */
 #ifdef FA_WGMMA
-        fa_bw_wg_acc(dqw, dsa, k_s);
+        fa_bw_wg_acc(dqw, dsa, k_s, j0 > j_first);
+#ifndef FA_BW_WG_PIPE
         fa_wgmma_wait(D_PAD)(dqw); /* before the next block's copies overwrite K */
+#endif
 #else
         FA_PRAGMA_UNROLL
         for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++) {
@@ -533,9 +574,11 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
 #endif
     }
 #ifdef FA_WGMMA
-    FA_PRAGMA_UNROLL
-    for (int dt = 0; dt < DT; dt++)
-        dq_acc[dt] = (float4)(dqw[4 * dt], dqw[4 * dt + 1], dqw[4 * dt + 2], dqw[4 * dt + 3]);
+    fa_wgmma_wait(D_PAD)(dqw);
+    if (j_first < j_hi) /* else no product set them: 0 */
+        FA_PRAGMA_UNROLL
+        for (int dt = 0; dt < DT; dt++)
+            dq_acc[dt] = (float4)(dqw[4 * dt], dqw[4 * dt + 1], dqw[4 * dt + 2], dqw[4 * dt + 3]);
 #endif
     FA_PRAGMA_UNROLL
     for (int r = 0; r < 2; r++) {
