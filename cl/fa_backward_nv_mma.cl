@@ -29,7 +29,9 @@
  * and dK += dS^T Q with P^T and dS^T from the registers and dO, Q as MN-major operands (the same
  * tiles: a tile is K-major read along its rows, MN-major read down them); in dq, S = Q K^T and dP =
  * dO V^T, then dQ += dS K. Tiles in wgmma's layout (fa_wg_at), every row 16-byte aligned.
- * Local memory the same sum with D_PAD for D_PAD + 8.
+ * Local memory the same sum with D_PAD for D_PAD + 8. FA_BW_WG_PIPE: a step's S^T and dP^T (dq: S
+ * and dP) are issued behind the previous step's dV and dK (dQ) products, waited for before the
+ * other buffer is refilled (the planner's choice at D_PAD 128).
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core backward takes f16 or bf16 storage"
