@@ -189,8 +189,8 @@ typedef struct fa_cl_context fa_cl_context;
  * launch), FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]] (force the tile), FA_CL_KERNEL_VARIANT (force a
  * kernel variant), FA_CL_VENDOR_PATH=0 (portable kernels only), FA_CL_PAD_ROWS=0 (no zero-padded
  * copies of q/k/v for the tensor-core kernel at head_dim % 8 != 0), FA_CL_NV_TF32=0 (f32 on the portable
- * kernels on NVIDIA GPUs, not on tensor cores), FA_CL_WGMMA=0 (no "nvidia-wgmma" on Hopper: its
- * plans take nvidia-mma), FA_CL_WGMMA_PRODUCER=0 (nvidia-wgmma without its producer warpgroup: every
+ * kernels on NVIDIA GPUs, not on tensor cores), FA_CL_WGMMA=0 (no "nvidia-wgmma" or
+ * "nvidia-wgmma-backward" on Hopper: their plans take nvidia-mma, nvidia-mma-backward), FA_CL_WGMMA_PRODUCER=0 (nvidia-wgmma without its producer warpgroup: every
  * work-item copies, a work-group barrier a block), FA_CL_SPLITS=n (split-KV chunks of every plan),
  * FA_CL_GQA_PACK=0|1 (GQA packing never / always), FA_CL_KV_CHUNK=n (tests: every plan sums keys in
  * chunks of n, see "Long rows"), FA_CL_MMA_EMULATE=1 (tests), FA_CL_KERNEL_DIR (read the kernel .cl
@@ -657,9 +657,11 @@ FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const f
  *    was measured and was not faster, docs/performance.md).
  *  - Plans and launches: a backward plan (fa_cl_backward_plan_create) holds the three kernels of
  *    one family: D = rowsum(dO o O) into the plan's scratch (4 bytes per row of the LSE), dK and dV
- *    per block of keys, dQ per block of queries. "nvidia-mma-backward" (cl/fa_backward_nv_mma.cl:
- *    NVIDIA tensor cores, compute capability >= 8.0, f16/bf16, head_dim <= 128; FA_CL_VENDOR_PATH=0
- *    or FA_CL_KERNEL_VARIANT=portable / portable-tiled turn it off) where it applies, else
+ *    per block of keys, dQ per block of queries. "nvidia-wgmma-backward" (Hopper's wgmma, compute
+ *    capability 9.0, f16/bf16 with 16-byte aligned rows, head_dim a multiple of 8 up to 128;
+ *    FA_CL_WGMMA=0 turns it off), else "nvidia-mma-backward" (cl/fa_backward_nv_mma.cl: NVIDIA
+ *    tensor cores, compute capability >= 8.0, f16/bf16, head_dim <= 128; FA_CL_VENDOR_PATH=0 or
+ *    FA_CL_KERNEL_VARIANT=portable / portable-tiled turn both off) where it applies, else
  *    "portable-backward" (cl/fa_backward.cl, every device). fa_cl_plan_info (kernel, block_q and
  *    block_kv: the tiles of docs/design.md "The backward", scratch_bytes) says which. A device whose
  *    local memory cannot hold the smallest tile (33.9 KB at head_dim 256, 66.7 KB at 512: a 64 KiB
@@ -709,8 +711,9 @@ typedef struct fa_cl_backward_plan fa_cl_backward_plan;
 FA_CL_API fa_cl_status fa_cl_backward_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *desc,
                                                   fa_cl_backward_plan **out);
 
-/** What a backward plan chose, as fa_cl_plan_get_info_sized (kernel "nvidia-mma-backward" or
- *  "portable-backward", launches 3, scratch_bytes the D buffer). Thread-safe. */
+/** What a backward plan chose, as fa_cl_plan_get_info_sized (kernel "nvidia-wgmma-backward",
+ *  "nvidia-mma-backward" or "portable-backward", launches 3, scratch_bytes the D buffer).
+ *  Thread-safe. */
 FA_CL_API fa_cl_status fa_cl_backward_plan_get_info_sized(const fa_cl_backward_plan *plan, fa_cl_plan_info *out,
                                                           size_t struct_size);
 
