@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the backward's kernels share (include/fa_cl.h "Backward"; built after fa_common.cl, before
  * cl/fa_backward.cl or cl/fa_backward_nv_mma.cl): the one argument list of all three kernels (one
- * host-side setter), head_dim-tail-aware loads and stores of 4 elements, and fa_backward_dot, the
- * pre-pass D_i = sum_c dO_ic O_ic (one work-item per row) both families launch first.
- * Needs FA_DTYPE, HEAD_DIM and D_PAD (a multiple of 4). */
+ * host-side setter), the sequences, the blocks' visible ranges and per-element mask, the rows' LSE
+ * and D, head_dim-tail-aware loads and stores of 4 elements, and fa_backward_dot, the pre-pass
+ * D_i = sum_c dO_ic O_ic (one work-item per row) every family launches first.
+ * Needs FA_DTYPE, HEAD_DIM, D_PAD (a multiple of 4), BLOCK_Q and BLOCK_KV. */
 #ifdef FA_NATIVE_EXP
 #define FA_EXP2(x) native_exp2(x)
 #else
@@ -91,7 +92,7 @@ inline ulong fa_bw_lse_row0(ulong b, ulong h, int heads_q, int seqlen_q, fa_bw_s
 #endif
 }
 
-/* key against row (the tensor-core kernels' per-element mask): visible under the window, inside both sequences */
+/* key against row (every backward kernel's per-element mask): visible under the window, inside both sequences */
 inline int fa_bw_visible(long key, long row, int seqlen_q, int seqlen_k, long win_left, long win_right)
 {
     const long diag = row + seqlen_k - seqlen_q;
