@@ -659,8 +659,10 @@ FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const f
  *    one family: D = rowsum(dO o O) into the plan's scratch (4 bytes per row of the LSE), dK and dV
  *    per block of keys, dQ per block of queries. "nvidia-mma-backward" (cl/fa_backward_nv_mma.cl:
  *    NVIDIA tensor cores, compute capability >= 8.0, f16/bf16, head_dim <= 128; FA_CL_VENDOR_PATH=0
- *    or FA_CL_KERNEL_VARIANT=portable / portable-tiled turn it off) where it applies, else
- *    "portable-backward" (cl/fa_backward.cl, every device). fa_cl_plan_info (kernel, block_q and
+ *    or FA_CL_KERNEL_VARIANT=portable / portable-tiled turn it off) and "nvidia-tf32x3-backward"
+ *    (the same kernels for f32 there, every product as three TF32 mma: fp32 accuracy; also off
+ *    with FA_CL_NV_TF32=0) where they apply, else "portable-backward" (cl/fa_backward.cl, every
+ *    device); FA_CL_KERNEL_VARIANT naming one of the three forces it. fa_cl_plan_info (kernel, block_q and
  *    block_kv: the tiles of docs/design.md "The backward", scratch_bytes) says which. A device whose
  *    local memory cannot hold the smallest tile (33.9 KB at head_dim 256, 66.7 KB at 512: a 64 KiB
  *    GPU takes head_dim 512's forward but not its backward) gets UNSUPPORTED.
@@ -709,8 +711,9 @@ typedef struct fa_cl_backward_plan fa_cl_backward_plan;
 FA_CL_API fa_cl_status fa_cl_backward_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *desc,
                                                   fa_cl_backward_plan **out);
 
-/** What a backward plan chose, as fa_cl_plan_get_info_sized (kernel "nvidia-mma-backward" or
- *  "portable-backward", launches 3, scratch_bytes the D buffer). Thread-safe. */
+/** What a backward plan chose, as fa_cl_plan_get_info_sized (kernel "nvidia-mma-backward",
+ *  "nvidia-tf32x3-backward" or "portable-backward", launches 3, scratch_bytes the D buffer).
+ *  Thread-safe. */
 FA_CL_API fa_cl_status fa_cl_backward_plan_get_info_sized(const fa_cl_backward_plan *plan, fa_cl_plan_info *out,
                                                           size_t struct_size);
 
