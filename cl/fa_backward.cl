@@ -49,15 +49,9 @@ inline void fa_bw_row_state(__local float *l_t, __local float *d_t, __global con
                             __global const float *dsum, ulong row0, int i0, int seqlen_q, int lid)
 {
     for (int r = lid; r < BLOCK_Q; r += WG) {
-        const int i = i0 + r;
-        float l = INFINITY, dd = 0.0f;
-        if (i < seqlen_q) {
-            const float x = lse[row0 + (ulong)i];
-            l = x == -INFINITY ? INFINITY : x * FA_LOG2E;
-            dd = dsum[row0 + (ulong)i];
-        }
-        l_t[r] = l;
-        d_t[r] = dd;
+        const float2 ld = fa_bw_row_lse_d(lse, dsum, row0, i0 + r, seqlen_q);
+        l_t[r] = ld.x;
+        d_t[r] = ld.y;
     }
 }
 
@@ -96,17 +90,14 @@ inline void fa_bw_scores(__local const float4 *q_t, __local const float4 *do_t, 
                 dp[i][j] += dot(da[i], vb[j]);
             }
     }
-    const long diag0 = (long)i0 + seqlen_k - seqlen_q;
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {
         const int r = ty + NY * i;
-        const long diag = diag0 + r;
         const float l = l_t[r], dd = d_t[r];
         FA_PRAGMA_UNROLL
         for (int j = 0; j < TN; j++) {
             const int key = tx + NX * j;
-            const long jj = (long)j0 + key;
-            const int vis = i0 + r < seqlen_q && jj < seqlen_k && jj >= diag - win_left && jj <= diag + win_right;
+            const int vis = fa_bw_visible((long)j0 + key, (long)i0 + r, seqlen_q, seqlen_k, win_left, win_right);
             const float p = FA_EXP2(s[i][j] * scale_log2 - l);
             /* 0 for a masked key whatever its p (which may be Inf or NaN there) */
             const float pv = select(0.0f, p, vis);
@@ -141,12 +132,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     fa_bw_tile(v_t, v, v_off + b * (ulong)vs0 + hk * (ulong)vs1 + (ulong)seq.k_start * (ulong)vs2, vs2, j0, BLOCK_KV,
                sk, lid);
 
-    /* the query rows that see a key of the block: j >= i + sk - sq - win_left for its last key,
-     * j <= i + sk - sq + win_right for its first */
-    const long off = (long)sk - sq;
-    const long j1 = min((long)j0 + BLOCK_KV, (long)sk);
-    const int i_lo = (int)clamp((long)j0 - off - win_right, 0L, (long)sq);
-    const int i_hi = (int)clamp(j1 - 1 - off + win_left + 1, 0L, (long)sq);
+    const int2 rows = fa_bw_rows_seeing(j0, sq, sk, win_left, win_right); /* that see a key of the block */
 
     const int kj = lid % BLOCK_KV, g = lid / BLOCK_KV;
     float4 dk_acc[AC_K], dv_acc[AC_K];
@@ -159,7 +145,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         const ulong qb = q_off + b * (ulong)qs0 + h * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;
         const ulong db = do_off + b * (ulong)dos0 + h * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2;
         const ulong row0 = fa_bw_lse_row0(b, h, heads_q, seqlen_q, seq, total_q);
-        for (int i0 = i_lo / BLOCK_Q * BLOCK_Q; i0 < i_hi; i0 += BLOCK_Q) {
+        for (int i0 = rows.x / BLOCK_Q * BLOCK_Q; i0 < rows.y; i0 += BLOCK_Q) {
             barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's sums are done with the tiles */
             fa_bw_tile(q_t, q, qb, qs2, i0, BLOCK_Q, sq, lid);
             fa_bw_tile(do_t, dout, db, dos2, i0, BLOCK_Q, sq, lid);
@@ -223,11 +209,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
                BLOCK_Q, sq, lid);
     fa_bw_row_state(l_t, d_t, lse, dsum, fa_bw_lse_row0(b, h, heads_q, seqlen_q, seq, total_q), i0, sq, lid);
 
-    /* the keys any row of the block sees */
-    const long diag0 = (long)i0 + sk - sq;
-    const long i1 = min((long)i0 + BLOCK_Q, (long)sq);
-    const int j_lo = (int)clamp(diag0 - win_left, 0L, (long)sk);
-    const int j_hi = (int)clamp(diag0 + (i1 - 1 - i0) + win_right + 1, 0L, (long)sk);
+    const int2 keys = fa_bw_keys_seen(i0, sq, sk, win_left, win_right); /* any row of the block sees */
 
     const ulong kb = k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2;
     const ulong vb = v_off + b * (ulong)vs0 + hk * (ulong)vs1 + (ulong)seq.k_start * (ulong)vs2;
@@ -237,7 +219,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     for (int m = 0; m < AC_Q; m++)
         dq_acc[m] = (float4)(0.0f);
 
-    for (int j0 = j_lo / BLOCK_KV * BLOCK_KV; j0 < j_hi; j0 += BLOCK_KV) {
+    for (int j0 = keys.x / BLOCK_KV * BLOCK_KV; j0 < keys.y; j0 += BLOCK_KV) {
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's sums are done with K (and the first loads) */
         fa_bw_tile(k_t, k, kb, ks2, j0, BLOCK_KV, sk, lid);
         fa_bw_tile(v_t, v, vb, vs2, j0, BLOCK_KV, sk, lid);

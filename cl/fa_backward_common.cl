@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the backward's kernels share (include/fa_cl.h "Backward"; built after fa_common.cl, before
  * cl/fa_backward.cl or cl/fa_backward_nv_mma.cl): the one argument list of all three kernels (one
- * host-side setter), head_dim-tail-aware loads and stores of 4 elements, and fa_backward_dot, the
- * pre-pass D_i = sum_c dO_ic O_ic (one work-item per row) both families launch first.
- * Needs FA_DTYPE, HEAD_DIM and D_PAD (a multiple of 4). */
+ * host-side setter), the sequences, the blocks' visible ranges and per-element mask, the rows' LSE
+ * and D, head_dim-tail-aware loads and stores of 4 elements, and fa_backward_dot, the pre-pass
+ * D_i = sum_c dO_ic O_ic (one work-item per row) every family launches first.
+ * Needs FA_DTYPE, HEAD_DIM, D_PAD (a multiple of 4), BLOCK_Q and BLOCK_KV. */
 #ifdef FA_NATIVE_EXP
 #define FA_EXP2(x) native_exp2(x)
 #else
@@ -91,11 +92,47 @@ inline ulong fa_bw_lse_row0(ulong b, ulong h, int heads_q, int seqlen_q, fa_bw_s
 #endif
 }
 
-/* key against row (the tensor-core kernels' per-element mask): visible under the window, inside both sequences */
+/* key against row (every backward kernel's per-element mask): visible under the window, inside both sequences */
 inline int fa_bw_visible(long key, long row, int seqlen_q, int seqlen_k, long win_left, long win_right)
 {
     const long diag = row + seqlen_k - seqlen_q;
     return row < seqlen_q && key < seqlen_k && key >= diag - win_left && key <= diag + win_right;
+}
+
+/* Every key of [key_lo, key_hi] visible to every row of [row_lo, row_hi] (a block that needs no
+ * per-element mask) */
+inline int fa_bw_all_visible(long key_lo, long key_hi, long row_lo, long row_hi, int seqlen_q, int seqlen_k,
+                             long win_left, long win_right)
+{
+    const long off = (long)seqlen_k - seqlen_q;
+    return row_hi < seqlen_q && key_hi < seqlen_k && key_lo >= row_hi + off - win_left &&
+           key_hi <= row_lo + off + win_right;
+}
+
+/* The query rows [x, y) that see a key of the block [j0, j0 + BLOCK_KV): j >= i + sk - sq - win_left
+ * for its last key, j <= i + sk - sq + win_right for its first (the forward's visibility turned
+ * around) */
+inline int2 fa_bw_rows_seeing(int j0, int seqlen_q, int seqlen_k, long win_left, long win_right)
+{
+    const long off = (long)seqlen_k - seqlen_q, j1 = min((long)j0 + BLOCK_KV, (long)seqlen_k);
+    return (int2)((int)clamp((long)j0 - off - win_right, 0L, (long)seqlen_q),
+                  (int)clamp(j1 - 1 - off + win_left + 1, 0L, (long)seqlen_q));
+}
+
+/* The keys [x, y) some row of the block [i0, i0 + BLOCK_Q) sees */
+inline int2 fa_bw_keys_seen(int i0, int seqlen_q, int seqlen_k, long win_left, long win_right)
+{
+    const long diag0 = (long)i0 + seqlen_k - seqlen_q, i1 = min((long)i0 + BLOCK_Q, (long)seqlen_q);
+    return (int2)((int)clamp(diag0 - win_left, 0L, (long)seqlen_k),
+                  (int)clamp(diag0 + (i1 - 1 - i0) + win_right + 1, 0L, (long)seqlen_k));
+}
+
+/* Row i's LSE in base 2 (+inf where the row saw no key or is past seqlen_q: every p is then 0) and
+ * its D (0 past seqlen_q), from flattened row index row0 + i */
+inline float2 fa_bw_row_lse_d(__global const float *lse, __global const float *dsum, ulong row0, int i, int seqlen_q)
+{
+    const float x = i < seqlen_q ? lse[row0 + (ulong)i] : -INFINITY;
+    return (float2)(x == -INFINITY ? INFINITY : x * FA_LOG2E, i < seqlen_q ? dsum[row0 + (ulong)i] : 0.0f);
 }
 
 /* Four head_dim elements 4c .. 4c + 3 of the row at `row`; zeros past HEAD_DIM (never read). */

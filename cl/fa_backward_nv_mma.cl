@@ -1,40 +1,52 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FlashAttention-2 backward on NVIDIA tensor cores (compute capability >= 8.0), f16/bf16 storage:
- * the portable backward's algorithm (cl/fa_backward.cl) with its products on mma.sync m16n8k16
- * (cl/fa_nv_ptx.cl; FA_PTX_EMULATE runs them in portable C for the tests).
+/* FlashAttention-2 backward on NVIDIA tensor cores (compute capability >= 8.0): the portable
+ * backward's algorithm (cl/fa_backward.cl) with its products on mma.sync (cl/fa_nv_ptx.cl;
+ * FA_PTX_EMULATE runs them in portable C for the tests). Two families build this file:
+ * nvidia-mma-backward (f16/bf16 storage, m16n8k16) and nvidia-tf32x3-backward (f32 storage,
+ * FA_DTYPE 0: every product 3xTF32 on m16n8k8, fp32-accurate, as cl/fa_forward_nv_tf32.cl).
  *
  *  - fa_backward_dkdv: one work-group per block of BLOCK_KV keys, one warp per 16 keys. K and V
  *    stay in local memory; per block of BLOCK_Q query rows (Q, dO, the rows' LSE and D in local
  *    memory) a warp computes S^T = K Q^T and dP^T = V dO^T for its keys (A fragments from K / V
- *    rows, B fragments from Q / dO rows by ldmatrix), P^T and dS^T on the accumulators, and, with
- *    those packed to f16/bf16 as A fragments (the accumulator layout of two n-tiles is the A
- *    fragment of 16 rows, as P in the forward), dV += P^T dO and dK += dS^T Q (B fragments by
- *    ldmatrix.trans from dO / Q rows). dK and dV stay in registers to the end.
+ *    rows, B fragments from Q / dO rows), P^T and dS^T on the accumulators, and, with those as A
+ *    fragments (the accumulator layout of n-tiles is the A fragment of their columns, as P in the
+ *    forward), dV += P^T dO and dK += dS^T Q (B fragments from dO / Q columns). dK and dV stay in
+ *    registers to the end.
  *  - fa_backward_dq: one work-group per block of BLOCK_Q rows, one warp per 16 rows: the forward's
- *    structure with two score products (S = Q K^T, dP = dO V^T) and dQ += dS K (ldmatrix.trans
- *    from K rows).
- * P and dS are rounded to the storage type before their products, as FlashAttention-2 does.
+ *    structure with two score products (S = Q K^T, dP = dO V^T) and dQ += dS K.
  *
- * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (64 or 128), BLOCK_Q and
- * BLOCK_KV (multiples of 16, equal: one work-group size), FA_ALIGNED16 (every row 16-byte
- * aligned: cp.async copies into two buffers of the streamed tiles, NBUF = 2; else synchronous
- * loads into one); FA_NATIVE_EXP. Local memory (16-bit values, then floats):
- *     (2 BLOCK_KV + 2 NBUF BLOCK_Q) (D_PAD + 8) halves + 2 NBUF BLOCK_Q floats (dkdv), and
- *     (2 NBUF BLOCK_KV + 2 BLOCK_Q) (D_PAD + 8) halves (dq).
+ * f16/bf16: tiles of 16-bit values, fragments by ldmatrix (.trans for the column reads); P and dS
+ * are rounded to the storage type before their products, as FlashAttention-2 does.
+ * f32: tiles of fp32, rows of D_PAD + 4 floats (4 mod 32 banks). Over head_dim both operands are
+ * rows, read with 32-bit loads at columns t and t + 4 of each 8 (the mma's own k order); the
+ * products over rows or keys take the accumulators as A fragments with the forward's k
+ * permutation (slot t = element 2t, t + 4 = 2t + 1), so their B fragments are column reads at rows
+ * 2t and 2t + 1. Both reads hit 32 banks with that one pitch (float2 reads would need 8 mod 32,
+ * where the column reads conflict). P and dS stay fp32: split into big + small like every operand.
+ * dK and dV of 16 keys x D_PAD are D_PAD floats a lane (128 at D_PAD 128): dkdv takes a query
+ * block in passes of PASS_ROWS rows so that S^T and dP^T (PASS_ROWS floats a lane) fit beside them.
  *
- * FA_WGMMA (nvidia-wgmma-backward, compute capability 9.0; cl/fa_nv_wgmma.cl): the same kernels
+ * Defined by the planner: FA_DTYPE (0 f32, 1 f16, 2 bf16), HEAD_DIM, D_PAD (64 or 128), BLOCK_Q
+ * and BLOCK_KV (multiples of 16, equal: one work-group size), PASS_ROWS (f32 only), FA_ALIGNED16
+ * (every row 16-byte aligned: cp.async copies into two buffers of the streamed tiles, NBUF = 2;
+ * else synchronous loads into one); FA_NATIVE_EXP. Local memory (the dkdv kernel's, the larger; E bytes an element
+ * of a tile, ROW of them a row: 2 and D_PAD + 8, or 4 and D_PAD + 4):
+ *     E (2 BLOCK_KV + 2 NBUF BLOCK_Q) ROW + 8 NBUF BLOCK_Q bytes (dkdv), and
+ *     E (2 NBUF BLOCK_KV + 2 BLOCK_Q) ROW bytes (dq).
+ *
+ * FA_WGMMA (nvidia-wgmma-backward, compute capability 9.0; cl/fa_nv_wgmma.cl): the f16/bf16 kernels
  * with one warpgroup of 4 warps per work-group (BLOCK_Q = BLOCK_KV = 64) and their products on
  * Hopper's warpgroup MMA, whose accumulators are mma.sync's layout warp by warp: S^T = K Q^T and
  * dP^T = V dO^T as m64 n64 k16 products with both operands from local memory (K-major), dV += P^T dO
  * and dK += dS^T Q with P^T and dS^T from the registers and dO, Q as MN-major operands (the same
  * tiles: a tile is K-major read along its rows, MN-major read down them); in dq, S = Q K^T and dP =
- * dO V^T, then dQ += dS K. Tiles in wgmma's layout (fa_wg_at), every row 16-byte aligned.
- * Local memory the same sum with D_PAD for D_PAD + 8. FA_BW_WG_PIPE: a step's S^T and dP^T (dq: S
- * and dP) are issued behind the previous step's dV and dK (dQ) products, waited for before the
- * other buffer is refilled (the planner's choice at D_PAD 128).
+ * dO V^T, then dQ += dS K. Tiles in wgmma's layout (fa_wg_at), every row 16-byte aligned; local
+ * memory the same sums with ROW = D_PAD. FA_BW_WG_PIPE: a step's S^T and dP^T (dq: S and dP) are
+ * issued behind the previous step's dV and dK (dQ) products, waited for before the other buffer is
+ * refilled (the planner's choice at D_PAD 128).
  */
-#if FA_DTYPE != 1 && FA_DTYPE != 2
-#error "the tensor-core backward takes f16 or bf16 storage"
+#if FA_DTYPE != 0 && FA_DTYPE != 1 && FA_DTYPE != 2
+#error "the tensor-core backward takes f32, f16 or bf16 storage"
 #endif
 #if D_PAD != 64 && D_PAD != 128
 #error "the tensor-core backward takes D_PAD 64 or 128 (the planner declines beyond)"
@@ -44,68 +56,84 @@
 #endif
 #define WARPS (BLOCK_KV / 16)
 #define WG (WARPS * 32)
+#define DT (D_PAD / 8)      /* n-tiles over head_dim */
+#define NTK (BLOCK_KV / 8)  /* n-tiles over a key block's keys (dq) */
+#if FA_DTYPE == 0
+typedef float fa_bw_elem;   /* a tile's element */
+#define EPC 4               /* elements in a 16-byte chunk */
+#define ROW (D_PAD + 4)     /* local row pitch in floats: conflict-free row and column reads */
+#define KSTEPS (D_PAD / 8)  /* k-steps over head_dim */
+#if !defined(PASS_ROWS) || PASS_ROWS % 8 || BLOCK_Q % PASS_ROWS
+#error "PASS_ROWS: dkdv's rows a pass, a multiple of 8 dividing BLOCK_Q"
+#endif
+#define PASS PASS_ROWS
+#else
+typedef ushort fa_bw_elem;
+#define EPC 8
 #define ROW (D_PAD + 8)     /* local row pitch in halves: conflict-free ldmatrix */
-#ifdef FA_WGMMA
-#if !defined(FA_ALIGNED16) || HEAD_DIM % 8 || BLOCK_Q != 64
-#error "FA_WGMMA takes 16-byte aligned rows and one warpgroup (BLOCK_Q = BLOCK_KV = 64)"
+#define KSTEPS (D_PAD / 16)
+#define PASS BLOCK_Q
 #endif
-#elif defined(FA_BW_WG_PIPE)
-#error "FA_BW_WG_PIPE is FA_WGMMA's"
-#endif
+#define CH (D_PAD / EPC)    /* 16-byte chunks per row */
+#define NTP (PASS / 8)      /* n-tiles over a pass's rows (dkdv) */
 #ifdef FA_WGMMA
-/* element (r, 8 c) of a tile of `rows` rows; the copies' order (a warp's writes conflict-free) */
+#if FA_DTYPE == 0 || !defined(FA_ALIGNED16) || HEAD_DIM % 8 || BLOCK_Q != 64
+#error "FA_WGMMA takes f16/bf16, 16-byte aligned rows and one warpgroup (BLOCK_Q = BLOCK_KV = 64)"
+#endif
+/* element (r, EPC c) of a tile of `rows` rows; the copies' order (a warp's writes conflict-free) */
 #define FA_BW_AT(r, c, rows) fa_wg_at(r, c, D_PAD, rows)
 #define FA_BW_COPY_ROW(e) FA_WG_COPY_ROW(e, CH)
 #define FA_BW_COPY_CHUNK(e) FA_WG_COPY_CHUNK(e, CH)
 #define TILE_ROW D_PAD
 #define FA_SMEM_ALIGN 1024 /* the 128-byte swizzle's pattern is the address's */
 #else
+#ifdef FA_BW_WG_PIPE
+#error "FA_BW_WG_PIPE is FA_WGMMA's"
+#endif
 /* unparenthesised: only ever added to a tile pointer, as the pointer steps the kernel always took */
-#define FA_BW_AT(r, c, rows) (r) * ROW + 8 * (c)
+#define FA_BW_AT(r, c, rows) (r) * ROW + EPC * (c)
 #define FA_BW_COPY_ROW(e) ((e) / CH)
 #define FA_BW_COPY_CHUNK(e) ((e) % CH)
 #define TILE_ROW ROW
 #define FA_SMEM_ALIGN 16
 #endif
-#define CH (D_PAD / 8)      /* 16-byte chunks per row */
-#define KSTEPS (D_PAD / 16) /* k-steps over head_dim */
-#define DT (D_PAD / 8)      /* n-tiles over head_dim */
-#define NTQ (BLOCK_Q / 8)   /* n-tiles over a query block's rows (dkdv) */
-#define NTK (BLOCK_KV / 8)  /* n-tiles over a key block's keys (dq) */
 
-/* rows first .. first + count - 1 of one head (element offset base, row stride) into a tile of
- * 16-bit values, zeros past `limit` and past HEAD_DIM (synchronous loads) */
-inline void fa_bw_tile16(__local ushort *tile, __global const ushort *src, ulong base, long stride, int first,
-                         int count, int limit, int lid)
+/* rows first .. first + count - 1 of one head (element offset base, row stride) into a tile, zeros
+ * past `limit` and past HEAD_DIM (synchronous loads) */
+inline void fa_bw_tile(__local fa_bw_elem *tile, __global const fa_bw_elem *src, ulong base, long stride, int first,
+                       int count, int limit, int lid)
 {
     for (int e = lid; e < count * CH; e += WG) {
         const int r = FA_BW_COPY_ROW(e), c = FA_BW_COPY_CHUNK(e);
         uint4 x = (uint4)(0);
-        if (first + r < limit && 8 * c < HEAD_DIM) {
-            __global const ushort *p = src + base + (ulong)(first + r) * (ulong)stride + 8 * c;
-#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+        if (first + r < limit && EPC * c < HEAD_DIM) {
+            __global const fa_bw_elem *p = src + base + (ulong)(first + r) * (ulong)stride + EPC * c;
+#if defined(FA_ALIGNED16) && HEAD_DIM % EPC == 0
             x = *(__global const uint4 *)p;
 #else
-            ushort t[8];
-            for (int i = 0; i < 8; i++)
-                t[i] = 8 * c + i < HEAD_DIM ? p[i] : (ushort)0;
-            x = as_uint4((ushort8)(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]));
+            union {
+                fa_bw_elem e[EPC];
+                uint4 v;
+            } t;
+            for (int i = 0; i < EPC; i++)
+                t.e[i] = EPC * c + i < HEAD_DIM ? p[i] : (fa_bw_elem)0;
+            x = t.v;
 #endif
         }
         *(__local uint4 *)(tile + FA_BW_AT(r, c, count)) = x;
     }
 }
 
-#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+#if defined(FA_ALIGNED16) && HEAD_DIM % EPC == 0
 /* 16-byte rows: the streamed tiles (Q and dO in dkdv, K and V in dq) are copied asynchronously into
  * the other of two buffers while one is computed, FlashAttention-2's pipeline */
 #define FA_BW_ASYNC 1
 #define NBUF 2
-/* the same rows as fa_bw_tile16 by cp.async: zeros past `limit` and HEAD_DIM (size 0, from the
- * in-bounds address `base`) */
-inline __attribute__((always_inline)) void fa_bw_tile16_async(__local ushort *tile, __global const ushort *src,
-                                                              ulong base, long stride, int first, int count,
-                                                              int limit, int lid)
+/* the same rows as fa_bw_tile by cp.async, which moves 16-bit units (U of them an element): zeros
+ * past `limit` and HEAD_DIM (size 0, from the in-bounds address `base`) */
+inline __attribute__((always_inline)) void fa_bw_tile_async(__local fa_bw_elem *tile, __global const fa_bw_elem *src,
+                                                            ulong base, long stride, int first, int count, int limit,
+                                                            int lid)
 {
 #ifdef FA_WGMMA
     if (first + count <= limit) {
@@ -113,16 +141,22 @@ inline __attribute__((always_inline)) void fa_bw_tile16_async(__local ushort *ti
         return;
     }
 #else
+    const int U = (int)sizeof(fa_bw_elem) / 2;
     if (WG % CH == 0 && count * CH % WG == 0 && first + count <= limit) {
-        fa_cp_rows16(tile, ROW, src + base + (ulong)first * (ulong)stride, stride, count, CH, WG, HEAD_DIM, lid);
+        fa_cp_rows16((__local ushort *)tile, U * ROW,
+                     (__global const ushort *)(src + base + (ulong)first * (ulong)stride), U * stride, count, CH, WG,
+                     U * HEAD_DIM, lid);
         return;
     }
 #endif
     for (int e = lid; e < count * CH; e += WG) {
         const int r = FA_BW_COPY_ROW(e), c = FA_BW_COPY_CHUNK(e);
-        const int valid = first + r < limit && 8 * c < HEAD_DIM;
-        fa_cp_async16(tile + FA_BW_AT(r, c, count),
-                      src + (valid ? base + (ulong)(first + r) * (ulong)stride + 8 * (ulong)c : base), valid);
+        const int valid = first + r < limit && EPC * c < HEAD_DIM;
+        fa_cp_async16((__local ushort *)(tile + FA_BW_AT(r, c, count)),
+                      (__global const ushort *)(src + (valid ? base + (ulong)(first + r) * (ulong)stride +
+                                                                   EPC * (ulong)c
+                                                             : base)),
+                      valid);
     }
 }
 #else
@@ -132,7 +166,9 @@ inline __attribute__((always_inline)) void fa_bw_tile16_async(__local ushort *ti
 /* two adjacent gradient elements (col even) of the row at `row` */
 inline void fa_bw_store2(__global fa_store_t *p, ulong row, int col, float x, float y)
 {
-#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+#if defined(FA_ALIGNED16) && HEAD_DIM % EPC == 0 && FA_DTYPE == 0
+    *(__global float2 *)(p + row + col) = (float2)(x, y);
+#elif defined(FA_ALIGNED16) && HEAD_DIM % EPC == 0
     *(__global uint *)((__global ushort *)p + row + col) = fa_pack2(x, y);
 #else
     if (col < HEAD_DIM)
@@ -141,6 +177,107 @@ inline void fa_bw_store2(__global fa_store_t *p, ulong row, int col, float x, fl
         fa_store1(p, row + col + 1, y);
 #endif
 }
+
+/* P = 2^(s scale_log2 - l) and dS = P (dP - d) on one m16n8 accumulator tile, in place of s and dp;
+ * where `mask`, 0 wherever the key is not visible to the row. The tile's elements are (m, n),
+ * (m, n + 1), (m + 8, n), (m + 8, n + 1): keys m and rows n in dkdv's transposed tiles (keys_m),
+ * rows m and keys n in dq's. */
+inline __attribute__((always_inline)) void fa_bw_p_ds(float4 *s, float4 *dp, float4 l, float4 d, float scale_log2,
+                                                      int mask, int keys_m, long m, long n, int sq, int sk,
+                                                      long win_left, long win_right)
+{
+    float4 p = (float4)(fa_ex2(s->x * scale_log2 - l.x), fa_ex2(s->y * scale_log2 - l.y),
+                        fa_ex2(s->z * scale_log2 - l.z), fa_ex2(s->w * scale_log2 - l.w));
+    float4 ds = p * (*dp - d);
+    if (mask) {
+        const long k0 = keys_m ? m : n, k1 = keys_m ? m : n + 1, k2 = keys_m ? m + 8 : n, k3 = keys_m ? m + 8 : n + 1;
+        const long r0 = keys_m ? n : m, r1 = keys_m ? n + 1 : m, r2 = keys_m ? n : m + 8, r3 = keys_m ? n + 1 : m + 8;
+        const int4 vis = (int4)(fa_bw_visible(k0, r0, sq, sk, win_left, win_right),
+                                fa_bw_visible(k1, r1, sq, sk, win_left, win_right),
+                                fa_bw_visible(k2, r2, sq, sk, win_left, win_right),
+                                fa_bw_visible(k3, r3, sq, sk, win_left, win_right));
+        p = select((float4)(0.0f), p, vis != 0);
+        ds = select((float4)(0.0f), ds, vis != 0);
+    }
+    *s = p;
+    *dp = ds;
+}
+
+#if FA_DTYPE != 0
+/* accumulator tile nt (rows g, g + 8 x columns 2 t4, 2 t4 + 1) rounded into its half of the 16-bit A
+ * fragment of the 16 columns it is one of, a[nt / 2] */
+#define FA_BW_PACK_A(a, nt, c)                                                                         \
+    do {                                                                                               \
+        (a)[(nt) / 2][2 * ((nt) % 2)] = fa_pack2((c).x, (c).y);                                        \
+        (a)[(nt) / 2][2 * ((nt) % 2) + 1] = fa_pack2((c).z, (c).w);                                    \
+    } while (0)
+#else
+/* 3xTF32 fragments from fp32 tiles, split (cl/fa_nv_ptx.cl fa_split; g = lane / 4, t = lane % 4).
+ * A (16 rows x 8 columns k0 .. k0 + 7 of rows) with p at row 0, column k0: a0 (g, t), a1 (g + 8, t),
+ * a2 (g, t + 4), a3 (g + 8, t + 4), the mma's own k order */
+inline void fa_tf_rows_a(__local const float *p, int g, int t, uint big[4], uint small[4])
+{
+    fa_split(p[g * ROW + t], &big[0], &small[0]);
+    fa_split(p[(g + 8) * ROW + t], &big[1], &small[1]);
+    fa_split(p[g * ROW + t + 4], &big[2], &small[2]);
+    fa_split(p[(g + 8) * ROW + t + 4], &big[3], &small[3]);
+}
+
+/* B (k0 .. k0 + 7 x 8) from rows n of a tile, p at row n0, column k0: b0 (k t, n g), b1 (k t + 4, n g) */
+inline void fa_tf_rows_b(__local const float *p, int g, int t, uint big[2], uint small[2])
+{
+    fa_split(p[g * ROW + t], &big[0], &small[0]);
+    fa_split(p[g * ROW + t + 4], &big[1], &small[1]);
+}
+
+/* B from the columns of a tile in fa_tf_acc_a's k order, p at row k0, column n0: b0 (row 2t,
+ * column g), b1 (row 2t + 1, column g) */
+inline void fa_tf_cols_b(__local const float *p, int g, int t, uint big[2], uint small[2])
+{
+    fa_split(p[2 * t * ROW + g], &big[0], &small[0]);
+    fa_split(p[(2 * t + 1) * ROW + g], &big[1], &small[1]);
+}
+
+/* an m16n8 accumulator tile (rows g, g + 8 x columns 2t, 2t + 1) as the A fragment of a product
+ * over its 8 columns: slot t = column 2t, slot t + 4 = column 2t + 1 */
+inline void fa_tf_acc_a(float4 c, uint big[4], uint small[4])
+{
+    fa_split(c.x, &big[0], &small[0]);
+    fa_split(c.z, &big[1], &small[1]);
+    fa_split(c.y, &big[2], &small[2]);
+    fa_split(c.w, &big[3], &small[3]);
+}
+
+/* acc[n] += A B_n for n < count over one k-step of 8 columns: A the 16 rows of tile a, B_n the rows
+ * 8 n .. 8 n + 7 of tile b (both pointers at the k-step's first column): S = Q K^T's shape */
+inline __attribute__((always_inline)) void fa_tf_product_rows(float4 *acc, int count, __local const float *a,
+                                                              __local const float *b, int g, int t FA_EMU_PARAM)
+{
+    uint ab[4], as[4];
+    fa_tf_rows_a(a, g, t, ab, as);
+    FA_PRAGMA_UNROLL
+    for (int n = 0; n < count; n++) {
+        uint bb[2], bs[2];
+        fa_tf_rows_b(b + n * 8 * ROW, g, t, bb, bs);
+        fa_mma_tf32x3(&acc[n], ab, as, bb, bs FA_EMU_ARG);
+    }
+}
+
+/* acc[dt] += C B_dt for every n-tile dt over head_dim, over the 8 columns of accumulator tile c
+ * (fa_tf_acc_a's k order): B the 8 tile rows at b read by columns: dQ += dS K's shape */
+inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, float4 c, __local const float *b, int g,
+                                                              int t FA_EMU_PARAM)
+{
+    uint ab[4], as[4];
+    fa_tf_acc_a(c, ab, as);
+    FA_PRAGMA_UNROLL
+    for (int dt = 0; dt < DT; dt++) {
+        uint bb[2], bs[2];
+        fa_tf_cols_b(b + dt * 8, g, t, bb, bs);
+        fa_mma_tf32x3(&acc[dt], ab, as, bb, bs FA_EMU_ARG);
+    }
+}
+#endif
 
 #ifdef FA_WGMMA
 /* The warpgroup's two score-like products of a step, issued together (one commit group): xw = A B^T
@@ -201,10 +338,10 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fa_backward_dkdv(FA_BACKWARD_PARAMS)
 {
     FA_BACKWARD_ALL_USED;
-    __local ushort smem[(2 * BLOCK_KV + 2 * NBUF * BLOCK_Q) * TILE_ROW] __attribute__((aligned(FA_SMEM_ALIGN)));
+    __local fa_bw_elem smem[(2 * BLOCK_KV + 2 * NBUF * BLOCK_Q) * TILE_ROW] __attribute__((aligned(FA_SMEM_ALIGN)));
     __local float l_all[NBUF * BLOCK_Q], d_all[NBUF * BLOCK_Q];
-    __local ushort *const k_s = smem, *const v_s = smem + BLOCK_KV * TILE_ROW;
-    __local ushort *const q_all = smem + 2 * BLOCK_KV * TILE_ROW, *const do_all = q_all + NBUF * BLOCK_Q * TILE_ROW;
+    __local fa_bw_elem *const k_s = smem, *const v_s = smem + BLOCK_KV * TILE_ROW;
+    __local fa_bw_elem *const q_all = smem + 2 * BLOCK_KV * TILE_ROW, *const do_all = q_all + NBUF * BLOCK_Q * TILE_ROW;
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
     FA_EMU_DECL(WARPS, warp)
 
@@ -215,17 +352,14 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     const ulong hk = bhk % (ulong)heads_kv, b = bhk / (ulong)heads_kv;
     const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
     const int sq = seq.sq, sk = seq.sk;
-    __global const ushort *qg = (__global const ushort *)q, *kg = (__global const ushort *)k;
-    __global const ushort *vg = (__global const ushort *)v, *dog = (__global const ushort *)dout;
+    __global const fa_bw_elem *qg = (__global const fa_bw_elem *)q, *kg = (__global const fa_bw_elem *)k;
+    __global const fa_bw_elem *vg = (__global const fa_bw_elem *)v, *dog = (__global const fa_bw_elem *)dout;
     const ulong kb = k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2;
     const ulong vb = v_off + b * (ulong)vs0 + hk * (ulong)vs1 + (ulong)seq.k_start * (ulong)vs2;
-    fa_bw_tile16(k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid);
-    fa_bw_tile16(v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid);
+    fa_bw_tile(k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid);
+    fa_bw_tile(v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid);
 
-    const long off = (long)sk - sq;
-    const long j1 = min((long)j0 + BLOCK_KV, (long)sk);
-    const int i_lo = (int)clamp((long)j0 - off - win_right, 0L, (long)sq);
-    const int i_hi = (int)clamp(j1 - 1 - off + win_left + 1, 0L, (long)sq);
+    const int2 rows = fa_bw_rows_seeing(j0, sq, sk, win_left, win_right);
     const int wkey = warp * 16;          /* this warp's keys in the block */
     const long key0 = (long)j0 + wkey;   /* its first key */
 
@@ -239,12 +373,11 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
 #endif
 
     /* the steps: every query block that sees the keys, of every query head of the group in turn */
-    const int q_first = i_lo / BLOCK_Q * BLOCK_Q;
-    const int per_head = i_hi > q_first ? (i_hi - q_first + BLOCK_Q - 1) / BLOCK_Q : 0;
+    const int q_first = rows.x / BLOCK_Q * BLOCK_Q;
+    const int per_head = rows.y > q_first ? (rows.y - q_first + BLOCK_Q - 1) / BLOCK_Q : 0;
     const int steps = group * per_head;
 /* step st's rows (query head hk * group + st / per_head, block st % per_head) into buffer `buf`:
- * Q and dO (by fa_bw_tile16 or _async: LOAD), the rows' LSE in base 2 (+inf where the row saw no
- * key: every p is then 0) and D */
+ * Q and dO (by fa_bw_tile or _async: LOAD), the rows' LSE in base 2 and D */
 #define FA_BW_STEP_ROWS(st, buf, LOAD)                                                                  \
     {                                                                                                   \
         const ulong h_ = hk * (ulong)group + (ulong)((st) / per_head);                                  \
@@ -252,18 +385,17 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         const ulong row0_ = fa_bw_lse_row0(b, h_, heads_q, seqlen_q, seq, total_q);                     \
         const ulong qh_ = q_off + b * (ulong)qs0 + h_ * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;   \
         const ulong dh_ = do_off + b * (ulong)dos0 + h_ * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2; \
-        LOAD(q_all + (buf) * BLOCK_Q * TILE_ROW, qg, qh_, qs2, i0_, BLOCK_Q, sq, lid);                        \
-        LOAD(do_all + (buf) * BLOCK_Q * TILE_ROW, dog, dh_, dos2, i0_, BLOCK_Q, sq, lid);                     \
+        LOAD(q_all + (buf) * BLOCK_Q * TILE_ROW, qg, qh_, qs2, i0_, BLOCK_Q, sq, lid);                   \
+        LOAD(do_all + (buf) * BLOCK_Q * TILE_ROW, dog, dh_, dos2, i0_, BLOCK_Q, sq, lid);                \
         for (int r = lid; r < BLOCK_Q; r += WG) {                                                       \
-            const int i = i0_ + r;                                                                      \
-            const float x = i < sq ? lse[row0_ + (ulong)i] : -INFINITY;                                 \
-            l_all[(buf) * BLOCK_Q + r] = x == -INFINITY ? INFINITY : x * FA_LOG2E;                      \
-            d_all[(buf) * BLOCK_Q + r] = i < sq ? dsum[row0_ + (ulong)i] : 0.0f;                        \
+            const float2 ld_ = fa_bw_row_lse_d(lse, dsum, row0_, i0_ + r, sq);                          \
+            l_all[(buf) * BLOCK_Q + r] = ld_.x;                                                         \
+            d_all[(buf) * BLOCK_Q + r] = ld_.y;                                                         \
         }                                                                                               \
     }
 #ifdef FA_BW_ASYNC
     if (steps > 0)
-        FA_BW_STEP_ROWS(0, 0, fa_bw_tile16_async)
+        FA_BW_STEP_ROWS(0, 0, fa_bw_tile_async)
     fa_cp_async_commit();
 #endif
     for (int st = 0; st < steps; st++) {
@@ -284,19 +416,20 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
         if (st + 1 < steps)
-            FA_BW_STEP_ROWS(st + 1, buf ^ 1, fa_bw_tile16_async)
+            FA_BW_STEP_ROWS(st + 1, buf ^ 1, fa_bw_tile_async)
         fa_cp_async_commit();
 #else
         barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the previous step's rows */
-        FA_BW_STEP_ROWS(st, 0, fa_bw_tile16)
+        FA_BW_STEP_ROWS(st, 0, fa_bw_tile)
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-        {
-            __local const ushort *const q_s = q_all + buf * BLOCK_Q * TILE_ROW, *const do_s = do_all + buf * BLOCK_Q * TILE_ROW;
-            __local const float *const l_s = l_all + buf * BLOCK_Q, *const d_s = d_all + buf * BLOCK_Q;
-
-            /* S^T = K Q^T and dP^T = V dO^T: [nt] holds keys (g, g + 8) x rows nt * 8 + 2 t4 + {0, 1} */
-            float4 st[NTQ], dpt[NTQ];
+        __local const fa_bw_elem *const q_s = q_all + buf * BLOCK_Q * TILE_ROW;
+        __local const fa_bw_elem *const do_s = do_all + buf * BLOCK_Q * TILE_ROW;
+        __local const float *const l_s = l_all + buf * BLOCK_Q, *const d_s = d_all + buf * BLOCK_Q;
+        FA_PRAGMA_UNROLL
+        for (int p0 = 0; p0 < BLOCK_Q; p0 += PASS) {
+            /* S^T = K Q^T and dP^T = V dO^T: [nt] holds keys (g, g + 8) x rows p0 + nt * 8 + 2 t4 + {0, 1} */
+            float4 st[NTP], dpt[NTP];
 #if defined(FA_BW_WG_PIPE)
             fa_bw_wg_scores_take(st, dpt, sw, dpw);
 #elif defined(FA_WGMMA)
@@ -307,18 +440,22 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             }
 #else
             FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NTQ; nt++)
+            for (int nt = 0; nt < NTP; nt++)
                 st[nt] = dpt[nt] = (float4)(0.0f);
             FA_PRAGMA_UNROLL
             for (int kk = 0; kk < KSTEPS; kk++) {
+#if FA_DTYPE == 0
+                fa_tf_product_rows(st, NTP, k_s + wkey * ROW + kk * 8, q_s + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);
+                fa_tf_product_rows(dpt, NTP, v_s + wkey * ROW + kk * 8, do_s + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);
+#else
                 uint ka[4], va[4];
                 fa_ldsm_x4(k_s + (wkey + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &ka[0], &ka[1], &ka[2],
                            &ka[3] FA_EMU_ARG);
                 fa_ldsm_x4(v_s + (wkey + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &va[0], &va[1], &va[2],
                            &va[3] FA_EMU_ARG);
                 FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NTQ; nt += 2) {
-                    const int at = ((nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8;
+                for (int nt = 0; nt < NTP; nt += 2) {
+                    const int at = (p0 + (nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8;
                     uint b0, b1, b2, b3;
                     fa_ldsm_x4(q_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
                     fa_mma(&st[nt], ka[0], ka[1], ka[2], ka[3], b0, b1 FA_EMU_ARG);
@@ -327,49 +464,48 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
                     fa_mma(&dpt[nt], va[0], va[1], va[2], va[3], b0, b1 FA_EMU_ARG);
                     fa_mma(&dpt[nt + 1], va[0], va[1], va[2], va[3], b2, b3 FA_EMU_ARG);
                 }
+#endif
             }
 #endif
-            /* P^T and dS^T, packed as the A fragments of 16 rows each (pa, dsa); the per-element
-             * mask only where some of this warp's 16 keys x the block's rows is not visible */
-            const long last_row = (long)i0 + BLOCK_Q - 1;
-            const int clean = last_row < sq && key0 + 15 < sk &&
-                              key0 >= last_row + off - win_left && key0 + 15 <= (long)i0 + off + win_right;
-            uint pa[NTQ / 2][4], dsa[NTQ / 2][4];
+            /* P^T and dS^T in place; the per-element mask only where some of this warp's 16 keys x
+             * the pass's rows is not visible */
+            const long row_lo = (long)i0 + p0;
+            const int mask = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left, win_right);
+#if FA_DTYPE != 0
+            uint pa[NTP / 2][4], dsa[NTP / 2][4]; /* packed as the A fragments of 16 rows each */
+#endif
             FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NTQ; nt++) {
-                const int r = nt * 8 + 2 * t4;
-                const float l0 = l_s[r], l1 = l_s[r + 1], d0 = d_s[r], d1 = d_s[r + 1];
-                float4 p = (float4)(fa_ex2(st[nt].x * scale_log2 - l0), fa_ex2(st[nt].y * scale_log2 - l1),
-                                    fa_ex2(st[nt].z * scale_log2 - l0), fa_ex2(st[nt].w * scale_log2 - l1));
-                float4 ds = p * (dpt[nt] - (float4)(d0, d1, d0, d1));
-                if (!clean) {
-                    const long ka0 = key0 + g, ka1 = key0 + g + 8, ra = (long)i0 + r;
-                    const int4 vis = (int4)(fa_bw_visible(ka0, ra, sq, sk, win_left, win_right),
-                                            fa_bw_visible(ka0, ra + 1, sq, sk, win_left, win_right),
-                                            fa_bw_visible(ka1, ra, sq, sk, win_left, win_right),
-                                            fa_bw_visible(ka1, ra + 1, sq, sk, win_left, win_right));
-                    p = select((float4)(0.0f), p, vis != 0);
-                    ds = select((float4)(0.0f), ds, vis != 0);
-                }
-                pa[nt / 2][2 * (nt % 2)] = fa_pack2(p.x, p.y);
-                pa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(p.z, p.w);
-                dsa[nt / 2][2 * (nt % 2)] = fa_pack2(ds.x, ds.y);
-                dsa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(ds.z, ds.w);
+            for (int nt = 0; nt < NTP; nt++) {
+                const int r = p0 + nt * 8 + 2 * t4;
+                fa_bw_p_ds(&st[nt], &dpt[nt], (float4)(l_s[r], l_s[r + 1], l_s[r], l_s[r + 1]),
+                           (float4)(d_s[r], d_s[r + 1], d_s[r], d_s[r + 1]), scale_log2, mask, 1, key0 + g,
+                           (long)i0 + r, sq, sk, win_left, win_right);
+#if FA_DTYPE != 0
+                FA_BW_PACK_A(pa, nt, st[nt]);
+                FA_BW_PACK_A(dsa, nt, dpt[nt]);
+#endif
             }
-            /* dV += P^T dO, dK += dS^T Q over the block's rows, 16 at a time */
-#ifdef FA_WGMMA
-            fa_bw_wg_acc(dvw, pa, do_s, later); /* (st is S^T here) */
+            /* dV += P^T dO, dK += dS^T Q over the pass's rows */
+#if defined(FA_WGMMA) /* (st is S^T here; later is the step's) */
+            fa_bw_wg_acc(dvw, pa, do_s, later);
             fa_bw_wg_acc(dkw, dsa, q_s, later);
 #ifndef FA_BW_WG_PIPE
             fa_wgmma_wait(D_PAD)(dvw); /* before the next step's copies overwrite Q and dO */
             fa_wgmma_wait(D_PAD)(dkw);
 #endif
+#elif FA_DTYPE == 0
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NTP; nt++) /* 8 rows at a time */
+                fa_tf_product_cols(dv_acc, st[nt], do_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NTP; nt++)
+                fa_tf_product_cols(dk_acc, dpt[nt], q_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
 #else
             FA_PRAGMA_UNROLL
-            for (int kk2 = 0; kk2 < BLOCK_Q / 16; kk2++) {
+            for (int kk2 = 0; kk2 < NTP / 2; kk2++) { /* 16 rows at a time */
                 FA_PRAGMA_UNROLL
                 for (int dt = 0; dt < DT; dt += 2) {
-                    const int at = (kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8;
+                    const int at = (p0 + kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8;
                     uint b0, b1, b2, b3;
                     fa_ldsm_x4_trans(do_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
                     fa_mma(&dv_acc[dt], pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3], b0, b1 FA_EMU_ARG);
@@ -392,7 +528,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             dv_acc[dt] = (float4)(dvw[4 * dt], dvw[4 * dt + 1], dvw[4 * dt + 2], dvw[4 * dt + 3]);
         }
 #endif
-    /* this lane's elements: keys g and g + 8 of the warp's 16, columns dt * 8 + 2 t4 + {0, 1} */
+    /* this lane's elements: keys g and g + 8 of the warp's 16 */
     FA_PRAGMA_UNROLL
     for (int r = 0; r < 2; r++) {
         const long key = key0 + g + 8 * r;
@@ -416,9 +552,9 @@ __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fa_backward_dq(FA_BACKWARD_PARAMS)
 {
     FA_BACKWARD_ALL_USED;
-    __local ushort smem[(2 * NBUF * BLOCK_KV + 2 * BLOCK_Q) * TILE_ROW] __attribute__((aligned(FA_SMEM_ALIGN)));
-    __local ushort *const k_all = smem, *const v_all = smem + NBUF * BLOCK_KV * TILE_ROW;
-    __local ushort *const q_s = smem + 2 * NBUF * BLOCK_KV * TILE_ROW, *const do_s = q_s + BLOCK_Q * TILE_ROW;
+    __local fa_bw_elem smem[(2 * NBUF * BLOCK_KV + 2 * BLOCK_Q) * TILE_ROW] __attribute__((aligned(FA_SMEM_ALIGN)));
+    __local fa_bw_elem *const k_all = smem, *const v_all = smem + NBUF * BLOCK_KV * TILE_ROW;
+    __local fa_bw_elem *const q_s = smem + 2 * NBUF * BLOCK_KV * TILE_ROW, *const do_s = q_s + BLOCK_Q * TILE_ROW;
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
     FA_EMU_DECL(WARPS, warp)
 
@@ -430,28 +566,19 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     const ulong h = bh % (ulong)heads_q, b = bh / (ulong)heads_q, hk = h / (ulong)group;
     const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
     const int sq = seq.sq, sk = seq.sk;
-    __global const ushort *qg = (__global const ushort *)q, *kg = (__global const ushort *)k;
-    __global const ushort *vg = (__global const ushort *)v, *dog = (__global const ushort *)dout;
+    __global const fa_bw_elem *qg = (__global const fa_bw_elem *)q, *kg = (__global const fa_bw_elem *)k;
+    __global const fa_bw_elem *vg = (__global const fa_bw_elem *)v, *dog = (__global const fa_bw_elem *)dout;
     const ulong qh = q_off + b * (ulong)qs0 + h * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;
     const ulong dh = do_off + b * (ulong)dos0 + h * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2;
-    fa_bw_tile16(q_s, qg, qh, qs2, i0, BLOCK_Q, sq, lid);
-    fa_bw_tile16(do_s, dog, dh, dos2, i0, BLOCK_Q, sq, lid);
+    fa_bw_tile(q_s, qg, qh, qs2, i0, BLOCK_Q, sq, lid);
+    fa_bw_tile(do_s, dog, dh, dos2, i0, BLOCK_Q, sq, lid);
 
     /* this lane's rows: wrow + g and + 8; their LSE (base 2) and D */
     const int wrow = warp * 16;
     const ulong row0 = fa_bw_lse_row0(b, h, heads_q, seqlen_q, seq, total_q);
-    float lr[2], dr[2];
-    FA_PRAGMA_UNROLL
-    for (int r = 0; r < 2; r++) {
-        const int i = i0 + wrow + g + 8 * r;
-        const float x = i < sq ? lse[row0 + (ulong)i] : -INFINITY;
-        lr[r] = x == -INFINITY ? INFINITY : x * FA_LOG2E;
-        dr[r] = i < sq ? dsum[row0 + (ulong)i] : 0.0f;
-    }
-    const long off = (long)sk - sq, diag0 = (long)i0 + off;
-    const long i1 = min((long)i0 + BLOCK_Q, (long)sq);
-    const int j_lo = (int)clamp(diag0 - win_left, 0L, (long)sk);
-    const int j_hi = (int)clamp(diag0 + (i1 - 1 - i0) + win_right + 1, 0L, (long)sk);
+    const float2 ld0 = fa_bw_row_lse_d(lse, dsum, row0, i0 + wrow + g, sq);
+    const float2 ld1 = fa_bw_row_lse_d(lse, dsum, row0, i0 + wrow + g + 8, sq);
+    const int2 keys = fa_bw_keys_seen(i0, sq, sk, win_left, win_right);
     const long wr0 = (long)i0 + wrow; /* this warp's first row */
     const ulong kb = k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2;
     const ulong vb = v_off + b * (ulong)vs0 + hk * (ulong)vs1 + (ulong)seq.k_start * (ulong)vs2;
@@ -464,17 +591,18 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     float dqw[D_PAD / 2]; /* the warpgroup's accumulators, dq_acc's layout: the first product sets them */
 #endif
 
-    const int j_first = j_lo / BLOCK_KV * BLOCK_KV;
+    const int j_first = keys.x / BLOCK_KV * BLOCK_KV;
 #ifdef FA_BW_ASYNC
-    if (j_first < j_hi) {
-        fa_bw_tile16_async(k_all, kg, kb, ks2, j_first, BLOCK_KV, sk, lid);
-        fa_bw_tile16_async(v_all, vg, vb, vs2, j_first, BLOCK_KV, sk, lid);
+    if (j_first < keys.y) {
+        fa_bw_tile_async(k_all, kg, kb, ks2, j_first, BLOCK_KV, sk, lid);
+        fa_bw_tile_async(v_all, vg, vb, vs2, j_first, BLOCK_KV, sk, lid);
     }
     fa_cp_async_commit();
 #endif
-    for (int j0 = j_first; j0 < j_hi; j0 += BLOCK_KV) {
+    for (int j0 = j_first; j0 < keys.y; j0 += BLOCK_KV) {
         const int buf = ((j0 - j_first) / BLOCK_KV) % NBUF;
-        __local const ushort *const k_s = k_all + buf * BLOCK_KV * TILE_ROW, *const v_s = v_all + buf * BLOCK_KV * TILE_ROW;
+        __local const fa_bw_elem *const k_s = k_all + buf * BLOCK_KV * TILE_ROW;
+        __local const fa_bw_elem *const v_s = v_all + buf * BLOCK_KV * TILE_ROW;
 #ifdef FA_BW_ASYNC
         fa_cp_async_wait_all();
 #ifdef FA_WGMMA
@@ -489,15 +617,15 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         fa_wgmma_wait1(D_PAD)(dqw);
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-        if (j0 + BLOCK_KV < j_hi) {
-            fa_bw_tile16_async(k_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, kg, kb, ks2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
-            fa_bw_tile16_async(v_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, vg, vb, vs2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
+        if (j0 + BLOCK_KV < keys.y) {
+            fa_bw_tile_async(k_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, kg, kb, ks2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
+            fa_bw_tile_async(v_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, vg, vb, vs2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
         }
         fa_cp_async_commit();
 #else
         barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the previous keys (and Q, dO are in) */
-        fa_bw_tile16((__local ushort *)k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid);
-        fa_bw_tile16((__local ushort *)v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid);
+        fa_bw_tile((__local fa_bw_elem *)k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid);
+        fa_bw_tile((__local fa_bw_elem *)v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
@@ -517,6 +645,10 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
             s[nt] = dp[nt] = (float4)(0.0f);
         FA_PRAGMA_UNROLL
         for (int kk = 0; kk < KSTEPS; kk++) {
+#if FA_DTYPE == 0
+            fa_tf_product_rows(s, NTK, q_s + wrow * ROW + kk * 8, k_s + kk * 8, g, t4 FA_EMU_ARG);
+            fa_tf_product_rows(dp, NTK, do_s + wrow * ROW + kk * 8, v_s + kk * 8, g, t4 FA_EMU_ARG);
+#else
             uint qa[4], da[4];
             fa_ldsm_x4(q_s + (wrow + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &qa[0], &qa[1], &qa[2],
                        &qa[3] FA_EMU_ARG);
@@ -533,37 +665,35 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
                 fa_mma(&dp[nt], da[0], da[1], da[2], da[3], b0, b1 FA_EMU_ARG);
                 fa_mma(&dp[nt + 1], da[0], da[1], da[2], da[3], b2, b3 FA_EMU_ARG);
             }
+#endif
         }
 #endif
-        const long last_key = (long)j0 + BLOCK_KV - 1, last_row = wr0 + 15;
-        const int clean = last_row < sq && last_key < sk && (long)j0 >= last_row + off - win_left &&
-                          last_key <= wr0 + off + win_right;
-        uint dsa[NTK / 2][4];
+        /* dS in place of dP */
+        const int mask = !fa_bw_all_visible(j0, (long)j0 + BLOCK_KV - 1, wr0, wr0 + 15, sq, sk, win_left, win_right);
+#if FA_DTYPE != 0
+        uint dsa[NTK / 2][4]; /* packed as the A fragments of 16 keys each */
+#endif
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NTK; nt++) {
-            float4 p = (float4)(fa_ex2(s[nt].x * scale_log2 - lr[0]), fa_ex2(s[nt].y * scale_log2 - lr[0]),
-                                fa_ex2(s[nt].z * scale_log2 - lr[1]), fa_ex2(s[nt].w * scale_log2 - lr[1]));
-            float4 ds = p * (dp[nt] - (float4)(dr[0], dr[0], dr[1], dr[1]));
-            if (!clean) {
-                const long key = (long)j0 + nt * 8 + 2 * t4, ra = wr0 + g;
-                const int4 vis = (int4)(fa_bw_visible(key, ra, sq, sk, win_left, win_right),
-                                        fa_bw_visible(key + 1, ra, sq, sk, win_left, win_right),
-                                        fa_bw_visible(key, ra + 8, sq, sk, win_left, win_right),
-                                        fa_bw_visible(key + 1, ra + 8, sq, sk, win_left, win_right));
-                ds = select((float4)(0.0f), ds, vis != 0);
-            }
-            dsa[nt / 2][2 * (nt % 2)] = fa_pack2(ds.x, ds.y);
-            dsa[nt / 2][2 * (nt % 2) + 1] = fa_pack2(ds.z, ds.w);
+            fa_bw_p_ds(&s[nt], &dp[nt], (float4)(ld0.x, ld0.x, ld1.x, ld1.x), (float4)(ld0.y, ld0.y, ld1.y, ld1.y),
+                       scale_log2, mask, 0, wr0 + g, (long)j0 + nt * 8 + 2 * t4, sq, sk, win_left, win_right);
+#if FA_DTYPE != 0
+            FA_BW_PACK_A(dsa, nt, dp[nt]);
+#endif
         }
-        /* dQ += dS K over the block's keys, 16 at a time */
-#ifdef FA_WGMMA
+        /* dQ += dS K over the block's keys */
+#if defined(FA_WGMMA)
         fa_bw_wg_acc(dqw, dsa, k_s, j0 > j_first);
 #ifndef FA_BW_WG_PIPE
         fa_wgmma_wait(D_PAD)(dqw); /* before the next block's copies overwrite K */
 #endif
+#elif FA_DTYPE == 0
+        FA_PRAGMA_UNROLL
+        for (int nt = 0; nt < NTK; nt++) /* 8 keys at a time */
+            fa_tf_product_cols(dq_acc, dp[nt], k_s + nt * 8 * ROW, g, t4 FA_EMU_ARG);
 #else
         FA_PRAGMA_UNROLL
-        for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++) {
+        for (int kk2 = 0; kk2 < NTK / 2; kk2++) { /* 16 keys at a time */
             FA_PRAGMA_UNROLL
             for (int dt = 0; dt < DT; dt += 2) {
                 uint b0, b1, b2, b3;
@@ -577,7 +707,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     }
 #ifdef FA_WGMMA
     fa_wgmma_wait(D_PAD)(dqw);
-    if (j_first < j_hi) /* else no product set them: 0 */
+    if (j_first < keys.y) /* else no product set them: 0 */
         FA_PRAGMA_UNROLL
         for (int dt = 0; dt < DT; dt++)
             dq_acc[dt] = (float4)(dqw[4 * dt], dqw[4 * dt + 1], dqw[4 * dt + 2], dqw[4 * dt + 3]);

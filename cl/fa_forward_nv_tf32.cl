@@ -91,17 +91,6 @@ inline void fa_tf_load_tile_async(__local float *tile, int pitch, __global const
 #define VT (BLOCK_KV * VP)
 #define SMEM_FLOATS (BLOCK_Q * QP + NBUF * (KT + VT))
 
-/* x = big + small for 3xTF32, relying on the matrix unit reading only the top 19 bits of a tf32
- * operand (it truncates; CUTLASS's round_half_ulp_truncate): big = x's bits plus half a tf32 ulp,
- * small = x - big as truncated, both passed as they are. Three operations, where cvt.rna.tf32.f32
- * costs ptxas four ALU instructions on sm_90 (two per split before). An infinite x becomes NaN. */
-inline void fa_split(float x, uint *big, uint *small)
-{
-    const uint b = as_uint(x) + 0x1000u;
-    *big = b;
-    *small = as_uint(x - as_float(b & 0xffffe000u));
-}
-
 inline void fa_store_two(__global float *o, ulong i, int col, float x, float y)
 {
 #if defined(FA_ALIGNED16) && HEAD_DIM % 4 == 0

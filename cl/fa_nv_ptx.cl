@@ -10,7 +10,8 @@
  * summed in fp32 in k order; the matrix unit's order differs within rounding.
  *
  * Each collective takes FA_EMU_ARG last (nothing in the PTX build); the kernel declares the scratch
- * with FA_EMU_DECL(warps, warp). Needs FA_DTYPE (1 f16, 2 bf16; 0 for the tf32 forms).
+ * with FA_EMU_DECL(warps, warp), and a helper that calls collectives declares FA_EMU_PARAM last.
+ * Needs FA_DTYPE (1 f16, 2 bf16; 0 for the tf32 forms).
  *
  * tf32 (the fp32 kernel, cl/fa_forward_nv_tf32.cl): fa_mma_tf32 is mma.sync m16n8k8 with tf32
  * inputs; the matrix unit reads the top 19 bits of each 32-bit operand (the 13 low bits are
@@ -28,6 +29,7 @@
 
 #define FA_EMU_DECL(warps, warp)
 #define FA_EMU_ARG
+#define FA_EMU_PARAM
 
 inline uint fa_smem_addr(__local const ushort *p) { return (uint)(size_t)p; }
 #define FA_STR_(x) #x
@@ -170,6 +172,7 @@ inline void fa_mma_tf32(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0
     __local ulong fa_emu_scratch[(warps) * FA_EMU_WORDS / 2];                                             \
     __local uint *const fa_emu = (__local uint *)(fa_emu_scratch + (warp) * FA_EMU_WORDS / 2);
 #define FA_EMU_ARG , fa_emu
+#define FA_EMU_PARAM , __local uint *fa_emu /* a helper's parameter that passes the scratch on */
 
 inline int fa_emu_lane(void) { return (int)(get_local_id(0) % 32); }
 
@@ -362,6 +365,27 @@ inline void fa_mma_tf32(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0
 }
 
 #endif /* FA_PTX_EMULATE */
+
+/* x = big + small for 3xTF32, relying on the matrix unit reading only the top 19 bits of a tf32
+ * operand (it truncates; CUTLASS's round_half_ulp_truncate): big = x's bits plus half a tf32 ulp,
+ * small = x - big as truncated, both passed as they are. Three operations, where cvt.rna.tf32.f32
+ * costs ptxas four ALU instructions on sm_90 (two per split before). An infinite x becomes NaN. */
+inline void fa_split(float x, uint *big, uint *small)
+{
+    const uint b = as_uint(x) + 0x1000u;
+    *big = b;
+    *small = as_uint(x - as_float(b & 0xffffe000u));
+}
+
+/* acc += A B to fp32 accuracy from split operands: a_small b_big + a_big b_small + a_big b_big (the
+ * small terms first, while acc is smallest; a_small b_small is below fp32's rounding) */
+inline void fa_mma_tf32x3(float4 *acc, const uint ab[4], const uint as[4], const uint bb[2],
+                          const uint bs[2] FA_EMU_PARAM)
+{
+    fa_mma_tf32(acc, as[0], as[1], as[2], as[3], bb[0], bb[1] FA_EMU_ARG);
+    fa_mma_tf32(acc, ab[0], ab[1], ab[2], ab[3], bs[0], bs[1] FA_EMU_ARG);
+    fa_mma_tf32(acc, ab[0], ab[1], ab[2], ab[3], bb[0], bb[1] FA_EMU_ARG);
+}
 
 /* A full block of `rows` rows of 16-byte chunks (`ch` a row, at most head_dim / 8 of them real) by
  * cp.async, from src (the block's first row, `stride` elements apart) into dst (`pitch` apart).

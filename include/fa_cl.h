@@ -659,10 +659,12 @@ FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const f
  *    one family: D = rowsum(dO o O) into the plan's scratch (4 bytes per row of the LSE), dK and dV
  *    per block of keys, dQ per block of queries. "nvidia-wgmma-backward" (Hopper's wgmma, compute
  *    capability 9.0, f16/bf16 with 16-byte aligned rows, head_dim a multiple of 8 up to 128;
- *    FA_CL_WGMMA=0 turns it off), else "nvidia-mma-backward" (cl/fa_backward_nv_mma.cl: NVIDIA
- *    tensor cores, compute capability >= 8.0, f16/bf16, head_dim <= 128; FA_CL_VENDOR_PATH=0 or
- *    FA_CL_KERNEL_VARIANT=portable / portable-tiled turn both off) where it applies, else
- *    "portable-backward" (cl/fa_backward.cl, every device). fa_cl_plan_info (kernel, block_q and
+ *    FA_CL_WGMMA=0 turns it off), "nvidia-mma-backward" (cl/fa_backward_nv_mma.cl: NVIDIA tensor
+ *    cores, compute capability >= 8.0, f16/bf16, head_dim <= 128) and "nvidia-tf32x3-backward"
+ *    (the same kernels for f32 there, every product as three TF32 mma: fp32 accuracy; also off
+ *    with FA_CL_NV_TF32=0) where they apply (FA_CL_VENDOR_PATH=0 or FA_CL_KERNEL_VARIANT=portable /
+ *    portable-tiled turn them off), else "portable-backward" (cl/fa_backward.cl, every device);
+ *    FA_CL_KERNEL_VARIANT naming one of the four forces it. fa_cl_plan_info (kernel, block_q and
  *    block_kv: the tiles of docs/design.md "The backward", scratch_bytes) says which. A device whose
  *    local memory cannot hold the smallest tile (33.9 KB at head_dim 256, 66.7 KB at 512: a 64 KiB
  *    GPU takes head_dim 512's forward but not its backward) gets UNSUPPORTED.
@@ -712,8 +714,8 @@ FA_CL_API fa_cl_status fa_cl_backward_plan_create(fa_cl_context *ctx, const fa_c
                                                   fa_cl_backward_plan **out);
 
 /** What a backward plan chose, as fa_cl_plan_get_info_sized (kernel "nvidia-wgmma-backward",
- *  "nvidia-mma-backward" or "portable-backward", launches 3, scratch_bytes the D buffer).
- *  Thread-safe. */
+ *  "nvidia-mma-backward", "nvidia-tf32x3-backward" or "portable-backward", launches 3,
+ *  scratch_bytes the D buffer). Thread-safe. */
 FA_CL_API fa_cl_status fa_cl_backward_plan_get_info_sized(const fa_cl_backward_plan *plan, fa_cl_plan_info *out,
                                                           size_t struct_size);
 

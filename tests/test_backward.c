@@ -18,7 +18,9 @@
  *   determinism  100 runs bitwise equal
  *   invalid      bad input: a status, a message naming the problem, outputs untouched
  *   tiny N       case N of a tiny set, one per process (oclgrind)
- *   mma          small cases for the tensor-core backward (emulated here, native on NVIDIA GPUs)
+ *   mma [f32]    small cases for the tensor-core backward (emulated here, native on NVIDIA GPUs), each
+ *                checked to run on the family the planner must give it (f32: nvidia-tf32x3-backward,
+ *                which the emulation plans with FA_CL_NV_TF32=1); "f32": those cases alone
  *   varlen       packed variable-length batches (cu_seqlens) and per-sequence key counts, each
  *                sequence against the oracle on its own rows; rows no sequence owns never written
  */
@@ -29,6 +31,7 @@
 
 #include "fa_cl_internal.h" /* the device's compute capability (the wgmma subset) */
 #include "oracle.h"
+#include "plan/planner.h"
 #include "test_util.h"
 
 #define K_STORAGE 2.0
@@ -36,6 +39,36 @@
 static tu_tally backward_tally = {"backward", 0, 0};
 /* the kernel every plan of a subset must be (the wgmma subset on Hopper); NULL: any */
 static const char *expect_kernel;
+
+/* The mma, tiny and varlen subsets check which family ran (a case the planner sent to the portable
+ * kernel would pass its accuracy checks without testing the tensor-core one). */
+static int check_family;
+
+/* The family a case must get: the tensor cores wherever they run (natively, or emulated with
+ * FA_CL_MMA_EMULATE=1) and take the case -- f32 too, unless FA_CL_NV_TF32=0 -- else portable-backward.
+ * (Under emulation f32 needs FA_CL_NV_TF32=1: without it this says nvidia-tf32x3-backward and the
+ * planner portable-backward, and the case fails, as it should: it would not test the kernel.) */
+static const char *expected_family(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t head_dim)
+{
+    fa_cl_limits lim;
+    fa_cl__context_limits(ctx, &lim);
+    const char *tf32 = getenv("FA_CL_NV_TF32");
+    if (!lim.nv_mma || head_dim > FA_CL_MMA_BACKWARD_MAX_DIM || (dtype == FA_CL_F32 && tf32 && strcmp(tf32, "0") == 0))
+        return "portable-backward";
+    return dtype == FA_CL_F32 ? "nvidia-tf32x3-backward" : "nvidia-mma-backward";
+}
+
+/* got is the family want names, or, on Hopper where nvidia-mma-backward is wanted, the wgmma one
+ * (which takes the cases whose rows allow it: the wgmma subset requires it where it must) */
+static int family_matches(fa_cl_context *ctx, const char *want, const char *got)
+{
+    fa_cl_limits lim;
+    fa_cl__context_limits(ctx, &lim);
+    if (!got)
+        return 0;
+    return strcmp(got, want) == 0 || (lim.nv_wgmma && strcmp(want, "nvidia-mma-backward") == 0 &&
+                                      strcmp(got, "nvidia-wgmma-backward") == 0);
+}
 
 typedef struct bw_case {
     tu_case c;          /* layout: q, k, v, o; c.lse is always on (the backward needs it) */
@@ -321,6 +354,13 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const bw_case *bc, uint6
                      gname[i], err, bar, K_STORAGE);
         }
     }
+    if (!reference && check_family && ok) {
+        const char *want = expected_family(ctx, bc->c.dtype, bc->c.D);
+        if (!family_matches(ctx, want, info.kernel)) {
+            ok = 0;
+            snprintf(why, sizeof why, "planned on %s, not %s", info.kernel ? info.kernel : "?", want);
+        }
+    }
     if (!reference) { /* the one-shot call gives the same bits as the plan */
         double *again = (double *)malloc(nq * sizeof(double));
         int same = again != NULL;
@@ -392,9 +432,10 @@ static int run_reference(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
-/* the tensor-core backward's paths (emulated in CTest, FA_CL_MMA_EMULATE=1, with FA_CL_TILE=16x16 too):
- * f16 and bf16, head dims padded to 64 and 128, tails of rows, keys and head_dim, causal and windows
- * (blocks with and without the per-element mask), GQA, strided and unaligned views */
+/* the tensor-core backward's paths (emulated in CTest, FA_CL_MMA_EMULATE=1 with FA_CL_NV_TF32=1, with
+ * FA_CL_TILE=16x16 too): f16, bf16 and f32, head dims padded to 64 and 128, tails of rows, keys and
+ * head_dim, causal and windows (blocks with and without the per-element mask), GQA, strided and
+ * unaligned views (synchronous loads: offsets or head_dim not whole 16-byte units) */
 static const bw_case mma_cases[] = {
     {{1, 2, 1, 37, 53, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL},
     {{1, 2, 2, 70, 65, 128, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, NULL},
@@ -403,13 +444,23 @@ static const bw_case mma_cases[] = {
     {{1, 1, 1, 20, 80, 5, BF16, 0, -1, -1, "CCCC", 0.7f, 1}, NULL},
     /* above what the tensor-core backward takes (128): it declines, portable-backward computes it */
     {{1, 2, 1, 21, 30, 457, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL}, /* 16x16 fits 128 KiB: 121088 bytes */
+    /* f32 (nvidia-tf32x3-backward): 16-byte rows (cp.async) at d_padded 64 and 128, unaligned views and
+     * head_dim 5 (synchronous loads), windows, causal with rows that see nothing, GQA */
+    {{1, 2, 1, 37, 53, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, NULL},
+    {{1, 1, 1, 70, 65, 128, F32, 0, -1, -1, "CCCC", 0.0f, 1}, NULL},
+    {{2, 2, 2, 33, 47, 40, F32, 0, 9, 4, "SPCC", 0.0f, 1}, "QCSP"},
+    {{1, 4, 2, 40, 48, 96, F32, 1, -1, -1, "SSSS", 0.0f, 1}, NULL},
+    {{1, 1, 1, 20, 80, 5, F32, 0, -1, -1, "CCCC", 0.7f, 1}, NULL},
+    {{1, 2, 2, 50, 30, 111, F32, 1, 7, -1, "HHHH", 0.0f, 1}, NULL},
 };
 
 static int run_mma(fa_cl_context *ctx, int argc, char **argv)
 {
-    (void)argc, (void)argv;
+    const int f32_only = argc > 0 && strcmp(argv[0], "f32") == 0;
+    check_family = 1;
     for (int i = 0; i < TU_COUNT(mma_cases); i++)
-        check_case(&backward_tally, ctx, &mma_cases[i], 700 + (uint64_t)i, 0);
+        if (!f32_only || mma_cases[i].c.dtype == F32)
+            check_case(&backward_tally, ctx, &mma_cases[i], 700 + (uint64_t)i, 0);
     return 0;
 }
 
@@ -564,6 +615,20 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
             snprintf(why, sizeof why, "%s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
         }
     }
+    if (ok && check_family) { /* the family the one-shot call's plan took */
+        fa_cl_backward_plan *plan = NULL;
+        fa_cl_plan_info info;
+        memset(&info, 0, sizeof info);
+        if (fa_cl_backward_plan_create(ctx, &d, &plan) == FA_CL_SUCCESS)
+            fa_cl_backward_plan_get_info(plan, &info);
+        fa_cl_backward_plan_release(plan);
+        const char *want = expected_family(ctx, dt, vc->D);
+        snprintf(line, sizeof line, "[%s] ", info.kernel ? info.kernel : "no plan");
+        if (!family_matches(ctx, want, info.kernel)) {
+            ok = 0;
+            snprintf(why, sizeof why, "planned on %s, not %s", info.kernel ? info.kernel : "?", want);
+        }
+    }
     /* per sequence: the oracle and the storage-precision computation on its rows; which rows of
      * the packed (or dense) gradients some sequence owns */
     double err[3] = {0}, err_pt[3] = {0}, mref[3] = {0};
@@ -679,6 +744,7 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
 static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
+    check_family = 1;
     const bw_varlen_case cases[] = {
         /* ragged, an empty sequence, causal bottom-right per sequence, GQA */
         {3, 4, 2, 64, F32, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, NULL},
@@ -708,6 +774,7 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
         printf("tiny: case %d does not exist (0..%d)\n", i, TU_COUNT(tiny_cases) - 1);
         return 2;
     }
+    check_family = 1;
     check_case(&backward_tally, ctx, &tiny_cases[i], 900 + (uint64_t)i, 0);
     return 0;
 }

@@ -1187,5 +1187,97 @@ int main(void)
                   t.forced, "backward, Hopper, FA_CL_TILE=32x32: %s %s %dx%d %s", fa_cl_status_string(st),
                   st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, msg);
     }
+    /* f32 on tensor cores (nvidia-tf32x3-backward, where nv_tf32): fp32 tiles with rows of d + 4,
+     * 4 * ((2 + 2n) B (d + 4) + 2 n B) bytes, B halved from 64 while it does not fit, dK/dV in passes
+     * of 32 rows at d_padded 128; FA_CL_KERNEL_VARIANT naming a backward family forces it alone */
+    {
+        const struct { size_t local; int tf32, d, aligned; fa_cl_dtype t; int forced_variant, tile, pass;
+                       fa_cl_status want; int want_b, want_pass; size_t bytes; fa_cl_kernel_id k; } tc[] = {
+            {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 32, 4 * (6 * 64 * 132 + 4 * 64),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 203776 */
+            {227 * KIB, 1, 64, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 68 + 4 * 64),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 105472 */
+            {227 * KIB, 1, 128, 0, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 32, 4 * (4 * 64 * 132 + 2 * 64),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* unaligned: one buffer, 135680 */
+            {227 * KIB, 1, 5, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (4 * 64 * 68 + 2 * 64),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* head_dim 5: rows not whole 16-byte units */
+            {163 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 32, 4 * (6 * 32 * 132 + 4 * 32),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* A100: 101888 */
+            {99 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 16, 16, 4 * (6 * 16 * 132 + 4 * 16),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 8.6/8.9: 101888 > 101376, 50944 */
+            {227 * KIB, 1, 160, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 0, 4 * ((2 * 32 + 2 * 32) * 164 + 2 * 32 * 33 + 64),
+             FA_CL_KERNEL_PORTABLE_BACKWARD}, /* above 128: declines */
+            {227 * KIB, 0, 64, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 0, 4 * ((2 * 32 + 2 * 32) * 68 + 2 * 32 * 33 + 64),
+             FA_CL_KERNEL_PORTABLE_BACKWARD}, /* FA_CL_NV_TF32=0 (or emulated without =1) */
+            {227 * KIB, 1, 64, 1, FA_CL_F16, 0, 0, 0, FA_CL_SUCCESS, 64, 0, 56320, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
+            /* forced tiles: 32 x 32 in passes of 16; a pass that does not divide B */
+            {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 32, 16, FA_CL_SUCCESS, 32, 16, 101888, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
+            {227 * KIB, 1, 128, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 32, 12, FA_CL_ERROR_INVALID_ARGUMENT, 0,
+             0, 0, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
+            /* FA_CL_KERNEL_VARIANT: the tf32 family forced where FA_CL_NV_TF32 leaves it out; refused for
+             * what it cannot take; portable-backward forced; nvidia-mma-backward forced on f32; a forward
+             * family: portable ones give the portable backward, the others change nothing */
+            {227 * KIB, 0, 64, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 0, 0, FA_CL_SUCCESS, 64, 64, 105472,
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
+            {227 * KIB, 1, 64, 1, FA_CL_F16, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 0, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0,
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
+            {227 * KIB, 1, 160, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 0, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0,
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
+            {227 * KIB, 1, 64, 1, FA_CL_F32, FA_CL_KERNEL_PORTABLE_BACKWARD, 0, 0, FA_CL_SUCCESS, 32, 0,
+             4 * ((2 * 32 + 2 * 32) * 68 + 2 * 32 * 33 + 64), FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {227 * KIB, 1, 64, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD, 0, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0,
+             FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
+            {227 * KIB, 1, 64, 1, FA_CL_F32, FA_CL_KERNEL_PORTABLE, 0, 0, FA_CL_SUCCESS, 32, 0,
+             4 * ((2 * 32 + 2 * 32) * 68 + 2 * 32 * 33 + 64), FA_CL_KERNEL_PORTABLE_BACKWARD},
+            {227 * KIB, 1, 64, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32X3, 0, 0, FA_CL_SUCCESS, 64, 64, 105472,
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
+        };
+        for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
+            fa_cl_limits lim;
+            memset(&lim, 0, sizeof lim);
+            lim.local_mem_size = tc[i].local;
+            lim.max_work_group = 1024;
+            lim.nv_mma = 1;
+            lim.nv_tf32 = tc[i].tf32;
+            lim.forced_variant = tc[i].forced_variant;
+            lim.forced_q = lim.forced_kv = tc[i].tile;
+            lim.forced_rows = tc[i].pass;
+            const fa_cl_tile_request req = {tc[i].d, tc[i].t, 4096, 4096, tc[i].aligned, 4096};
+            fa_cl_tiles t;
+            char msg[256] = "";
+            const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+            const char *forced = tc[i].forced_variant ? fa_cl_kernel_by_id(tc[i].forced_variant)->name : "";
+            int ok = st == tc[i].want;
+            if (ok && st == FA_CL_SUCCESS)
+                ok = t.variant == tc[i].k && t.block_q == tc[i].want_b && t.block_kv == tc[i].want_b &&
+                     t.pass_rows == tc[i].want_pass && t.local_mem_bytes == tc[i].bytes &&
+                     t.work_group_size == (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD ? 256 : tc[i].want_b * 2) &&
+                     (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD || t.elem_bytes == (tc[i].t == FA_CL_F32 ? 4 : 2));
+            else if (ok) /* refused: the message names the forced family and why */
+                ok = strstr(msg, fa_cl_kernel_by_id(tc[i].k)->name) != NULL &&
+                     (tc[i].want == FA_CL_ERROR_INVALID_ARGUMENT || strstr(msg, "FA_CL_KERNEL_VARIANT=") != NULL);
+            tu_expect(&tally, ok, "backward, %zu KiB NVIDIA%s, head_dim %d %s%s%s%s, tile %d pass %d: %s %s %dx%d pass %d, "
+                      "%zu bytes (want %s %dx%d pass %d, %zu) %s", tc[i].local / KIB, tc[i].tf32 ? " tf32" : "",
+                      tc[i].d, tu_dtype_name(tc[i].t), tc[i].aligned ? "" : " unaligned", *forced ? ", forced " : "",
+                      forced, tc[i].tile, tc[i].pass, fa_cl_status_string(st),
+                      st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.pass_rows,
+                      t.local_mem_bytes, fa_cl_status_string(tc[i].want), tc[i].want_b, tc[i].want_b, tc[i].want_pass,
+                      tc[i].bytes, msg);
+        }
+        /* a forward plan is not constrained by a backward family's name */
+        fa_cl_limits lim;
+        memset(&lim, 0, sizeof lim);
+        lim.local_mem_size = 227 * KIB;
+        lim.max_work_group = 1024;
+        lim.nv_mma = lim.nv_tf32 = 1;
+        lim.forced_variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
+        const fa_cl_tile_request req = {64, FA_CL_F32, 4096, 4096, 1, 4096};
+        fa_cl_tiles t;
+        char msg[256] = "";
+        const fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_TF32X3,
+                  "forward with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward: %s %s (want nvidia-tf32x3) %s",
+                  fa_cl_status_string(st), st == FA_CL_SUCCESS ? t.kernel : "-", msg);
+    }
     return tu_finish(&tally);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Backward plans: tiles from the portable-backward family's rules, one program with its three
- * kernels (cl/fa_backward.cl), the D scratch, and the three launches of a call. */
+/* Backward plans: tiles from the backward families' rules (fa_cl_plan_backward_tiles), one program
+ * with its three kernels (cl/fa_backward.cl or cl/fa_backward_nv_mma.cl), the D scratch, and the
+ * three launches of a call. */
 #include "backward/backward.h"
 #include "plan/plan.h"
 #include "program/build_options.h"
@@ -90,7 +91,7 @@ static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_pl
         t->varlen_k = d->total_k > 0;
         t->seqlens = d->kv_seqlens != 0;
         st = build_kernels(ctx, plan);
-        if (st != FA_CL_SUCCESS && t->variant == FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD) {
+        if (st != FA_CL_SUCCESS && t->variant == FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD && lim.forced_variant != (int)t->variant) {
             /* the sm_90a build failed (a driver whose PTX the retargeting does not know): nvidia-mma-backward */
             release_kernels(plan);
             if (fa_cl__first_failure(ctx, &ctx->wgmma_backward_failed))
@@ -100,7 +101,8 @@ static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_pl
             attempt--;
             continue;
         }
-        if (st != FA_CL_SUCCESS && fa_cl_kernel_by_id(t->variant)->vendor && !t->ptx_emulated && !t->forced) {
+        if (st != FA_CL_SUCCESS && fa_cl_kernel_by_id(t->variant)->vendor && !t->ptx_emulated && !t->forced &&
+            lim.forced_variant != (int)t->variant) {
             /* the tensor-core kernels did not compile on this driver: portable ones from now on */
             release_kernels(plan);
             if (fa_cl__first_failure(ctx, &ctx->mma_failed))

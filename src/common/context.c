@@ -177,11 +177,13 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     }
     s = getenv("FA_CL_KERNEL_VARIANT");
     if (s && *s) {
+        /* a forward family forces forward plans (portable ones the portable backward too); a backward
+         * family forces backward plans */
         const fa_cl_kernel_family *f = fa_cl_kernel_by_name(s);
-        if (!f || f->op != FA_CL_OP_FORWARD) {
-            int n = snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not a forward kernel (", s);
+        if (!f || (f->op != FA_CL_OP_FORWARD && f->op != FA_CL_OP_BACKWARD)) {
+            int n = snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not a forward or backward kernel (", s);
             for (int i = 0, k = 0; i < fa_cl_kernel_count() && n > 0 && (size_t)n < msg_size; i++)
-                if (fa_cl_kernel_at(i)->op == FA_CL_OP_FORWARD)
+                if (fa_cl_kernel_at(i)->op == FA_CL_OP_FORWARD || fa_cl_kernel_at(i)->op == FA_CL_OP_BACKWARD)
                     n += snprintf(msg + n, msg_size - (size_t)n, "%s%s", k++ ? ", " : "", fa_cl_kernel_at(i)->name);
             if (n > 0 && (size_t)n < msg_size)
                 snprintf(msg + n, msg_size - (size_t)n, ")");

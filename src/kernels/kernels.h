@@ -53,6 +53,9 @@ const fa_cl_kernel_family *fa_cl_kernel_at(int i);
 /* By name or id; NULL when there is none. */
 const fa_cl_kernel_family *fa_cl_kernel_by_name(const char *name);
 const fa_cl_kernel_family *fa_cl_kernel_by_id(fa_cl_kernel_id id);
+/* The forward family FA_CL_KERNEL_VARIANT forces (lim->forced_variant); NULL where it names none or
+ * a backward family (which forces backward plans only). */
+const fa_cl_kernel_family *fa_cl_forced_forward(const fa_cl_limits *lim);
 
 /* The rules of a family that computes no forward (combine, append): it never applies, has no tiles
  * (msg says which kernel it is) and no options of its own. */
@@ -235,8 +238,10 @@ size_t fa_cl_backward_local_bytes(int block_q, int block_kv, int head_dim_padded
  * planner compares with fa_cl_private_floats where the device's is known. */
 int fa_cl_backward_private_floats(int block, int tm, int head_dim_padded);
 /* A backward plan's tiles for req on lim (the budget as a forward's; FA_CL_TILE forces them): the
- * tensor-core family where it applies (lim->nv_mma, f16/bf16, head_dim <= 128) unless
- * FA_CL_KERNEL_VARIANT names a portable kernel, else portable-backward. */
+ * first tensor-core family of the registry that applies (nvidia-mma-backward: lim->nv_mma, f16/bf16;
+ * nvidia-tf32x3-backward: lim->nv_tf32, f32; head_dim <= 128) and fits, else portable-backward.
+ * FA_CL_KERNEL_VARIANT naming a backward family plans that one alone (UNSUPPORTED where it cannot);
+ * naming portable or portable-tiled, portable-backward; any other forward kernel changes nothing. */
 fa_cl_status fa_cl_plan_backward_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out,
                                        char *msg, size_t msg_size);
 
@@ -265,5 +270,19 @@ size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16);
 #define FA_CL_WGMMA_BACKWARD_BLOCK 64
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma_backward;
 size_t fa_cl_wgmma_backward_local_bytes(int dim_padded);
+
+/* ---- nvidia-tf32x3-backward (nvidia_mma_backward.c): the f32 backward on tensor cores, 3xTF32 ---- */
+
+/* The same kernels with FA_DTYPE 0 (cl/fa_backward_nv_mma.cl): tiles of fp32 with rows padded by
+ * 4, every product 3xTF32; applies where lim->nv_tf32 (f32, head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM).
+ * B as nvidia-mma-backward's, from
+ *     local_mem_bytes = 4 * ((2 + 2 n) B * (d_padded + 4) + 2 n B)
+ * (K and V, n buffers of Q and dO; the rows' LSE and D), n = 2 where rows are 16-byte aligned and
+ * head_dim % 4 == 0, else 1. dkdv takes a query block in passes of PASS_ROWS rows: B, but
+ * FA_CL_TF32_BACKWARD_PASS at d_padded 128 (dK and dV hold 128 floats a lane there; S^T and dP^T of
+ * 64 rows would add 64). FA_CL_TILE=BxBxP forces B and the pass. */
+#define FA_CL_TF32_BACKWARD_PASS 32
+extern const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32_backward;
+size_t fa_cl_tf32_backward_local_bytes(int block, int dim_padded, int aligned16);
 
 #endif /* FA_CL_KERNELS_H */

@@ -46,7 +46,7 @@ void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
 {
     fa_cl__tiles_set(out, f, br, bc, warp_rows, 8, br / warp_rows * 32, bytes);
     out->head_dim_padded = dim_padded;
-    out->elem_bytes = f->id == FA_CL_KERNEL_NVIDIA_TF32X3 ? 4 : 2;
+    out->elem_bytes = f->id == FA_CL_KERNEL_NVIDIA_TF32X3 || f->id == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD ? 4 : 2;
     out->aligned16 = req->aligned16;
     out->ptx_emulated = lim->mma_emulated;
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* nvidia-mma-backward: the backward on NVIDIA tensor cores (mma.sync through inline PTX), f16/bf16,
- * head_dim up to 128, compute capability >= 8.0 (cl/fa_backward_nv_mma.cl). Its tile rules; backward
- * plans call them (src/backward/backward_plan.c), never the forward planner. */
+/* The backward on NVIDIA tensor cores (mma.sync through inline PTX), head_dim up to 128, compute
+ * capability >= 8.0: two families of one kernel file (cl/fa_backward_nv_mma.cl) and their tile rules,
+ *   nvidia-mma-backward     f16/bf16 (m16n8k16; P and dS rounded to the storage type), and
+ *   nvidia-tf32x3-backward  f32, fp32-accurate: every product 3xTF32 (m16n8k8), P and dS split too.
+ * Backward plans call them (src/backward/backward_plan.c), never the forward planner. */
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
@@ -14,9 +16,66 @@ size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16)
     return (size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 8) * 2 + 2 * nbuf * (size_t)block * 4;
 }
 
+size_t fa_cl_tf32_backward_local_bytes(int block, int dim_padded, int aligned16)
+{
+    const size_t nbuf = aligned16 ? 2 : 1;
+    return 4 * ((size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 4) + 2 * nbuf * (size_t)block);
+}
+
 static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
 {
     return lim->nv_mma && req->dtype != FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM;
+}
+
+static int applies_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+{
+    return lim->nv_mma && lim->nv_tf32 && req->dtype == FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM;
+}
+
+/* Either family's tiles: B_r = B_c = B, FA_CL_MMA_BACKWARD_BLOCK halved while its local memory does
+ * not fit the budget, or FA_CL_TILE=BxB (the tf32 family: BxBxP, P rows a pass). A forced tile this
+ * kernel cannot take is UNSUPPORTED, meant for the portable backward (which checks it), unless
+ * FA_CL_KERNEL_VARIANT forces this family: then INVALID_ARGUMENT. */
+static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
+                                fa_cl_tiles *out, char *msg, size_t msg_size)
+{
+    const int tf32 = f->id == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
+    size_t (*const local_bytes)(int, int, int) = tf32 ? fa_cl_tf32_backward_local_bytes
+                                                      : fa_cl_mma_backward_local_bytes;
+    const int dp = req->head_dim <= 64 ? 64 : 128;
+    /* rows copied 16 bytes at a time (the kernel's FA_BW_ASYNC): NBUF = 2 */
+    const int aligned = req->aligned16 && req->head_dim % (tf32 ? 4 : 8) == 0;
+    const size_t budget = out->local_mem_budget;
+    const int forced_here = lim->forced_variant == (int)f->id;
+    int b = FA_CL_MMA_BACKWARD_BLOCK, pass = 0, forced = 0;
+    if (lim->forced_q > 0 || lim->forced_kv > 0) {
+        b = lim->forced_q;
+        pass = tf32 && lim->forced_rows > 0 ? lim->forced_rows : 0;
+        if (lim->forced_kv != b || b % 16 || b > 128 || local_bytes(b, dp, aligned) > budget ||
+            (size_t)(b / 16 * 32) > lim->max_work_group || (pass && (pass % 8 || b % pass))) {
+            char third[16] = "";
+            if (pass)
+                snprintf(third, sizeof third, "x%d", pass);
+            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d%s for %s: B_r = B_c, a multiple of 16 up to 128, in %zu bytes "
+                     "of local memory%s", lim->forced_q, lim->forced_kv, third, f->name, budget,
+                     tf32 ? "; the third field (rows a pass) a multiple of 8 dividing it" : "");
+            return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
+        }
+        forced = 1;
+    }
+    while (!forced && b > 16 && local_bytes(b, dp, aligned) > budget)
+        b /= 2;
+    const size_t bytes = local_bytes(b, dp, aligned);
+    if (bytes > budget || (size_t)(b / 16 * 32) > lim->max_work_group) {
+        snprintf(msg, msg_size, "%s needs %zu bytes of local memory at head_dim %d; the budget is %zu", f->name, bytes,
+                 req->head_dim, budget);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+    fa_cl__tensor_core_tiles(lim, req, f, b, b, 16, dp, bytes, out);
+    out->forced = forced;
+    if (tf32) /* S^T and dP^T of the pass beside dK and dV (D_PAD floats a lane) in the registers */
+        out->pass_rows = pass ? pass : dp == 128 && b > FA_CL_TF32_BACKWARD_PASS ? FA_CL_TF32_BACKWARD_PASS : b;
+    return FA_CL_SUCCESS;
 }
 
 static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
@@ -27,37 +86,28 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                  "bf16 data and head_dim <= %d", FA_CL_MMA_BACKWARD_MAX_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
-    const int dp = req->head_dim <= 64 ? 64 : 128;
-    const int aligned = req->aligned16 && req->head_dim % 8 == 0;
-    const size_t budget = out->local_mem_budget;
-    int b = FA_CL_MMA_BACKWARD_BLOCK, forced = 0;
-    if (lim->forced_q > 0 || lim->forced_kv > 0) {
-        b = lim->forced_q;
-        if (lim->forced_kv != b || b % 16 || b > 128 || fa_cl_mma_backward_local_bytes(b, dp, aligned) > budget ||
-            (size_t)(b / 16 * 32) > lim->max_work_group) {
-            /* a tile this kernel cannot take is meant for the portable backward (which checks it) */
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for the tensor-core backward: B_r = B_c, a multiple of 16 up to "
-                     "128, in %zu bytes of local memory", lim->forced_q, lim->forced_kv, budget);
-            return FA_CL_ERROR_UNSUPPORTED;
-        }
-        forced = 1;
-    }
-    while (!forced && b > 16 && fa_cl_mma_backward_local_bytes(b, dp, aligned) > budget)
-        b /= 2;
-    const size_t bytes = fa_cl_mma_backward_local_bytes(b, dp, aligned);
-    if (bytes > budget || (size_t)(b / 16 * 32) > lim->max_work_group) {
-        snprintf(msg, msg_size, "the tensor-core backward needs %zu bytes of local memory at head_dim %d; the budget "
-                 "is %zu", bytes, req->head_dim, budget);
+    return plan_family(lim, req, &fa_cl_kernel_nvidia_mma_backward, out, msg, msg_size);
+}
+
+/* (FA_CL_NV_TF32 is not asked: it decides where the planner tries the family, as for the forward) */
+static fa_cl_status plan_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+                              size_t msg_size)
+{
+    if (!lim->nv_mma || req->dtype != FA_CL_F32 || req->head_dim > FA_CL_MMA_BACKWARD_MAX_DIM) {
+        snprintf(msg, msg_size, "the fp32 tensor-core backward needs an NVIDIA GPU of compute capability >= 8.0, f32 "
+                 "data and head_dim <= %d", FA_CL_MMA_BACKWARD_MAX_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
-    fa_cl__tensor_core_tiles(lim, req, &fa_cl_kernel_nvidia_mma_backward, b, b, 16, dp, bytes, out);
-    out->forced = forced;
-    return FA_CL_SUCCESS;
+    return plan_family(lim, req, &fa_cl_kernel_nvidia_tf32_backward, out, msg, msg_size);
 }
 
 static int options(const fa_cl_tiles *t, char *out, size_t n)
 {
-    return snprintf(out, n, "%s%s", t->aligned16 ? " -DFA_ALIGNED16" : "", t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+    char pass[32] = "";
+    if (t->pass_rows > 0)
+        snprintf(pass, sizeof pass, " -DPASS_ROWS=%d", t->pass_rows);
+    return snprintf(out, n, "%s%s%s", pass, t->aligned16 ? " -DFA_ALIGNED16" : "",
+                    t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward = {
@@ -65,3 +115,9 @@ const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward = {
     "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in its own "
     "pass",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};
+
+const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32_backward = {
+    "nvidia-tf32x3-backward", FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 4, 1,
+    "the f32 backward on NVIDIA tensor cores (head_dim <= 128), fp32 accuracy through 3xTF32 mma, P and dS unrounded, "
+    "dQ in its own pass",
+    applies_tf32, plan_tf32, options, FA_CL_UNROLL_MAX_DIM, 0};

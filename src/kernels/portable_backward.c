@@ -85,34 +85,43 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
     return snprintf(out, n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
 }
 
+/* out as a family's plan receives it (kernels.h) */
+static void tiles_start(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out)
+{
+    memset(out, 0, sizeof *out);
+    out->head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
+    out->elem_bytes = 4;
+    out->local_mem_budget = fa_cl_local_budget(lim, &out->budget_source);
+    out->splits = 1;
+}
+
 fa_cl_status fa_cl_plan_backward_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out,
                                        char *msg, size_t msg_size)
 {
-    fa_cl_tiles none;
-    memset(&none, 0, sizeof none);
-    none.head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
-    none.elem_bytes = 4;
-    none.local_mem_budget = fa_cl_local_budget(lim, &none.budget_source);
-    none.splits = 1;
-    *out = none;
-    /* the tensor-core families in turn, unless FA_CL_KERNEL_VARIANT names a portable kernel: the first
-     * that applies and whose tiles fit, else portable-backward */
-    static const fa_cl_kernel_family *const tensor_core[] = {&fa_cl_kernel_nvidia_wgmma_backward,
-                                                             &fa_cl_kernel_nvidia_mma_backward};
-    const int portable_forced = lim->forced_variant == FA_CL_KERNEL_PORTABLE ||
-                                lim->forced_variant == FA_CL_KERNEL_PORTABLE_TILED;
-    for (int i = 0; i < (int)(sizeof tensor_core / sizeof tensor_core[0]) && !portable_forced; i++) {
-        const fa_cl_kernel_family *f = tensor_core[i];
-        if (!f->applies(lim, req))
+    const fa_cl_kernel_family *forced = lim->forced_variant ? fa_cl_kernel_by_id((fa_cl_kernel_id)lim->forced_variant)
+                                                            : NULL;
+    if (forced && forced->op != FA_CL_OP_BACKWARD) /* a forward kernel's name */
+        forced = forced->id == FA_CL_KERNEL_PORTABLE || forced->id == FA_CL_KERNEL_PORTABLE_TILED
+                     ? &fa_cl_kernel_portable_backward
+                     : NULL;
+    /* the tensor-core families, in the registry's order */
+    for (int i = 0; i < fa_cl_kernel_count(); i++) {
+        const fa_cl_kernel_family *f = fa_cl_kernel_at(i);
+        if (f->op != FA_CL_OP_BACKWARD || f == &fa_cl_kernel_portable_backward ||
+            (forced ? f != forced : !f->applies(lim, req)))
             continue;
+        tiles_start(lim, req, out);
         char why[256] = "";
         const fa_cl_status st = f->plan(lim, req, out, why, sizeof why);
-        if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT) {
-            snprintf(msg, msg_size, "%s", why);
+        if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT || forced) {
+            if (st == FA_CL_ERROR_UNSUPPORTED)
+                snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=%s: %s", f->name, why);
+            else
+                snprintf(msg, msg_size, "%s", why);
             return st;
         }
-        *out = none;
     }
+    tiles_start(lim, req, out);
     return plan(lim, req, out, msg, msg_size);
 }
 

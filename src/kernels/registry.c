@@ -18,6 +18,7 @@ static const fa_cl_kernel_family *const families[] = {
     &fa_cl_kernel_pad_rows,        /* tensor-core plans' first launches at head_dim % 8 != 0 */
     &fa_cl_kernel_nvidia_wgmma_backward, /* backward plans: tensor cores first */
     &fa_cl_kernel_nvidia_mma_backward,
+    &fa_cl_kernel_nvidia_tf32_backward,
     &fa_cl_kernel_portable_backward,
 };
 
@@ -39,6 +40,13 @@ const fa_cl_kernel_family *fa_cl_kernel_by_id(fa_cl_kernel_id id)
         if (families[i]->id == id)
             return families[i];
     return NULL;
+}
+
+const fa_cl_kernel_family *fa_cl_forced_forward(const fa_cl_limits *lim)
+{
+    const fa_cl_kernel_family *f = lim->forced_variant ? fa_cl_kernel_by_id((fa_cl_kernel_id)lim->forced_variant)
+                                                       : NULL;
+    return f && f->op == FA_CL_OP_FORWARD ? f : NULL;
 }
 
 int fa_cl__never_applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)

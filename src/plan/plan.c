@@ -83,6 +83,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     fa_cl_limits lim;
     fa_cl__context_limits(ctx, &lim);
+    if (!fa_cl_forced_forward(&lim))
+        lim.forced_variant = 0; /* FA_CL_KERNEL_VARIANT naming a backward family: not this plan's */
     const fa_cl_views *v = &plan->views;
     const fa_cl_attention_desc *d = &v->d;
     /* a head column's rows: GQA packing stacks its query heads' rows */

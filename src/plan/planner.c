@@ -36,8 +36,7 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
                  FA_CL_MAX_HEAD_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
-    const fa_cl_kernel_family *forced = lim->forced_variant ? fa_cl_kernel_by_id((fa_cl_kernel_id)lim->forced_variant)
-                                                            : NULL;
+    const fa_cl_kernel_family *forced = fa_cl_forced_forward(lim);
     fa_cl_status st = FA_CL_ERROR_UNSUPPORTED;
     char why[400] = "no kernel applies";
     for (int i = 0; i < fa_cl_kernel_count(); i++) {

@@ -72,6 +72,7 @@ typedef enum fa_cl_kernel_id {
     FA_CL_KERNEL_PAD_ROWS = 9,  /* cl/fa_pad_rows.cl: q/k/v rows padded to 16 bytes (not a forward) */
     FA_CL_KERNEL_NVIDIA_WGMMA = 10, /* cl/fa_forward_nv_mma.cl with FA_WGMMA: Hopper's wgmma (sm_90a PTX) */
     FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD = 11, /* cl/fa_backward_nv_mma.cl with FA_WGMMA: the backward on wgmma */
+    FA_CL_KERNEL_NVIDIA_TF32_BACKWARD = 12, /* cl/fa_backward_nv_mma.cl with f32: the backward as 3xTF32 */
 } fa_cl_kernel_id;
 
 /* The shape class a plan is made for. */
@@ -117,6 +118,7 @@ typedef struct fa_cl_tiles {
     int rows_padded;          /* nvidia-mma: q/k/v read from the plan's zero-padded copies (pad-rows launches) */
     int producer;             /* nvidia-wgmma: a producer warpgroup copies for the two computing ones
                                  (FA_WG_PRODUCER); work_group_size counts its 128 work-items */
+    int pass_rows;            /* nvidia-tf32x3-backward: dkdv's query rows a pass (PASS_ROWS) */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
