@@ -64,6 +64,8 @@ inline ulong fa_wg_desc(__local const ushort *p, uint lead_bytes, uint stride_by
 #define FA_WG_COPY_ROW(e, ch) ((e) / (8 * (ch)) * 8 + (e) % 8)
 #define FA_WG_COPY_CHUNK(e, ch) ((e) / 8 % (ch))
 
+/* (the kernels' copies; the GEMM check, cl/fa_wgmma_check.cl, defines neither D_PAD nor HEAD_DIM) */
+#if defined(D_PAD) && defined(HEAD_DIM)
 /* `rows` full rows of HEAD_DIM 16-bit values (`stride` elements apart from src; a tile of D_PAD
  * columns, zeros past HEAD_DIM) into a tile by cp.async, copier `lid` of `copiers`; rows and
  * copiers are constants where it is inlined. Where the copiers cover whole 8-row groups, a
@@ -90,6 +92,7 @@ inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, 
         }
     }
 }
+#endif
 
 /* the accumulators as asm operands */
 #define FA_WG_D16(d) \

@@ -6,7 +6,8 @@
  * Accuracy in FlashAttention's style: for each of dq, dk, dv, the largest error of fa_cl against
  * float64 must be at most K_STORAGE times the largest error of the same computation done in the
  * storage precision (every product S, P, O, dV, dP, dS, dQ, dK rounded to the dtype, as an unfused
- * implementation in that dtype gives; FlashAttention's tests take 2), plus a floor of
+ * implementation in that dtype gives; FlashAttention's tests take 2; K_TF32X3, 16, for the f32
+ * tensor-core family, whose 3xTF32 products are fp32-like, not fp32), plus a floor of
  * 1e-6 + 1e-5 max|ref| for the fp32 accumulations of f32 problems, where the storage-precision
  * error is itself fp32 rounding. Every element of the gradients' views must be written, and
  * nothing between strided rows.
@@ -35,6 +36,17 @@
 #include "test_util.h"
 
 #define K_STORAGE 2.0
+/* nvidia-tf32x3-backward (f32 on tensor cores) is fp32-like, not fp32: each product is 3xTF32
+ * (both parts rounded to TF32's 11 bits, the small x small term dropped, about 2^-21 relative) and
+ * P comes from ex2.approx (2 ulp), errors that do not average out as fp32's rounding does: on the
+ * H200 its error reached 9.3 x the storage-precision one (S = 100 x 1, where every P is 1) */
+#define K_TF32X3 16.0
+
+/* the factor for the kernel that ran (NULL: not known, the f32 bar's) */
+static double k_storage(const char *kernel)
+{
+    return kernel && strcmp(kernel, "nvidia-tf32x3-backward") == 0 ? K_TF32X3 : K_STORAGE;
+}
 
 static tu_tally backward_tally = {"backward", 0, 0};
 /* the kernel every plan of a subset must be (the wgmma subset on Hopper); NULL: any */
@@ -344,14 +356,15 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const bw_case *bc, uint6
     for (int i = 0; i < 3 && read_ok; i++) { /* every gradient's error; the first failure's reason */
         const size_t n = i == 0 ? nq : nk;
         const double err = max_abs_diff(got[i], ref[i], n), err_pt = max_abs_diff(pt[i], ref[i], n);
-        const double bar = K_STORAGE * err_pt + 1e-6 + 1e-5 * max_abs(ref[i], n);
+        const double k = reference ? K_STORAGE : k_storage(info.kernel);
+        const double bar = k * err_pt + 1e-6 + 1e-5 * max_abs(ref[i], n);
         const size_t len = strlen(line);
         snprintf(line + len, sizeof line - len, "%s %.2e (storage %.2e, ratio %.2f) ", gname[i], err, err_pt,
                  err_pt > 0 ? err / err_pt : 0.0);
         if (!(err <= bar) && ok) {
             ok = 0;
             snprintf(why, sizeof why, "%s error %.3e above %.3e (%.0f x the storage-precision error + floor)",
-                     gname[i], err, bar, K_STORAGE);
+                     gname[i], err, bar, k);
         }
     }
     if (!reference && check_family && ok) {
@@ -615,13 +628,15 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
             snprintf(why, sizeof why, "%s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
         }
     }
-    if (ok && check_family) { /* the family the one-shot call's plan took */
+    fa_cl_plan_info info; /* the family the one-shot call's plan took */
+    memset(&info, 0, sizeof info);
+    if (ok) {
         fa_cl_backward_plan *plan = NULL;
-        fa_cl_plan_info info;
-        memset(&info, 0, sizeof info);
         if (fa_cl_backward_plan_create(ctx, &d, &plan) == FA_CL_SUCCESS)
             fa_cl_backward_plan_get_info(plan, &info);
         fa_cl_backward_plan_release(plan);
+    }
+    if (ok && check_family) {
         const char *want = expected_family(ctx, dt, vc->D);
         snprintf(line, sizeof line, "[%s] ", info.kernel ? info.kernel : "no plan");
         if (!family_matches(ctx, want, info.kernel)) {
@@ -716,7 +731,8 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
         size_t stray = 0; /* rows no sequence owns: never written */
         for (size_t e = 0; e < gn[w]; e++)
             stray += !owned[w][e] && tu_load_bits(dt, img[w], e) != tu_sentinel_bits(dt);
-        const double bar = K_STORAGE * err_pt[w] + 1e-6 + 1e-5 * mref[w];
+        const double kf = k_storage(info.kernel);
+        const double bar = kf * err_pt[w] + 1e-6 + 1e-5 * mref[w];
         const size_t len = strlen(line);
         snprintf(line + len, sizeof line - len, "%s %.2e (storage %.2e) ", gname[w], err[w], err_pt[w]);
         if (stray) {
@@ -724,8 +740,7 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
             snprintf(why, sizeof why, "%s: %zu elements of rows no sequence owns written", gname[w], stray);
         } else if (!(err[w] <= bar)) {
             ok = 0;
-            snprintf(why, sizeof why, "%s error above %.0f x the storage-precision error + floor", gname[w],
-                     K_STORAGE);
+            snprintf(why, sizeof why, "%s error above %.0f x the storage-precision error + floor", gname[w], kf);
         }
     }
     tu_expect(t, ok, "%s: %s%s%s", name, line, ok ? "" : "-- ", ok ? "" : why);
