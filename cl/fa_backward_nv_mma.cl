@@ -24,10 +24,14 @@
  * 2t and 2t + 1. Both reads hit 32 banks with that one pitch (float2 reads would need 8 mod 32,
  * where the column reads conflict). P and dS stay fp32: split into big + small like every operand.
  * dK and dV of 16 keys x D_PAD are D_PAD floats a lane (128 at D_PAD 128): dkdv takes a query
- * block in passes of PASS_ROWS rows so that S^T and dP^T (PASS_ROWS floats a lane) fit beside them.
+ * block in passes of PASS_ROWS rows so that S^T and dP^T (PASS_ROWS floats a lane) fit beside them;
+ * with FA_BW_DSPLIT 2 (the planner's choice at D_PAD 128) two warps take each 16 keys, both
+ * computing their S^T and dP^T, each holding half of dK and dV's columns (64 floats a lane, not 128,
+ * which spilled).
  *
  * Defined by the planner: FA_DTYPE (0 f32, 1 f16, 2 bf16), HEAD_DIM, D_PAD (64 or 128), BLOCK_Q
- * and BLOCK_KV (multiples of 16, equal: one work-group size), PASS_ROWS (f32 only), FA_ALIGNED16
+ * and BLOCK_KV (multiples of 16, equal: one work-group size, FA_BW_DSPLIT times that for dkdv),
+ * PASS_ROWS and FA_BW_DSPLIT (f32 only), FA_ALIGNED16
  * (every row 16-byte aligned: cp.async copies into two buffers of the streamed tiles, NBUF = 2;
  * else synchronous loads into one); FA_NATIVE_EXP. Local memory (the dkdv kernel's, the larger; E bytes an element
  * of a tile, ROW of them a row: 2 and D_PAD + 8, or 4 and D_PAD + 4):
@@ -56,8 +60,16 @@
 #endif
 #define WARPS (BLOCK_KV / 16)
 #define WG (WARPS * 32)
+#ifndef FA_BW_DSPLIT
+#define FA_BW_DSPLIT 1
+#endif
+#if FA_BW_DSPLIT != 1 && (FA_BW_DSPLIT != 2 || FA_DTYPE != 0)
+#error "FA_BW_DSPLIT: 1, or 2 for f32 (nvidia-tf32x3-backward)"
+#endif
+#define WG_DKDV (WG * FA_BW_DSPLIT) /* dkdv's work-items: FA_BW_DSPLIT warps per 16 keys */
 #define DT (D_PAD / 8)      /* n-tiles over head_dim */
 #define NTK (BLOCK_KV / 8)  /* n-tiles over a key block's keys (dq) */
+#define DT_OWN (DT / FA_BW_DSPLIT) /* n-tiles of dK and dV a dkdv warp holds */
 #if FA_DTYPE == 0
 typedef float fa_bw_elem;   /* a tile's element */
 #define EPC 4               /* elements in a 16-byte chunk */
@@ -101,9 +113,9 @@ typedef ushort fa_bw_elem;
 /* rows first .. first + count - 1 of one head (element offset base, row stride) into a tile, zeros
  * past `limit` and past HEAD_DIM (synchronous loads) */
 inline void fa_bw_tile(__local fa_bw_elem *tile, __global const fa_bw_elem *src, ulong base, long stride, int first,
-                       int count, int limit, int lid)
+                       int count, int limit, int lid, int wg)
 {
-    for (int e = lid; e < count * CH; e += WG) {
+    for (int e = lid; e < count * CH; e += wg) {
         const int r = FA_BW_COPY_ROW(e), c = FA_BW_COPY_CHUNK(e);
         uint4 x = (uint4)(0);
         if (first + r < limit && EPC * c < HEAD_DIM) {
@@ -130,26 +142,26 @@ inline void fa_bw_tile(__local fa_bw_elem *tile, __global const fa_bw_elem *src,
 #define FA_BW_ASYNC 1
 #define NBUF 2
 /* the same rows as fa_bw_tile by cp.async, which moves 16-bit units (U of them an element): zeros
- * past `limit` and HEAD_DIM (size 0, from the in-bounds address `base`) */
+ * past `limit` and HEAD_DIM (size 0, from the in-bounds address `base`); wg work-items, a constant */
 inline __attribute__((always_inline)) void fa_bw_tile_async(__local fa_bw_elem *tile, __global const fa_bw_elem *src,
                                                             ulong base, long stride, int first, int count, int limit,
-                                                            int lid)
+                                                            int lid, int wg)
 {
 #ifdef FA_WGMMA
     if (first + count <= limit) {
-        fa_wg_copy_rows(tile, src + base + (ulong)first * (ulong)stride, stride, count, WG, lid);
+        fa_wg_copy_rows(tile, src + base + (ulong)first * (ulong)stride, stride, count, wg, lid);
         return;
     }
 #else
     const int U = (int)sizeof(fa_bw_elem) / 2;
-    if (WG % CH == 0 && count * CH % WG == 0 && first + count <= limit) {
+    if (wg % CH == 0 && count * CH % wg == 0 && first + count <= limit) {
         fa_cp_rows16((__local ushort *)tile, U * ROW,
-                     (__global const ushort *)(src + base + (ulong)first * (ulong)stride), U * stride, count, CH, WG,
+                     (__global const ushort *)(src + base + (ulong)first * (ulong)stride), U * stride, count, CH, wg,
                      U * HEAD_DIM, lid);
         return;
     }
 #endif
-    for (int e = lid; e < count * CH; e += WG) {
+    for (int e = lid; e < count * CH; e += wg) {
         const int r = FA_BW_COPY_ROW(e), c = FA_BW_COPY_CHUNK(e);
         const int valid = first + r < limit && EPC * c < HEAD_DIM;
         fa_cp_async16((__local ushort *)(tile + FA_BW_AT(r, c, count)),
@@ -263,15 +275,16 @@ inline __attribute__((always_inline)) void fa_tf_product_rows(float4 *acc, int c
     }
 }
 
-/* acc[dt] += C B_dt for every n-tile dt over head_dim, over the 8 columns of accumulator tile c
- * (fa_tf_acc_a's k order): B the 8 tile rows at b read by columns: dQ += dS K's shape */
-inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, float4 c, __local const float *b, int g,
-                                                              int t FA_EMU_PARAM)
+/* acc[dt] += C B_dt for the n-tiles dt < count over head_dim from b's column, over the 8 columns
+ * of accumulator tile c (fa_tf_acc_a's k order): B the 8 tile rows at b read by columns: dQ += dS
+ * K's shape */
+inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, int count, float4 c,
+                                                              __local const float *b, int g, int t FA_EMU_PARAM)
 {
     uint ab[4], as[4];
     fa_tf_acc_a(c, ab, as);
     FA_PRAGMA_UNROLL
-    for (int dt = 0; dt < DT; dt++) {
+    for (int dt = 0; dt < count; dt++) {
         uint bb[2], bs[2];
         fa_tf_cols_b(b + dt * 8, g, t, bb, bs);
         fa_mma_tf32x3(&acc[dt], ab, as, bb, bs FA_EMU_ARG);
@@ -334,7 +347,7 @@ inline __attribute__((always_inline)) void fa_bw_wg_acc(float *acc, uint a[4][4]
 }
 #endif
 
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(WG_DKDV, 1, 1)))
 void fa_backward_dkdv(FA_BACKWARD_PARAMS)
 {
     FA_BACKWARD_ALL_USED;
@@ -343,7 +356,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     __local fa_bw_elem *const k_s = smem, *const v_s = smem + BLOCK_KV * TILE_ROW;
     __local fa_bw_elem *const q_all = smem + 2 * BLOCK_KV * TILE_ROW, *const do_all = q_all + NBUF * BLOCK_Q * TILE_ROW;
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
-    FA_EMU_DECL(WARPS, warp)
+    FA_EMU_DECL(WARPS * FA_BW_DSPLIT, warp)
 
     const int nkb = (seqlen_k + BLOCK_KV - 1) / BLOCK_KV, heads_kv = heads_q / group;
     const ulong gid = get_group_id(0);
@@ -356,16 +369,17 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     __global const fa_bw_elem *vg = (__global const fa_bw_elem *)v, *dog = (__global const fa_bw_elem *)dout;
     const ulong kb = k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2;
     const ulong vb = v_off + b * (ulong)vs0 + hk * (ulong)vs1 + (ulong)seq.k_start * (ulong)vs2;
-    fa_bw_tile(k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid);
-    fa_bw_tile(v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid);
+    fa_bw_tile(k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid, WG_DKDV);
+    fa_bw_tile(v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid, WG_DKDV);
 
     const int2 rows = fa_bw_rows_seeing(j0, sq, sk, win_left, win_right);
-    const int wkey = warp * 16;          /* this warp's keys in the block */
-    const long key0 = (long)j0 + wkey;   /* its first key */
+    const int wkey = warp / FA_BW_DSPLIT * 16;           /* this warp's keys in the block */
+    const int col0 = warp % FA_BW_DSPLIT * (D_PAD / FA_BW_DSPLIT); /* and its first column of dK, dV */
+    const long key0 = (long)j0 + wkey;                  /* its first key */
 
-    float4 dk_acc[DT], dv_acc[DT];
+    float4 dk_acc[DT_OWN], dv_acc[DT_OWN];
     FA_PRAGMA_UNROLL
-    for (int dt = 0; dt < DT; dt++)
+    for (int dt = 0; dt < DT_OWN; dt++)
         dk_acc[dt] = dv_acc[dt] = (float4)(0.0f);
 #ifdef FA_WGMMA
     float dkw[D_PAD / 2], dvw[D_PAD / 2]; /* the warpgroup's accumulators, dk_acc's layout: the first
@@ -385,9 +399,9 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         const ulong row0_ = fa_bw_lse_row0(b, h_, heads_q, seqlen_q, seq, total_q);                     \
         const ulong qh_ = q_off + b * (ulong)qs0 + h_ * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;   \
         const ulong dh_ = do_off + b * (ulong)dos0 + h_ * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2; \
-        LOAD(q_all + (buf) * BLOCK_Q * TILE_ROW, qg, qh_, qs2, i0_, BLOCK_Q, sq, lid);                   \
-        LOAD(do_all + (buf) * BLOCK_Q * TILE_ROW, dog, dh_, dos2, i0_, BLOCK_Q, sq, lid);                \
-        for (int r = lid; r < BLOCK_Q; r += WG) {                                                       \
+        LOAD(q_all + (buf) * BLOCK_Q * TILE_ROW, qg, qh_, qs2, i0_, BLOCK_Q, sq, lid, WG_DKDV);          \
+        LOAD(do_all + (buf) * BLOCK_Q * TILE_ROW, dog, dh_, dos2, i0_, BLOCK_Q, sq, lid, WG_DKDV);       \
+        for (int r = lid; r < BLOCK_Q; r += WG_DKDV) {                                                  \
             const float2 ld_ = fa_bw_row_lse_d(lse, dsum, row0_, i0_ + r, sq);                          \
             l_all[(buf) * BLOCK_Q + r] = ld_.x;                                                         \
             d_all[(buf) * BLOCK_Q + r] = ld_.y;                                                         \
@@ -496,10 +510,10 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
 #elif FA_DTYPE == 0
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NTP; nt++) /* 8 rows at a time */
-                fa_tf_product_cols(dv_acc, st[nt], do_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
+                fa_tf_product_cols(dv_acc, DT_OWN, st[nt], do_s + (p0 + nt * 8) * ROW + col0, g, t4 FA_EMU_ARG);
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NTP; nt++)
-                fa_tf_product_cols(dk_acc, dpt[nt], q_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
+                fa_tf_product_cols(dk_acc, DT_OWN, dpt[nt], q_s + (p0 + nt * 8) * ROW + col0, g, t4 FA_EMU_ARG);
 #else
             FA_PRAGMA_UNROLL
             for (int kk2 = 0; kk2 < NTP / 2; kk2++) { /* 16 rows at a time */
@@ -536,8 +550,8 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             const ulong kr = dk_off + b * (ulong)dks0 + hk * (ulong)dks1 + (ulong)(seq.k_start + key) * (ulong)dks2;
             const ulong vr = dv_off + b * (ulong)dvs0 + hk * (ulong)dvs1 + (ulong)(seq.k_start + key) * (ulong)dvs2;
             FA_PRAGMA_UNROLL
-            for (int dt = 0; dt < DT; dt++) {
-                const int col = dt * 8 + 2 * t4;
+            for (int dt = 0; dt < DT_OWN; dt++) {
+                const int col = col0 + dt * 8 + 2 * t4;
                 if (col < HEAD_DIM) {
                     const float2 xk = r ? dk_acc[dt].zw : dk_acc[dt].xy, xv = r ? dv_acc[dt].zw : dv_acc[dt].xy;
                     fa_bw_store2(dk, kr, col, xk.x * scale, xk.y * scale);
@@ -570,8 +584,8 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     __global const fa_bw_elem *vg = (__global const fa_bw_elem *)v, *dog = (__global const fa_bw_elem *)dout;
     const ulong qh = q_off + b * (ulong)qs0 + h * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;
     const ulong dh = do_off + b * (ulong)dos0 + h * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2;
-    fa_bw_tile(q_s, qg, qh, qs2, i0, BLOCK_Q, sq, lid);
-    fa_bw_tile(do_s, dog, dh, dos2, i0, BLOCK_Q, sq, lid);
+    fa_bw_tile(q_s, qg, qh, qs2, i0, BLOCK_Q, sq, lid, WG);
+    fa_bw_tile(do_s, dog, dh, dos2, i0, BLOCK_Q, sq, lid, WG);
 
     /* this lane's rows: wrow + g and + 8; their LSE (base 2) and D */
     const int wrow = warp * 16;
@@ -594,8 +608,8 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     const int j_first = keys.x / BLOCK_KV * BLOCK_KV;
 #ifdef FA_BW_ASYNC
     if (j_first < keys.y) {
-        fa_bw_tile_async(k_all, kg, kb, ks2, j_first, BLOCK_KV, sk, lid);
-        fa_bw_tile_async(v_all, vg, vb, vs2, j_first, BLOCK_KV, sk, lid);
+        fa_bw_tile_async(k_all, kg, kb, ks2, j_first, BLOCK_KV, sk, lid, WG);
+        fa_bw_tile_async(v_all, vg, vb, vs2, j_first, BLOCK_KV, sk, lid, WG);
     }
     fa_cp_async_commit();
 #endif
@@ -618,14 +632,16 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
         if (j0 + BLOCK_KV < keys.y) {
-            fa_bw_tile_async(k_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, kg, kb, ks2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
-            fa_bw_tile_async(v_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, vg, vb, vs2, j0 + BLOCK_KV, BLOCK_KV, sk, lid);
+            fa_bw_tile_async(k_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, kg, kb, ks2, j0 + BLOCK_KV, BLOCK_KV, sk, lid,
+                             WG);
+            fa_bw_tile_async(v_all + (buf ^ 1) * BLOCK_KV * TILE_ROW, vg, vb, vs2, j0 + BLOCK_KV, BLOCK_KV, sk, lid,
+                             WG);
         }
         fa_cp_async_commit();
 #else
         barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the previous keys (and Q, dO are in) */
-        fa_bw_tile((__local fa_bw_elem *)k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid);
-        fa_bw_tile((__local fa_bw_elem *)v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid);
+        fa_bw_tile((__local fa_bw_elem *)k_s, kg, kb, ks2, j0, BLOCK_KV, sk, lid, WG);
+        fa_bw_tile((__local fa_bw_elem *)v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid, WG);
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
@@ -690,7 +706,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
 #elif FA_DTYPE == 0
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NTK; nt++) /* 8 keys at a time */
-            fa_tf_product_cols(dq_acc, dp[nt], k_s + nt * 8 * ROW, g, t4 FA_EMU_ARG);
+            fa_tf_product_cols(dq_acc, DT, dp[nt], k_s + nt * 8 * ROW, g, t4 FA_EMU_ARG);
 #else
         FA_PRAGMA_UNROLL
         for (int kk2 = 0; kk2 < NTK / 2; kk2++) { /* 16 keys at a time */

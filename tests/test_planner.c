@@ -1188,16 +1188,17 @@ int main(void)
                   st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, msg);
     }
     /* f32 on tensor cores (nvidia-tf32x3-backward, where nv_tf32): fp32 tiles with rows of d + 4,
-     * 4 * ((2 + 2n) B (d + 4) + 2 n B) bytes, B halved from 64 while it does not fit, dK/dV in passes
-     * of 32 rows at d_padded 128; FA_CL_KERNEL_VARIANT naming a backward family forces it alone */
+     * 4 * ((2 + 2n) B (d + 4) + 2 n B) bytes, B halved from 64 while it does not fit, dkdv with two
+     * warps per 16 keys at d_padded 128 (each half of dK and dV's columns) and the block in one pass;
+     * FA_CL_KERNEL_VARIANT naming a backward family forces it alone */
     {
         const struct { size_t local; int tf32, d, aligned; fa_cl_dtype t; int forced_variant, tile, pass;
                        fa_cl_status want; int want_b, want_pass; size_t bytes; fa_cl_kernel_id k; } tc[] = {
-            {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 32, 4 * (6 * 64 * 132 + 4 * 64),
+            {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 132 + 4 * 64),
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 203776 */
             {227 * KIB, 1, 64, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 68 + 4 * 64),
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 105472 */
-            {227 * KIB, 1, 128, 0, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 32, 4 * (4 * 64 * 132 + 2 * 64),
+            {227 * KIB, 1, 128, 0, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (4 * 64 * 132 + 2 * 64),
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* unaligned: one buffer, 135680 */
             {227 * KIB, 1, 5, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (4 * 64 * 68 + 2 * 64),
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* head_dim 5: rows not whole 16-byte units */
@@ -1251,6 +1252,7 @@ int main(void)
             if (ok && st == FA_CL_SUCCESS)
                 ok = t.variant == tc[i].k && t.block_q == tc[i].want_b && t.block_kv == tc[i].want_b &&
                      t.pass_rows == tc[i].want_pass && t.local_mem_bytes == tc[i].bytes &&
+                     (t.dkdv_split > 1) == (tc[i].k == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD && tc[i].d > 64) &&
                      t.work_group_size == (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD ? 256 : tc[i].want_b * 2) &&
                      (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD || t.elem_bytes == (tc[i].t == FA_CL_F32 ? 4 : 2));
             else if (ok) /* refused: the message names the forced family and why */
@@ -1263,6 +1265,26 @@ int main(void)
                       st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.pass_rows,
                       t.local_mem_bytes, fa_cl_status_string(tc[i].want), tc[i].want_b, tc[i].want_b, tc[i].want_pass,
                       tc[i].bytes, msg);
+        }
+        /* FA_CL_TILE's fourth field: dkdv's warps per 16 keys, 1 or 2 (2 is the default at d = 128) */
+        for (int w = 1; w <= 3; w++) {
+            fa_cl_limits lim;
+            memset(&lim, 0, sizeof lim);
+            lim.local_mem_size = 227 * KIB;
+            lim.max_work_group = 1024;
+            lim.nv_mma = lim.nv_tf32 = 1;
+            lim.forced_variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
+            lim.forced_q = lim.forced_kv = 64;
+            lim.forced_rows = 32;
+            lim.forced_cols = w;
+            const fa_cl_tile_request req = {128, FA_CL_F32, 4096, 4096, 1, 4096};
+            fa_cl_tiles t;
+            char msg[256] = "";
+            const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+            tu_expect(&tally, w <= 2 ? st == FA_CL_SUCCESS && t.dkdv_split == w && t.pass_rows == 32
+                                     : st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "1 or 2") != NULL,
+                      "backward, tf32 forced 64x64x32x%d: %s (split %d) %s", w, fa_cl_status_string(st),
+                      st == FA_CL_SUCCESS ? t.dkdv_split : 0, msg);
         }
         /* a forward plan is not constrained by a backward family's name */
         fa_cl_limits lim;

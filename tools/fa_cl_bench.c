@@ -811,9 +811,9 @@ static void backward_row(fa_cl_context *ctx, cl_kernel filler, const options *op
                 free(hr);
             }
         } else if (!ran) {
-            char why[256];
-            snprintf(why, sizeof why, "reference backward skipped: %s", out->bwd_note);
-            snprintf(out->bwd_note, sizeof out->bwd_note, "%s", why);
+            char why[sizeof out->bwd_note];
+            memcpy(why, out->bwd_note, sizeof why);
+            snprintf(out->bwd_note, sizeof out->bwd_note, "reference backward skipped: %.200s", why);
             out->ref_bwd_med = -1;
         }
     }

@@ -7,6 +7,7 @@
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *const files[] = {"fa_common.cl", "fa_nv_ptx.cl", "fa_backward_common.cl", "fa_backward_nv_mma.cl"};
 
@@ -47,18 +48,26 @@ static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_reques
     const int aligned = req->aligned16 && req->head_dim % (tf32 ? 4 : 8) == 0;
     const size_t budget = out->local_mem_budget;
     const int forced_here = lim->forced_variant == (int)f->id;
-    int b = FA_CL_MMA_BACKWARD_BLOCK, pass = 0, forced = 0;
+    /* tf32 at d_padded 128: dK and dV are 256 floats a lane with one warp per 16 keys, which
+     * spills; two warps per 16 keys hold half of their columns each (both compute the keys' S^T
+     * and dP^T) */
+    int b = FA_CL_MMA_BACKWARD_BLOCK, pass = 0, forced = 0, split = tf32 && dp == 128 ? 2 : 1;
     if (lim->forced_q > 0 || lim->forced_kv > 0) {
         b = lim->forced_q;
         pass = tf32 && lim->forced_rows > 0 ? lim->forced_rows : 0;
+        split = tf32 && lim->forced_cols > 0 ? lim->forced_cols : split;
         if (lim->forced_kv != b || b % 16 || b > 128 || local_bytes(b, dp, aligned) > budget ||
-            (size_t)(b / 16 * 32) > lim->max_work_group || (pass && (pass % 8 || b % pass))) {
-            char third[16] = "";
+            (size_t)(b / 16 * 32 * split) > lim->max_work_group || (pass && (pass % 8 || b % pass)) ||
+            (split != 1 && split != 2)) {
+            char more[32] = "";
             if (pass)
-                snprintf(third, sizeof third, "x%d", pass);
+                snprintf(more, sizeof more, "x%d", pass);
+            if (tf32 && lim->forced_cols > 0)
+                snprintf(more + strlen(more), sizeof more - strlen(more), "x%d", lim->forced_cols);
             snprintf(msg, msg_size, "FA_CL_TILE=%dx%d%s for %s: B_r = B_c, a multiple of 16 up to 128, in %zu bytes "
-                     "of local memory%s", lim->forced_q, lim->forced_kv, third, f->name, budget,
-                     tf32 ? "; the third field (rows a pass) a multiple of 8 dividing it" : "");
+                     "of local memory%s", lim->forced_q, lim->forced_kv, more, f->name, budget,
+                     tf32 ? "; the third field (rows a pass) a multiple of 8 dividing it, the fourth (warps per 16 "
+                            "keys in dkdv) 1 or 2" : "");
             return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
         }
         forced = 1;
@@ -66,15 +75,21 @@ static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_reques
     while (!forced && b > 16 && local_bytes(b, dp, aligned) > budget)
         b /= 2;
     const size_t bytes = local_bytes(b, dp, aligned);
-    if (bytes > budget || (size_t)(b / 16 * 32) > lim->max_work_group) {
+    if (bytes > budget || (size_t)(b / 16 * 32 * split) > lim->max_work_group) {
         snprintf(msg, msg_size, "%s needs %zu bytes of local memory at head_dim %d; the budget is %zu", f->name, bytes,
                  req->head_dim, budget);
         return FA_CL_ERROR_UNSUPPORTED;
     }
     fa_cl__tensor_core_tiles(lim, req, f, b, b, 16, dp, bytes, out);
     out->forced = forced;
-    if (tf32) /* S^T and dP^T of the pass beside dK and dV (D_PAD floats a lane) in the registers */
-        out->pass_rows = pass ? pass : dp == 128 && b > FA_CL_TF32_BACKWARD_PASS ? FA_CL_TF32_BACKWARD_PASS : b;
+    if (tf32) { /* S^T and dP^T of the pass beside dK and dV (2 D_PAD / split floats a lane) in the registers:
+                 * the whole block at once where they hold 128 (measured: 86.8 ms against 115.9 with
+                 * passes of 32 rows at d = 128) */
+        out->pass_rows = pass                                                          ? pass
+                         : split == 1 && dp == 128 && b > FA_CL_TF32_BACKWARD_PASS ? FA_CL_TF32_BACKWARD_PASS
+                                                                                   : b;
+        out->dkdv_split = split;
+    }
     return FA_CL_SUCCESS;
 }
 
@@ -103,9 +118,11 @@ static fa_cl_status plan_tf32(const fa_cl_limits *lim, const fa_cl_tile_request 
 
 static int options(const fa_cl_tiles *t, char *out, size_t n)
 {
-    char pass[32] = "";
+    char pass[48] = "";
     if (t->pass_rows > 0)
         snprintf(pass, sizeof pass, " -DPASS_ROWS=%d", t->pass_rows);
+    if (t->dkdv_split > 1)
+        snprintf(pass + strlen(pass), sizeof pass - strlen(pass), " -DFA_BW_DSPLIT=%d", t->dkdv_split);
     return snprintf(out, n, "%s%s%s", pass, t->aligned16 ? " -DFA_ALIGNED16" : "",
                     t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
 }

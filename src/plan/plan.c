@@ -83,8 +83,13 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     fa_cl_limits lim;
     fa_cl__context_limits(ctx, &lim);
-    if (!fa_cl_forced_forward(&lim))
-        lim.forced_variant = 0; /* FA_CL_KERNEL_VARIANT naming a backward family: not this plan's */
+    if (!fa_cl_forced_forward(&lim)) {
+        /* FA_CL_KERNEL_VARIANT naming a backward family: neither it nor FA_CL_TILE, which goes with it,
+         * is this plan's */
+        if (lim.forced_variant)
+            lim.forced_q = lim.forced_kv = lim.forced_rows = lim.forced_cols = 0;
+        lim.forced_variant = 0;
+    }
     const fa_cl_views *v = &plan->views;
     const fa_cl_attention_desc *d = &v->d;
     /* a head column's rows: GQA packing stacks its query heads' rows */
