@@ -24,18 +24,19 @@
  * 2t and 2t + 1. Both reads hit 32 banks with that one pitch (float2 reads would need 8 mod 32,
  * where the column reads conflict). P and dS stay fp32: split into big + small like every operand.
  * dK and dV of 16 keys x D_PAD are D_PAD floats a lane (128 at D_PAD 128): dkdv takes a query
- * block in passes of PASS_ROWS rows so that S^T and dP^T (PASS_ROWS floats a lane) fit beside them;
- * with FA_BW_DSPLIT 2 (the planner's choice at D_PAD 128) two warps take each 16 keys, both
- * computing their S^T and dP^T, each holding half of dK and dV's columns (64 floats a lane, not 128,
- * which spilled).
+ * block in passes of PASS_ROWS rows so that S^T and dP^T (PASS_ROWS floats a lane) fit beside them.
+ * FA_BW_ROLES (the planner's choice at D_PAD 128, where one warp's 128 floats of dK and dV spilled):
+ * two warps take each 16 keys, one computing S^T, P^T and dV, the other dP^T, dS^T and dK, P^T
+ * passed from the first to the second through local memory (p_x: BLOCK_KV x PASS_ROWS floats);
+ * each holds D_PAD floats of accumulators a lane, and no product is done twice.
  *
  * Defined by the planner: FA_DTYPE (0 f32, 1 f16, 2 bf16), HEAD_DIM, D_PAD (64 or 128), BLOCK_Q
- * and BLOCK_KV (multiples of 16, equal: one work-group size, FA_BW_DSPLIT times that for dkdv),
- * PASS_ROWS and FA_BW_DSPLIT (f32 only), FA_ALIGNED16
+ * and BLOCK_KV (multiples of 16, equal: one work-group size, twice that for dkdv with FA_BW_ROLES),
+ * PASS_ROWS and FA_BW_ROLES (f32 only), FA_ALIGNED16
  * (every row 16-byte aligned: cp.async copies into two buffers of the streamed tiles, NBUF = 2;
  * else synchronous loads into one); FA_NATIVE_EXP. Local memory (the dkdv kernel's, the larger; E bytes an element
  * of a tile, ROW of them a row: 2 and D_PAD + 8, or 4 and D_PAD + 4):
- *     E (2 BLOCK_KV + 2 NBUF BLOCK_Q) ROW + 8 NBUF BLOCK_Q bytes (dkdv), and
+ *     E (2 BLOCK_KV + 2 NBUF BLOCK_Q) ROW + 8 NBUF BLOCK_Q (+ 4 BLOCK_KV PASS_ROWS: p_x) bytes (dkdv), and
  *     E (2 NBUF BLOCK_KV + 2 BLOCK_Q) ROW bytes (dq).
  *
  * FA_WGMMA (nvidia-wgmma-backward, compute capability 9.0; cl/fa_nv_wgmma.cl): the f16/bf16 kernels
@@ -60,16 +61,17 @@
 #endif
 #define WARPS (BLOCK_KV / 16)
 #define WG (WARPS * 32)
-#ifndef FA_BW_DSPLIT
-#define FA_BW_DSPLIT 1
+#ifdef FA_BW_ROLES
+#if FA_DTYPE != 0
+#error "FA_BW_ROLES is the f32 kernels' (nvidia-tf32x3-backward)"
 #endif
-#if FA_BW_DSPLIT != 1 && (FA_BW_DSPLIT != 2 || FA_DTYPE != 0)
-#error "FA_BW_DSPLIT: 1, or 2 for f32 (nvidia-tf32x3-backward)"
+#define WARPS_KEYS 2 /* dkdv's warps per 16 keys */
+#else
+#define WARPS_KEYS 1
 #endif
-#define WG_DKDV (WG * FA_BW_DSPLIT) /* dkdv's work-items: FA_BW_DSPLIT warps per 16 keys */
+#define WG_DKDV (WG * WARPS_KEYS) /* dkdv's work-items */
 #define DT (D_PAD / 8)      /* n-tiles over head_dim */
 #define NTK (BLOCK_KV / 8)  /* n-tiles over a key block's keys (dq) */
-#define DT_OWN (DT / FA_BW_DSPLIT) /* n-tiles of dK and dV a dkdv warp holds */
 #if FA_DTYPE == 0
 typedef float fa_bw_elem;   /* a tile's element */
 #define EPC 4               /* elements in a 16-byte chunk */
@@ -275,16 +277,15 @@ inline __attribute__((always_inline)) void fa_tf_product_rows(float4 *acc, int c
     }
 }
 
-/* acc[dt] += C B_dt for the n-tiles dt < count over head_dim from b's column, over the 8 columns
- * of accumulator tile c (fa_tf_acc_a's k order): B the 8 tile rows at b read by columns: dQ += dS
- * K's shape */
-inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, int count, float4 c,
-                                                              __local const float *b, int g, int t FA_EMU_PARAM)
+/* acc[dt] += C B_dt for every n-tile dt over head_dim, over the 8 columns of accumulator tile c
+ * (fa_tf_acc_a's k order): B the 8 tile rows at b read by columns: dQ += dS K's shape */
+inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, float4 c, __local const float *b, int g,
+                                                              int t FA_EMU_PARAM)
 {
     uint ab[4], as[4];
     fa_tf_acc_a(c, ab, as);
     FA_PRAGMA_UNROLL
-    for (int dt = 0; dt < count; dt++) {
+    for (int dt = 0; dt < DT; dt++) {
         uint bb[2], bs[2];
         fa_tf_cols_b(b + dt * 8, g, t, bb, bs);
         fa_mma_tf32x3(&acc[dt], ab, as, bb, bs FA_EMU_ARG);
@@ -356,7 +357,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     __local fa_bw_elem *const k_s = smem, *const v_s = smem + BLOCK_KV * TILE_ROW;
     __local fa_bw_elem *const q_all = smem + 2 * BLOCK_KV * TILE_ROW, *const do_all = q_all + NBUF * BLOCK_Q * TILE_ROW;
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
-    FA_EMU_DECL(WARPS * FA_BW_DSPLIT, warp)
+    FA_EMU_DECL(WARPS * WARPS_KEYS, warp)
 
     const int nkb = (seqlen_k + BLOCK_KV - 1) / BLOCK_KV, heads_kv = heads_q / group;
     const ulong gid = get_group_id(0);
@@ -373,14 +374,22 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     fa_bw_tile(v_s, vg, vb, vs2, j0, BLOCK_KV, sk, lid, WG_DKDV);
 
     const int2 rows = fa_bw_rows_seeing(j0, sq, sk, win_left, win_right);
-    const int wkey = warp / FA_BW_DSPLIT * 16;           /* this warp's keys in the block */
-    const int col0 = warp % FA_BW_DSPLIT * (D_PAD / FA_BW_DSPLIT); /* and its first column of dK, dV */
-    const long key0 = (long)j0 + wkey;                  /* its first key */
-
-    float4 dk_acc[DT_OWN], dv_acc[DT_OWN];
+    const int wkey = warp / WARPS_KEYS * 16; /* this warp's keys in the block */
+    const long key0 = (long)j0 + wkey;       /* its first key */
+#ifdef FA_BW_ROLES
+    /* role 0 computes S^T, P^T and dV, role 1 dP^T, dS^T and dK, with P^T from role 0 through p_x */
+    const int role = warp % 2;
+    __local float4 p_x[BLOCK_KV / 16][NTP][32];
+    float4 acc[DT];
     FA_PRAGMA_UNROLL
-    for (int dt = 0; dt < DT_OWN; dt++)
+    for (int dt = 0; dt < DT; dt++)
+        acc[dt] = (float4)(0.0f);
+#else
+    float4 dk_acc[DT], dv_acc[DT];
+    FA_PRAGMA_UNROLL
+    for (int dt = 0; dt < DT; dt++)
         dk_acc[dt] = dv_acc[dt] = (float4)(0.0f);
+#endif
 #ifdef FA_WGMMA
     float dkw[D_PAD / 2], dvw[D_PAD / 2]; /* the warpgroup's accumulators, dk_acc's layout: the first
                                             products set them */
@@ -442,6 +451,46 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         __local const float *const l_s = l_all + buf * BLOCK_Q, *const d_s = d_all + buf * BLOCK_Q;
         FA_PRAGMA_UNROLL
         for (int p0 = 0; p0 < BLOCK_Q; p0 += PASS) {
+#ifdef FA_BW_ROLES
+            /* x: S^T = K Q^T (role 0) or dP^T = V dO^T (role 1), [nt] keys (g, g + 8) x rows p0 + nt * 8
+             * + 2 t4 + {0, 1}; role 0 puts P^T into p_x */
+            float4 x[NTP];
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NTP; nt++)
+                x[nt] = (float4)(0.0f);
+            __local const float *const xa = role ? v_s : k_s, *const xb = role ? do_s : q_s;
+            FA_PRAGMA_UNROLL
+            for (int kk = 0; kk < KSTEPS; kk++)
+                fa_tf_product_rows(x, NTP, xa + wkey * ROW + kk * 8, xb + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);
+            { /* P^T (role 0's; role 1 computes the same from its dP^T and drops it: no branch) */
+                const long row_lo = (long)i0 + p0;
+                const int mask = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left,
+                                                    win_right);
+                FA_PRAGMA_UNROLL
+                for (int nt = 0; nt < NTP; nt++) {
+                    const int r = p0 + nt * 8 + 2 * t4;
+                    float4 p = x[nt], unused = x[nt];
+                    fa_bw_p_ds(&p, &unused, (float4)(l_s[r], l_s[r + 1], l_s[r], l_s[r + 1]), (float4)(0.0f),
+                               scale_log2, mask, 1, key0 + g, (long)i0 + r, sq, sk, win_left, win_right);
+                    if (role == 0)
+                        p_x[warp / 2][nt][lane] = p;
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE); /* P^T is in p_x */
+            /* dV += P^T dO (role 0) or dK += dS^T Q (role 1), dS^T = P^T (dP^T - D) (0 wherever P^T is
+             * masked), over the pass's rows, 8 at a time; both take P^T from p_x (on PoCL, x rewritten
+             * in place here came out wrong for role 0) */
+            __local const float *const xc = role ? q_s : do_s;
+            FA_PRAGMA_UNROLL
+            for (int nt = 0; nt < NTP; nt++) {
+                const int r = p0 + nt * 8 + 2 * t4;
+                const float4 p = p_x[warp / 2][nt][lane];
+                const float4 a = role ? p * (x[nt] - (float4)(d_s[r], d_s[r + 1], d_s[r], d_s[r + 1])) : p;
+                fa_tf_product_cols(acc, a, xc + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
+            }
+            if (BLOCK_Q / PASS > 1)
+                barrier(CLK_LOCAL_MEM_FENCE); /* role 1 is done with p_x before the next pass */
+#else
             /* S^T = K Q^T and dP^T = V dO^T: [nt] holds keys (g, g + 8) x rows p0 + nt * 8 + 2 t4 + {0, 1} */
             float4 st[NTP], dpt[NTP];
 #if defined(FA_BW_WG_PIPE)
@@ -510,10 +559,10 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
 #elif FA_DTYPE == 0
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NTP; nt++) /* 8 rows at a time */
-                fa_tf_product_cols(dv_acc, DT_OWN, st[nt], do_s + (p0 + nt * 8) * ROW + col0, g, t4 FA_EMU_ARG);
+                fa_tf_product_cols(dv_acc, st[nt], do_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NTP; nt++)
-                fa_tf_product_cols(dk_acc, DT_OWN, dpt[nt], q_s + (p0 + nt * 8) * ROW + col0, g, t4 FA_EMU_ARG);
+                fa_tf_product_cols(dk_acc, dpt[nt], q_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
 #else
             FA_PRAGMA_UNROLL
             for (int kk2 = 0; kk2 < NTP / 2; kk2++) { /* 16 rows at a time */
@@ -530,6 +579,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
                 }
             }
 #endif
+#endif /* FA_BW_ROLES */
         }
     }
 #ifdef FA_WGMMA
@@ -550,12 +600,20 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             const ulong kr = dk_off + b * (ulong)dks0 + hk * (ulong)dks1 + (ulong)(seq.k_start + key) * (ulong)dks2;
             const ulong vr = dv_off + b * (ulong)dvs0 + hk * (ulong)dvs1 + (ulong)(seq.k_start + key) * (ulong)dvs2;
             FA_PRAGMA_UNROLL
-            for (int dt = 0; dt < DT_OWN; dt++) {
-                const int col = col0 + dt * 8 + 2 * t4;
+            for (int dt = 0; dt < DT; dt++) {
+                const int col = dt * 8 + 2 * t4;
                 if (col < HEAD_DIM) {
+#ifdef FA_BW_ROLES
+                    const float2 x = r ? acc[dt].zw : acc[dt].xy;
+                    if (role)
+                        fa_bw_store2(dk, kr, col, x.x * scale, x.y * scale);
+                    else
+                        fa_bw_store2(dv, vr, col, x.x, x.y);
+#else
                     const float2 xk = r ? dk_acc[dt].zw : dk_acc[dt].xy, xv = r ? dv_acc[dt].zw : dv_acc[dt].xy;
                     fa_bw_store2(dk, kr, col, xk.x * scale, xk.y * scale);
                     fa_bw_store2(dv, vr, col, xv.x, xv.y);
+#endif
                 }
             }
         }
@@ -706,7 +764,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
 #elif FA_DTYPE == 0
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NTK; nt++) /* 8 keys at a time */
-            fa_tf_product_cols(dq_acc, DT, dp[nt], k_s + nt * 8 * ROW, g, t4 FA_EMU_ARG);
+            fa_tf_product_cols(dq_acc, dp[nt], k_s + nt * 8 * ROW, g, t4 FA_EMU_ARG);
 #else
         FA_PRAGMA_UNROLL
         for (int kk2 = 0; kk2 < NTK / 2; kk2++) { /* 16 keys at a time */

@@ -358,6 +358,18 @@ static fa_cl_limits limits_of(const pcase *c)
     return lim;
 }
 
+/* a Hopper's limits (227 KiB, tensor cores and tf32) with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward */
+static fa_cl_limits hopper_tf32_backward_forced(void)
+{
+    fa_cl_limits lim;
+    memset(&lim, 0, sizeof lim);
+    lim.local_mem_size = 227 * KIB;
+    lim.max_work_group = 1024;
+    lim.nv_mma = lim.nv_tf32 = 1;
+    lim.forced_variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
+    return lim;
+}
+
 static int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
 /* The tiled variant's local bytes, from the formula in planner.h. */
@@ -1189,30 +1201,31 @@ int main(void)
     }
     /* f32 on tensor cores (nvidia-tf32x3-backward, where nv_tf32): fp32 tiles with rows of d + 4,
      * 4 * ((2 + 2n) B (d + 4) + 2 n B) bytes, B halved from 64 while it does not fit, dkdv with two
-     * warps per 16 keys at d_padded 128 (each half of dK and dV's columns) and the block in one pass;
+     * warps per 16 keys by role at d_padded 128 (P^T's exchange: 4 B^2 bytes more), the block in one pass;
      * FA_CL_KERNEL_VARIANT naming a backward family forces it alone */
     {
         const struct { size_t local; int tf32, d, aligned; fa_cl_dtype t; int forced_variant, tile, pass;
                        fa_cl_status want; int want_b, want_pass; size_t bytes; fa_cl_kernel_id k; } tc[] = {
-            {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 132 + 4 * 64),
-             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 203776 */
+            {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 132 + 4 * 64 + 64 * 64),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 220160: P^T's exchange too */
             {227 * KIB, 1, 64, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 68 + 4 * 64),
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 105472 */
-            {227 * KIB, 1, 128, 0, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (4 * 64 * 132 + 2 * 64),
-             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* unaligned: one buffer, 135680 */
+            {227 * KIB, 1, 128, 0, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (4 * 64 * 132 + 2 * 64 + 64 * 64),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* unaligned: one buffer, 152064 */
             {227 * KIB, 1, 5, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (4 * 64 * 68 + 2 * 64),
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* head_dim 5: rows not whole 16-byte units */
-            {163 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 32, 4 * (6 * 32 * 132 + 4 * 32),
-             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* A100: 101888 */
-            {99 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 16, 16, 4 * (6 * 16 * 132 + 4 * 16),
-             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 8.6/8.9: 101888 > 101376, 50944 */
+            {163 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 32, 4 * (6 * 32 * 132 + 4 * 32 + 32 * 32),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* A100: 105984 */
+            {99 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 16, 16, 4 * (6 * 16 * 132 + 4 * 16 + 16 * 16),
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 8.6/8.9: 105984 > 101376, 51968 */
             {227 * KIB, 1, 160, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 0, 4 * ((2 * 32 + 2 * 32) * 164 + 2 * 32 * 33 + 64),
              FA_CL_KERNEL_PORTABLE_BACKWARD}, /* above 128: declines */
             {227 * KIB, 0, 64, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 0, 4 * ((2 * 32 + 2 * 32) * 68 + 2 * 32 * 33 + 64),
              FA_CL_KERNEL_PORTABLE_BACKWARD}, /* FA_CL_NV_TF32=0 (or emulated without =1) */
             {227 * KIB, 1, 64, 1, FA_CL_F16, 0, 0, 0, FA_CL_SUCCESS, 64, 0, 56320, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
             /* forced tiles: 32 x 32 in passes of 16; a pass that does not divide B */
-            {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 32, 16, FA_CL_SUCCESS, 32, 16, 101888, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
+            {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 32, 16, FA_CL_SUCCESS, 32, 16, 101888 + 4 * 32 * 16,
+             FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
             {227 * KIB, 1, 128, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 32, 12, FA_CL_ERROR_INVALID_ARGUMENT, 0,
              0, 0, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
             /* FA_CL_KERNEL_VARIANT: the tf32 family forced where FA_CL_NV_TF32 leaves it out; refused for
@@ -1252,7 +1265,7 @@ int main(void)
             if (ok && st == FA_CL_SUCCESS)
                 ok = t.variant == tc[i].k && t.block_q == tc[i].want_b && t.block_kv == tc[i].want_b &&
                      t.pass_rows == tc[i].want_pass && t.local_mem_bytes == tc[i].bytes &&
-                     (t.dkdv_split > 1) == (tc[i].k == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD && tc[i].d > 64) &&
+                     t.dkdv_roles == (tc[i].k == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD && tc[i].d > 64) &&
                      t.work_group_size == (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD ? 256 : tc[i].want_b * 2) &&
                      (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD || t.elem_bytes == (tc[i].t == FA_CL_F32 ? 4 : 2));
             else if (ok) /* refused: the message names the forced family and why */
@@ -1266,14 +1279,9 @@ int main(void)
                       t.local_mem_bytes, fa_cl_status_string(tc[i].want), tc[i].want_b, tc[i].want_b, tc[i].want_pass,
                       tc[i].bytes, msg);
         }
-        /* FA_CL_TILE's fourth field: dkdv's warps per 16 keys, 1 or 2 (2 is the default at d = 128) */
+        /* FA_CL_TILE's fourth field: dkdv's warps per 16 keys, 1 or 2 (by role, the default at d = 128) */
         for (int w = 1; w <= 3; w++) {
-            fa_cl_limits lim;
-            memset(&lim, 0, sizeof lim);
-            lim.local_mem_size = 227 * KIB;
-            lim.max_work_group = 1024;
-            lim.nv_mma = lim.nv_tf32 = 1;
-            lim.forced_variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
+            fa_cl_limits lim = hopper_tf32_backward_forced();
             lim.forced_q = lim.forced_kv = 64;
             lim.forced_rows = 32;
             lim.forced_cols = w;
@@ -1281,18 +1289,13 @@ int main(void)
             fa_cl_tiles t;
             char msg[256] = "";
             const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
-            tu_expect(&tally, w <= 2 ? st == FA_CL_SUCCESS && t.dkdv_split == w && t.pass_rows == 32
+            tu_expect(&tally, w <= 2 ? st == FA_CL_SUCCESS && t.dkdv_roles == (w == 2) && t.pass_rows == 32
                                      : st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "1 or 2") != NULL,
-                      "backward, tf32 forced 64x64x32x%d: %s (split %d) %s", w, fa_cl_status_string(st),
-                      st == FA_CL_SUCCESS ? t.dkdv_split : 0, msg);
+                      "backward, tf32 forced 64x64x32x%d: %s (roles %d) %s", w, fa_cl_status_string(st),
+                      st == FA_CL_SUCCESS ? t.dkdv_roles : 0, msg);
         }
         /* a forward plan is not constrained by a backward family's name */
-        fa_cl_limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = 227 * KIB;
-        lim.max_work_group = 1024;
-        lim.nv_mma = lim.nv_tf32 = 1;
-        lim.forced_variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
+        const fa_cl_limits lim = hopper_tf32_backward_forced();
         const fa_cl_tile_request req = {64, FA_CL_F32, 4096, 4096, 1, 4096};
         fa_cl_tiles t;
         char msg[256] = "";

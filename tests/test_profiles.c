@@ -187,9 +187,9 @@ static void build_options(tu_tally *t)
     tf32.variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
     tf32.block_kv = 64;
     tf32.pass_rows = 64;
-    tf32.dkdv_split = 2;
+    tf32.dkdv_roles = 1;
     n = fa_cl_build_options(&tf32, FA_CL_F32, 128, 1, buf, sizeof buf);
-    want = "-DFA_DTYPE=0 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=64 -DPASS_ROWS=64 -DFA_BW_DSPLIT=2 -DFA_ALIGNED16 "
+    want = "-DFA_DTYPE=0 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=64 -DPASS_ROWS=64 -DFA_BW_ROLES -DFA_ALIGNED16 "
            "-DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "fp32 tensor-core backward (3xTF32), GPU: '%s'", buf);
     tu_expect(t, fa_cl_kernel_files(FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, &tf32_files) == 4 &&

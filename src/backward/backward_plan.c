@@ -130,8 +130,8 @@ static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_pl
                 release_kernels(plan);
                 return fa_cl__fail_cl(ctx, err, "fa_cl_backward_plan_create: clGetKernelWorkGroupInfo");
             }
-            if (i == 1 && t->dkdv_split > 1) /* dkdv's work-group is larger: the tile's size where it fits */
-                w /= (size_t)t->dkdv_split;
+            if (i == 1 && t->dkdv_roles) /* dkdv's work-group is twice the tile's */
+                w /= 2;
             kwg = w < kwg ? w : kwg;
             klocal = l > klocal ? l : klocal;
         }
@@ -169,13 +169,13 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_backward_plan *plan)
                                (uint64_t)d->heads_kv;
     const uint64_t q_groups = (uint64_t)((d->seqlen_q + t->block_q - 1) / t->block_q) * (uint64_t)d->batch *
                               (uint64_t)d->heads_q;
-    const uint64_t most = ((uint64_t)1 << 40) / (uint64_t)t->work_group_size / 2; /* (dkdv_split up to 2) */
+    const uint64_t most = ((uint64_t)1 << 40) / (uint64_t)t->work_group_size / 2; /* (dkdv_roles: twice) */
     if (rows > ((uint64_t)1 << 40) || kv_groups > most || q_groups > most || rows > (uint64_t)SIZE_MAX / 4)
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_backward_plan_create: %llu rows is too many to launch",
                            (unsigned long long)rows);
     plan->global[0] = (size_t)rows;
     plan->local[0] = 0;
-    const size_t dkdv_wg = (size_t)t->work_group_size * (size_t)(t->dkdv_split > 1 ? t->dkdv_split : 1);
+    const size_t dkdv_wg = (size_t)t->work_group_size * (t->dkdv_roles ? 2 : 1);
     plan->global[1] = (size_t)kv_groups * dkdv_wg;
     plan->global[2] = (size_t)q_groups * (size_t)t->work_group_size;
     plan->local[1] = dkdv_wg;

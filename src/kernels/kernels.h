@@ -276,16 +276,16 @@ size_t fa_cl_wgmma_backward_local_bytes(int dim_padded);
 /* The same kernels with FA_DTYPE 0 (cl/fa_backward_nv_mma.cl): tiles of fp32 with rows padded by
  * 4, every product 3xTF32; applies where lim->nv_tf32 (f32, head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM).
  * B as nvidia-mma-backward's, from
- *     local_mem_bytes = 4 * ((2 + 2 n) B * (d_padded + 4) + 2 n B)
- * (K and V, n buffers of Q and dO; the rows' LSE and D), n = 2 where rows are 16-byte aligned and
- * head_dim % 4 == 0, else 1. At d_padded 128 dkdv has two warps per 16 keys, each with half of
- * dK and dV's columns (64 floats a lane; FA_BW_DSPLIT=2; one warp's 128 spilled: measured on the
- * H200, backward 86.8 ms against 141.5 at B=8, H=16, N=4096). dkdv takes a query block in passes of
- * PASS_ROWS rows: B, but FA_CL_TF32_BACKWARD_PASS at d_padded 128 with one warp per 16 keys (S^T and
- * dP^T of 64 rows would add 64 to its 128). FA_CL_TILE=BxBxPxW forces B, the pass and the warps per
- * 16 keys (1 or 2). */
+ *     local_mem_bytes = 4 * ((2 + 2 n) B * (d_padded + 4) + 2 n B + B X)
+ * (K and V, n buffers of Q and dO; the rows' LSE and D; P^T's exchange), n = 2 where rows are
+ * 16-byte aligned and head_dim % 4 == 0, else 1; X = the pass's rows with roles, else 0. At
+ * d_padded 128 dkdv has two warps per 16 keys by role (dkdv_roles, FA_BW_ROLES: one S^T, P^T, dV,
+ * the other dP^T, dS^T, dK; one warp's 128 floats of dK and dV spilled). dkdv takes a query block
+ * in passes of PASS_ROWS rows: B, but FA_CL_TF32_BACKWARD_PASS at d_padded 128 with one warp per 16
+ * keys (S^T and dP^T of 64 rows would add 64 to its 128). FA_CL_TILE=BxBxPxW forces B, the pass and
+ * the warps per 16 keys (1 or 2). */
 #define FA_CL_TF32_BACKWARD_PASS 32
 extern const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32_backward;
-size_t fa_cl_tf32_backward_local_bytes(int block, int dim_padded, int aligned16);
+size_t fa_cl_tf32_backward_local_bytes(int block, int dim_padded, int aligned16, int exchange_rows);
 
 #endif /* FA_CL_KERNELS_H */

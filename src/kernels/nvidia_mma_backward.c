@@ -17,10 +17,11 @@ size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16)
     return (size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 8) * 2 + 2 * nbuf * (size_t)block * 4;
 }
 
-size_t fa_cl_tf32_backward_local_bytes(int block, int dim_padded, int aligned16)
+size_t fa_cl_tf32_backward_local_bytes(int block, int dim_padded, int aligned16, int exchange_rows)
 {
     const size_t nbuf = aligned16 ? 2 : 1;
-    return 4 * ((size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 4) + 2 * nbuf * (size_t)block);
+    return 4 * ((size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 4) + 2 * nbuf * (size_t)block +
+                (size_t)block * (size_t)exchange_rows);
 }
 
 static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
@@ -33,32 +34,46 @@ static int applies_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req)
     return lim->nv_mma && lim->nv_tf32 && req->dtype == FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM;
 }
 
+/* dkdv's rows a pass (tf32; PASS_ROWS) for blocks of b: forced, or the block, but
+ * FA_CL_TF32_BACKWARD_PASS where one warp holds dK and dV of d_padded 128 */
+static int tf32_pass(int forced_pass, int b, int dp, int roles)
+{
+    return forced_pass ? forced_pass : !roles && dp == 128 && b > FA_CL_TF32_BACKWARD_PASS ? FA_CL_TF32_BACKWARD_PASS : b;
+}
+
+/* local memory of either family's kernels at blocks of b (tf32 with roles: P^T's exchange too) */
+static size_t family_bytes(int tf32, int b, int dp, int aligned, int pass, int roles)
+{
+    return tf32 ? fa_cl_tf32_backward_local_bytes(b, dp, aligned, roles ? pass : 0)
+                : fa_cl_mma_backward_local_bytes(b, dp, aligned);
+}
+
 /* Either family's tiles: B_r = B_c = B, FA_CL_MMA_BACKWARD_BLOCK halved while its local memory does
- * not fit the budget, or FA_CL_TILE=BxB (the tf32 family: BxBxP, P rows a pass). A forced tile this
- * kernel cannot take is UNSUPPORTED, meant for the portable backward (which checks it), unless
- * FA_CL_KERNEL_VARIANT forces this family: then INVALID_ARGUMENT. */
+ * not fit the budget, or FA_CL_TILE=BxB (the tf32 family: BxBxPxW, P rows a pass, W warps per 16
+ * keys in dkdv). A forced tile this kernel cannot take is UNSUPPORTED, meant for the portable
+ * backward (which checks it), unless FA_CL_KERNEL_VARIANT forces this family: then
+ * INVALID_ARGUMENT. */
 static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
                                 fa_cl_tiles *out, char *msg, size_t msg_size)
 {
     const int tf32 = f->id == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
-    size_t (*const local_bytes)(int, int, int) = tf32 ? fa_cl_tf32_backward_local_bytes
-                                                      : fa_cl_mma_backward_local_bytes;
     const int dp = req->head_dim <= 64 ? 64 : 128;
     /* rows copied 16 bytes at a time (the kernel's FA_BW_ASYNC): NBUF = 2 */
     const int aligned = req->aligned16 && req->head_dim % (tf32 ? 4 : 8) == 0;
     const size_t budget = out->local_mem_budget;
     const int forced_here = lim->forced_variant == (int)f->id;
-    /* tf32 at d_padded 128: dK and dV are 256 floats a lane with one warp per 16 keys, which
-     * spills; two warps per 16 keys hold half of their columns each (both compute the keys' S^T
-     * and dP^T) */
-    int b = FA_CL_MMA_BACKWARD_BLOCK, pass = 0, forced = 0, split = tf32 && dp == 128 ? 2 : 1;
+    /* tf32 at d_padded 128: one warp's dK and dV of 16 keys are 256 floats a lane, which spill;
+     * two warps share the keys by role (FA_BW_ROLES: measured on the H200, backward 73.2 ms against
+     * 141.5 with one warp and 86.8 with two each holding half of the columns, at B=8 H=16 N=4096) */
+    int b = FA_CL_MMA_BACKWARD_BLOCK, pass = 0, forced = 0, roles = tf32 && dp == 128;
     if (lim->forced_q > 0 || lim->forced_kv > 0) {
         b = lim->forced_q;
         pass = tf32 && lim->forced_rows > 0 ? lim->forced_rows : 0;
-        split = tf32 && lim->forced_cols > 0 ? lim->forced_cols : split;
-        if (lim->forced_kv != b || b % 16 || b > 128 || local_bytes(b, dp, aligned) > budget ||
-            (size_t)(b / 16 * 32 * split) > lim->max_work_group || (pass && (pass % 8 || b % pass)) ||
-            (split != 1 && split != 2)) {
+        const int warps = tf32 && lim->forced_cols > 0 ? lim->forced_cols : roles ? 2 : 1;
+        roles = warps == 2;
+        if (lim->forced_kv != b || b % 16 || b > 128 || (pass && (pass % 8 || b % pass)) || warps > 2 ||
+            family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles) > budget ||
+            (size_t)(b / 16 * 32 * warps) > lim->max_work_group) {
             char more[32] = "";
             if (pass)
                 snprintf(more, sizeof more, "x%d", pass);
@@ -72,23 +87,20 @@ static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_reques
         }
         forced = 1;
     }
-    while (!forced && b > 16 && local_bytes(b, dp, aligned) > budget)
+    while (!forced && b > 16 && family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles) > budget)
         b /= 2;
-    const size_t bytes = local_bytes(b, dp, aligned);
-    if (bytes > budget || (size_t)(b / 16 * 32 * split) > lim->max_work_group) {
+    const size_t bytes = family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles);
+    if (bytes > budget || (size_t)(b / 16 * 32 * (roles ? 2 : 1)) > lim->max_work_group) {
         snprintf(msg, msg_size, "%s needs %zu bytes of local memory at head_dim %d; the budget is %zu", f->name, bytes,
                  req->head_dim, budget);
         return FA_CL_ERROR_UNSUPPORTED;
     }
     fa_cl__tensor_core_tiles(lim, req, f, b, b, 16, dp, bytes, out);
     out->forced = forced;
-    if (tf32) { /* S^T and dP^T of the pass beside dK and dV (2 D_PAD / split floats a lane) in the registers:
-                 * the whole block at once where they hold 128 (measured: 86.8 ms against 115.9 with
-                 * passes of 32 rows at d = 128) */
-        out->pass_rows = pass                                                          ? pass
-                         : split == 1 && dp == 128 && b > FA_CL_TF32_BACKWARD_PASS ? FA_CL_TF32_BACKWARD_PASS
-                                                                                   : b;
-        out->dkdv_split = split;
+    if (tf32) { /* S^T and dP^T of a pass beside dK and dV in the registers: the whole block at once
+                 * with roles (measured: 73.2 ms against 75.5 with passes of 32 rows at d = 128) */
+        out->pass_rows = tf32_pass(pass, b, dp, roles);
+        out->dkdv_roles = roles;
     }
     return FA_CL_SUCCESS;
 }
@@ -121,8 +133,8 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
     char pass[48] = "";
     if (t->pass_rows > 0)
         snprintf(pass, sizeof pass, " -DPASS_ROWS=%d", t->pass_rows);
-    if (t->dkdv_split > 1)
-        snprintf(pass + strlen(pass), sizeof pass - strlen(pass), " -DFA_BW_DSPLIT=%d", t->dkdv_split);
+    if (t->dkdv_roles)
+        snprintf(pass + strlen(pass), sizeof pass - strlen(pass), " -DFA_BW_ROLES");
     return snprintf(out, n, "%s%s%s", pass, t->aligned16 ? " -DFA_ALIGNED16" : "",
                     t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
 }

@@ -119,8 +119,9 @@ typedef struct fa_cl_tiles {
     int producer;             /* nvidia-wgmma: a producer warpgroup copies for the two computing ones
                                  (FA_WG_PRODUCER); work_group_size counts its 128 work-items */
     int pass_rows;            /* nvidia-tf32x3-backward: dkdv's query rows a pass (PASS_ROWS) */
-    int dkdv_split;           /* nvidia-tf32x3-backward: dkdv's warps per 16 keys, each a share of dK and dV's
-                                 columns (FA_BW_DSPLIT; its work-group is work_group_size x this); 0 = 1 */
+    int dkdv_roles;           /* nvidia-tf32x3-backward: dkdv's two warps per 16 keys, one for S^T, P^T and dV,
+                                 the other for dP^T, dS^T and dK (FA_BW_ROLES); its work-group is twice
+                                 work_group_size */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
