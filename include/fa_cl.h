@@ -661,8 +661,8 @@ FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const f
  *    capability 9.0, f16/bf16 with 16-byte aligned rows, head_dim a multiple of 8 up to 128;
  *    FA_CL_WGMMA=0 turns it off), "nvidia-mma-backward" (cl/fa_backward_nv_mma.cl: NVIDIA tensor
  *    cores, compute capability >= 8.0, f16/bf16, head_dim <= 128) and "nvidia-tf32x3-backward"
- *    (the same kernels for f32 there, every product as three TF32 mma: fp32 accuracy; also off
- *    with FA_CL_NV_TF32=0) where they apply (FA_CL_VENDOR_PATH=0 or FA_CL_KERNEL_VARIANT=portable /
+ *    (the same kernels for f32 there, every product as three TF32 mma: fp32-like accuracy, within
+ *    16x the error of an fp32 computation; also off with FA_CL_NV_TF32=0) where they apply (FA_CL_VENDOR_PATH=0 or FA_CL_KERNEL_VARIANT=portable /
  *    portable-tiled turn them off), else "portable-backward" (cl/fa_backward.cl, every device);
  *    FA_CL_KERNEL_VARIANT naming one of the four forces it. fa_cl_plan_info (kernel, block_q and
  *    block_kv: the tiles of docs/design.md "The backward", scratch_bytes) says which. A device whose
