@@ -654,7 +654,8 @@ FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const f
  *  - Determinism: no atomics; every sum runs in a fixed order, so the same plan on the same device
  *    gives bitwise-identical gradients (dQ is computed by its own pass over the key blocks rather
  *    than accumulated across work-groups: FlashAttention-2 adds it with atomics instead; that form
- *    was measured and was not faster, docs/performance.md).
+ *    was measured on mma.sync and was not faster; on Hopper the pass's recomputed S and dP cost an
+ *    estimated 22% of forward + backward: docs/performance.md).
  *  - Plans and launches: a backward plan (fa_cl_backward_plan_create) holds the three kernels of
  *    one family: D = rowsum(dO o O) into the plan's scratch (4 bytes per row of the LSE), dK and dV
  *    per block of keys, dQ per block of queries. "nvidia-wgmma-backward" (Hopper's wgmma, compute
