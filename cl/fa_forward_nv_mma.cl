@@ -322,6 +322,22 @@ inline __attribute__((always_inline)) void fa_dequant_q8(__local ushort *tile, _
         }
     }
 }
+
+/* n words of staged q8_0 values from byte `at` on (2-byte aligned: 2 off a word in a row's even
+ * blocks, whose values then reach into the next block, never past the row) */
+inline __attribute__((always_inline)) void fa_q8_words(__local const uchar *stage, int at, uint *w, const int n)
+{
+    __local const uint *p = (__local const uint *)(stage + (at & ~3));
+    const uint sh = (uint)(at & 2) * 8;
+    uint x[D_PAD / 16 + 1];
+    FA_PRAGMA_UNROLL
+    for (int k = 0; k < n; k++)
+        x[k] = p[k];
+    x[n] = sh ? p[n] : 0u;
+    FA_PRAGMA_UNROLL
+    for (int k = 0; k < n; k++)
+        w[k] = fa_funnel16(x[k], x[k + 1], sh);
+}
 #endif
 
 #ifdef FA_WGMMA
@@ -436,7 +452,22 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
  * registers), and is then staged in the K/V space before the first K/V copy; src/planner.c's
  * fa_cl_mma_local_bytes is the same sum. */
 #define TILE (BLOCK_KV * TILE_ROW)
-#if defined(FA_KV_Q8) && defined(FA_ASYNC)
+#if defined(FA_KV_Q8) && defined(FA_ASYNC) && BLOCK_Q == 16 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM && !defined(FA_WGMMA)
+/* q8_0 K/V while decoding (one warp's 16 rows of Q in registers, each warp its own slice of the
+ * keys): the B fragments are dequantised straight from the staged rows (no pass, no tiles of
+ * FA_DTYPE values, no second barrier a block). H200, session 16 (B = 16, H = 32/8, Sk = 32768,
+ * d = 128): 0.424 ms against the pass's 0.541. Where warps share the keys (more rows) each would
+ * dequantise all of them: 64 x 64 prefill 151 TFLOP/s against the pass's 188. Each lane reads whole words of
+ * contiguous dims, which takes the dims in an order of its own: K's (t4 D/4 + 4 kk + {0..3} as
+ * k-step kk's positions 2 t4 + {0, 1, 8, 9}, Q's A fragments the same, the sum unchanged), V's
+ * (column g of n-tile dt is dim g D/8 + dt: O's columns come out permuted and are put back in
+ * order through local memory after the key loop, UNPERM_HALVES). src/kernels/nvidia_mma.c:
+ * fa_cl_mma_local_bytes */
+#define FA_Q8_FRAGS 1
+#define TILE_BUFS 0
+#define Q8_HALVES (2 * NBUF * Q8_STAGE / 2)
+#define UNPERM_HALVES (WARPS * 16 * D_PAD * 2)
+#elif defined(FA_KV_Q8) && defined(FA_ASYNC)
 #define TILE_BUFS 1 /* the staging ring holds the stages (Q8_HALVES, after the tiles) */
 #define Q8_HALVES (2 * NBUF * Q8_STAGE / 2)
 #else
@@ -457,7 +488,16 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
  * in the tiles' space after the key loop */
 #define PART_FLOATS (4 + 4 * DT)
 #define PART_HALVES ((FA_KV_WARPS - 1) * 32 * PART_FLOATS * 2)
-#define SMEM_HALVES ((TILES_HALVES > PART_HALVES ? TILES_HALVES : PART_HALVES) + Q8_HALVES)
+#define FA_MAX_(a, b) ((a) > (b) ? (a) : (b))
+#ifdef FA_Q8_FRAGS
+/* one use at a time: Q's tile (until its fragments are read), the stages, then the permutation's
+ * and the slices' space */
+#define Q8_AT 0
+#define SMEM_HALVES FA_MAX_(FA_MAX_(TILES_HALVES, Q8_HALVES), FA_MAX_(PART_HALVES, UNPERM_HALVES))
+#else
+#define Q8_AT (FA_MAX_(TILES_HALVES, PART_HALVES))
+#define SMEM_HALVES (Q8_AT + Q8_HALVES)
+#endif
 
 /* FA_MASK_ASYNC (the planner: every mask row 16-byte aligned, pairs too): the block's mask entries
  * (B_r rows x B_c keys) are copied with K and V into a ring of NBUF tiles after the others, so that
@@ -549,7 +589,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     __local ushort *const k_s = smem + KV_AT;
     __local ushort *const v_s = smem + KV_AT + TILE_BUFS * TILE;
 #if defined(FA_KV_Q8) && defined(FA_ASYNC)
-    __local uchar *const kst = (__local uchar *)(smem + (SMEM_HALVES - Q8_HALVES)); /* K stages, then V's */
+    __local uchar *const kst = (__local uchar *)(smem + Q8_AT); /* K stages, then V's */
     __local uchar *const vst = kst + NBUF * Q8_STAGE;
 #endif
 #ifdef FA_MASK_TILE
@@ -607,10 +647,22 @@ void fa_forward(FA_FORWARD_PARAMS)
 #ifdef FA_Q_REGS
     /* this warp's 16 rows of Q as A fragments, for every k-step */
     uint qa[KSTEPS][4];
+#ifdef FA_Q8_FRAGS
+    /* dims t4 D/4 + 4 kk + {0, 1} and {2, 3} as k-step kk's positions 2 t4 + {0, 1} and {8, 9} */
+    FA_PRAGMA_UNROLL
+    for (int kk = 0; kk < KSTEPS; kk++) {
+        __local const ushort *r0 = q_s + (wrow + g) * ROW + t4 * (D_PAD / 4) + 4 * kk, *r1 = r0 + 8 * ROW;
+        qa[kk][0] = *(__local const uint *)r0;
+        qa[kk][1] = *(__local const uint *)r1;
+        qa[kk][2] = *(__local const uint *)(r0 + 2);
+        qa[kk][3] = *(__local const uint *)(r1 + 2);
+    }
+#else
     FA_PRAGMA_UNROLL
     for (int kk = 0; kk < KSTEPS; kk++)
         fa_ldsm_x4(q_s + (wrow + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &qa[kk][0], &qa[kk][1],
                    &qa[kk][2], &qa[kk][3] FA_EMU_ARG);
+#endif
     barrier(CLK_LOCAL_MEM_FENCE); /* Q's space is K/V's from here on */
 #endif
 
@@ -735,7 +787,9 @@ void fa_forward(FA_FORWARD_PARAMS)
         fa_mbar_wait(kfull + st, full_ph);
         fa_wg_fence_proxy(); /* the copies, seen through the mbarrier, are seen by wgmma's reads */
 #elif defined(FA_ASYNC)
-#ifdef FA_KV_Q8
+#ifdef FA_Q8_FRAGS
+        __local const uchar *const kq = kst + cur * Q8_STAGE, *const vq = vst + cur * Q8_STAGE;
+#elif defined(FA_KV_Q8)
         __local const ushort *kc = k_s, *vc = v_s;
 #elif defined(FA_WGMMA)
         __local const ushort *kc = k_s + cur * TILE, *vc = v_s + (1 - cur) * TILE; /* K_j, V_{j-1} */
@@ -774,7 +828,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
             fa_cp_async_commit();
         }
-#ifdef FA_KV_Q8
+#if defined(FA_KV_Q8) && !defined(FA_Q8_FRAGS)
         /* every warp is past the previous block's products (the barrier above): its tiles are free */
         fa_dequant_q8(k_s, kst + cur * Q8_STAGE, lid);
         fa_dequant_q8(v_s, vst + cur * Q8_STAGE, lid);
@@ -834,6 +888,21 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NT; nt++)
                 s[0][nt] = (float4)(sw[4 * nt], sw[4 * nt + 1], sw[4 * nt + 2], sw[4 * nt + 3]);
+        }
+#elif defined(FA_Q8_FRAGS)
+        /* lane (g, t4): key g of n-tile nt, dims t4 D/4 .. + D/4 (within one q8_0 block: one scale),
+         * a word a k-step */
+        FA_PRAGMA_UNROLL
+        for (int nt = 0; nt < NT; nt++) {
+            const int row = (koff + nt * 8 + g) * Q8_RB + t4 * (D_PAD / 4) / 32 * 34;
+            uint w[KSTEPS];
+            fa_q8_words(kq, row + 2 + t4 * (D_PAD / 4) % 32, w, KSTEPS);
+            const uint d = *(__local const ushort *)(kq + row), d2 = d | d << 16;
+            FA_PRAGMA_UNROLL
+            for (int kk = 0; kk < KSTEPS; kk++) {
+                const uint2 b = fa_q8x4_scaled(w[kk], d2);
+                fa_mma(&s[0][nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b.x, b.y FA_EMU_ARG);
+            }
         }
 #elif defined(FA_Q_REGS)
         FA_PRAGMA_UNROLL
@@ -1027,6 +1096,38 @@ void fa_forward(FA_FORWARD_PARAMS)
                 pa[mt][2] = fa_pack2(s[mt][2 * kk2 + 1].x, s[mt][2 * kk2 + 1].y);
                 pa[mt][3] = fa_pack2(s[mt][2 * kk2 + 1].z, s[mt][2 * kk2 + 1].w);
             }
+#ifdef FA_Q8_FRAGS
+            /* lane (g, t4): keys 2 t4 + {0, 1} (b0) and + {8, 9} (b1) of the k-step, dims g D/8 .. + D/8
+             * (column g of n-tile dt is dim g D/8 + dt), within one q8_0 block: a key's words
+             * byte-interleaved with its pair's give a register of both keys' values a column */
+            {
+                const int key = koff + kk2 * 16 + 2 * t4, blk = g * (D_PAD / 8) / 32 * 34;
+                uint w[4][D_PAD / 32], d[4];
+                FA_PRAGMA_UNROLL
+                for (int j = 0; j < 4; j++) {
+                    const int row = (key + j / 2 * 8 + j % 2) * Q8_RB + blk;
+                    fa_q8_words(vq, row + 2 + g * (D_PAD / 8) % 32, w[j], D_PAD / 32);
+                    d[j] = *(__local const ushort *)(vq + row);
+                }
+                uint bv[2][DT];
+                FA_PRAGMA_UNROLL
+                for (int p = 0; p < 2; p++) {
+                    const uint d2 = d[2 * p] | d[2 * p + 1] << 16;
+                    FA_PRAGMA_UNROLL
+                    for (int i = 0; i < D_PAD / 32; i++) {
+                        const uint2 x = fa_bytes_interleave(w[2 * p][i], w[2 * p + 1][i]);
+                        const uint2 lo = fa_q8x4_scaled(x.x, d2), hi = fa_q8x4_scaled(x.y, d2);
+                        bv[p][4 * i] = lo.x;
+                        bv[p][4 * i + 1] = lo.y;
+                        bv[p][4 * i + 2] = hi.x;
+                        bv[p][4 * i + 3] = hi.y;
+                    }
+                }
+                FA_PRAGMA_UNROLL
+                for (int dt = 0; dt < DT; dt++)
+                    fa_mma(&acc[0][dt], pa[0][0], pa[0][1], pa[0][2], pa[0][3], bv[0][dt], bv[1][dt] FA_EMU_ARG);
+            }
+#else
             FA_PRAGMA_UNROLL
             for (int dt = 0; dt < DT; dt += 2) {
                 uint b0, b1, b2, b3;
@@ -1038,6 +1139,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                     fa_mma(&acc[mt][dt + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], b2, b3 FA_EMU_ARG);
                 }
             }
+#endif
         }
 #endif
     }
@@ -1061,6 +1163,30 @@ void fa_forward(FA_FORWARD_PARAMS)
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
         acc[0][dt] = (float4)(ow[4 * dt], ow[4 * dt + 1], ow[4 * dt + 2], ow[4 * dt + 3]);
+#endif
+#ifdef FA_Q8_FRAGS
+    /* O's columns back in order: n-tile dt of lane (g, t4) holds dims 2 t4 D/8 + dt and that + D/8;
+     * through a row of floats a row, this warp's 16 in local memory (once every warp is done with
+     * the stages), then read back as the accumulator layout has them */
+    fa_cp_async_wait_all();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    {
+        __local float *const u = (__local float *)smem + warp * 16 * D_PAD;
+        FA_PRAGMA_UNROLL
+        for (int dt = 0; dt < DT; dt++) {
+            const int c0 = 2 * t4 * (D_PAD / 8) + dt, c1 = c0 + D_PAD / 8;
+            u[g * D_PAD + c0] = acc[0][dt].x;
+            u[g * D_PAD + c1] = acc[0][dt].y;
+            u[(g + 8) * D_PAD + c0] = acc[0][dt].z;
+            u[(g + 8) * D_PAD + c1] = acc[0][dt].w;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        FA_PRAGMA_UNROLL
+        for (int dt = 0; dt < DT; dt++) {
+            const float2 a = vload2(0, u + g * D_PAD + dt * 8 + 2 * t4), b = vload2(0, u + (g + 8) * D_PAD + dt * 8 + 2 * t4);
+            acc[0][dt] = (float4)(a.x, a.y, b.x, b.y); /* not (float4)(a, b): Oclgrind 21.10 crashes on it */
+        }
+    }
 #endif
 
 #ifdef FA_Q_ASYNC

@@ -115,6 +115,22 @@ inline uint2 fa_q8x4_to_f16(uint w, uint d2)
     return (uint2)(lo, hi);
 }
 
+/* the bytes of a and b interleaved: (a0, b0, a1, b1) and (a2, b2, a3, b3), lowest first */
+inline uint2 fa_bytes_interleave(uint a, uint b)
+{
+    uint lo, hi;
+    asm("prmt.b32 %0, %2, %3, 0x5140; prmt.b32 %1, %2, %3, 0x7362;" : "=r"(lo), "=r"(hi) : "r"(a), "r"(b));
+    return (uint2)(lo, hi);
+}
+
+/* the word 0 or 2 bytes into (hi:lo): sh is 0 or 16 */
+inline uint fa_funnel16(uint lo, uint hi, uint sh)
+{
+    uint r;
+    asm("shf.r.clamp.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(sh));
+    return r;
+}
+
 /* 16 bytes global -> local without passing through registers; valid == 0 writes zeros (src-size 0).
  * FA_CP_L2=128 or 256: the L2 also fetches the rest of that many bytes around the address. */
 #if defined(FA_CP_L2) && FA_CP_L2 == 256
@@ -201,11 +217,19 @@ inline uint fa_pack2(float lo, float hi) { return fa_emu_from_f32(lo) | (fa_emu_
 
 inline uint2 fa_q8x4_to_f16(uint w, uint d2)
 {
-    const ushort dh = (ushort)d2;
-    const float d = vload_half(0, (const __private half *)&dh);
+    const ushort dh[2] = {(ushort)d2, (ushort)(d2 >> 16)}; /* the even bytes' scale, the odd bytes' */
+    const float2 d = vload_half2(0, (const __private half *)dh);
     const float4 x = convert_float4(as_char4(w));
-    return (uint2)(fa_pack2(d * x.x, d * x.y), fa_pack2(d * x.z, d * x.w));
+    return (uint2)(fa_pack2(d.x * x.x, d.y * x.y), fa_pack2(d.x * x.z, d.y * x.w));
 }
+
+inline uint2 fa_bytes_interleave(uint a, uint b)
+{
+    return (uint2)((a & 0xffu) | (b & 0xffu) << 8 | (a & 0xff00u) << 8 | (b & 0xff00u) << 16,
+                   (a >> 16 & 0xffu) | (b >> 8 & 0xff00u) | (a >> 8 & 0xff0000u) | (b & 0xff000000u));
+}
+
+inline uint fa_funnel16(uint lo, uint hi, uint sh) { return sh ? (lo >> 16 | hi << 16) : lo; }
 
 inline float2 fa_f16x2_to_f32(uint u)
 {
@@ -365,6 +389,19 @@ inline void fa_mma_tf32(float4 *acc, uint a0, uint a1, uint a2, uint a3, uint b0
 }
 
 #endif /* FA_PTX_EMULATE */
+
+/* four int8 (bytes of w, lowest first) times f16 scales, the even bytes' in d2's low half and the
+ * odd bytes' in its high half, as two registers of two FA_DTYPE values; each rounded once */
+inline uint2 fa_q8x4_scaled(uint w, uint d2)
+{
+#if FA_DTYPE == 1
+    return fa_q8x4_to_f16(w, d2);
+#else
+    const float2 d = fa_f16x2_to_f32(d2);
+    const float4 x = convert_float4(as_char4(w));
+    return (uint2)(fa_pack2(d.x * x.x, d.y * x.y), fa_pack2(d.x * x.z, d.y * x.w));
+#endif
+}
 
 /* x = big + small for 3xTF32, relying on the matrix unit reading only the top 19 bits of a tf32
  * operand (it truncates; CUTLASS's round_half_ulp_truncate): big = x's bits plus half a tf32 ulp,

@@ -141,6 +141,9 @@ int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
  * each taking a slice of every key block (FA_KV_WARPS), merged at the end (FA_CL_MMA_KV_WARPS=n
  * for experiments). */
 #define FA_CL_MMA_DECODE_KV_WARPS 4
+/* Keys a block there with q8_0 K/V (each warp dequantises its slice's B fragments; H200, session
+ * 16, B = 16, H = 32/8, Sk = 32768, d = 128: 0.390 ms at 128 against 0.420 at 64). */
+#define FA_CL_MMA_DECODE_Q8_BLOCK_KV 128
 /* Q's A fragments stay in registers (16 rows per warp) up to this padded head_dim; the kernel's
  * FA_MMA_Q_REGS_MAX_DIM. */
 #define FA_CL_MMA_Q_REGS_MAX_DIM 128

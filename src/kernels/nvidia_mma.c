@@ -21,17 +21,27 @@ int fa_cl_mma_dim_padded(int head_dim)
 size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
                              int q8_row_bytes)
 {
-    /* q8_0 K/V copied asynchronously (q8_row_bytes > 0): one K and one V tile, and a ring of stages
-     * of raw rows after everything else (cl/fa_forward_nv_mma.cl, Q8_HALVES) */
-    const size_t kv_rows = (size_t)(2 * (q8_row_bytes > 0 ? 1 : stages)) * (size_t)block_kv;
-    const size_t staged = (size_t)(2 * stages) * (size_t)block_kv * (size_t)(q8_row_bytes > 0 ? q8_row_bytes : 0);
+    /* q8_0 K/V copied asynchronously (q8_row_bytes > 0): a ring of stages of raw rows after
+     * everything else (cl/fa_forward_nv_mma.cl, Q8_HALVES), and one K and one V tile they are
+     * dequantised into; with Q in registers (FA_Q8_FRAGS: the B fragments are dequantised from
+     * the stages) no tiles, and Q's tile, the stages, the slices' results and O's columns put in
+     * order after the key loop (UNPERM_HALVES) each take the space in turn */
     const int q_in_registers = warp_rows == 16 && dim_padded <= FA_CL_MMA_Q_REGS_MAX_DIM;
+    const int q8_frags = q8_row_bytes > 0 && q_in_registers && block_q == 16;
+    const size_t kv_rows = q8_frags ? 0 : (size_t)(2 * (q8_row_bytes > 0 ? 1 : stages)) * (size_t)block_kv;
+    const size_t staged = (size_t)(2 * stages) * (size_t)block_kv * (size_t)(q8_row_bytes > 0 ? q8_row_bytes : 0);
+    const size_t unpermute = q8_frags ? (size_t)(block_q / warp_rows * kv_warps) * 16 * (size_t)dim_padded * 4 : 0;
     const size_t rows = q_in_registers ? (kv_rows > (size_t)block_q ? kv_rows : (size_t)block_q)
                                        : kv_rows + (size_t)block_q;
     const size_t tiles = 2 * rows * (size_t)(dim_padded + 8);
     /* key slices: each warp but the first leaves 32 lanes x (4 + dim_padded / 2) floats */
     const size_t parts = (size_t)(kv_warps - 1) * 32 * (size_t)(4 + dim_padded / 2) * 4;
-    return (tiles > parts ? tiles : parts) + staged;
+    const size_t at_once = tiles > parts ? tiles : parts;
+    if (!q8_frags)
+        return at_once + staged;
+    size_t most = at_once > staged ? at_once : staged;
+    most = most > unpermute ? most : unpermute;
+    return most;
 }
 
 size_t fa_cl_mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stages)
@@ -147,6 +157,8 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     const int async = lim->mma_kv_q8 ? lim->mma_q8_copy > 0 : req->aligned16;
     const int stages = !async ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
     const int q8_row_bytes = lim->mma_kv_q8 && async ? req->head_dim / 32 * 34 : 0;
+    if (q8_row_bytes > 0 && !forced && br == 16 && kv_warps == FA_CL_MMA_DECODE_KV_WARPS)
+        bc = FA_CL_MMA_DECODE_Q8_BLOCK_KV;
     /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
     const int mask_bytes = async && !lim->mma_kv_q8 ? lim->mma_mask_bytes : 0;
     const size_t emu = emulation_bytes(lim, br / wr * kv_warps);
