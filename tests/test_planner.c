@@ -921,8 +921,10 @@ int main(void)
     split_cases(&tally);
 
     /* nvidia-mma with q8_0 K/V: the aligned plans' tiles, one tile each, a ring of raw rows (136
-     * bytes at d = 128) when copied asynchronously, else one stage of synchronous loads; with a
-     * mask at d = 128, 32-key blocks */
+     * bytes at d = 128) when copied asynchronously, else one stage of synchronous loads; decoding
+     * with asynchronous copies, 128-key blocks and no tiles (FA_Q8_FRAGS: the ring is the most the
+     * local memory holds at once, beside Q's tile, the slices' results, O's columns in order); with
+     * a mask at d = 128, 32-key blocks */
     {
         fa_cl_limits lim;
         memset(&lim, 0, sizeof lim);
@@ -932,7 +934,7 @@ int main(void)
         lim.nv_mma = 1;
         lim.mma_kv_q8 = 1;
         const struct { int64_t sq; int copy, aligned, br, bc, kvw, stages; size_t bytes; } qc[] = {
-            {1, 8, 0, 16, 64, 4, 2, 2 * 64 * 136 * 2 + 2 * 2 * 64 * 136},
+            {1, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 136},
             {1, 0, 0, 16, 64, 4, 1, 2 * 64 * 136 * 2},
             {4096, 8, 1, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 136},
         };
