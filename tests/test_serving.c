@@ -517,7 +517,7 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
  * case) has its combine's reads of the partial results reported as uninitialised — but not when
  * the first plan's buffers are kept alive, so it is oclgrind's shadow state of device memory that
  * was freed and allocated again (on PoCL every partial entry is written: read back and checked).
- * tests/CMakeLists.txt runs one case per process. */
+ * tests/CMakeLists.txt runs one case per process; case 5 (a q8_0 pool) only when asked for. */
 static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
 {
     const int only = argc > 0 ? atoi(argv[0]) : -1;
@@ -529,6 +529,11 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     for (int i = 0; i < TU_COUNT(cases); i++)
         if (only < 0 || only == i)
             check_case(&serving_tally, ctx, &cases[i], 600 + (uint64_t)i);
+    /* 5: a q8_0 pool in pages of 16 keys, decode rows (nvidia-mma's blocks span pages), a bad entry */
+    if (only == 5) {
+        const serving_case q8 = {{1, 2, 1, 1, 80, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(70), 16, 0, 1};
+        check_case_with(&serving_tally, ctx, &q8, 670, SERVE_Q8);
+    }
     /* 4: append into a paged cache, new rows straddling the capacity */
     if (only < 0 || only == 4) {
         const append_case ap = {2, 4, 2, 2, 48, 16, FA_CL_F16, 1, (const int[]){-1, 45}, 5, 16};
