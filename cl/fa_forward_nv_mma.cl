@@ -233,32 +233,6 @@ inline __attribute__((always_inline)) void fa_load_kv_q8_async(__local uchar *ks
 #if WG >= Q8_CHUNKS
 #ifdef FA_PAGED
     const int one_page = first / FA_PAGE_SIZE == (first + BLOCK_KV - 1) / FA_PAGE_SIZE;
-    if (first + BLOCK_KV <= limit && !one_page) {
-        /* every row is in the sequence, across pages: the same columns of copies, each row's page
-         * read first (K's and V's table is one), all of them before the copies, which would
-         * otherwise wait for each read in turn (H200, session 16, pages of 16 keys: 0.80 ms where
-         * f16 K/V, which reads them so, took 0.56) */
-        const int per = WG / Q8_CHUNKS;
-        if (lid < per * Q8_CHUNKS) {
-            const int r0 = lid / Q8_CHUNKS, c = lid % Q8_CHUNKS;
-            int page[(BLOCK_KV + per - 1) / per];
-            FA_PRAGMA_UNROLL
-            for (int i = 0; i < (BLOCK_KV + per - 1) / per; i++)
-                page[i] = (BLOCK_KV % per == 0 || r0 + i * per < BLOCK_KV)
-                              ? clamp(kmap.table[(first + r0 + i * per) / FA_PAGE_SIZE], 0, kmap.last)
-                              : 0;
-            FA_PRAGMA_UNROLL
-            for (int i = 0; i < (BLOCK_KV + per - 1) / per; i++)
-                if (BLOCK_KV % per == 0 || r0 + i * per < BLOCK_KV) {
-                    const ulong slot = (ulong)((first + r0 + i * per) % FA_PAGE_SIZE);
-                    const ulong ko = kmap.base + (ulong)page[i] * (ulong)kmap.outer + slot * (ulong)kmap.stride;
-                    const ulong vo = vmap.base + (ulong)page[i] * (ulong)vmap.outer + slot * (ulong)vmap.stride;
-                    fa_cp_async_small(ks + (r0 + i * per) * Q8_RB + c * FA_Q8_COPY, kg + ko / 32 * 34 + c * FA_Q8_COPY, 1);
-                    fa_cp_async_small(vs + (r0 + i * per) * Q8_RB + c * FA_Q8_COPY, vg + vo / 32 * 34 + c * FA_Q8_COPY, 1);
-                }
-        }
-        return;
-    }
 #else
     const int one_page = 1;
 #endif
