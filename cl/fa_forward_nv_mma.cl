@@ -64,10 +64,17 @@
 #ifndef FA_KV_WARPS
 #define FA_KV_WARPS 1
 #endif
-#if FA_KV_WARPS > 1 && (BLOCK_Q != 16 || WARP_ROWS != 16 || BLOCK_KV % (16 * FA_KV_WARPS))
-#error "FA_KV_WARPS > 1 takes 16 rows, one warp's, and key slices of a multiple of 16"
+/* FA_KEYS_M (BLOCK_Q 8: the planner's for decoding at most 8 rows with q8_0 K/V): the products are
+ * transposed, S^T = K Q^T and O^T = V^T P^T, keys and dims as mma's 16 rows and the block's 8 query
+ * rows as its 8 columns. Half the products of 16 rows, where a decode block has 1-8; half O's
+ * accumulators and Q's fragments in registers; P^T reaches the B fragments by movmatrix. */
+#if BLOCK_Q == 8
+#define FA_KEYS_M 1
 #endif
-#define WARPS (BLOCK_Q / WARP_ROWS * FA_KV_WARPS)
+#if FA_KV_WARPS > 1 && ((BLOCK_Q != 16 && BLOCK_Q != 8) || WARP_ROWS != 16 || BLOCK_KV % (16 * FA_KV_WARPS))
+#error "FA_KV_WARPS > 1 takes 16 rows (or 8), one warp's, and key slices of a multiple of 16"
+#endif
+#define WARPS ((BLOCK_Q + WARP_ROWS - 1) / WARP_ROWS * FA_KV_WARPS)
 #define WG (WARPS * 32)
 #define KW (BLOCK_KV / FA_KV_WARPS) /* keys of a block one warp takes */
 #define ROW (D_PAD + 8)       /* local row pitch in halves: 16-byte rows offset by 16 bytes -> conflict-free ldmatrix */
@@ -77,6 +84,7 @@
 #define DT (D_PAD / 8)        /* n-tiles of O */
 #define FA_MMA_Q_REGS_MAX_DIM 128 /* src/planner.h FA_CL_MMA_Q_REGS_MAX_DIM */
 #define FA_ITEM_ROWS (2 * MT)      /* rows of a lane: g and g + 8 of each m-tile */
+#define WARP_ROWS_SEEN (BLOCK_Q < WARP_ROWS ? BLOCK_Q : WARP_ROWS) /* a warp's rows in the block */
 #ifdef FA_WGMMA
 #if defined(FA_WG_PINGPONG) && BLOCK_Q != 128
 #error "FA_WG_PINGPONG takes two warpgroups"
@@ -338,6 +346,47 @@ inline __attribute__((always_inline)) void fa_q8_words(__local const uchar *stag
     for (int k = 0; k < n; k++)
         w[k] = fa_funnel16(x[k], x[k + 1], sh);
 }
+
+/* K's fragments from the stage (FA_Q8_FRAGS): staged key `key`'s words of dims t4 D/4 .. + D/4 (a
+ * word a k-step: dims t4 D/4 + 4 kk + {0, 1} and {2, 3} as k-step kk's positions 2 t4 + {0, 1} and
+ * {8, 9}), within one q8_0 block: its scale in both halves of d2 */
+inline __attribute__((always_inline)) void fa_q8_key_words(__local const uchar *kq, int key, int t4, uint *w,
+                                                           uint *d2)
+{
+    const int row = key * Q8_RB + t4 * (D_PAD / 4) / 32 * 34;
+    fa_q8_words(kq, row + 2 + t4 * (D_PAD / 4) % 32, w, KSTEPS);
+    const uint d = *(__local const ushort *)(kq + row);
+    *d2 = d | d << 16;
+}
+
+/* V's fragments from the stage (FA_Q8_FRAGS): keys key + {0, 1} (bv[0]) and key + {8, 9} (bv[1]),
+ * dims g D/8 + j as bv[.][j], a register of both keys' values each, within one q8_0 block: a
+ * key's words byte-interleaved with its pair's, each half scaled by its own key's scale */
+inline __attribute__((always_inline)) void fa_q8_value_frags(__local const uchar *vq, int key, int g,
+                                                             uint bv[2][DT])
+{
+    const int blk = g * (D_PAD / 8) / 32 * 34;
+    uint w[4][D_PAD / 32], d[4];
+    FA_PRAGMA_UNROLL
+    for (int j = 0; j < 4; j++) {
+        const int row = (key + j / 2 * 8 + j % 2) * Q8_RB + blk;
+        fa_q8_words(vq, row + 2 + g * (D_PAD / 8) % 32, w[j], D_PAD / 32);
+        d[j] = *(__local const ushort *)(vq + row);
+    }
+    FA_PRAGMA_UNROLL
+    for (int p = 0; p < 2; p++) {
+        const uint d2 = d[2 * p] | d[2 * p + 1] << 16;
+        FA_PRAGMA_UNROLL
+        for (int i = 0; i < D_PAD / 32; i++) {
+            const uint2 x = fa_bytes_interleave(w[2 * p][i], w[2 * p + 1][i]);
+            const uint2 lo = fa_q8x4_scaled(x.x, d2), hi = fa_q8x4_scaled(x.y, d2);
+            bv[p][4 * i] = lo.x;
+            bv[p][4 * i + 1] = lo.y;
+            bv[p][4 * i + 2] = hi.x;
+            bv[p][4 * i + 3] = hi.y;
+        }
+    }
+}
 #endif
 
 #ifdef FA_WGMMA
@@ -452,7 +501,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
  * registers), and is then staged in the K/V space before the first K/V copy; src/planner.c's
  * fa_cl_mma_local_bytes is the same sum. */
 #define TILE (BLOCK_KV * TILE_ROW)
-#if defined(FA_KV_Q8) && defined(FA_ASYNC) && BLOCK_Q == 16 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM && !defined(FA_WGMMA)
+#if defined(FA_KV_Q8) && defined(FA_ASYNC) && BLOCK_Q <= 16 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM && !defined(FA_WGMMA)
 /* q8_0 K/V while decoding (one warp's 16 rows of Q in registers, each warp its own slice of the
  * keys): the B fragments are dequantised straight from the staged rows (no pass, no tiles of
  * FA_DTYPE values, no second barrier a block). H200, session 16 (B = 16, H = 32/8, Sk = 32768,
@@ -465,6 +514,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
  * fa_cl_mma_local_bytes */
 #define FA_Q8_FRAGS 1
 #define TILE_BUFS 0
+#define KT (KW / 16) /* FA_KEYS_M: key tiles of a warp a block */
 #define Q8_HALVES (2 * NBUF * Q8_STAGE / 2)
 #define UNPERM_HALVES (WARPS * 16 * D_PAD * 2)
 #elif defined(FA_KV_Q8) && defined(FA_ASYNC)
@@ -473,6 +523,9 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #else
 #define TILE_BUFS NBUF
 #define Q8_HALVES 0
+#endif
+#if defined(FA_KEYS_M) && (!defined(FA_Q8_FRAGS) || defined(FA_MASK) || MT != 1)
+#error "BLOCK_Q 8 takes q8_0 K/V copied asynchronously, D_PAD <= 128, mma.sync, 16 rows a warp, no mask"
 #endif
 #define KV_HALVES (2 * TILE_BUFS * TILE)
 #define Q_HALVES (BLOCK_Q * TILE_ROW)
@@ -644,7 +697,18 @@ void fa_forward(FA_FORWARD_PARAMS)
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
-#ifdef FA_Q_REGS
+#if defined(FA_Q_REGS) && defined(FA_KEYS_M)
+    /* the block's 8 rows of Q as B fragments (Q^T, row g as column g), for every k-step: dims in
+     * K's order (fa_q8_key_words) */
+    uint qt[KSTEPS][2];
+    FA_PRAGMA_UNROLL
+    for (int kk = 0; kk < KSTEPS; kk++) {
+        __local const ushort *r0 = q_s + g * ROW + t4 * (D_PAD / 4) + 4 * kk;
+        qt[kk][0] = *(__local const uint *)r0;
+        qt[kk][1] = *(__local const uint *)(r0 + 2);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE); /* Q's space is the stages' from here on */
+#elif defined(FA_Q_REGS)
     /* this warp's 16 rows of Q as A fragments, for every k-step */
     uint qa[KSTEPS][4];
 #ifdef FA_Q8_FRAGS
@@ -686,8 +750,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     FA_CLIP_KEYS(blk_lo, blk_hi);
     /* keys every row of this warp sees: [clean_lo, clean_hi) (lo and hi grow with the position) */
     int clean_lo = 0, clean_hi = 0;
-    if (q0 + wrow + WARP_ROWS <= nrows)
-        FA_ROWS_SPAN(q0 + wrow, q0 + wrow + WARP_ROWS - 1, &unused, &clean_hi, &clean_lo, &unused2);
+    if (q0 + wrow < nrows) /* rows past nrows (zeros, never written) need no mask: FA_ROWS_SPAN drops them */
+        FA_ROWS_SPAN(q0 + wrow, q0 + wrow + WARP_ROWS_SEEN - 1, &unused, &clean_hi, &clean_lo, &unused2);
 
     const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
 #ifdef FA_WG_PRODUCER
@@ -848,6 +912,86 @@ void fa_forward(FA_FORWARD_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
+#ifdef FA_KEYS_M
+        /* S^T = K Q^T, a warp's key tile mt of 16 keys: lane (g, t4) has keys g and g + 8 (A's rows),
+         * dims in Q's order; st[mt] is (key g: rows 2 t4, 2 t4 + 1; key g + 8: the same rows) */
+        float4 st[KT];
+        FA_PRAGMA_UNROLL
+        for (int mt = 0; mt < KT; mt++) {
+            uint w[2][KSTEPS], d2[2];
+            FA_PRAGMA_UNROLL
+            for (int h = 0; h < 2; h++)
+                fa_q8_key_words(kq, koff + 16 * mt + 8 * h + g, t4, w[h], &d2[h]);
+            st[mt] = (float4)(0.0f);
+            FA_PRAGMA_UNROLL
+            for (int kk = 0; kk < KSTEPS; kk++) {
+                const uint2 a = fa_q8x4_scaled(w[0][kk], d2[0]), b = fa_q8x4_scaled(w[1][kk], d2[1]);
+                fa_mma(&st[mt], a.x, b.x, a.y, b.y, qt[kk][0], qt[kk][1] FA_EMU_ARG);
+            }
+        }
+        if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
+            int lo[2], hi[2];
+            FA_PRAGMA_UNROLL
+            for (int r = 0; r < 2; r++)
+                FA_ROW_RANGE(q0 + 2 * t4 + r, &lo[r], &hi[r]);
+            FA_PRAGMA_UNROLL
+            for (int mt = 0; mt < KT; mt++) {
+                const int key = kv0 + koff + 16 * mt + g;
+                st[mt].x = (key >= lo[0] && key < hi[0]) ? st[mt].x : -INFINITY;
+                st[mt].y = (key >= lo[1] && key < hi[1]) ? st[mt].y : -INFINITY;
+                st[mt].z = (key + 8 >= lo[0] && key + 8 < hi[0]) ? st[mt].z : -INFINITY;
+                st[mt].w = (key + 8 >= lo[1] && key + 8 < hi[1]) ? st[mt].w : -INFINITY;
+            }
+        }
+        /* online softmax by columns: a row's keys are across the 8 lanes of a t4 */
+        {
+            float mx0 = m[0][0], mx1 = m[0][1];
+            FA_PRAGMA_UNROLL
+            for (int mt = 0; mt < KT; mt++) {
+                mx0 = fmax(mx0, fmax(st[mt].x, st[mt].z));
+                mx1 = fmax(mx1, fmax(st[mt].y, st[mt].w));
+            }
+            FA_PRAGMA_UNROLL
+            for (int sh = 4; sh < 32; sh *= 2) {
+                mx0 = fmax(mx0, fa_shfl_xor(mx0, sh FA_EMU_ARG));
+                mx1 = fmax(mx1, fa_shfl_xor(mx1, sh FA_EMU_ARG));
+            }
+            const float uc0 = (mx0 == -INFINITY) ? 0.0f : mx0 * scale_log2;
+            const float uc1 = (mx1 == -INFINITY) ? 0.0f : mx1 * scale_log2;
+            if (mx0 != m[0][0] || mx1 != m[0][1]) {
+                const float d0 = fa_ex2(fma(m[0][0], scale_log2, -uc0)), d1 = fa_ex2(fma(m[0][1], scale_log2, -uc1));
+                FA_PRAGMA_UNROLL
+                for (int dm = 0; dm < DT / 2; dm++)
+                    acc[0][dm] *= (float4)(d0, d1, d0, d1);
+                l[0][0] *= d0;
+                l[0][1] *= d1;
+            }
+            m[0][0] = mx0;
+            m[0][1] = mx1;
+            FA_PRAGMA_UNROLL
+            for (int mt = 0; mt < KT; mt++) {
+                st[mt].x = fa_ex2(fma(st[mt].x, scale_log2, -uc0));
+                st[mt].y = fa_ex2(fma(st[mt].y, scale_log2, -uc1));
+                st[mt].z = fa_ex2(fma(st[mt].z, scale_log2, -uc0));
+                st[mt].w = fa_ex2(fma(st[mt].w, scale_log2, -uc1));
+                l[0][0] += st[mt].x + st[mt].z; /* this lane's keys; the 8 lanes are added at the end */
+                l[0][1] += st[mt].y + st[mt].w;
+            }
+        }
+        /* O^T += V^T P^T, a key tile a k-step: P^T's two 8 x 8 halves transposed are the B fragment
+         * (keys 2 t4 + {0, 1}, {8, 9} of column g); V^T's A fragments of dim tile dm are rows
+         * g D/8 + dm (row g) and g D/8 + D/16 + dm (row g + 8), O^T's the same */
+        FA_PRAGMA_UNROLL
+        for (int mt = 0; mt < KT; mt++) {
+            const uint b0 = fa_movmatrix_trans(fa_pack2(st[mt].x, st[mt].y) FA_EMU_ARG);
+            const uint b1 = fa_movmatrix_trans(fa_pack2(st[mt].z, st[mt].w) FA_EMU_ARG);
+            uint bv[2][DT];
+            fa_q8_value_frags(vq, koff + 16 * mt + 2 * t4, g, bv);
+            FA_PRAGMA_UNROLL
+            for (int dm = 0; dm < DT / 2; dm++)
+                fa_mma(&acc[0][dm], bv[0][dm], bv[0][DT / 2 + dm], bv[1][dm], bv[1][DT / 2 + dm], b0, b1 FA_EMU_ARG);
+        }
+#else
         /* S = Q K^T: s[mt][nt] holds rows (g, g+8) of m-tile mt x keys nt*8 + 2*t4 + {0,1} */
         float4 s[MT][NT];
         FA_PRAGMA_UNROLL
@@ -894,10 +1038,8 @@ void fa_forward(FA_FORWARD_PARAMS)
          * a word a k-step */
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NT; nt++) {
-            const int row = (koff + nt * 8 + g) * Q8_RB + t4 * (D_PAD / 4) / 32 * 34;
-            uint w[KSTEPS];
-            fa_q8_words(kq, row + 2 + t4 * (D_PAD / 4) % 32, w, KSTEPS);
-            const uint d = *(__local const ushort *)(kq + row), d2 = d | d << 16;
+            uint w[KSTEPS], d2;
+            fa_q8_key_words(kq, koff + nt * 8 + g, t4, w, &d2);
             FA_PRAGMA_UNROLL
             for (int kk = 0; kk < KSTEPS; kk++) {
                 const uint2 b = fa_q8x4_scaled(w[kk], d2);
@@ -1101,28 +1243,8 @@ void fa_forward(FA_FORWARD_PARAMS)
              * (column g of n-tile dt is dim g D/8 + dt), within one q8_0 block: a key's words
              * byte-interleaved with its pair's give a register of both keys' values a column */
             {
-                const int key = koff + kk2 * 16 + 2 * t4, blk = g * (D_PAD / 8) / 32 * 34;
-                uint w[4][D_PAD / 32], d[4];
-                FA_PRAGMA_UNROLL
-                for (int j = 0; j < 4; j++) {
-                    const int row = (key + j / 2 * 8 + j % 2) * Q8_RB + blk;
-                    fa_q8_words(vq, row + 2 + g * (D_PAD / 8) % 32, w[j], D_PAD / 32);
-                    d[j] = *(__local const ushort *)(vq + row);
-                }
                 uint bv[2][DT];
-                FA_PRAGMA_UNROLL
-                for (int p = 0; p < 2; p++) {
-                    const uint d2 = d[2 * p] | d[2 * p + 1] << 16;
-                    FA_PRAGMA_UNROLL
-                    for (int i = 0; i < D_PAD / 32; i++) {
-                        const uint2 x = fa_bytes_interleave(w[2 * p][i], w[2 * p + 1][i]);
-                        const uint2 lo = fa_q8x4_scaled(x.x, d2), hi = fa_q8x4_scaled(x.y, d2);
-                        bv[p][4 * i] = lo.x;
-                        bv[p][4 * i + 1] = lo.y;
-                        bv[p][4 * i + 2] = hi.x;
-                        bv[p][4 * i + 3] = hi.y;
-                    }
-                }
+                fa_q8_value_frags(vq, koff + kk2 * 16 + 2 * t4, g, bv);
                 FA_PRAGMA_UNROLL
                 for (int dt = 0; dt < DT; dt++)
                     fa_mma(&acc[0][dt], pa[0][0], pa[0][1], pa[0][2], pa[0][3], bv[0][dt], bv[1][dt] FA_EMU_ARG);
@@ -1142,6 +1264,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
         }
 #endif
+#endif /* FA_KEYS_M */
     }
 #ifdef FA_WGMMA
 #ifdef FA_WG_PINGPONG
@@ -1164,7 +1287,42 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int dt = 0; dt < DT; dt++)
         acc[0][dt] = (float4)(ow[4 * dt], ow[4 * dt + 1], ow[4 * dt + 2], ow[4 * dt + 3]);
 #endif
-#ifdef FA_Q8_FRAGS
+#ifdef FA_KEYS_M
+    /* O^T, m and l into the layout of 16 rows a warp (rows g + 8 empty, never written): O^T's
+     * elements through a row of floats a row, this warp's 8 in local memory (once every warp is
+     * done with the stages), m and l (each row's sum over its 8 lanes) in the 9th */
+    fa_cp_async_wait_all();
+    barrier(CLK_LOCAL_MEM_FENCE);
+    {
+        __local float *const u = (__local float *)smem + warp * 16 * D_PAD;
+        FA_PRAGMA_UNROLL
+        for (int r = 0; r < 2; r++)
+            FA_PRAGMA_UNROLL
+            for (int sh = 4; sh < 32; sh *= 2)
+                l[0][r] += fa_shfl_xor(l[0][r], sh FA_EMU_ARG);
+        FA_PRAGMA_UNROLL
+        for (int dm = 0; dm < DT / 2; dm++) {
+            const int c0 = g * (D_PAD / 8) + dm, c1 = c0 + D_PAD / 16;
+            u[2 * t4 * D_PAD + c0] = acc[0][dm].x;
+            u[(2 * t4 + 1) * D_PAD + c0] = acc[0][dm].y;
+            u[2 * t4 * D_PAD + c1] = acc[0][dm].z;
+            u[(2 * t4 + 1) * D_PAD + c1] = acc[0][dm].w;
+        }
+        if (g == 0)
+            vstore4((float4)(m[0][0], l[0][0], m[0][1], l[0][1]), 0, u + 8 * D_PAD + 4 * t4);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        FA_PRAGMA_UNROLL
+        for (int dt = 0; dt < DT; dt++) {
+            const float2 a = vload2(0, u + g * D_PAD + dt * 8 + 2 * t4);
+            acc[0][dt] = (float4)(a.x, a.y, 0.0f, 0.0f);
+        }
+        const float2 ml = vload2(0, u + 8 * D_PAD + 2 * g);
+        m[0][0] = ml.x;
+        l[0][0] = t4 == 0 ? ml.y : 0.0f; /* the 4 lanes of a row are added up at the end */
+        m[0][1] = -INFINITY;
+        l[0][1] = 0.0f;
+    }
+#elif defined(FA_Q8_FRAGS)
     /* O's columns back in order: n-tile dt of lane (g, t4) holds dims 2 t4 D/8 + dt and that + D/8;
      * through a row of floats a row, this warp's 16 in local memory (once every warp is done with
      * the stages), then read back as the accumulator layout has them */
@@ -1238,9 +1396,9 @@ void fa_forward(FA_FORWARD_PARAMS)
             }
         }
     }
-    const int out_rows = kslice == 0 ? nrows : 0;
+    const int out_rows = kslice == 0 ? min(nrows, q0 + BLOCK_Q) : 0;
 #else
-    const int out_rows = nrows;
+    const int out_rows = min(nrows, q0 + BLOCK_Q); /* BLOCK_Q 8: a warp's rows g + 8 are not the block's */
 #endif
 #ifdef FA_KV_CHUNKED
     /* merge with the earlier chunks (this lane's elements and partial sums); every launch but the

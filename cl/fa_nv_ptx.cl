@@ -131,6 +131,24 @@ inline uint fa_funnel16(uint lo, uint hi, uint sh)
     return r;
 }
 
+/* an 8x8 matrix of 16-bit values, lane (g, t4) holding row g's elements 2 t4 and 2 t4 + 1 (an mma
+ * accumulator's pair, packed), transposed across the warp: the lane then holds row g of the
+ * transpose. FA_MOVMATRIX_SHFL (experiments): two shuffles and a select instead. */
+inline uint fa_movmatrix_trans(uint x)
+{
+    uint r;
+#ifdef FA_MOVMATRIX_SHFL
+    const uint lane = (uint)get_local_id(0) % 32u, g = lane / 4u, t4 = lane % 4u;
+    uint a, b;
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(a) : "r"(x), "r"(8u * t4 + g / 2u));
+    asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(b) : "r"(x), "r"(8u * t4 + 4u + g / 2u));
+    r = g % 2u ? (a >> 16 | (b & 0xffff0000u)) : ((a & 0xffffu) | b << 16);
+#else
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(x));
+#endif
+    return r;
+}
+
 /* 16 bytes global -> local without passing through registers; valid == 0 writes zeros (src-size 0).
  * FA_CP_L2=128 or 256: the L2 also fetches the rest of that many bytes around the address. */
 #if defined(FA_CP_L2) && FA_CP_L2 == 256
@@ -230,6 +248,17 @@ inline uint2 fa_bytes_interleave(uint a, uint b)
 }
 
 inline uint fa_funnel16(uint lo, uint hi, uint sh) { return sh ? (lo >> 16 | hi << 16) : lo; }
+
+/* element (r, c) of the transpose is (c, r): lane (c, r / 2)'s half r % 2 */
+inline uint fa_movmatrix_trans(uint x, __local uint *emu)
+{
+    const int lane = fa_emu_lane(), g = lane / 4, t4 = lane % 4;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    emu[lane] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const uint a = emu[8 * t4 + g / 2], b = emu[8 * t4 + 4 + g / 2];
+    return g % 2 ? (a >> 16 | (b & 0xffff0000u)) : ((a & 0xffffu) | b << 16);
+}
 
 inline float2 fa_f16x2_to_f32(uint u)
 {

@@ -644,6 +644,10 @@ static void mma_cases(tu_tally *tally)
          FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
         {"FA_CL_TILE=64x64x8 with nvidia-mma forced: 8 rows per warp", 128, 1, 64, 64, 8, FA_CL_KERNEL_NVIDIA_MMA,
          FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
+        {"FA_CL_TILE=8x64 with f16 K/V and nvidia-mma forced: 8 rows a block are q8_0's", 128, 1, 8, 64, 0,
+         FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
+        {"FA_CL_TILE=8x64 with f16 K/V: the portable kernels", 128, 1, 8, 64, 0, 0, FA_CL_F16, FA_CL_SUCCESS, -1, 0,
+         0, 0, 0, 0},
         {"f32 is not the tensor-core kernel's", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0},
         {"d=160 aligned: padded to 160, 128x64x16, Q in its own tile: (128 + 4*64) rows * 168 * 2 = 129024", 160, 1,
          0, 0, 0, 0, FA_CL_F16, FA_CL_SUCCESS, 128, 64, 16, 256, 160, 129024},
@@ -923,7 +927,8 @@ int main(void)
     /* nvidia-mma with q8_0 K/V: the aligned plans' tiles, one tile each, a ring of raw rows (136
      * bytes at d = 128) when copied asynchronously, else one stage of synchronous loads; decoding
      * with asynchronous copies, 128-key blocks and no tiles (FA_Q8_FRAGS: the ring is the most the
-     * local memory holds at once, beside Q's tile, the slices' results, O's columns in order); with
+     * local memory holds at once, beside Q's tile, the slices' results, O's columns in order), 8
+     * rows a block up to 8 at d <= 64 (FA_KEYS_M), else 16; with
      * a mask at d = 128, 32-key blocks */
     {
         fa_cl_limits lim;
@@ -933,22 +938,25 @@ int main(void)
         lim.prefer_tiled = 1;
         lim.nv_mma = 1;
         lim.mma_kv_q8 = 1;
-        const struct { int64_t sq; int copy, aligned, br, bc, kvw, stages; size_t bytes; } qc[] = {
-            {1, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 136},
-            {1, 0, 0, 16, 64, 4, 1, 2 * 64 * 136 * 2},
-            {4096, 8, 1, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 136},
+        const struct { int d; int64_t sq; int copy, aligned, br, bc, kvw, stages; size_t bytes; } qc[] = {
+            {128, 1, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 136},
+            {64, 1, 8, 0, 8, 128, 4, 2, 2 * 2 * 128 * 68}, /* at most 8 rows at d <= 64: FA_KEYS_M */
+            {64, 8, 8, 0, 8, 128, 4, 2, 2 * 2 * 128 * 68},
+            {64, 9, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 68},
+            {128, 1, 0, 0, 16, 64, 4, 1, 2 * 64 * 136 * 2},
+            {128, 4096, 8, 1, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 136},
         };
         for (size_t i = 0; i < sizeof qc / sizeof qc[0]; i++) {
             lim.mma_q8_copy = qc[i].copy;
-            fa_cl_tile_request req = {128, FA_CL_F16, qc[i].sq, 8192, qc[i].aligned, 8192};
+            fa_cl_tile_request req = {qc[i].d, FA_CL_F16, qc[i].sq, 8192, qc[i].aligned, 8192};
             fa_cl_tiles t;
             char msg[256] = "";
             fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
             tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == qc[i].br &&
                       t.block_kv == qc[i].bc && t.kv_warps == qc[i].kvw && t.stages == qc[i].stages &&
                       t.q8_copy == qc[i].copy && t.local_mem_bytes == qc[i].bytes,
-                      "q8_0 K/V, Sq %lld, copies %d: %s %dx%d kv_warps %d stages %d q8_copy %d, %zu bytes (want "
-                      "%dx%d, %d, %d, %zu) %s", (long long)qc[i].sq, qc[i].copy, fa_cl_status_string(st), t.block_q,
+                      "q8_0 K/V, d %d, Sq %lld, copies %d: %s %dx%d kv_warps %d stages %d q8_copy %d, %zu bytes "
+                      "(want %dx%d, %d, %d, %zu) %s", qc[i].d, (long long)qc[i].sq, qc[i].copy, fa_cl_status_string(st), t.block_q,
                       t.block_kv, t.kv_warps, t.stages, t.q8_copy, t.local_mem_bytes, qc[i].br, qc[i].bc, qc[i].kvw,
                       qc[i].stages, qc[i].bytes, msg);
         }

@@ -423,9 +423,12 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
         {{3, 4, 4, 1, 160, 64, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(160, 100, 48), 16, 3, 0},
         {{2, 4, 2, 40, 200, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(200, 90), 64, 0, 1},
         {{1, 8, 2, 1, 400, 512, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(333), 16, 0, 0}, /* 16 q8_0 blocks a row */
+        /* at most 8 rows at d = 64: nvidia-mma's transposed products (FA_KEYS_M), Sq 1 and 2 */
+        {{2, 8, 2, 1, 300, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0},
         /* pages of 64 keys or more (a block's rows in one page: copied by row steps), bad entries */
         {{2, 8, 2, 1, 700, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(700, 300), 256, 0, 1},
         {{2, 4, 4, 33, 520, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(520, 129), 128, 1, 0},
+        {{2, 8, 4, 2, 700, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(700, 300), 256, 0, 1},
     };
     for (int i = 0; i < TU_COUNT(q8); i++)
         check_case_with(&serving_tally, ctx, &q8[i], 250 + (uint64_t)i, SERVE_Q8 | (i == 2 ? SERVE_MASK : 0));

@@ -96,6 +96,7 @@ static const type_case all_cases[] = {
     {{3, 4, 1, 4, 129, 64, F32, 1, -1, -1, "CHHC", 0.0f, 1}, {F32, Q8, Q8, F32}, 0},
     /* what nvidia-mma takes (q and o in the dtype, K and V q8_0): decode rows and a bf16 prefill */
     {{2, 8, 2, 1, 300, 128, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},
+    {{2, 8, 2, 2, 300, 64, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {BF16, Q8, Q8, BF16}, 0}, /* 8 rows: FA_KEYS_M */
     {{1, 4, 2, 50, 90, 64, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {BF16, Q8, Q8, BF16}, 0},
     /* rows of 34 bytes (head_dim 32): nvidia-mma's synchronous dequantising loads */
     {{2, 2, 1, 33, 100, 32, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},

@@ -27,10 +27,11 @@ size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp
      * the stages) no tiles, and Q's tile, the stages, the slices' results and O's columns put in
      * order after the key loop (UNPERM_HALVES) each take the space in turn */
     const int q_in_registers = warp_rows == 16 && dim_padded <= FA_CL_MMA_Q_REGS_MAX_DIM;
-    const int q8_frags = q8_row_bytes > 0 && q_in_registers && block_q == 16;
+    const int q8_frags = q8_row_bytes > 0 && q_in_registers && block_q <= 16;
     const size_t kv_rows = q8_frags ? 0 : (size_t)(2 * (q8_row_bytes > 0 ? 1 : stages)) * (size_t)block_kv;
     const size_t staged = (size_t)(2 * stages) * (size_t)block_kv * (size_t)(q8_row_bytes > 0 ? q8_row_bytes : 0);
-    const size_t unpermute = q8_frags ? (size_t)(block_q / warp_rows * kv_warps) * 16 * (size_t)dim_padded * 4 : 0;
+    const size_t unpermute =
+        q8_frags ? (size_t)((block_q + warp_rows - 1) / warp_rows * kv_warps) * 16 * (size_t)dim_padded * 4 : 0;
     const size_t rows = q_in_registers ? (kv_rows > (size_t)block_q ? kv_rows : (size_t)block_q)
                                        : kv_rows + (size_t)block_q;
     const size_t tiles = 2 * rows * (size_t)(dim_padded + 8);
@@ -54,7 +55,7 @@ size_t fa_cl_mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stag
 void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
                               int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl_tiles *out)
 {
-    fa_cl__tiles_set(out, f, br, bc, warp_rows, 8, br / warp_rows * 32, bytes);
+    fa_cl__tiles_set(out, f, br, bc, warp_rows, 8, (br + warp_rows - 1) / warp_rows * 32, bytes);
     out->head_dim_padded = dim_padded;
     out->elem_bytes = f->id == FA_CL_KERNEL_NVIDIA_TF32X3 || f->id == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD ? 4 : 2;
     out->aligned16 = req->aligned16;
@@ -135,18 +136,20 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         br = lim->forced_q;
         bc = lim->forced_kv;
         wr = lim->forced_rows > 0 ? lim->forced_rows : FA_CL_MMA_WARP_ROWS; /* as the sweeps wrote it */
-        if (br % 16 || bc % 16 || br > 256 || bc > 128 || (wr != 16 && wr != 32) || br % wr || lim->forced_cols > 0) {
+        const int eight = br == 8 && wr == 16; /* the transposed decode (checked below) */
+        if ((br % 16 && !eight) || bc % 16 || br > 256 || bc > 128 || (wr != 16 && wr != 32) || (br % wr && !eight) ||
+            lim->forced_cols > 0) {
             /* a tile this kernel cannot take is meant for the portable kernels, unless it was asked for */
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tensor-core kernel: B_r a multiple of 16 up to 256, "
-                     "B_c a multiple of 16 up to 128, optional rows per warp 16 or 32 dividing B_r, no fourth field",
-                     br, bc, wr);
+            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tensor-core kernel: B_r a multiple of 16 up to 256 "
+                     "(or 8 with q8_0 K/V), B_c a multiple of 16 up to 128, optional rows per warp 16 or 32 dividing "
+                     "B_r, no fourth field", br, bc, wr);
             return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
         }
         forced = 1;
         kv_warps = 1;
     }
     /* FA_CL_MMA_KV_WARPS (experiments): key slices wherever one warp has all the rows */
-    if (lim->mma_kv_warps > 0 && br == 16 && wr == 16)
+    if (lim->mma_kv_warps > 0 && br <= 16 && wr == 16)
         kv_warps = lim->mma_kv_warps;
     if (bc % (16 * kv_warps)) {
         snprintf(msg, msg_size, "FA_CL_MMA_KV_WARPS=%d: B_c %d is not a multiple of 16 keys per warp", kv_warps, bc);
@@ -157,11 +160,21 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     const int async = lim->mma_kv_q8 ? lim->mma_q8_copy > 0 : req->aligned16;
     const int stages = !async ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
     const int q8_row_bytes = lim->mma_kv_q8 && async ? req->head_dim / 32 * 34 : 0;
-    if (q8_row_bytes > 0 && !forced && br == 16 && kv_warps == FA_CL_MMA_DECODE_KV_WARPS)
+    if (q8_row_bytes > 0 && !forced && br == 16 && kv_warps == FA_CL_MMA_DECODE_KV_WARPS) {
         bc = FA_CL_MMA_DECODE_Q8_BLOCK_KV;
+        /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M) */
+        if (req->seqlen_q <= 8 && dp <= 64 && !lim->mma_mask)
+            br = 8;
+    }
+    if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || lim->mma_mask)) {
+        snprintf(msg, msg_size, "FA_CL_TILE=8x%d: B_r 8 takes q8_0 K/V copied asynchronously, head_dim <= %d and "
+                 "no mask", bc, FA_CL_MMA_Q_REGS_MAX_DIM);
+        return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
+    }
     /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
     const int mask_bytes = async && !lim->mma_kv_q8 ? lim->mma_mask_bytes : 0;
-    const size_t emu = emulation_bytes(lim, br / wr * kv_warps);
+    const int warps = (br + wr - 1) / wr * kv_warps;
+    const size_t emu = emulation_bytes(lim, warps);
     size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
                    (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
@@ -170,7 +183,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
                 (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     }
-    const int wg = br / wr * 32 * kv_warps;
+    const int wg = warps * 32;
     if (bytes > budget || (size_t)wg > lim->max_work_group) {
         snprintf(msg, msg_size, "%s%dx%dx%d: the tensor-core kernel needs %zu bytes of local memory and %d work-items "
                  "at head_dim %d; the budget is %zu bytes, the device takes %zu work-items", forced ? "FA_CL_TILE=" : "",
