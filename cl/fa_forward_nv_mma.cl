@@ -347,6 +347,22 @@ inline __attribute__((always_inline)) void fa_q8_words(__local const uchar *stag
         w[k] = fa_funnel16(x[k], x[k + 1], sh);
 }
 
+/* FA_Q8_KEY(i): the key (of 16) that a k-step's position i stands for (S's n-tile i / 8, column
+ * i % 8; decoding with FA_Q8_FRAGS, no mask): an order in which a warp's word loads from the stage
+ * of 34 d/32-byte rows meet two to a bank where the plain order meets four (V's) or three (K's at
+ * d = 64): found by search over the lanes' first words (K: key g, dims t4 d/4; V: keys 2 t4 + {0, 1,
+ * 8, 9}, dims g d/8) */
+#if !defined(FA_MASK) && D_PAD == 128
+#define FA_Q8_KEY_ORDER 0xda258ec17940bf36UL /* 6, 3, 15, 11, 0, 4, 9, 7, 1, 12, 14, 8, 5, 2, 10, 13 */
+#elif !defined(FA_MASK) && D_PAD == 64
+#define FA_Q8_KEY_ORDER 0x9cb41a32670def85UL /* 5, 8, 15, 14, 13, 0, 7, 6, 2, 3, 10, 1, 4, 11, 12, 9 */
+#endif
+#if defined(FA_Q8_KEY_ORDER) && !defined(FA_Q8_PLAIN_ORDER)
+#define FA_Q8_KEY(i) ((int)((FA_Q8_KEY_ORDER >> (4 * (i))) & 15))
+#else
+#define FA_Q8_KEY(i) (i)
+#endif
+
 /* K's fragments from the stage (FA_Q8_FRAGS): staged key `key`'s words of dims t4 D/4 .. + D/4 (a
  * word a k-step: dims t4 D/4 + 4 kk + {0, 1} and {2, 3} as k-step kk's positions 2 t4 + {0, 1} and
  * {8, 9}), within one q8_0 block: its scale in both halves of d2 */
@@ -359,17 +375,18 @@ inline __attribute__((always_inline)) void fa_q8_key_words(__local const uchar *
     *d2 = d | d << 16;
 }
 
-/* V's fragments from the stage (FA_Q8_FRAGS): keys key + {0, 1} (bv[0]) and key + {8, 9} (bv[1]),
- * dims g D/8 + j as bv[.][j], a register of both keys' values each, within one q8_0 block: a
- * key's words byte-interleaved with its pair's, each half scaled by its own key's scale */
-inline __attribute__((always_inline)) void fa_q8_value_frags(__local const uchar *vq, int key, int g,
+/* V's fragments from the stage (FA_Q8_FRAGS): the k-step's positions 2 t4 + {0, 1} (bv[0]) and
+ * + {8, 9} (bv[1]), keys k0 + FA_Q8_KEY(position), dims g D/8 + j as bv[.][j], a register of both
+ * keys' values each, within one q8_0 block: a key's words byte-interleaved with its pair's, each
+ * half scaled by its own key's scale */
+inline __attribute__((always_inline)) void fa_q8_value_frags(__local const uchar *vq, int k0, int t4, int g,
                                                              uint bv[2][DT])
 {
     const int blk = g * (D_PAD / 8) / 32 * 34;
     uint w[4][D_PAD / 32], d[4];
     FA_PRAGMA_UNROLL
     for (int j = 0; j < 4; j++) {
-        const int row = (key + j / 2 * 8 + j % 2) * Q8_RB + blk;
+        const int row = (k0 + FA_Q8_KEY(2 * t4 + j / 2 * 8 + j % 2)) * Q8_RB + blk;
         fa_q8_words(vq, row + 2 + g * (D_PAD / 8) % 32, w[j], D_PAD / 32);
         d[j] = *(__local const ushort *)(vq + row);
     }
@@ -523,6 +540,12 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #else
 #define TILE_BUFS NBUF
 #define Q8_HALVES 0
+#endif
+/* the key (past the warp's first) of S's n-tile nt, column c */
+#ifdef FA_Q8_FRAGS
+#define FA_S_KEY(nt, c) ((nt) / 2 * 16 + FA_Q8_KEY((nt) % 2 * 8 + (c)))
+#else
+#define FA_S_KEY(nt, c) ((nt) * 8 + (c))
 #endif
 #if defined(FA_KEYS_M) && (!defined(FA_Q8_FRAGS) || defined(FA_MASK) || MT != 1)
 #error "BLOCK_Q 8 takes q8_0 K/V copied asynchronously, D_PAD <= 128, mma.sync, 16 rows a warp, no mask"
@@ -921,7 +944,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             uint w[2][KSTEPS], d2[2];
             FA_PRAGMA_UNROLL
             for (int h = 0; h < 2; h++)
-                fa_q8_key_words(kq, koff + 16 * mt + 8 * h + g, t4, w[h], &d2[h]);
+                fa_q8_key_words(kq, koff + 16 * mt + FA_Q8_KEY(8 * h + g), t4, w[h], &d2[h]);
             st[mt] = (float4)(0.0f);
             FA_PRAGMA_UNROLL
             for (int kk = 0; kk < KSTEPS; kk++) {
@@ -936,11 +959,11 @@ void fa_forward(FA_FORWARD_PARAMS)
                 FA_ROW_RANGE(q0 + 2 * t4 + r, &lo[r], &hi[r]);
             FA_PRAGMA_UNROLL
             for (int mt = 0; mt < KT; mt++) {
-                const int key = kv0 + koff + 16 * mt + g;
+                const int key = kv0 + koff + 16 * mt + FA_Q8_KEY(g), key8 = kv0 + koff + 16 * mt + FA_Q8_KEY(g + 8);
                 st[mt].x = (key >= lo[0] && key < hi[0]) ? st[mt].x : -INFINITY;
                 st[mt].y = (key >= lo[1] && key < hi[1]) ? st[mt].y : -INFINITY;
-                st[mt].z = (key + 8 >= lo[0] && key + 8 < hi[0]) ? st[mt].z : -INFINITY;
-                st[mt].w = (key + 8 >= lo[1] && key + 8 < hi[1]) ? st[mt].w : -INFINITY;
+                st[mt].z = (key8 >= lo[0] && key8 < hi[0]) ? st[mt].z : -INFINITY;
+                st[mt].w = (key8 >= lo[1] && key8 < hi[1]) ? st[mt].w : -INFINITY;
             }
         }
         /* online softmax by columns: a row's keys are across the 8 lanes of a t4 */
@@ -986,7 +1009,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             const uint b0 = fa_movmatrix_trans(fa_pack2(st[mt].x, st[mt].y) FA_EMU_ARG);
             const uint b1 = fa_movmatrix_trans(fa_pack2(st[mt].z, st[mt].w) FA_EMU_ARG);
             uint bv[2][DT];
-            fa_q8_value_frags(vq, koff + 16 * mt + 2 * t4, g, bv);
+            fa_q8_value_frags(vq, koff + 16 * mt, t4, g, bv);
             FA_PRAGMA_UNROLL
             for (int dm = 0; dm < DT / 2; dm++)
                 fa_mma(&acc[0][dm], bv[0][dm], bv[0][DT / 2 + dm], bv[1][dm], bv[1][DT / 2 + dm], b0, b1 FA_EMU_ARG);
@@ -1039,7 +1062,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NT; nt++) {
             uint w[KSTEPS], d2;
-            fa_q8_key_words(kq, koff + nt * 8 + g, t4, w, &d2);
+            fa_q8_key_words(kq, koff + nt / 2 * 16 + FA_Q8_KEY(nt % 2 * 8 + g), t4, w, &d2);
             FA_PRAGMA_UNROLL
             for (int kk = 0; kk < KSTEPS; kk++) {
                 const uint2 b = fa_q8x4_scaled(w[kk], d2);
@@ -1146,11 +1169,11 @@ void fa_forward(FA_FORWARD_PARAMS)
                     FA_ROW_RANGE(q0 + wrow + 16 * mt + g + 8 * r, &lo[r], &hi[r]);
                 FA_PRAGMA_UNROLL
                 for (int nt = 0; nt < NT; nt++) {
-                    int key = kv0 + koff + nt * 8 + 2 * t4;
+                    const int key = kv0 + koff + FA_S_KEY(nt, 2 * t4), key1 = kv0 + koff + FA_S_KEY(nt, 2 * t4 + 1);
                     s[mt][nt].x = (key >= lo[0] && key < hi[0]) ? s[mt][nt].x : -INFINITY;
-                    s[mt][nt].y = (key + 1 >= lo[0] && key + 1 < hi[0]) ? s[mt][nt].y : -INFINITY;
+                    s[mt][nt].y = (key1 >= lo[0] && key1 < hi[0]) ? s[mt][nt].y : -INFINITY;
                     s[mt][nt].z = (key >= lo[1] && key < hi[1]) ? s[mt][nt].z : -INFINITY;
-                    s[mt][nt].w = (key + 1 >= lo[1] && key + 1 < hi[1]) ? s[mt][nt].w : -INFINITY;
+                    s[mt][nt].w = (key1 >= lo[1] && key1 < hi[1]) ? s[mt][nt].w : -INFINITY;
                 }
             }
         }
@@ -1244,7 +1267,7 @@ void fa_forward(FA_FORWARD_PARAMS)
              * byte-interleaved with its pair's give a register of both keys' values a column */
             {
                 uint bv[2][DT];
-                fa_q8_value_frags(vq, koff + kk2 * 16 + 2 * t4, g, bv);
+                fa_q8_value_frags(vq, koff + kk2 * 16, t4, g, bv);
                 FA_PRAGMA_UNROLL
                 for (int dt = 0; dt < DT; dt++)
                     fa_mma(&acc[0][dt], pa[0][0], pa[0][1], pa[0][2], pa[0][3], bv[0][dt], bv[1][dt] FA_EMU_ARG);

@@ -162,8 +162,10 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     const int q8_row_bytes = lim->mma_kv_q8 && async ? req->head_dim / 32 * 34 : 0;
     if (q8_row_bytes > 0 && !forced && br == 16 && kv_warps == FA_CL_MMA_DECODE_KV_WARPS) {
         bc = FA_CL_MMA_DECODE_Q8_BLOCK_KV;
-        /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M) */
-        if (req->seqlen_q <= 8 && dp <= 64 && !lim->mma_mask)
+        /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M; H200, B = 16,
+         * H = 32/8, Sk = 32768, d = 128: 0.336-0.346 ms against 0.358-0.363 for 16 rows, d = 64 0.226-0.230
+         * against 0.242-0.250), but not from pages (paged by 256: 0.58 against 0.41) */
+        if (req->seqlen_q <= 8 && !lim->mma_mask && !lim->mma_kv_paged)
             br = 8;
     }
     if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || lim->mma_mask)) {

@@ -32,6 +32,7 @@ typedef struct fa_cl_limits {
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
     int mma_kv_q8;             /* this plan's K and V are q8_0 (nvidia-mma dequantises them as it loads) */
     int mma_mask;              /* this plan has an attention mask (nvidia-mma: 32-key blocks at d = 128) */
+    int mma_kv_paged;          /* this plan's K/V are paged (nvidia-mma: q8_0 decoding keeps 16-row blocks) */
     int mma_mask_bytes;        /* nvidia-mma: a mask entry's bytes where every mask row starts 16-byte aligned
                                   (its tiles are copied with K/V: FA_MASK_ASYNC); 0 otherwise */
     int mma_q8_copy;           /* with mma_kv_q8: every K/V row's bytes 8- or 4-aligned, copied asynchronously
