@@ -627,6 +627,14 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #define FA_MASK_TILE_COPY(buf, k0, cl)
 #endif
 
+/* FA_SMEM_FLOOR (bytes): local memory asked for at least this much, so that fewer work-groups
+ * share an SM (and its L1, which cp.async.ca's copies pass through) than registers would allow */
+#ifdef FA_SMEM_FLOOR
+#define FA_SMEM_DECL_HALVES FA_MAX_(SMEM_HALVES + MASK_HALVES, FA_SMEM_FLOOR / 2)
+#else
+#define FA_SMEM_DECL_HALVES (SMEM_HALVES + MASK_HALVES)
+#endif
+
 #ifdef FA_ASYNC
 /* Q's rows q0 .. into its tile by cp.async, rows past nrows zero-filled: copier cl of n */
 inline __attribute__((always_inline)) void fa_copy_q_async(__local ushort *q_s, __global const ushort *qg,
@@ -660,7 +668,7 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
 __kernel __attribute__((reqd_work_group_size(WG_ALL, 1, 1)))
 void fa_forward(FA_FORWARD_PARAMS)
 {
-    __local ushort smem[SMEM_HALVES + MASK_HALVES] __attribute__((aligned(FA_SMEM_ALIGN)));
+    __local ushort smem[FA_SMEM_DECL_HALVES] __attribute__((aligned(FA_SMEM_ALIGN)));
     __local ushort *const q_s = smem;
     __local ushort *const k_s = smem + KV_AT;
     __local ushort *const v_s = smem + KV_AT + TILE_BUFS * TILE;

@@ -928,7 +928,7 @@ int main(void)
      * bytes at d = 128) when copied asynchronously, else one stage of synchronous loads; decoding
      * with asynchronous copies, 128-key blocks and no tiles (FA_Q8_FRAGS: the ring is the most the
      * local memory holds at once, beside Q's tile, the slices' results, O's columns in order), 8
-     * rows a block up to 8 (FA_KEYS_M), else 16; with
+     * rows a block up to 8 (FA_KEYS_M, its local memory a floor), else 16; with
      * a mask at d = 128, 32-key blocks */
     {
         fa_cl_limits lim;
@@ -939,10 +939,12 @@ int main(void)
         lim.nv_mma = 1;
         lim.mma_kv_q8 = 1;
         const struct { int d; int64_t sq; int copy, aligned, br, bc, kvw, stages; size_t bytes; } qc[] = {
-            {128, 1, 8, 0, 8, 128, 4, 2, 2 * 2 * 128 * 136}, /* at most 8 rows: FA_KEYS_M */
-            {128, 8, 8, 0, 8, 128, 4, 2, 2 * 2 * 128 * 136},
+            /* at most 8 rows: FA_KEYS_M, asking for a third of the local memory and 16 bytes, so that
+             * at most two work-groups share an SM: (227 KiB / 3 / 16 + 1) * 16 = 77488 */
+            {128, 1, 8, 0, 8, 128, 4, 2, 77488},
+            {128, 8, 8, 0, 8, 128, 4, 2, 77488},
             {128, 9, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 136},
-            {64, 1, 8, 0, 8, 128, 4, 2, 2 * 2 * 128 * 68},
+            {64, 1, 8, 0, 8, 128, 4, 2, 77488},
             {64, 9, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 68},
             {128, 1, 0, 0, 16, 64, 4, 1, 2 * 64 * 136 * 2},
             {128, 4096, 8, 1, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 136},
@@ -960,18 +962,6 @@ int main(void)
                       "(want %dx%d, %d, %d, %zu) %s", qc[i].d, (long long)qc[i].sq, qc[i].copy, fa_cl_status_string(st), t.block_q,
                       t.block_kv, t.kv_warps, t.stages, t.q8_copy, t.local_mem_bytes, qc[i].br, qc[i].bc, qc[i].kvw,
                       qc[i].stages, qc[i].bytes, msg);
-        }
-        {   /* from pages: 16 rows (FA_KEYS_M measured slower there) */
-            lim.mma_q8_copy = 8;
-            lim.mma_kv_paged = 1;
-            fa_cl_tile_request req = {128, FA_CL_F16, 1, 8192, 0, 8192};
-            fa_cl_tiles t;
-            char msg[256] = "";
-            fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
-            tu_expect(&tally, st == FA_CL_SUCCESS && t.block_q == 16 && t.block_kv == 128,
-                      "q8_0 K/V from pages, Sq 1: %s %dx%d (want 16x128) %s", fa_cl_status_string(st), t.block_q,
-                      t.block_kv, msg);
-            lim.mma_kv_paged = 0;
         }
         lim.mma_kv_q8 = lim.mma_q8_copy = 0;
         fa_cl_limits_for_modifiers(&lim, 0, 1);

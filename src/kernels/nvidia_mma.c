@@ -164,8 +164,8 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         bc = FA_CL_MMA_DECODE_Q8_BLOCK_KV;
         /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M; H200, B = 16,
          * H = 32/8, Sk = 32768, d = 128: 0.336-0.346 ms against 0.358-0.363 for 16 rows, d = 64 0.226-0.230
-         * against 0.242-0.250), but not from pages (paged by 256: 0.58 against 0.41) */
-        if (req->seqlen_q <= 8 && !lim->mma_mask && !lim->mma_kv_paged)
+         * against 0.242-0.250; paged: see the floor below) */
+        if (req->seqlen_q <= 8 && !lim->mma_mask)
             br = 8;
     }
     if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || lim->mma_mask)) {
@@ -192,7 +192,22 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                  br, bc, wr, bytes, wg, req->head_dim, budget, lim->max_work_group);
         return forced ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
+    /* 8-row q8_0 decoding: local memory for at most two work-groups an SM (a third of the budget and
+     * more: the device's local memory, an SM's on NVIDIA),
+     * where registers would allow three and the L1, which the copies pass through, would be the
+     * rest (H200, session 17, B = 16, H = 32/8, Sk = 32768, d = 128, 77000 bytes: paged by 256 0.383-0.385
+     * ms against 0.58 at 168 registers and 0.41 for 16 rows; by 16 0.715-0.719 against 0.79; unpaged
+     * 0.324-0.331 against 0.332-0.335) */
+    int floor_bytes = 0;
+    if (br == 8) {
+        const size_t third = (budget / 3 / 16 + 1) * 16;
+        if (third > bytes - emu && third + emu <= budget) { /* the kernel's array; the emulation's beside it */
+            floor_bytes = (int)third;
+            bytes = third + emu;
+        }
+    }
     fa_cl__tensor_core_tiles(lim, req, &fa_cl_kernel_nvidia_mma, br, bc, wr, dp, bytes, out);
+    out->local_floor = floor_bytes;
     out->forced = forced;
     out->stages = stages;
     out->kv_warps = kv_warps;
@@ -204,13 +219,15 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
 
 static int options(const fa_cl_tiles *t, char *out, size_t n)
 {
-    char stages[64] = "";
+    char stages[128] = "";
     if (t->stages > 2)
         snprintf(stages, sizeof stages, " -DFA_STAGES=%d", t->stages);
     if (t->kv_warps > 1)
         snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_KV_WARPS=%d", t->kv_warps);
     if (t->q8_copy > 0)
         snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_Q8_COPY=%d", t->q8_copy);
+    if (t->local_floor > 0)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_SMEM_FLOOR=%d", t->local_floor);
     /* cp.async with the L2 fetching 128 bytes around each 16 (H200: decode B=16, Sk=32768 0.536 and
      * 0.534 against 0.545 and 0.556 ms; prefill unchanged; docs/logs/h200-13-decode-l2.txt) */
     return snprintf(out, n, " -DWARP_ROWS=%d%s%s%s%s", t->rows_per_item,

@@ -103,7 +103,6 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     if (kv_q8) {
         lim.nv_tf32 = 0;
         lim.mma_kv_q8 = 1;
-        lim.mma_kv_paged = d->page_size > 0;
         /* asynchronous copies of 8 (or 4) bytes where every K/V row's bytes start that aligned: row
          * element offsets multiples of 128 (64), i.e. 136 (68) bytes, from 16-byte aligned buffers */
         for (int w = 8; w >= 4 && !lim.mma_q8_copy; w /= 2) {

@@ -32,7 +32,6 @@ typedef struct fa_cl_limits {
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
     int mma_kv_q8;             /* this plan's K and V are q8_0 (nvidia-mma dequantises them as it loads) */
     int mma_mask;              /* this plan has an attention mask (nvidia-mma: 32-key blocks at d = 128) */
-    int mma_kv_paged;          /* this plan's K/V are paged (nvidia-mma: q8_0 decoding keeps 16-row blocks) */
     int mma_mask_bytes;        /* nvidia-mma: a mask entry's bytes where every mask row starts 16-byte aligned
                                   (its tiles are copied with K/V: FA_MASK_ASYNC); 0 otherwise */
     int mma_q8_copy;           /* with mma_kv_q8: every K/V row's bytes 8- or 4-aligned, copied asynchronously
@@ -123,6 +122,7 @@ typedef struct fa_cl_tiles {
     int dkdv_roles;           /* nvidia-tf32x3-backward: dkdv's two warps per 16 keys, one for S^T, P^T and dV,
                                  the other for dP^T, dS^T and dK (FA_BW_ROLES); its work-group is twice
                                  work_group_size */
+    int local_floor;          /* nvidia-mma: local memory asked for at least this many bytes (FA_SMEM_FLOOR), 0 = none */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
