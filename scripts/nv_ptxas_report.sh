@@ -55,7 +55,7 @@ if grep -qw fa_nv_wgmma.cl <<<"$files"; then arch=sm_90a extra=-DFA_PTX_SM90A=1;
     -Xclang -mlink-bitcode-file -Xclang "$LIBCLC" -Wno-linker-warnings -O3 -S -o "$work/k.ptx" \
     -Dasm=__asm__ -Dnative_exp2=__nvvm_ex2_approx_f -Dlog2=__nvvm_lg2_approx_f -Dexp2=__nvvm_ex2_approx_f \
     $2 -DFA_UNROLL -DFA_NATIVE_EXP $extra "$work/k.cl"
-sed -i 's/^\.target sm_[0-9]*/.target sm_90/; s/^\.version [0-9.]*/.version 8.0/' "$work/k.ptx"
+sed -i 's/^\.target sm_[0-9]*/.target sm_90/; s/^\.version [0-9.]*/.version 8.3/' "$work/k.ptx"
 if [ $arch = sm_90a ]; then
     sed -i 's/^\.target sm_90/.target sm_90a/; s|^\([[:space:]]*\)// @sm90a |\1|' "$work/k.ptx"
     # FA_WG_MAXNREG: the entry's .maxnreg (setmaxnreg needs it), as the library's program.c passes it
