@@ -132,7 +132,24 @@
 #error "FA_WG_PRODUCER's registers exceed the work-group's"
 #endif
 #define PRODUCER_ITEMS 128
+/* FA_KV_TMA: Q, K and V by bulk tensor copies (cl/fa_nv_tma.cl), one work-item of the producer
+ * issuing them all, through the maps the plan's first launch wrote (fa_tma_maps); a full barrier
+ * then waits for that work-item's arrival and the copies' bytes, not for 128 copiers */
+#ifdef FA_KV_TMA
+#if D_PAD % 64 != 0 || (HEAD_DIM % 8 != 0 && !defined(FA_ROWS_PADDED)) || \
+    (defined(FA_MASK_ASYNC) && !defined(FA_MASK_TMA))
+#error "FA_KV_TMA: whole 64-column panels, 16-byte aligned rows, a mask's tiles by TMA too"
 #endif
+#define FULL_ARRIVALS 1
+#else
+#define FULL_ARRIVALS PRODUCER_ITEMS
+#endif
+#endif
+/* the tensor maps in the scratch (16 ulongs each; the plan writes those its build uses) */
+#define FA_TMA_MAP_Q 0
+#define FA_TMA_MAP_K 1
+#define FA_TMA_MAP_V 2
+#define FA_TMA_MAP_MASK 3
 /* element (r, 8 c) of a K/V or the Q tile: wgmma's layouts (rows of D_PAD), else rows of ROW */
 #define FA_KV_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_KV)
 #define FA_Q_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_Q)
@@ -588,7 +605,24 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
  * mask. Rows g and g + 8 (a lane's two) share the pattern; rows 0..7 of a chunk column land in
  * distinct banks. FA_MASK_SWZ(r): the byte offset's bits to flip in row r. */
 #define MASK_PITCH (BLOCK_KV * MASK_ES)
-#if MASK_PITCH >= 128
+#ifdef FA_MASK_TMA
+/* FA_MASK_TMA (the producer's tiles by bulk tensor copies, cl/fa_nv_tma.cl): panels of 128-byte
+ * rows, the 128-byte swizzle (cl/fa_nv_wgmma.cl's layout), a tile's 128-byte column panels
+ * BLOCK_Q rows apart; one copy a panel, by one work-item, through the map the plan's first launch
+ * wrote (fa_tma_maps) */
+#if !defined(FA_WG_PRODUCER) || MASK_PITCH % 128 != 0
+#error "FA_MASK_TMA: with the producer warpgroup, mask rows of a block a multiple of 128 bytes"
+#endif
+/* f16 entries read by ldmatrix at D_PAD 128 (8 loads a block, not 32; H200, session 18 call 5, B=8
+ * H=16 N=4096: 524.7 / 524.8 TFLOP/s against 518.5 / 518.2, causal 471.8 / 467.5 against 465.1 /
+ * 465.0; at D_PAD 64 319.8 against 338.6, so not there); -DFA_MASK_NO_LDSM turns it off */
+#if FA_MASK == 2 && D_PAD == 128 && !defined(FA_MASK_NO_LDSM)
+#define FA_MASK_READ_LDSM 1
+#endif
+#define MASK_ROW_STEP 128
+#define MASK_PANELS (MASK_PITCH / 128)
+#define FA_MASK_SWZ(r) (((r) & 7) << 4)
+#elif MASK_PITCH >= 128
 #define FA_MASK_SWZ(r) (((r) & 7) << 4)
 #elif MASK_PITCH == 64
 #define FA_MASK_SWZ(r) ((((r) >> 1) & 3) << 4) /* two rows a 128-byte line */
@@ -602,10 +636,15 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #define FA_MASK_SWZ(r) 0
 #endif
 /* byte `off` of n-tile nt past a lane's: swizzled, the bits are disjoint (one XOR a load) */
-#ifdef FA_WGMMA
+#ifdef FA_MASK_TMA
+#define FA_MASK_NT(lane_at, off) ((off) / 128 * (BLOCK_Q * 128) + ((lane_at) ^ ((off) % 128)))
+#elif defined(FA_WGMMA)
 #define FA_MASK_NT(lane_at, off) ((lane_at) ^ (off))
 #else
 #define FA_MASK_NT(lane_at, off) ((lane_at) + (off))
+#endif
+#ifndef MASK_ROW_STEP
+#define MASK_ROW_STEP MASK_PITCH /* bytes from a tile's row to the next */
 #endif
 #define MASK_KPC (16 / MASK_ES)                            /* keys a 16-byte copy */
 #define MASK_CHUNKS (BLOCK_KV / MASK_KPC)
@@ -665,6 +704,54 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
 #endif
 }
 
+#if defined(FA_MASK_TMA) || defined(FA_KV_TMA)
+/* a stride of a dim of `extent`: the tensor's where it steps, else (never stepped) `other`, so that
+ * every stride is a multiple of 16 bytes */
+inline ulong fa_tma_stride(long s, int extent, ulong other) { return extent > 1 ? (ulong)s : other; }
+
+/* The plan's first launch: the tensor maps its forward copies through into the scratch (one
+ * work-item; maps FA_TMA_MAP_*). Q, K, V: dims head_dim, rows, heads, batches, boxes of 64
+ * columns x the block's rows. The mask: its keys, rows, heads, batches; a dim it broadcasts over
+ * (stride 0) has extent 1 and is read at 0; boxes of 128 bytes of keys x BLOCK_Q rows. Columns,
+ * rows and keys past the tensors' read zeros. */
+__kernel void fa_tma_maps(__global float *scratch, __global const ushort *q, __global const ushort *k,
+                          __global const ushort *v, ulong q_off, ulong k_off, ulong v_off, long qs0, long qs1,
+                          long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, int batch, int heads_q,
+                          int heads_kv, int seqlen_q, int seqlen_k, __global const uchar *mask, ulong mask_off,
+                          long ms0, long ms1, long ms2)
+{
+    if (get_global_id(0) != 0)
+        return;
+    __global ulong *const maps = (__global ulong *)scratch;
+    (void)q, (void)k, (void)v, (void)q_off, (void)k_off, (void)v_off, (void)qs0, (void)qs1, (void)qs2, (void)ks0,
+        (void)ks1, (void)ks2, (void)vs0, (void)vs1, (void)vs2, (void)heads_kv, (void)mask, (void)mask_off, (void)ms0,
+        (void)ms1, (void)ms2;
+#ifdef FA_KV_TMA
+    {
+        const ulong q1 = (ulong)qs2 * 2, k1 = (ulong)ks2 * 2, v1 = (ulong)vs2 * 2;
+        fa_tma_map_write(maps + FA_TMA_MAP_Q * 16, (ulong)(q + q_off), HEAD_DIM, (uint)seqlen_q, (uint)heads_q,
+                         (uint)batch, q1, fa_tma_stride(qs1 * 2, heads_q, q1), fa_tma_stride(qs0 * 2, batch, q1), 64,
+                         BLOCK_Q, 2);
+        fa_tma_map_write(maps + FA_TMA_MAP_K * 16, (ulong)(k + k_off), HEAD_DIM, (uint)seqlen_k, (uint)heads_kv,
+                         (uint)batch, k1, fa_tma_stride(ks1 * 2, heads_kv, k1), fa_tma_stride(ks0 * 2, batch, k1), 64,
+                         BLOCK_KV, 2);
+        fa_tma_map_write(maps + FA_TMA_MAP_V * 16, (ulong)(v + v_off), HEAD_DIM, (uint)seqlen_k, (uint)heads_kv,
+                         (uint)batch, v1, fa_tma_stride(vs1 * 2, heads_kv, v1), fa_tma_stride(vs0 * 2, batch, v1), 64,
+                         BLOCK_KV, 2);
+    }
+#endif
+#ifdef FA_MASK_TMA
+    {
+        const ulong s1 = (ulong)ms2 * MASK_ES;
+        fa_tma_map_write(maps + FA_TMA_MAP_MASK * 16, (ulong)(mask + mask_off * MASK_ES), (uint)seqlen_k,
+                         (uint)seqlen_q, ms1 != 0 ? (uint)heads_q : 1u, ms0 != 0 ? (uint)batch : 1u, s1,
+                         ms1 != 0 ? (ulong)ms1 * MASK_ES : s1, ms0 != 0 ? (ulong)ms0 * MASK_ES : s1, 128u / MASK_ES,
+                         BLOCK_Q, MASK_ES);
+    }
+#endif
+}
+#endif
+
 __kernel __attribute__((reqd_work_group_size(WG_ALL, 1, 1)))
 void fa_forward(FA_FORWARD_PARAMS)
 {
@@ -678,7 +765,9 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
 #ifdef FA_MASK_TILE
     __local uchar *const mask_s = (__local uchar *)(smem + SMEM_HALVES);
+#ifndef FA_MASK_TMA
     __local ulong mask_rows[BLOCK_Q]; /* where each row's mask entries start */
+#endif
 #endif
     const int warp_of_item = (int)get_local_id(0) / 32;
     FA_EMU_DECL(WARPS, warp_of_item)
@@ -695,7 +784,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int koff = kslice * KW;                  /* its first key in a block */
 
     const fa_row_map qmap = fa_q_map(FA_Q_HEAD0, qs1, qs2, seqlen_q);
-#ifdef FA_MASK_TILE
+#if defined(FA_MASK_TILE) && !defined(FA_MASK_TMA)
     for (int r = lid; r < BLOCK_Q; r += WG)
         mask_rows[r] = FA_MASK_ROW(q0 + r);
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -707,13 +796,17 @@ void fa_forward(FA_FORWARD_PARAMS)
     __local ulong mbar[4 * NBUF];
     __local ulong *const kfull = mbar, *const kempty = mbar + NBUF, *const vfull = mbar + 2 * NBUF,
                          *const vempty = mbar + 3 * NBUF;
-    if (lid == 0)
+    if (lid == 0) {
         for (int st = 0; st < NBUF; st++) {
-            fa_mbar_init(kfull + st, PRODUCER_ITEMS);
+            fa_mbar_init(kfull + st, FULL_ARRIVALS);
             fa_mbar_init(kempty + st, WARPS);
-            fa_mbar_init(vfull + st, PRODUCER_ITEMS);
+            fa_mbar_init(vfull + st, FULL_ARRIVALS);
             fa_mbar_init(vempty + st, WARPS);
         }
+#if defined(FA_MASK_TMA) || defined(FA_KV_TMA)
+        fa_mbar_init_fence(); /* the bulk copies' completions (the async proxy) see the barriers */
+#endif
+    }
     for (int e = lid; e < TILE / 8; e += WG_ALL)
         *(__local uint4 *)(v_s + 8 * e) = (uint4)(0u);
     fa_wg_fence_proxy();
@@ -792,7 +885,20 @@ void fa_forward(FA_FORWARD_PARAMS)
          * are released; entry 0 (zeros) is in already */
         fa_setmaxnreg_dec(FA_WG_PRODUCER_REGS);
         const int pl = lid - WG;
+#ifdef FA_KV_TMA
+        if (pl != 0) /* one work-item copies everything (bulk tensor copies), the others are done */
+            return;
+        __global const ulong *const maps = (__global const ulong *)scratch;
+        for (int i = 0; i < 3; i++)
+            fa_tma_map_acquire(maps + FA_TMA_MAP_Q * 16 + 16 * i);
+#endif
         fa_mbar_arrive(vfull);
+#ifdef FA_MASK_TMA
+        __global const ulong *const mask_map = (__global const ulong *)scratch + FA_TMA_MAP_MASK * 16;
+        const int mask_c2 = ms1 != 0 ? h : 0, mask_c3 = ms0 != 0 ? (int)b : 0; /* broadcast dims: extent 1 */
+        if (pl == 0)
+            fa_tma_map_acquire(mask_map);
+#endif
         int jb = 0;
         for (int kv0 = kv_first;; kv0 += BLOCK_KV, jb++) {
             const int st = jb % NBUF;
@@ -800,16 +906,49 @@ void fa_forward(FA_FORWARD_PARAMS)
             const int more = kv0 < blk_hi;
             if (more) {
                 fa_mbar_wait(kempty + st, free_ph);
+#ifdef FA_MASK_TMA
+                if (pl == 0) { /* first: the mask's bytes join K's stage barrier before any arrival */
+                    fa_mbar_expect_tx(kfull + st, BLOCK_Q * MASK_PITCH);
+                    FA_PRAGMA_UNROLL
+                    for (int p = 0; p < MASK_PANELS; p++)
+                        fa_tma_load_4d(mask_s + (st * MASK_PANELS + p) * BLOCK_Q * 128, mask_map, kv0 + p * (128 / MASK_ES),
+                                       q0, mask_c2, mask_c3, kfull + st);
+                }
+#endif
+#ifdef FA_KV_TMA
+                /* Q (block 0) and K_j: 64-column panels of the tiles, the tensor core's layout as they land */
+                fa_mbar_expect_tx(kfull + st, (jb == 0 ? BLOCK_Q * D_PAD * 2 : 0) + BLOCK_KV * D_PAD * 2);
+                FA_PRAGMA_UNROLL
+                for (int p = 0; p < D_PAD / 64; p++) {
+                    if (jb == 0)
+                        fa_tma_load_4d(q_s + p * BLOCK_Q * 64, maps + FA_TMA_MAP_Q * 16, 64 * p, q0, h, (int)b, kfull + st);
+                    fa_tma_load_4d(k_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_K * 16, 64 * p, kv0, hk, (int)b,
+                                   kfull + st);
+                }
+                fa_mbar_arrive(kfull + st);
+#else
                 if (jb == 0)
                     fa_copy_q_async(q_s, qg, qmap, q0, nrows, pl, CP_WG);
                 fa_load_kv_async(k_s + st * TILE, v_s, kg, vg, kmap, vmap, kv0, seqlen_k, pl, 1, 0);
+#ifndef FA_MASK_TMA
                 FA_MASK_TILE_COPY(st, kv0, pl)
+#endif
                 fa_mbar_arrive_copies(kfull + st);
+#endif
             }
             if (jb > 0) {
                 fa_mbar_wait(vempty + st, free_ph);
+#ifdef FA_KV_TMA
+                fa_mbar_expect_tx(vfull + st, BLOCK_KV * D_PAD * 2);
+                FA_PRAGMA_UNROLL
+                for (int p = 0; p < D_PAD / 64; p++)
+                    fa_tma_load_4d(v_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_V * 16, 64 * p, kv0 - BLOCK_KV,
+                                   hk, (int)b, vfull + st);
+                fa_mbar_arrive(vfull + st);
+#else
                 fa_load_kv_async(k_s, v_s + st * TILE, kg, vg, kmap, vmap, kv0 - BLOCK_KV, seqlen_k, pl, 0, 1);
                 fa_mbar_arrive_copies(vfull + st);
+#endif
             }
             if (!more)
                 break;
@@ -1115,15 +1254,35 @@ void fa_forward(FA_FORWARD_PARAMS)
         /* the attention mask's terms (raw units), before the visibility mask below. A block inside
          * the mask's keys takes each lane's pairs of keys as one load at a constant offset from
          * the row's entry (FA_MASK_PAIRS); a tail block clamps every key. */
-#ifdef FA_MASK_TILE
+#ifdef FA_MASK_READ_LDSM
+        if (1) {
+            /* f16 entries in TMA's panels by ldmatrix: lanes 8i .. 8i + 7 give matrix i's rows (i % 2:
+             * rows g or g + 8, i / 2: the n-tile of a pair), each lane then holds its pairs of keys as
+             * the accumulators do; 8 rows of one chunk column are 8 bank groups (the swizzle) */
+            FA_PRAGMA_UNROLL
+            for (int mt = 0; mt < MT; mt++) {
+                const int mi = lane / 8, rr = lane % 8;
+                __local const uchar *lp = mc + (wrow + 16 * mt + rr + 8 * (mi % 2)) * MASK_ROW_STEP;
+                const int lane_x = (16 * (mi / 2)) ^ (rr << 4);
+                FA_PRAGMA_UNROLL
+                for (int nt = 0; nt < NT; nt += 2) {
+                    uint a0, c0, a1, c1;
+                    fa_ldsm_x4((__local const ushort *)(lp + 16 * nt / 128 * (BLOCK_Q * 128) + ((16 * nt % 128) ^ lane_x)),
+                               &a0, &c0, &a1, &c1 FA_EMU_ARG);
+                    s[mt][nt] = mad((float4)(FA_MASK_CVT(a0), FA_MASK_CVT(c0)), (float4)(mask_scale), s[mt][nt]);
+                    s[mt][nt + 1] = mad((float4)(FA_MASK_CVT(a1), FA_MASK_CVT(c1)), (float4)(mask_scale), s[mt][nt + 1]);
+                }
+            }
+        } else
+#elif defined(FA_MASK_TILE)
         if (1) { /* tails too: the copies zero-filled keys past the mask's */
             FA_PRAGMA_UNROLL
             for (int mt = 0; mt < MT; mt++) {
                 /* a lane's pair of keys of n-tile nt: at byte (lane's + 8 nt entries) ^ its rows' swizzle */
                 const int r0 = wrow + 16 * mt + g;
                 const int lane_at = ((koff + 2 * t4) * MASK_ES) ^ FA_MASK_SWZ(r0);
-                __local const uchar *p0 = mc + r0 * MASK_PITCH;
-                __local const uchar *p1 = p0 + 8 * MASK_PITCH;
+                __local const uchar *p0 = mc + r0 * MASK_ROW_STEP;
+                __local const uchar *p1 = p0 + 8 * MASK_ROW_STEP;
                 FA_PRAGMA_UNROLL
                 for (int nt = 0; nt < NT; nt++) {
                     const int at = FA_MASK_NT(lane_at, 8 * nt * MASK_ES);

@@ -483,10 +483,12 @@ typedef struct fa_cl_plan_info {
                                   "portable", "portable-tiled", "nvidia-mma", "nvidia-wgmma", "nvidia-tf32x3";
                                   static storage */
     int launches;            /**< kernel launches per call (long rows run one per chunk of keys; split-KV adds
-                                  the combine, an append its copy into the cache, padded rows three copies) */
+                                  the combine, an append its copy into the cache, padded rows three copies,
+                                  Hopper's copies by TMA the writing of their tensor maps) */
     size_t scratch_bytes;    /**< device memory the plan holds for itself (0 for most plans): split-KV
-                                  partials, long rows' chunk state, or (NVIDIA tensor cores, dense
-                                  f16/bf16 prefill at head_dim % 8 != 0) zero-padded copies of q, k, v */
+                                  partials, long rows' chunk state, (NVIDIA tensor cores, dense
+                                  f16/bf16 prefill at head_dim % 8 != 0) zero-padded copies of q, k, v,
+                                  or (Hopper, dense prefill) 512 bytes of tensor maps */
     int splits;              /**< 0.3: split-KV chunks each row's keys are computed in (1 = not split) */
     int gqa_pack;            /**< 0.3: query heads one work-group takes together (1 = not packed) */
 } fa_cl_plan_info;

@@ -13,6 +13,9 @@
 
 #define FA_CL_ERROR_CAPACITY 16384
 #define FA_CL_NOTES_CAPACITY 4096
+/* FA_CL_TMA's bits: what nvidia-wgmma's producer may copy by TMA */
+#define FA_CL_TMA_MASK 1
+#define FA_CL_TMA_KV 2
 
 /* ---- errors (error.c) ------------------------------------------------------------------------ */
 
@@ -100,6 +103,8 @@ typedef struct fa_cl_env {
     int nv_tf32;              /* FA_CL_NV_TF32: -1 unset (on where tensor cores run natively), 0 off, 1 on */
     int wgmma;                /* FA_CL_WGMMA: -1 unset (the planner's default), 0 off, 1 on (nvidia-wgmma) */
     int wgmma_producer_off;   /* FA_CL_WGMMA_PRODUCER=0: nvidia-wgmma without its copying warpgroup */
+    int tma;                  /* FA_CL_TMA: what nvidia-wgmma's producer copies by TMA, bits FA_CL_TMA_MASK and
+                                 FA_CL_TMA_KV (unset: both; 0 none, "mask", "kv"); cp.async the rest */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */
     int cache_off;            /* FA_CL_CACHE_DIR=off */
 } fa_cl_env;

@@ -10,6 +10,8 @@
  *                          failure's status and message checked
  *   test_threads contexts  4 threads, each creating its own context on the device (twice), planning
  *                          and running; their results checked
+ *   test_threads out_of_order  two calls of one plan that owns scratch in flight together on an
+ *                          out-of-order queue (the plan orders them), 20 rounds, each result checked
  *
  * Inputs are shared (read-only); each thread has its own output buffers.
  */
@@ -287,8 +289,72 @@ static int subset_contexts(fa_cl_context *unused, int argc, char **argv)
     return 0;
 }
 
+/* Calls of one plan back to back on an out-of-order queue, nothing between them: a plan that owns
+ * scratch (split-KV's partial results here, FA_CL_SPLITS in the test's environment; long rows'
+ * chunk state; Hopper's tensor maps) must not let the second call's launches use it while the
+ * first's still do. Each call's output is checked against float64. */
+static int subset_out_of_order(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused, (void)argc, (void)argv;
+    fa_cl_context *probe = NULL;
+    int rc = tu_context(&probe);
+    if (rc != 0)
+        return rc;
+    cl_int err;
+    cl_command_queue queue = clCreateCommandQueue(fa_cl_context_cl_context(probe), fa_cl_context_device(probe),
+                                                  CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
+    if (!queue) {
+        printf("SKIP: the device takes no out-of-order queue (%d)\n", (int)err);
+        fa_cl_context_release(probe);
+        return TU_EXIT_SKIP;
+    }
+    fa_cl_context *ctx = NULL;
+    fa_cl_status st = fa_cl_context_create(fa_cl_context_cl_context(probe), fa_cl_context_device(probe), queue, &ctx);
+    clReleaseCommandQueue(queue);
+    fa_cl_context_release(probe);
+    if (!tu_expect(&tally, st == FA_CL_SUCCESS, "a context on an out-of-order queue: %s", fa_cl_status_string(st)))
+        return 0;
+    const tu_case c = {2, 4, 2, 3, 300, 32, FA_CL_F32, 0, -1, -1, NULL, 0.0f, 1};
+    tu_problem p[2];
+    memset(p, 0, sizeof p);
+    fa_cl_plan *plan = NULL;
+    int ok = tu_problem_init(&p[0], ctx, &c, 501, 1) == 0 && tu_problem_init(&p[1], ctx, &c, 502, 1) == 0 &&
+             fa_cl_plan_create(ctx, &p[0].desc, &plan) == FA_CL_SUCCESS;
+    fa_cl_plan_info info;
+    ok = ok && fa_cl_plan_get_info(plan, &info) == FA_CL_SUCCESS;
+    tu_expect(&tally, ok && info.scratch_bytes > 0, "a plan that owns scratch: %zu bytes (%s)",
+              ok ? info.scratch_bytes : 0, ok ? info.kernel : fa_cl_last_error(ctx));
+    for (int round = 0; ok && round < 20; round++) {
+        for (int i = 0; i < 2 && ok; i++)
+            ok = tu_problem_poison(&p[i], ctx) == 0;
+        for (int i = 0; i < 2 && ok; i++)
+            ok = fa_cl_plan_forward(plan, p[i].mem[0], p[i].mem[1], p[i].mem[2], p[i].mem[3], p[i].lse_mem, 0, NULL,
+                                    NULL) == FA_CL_SUCCESS;
+        ok = ok && clFinish(fa_cl_context_queue(ctx)) == CL_SUCCESS;
+        for (int i = 0; i < 2 && ok; i++) {
+            tu_result r;
+            ok = tu_problem_read(&p[i], ctx) == 0;
+            if (ok)
+                tu_problem_check(&p[i], p[i].ref_o, p[i].ref_lse, &r);
+            ok = ok && r.ok;
+            if (!ok) {
+                char buf[400];
+                tu_result_format(&r, &p[i], buf, sizeof buf);
+                tu_expect(&tally, 0, "round %d, call %d of 2: %s", round, i, buf);
+            }
+        }
+    }
+    tu_expect(&tally, ok, "20 rounds of two calls of one plan in flight together, each checked");
+    fa_cl_plan_release(plan);
+    tu_problem_free(&p[0]);
+    tu_problem_free(&p[1]);
+    fa_cl_context_release(ctx);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    static const tu_subset subsets[] = {{"shared", subset_shared}, {"contexts", subset_contexts}};
+    static const tu_subset subsets[] = {{"shared", subset_shared}, {"contexts", subset_contexts},
+                                        {"out_of_order", subset_out_of_order}};
     return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), NULL, 0);
 }

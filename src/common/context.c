@@ -201,6 +201,12 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     out->wgmma = !s || !*s ? -1 : strcmp(s, "0") != 0;
     s = getenv("FA_CL_WGMMA_PRODUCER");
     out->wgmma_producer_off = s && strcmp(s, "0") == 0;
+    s = getenv("FA_CL_TMA");
+    out->tma = !s || !*s ? FA_CL_TMA_MASK | FA_CL_TMA_KV
+               : strcmp(s, "0") == 0 ? 0
+               : strcmp(s, "mask") == 0 ? FA_CL_TMA_MASK
+               : strcmp(s, "kv") == 0 ? FA_CL_TMA_KV
+                                      : FA_CL_TMA_MASK | FA_CL_TMA_KV;
     s = getenv("FA_CL_MMA_EMULATE");
     out->mma_emulate = s && *s && strcmp(s, "0") != 0;
     s = getenv("FA_CL_DEBUG_BUILD_LOG");
@@ -280,7 +286,8 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
                              ? "Hopper kernel (nvidia-wgmma): planned for f16/bf16 with head_dim 41..64 (rows of "
                                "more than 512 keys) or 97..256 and more than 64 query rows (wgmma through sm_90a "
                                "PTX; up to head_dim 128 a producer warpgroup copies, FA_CL_WGMMA_PRODUCER=0 turns it "
-                               "off; FA_CL_WGMMA=0 turns the kernel off)"
+                               "off, and an attention mask's tiles by TMA, FA_CL_TMA=0 by cp.async; FA_CL_WGMMA=0 "
+                               "turns the kernel off)"
                              : ctx->env.vendor_path_off ? "Hopper kernel (nvidia-wgmma): off (FA_CL_VENDOR_PATH=0)"
                                                         : "Hopper kernel (nvidia-wgmma): off (FA_CL_WGMMA=0)");
     *out = ctx;

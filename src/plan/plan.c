@@ -17,7 +17,8 @@
 
 /* Build the kernel family's program for the tiles chosen: sizes and storage type become -D options
  * (build_options.c, shared with the offline compile checks). */
-static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t, cl_kernel *out)
+static fa_cl_status build_kernel_entry(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t,
+                                       const char *entry, cl_kernel *out)
 {
     char options[512];
     int gpu = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
@@ -38,12 +39,54 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     if (st != FA_CL_SUCCESS)
         return st;
     cl_int err;
-    *out = fa_cl__kernel_take(ctx, prog, f->entry, &err);
+    if (!entry)
+        entry = f->entry;
+    *out = fa_cl__kernel_take(ctx, prog, entry, &err);
     clReleaseProgram(prog);
     if (!*out)
         return fa_cl__fail(ctx, err == CL_OUT_OF_HOST_MEMORY ? FA_CL_ERROR_OUT_OF_MEMORY : FA_CL_ERROR_OPENCL,
-                           "clCreateKernel(%s): %s (%d)", f->entry, fa_cl__cl_error_name(err), (int)err);
+                           "clCreateKernel(%s): %s (%d)", entry, fa_cl__cl_error_name(err), (int)err);
     return FA_CL_SUCCESS;
+}
+
+/* The family's kernel (its entry) of the program built for these tiles. */
+static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t, cl_kernel *out)
+{
+    return build_kernel_entry(ctx, v, t, NULL, out);
+}
+
+/* nvidia-wgmma's copies by TMA (FA_MASK_TMA, FA_KV_TMA; FA_CL_TMA picks which): tensor maps say
+ * where every tile is, [B, H, S, d] for Q, K and V and [B|1, Hq|1, Sq, Sk] for the mask. Dense
+ * plans only (packed heads, varlen, pages, appends and padded rows place rows elsewhere), in one
+ * launch (the maps live in the scratch that chunked launches use), every stride that steps
+ * nonzero and within the maps' 40 bits (bytes); the mask's query rows not broadcast (a box has no
+ * stride 0) and its rows of a block whole 128-byte panels. */
+static int tma_strides_ok(const int64_t s[3], const int64_t extent[3], int64_t es, int broadcast)
+{
+    int ok = 1;
+    for (int i = 0; i < 3; i++) /* a broadcast dim (the mask's batches, heads) becomes extent 1 */
+        ok = ok && s[i] >= 0 && s[i] < ((int64_t)1 << 40) / es && (extent[i] <= 1 || s[i] > 0 || (broadcast && i < 2));
+    return ok;
+}
+
+static void plan_tma(const fa_cl_context *ctx, fa_cl_plan *plan)
+{
+    fa_cl_tiles *t = &plan->tiles;
+    const fa_cl_attention_desc *d = &plan->views.d;
+    t->mask_tma = t->kv_tma = 0;
+    if (!t->producer || t->paged || t->seqlens || t->packed || t->varlen_q || t->varlen_k || t->append_rows ||
+        t->chunk_keys || t->rows_padded)
+        return;
+    const int64_t q_ext[3] = {d->batch, d->heads_q, d->seqlen_q}, k_ext[3] = {d->batch, d->heads_kv, d->seqlen_k};
+    t->kv_tma = (ctx->env.tma & FA_CL_TMA_KV) && d->seqlen_q > 1 && d->seqlen_k > 1 &&
+                tma_strides_ok(d->q_stride, q_ext, 2, 0) && tma_strides_ok(d->k_stride, k_ext, 2, 0) &&
+                tma_strides_ok(d->v_stride, k_ext, 2, 0);
+    const int64_t es = d->mask == FA_CL_MASK_F32 ? 4 : d->mask == FA_CL_MASK_F16 ? 2 : 1;
+    t->mask_tma = (ctx->env.tma & FA_CL_TMA_MASK) && t->mask_async && t->block_kv * es % 128 == 0 &&
+                  d->mask_stride[2] != 0 && tma_strides_ok(d->mask_stride, q_ext, es, 1);
+    /* with K/V by TMA one work-item copies: the mask's tiles too, or none are */
+    if (t->mask_async && !t->mask_tma)
+        t->kv_tma = 0;
 }
 
 /* Split-KV: how many chunks each row's keys are computed in (FA_CL_SPLITS, or FlashAttention-2's
@@ -189,6 +232,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
                                  d->mask_stride[0] % 2 == 0 && d->mask_stride[1] % 2 == 0 && d->mask_stride[2] % 2 == 0;
         if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
             return st;
+        plan_tma(ctx, plan);
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
         const int vendor = fa_cl_kernel_by_id(plan->tiles.variant)->vendor;
         if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_KERNEL_NVIDIA_WGMMA && !lim.forced_variant) {
@@ -434,6 +478,41 @@ static fa_cl_status append_args(const fa_cl_plan *plan, const fa_cl_launch *l, c
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_append)");
 }
 
+/* Arguments of fa_tma_maps (cl/fa_forward_nv_mma.cl): the tensor maps into the scratch. */
+static fa_cl_status tma_maps_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+{
+    const fa_cl_attention_desc *d = &plan->views.d;
+    cl_mem mems[4] = {plan->scratch, a->q, a->k, a->v};
+    const cl_ulong offs[3] = {d->q_offset, d->k_offset, d->v_offset};
+    const int64_t *strides[3] = {d->q_stride, d->k_stride, d->v_stride};
+    const cl_int ints[5] = {(cl_int)d->batch, (cl_int)d->heads_q, (cl_int)d->heads_kv, (cl_int)d->seqlen_q,
+                            (cl_int)d->seqlen_k};
+    cl_mem mask = d->mask ? a->mask : NULL;
+    const cl_ulong moff = d->mask_offset;
+    cl_uint n = 0;
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_mem), &mems[i]);
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_ulong), &offs[i]);
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+            cl_long s = strides[t][i];
+            err = clSetKernelArg(l->kernel, n++, sizeof(cl_long), &s);
+        }
+    for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_int), &ints[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_mem), &mask);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_ulong), &moff);
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+        cl_long s = d->mask ? d->mask_stride[i] : 0;
+        err = clSetKernelArg(l->kernel, n++, sizeof(cl_long), &s);
+    }
+    return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_tma_maps)");
+}
+
 /* Arguments of fa_combine (cl/fa_combine.cl): the partial results into the caller's o and LSE. */
 static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
 {
@@ -493,8 +572,10 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     const size_t global = (size_t)groups * (size_t)t->work_group_size;
     const int64_t step = t->chunk_keys > 0 ? t->chunk_keys : d->seqlen_k;
     const int forwards = (int)((d->seqlen_k + step - 1) / step);
-    /* an appending plan writes the new keys first; a padded one copies q, k, v first */
-    const int first = plan->append != NULL ? 1 : t->rows_padded ? 3 : 0;
+    /* an appending plan writes the new keys first; a padded one copies q, k, v first; then, with
+     * copies by TMA, the tensor maps are written */
+    const int tma = t->mask_tma || t->kv_tma;
+    const int pre = plan->append != NULL ? 1 : t->rows_padded ? 3 : 0, first = pre + tma;
     plan->nlaunches = first + forwards + (plan->splits > 1);
     plan->launches = (fa_cl_launch *)calloc((size_t)plan->nlaunches, sizeof *plan->launches);
     if (!plan->launches)
@@ -517,7 +598,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
                 return st;
             plan->pad_bytes += rows * (size_t)dp * 2;
         }
-    } else if (first) {
+    } else if (pre) {
         fa_cl_launch *l = &plan->launches[0];
         const size_t items = (size_t)d->batch * (size_t)d->seqlen_new * (size_t)d->heads_kv *
                              (size_t)((d->head_dim + 3) / 4); /* cl/fa_append.cl's D4 */
@@ -526,6 +607,18 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         l->global[1] = 1;
         l->local = FA_CL_APPEND_WG;
         l->set_args = append_args;
+    }
+    fa_cl_status st = FA_CL_SUCCESS;
+    if (tma) {
+        fa_cl_launch *l = &plan->launches[pre];
+        l->kernel = plan->tma_maps;
+        l->global[0] = l->global[1] = l->local = 1;
+        l->set_args = tma_maps_args;
+        st = scratch_alloc(ctx, FA_CL_TMA_MAPS * FA_CL_TMA_MAP_BYTES, &plan->scratch,
+                           "fa_cl_plan_create: clCreateBuffer (tensor maps)");
+        if (st != FA_CL_SUCCESS)
+            return st;
+        plan->scratch_bytes = FA_CL_TMA_MAPS * FA_CL_TMA_MAP_BYTES; /* plan_tma: no chunks */
     }
     for (int c = 0; c < forwards; c++) {
         fa_cl_launch *l = &plan->launches[first + c];
@@ -537,7 +630,6 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         l->kv_end = (int)((c + 1) * step < d->seqlen_k ? (c + 1) * step : d->seqlen_k);
         l->set_args = forward_args;
     }
-    fa_cl_status st = FA_CL_SUCCESS;
     if (plan->splits > 1) {
         const size_t rows = (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q;
         const size_t items = rows * (size_t)((d->head_dim + 3) / 4); /* cl/fa_combine.cl's D4 */
@@ -553,7 +645,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         if (st == FA_CL_SUCCESS)
             st = scratch_alloc(ctx, lse_bytes, &plan->part_lse,
                                "fa_cl_plan_create: clCreateBuffer (split-KV partial LSE)");
-        plan->scratch_bytes = o_bytes + lse_bytes;
+        plan->scratch_bytes += o_bytes + lse_bytes;
     }
     if (t->chunk_keys > 0 && st == FA_CL_SUCCESS) {
         const int item_rows = fa_cl_kernel_by_id(t->variant)->vendor
@@ -576,10 +668,13 @@ static void plan_free(fa_cl_plan *plan)
     fa_cl__kernel_give(plan->ctx, plan->combine);
     fa_cl__kernel_give(plan->ctx, plan->append);
     fa_cl__kernel_give(plan->ctx, plan->pad);
+    fa_cl__kernel_give(plan->ctx, plan->tma_maps);
     cl_mem mems[6] = {plan->scratch, plan->part_o, plan->part_lse, plan->padded[0], plan->padded[1], plan->padded[2]};
     for (int i = 0; i < 6; i++)
         if (mems[i])
             clReleaseMemObject(mems[i]);
+    if (plan->last)
+        clReleaseEvent(plan->last);
     free(plan->launches);
     fa_cl_lock_destroy(&plan->lock);
     free(plan);
@@ -615,6 +710,8 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_c
         pt.variant = FA_CL_KERNEL_PAD_ROWS;
         st = build_kernel(ctx, views, &pt, &plan->pad);
     }
+    if (st == FA_CL_SUCCESS && (plan->tiles.mask_tma || plan->tiles.kv_tma))
+        st = build_kernel_entry(ctx, views, &plan->tiles, "fa_tma_maps", &plan->tma_maps);
     if (st == FA_CL_SUCCESS && views->d.seqlen_new > 0) {
         fa_cl_tiles at = plan->tiles;
         at.variant = FA_CL_KERNEL_APPEND;
@@ -685,10 +782,24 @@ fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, con
 }
 
 fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int count, fa_cl_chain_fn prepare,
-                                  void *data, cl_uint num_wait, const cl_event *wait, cl_event *done)
+                                  void *data, cl_uint num_wait, const cl_event *wait, cl_event *done,
+                                  cl_event *serial)
 {
     fa_cl_status st = FA_CL_SUCCESS;
     fa_cl_lock_acquire(lock);
+    /* the first launch's wait list: the caller's, and the previous call's last launch */
+    cl_event few[8], *first_wait = (cl_event *)wait;
+    cl_uint first_num = num_wait;
+    if (serial && *serial) {
+        first_wait = num_wait < 8 ? few : (cl_event *)malloc(((size_t)num_wait + 1) * sizeof *first_wait);
+        if (!first_wait) {
+            fa_cl_lock_release(lock);
+            return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "enqueue: out of host memory");
+        }
+        for (cl_uint i = 0; i < num_wait; i++)
+            first_wait[i] = wait[i];
+        first_wait[first_num++] = *serial;
+    }
     /* launches run in order, each after the previous one (also on an out-of-order queue) */
     cl_event prev = NULL;
     for (int i = 0; i < count && st == FA_CL_SUCCESS; i++) {
@@ -698,13 +809,22 @@ fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int coun
         st = prepare(data, i, &s);
         if (st == FA_CL_SUCCESS) {
             cl_int err = clEnqueueNDRangeKernel(ctx->queue, s.kernel, s.dims, NULL, s.global, s.local[0] ? s.local : NULL,
-                                                i == 0 ? num_wait : 1, i == 0 ? wait : &prev,
-                                                i == count - 1 ? done : &ev);
+                                                i == 0 ? first_num : 1, i == 0 ? first_wait : &prev,
+                                                i == count - 1 && !serial ? done : &ev);
             if (err != CL_SUCCESS) {
                 char what[96];
                 snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", s.name);
                 st = fa_cl__fail_cl(ctx, err, what);
+                ev = NULL;
             }
+        }
+        if (i == count - 1 && ev && serial) { /* the last launch: the next call's first waits for it */
+            if (*serial)
+                clReleaseEvent(*serial);
+            *serial = ev;
+            if (done && clRetainEvent(ev) == CL_SUCCESS)
+                *done = ev;
+            ev = NULL;
         }
         if (prev)
             clReleaseEvent(prev);
@@ -712,6 +832,8 @@ fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int coun
     }
     if (prev)
         clReleaseEvent(prev);
+    if (first_wait != wait && first_wait != few)
+        free(first_wait);
     fa_cl_lock_release(lock);
     return st;
 }
@@ -734,6 +856,7 @@ static fa_cl_status forward_step(void *data, int i, fa_cl_chain_step *s)
     s->name = l->kernel == plan->combine  ? "fa_combine"
               : l->kernel == plan->append ? "fa_append"
               : l->kernel == plan->pad    ? "fa_pad_rows"
+              : l->kernel == plan->tma_maps ? "fa_tma_maps"
                                           : "fa_forward";
     return l->set_args(plan, l, c->args);
 }
@@ -742,7 +865,7 @@ fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
 {
     forward_call c = {plan, a};
     return fa_cl__enqueue_chain(plan->ctx, &plan->lock, plan->nlaunches, forward_step, &c, a->num_wait, a->wait,
-                                a->done);
+                                a->done, plan->scratch_bytes > 0 ? &plan->last : NULL);
 }
 
 fa_cl_status fa_cl_plan_run(fa_cl_plan *plan, const fa_cl_forward_args *args)

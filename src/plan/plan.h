@@ -8,6 +8,10 @@
 
 typedef struct fa_cl_launch fa_cl_launch;
 
+/* A tensor map's bytes (CUDA's CUtensorMap; cl/fa_nv_tma.cl writes them on the device). */
+#define FA_CL_TMA_MAP_BYTES 128
+#define FA_CL_TMA_MAPS 4 /* Q, K, V, the mask (cl/fa_forward_nv_mma.cl's FA_TMA_MAP_*) */
+
 /* One kernel launch of a plan. Launches run in their order, each after the previous one. */
 struct fa_cl_launch {
     cl_kernel kernel;     /* the plan's; several launches may share one */
@@ -27,10 +31,12 @@ struct fa_cl_plan {
     cl_kernel combine;      /* split-KV: the combine kernel; else NULL */
     cl_kernel append;       /* appending plans (desc.seqlen_new): the append kernel; else NULL */
     cl_kernel pad;          /* tiles.rows_padded: the pad-rows kernel; else NULL */
+    cl_kernel tma_maps;     /* tiles.mask_tma or kv_tma: the kernel writing the tensor maps into scratch; else NULL */
     cl_mem padded[3];       /* tiles.rows_padded: q, k, v as contiguous [B, H, S, head_dim rounded up to 8] */
     fa_cl_launch *launches; /* nlaunches of them */
     int nlaunches;
-    cl_mem scratch;         /* what a long row's chunk leaves the next (cl/fa_forward_common.cl); else NULL */
+    cl_mem scratch;         /* what a long row's chunk leaves the next (cl/fa_forward_common.cl), or
+                               (tiles.mask_tma, kv_tma) the tensor maps; else NULL */
     cl_mem part_o, part_lse; /* split-KV: each chunk's partial O [splits, B, Hq, Sq, D] and LSE (fp32) */
     size_t scratch_bytes;   /* all the plan's device memory */
     size_t pad_bytes;       /* of which the padded q/k/v copies */
@@ -39,6 +45,7 @@ struct fa_cl_plan {
     fa_cl_lock lock;        /* argument setting + enqueue must not interleave between threads */
     int refs;               /* guarded by ctx->lock: the caller's and the plan cache's references */
     int num_q_blocks;
+    cl_event last;          /* guarded by lock: the previous call's last launch, where the plan owns scratch */
 };
 
 /* A plan for an already normalised descriptor (fa_cl_plan_create resolves it first). */
@@ -59,10 +66,13 @@ typedef struct fa_cl_chain_step {
 typedef fa_cl_status (*fa_cl_chain_fn)(void *data, int i, fa_cl_chain_step *step);
 
 /* Enqueue count launches on ctx's queue under lock, each after the previous one (also on an
- * out-of-order queue): the first waits for the caller's list, the last gives done. Forward and
- * backward plans run through this. */
+ * out-of-order queue): the first waits for the caller's list, the last gives done. With serial
+ * (a plan that owns scratch, guarded by lock), the first also waits for *serial, the previous
+ * call's last launch, which *serial then becomes: two calls of one plan never share its scratch
+ * at once, whatever the queue's order. Forward and backward plans run through this. */
 fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int count, fa_cl_chain_fn prepare,
-                                  void *data, cl_uint num_wait, const cl_event *wait, cl_event *done);
+                                  void *data, cl_uint num_wait, const cl_event *wait, cl_event *done,
+                                  cl_event *serial);
 
 /* Enqueue the plan's launches for args (checked already, struct_size normalised). */
 fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *args);

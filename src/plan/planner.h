@@ -123,6 +123,9 @@ typedef struct fa_cl_tiles {
                                  the other for dP^T, dS^T and dK (FA_BW_ROLES); its work-group is twice
                                  work_group_size */
     int local_floor;          /* nvidia-mma: local memory asked for at least this many bytes (FA_SMEM_FLOOR), 0 = none */
+    int mask_tma;             /* nvidia-wgmma with the producer: the mask's tiles by TMA through a tensor map that
+                                 the plan's first launch writes into its scratch (FA_MASK_TMA) */
+    int kv_tma;               /* nvidia-wgmma with the producer: Q, K and V tiles by TMA likewise (FA_KV_TMA) */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */
