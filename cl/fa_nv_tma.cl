@@ -16,6 +16,15 @@
  * rows 128 bytes apart, row r's 16-byte chunk c at c ^ (r % 8) (cl/fa_nv_wgmma.cl's panel layout;
  * the destination 1024-byte aligned). Coordinates past the tensor (either side) read zeros. */
 
+/* one field of dimension `ord` (a literal): 32-bit (box_dim, global_dim, element_stride) or 64-bit
+ * (global_stride) */
+#define FA_TMA_DIM32(m, field, ord, val)                                                                   \
+    asm volatile("// @sm90a tensormap.replace.tile." field ".global.b1024.b32 [%0], " #ord ", %1;" ::"l"(m),   \
+                 "r"((uint)(val)) : "memory")
+#define FA_TMA_DIM64(m, field, ord, val)                                                                   \
+    asm volatile("// @sm90a tensormap.replace.tile." field ".global.b1024.b64 [%0], " #ord ", %1;" ::"l"(m),   \
+                 "l"((ulong)(val)) : "memory")
+
 /* The tensor map at `map`: base (16-byte aligned), dims[0..3] (elements, innermost first),
  * strides[0..2] (bytes of dims 1..3; multiples of 16), a box of box_inner x box_rows (x 1 x 1)
  * elements of `esize` bytes (1, 2 or 4; box_inner * esize == 128). One work-item. */
@@ -28,30 +37,21 @@ inline void fa_tma_map_write(__global ulong *map, ulong base, uint d0, uint d1, 
     asm volatile("// @sm90a tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;" :: "l"(m), "l"(base)
                  : "memory");
     asm volatile("// @sm90a tensormap.replace.tile.rank.global.b1024.b32 [%0], 3;" :: "l"(m) : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 0, %1;" :: "l"(m), "r"(box_inner)
-                 : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 1, %1;" :: "l"(m), "r"(box_rows)
-                 : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 2, 1;" :: "l"(m) : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.box_dim.global.b1024.b32 [%0], 3, 1;" :: "l"(m) : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 0, %1;" :: "l"(m), "r"(d0)
-                 : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 1, %1;" :: "l"(m), "r"(d1)
-                 : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 2, %1;" :: "l"(m), "r"(d2)
-                 : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.global_dim.global.b1024.b32 [%0], 3, %1;" :: "l"(m), "r"(d3)
-                 : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 0, %1;" :: "l"(m), "l"(s1)
-                 : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 1, %1;" :: "l"(m), "l"(s2)
-                 : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.global_stride.global.b1024.b64 [%0], 2, %1;" :: "l"(m), "l"(s3)
-                 : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 0, 1;" :: "l"(m) : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 1, 1;" :: "l"(m) : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 2, 1;" :: "l"(m) : "memory");
-    asm volatile("// @sm90a tensormap.replace.tile.element_stride.global.b1024.b32 [%0], 3, 1;" :: "l"(m) : "memory");
+    FA_TMA_DIM32(m, "box_dim", 0, box_inner);
+    FA_TMA_DIM32(m, "box_dim", 1, box_rows);
+    FA_TMA_DIM32(m, "box_dim", 2, 1);
+    FA_TMA_DIM32(m, "box_dim", 3, 1);
+    FA_TMA_DIM32(m, "global_dim", 0, d0);
+    FA_TMA_DIM32(m, "global_dim", 1, d1);
+    FA_TMA_DIM32(m, "global_dim", 2, d2);
+    FA_TMA_DIM32(m, "global_dim", 3, d3);
+    FA_TMA_DIM64(m, "global_stride", 0, s1);
+    FA_TMA_DIM64(m, "global_stride", 1, s2);
+    FA_TMA_DIM64(m, "global_stride", 2, s3);
+    FA_TMA_DIM32(m, "element_stride", 0, 1);
+    FA_TMA_DIM32(m, "element_stride", 1, 1);
+    FA_TMA_DIM32(m, "element_stride", 2, 1);
+    FA_TMA_DIM32(m, "element_stride", 3, 1);
     /* element types: PTX's .u8 0, .u16 1, .u32 2 (the bits are copied as they are) */
     if (esize == 1)
         asm volatile("// @sm90a tensormap.replace.tile.elemtype.global.b1024.b32 [%0], 0;" :: "l"(m) : "memory");
