@@ -89,10 +89,14 @@
 #if defined(FA_WG_PINGPONG) && BLOCK_Q != 128
 #error "FA_WG_PINGPONG takes two warpgroups"
 #endif
+/* FlashAttention-3's wider block at D_PAD 256, 80 keys, only copied by TMA and without a mask's
+ * tiles (the planner) */
+#define FA_WG_WIDE_KV (D_PAD == 256 && BLOCK_KV == 80)
 #if WARP_ROWS != 16 || FA_KV_WARPS != 1 || BLOCK_Q % 64 || defined(FA_KV_Q8) || !defined(FA_ALIGNED16) || \
-    (D_PAD != 64 && D_PAD != 128 && D_PAD != 256) || (BLOCK_KV != 32 && BLOCK_KV != 64 && BLOCK_KV != 128) || \
-    (D_PAD == 256 && BLOCK_KV == 128)
-#error "FA_WGMMA takes 16 rows a warp, 64 a warpgroup, aligned f16/bf16 rows, D_PAD 64, 128 or 256, BLOCK_KV 64 or 128 (64 at 256)"
+    (D_PAD != 64 && D_PAD != 128 && D_PAD != 256) ||                                                   \
+    (BLOCK_KV != 32 && BLOCK_KV != 64 && BLOCK_KV != 128 && !FA_WG_WIDE_KV) || (D_PAD == 256 && BLOCK_KV == 128) || \
+    (FA_WG_WIDE_KV && (!defined(FA_KV_TMA) || defined(FA_MASK)))
+#error "FA_WGMMA takes 16 rows a warp, 64 a warpgroup, aligned f16/bf16 rows, D_PAD 64, 128 or 256, BLOCK_KV 64 or 128 (64 or 80 at 256)"
 #endif
 /* P V's products a k-step: n = D_PAD, at 256 two of n = 128 (O's halves, V's column halves) */
 #if D_PAD > 128
@@ -111,18 +115,25 @@
 #if BLOCK_Q != 128 || !defined(FA_WG_MAXNREG)
 #error "FA_WG_PRODUCER takes two computing warpgroups (BLOCK_Q 128) and FA_WG_MAXNREG"
 #endif
-/* H200, session 13 (B=8 H=16 N=4096 f16, TFLOP/s): at D_PAD 128 72/216 549.8, 56/224 545.0,
- * 40/232 541, 24/240 526 (the producer's copies spill below 56); at D_PAD 64 56/224 390.7, 72/216
- * 379.7 */
+/* H200, session 13 (B=8 H=16 N=4096 f16, TFLOP/s; copies by cp.async): at D_PAD 128 72/216
+ * 549.8, 56/224 545.0, 40/232 541, 24/240 526 (the producer's copies spill below 56); at D_PAD 64
+ * 56/224 390.7, 72/216 379.7. Session 19 call 1, copies by TMA (the producer needs fewer than 24):
+ * 24/240 at D_PAD 128 599.9 / 603.9 against 597.7 / 593.3 (72/216), causal 526.5 against 519.0,
+ * D_PAD 64 390.9 against 385.6; at 256 584 (no producer: 448); with a mask's tiles 488 against
+ * 525 (72/216): not there */
 #ifndef FA_WG_PRODUCER_REGS /* literals: setmaxnreg takes them as text */
-#if D_PAD > 64
+#if defined(FA_KV_TMA) && (D_PAD > 128 || !defined(FA_MASK))
+#define FA_WG_PRODUCER_REGS 24
+#elif D_PAD > 64
 #define FA_WG_PRODUCER_REGS 72
 #else
 #define FA_WG_PRODUCER_REGS 56
 #endif
 #endif
 #ifndef FA_WG_CONSUMER_REGS
-#if D_PAD > 64
+#if defined(FA_KV_TMA) && (D_PAD > 128 || !defined(FA_MASK))
+#define FA_WG_CONSUMER_REGS 240
+#elif D_PAD > 64
 #define FA_WG_CONSUMER_REGS 216
 #else
 #define FA_WG_CONSUMER_REGS 224

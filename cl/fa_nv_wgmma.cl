@@ -109,6 +109,11 @@ inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, 
     "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), \
     "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
     "+f"(d[63])
+/* 8 accumulators from index i (n = 80) */
+#define FA_WG_D8(d, i) \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+    "+f"(d[i + 7])
+#define FA_WG_D40(d) FA_WG_D32(d), FA_WG_D8(d, 32)
 #define FA_WG_R16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define FA_WG_R32 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
@@ -118,6 +123,9 @@ inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, 
     "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
     "%42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, " \
     "%62, %63}"
+#define FA_WG_R40 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+    "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}"
 #define FA_WG_MMA(n) "// @sm90a wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." FA_MMA_TYPE "." FA_MMA_TYPE " "
 
 /* d (64 x n) = A B, + d when acc != 0. ss: A (64 x 16, K-major) and B (16 x n, K-major) by
@@ -138,6 +146,12 @@ inline __attribute__((always_inline)) void fa_wgmma_ss_n128(float *d, ulong da, 
 {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t" FA_WG_MMA(128) FA_WG_R64
                  ", %64, %65, p, 1, 1, 0, 0;\n\t}" : FA_WG_D64(d) : "l"(da), "l"(db), "r"(acc));
+}
+
+inline __attribute__((always_inline)) void fa_wgmma_ss_n80(float *d, ulong da, ulong db, int acc)
+{
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %42, 0;\n\t" FA_WG_MMA(80) FA_WG_R40
+                 ", %40, %41, p, 1, 1, 0, 0;\n\t}" : FA_WG_D40(d) : "l"(da), "l"(db), "r"(acc));
 }
 
 inline __attribute__((always_inline)) void fa_wgmma_rs_n64(float *d, uint a0, uint a1, uint a2, uint a3, ulong db,
@@ -175,6 +189,13 @@ inline __attribute__((always_inline)) void fa_wgmma_fence_n128(float *d)
     asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D64(d) :: "memory");
 }
 
+inline __attribute__((always_inline)) void fa_wgmma_fence_n80(float *d)
+{
+    asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D40(d) :: "memory");
+}
+
+
+
 inline void fa_wgmma_commit(void) { asm volatile("// @sm90a wgmma.commit_group.sync.aligned;" ::: "memory"); }
 
 inline __attribute__((always_inline)) void fa_wgmma_wait_n32(float *d)
@@ -192,6 +213,13 @@ inline __attribute__((always_inline)) void fa_wgmma_wait_n128(float *d)
     asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D64(d) :: "memory");
 }
 
+inline __attribute__((always_inline)) void fa_wgmma_wait_n80(float *d)
+{
+    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D40(d) :: "memory");
+}
+
+
+
 /* all but the newest commit group of this warpgroup done */
 inline __attribute__((always_inline)) void fa_wgmma_wait1_n32(float *d)
 {
@@ -207,6 +235,13 @@ inline __attribute__((always_inline)) void fa_wgmma_wait1_n128(float *d)
 {
     asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D64(d) :: "memory");
 }
+
+inline __attribute__((always_inline)) void fa_wgmma_wait1_n80(float *d)
+{
+    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D40(d) :: "memory");
+}
+
+
 
 /* this thread's generic-proxy writes of local memory (stores, cp.async after its wait) are seen by
  * wgmma's operand reads (the async proxy) once a barrier follows */

@@ -163,6 +163,22 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     }
     if (padded != (in->scratch_bytes >= pad_bytes && pad_bytes > 0 && in->launches >= 4))
         return "plan info: the padded q/k/v copies (head_dim % 8 != 0) are not as the rules say";
+    /* nvidia-wgmma's tiles that only copies by TMA feed (at d_pad 256 the producer and blocks of 80
+     * keys): a plan whose copies cannot go by TMA takes the planner's tiles without them */
+    int tma_tiles = 0;
+    if (t.variant == FA_CL_KERNEL_NVIDIA_WGMMA && ((t.block_kv & (t.block_kv - 1)) || (t.producer && t.head_dim_padded > 128))) {
+        fa_cl_limits no_tma = dev_limits;
+        fa_cl_tile_request creq = req;
+        fa_cl_tiles ct;
+        no_tma.wg_tma_tiles = 0;
+        creq.aligned16 = creq.aligned16 || padded;
+        tma_tiles = 1;
+        if ((in->block_kv != t.block_kv || in->work_group_size != t.work_group_size) &&
+            fa_cl_plan_tiles(&no_tma, &creq, &ct, msg, sizeof msg) == FA_CL_SUCCESS) {
+            t = ct;
+            tma_tiles = 0;
+        }
+    }
     const char *splits_env = getenv("FA_CL_SPLITS");
     if (splits_env && *splits_env && atoi(splits_env) > 1 && in->splits < atoi(splits_env)) {
         snprintf(why, sizeof why, "plan info: %d splits, FA_CL_SPLITS=%s not honoured", in->splits, splits_env);
@@ -185,6 +201,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     const size_t tma_bytes = 512;
     const int tma = strcmp(in->kernel, "nvidia-wgmma") == 0 && in->launches == launches + 1 &&
                     in->scratch_bytes >= pad_bytes + tma_bytes;
+    if (tma_tiles && !tma)
+        return "plan info: nvidia-wgmma's tiles for copies by TMA without the launch that writes the tensor maps";
     const size_t own_bytes = in->scratch_bytes - (tma ? tma_bytes : 0);
     if (in->launches != launches + tma || (own_bytes > pad_bytes) != (t.chunk_keys > 0 || in->splits > 1)) {
         snprintf(why, sizeof why, "plan info: %d launches and %zu scratch bytes, the planner's chunks of %d keys want "

@@ -728,8 +728,8 @@ static void mma_cases(tu_tally *tally)
  * counted), FA_CL_KV_CHUNK_KEYS keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
 /* nvidia-wgmma on Hopper's limits (fa_cl_limits_for_device of compute capability 9.0, as the
  * library derives them): where it is planned, its tiles and bytes (2 (B_r + 4 B_c) d_padded, by
- * hand, + 64 for the producer warpgroup's mbarriers at B_r = 128 and d_padded <= 128, whose
- * work-group is 384), and
+ * hand, + 64 for the producer warpgroup's mbarriers at B_r = 128, whose work-group is 384; at
+ * d_padded 256, and there blocks of 80 keys, only where the copies are by TMA), and
  * where nvidia-mma or another family takes the case instead. */
 static void wgmma_cases(tu_tally *tally)
 {
@@ -745,10 +745,19 @@ static void wgmma_cases(tu_tally *tally)
     } wc[] = {
         {"d=128 f16: 128x128, 2*(128 + 4*128)*128 = 163840", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
+        {"d=128 f16, copies not by TMA: the same", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 2, FA_CL_F16, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
         {"d=111 bf16 (rows padded to 16 bytes): padded to 128, the same tiles", 111, 1, LONG, 0, 0, 0, 0, 0, 0, 0,
          FA_CL_BF16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
         {"d=97: padded to 128", 97, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
+        {"FA_CL_TILE=128x80 at d=256 with copies not by TMA: refused", 256, 1, LONG, 128, 80, 0, 0, 0, 0, 2, FA_CL_F16,
+         0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
+        {"FA_CL_TILE=128x176 at d=128 with nvidia-wgmma forced: refused", 128, 1, LONG, 128, 176, 0,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16,
+         0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
+        {"FA_CL_TILE=128x64 at d=256 by TMA: the producer, 64 keys", 256, 1, LONG, 128, 64, 0, 0, 0, 0, 0, FA_CL_F16,
+         0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 196672},
         {"d=96: nvidia-mma (as fast there)", 96, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"d=64: 2*(128 + 4*128)*64 = 81920", 64, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
@@ -768,12 +777,14 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"d=128, 64 rows (decoding, packed GQA): nvidia-mma", 128, 1, 64, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
-        {"d=160: padded to 256, 64 keys, 2*(128 + 4*64)*256 = 196608", 160, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16,
-         0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 196608},
+        {"d=160 (not by TMA): padded to 256, 64 keys, no producer, 2*(128 + 4*64)*256 = 196608", 160, 1, LONG, 0, 0,
+         0, 0, 0, 0, 2, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 196608},
+        {"d=256 by TMA: the producer, 80 keys, 2*(128 + 4*80)*256 = 229376", 256, 1, LONG, 0, 0, 0, 0, 0, 0, 0,
+         FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 80, 256, 229440},
         {"d=256 f16 mask: 196608 + 2*128*64*2 + 1024 = 230400", 256, 1, LONG, 0, 0, 0, 0, 2, 0, 0, FA_CL_F16, 0,
-         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 230400},
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 230464},
         {"d=256 f32 mask: 32 keys, 2*(128 + 4*32)*256 + 2*128*32*4 + 1024 = 164864", 256, 1, LONG, 0, 0, 0, 0, 4, 0, 0,
-         FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 32, 256, 164864},
+         FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 32, 256, 164928},
         {"FA_CL_TILE=128x128 at d=256 with nvidia-wgmma forced: B_c 32..64 there, refused", 256, 1, LONG, 128, 128, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
         {"d=257: nvidia-wgmma declines, portable-tiled", 257, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
@@ -809,7 +820,8 @@ static void wgmma_cases(tu_tally *tally)
         fa_cl_limits_for_device(&hopper, &lim);
         if (wc[i].local)
             lim.local_mem_size = wc[i].local;
-        lim.nv_wgmma = !wc[i].off;
+        lim.nv_wgmma = wc[i].off != 1; /* off: 1 FA_CL_WGMMA=0, 2 copies not by TMA (plan.c's second plan) */
+        lim.wg_tma_tiles = lim.wg_tma_tiles && wc[i].off != 2;
         lim.mma_mask = wc[i].mask != 0; /* entry bytes with 16-byte rows, -1 without */
         lim.mma_mask_bytes = wc[i].mask > 0 ? wc[i].mask : 0;
         lim.mma_kv_q8 = wc[i].q8;
@@ -828,7 +840,7 @@ static void wgmma_cases(tu_tally *tally)
             ok = t.variant == wc[i].kernel;
         if (ok && st == FA_CL_SUCCESS && wc[i].kernel == FA_CL_KERNEL_NVIDIA_WGMMA)
             ok = t.block_q == wc[i].br && t.block_kv == wc[i].bc && t.rows_per_item == 16 &&
-                 t.work_group_size == wc[i].br * 2 + (t.producer ? 128 : 0) && t.producer == (wc[i].br == 128 && wc[i].dp <= 128) &&
+                 t.work_group_size == wc[i].br * 2 + (t.producer ? 128 : 0) && t.producer == (wc[i].br == 128 && (wc[i].dp <= 128 || wc[i].off != 2)) &&
                  t.head_dim_padded == wc[i].dp && t.local_mem_bytes == wc[i].bytes &&
                  t.local_mem_bytes == fa_cl_wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2,
                                                               lim.mma_mask_bytes, t.producer) &&
@@ -836,7 +848,7 @@ static void wgmma_cases(tu_tally *tally)
         if (ok && st == FA_CL_ERROR_UNSUPPORTED)
             ok = strstr(msg, "compute capability 9.0") != NULL;
         if (ok && st == FA_CL_ERROR_INVALID_ARGUMENT)
-            ok = strstr(msg, "B_r 64 or 128") != NULL;
+            ok = strstr(msg, "B_r 64 or 128") != NULL || strstr(msg, "copies by TMA") != NULL;
         tu_expect(tally, ok, "wgmma: %s: %s %s %dx%d d_pad %d, %zu bytes %s", wc[i].what, fa_cl_status_string(st),
                   st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.head_dim_padded, t.local_mem_bytes,
                   msg);
@@ -1020,8 +1032,9 @@ int main(void)
              0, 0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 1, 512, 189056},
             {"H200", "d=320: oc 10, TM 4 = 268 > 200, TM 2 = 162; 64 rows, wg 32*8, 4*(96*324 + 40*68) = 135296", 320, 1,
              0, 0, FA_CL_BF16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 2, 256, 135296},
-            {"H200", "d=256 (the control): nvidia-wgmma 128x64, (128 + 4*64) rows * 256 * 2 = 196608 (no producer warpgroup at 256)", 256, 1, 0, 0,
-             FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 16, 256, 196608},
+            {"H200", "d=256 (the control): nvidia-wgmma 128x80 by TMA, (128 + 4*80) rows * 256 * 2 + 64 = 229440 (the "
+             "producer warpgroup)", 256, 1, 0, 0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 80, 16, 384,
+             229440},
             {"H200", "FA_CL_KERNEL_VARIANT=nvidia-mma at d=512: refused, naming the head_dim and the limit", 512, 1, 0,
              FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, 0},
             {"PoCL", "FA_CL_MMA_EMULATE=1: nvidia-mma and tf32x3 decline, portable 32x32 (4*64*512 = 131072)", 512, 1, 1,

@@ -285,9 +285,9 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
         fa_cl__note(ctx, ctx->env.wgmma != 0 && !ctx->env.vendor_path_off
                              ? "Hopper kernel (nvidia-wgmma): planned for f16/bf16 with head_dim 41..64 (rows of "
                                "more than 512 keys) or 97..256 and more than 64 query rows (wgmma through sm_90a "
-                               "PTX; up to head_dim 128 a producer warpgroup copies, FA_CL_WGMMA_PRODUCER=0 turns it "
-                               "off, and an attention mask's tiles by TMA, FA_CL_TMA=0 by cp.async; FA_CL_WGMMA=0 "
-                               "turns the kernel off)"
+                               "PTX; a producer warpgroup copies, by TMA in dense plans (at head_dim 129..256 only "
+                               "there), FA_CL_WGMMA_PRODUCER=0 turns it off, FA_CL_TMA=0 copies by cp.async; "
+                               "FA_CL_WGMMA=0 turns the kernel off)"
                              : ctx->env.vendor_path_off ? "Hopper kernel (nvidia-wgmma): off (FA_CL_VENDOR_PATH=0)"
                                                         : "Hopper kernel (nvidia-wgmma): off (FA_CL_WGMMA=0)");
     *out = ctx;

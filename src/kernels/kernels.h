@@ -180,11 +180,13 @@ void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
  * FA_CL_WGMMA_MIN_ROWS rows (decoding keeps nvidia-mma's key slices). Local bytes (Q, 2 stages of
  * K and V, unpadded rows; a mask adds its tiles, fa_cl_wgmma_local_bytes):
  *     local_mem_bytes = 2 * (B_r + 4 B_c) * d_padded (+ 64 with the producer warpgroup's mbarriers)
- * (d = 128, 128 x 128: 160 KiB; d = 256, 128 x 64: 192 KiB). With B_r = 128 and d_padded <= 128
- * a third warpgroup copies for the two that compute (FA_WG_PRODUCER, 384 work-items;
- * FA_CL_WGMMA_PRODUCER=0: not). */
+ * (d = 128, 128 x 128: 160 KiB; d = 256, 128 x 64: 192 KiB). With B_r = 128 a third warpgroup
+ * copies for the two that compute (FA_WG_PRODUCER, 384 work-items; FA_CL_WGMMA_PRODUCER=0: not),
+ * at d_padded 256 only by TMA; there, without a mask, blocks of FA_CL_WGMMA_WIDE_KV keys
+ * (FlashAttention-3's: 128 x 80, 224 KiB). */
 #define FA_CL_WGMMA_BLOCK_Q 128
 #define FA_CL_WGMMA_BLOCK_KV 128
+#define FA_CL_WGMMA_WIDE_KV 80
 #define FA_CL_WGMMA_MIN_ROWS 64
 #define FA_CL_WGMMA_MIN_DIM 96
 #define FA_CL_WGMMA_SMALL_MIN_DIM 40

@@ -57,17 +57,25 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         return FA_CL_ERROR_UNSUPPORTED;
     }
     /* keys a block: 128, 64 at head_dim 256 (128 x 32 ran 360.9 TFLOP/s there, 128 x 64 444.6); fewer
-     * where the local memory is short, down to 64 (32 at 256: an n = 32 S product) */
+     * where the local memory is short, down to 64 (32 at 256: an n = 32 S product). At 256, where
+     * the producer copies by TMA and no mask's tiles ride along, FlashAttention-3's 80 (H200,
+     * session 19 call 2, B=8 H=16 N=4096 f16, TFLOP/s: 631.2 / 639.3 against 583.1 / 571.2 with 64,
+     * causal 562.4 / 562.3 against 517.8 / 519.4). Not its 176 at d_pad 128: 598.9 / 600.9 against
+     * 601.1 / 594.7, causal 521.5 / 521.4 against 519.9 / 528.9, N=1024 B=32 437.5 against 469.4
+     * (a partial last block in 6), B=1 H=32 N=16384 causal 648.2 against 634.0. Nor 192 at d_pad 64
+     * (call 3: 374.2 / 374.0 against 392.0 / 393.8), nor 3 stages (-DFA_STAGES=3: d = 64 382.4 /
+     * 382.1, d = 128 595.0 / 595.1 against 609.7 / 598.0) */
     const int bc_max = dp > 128 ? FA_CL_WGMMA_BLOCK_KV / 2 : FA_CL_WGMMA_BLOCK_KV, bc_min = dp > 128 ? 32 : 64;
+    const int bc_wide = dp == 256 ? FA_CL_WGMMA_WIDE_KV : 0;
     int br = req->seqlen_q > 64 ? FA_CL_WGMMA_BLOCK_Q : 64, bc = bc_max, forced = 0;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
         br = lim->forced_q;
         bc = lim->forced_kv;
-        if ((br != 64 && br != 128) || bc < bc_min || bc > bc_max || (bc & (bc - 1)) || lim->forced_rows > 0 ||
-            lim->forced_cols > 0) {
+        if ((br != 64 && br != 128) || ((bc < bc_min || bc > bc_max || (bc & (bc - 1))) && bc != bc_wide) ||
+            lim->forced_rows > 0 || lim->forced_cols > 0) {
             snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: B_r 64 or 128 (warpgroups of 64 rows), "
-                     "B_c %d..%d (a power of two) at head_dim %d, no third or fourth field", br, bc, bc_min,
-                     bc_max, req->head_dim);
+                     "B_c %d..%d (a power of two) or %d at head_dim %d, no third or fourth field", br, bc, bc_min,
+                     bc_max, bc_wide, req->head_dim);
             return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
         }
         forced = 1;
@@ -78,8 +86,18 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
      * N=4096 f16, against FA_CL_WGMMA_PRODUCER=0: d = 128 545 against 420 TFLOP/s, causal 474
      * against 381, d = 64 390 against 302, B=64 N=512 296 against 291, N=2048 492 against 399; at
      * d_padded 256 the computing warpgroups' 224 registers are too few for O's 128 accumulators
-     * (d = 256 449 against 449, 24/240 registers 365; d = 192 311 against 344): not there */
-    const int producer = lim->wg_producer && br == 128 && dp <= 128;
+     * (d = 256 449 against 449, 24/240 registers 365; d = 192 311 against 344). With copies by
+     * TMA the producer needs fewer than 24 registers, so at 256 it takes 24/240 where the plan's
+     * copies go by TMA (lim->wg_tma_tiles; plan.c clears it otherwise) */
+    const int producer = lim->wg_producer && br == 128 && (dp <= 128 || lim->wg_tma_tiles);
+    if (!forced && producer && lim->wg_tma_tiles && mask_bytes == 0 && bc_wide > 0 &&
+        fa_cl_wgmma_local_bytes(br, bc_wide, dp, stages, 0, producer) <= out->local_mem_budget)
+        bc = bc_wide;
+    if (bc == bc_wide && (!producer || !lim->wg_tma_tiles || mask_bytes > 0)) {
+        snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: %d keys a block need the producer warpgroup's "
+                 "copies by TMA (a dense plan, FA_CL_TMA not 0) and no mask", br, bc, bc);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
     size_t bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes, producer);
     while (!forced && bytes > out->local_mem_budget && bc > bc_min) {
         bc /= 2;

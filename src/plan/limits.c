@@ -40,6 +40,7 @@ void fa_cl_limits_for_device(const fa_cl_device_traits *dev, fa_cl_limits *out)
     out->nv_wgmma = out->nv_mma && dev->nv_cc_major == 9 && dev->nv_cc_minor == 0;
     /* there, a producer warpgroup copying for two computing ones (FA_CL_WGMMA_PRODUCER=0: without) */
     out->wg_producer = out->nv_wgmma;
+    out->wg_tma_tiles = out->nv_wgmma;
 }
 
 int fa_cl_private_floats(fa_cl_vendor vendor, int min_subgroup)

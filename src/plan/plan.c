@@ -233,6 +233,15 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
             return st;
         plan_tma(ctx, plan);
+        const int wide_kv = plan->tiles.block_kv & (plan->tiles.block_kv - 1);
+        if (plan->tiles.producer && (plan->tiles.head_dim_padded > 128 || wide_kv) && !plan->tiles.kv_tma &&
+            lim.wg_tma_tiles) {
+            /* nvidia-wgmma's tiles that only copies by TMA feed (nvidia_wgmma.c): at d_pad 256 the
+             * producer's 24 registers issue bulk tensor copies, not cp.async's addresses */
+            lim.wg_tma_tiles = 0;
+            attempt--;
+            continue;
+        }
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
         const int vendor = fa_cl_kernel_by_id(plan->tiles.variant)->vendor;
         if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_KERNEL_NVIDIA_WGMMA && !lim.forced_variant) {

@@ -26,6 +26,8 @@ typedef struct fa_cl_limits {
     int nv_tf32;               /* where nv_mma: f32 on tensor cores as 3xTF32 (FA_CL_NV_TF32=0 turns it off) */
     int nv_wgmma;              /* NVIDIA, compute capability 9.0: Hopper's wgmma through sm_90a PTX (nvidia-wgmma) */
     int wg_producer;           /* nvidia-wgmma: with a producer warpgroup (FA_CL_WGMMA_PRODUCER=0 turns it off) */
+    int wg_tma_tiles;          /* nvidia-wgmma may plan tiles only copies by TMA feed: at d_pad 256 the producer
+                                * and 80 keys a block (plan.c clears it where the copies are not by TMA) */
     int wgmma_backward_off;    /* nvidia-wgmma-backward's sm_90a build failed on this context: not planned */
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
     int mma_stages;            /* FA_CL_MMA_STAGES: nvidia-mma's K/V pipeline depth, 0 = the planner's */
