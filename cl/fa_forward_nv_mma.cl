@@ -33,8 +33,9 @@
  * (m64 n BLOCK_KV k16, Q and K from local memory) and O += P V (m64 n D_PAD k16, P from the
  * registers, V from local memory), into the same accumulator layout as mma.sync's; the tiles are
  * in wgmma's layouts (fa_wg_at, cl/fa_nv_wgmma.cl) instead of padded rows; software-pipelined, and
- * with FA_WG_PINGPONG the two warpgroups take turns (docs/design.md, "Variant nvidia-wgmma"). It
- * takes 16-byte aligned rows, D_PAD 64 or 128, BLOCK_KV 64 or 128, no q8_0 K/V and no key slices.
+ * with FA_WG_PINGPONG the warpgroups take turns (docs/design.md, "Variant nvidia-wgmma"). It
+ * takes 16-byte aligned rows, D_PAD 64, 128 or 256, BLOCK_KV 64 or 128 (80 at 256), no q8_0 K/V
+ * and no key slices.
  */
 #if FA_DTYPE != 1 && FA_DTYPE != 2
 #error "the tensor-core kernel takes f16 or bf16 storage"
@@ -86,7 +87,8 @@
 #define FA_ITEM_ROWS (2 * MT)      /* rows of a lane: g and g + 8 of each m-tile */
 #define WARP_ROWS_SEEN (BLOCK_Q < WARP_ROWS ? BLOCK_Q : WARP_ROWS) /* a warp's rows in the block */
 #ifdef FA_WGMMA
-#if defined(FA_WG_PINGPONG) && BLOCK_Q != 128
+#define NWG (BLOCK_Q / 64) /* computing warpgroups */
+#if defined(FA_WG_PINGPONG) && NWG != 2
 #error "FA_WG_PINGPONG takes two warpgroups"
 #endif
 /* FlashAttention-3's wider block at D_PAD 256, 80 keys, only copied by TMA and without a mask's
@@ -105,15 +107,15 @@
 #define PV_N D_PAD
 #endif
 #define PV_PARTS (D_PAD / PV_N)
-/* FA_WG_PRODUCER (FlashAttention-3's warp specialisation): a third warpgroup copies Q, K, V (and
- * the mask's tiles) with cp.async, each buffer handed over by mbarriers (full: its copies landed;
- * empty: every consumer warp is done reading it), while the two consumer warpgroups only compute:
- * no work-group barrier a block. The registers move to the consumers (setmaxnreg; the entry's
- * .maxnreg is FA_WG_MAXNREG, FA_WG_PRODUCER_REGS x 128 + FA_WG_CONSUMER_REGS x 256 within it
- * x 384). */
+/* FA_WG_PRODUCER (FlashAttention-3's warp specialisation): one more warpgroup copies Q, K, V (and
+ * the mask's tiles) with cp.async or TMA, each buffer handed over by mbarriers (full: its copies
+ * landed; empty: every consumer warp is done reading it), while the NWG consumer warpgroups (two;
+ * three at BLOCK_Q 192, copies by TMA) only compute: no work-group barrier a block. The registers
+ * move to the consumers (setmaxnreg; the entry's .maxnreg is FA_WG_MAXNREG, FA_WG_PRODUCER_REGS x
+ * 128 + FA_WG_CONSUMER_REGS x 128 NWG within it x 128 (NWG + 1)). */
 #ifdef FA_WG_PRODUCER
-#if BLOCK_Q != 128 || !defined(FA_WG_MAXNREG)
-#error "FA_WG_PRODUCER takes two computing warpgroups (BLOCK_Q 128) and FA_WG_MAXNREG"
+#if (NWG != 2 && NWG != 3) || !defined(FA_WG_MAXNREG) || (NWG == 3 && !defined(FA_KV_TMA))
+#error "FA_WG_PRODUCER takes two computing warpgroups (BLOCK_Q 128), or three (192) copying by TMA, and FA_WG_MAXNREG"
 #endif
 /* H200, session 13 (B=8 H=16 N=4096 f16, TFLOP/s; copies by cp.async): at D_PAD 128 72/216
  * 549.8, 56/224 545.0, 40/232 541, 24/240 526 (the producer's copies spill below 56); at D_PAD 64
@@ -122,7 +124,9 @@
  * D_PAD 64 390.9 against 385.6; at 256 584 (no producer: 448); with a mask's tiles 488 against
  * 525 (72/216): not there */
 #ifndef FA_WG_PRODUCER_REGS /* literals: setmaxnreg takes them as text */
-#if defined(FA_KV_TMA) && (D_PAD > 128 || !defined(FA_MASK))
+#if NWG == 3 /* FlashAttention-3's split for three: 24 + 3 x 160 of 512 x 128 */
+#define FA_WG_PRODUCER_REGS 24
+#elif defined(FA_KV_TMA) && (D_PAD > 128 || !defined(FA_MASK))
 #define FA_WG_PRODUCER_REGS 24
 #elif D_PAD > 64
 #define FA_WG_PRODUCER_REGS 72
@@ -131,7 +135,9 @@
 #endif
 #endif
 #ifndef FA_WG_CONSUMER_REGS
-#if defined(FA_KV_TMA) && (D_PAD > 128 || !defined(FA_MASK))
+#if NWG == 3
+#define FA_WG_CONSUMER_REGS 160
+#elif defined(FA_KV_TMA) && (D_PAD > 128 || !defined(FA_MASK))
 #define FA_WG_CONSUMER_REGS 240
 #elif D_PAD > 64
 #define FA_WG_CONSUMER_REGS 216
@@ -139,7 +145,7 @@
 #define FA_WG_CONSUMER_REGS 224
 #endif
 #endif
-#if FA_WG_PRODUCER_REGS * 128 + FA_WG_CONSUMER_REGS * 256 > FA_WG_MAXNREG * 384
+#if FA_WG_PRODUCER_REGS * 128 + FA_WG_CONSUMER_REGS * 128 * NWG > FA_WG_MAXNREG * 128 * (NWG + 1)
 #error "FA_WG_PRODUCER's registers exceed the work-group's"
 #endif
 #define PRODUCER_ITEMS 128
@@ -801,7 +807,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 #ifdef FA_WG_PRODUCER
-    /* K stage s of NBUF: full (its 128 copiers' copies landed), empty (the 8 consumer warps done
+    /* K stage s of NBUF: full (its 128 copiers' copies landed), empty (the consumer warps done
      * with it); V the same. V's entry j is the block j - 1's V (the products trail S by a block),
      * entry 0 a zero tile in stage 0, written here */
     __local ulong mbar[4 * NBUF];
@@ -965,7 +971,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                 break;
         }
         fa_cp_async_wait_all();
-        return; /* past here only named barriers of the consumers' 256 work-items */
+        return; /* past here only named barriers of the consumers' work-items */
     }
     fa_setmaxnreg_inc(FA_WG_CONSUMER_REGS);
     int jb = 0; /* this block's index: its K stage and V entry */

@@ -760,19 +760,33 @@ static void wgmma_cases(tu_tally *tally)
          0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 196672},
         {"d=96: nvidia-mma (as fast there)", 96, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
-        {"d=64: 2*(128 + 4*128)*64 = 81920", 64, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
-         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81984},
+        {"d=64: three warpgroups, 2*(192 + 4*128)*64 = 90112", 64, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 192, 128, 64, 90176},
+        {"d=64, copies not by TMA: two warpgroups, 2*(128 + 4*128)*64 = 81920", 64, 1, LONG, 0, 0, 0, 0, 0, 0, 2,
+         FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81984},
+        {"d=64, an f16 mask: two warpgroups, 81920 + 2*128*128*2 + 1024 = 148480", 64, 1, LONG, 0, 0, 0, 0, 2, 0, 0,
+         FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 148544},
+        {"d=64, 128 rows: one block of two warpgroups", 64, 1, 128, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81984},
+        {"FA_CL_TILE=192x64 at d=128: three warpgroups, 2*(192 + 4*64)*128 = 114688", 128, 1, LONG, 192, 64, 0, 0,
+         0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 192, 64, 128, 114752},
+        {"FA_CL_TILE=192x64 at d=256: refused", 256, 1, LONG, 192, 64, 0, 0, 0, 0, 0, FA_CL_F16, 0,
+         FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
+        {"FA_CL_TILE=192x128 at d=64, copies not by TMA: refused", 64, 1, LONG, 192, 128, 0, 0, 0, 0, 2, FA_CL_F16,
+         0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
+        {"FA_CL_TILE=192x128 at d=64 with a mask: refused", 64, 1, LONG, 192, 128, 0, 0, 2, 0, 0, FA_CL_F16, 0,
+         FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
         {"d=64, 512 keys: nvidia-mma", 64, 1, 512, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"d=128, 512 keys: nvidia-wgmma all the same", 128, 1, 512, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
         {"d=41: padded to 64", 41, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
-         FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81984},
+         FA_CL_KERNEL_NVIDIA_WGMMA, 192, 128, 64, 90176},
         {"d=40: nvidia-mma", 40, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA,
          0, 0, 0, 0},
-        {"d=64 with nvidia-wgmma forced: padded to 64, 2*(128 + 4*128)*64 = 81920", 64, 1, LONG, 0, 0, 0,
-         FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64,
-         81984},
+        {"d=64 with nvidia-wgmma forced: padded to 64, 2*(192 + 4*128)*64 = 90112", 64, 1, LONG, 0, 0, 0,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 192, 128, 64,
+         90176},
         {"d=128 unaligned rows: nvidia-mma", 128, 0, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"d=128, 64 rows (decoding, packed GQA): nvidia-mma", 128, 1, 64, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
@@ -840,7 +854,7 @@ static void wgmma_cases(tu_tally *tally)
             ok = t.variant == wc[i].kernel;
         if (ok && st == FA_CL_SUCCESS && wc[i].kernel == FA_CL_KERNEL_NVIDIA_WGMMA)
             ok = t.block_q == wc[i].br && t.block_kv == wc[i].bc && t.rows_per_item == 16 &&
-                 t.work_group_size == wc[i].br * 2 + (t.producer ? 128 : 0) && t.producer == (wc[i].br == 128 && (wc[i].dp <= 128 || wc[i].off != 2)) &&
+                 t.work_group_size == wc[i].br * 2 + (t.producer ? 128 : 0) && t.producer == (wc[i].br >= 128 && (wc[i].dp <= 128 || wc[i].off != 2)) &&
                  t.head_dim_padded == wc[i].dp && t.local_mem_bytes == wc[i].bytes &&
                  t.local_mem_bytes == fa_cl_wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2,
                                                               lim.mma_mask_bytes, t.producer) &&
@@ -848,7 +862,7 @@ static void wgmma_cases(tu_tally *tally)
         if (ok && st == FA_CL_ERROR_UNSUPPORTED)
             ok = strstr(msg, "compute capability 9.0") != NULL;
         if (ok && st == FA_CL_ERROR_INVALID_ARGUMENT)
-            ok = strstr(msg, "B_r 64 or 128") != NULL || strstr(msg, "copies by TMA") != NULL;
+            ok = strstr(msg, "B_r 64, 128 or 192") != NULL || strstr(msg, "copies by TMA") != NULL;
         tu_expect(tally, ok, "wgmma: %s: %s %s %dx%d d_pad %d, %zu bytes %s", wc[i].what, fa_cl_status_string(st),
                   st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.head_dim_padded, t.local_mem_bytes,
                   msg);

@@ -62,20 +62,30 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
      * session 19 call 2, B=8 H=16 N=4096 f16, TFLOP/s: 631.2 / 639.3 against 583.1 / 571.2 with 64,
      * causal 562.4 / 562.3 against 517.8 / 519.4). Not its 176 at d_pad 128: 598.9 / 600.9 against
      * 601.1 / 594.7, causal 521.5 / 521.4 against 519.9 / 528.9, N=1024 B=32 437.5 against 469.4
-     * (a partial last block in 6), B=1 H=32 N=16384 causal 648.2 against 634.0. Nor 192 at d_pad 64
+     * (a partial last block in 6), B=1 H=32 N=16384 causal 648.2 against 634.0. Nor 192 keys at d_pad 64
      * (call 3: 374.2 / 374.0 against 392.0 / 393.8), nor 3 stages (-DFA_STAGES=3: d = 64 382.4 /
      * 382.1, d = 128 595.0 / 595.1 against 609.7 / 598.0) */
     const int bc_max = dp > 128 ? FA_CL_WGMMA_BLOCK_KV / 2 : FA_CL_WGMMA_BLOCK_KV, bc_min = dp > 128 ? 32 : 64;
     const int bc_wide = dp == 256 ? FA_CL_WGMMA_WIDE_KV : 0;
-    int br = req->seqlen_q > 64 ? FA_CL_WGMMA_BLOCK_Q : 64, bc = bc_max, forced = 0;
+    const int tma_tiles = lim->wg_tma_tiles && mask_bytes == 0; /* the producer copies by TMA, no mask's tiles */
+    /* three computing warpgroups (192 rows) at d_pad 64, FlashAttention-3's there: a third less
+     * K/V traffic a FLOP, a third computing warp a scheduler (H200, session 20 call 2, TFLOP/s,
+     * against 128 rows: B=8 H=16 N=4096 f16 439.3 / 438.5 against 401.4 / 396.7, causal 348.7
+     * against 339.9, B=32 N=1024 302.9 against 297.9, B=16 N=2048 391.9 against 360.8, B=1 H=32
+     * N=16384 causal 451.0 against 433.4, B=4 H=32/8 N=8192 494.7 against 437.4, Sq=300 Sk=4096
+     * 241.2 against 234.7). Not at d_pad 128: 160 registers a work-item (call 1: 192 x 64 515.0 /
+     * 521.8 against 582.9 / 585.4; 192 x 128 spills, 318.4; call 2: 192 x 96, 352.2) */
+    const int tall = dp == 64 && lim->wg_producer && tma_tiles && req->seqlen_q > FA_CL_WGMMA_BLOCK_Q;
+    int br = tall ? FA_CL_WGMMA_TALL_Q : req->seqlen_q > 64 ? FA_CL_WGMMA_BLOCK_Q : 64, bc = bc_max, forced = 0;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
         br = lim->forced_q;
         bc = lim->forced_kv;
-        if ((br != 64 && br != 128) || ((bc < bc_min || bc > bc_max || (bc & (bc - 1))) && bc != bc_wide) ||
-            lim->forced_rows > 0 || lim->forced_cols > 0) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: B_r 64 or 128 (warpgroups of 64 rows), "
-                     "B_c %d..%d (a power of two) or %d at head_dim %d, no third or fourth field", br, bc, bc_min,
-                     bc_max, bc_wide, req->head_dim);
+        if ((br != 64 && br != 128 && br != FA_CL_WGMMA_TALL_Q) ||
+            ((bc < bc_min || bc > bc_max || (bc & (bc - 1))) && bc != bc_wide) || lim->forced_rows > 0 ||
+            lim->forced_cols > 0) {
+            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: B_r 64, 128 or %d (warpgroups of 64 rows), "
+                     "B_c %d..%d (a power of two) or %d at head_dim %d, no third or fourth field", br, bc,
+                     FA_CL_WGMMA_TALL_Q, bc_min, bc_max, bc_wide, req->head_dim);
             return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
         }
         forced = 1;
@@ -89,13 +99,16 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
      * (d = 256 449 against 449, 24/240 registers 365; d = 192 311 against 344). With copies by
      * TMA the producer needs fewer than 24 registers, so at 256 it takes 24/240 where the plan's
      * copies go by TMA (lim->wg_tma_tiles; plan.c clears it otherwise) */
-    const int producer = lim->wg_producer && br == 128 && (dp <= 128 || lim->wg_tma_tiles);
-    if (!forced && producer && lim->wg_tma_tiles && mask_bytes == 0 && bc_wide > 0 &&
+    const int producer = lim->wg_producer && ((br == 128 && (dp <= 128 || lim->wg_tma_tiles)) ||
+                                              (br == FA_CL_WGMMA_TALL_Q && dp <= 128 && tma_tiles));
+    if (!forced && producer && tma_tiles && bc_wide > 0 &&
         fa_cl_wgmma_local_bytes(br, bc_wide, dp, stages, 0, producer) <= out->local_mem_budget)
         bc = bc_wide;
-    if (bc == bc_wide && (!producer || !lim->wg_tma_tiles || mask_bytes > 0)) {
-        snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: %d keys a block need the producer warpgroup's "
-                 "copies by TMA (a dense plan, FA_CL_TMA not 0) and no mask", br, bc, bc);
+    if ((bc == bc_wide || br == FA_CL_WGMMA_TALL_Q) && (!producer || !tma_tiles)) {
+        snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: %s need the producer warpgroup's copies by TMA "
+                 "(a dense plan, FA_CL_TMA not 0), no mask%s", br, bc,
+                 br == FA_CL_WGMMA_TALL_Q ? "three computing warpgroups" : "these keys a block",
+                 br == FA_CL_WGMMA_TALL_Q ? " and head_dim up to 128" : "");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     size_t bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes, producer);
@@ -128,11 +141,15 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
      * against 362.7, bf16 421.2 against 402.4, B=1 H=32 N=16384 causal 443.3 against 423.5, B=64
      * N=512 281.7 against 284.3; with padded rows, d = 111, 269.5 against 282.1: not there) */
     const int pingpong = t->block_q == 128 && !t->rows_padded;
-    /* the producer warpgroup: 384 work-items, 168 registers each at entry (65536 / 384), moved to
-     * the computing warpgroups by setmaxnreg (the kernel's FA_WG_*_REGS) */
+    /* the producer warpgroup: 384 work-items (512 with three computing warpgroups), 168 (128)
+     * registers each at entry (65536 / work-items), moved to the computing warpgroups by setmaxnreg
+     * (the kernel's FA_WG_*_REGS) */
+    char producer[64] = "";
+    if (t->producer)
+        snprintf(producer, sizeof producer, " -DFA_WG_PRODUCER -DFA_WG_MAXNREG=%d",
+                 65536 / t->work_group_size / 8 * 8);
     return snprintf(out, n, " -DWARP_ROWS=16 -DFA_WGMMA -DFA_ALIGNED16 -DFA_CP_L2=128%s%s%s",
-                    t->rows_padded ? " -DFA_ROWS_PADDED" : "", pingpong ? " -DFA_WG_PINGPONG" : "",
-                    t->producer ? " -DFA_WG_PRODUCER -DFA_WG_MAXNREG=168" : "");
+                    t->rows_padded ? " -DFA_ROWS_PADDED" : "", pingpong ? " -DFA_WG_PINGPONG" : "", producer);
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma = {

@@ -234,7 +234,8 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
             return st;
         plan_tma(ctx, plan);
         const int wide_kv = plan->tiles.block_kv & (plan->tiles.block_kv - 1);
-        if (plan->tiles.producer && (plan->tiles.head_dim_padded > 128 || wide_kv) && !plan->tiles.kv_tma &&
+        const int tall_q = plan->tiles.block_q == FA_CL_WGMMA_TALL_Q;
+        if (plan->tiles.producer && (plan->tiles.head_dim_padded > 128 || wide_kv || tall_q) && !plan->tiles.kv_tma &&
             lim.wg_tma_tiles) {
             /* nvidia-wgmma's tiles that only copies by TMA feed (nvidia_wgmma.c): at d_pad 256 the
              * producer's 24 registers issue bulk tensor copies, not cp.async's addresses */
