@@ -136,11 +136,14 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
 
 static int options(const fa_cl_tiles *t, char *out, size_t n)
 {
-    /* two warpgroups take turns issuing their products (FA_WG_PINGPONG; H200, session 11 call 5,
-     * against without: B=8 H=16 N=4096 f16 d = 128 418.7 against 401.9 TFLOP/s, causal 381.9
-     * against 362.7, bf16 421.2 against 402.4, B=1 H=32 N=16384 causal 443.3 against 423.5, B=64
-     * N=512 281.7 against 284.3; with padded rows, d = 111, 269.5 against 282.1: not there) */
-    const int pingpong = t->block_q == 128 && !t->rows_padded;
+    /* two warpgroups take turns issuing their products (FA_WG_PINGPONG). It won before the producer
+     * warpgroup (H200, session 11 call 5: d = 128 418.7 against 401.9 TFLOP/s; with padded rows,
+     * d = 111, 269.5 against 282.1: not there). With the producer at d_pad 128 and 256 it loses:
+     * session 21 call 3, B=8 H=16 N=4096 f16, without against with: d = 128 619.6 / 614.3 against
+     * 593.6 / 587.2, causal 521.8 / 533.5 against 512.7 / 512.9, d = 256 678.7 / 675.5 against
+     * 628.6 / 633.8, f16 mask 527.2 against 513.1, FA_CL_TMA=0 568.6 against 551.1. At d_pad 64
+     * (128-row blocks: masks, short rows) it still wins: f16 mask 334.7 against 324.9 */
+    const int pingpong = t->block_q == 128 && !t->rows_padded && (!t->producer || t->head_dim_padded == 64);
     /* the producer warpgroup: 384 work-items (512 with three computing warpgroups), 168 (128)
      * registers each at entry (65536 / work-items), moved to the computing warpgroups by setmaxnreg
      * (the kernel's FA_WG_*_REGS) */
