@@ -51,7 +51,7 @@ typedef FA_ELEM(FA_O_DTYPE) fa_out_t;
         __global fa_out_t *o, __global float *lse, ulong q_off, ulong k_off, ulong v_off, ulong o_off,     \
         long qs0, long qs1, long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, long os0, \
         long os1, long os2, int heads_q, int group, int seqlen_q_max, int seqlen_k_cap, int num_q_blocks, \
-        float scale_log2, int win_left, int win_right, int reverse_blocks, int has_lse, float scale,         \
+        float scale_log2, int win_left, int win_right, int lpt_columns, int has_lse, float scale,         \
         __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS FA_MODS_PARAMS FA_MASK_PARAMS
 
 /* The serving arguments exist only in builds with a serving feature (FA_SERVING, set by the planner
@@ -117,14 +117,22 @@ typedef uchar fa_mask_t;
  * position v % seqlen_q (fa_qrow). seqlen_q is this sequence's query rows (varlen: from
  * cu_seqlens_q) and seqlen_k its key count: the capacity, or cache_seqlens[b] clamped into
  * [0, capacity], or (varlen) from cu_seqlens_k. [kv_from, kv_to) are the keys this launch and
- * work-group sum: all, a long row's chunk (FA_KV_CHUNKED) or a split (FA_SPLIT). Causal plans visit
- * each head's longest rows first. */
+ * work-group sum: all, a long row's chunk (FA_KV_CHUNKED) or a split (FA_SPLIT). Causal plans
+ * (lpt_columns > 0) visit the longest rows first (FlashAttention-3's LPT order): in sections of
+ * lpt_columns head columns (whose K/V fit in L2 together, src/plan/plan.c), the last query block of
+ * each of the section's columns, then the one before, ..., so that the grid ends with short blocks. */
 #define FA_BLOCK_COORDS                                                                                   \
     FA_SERVING_DEFAULTS                                                                                   \
-    const ulong bh = get_group_id(0) / (ulong)num_q_blocks;                                               \
+    ulong bh = get_group_id(0) / (ulong)num_q_blocks;                                                     \
     int qb = (int)(get_group_id(0) % (ulong)num_q_blocks);                                                \
-    if (reverse_blocks)                                                                                   \
-        qb = num_q_blocks - 1 - qb;                                                                       \
+    if (lpt_columns > 0) {                                                                                \
+        const ulong span = (ulong)lpt_columns * (ulong)num_q_blocks, w = get_group_id(0) % span;          \
+        const ulong first = get_group_id(0) / span * (ulong)lpt_columns;                                  \
+        const ulong left = get_num_groups(0) / (ulong)num_q_blocks - first; /* >= 1 */                     \
+        const ulong cols = left < (ulong)lpt_columns ? left : (ulong)lpt_columns;                         \
+        bh = first + w % cols;                                                                            \
+        qb = num_q_blocks - 1 - (int)(w / cols);                                                          \
+    }                                                                                                     \
     FA_BATCH                                                                                              \
     FA_SEQ_KEYS                                                                                           \
     FA_HEAD_COLUMN                                                                                        \

@@ -90,6 +90,7 @@ typedef struct fa_cl_env {
     int tile_q, tile_kv, tile_rows, tile_cols; /* FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]], 0 = none */
     int chunk_keys;           /* FA_CL_KV_CHUNK (tests): every plan sums keys in chunks of n (whole blocks) */
     int splits;               /* FA_CL_SPLITS: split-KV chunks of every plan, 0 = the planner's */
+    int lpt_columns;          /* FA_CL_LPT_COLUMNS: causal plans' longest-first sections, 0 = the planner's */
     int mma_stages;           /* FA_CL_MMA_STAGES: nvidia-mma K/V pipeline depth 2..4, 0 = the planner's */
     int mma_kv_warps;         /* FA_CL_MMA_KV_WARPS: 1, 2 or 4 warps sharing 16 rows' key blocks, 0 = planner's */
     int gqa_pack;             /* FA_CL_GQA_PACK: -1 = off (0), 1 = on wherever heads share a kv head, 0 = planner's */

@@ -117,6 +117,17 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         out->splits = (int)v;
     }
+    s = getenv("FA_CL_LPT_COLUMNS");
+    if (s && *s) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || *end || v < 1 || v > (1L << 30) || !isdigit((unsigned char)s[0])) {
+            snprintf(msg, msg_size, "FA_CL_LPT_COLUMNS='%s' is not a head-column count in 1..2^30", s);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        out->lpt_columns = (int)v;
+    }
     s = getenv("FA_CL_MMA_STAGES");
     if (s && *s) {
         if (strlen(s) != 1 || s[0] < '2' || s[0] > '0' + FA_CL_MMA_MAX_STAGES) {

@@ -343,6 +343,27 @@ static cl_int serving_args(const fa_cl_plan *plan, cl_kernel kr, const fa_cl_for
     return err;
 }
 
+/* Causal plans visit the longest query blocks first (FlashAttention-3's LPT order; the kernels'
+ * FA_BLOCK_COORDS): the last block of each head column of a section, then the one before, ..., so
+ * that the grid ends with short blocks instead of one column's long block. A section is about a
+ * wave of work-groups, one a compute unit: the blocks running together still read the K/V of
+ * about as many columns as each column's blocks in turn would (1, the order before). H200, causal
+ * f16 (session 22 call 3): 4 columns of 32 blocks against 1: d = 128 546.0 / 536.1 against
+ * 535.0 / 532.9 TFLOP/s, d = 256 603.4 / 603.7 against 591.6 / 586.9; d = 64 8 of 22 364.7 / 362.0
+ * against 352.7 / 348.3; 16 or 32 columns at once were no better, all 128 at d = 128 462. Call 4,
+ * as planned against 1: d = 128 553.4 / 544.9 against 544.4 / 536.7, d = 256 614.7 / 613.0
+ * against 599.8 / 602.0, B=2 N=8192 609.2 against 582.1; d = 64 (6 columns) 347.6 / 352.5
+ * against 350.1 / 348.5. FA_CL_LPT_COLUMNS=n sets it (tests, experiments). */
+static int lpt_columns(const fa_cl_context *ctx, const fa_cl_plan *plan, uint64_t columns)
+{
+    if (!plan->views.d.causal)
+        return 0;
+    uint64_t n = ctx->env.lpt_columns > 0 ? (uint64_t)ctx->env.lpt_columns
+                                          : (uint64_t)ctx->props.compute_units / (uint64_t)plan->num_q_blocks;
+    n = n < 1 ? 1 : n > columns ? columns : n;
+    return (int)(n < INT32_MAX ? n : INT32_MAX);
+}
+
 /* Every argument of fa_forward for one launch, in FA_FORWARD_PARAMS order. A split plan's forward
  * writes its partial results (fp32, contiguous [splits, B, Hq, Sq, D] and [splits, B, Hq, Sq]) with
  * the LSE always on. */
@@ -366,7 +387,7 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
     }
     cl_int ints[5] = {(cl_int)d->heads_q, (cl_int)v->group, (cl_int)d->seqlen_q, (cl_int)d->seqlen_k,
                       plan->num_q_blocks};
-    cl_int window[4] = {(cl_int)v->win_left, (cl_int)v->win_right, d->causal != 0, split || a->lse != NULL};
+    cl_int window[4] = {(cl_int)v->win_left, (cl_int)v->win_right, plan->lpt_columns, split || a->lse != NULL};
     cl_int chunk[2] = {l->kv_begin, l->kv_end};
     cl_uint n = 0;
     cl_int err = CL_SUCCESS;
@@ -580,6 +601,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: %llu work-groups is too many to launch",
                            (unsigned long long)groups);
     const size_t global = (size_t)groups * (size_t)t->work_group_size;
+    plan->lpt_columns = lpt_columns(ctx, plan, groups / (uint64_t)plan->num_q_blocks);
     const int64_t step = t->chunk_keys > 0 ? t->chunk_keys : d->seqlen_k;
     const int forwards = (int)((d->seqlen_k + step - 1) / step);
     /* an appending plan writes the new keys first; a padded one copies q, k, v first; then, with

@@ -45,6 +45,7 @@ struct fa_cl_plan {
     fa_cl_lock lock;        /* argument setting + enqueue must not interleave between threads */
     int refs;               /* guarded by ctx->lock: the caller's and the plan cache's references */
     int num_q_blocks;
+    int lpt_columns;        /* causal: head columns a section of the longest-first order takes (0: in order) */
     cl_event last;          /* guarded by lock: the previous call's last launch, where the plan owns scratch */
 };
 
