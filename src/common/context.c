@@ -26,6 +26,23 @@ static fa_cl_status env_bytes(const char *name, size_t *out, char *msg, size_t m
     return FA_CL_SUCCESS;
 }
 
+/* name=n, a decimal count in [1, max]; what names the count in the message ("a key count"). */
+static fa_cl_status env_count(const char *name, long max, const char *what, int *out, char *msg, size_t msg_size)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return FA_CL_SUCCESS;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 1 || v > max || !isdigit((unsigned char)s[0])) {
+        snprintf(msg, msg_size, "%s='%s' is not %s in 1..%ld", name, s, what, max);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    *out = (int)v;
+    return FA_CL_SUCCESS;
+}
+
 /* FA_CL_BUILD_OPTIONS: -D and -I need an argument (attached or the next word), and -D's must be a
  * macro name: some drivers crash on a bare "-D" (PoCL 3.1 does) rather than report it. Returns 0,
  * or -1 with the offending option named in msg. */
@@ -95,39 +112,13 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     if (st != FA_CL_SUCCESS)
         return st;
     const char *s;
-    s = getenv("FA_CL_KV_CHUNK");
-    if (s && *s) {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (errno || *end || v < 1 || v > (1L << 30) || !isdigit((unsigned char)s[0])) {
-            snprintf(msg, msg_size, "FA_CL_KV_CHUNK='%s' is not a key count in 1..2^30", s);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->chunk_keys = (int)v;
-    }
-    s = getenv("FA_CL_SPLITS");
-    if (s && *s) {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (errno || *end || v < 1 || v > FA_CL_MAX_SPLITS || !isdigit((unsigned char)s[0])) {
-            snprintf(msg, msg_size, "FA_CL_SPLITS='%s' is not a split count in 1..%d", s, FA_CL_MAX_SPLITS);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->splits = (int)v;
-    }
-    s = getenv("FA_CL_LPT_COLUMNS");
-    if (s && *s) {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(s, &end, 10);
-        if (errno || *end || v < 1 || v > (1L << 30) || !isdigit((unsigned char)s[0])) {
-            snprintf(msg, msg_size, "FA_CL_LPT_COLUMNS='%s' is not a head-column count in 1..2^30", s);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->lpt_columns = (int)v;
-    }
+    st = env_count("FA_CL_KV_CHUNK", 1L << 30, "a key count", &out->chunk_keys, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_count("FA_CL_SPLITS", FA_CL_MAX_SPLITS, "a split count", &out->splits, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_count("FA_CL_LPT_COLUMNS", 1L << 30, "a head-column count", &out->lpt_columns, msg, msg_size);
+    if (st != FA_CL_SUCCESS)
+        return st;
     s = getenv("FA_CL_MMA_STAGES");
     if (s && *s) {
         if (strlen(s) != 1 || s[0] < '2' || s[0] > '0' + FA_CL_MMA_MAX_STAGES) {
