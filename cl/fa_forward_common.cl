@@ -52,7 +52,14 @@ typedef FA_ELEM(FA_O_DTYPE) fa_out_t;
         long qs0, long qs1, long qs2, long ks0, long ks1, long ks2, long vs0, long vs1, long vs2, long os0, \
         long os1, long os2, int heads_q, int group, int seqlen_q_max, int seqlen_k_cap, int num_q_blocks, \
         float scale_log2, int win_left, int win_right, int lpt_columns, int has_lse, float scale,         \
-        __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS FA_MODS_PARAMS FA_MASK_PARAMS
+        __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS FA_MODS_PARAMS FA_MASK_PARAMS \
+        FA_PERSISTENT_PARAMS
+/* the same, as the arguments of a helper that takes FA_FORWARD_PARAMS */
+#define FA_FORWARD_NAMES                                                                                  \
+    q, k, v, o, lse, q_off, k_off, v_off, o_off, qs0, qs1, qs2, ks0, ks1, ks2, vs0, vs1, vs2, os0, os1,   \
+        os2, heads_q, group, seqlen_q_max, seqlen_k_cap, num_q_blocks, scale_log2, win_left, win_right,   \
+        lpt_columns, has_lse, scale, scratch, kv_begin, kv_end FA_SERVING_NAMES FA_MODS_NAMES              \
+        FA_MASK_NAMES FA_PERSISTENT_NAMES
 
 /* The serving arguments exist only in builds with a serving feature (FA_SERVING, set by the planner
  * with any of the options below): elsewhere they are constants, so that other plans keep the
@@ -62,9 +69,13 @@ typedef FA_ELEM(FA_O_DTYPE) fa_out_t;
     , __global const int *seqlens, __global const int *block_table, int page_size, int pages_per_seq,     \
         int num_pages, int pack, int num_splits, ulong split_stride, __global const int *cu_seqlens_q,    \
         __global const int *cu_seqlens_k, int total_q, int total_k
+#define FA_SERVING_NAMES                                                                                  \
+    , seqlens, block_table, page_size, pages_per_seq, num_pages, pack, num_splits, split_stride,         \
+        cu_seqlens_q, cu_seqlens_k, total_q, total_k
 #define FA_SERVING_DEFAULTS
 #else
 #define FA_SERVING_PARAMS
+#define FA_SERVING_NAMES
 #define FA_SERVING_DEFAULTS                                                                               \
     const int page_size = 0, pages_per_seq = 0, num_pages = 1, pack = 1, num_splits = 1, total_q = 0,     \
               total_k = 0;                                                                                \
@@ -80,8 +91,10 @@ typedef FA_ELEM(FA_O_DTYPE) fa_out_t;
 #define FA_MODS_PARAMS                                                                                    \
     , float softcap_in, float softcap_out, __global const float *alibi_slopes, __global const float *sinks
 #define FA_MODS_UNUSED (void)softcap_in, (void)softcap_out, (void)alibi_slopes, (void)sinks;
+#define FA_MODS_NAMES , softcap_in, softcap_out, alibi_slopes, sinks
 #else
 #define FA_MODS_PARAMS
+#define FA_MODS_NAMES
 #define FA_MODS_UNUSED
 #endif
 
@@ -105,9 +118,27 @@ typedef uchar fa_mask_t;
 #endif
 #define FA_MASK_PARAMS , __global const fa_mask_t *mask, ulong mask_off, long ms0, long ms1, long ms2, float mask_scale
 #define FA_MASK_UNUSED (void)mask, (void)mask_off, (void)ms0, (void)ms1, (void)ms2, (void)mask_scale;
+#define FA_MASK_NAMES , mask, mask_off, ms0, ms1, ms2, mask_scale
 #else
 #define FA_MASK_PARAMS
+#define FA_MASK_NAMES
 #define FA_MASK_UNUSED
+#endif
+
+/* FA_PERSISTENT (nvidia-wgmma): a work-group a compute unit, each taking the tiles (query block,
+ * head column) FA_TILE = its group id, + the groups, ... of total_tiles (FlashAttention-3's
+ * persistent kernel: its producer copies the next tile's Q and K while the consumers finish this
+ * one); elsewhere the tile is the work-group's. */
+#ifdef FA_PERSISTENT
+#define FA_PERSISTENT_PARAMS , ulong total_tiles
+#define FA_PERSISTENT_NAMES , total_tiles
+#define FA_TILE tile
+#define FA_TILES total_tiles
+#else
+#define FA_PERSISTENT_PARAMS
+#define FA_PERSISTENT_NAMES
+#define FA_TILE get_group_id(0)
+#define FA_TILES get_num_groups(0)
 #endif
 
 /* One work-group per (query block, batch * head column), flattened into dimension 0, and (FA_SPLIT)
@@ -123,12 +154,12 @@ typedef uchar fa_mask_t;
  * each of the section's columns, then the one before, ..., so that the grid ends with short blocks. */
 #define FA_BLOCK_COORDS                                                                                   \
     FA_SERVING_DEFAULTS                                                                                   \
-    ulong bh = get_group_id(0) / (ulong)num_q_blocks;                                                     \
-    int qb = (int)(get_group_id(0) % (ulong)num_q_blocks);                                                \
+    ulong bh = FA_TILE / (ulong)num_q_blocks;                                                             \
+    int qb = (int)(FA_TILE % (ulong)num_q_blocks);                                                        \
     if (lpt_columns > 0) {                                                                                \
-        const ulong span = (ulong)lpt_columns * (ulong)num_q_blocks, w = get_group_id(0) % span;          \
-        const ulong first = get_group_id(0) / span * (ulong)lpt_columns;                                  \
-        const ulong left = get_num_groups(0) / (ulong)num_q_blocks - first; /* >= 1 */                     \
+        const ulong span = (ulong)lpt_columns * (ulong)num_q_blocks, w = FA_TILE % span;                  \
+        const ulong first = FA_TILE / span * (ulong)lpt_columns;                                          \
+        const ulong left = FA_TILES / (ulong)num_q_blocks - first; /* >= 1 */                              \
         const ulong cols = left < (ulong)lpt_columns ? left : (ulong)lpt_columns;                         \
         bh = first + w % cols;                                                                            \
         qb = num_q_blocks - 1 - (int)(w / cols);                                                          \

@@ -167,6 +167,7 @@
 #define FA_TMA_MAP_K 1
 #define FA_TMA_MAP_V 2
 #define FA_TMA_MAP_MASK 3
+#define FA_TILE_COUNTER 128 /* FA_PERSISTENT: the tiles taken (a uint of the scratch, after the maps) */
 /* element (r, 8 c) of a K/V or the Q tile: wgmma's layouts (rows of D_PAD), else rows of ROW */
 #define FA_KV_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_KV)
 #define FA_Q_AT(r, c) fa_wg_at(r, c, D_PAD, BLOCK_Q)
@@ -683,12 +684,25 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #define FA_MASK_TILE_COPY(buf, k0, cl)
 #endif
 
+/* FA_PERSISTENT: the O tile has space of its own after the rest (the producer fills Q's and the
+ * stages with the next tile's while the consumers store this one's) */
+#ifdef FA_PERSISTENT
+#if !defined(FA_WG_PRODUCER) || !defined(FA_KV_TMA) || defined(FA_MASK) || defined(FA_SPLIT) || \
+    defined(FA_KV_CHUNKED) || defined(FA_SERVING) || defined(FA_SMEM_FLOOR) || HEAD_DIM % 8 != 0 || D_PAD > 128
+#error "FA_PERSISTENT: the producer copying by TMA, a dense plan without a mask, splits or chunks, D_PAD <= 128"
+#endif
+#define O_TILE_AT (SMEM_HALVES + MASK_HALVES)
+#define O_TILE_HALVES (BLOCK_Q * ROW)
+#else
+#define O_TILE_HALVES 0
+#endif
+
 /* FA_SMEM_FLOOR (bytes): local memory asked for at least this much, so that fewer work-groups
  * share an SM (and its L1, which cp.async.ca's copies pass through) than registers would allow */
 #ifdef FA_SMEM_FLOOR
 #define FA_SMEM_DECL_HALVES FA_MAX_(SMEM_HALVES + MASK_HALVES, FA_SMEM_FLOOR / 2)
 #else
-#define FA_SMEM_DECL_HALVES (SMEM_HALVES + MASK_HALVES)
+#define FA_SMEM_DECL_HALVES (SMEM_HALVES + MASK_HALVES + O_TILE_HALVES)
 #endif
 
 #ifdef FA_ASYNC
@@ -740,6 +754,9 @@ __kernel void fa_tma_maps(__global float *scratch, __global const ushort *q, __g
     if (get_global_id(0) != 0)
         return;
     __global ulong *const maps = (__global ulong *)scratch;
+#ifdef FA_PERSISTENT
+    ((__global uint *)scratch)[FA_TILE_COUNTER] = 0u; /* the forward after takes its tiles from here */
+#endif
     (void)q, (void)k, (void)v, (void)q_off, (void)k_off, (void)v_off, (void)qs0, (void)qs1, (void)qs2, (void)ks0,
         (void)ks1, (void)ks2, (void)vs0, (void)vs1, (void)vs2, (void)heads_kv, (void)mask, (void)mask_off, (void)ms0,
         (void)ms1, (void)ms2;
@@ -769,10 +786,16 @@ __kernel void fa_tma_maps(__global float *scratch, __global const ushort *q, __g
 }
 #endif
 
-__kernel __attribute__((reqd_work_group_size(WG_ALL, 1, 1)))
-void fa_forward(FA_FORWARD_PARAMS)
+/* One tile (query block, head column) of the forward, by the producer's work-items (producer) or
+ * the others. A function of its own so that a persistent kernel calls it in one loop a role
+ * (always inlined, the role a constant there): ptxas gives the consumers their setmaxnreg
+ * registers only where no code is shared with the producer. *jk, *jv: the K stages' and V entries'
+ * uses so far (their stages and phases), *nq: the Q tiles copied (the producer's). */
+inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __local ushort *smem,
+                                                           __local ulong *mask_rows, __local ulong *mbar,
+                                                           ulong tile, int producer, int *jk_, int *jv_,
+                                                           int *nq_ FA_EMU_PARAM)
 {
-    __local ushort smem[FA_SMEM_DECL_HALVES] __attribute__((aligned(FA_SMEM_ALIGN)));
     __local ushort *const q_s = smem;
     __local ushort *const k_s = smem + KV_AT;
     __local ushort *const v_s = smem + KV_AT + TILE_BUFS * TILE;
@@ -782,16 +805,19 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
 #ifdef FA_MASK_TILE
     __local uchar *const mask_s = (__local uchar *)(smem + SMEM_HALVES);
-#ifndef FA_MASK_TMA
-    __local ulong mask_rows[BLOCK_Q]; /* where each row's mask entries start */
 #endif
-#endif
-    const int warp_of_item = (int)get_local_id(0) / 32;
-    FA_EMU_DECL(WARPS, warp_of_item)
-
     const int lid = (int)get_local_id(0);
     const int warp = lid / 32, lane = lid % 32;
     const int g = lane / 4, t4 = lane % 4;
+#ifdef FA_WG_PRODUCER
+    __local ulong *const kfull = mbar, *const kempty = mbar + NBUF, *const vfull = mbar + 2 * NBUF,
+                         *const vempty = mbar + 3 * NBUF;
+#ifdef FA_PERSISTENT
+    __local ulong *const qempty = mbar + 4 * NBUF;
+#endif
+    int jk = *jk_, jv = *jv_;
+#endif
+    (void)mask_rows, (void)mbar, (void)tile, (void)producer, (void)jk_, (void)jv_, (void)nq_;
     FA_BLOCK_COORDS
     __global const ushort *qg = (__global const ushort *)q;
     __global const ushort *kg = (__global const ushort *)k;
@@ -807,27 +833,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 #ifdef FA_WG_PRODUCER
-    /* K stage s of NBUF: full (its 128 copiers' copies landed), empty (the consumer warps done
-     * with it); V the same. V's entry j is the block j - 1's V (the products trail S by a block),
-     * entry 0 a zero tile in stage 0, written here */
-    __local ulong mbar[4 * NBUF];
-    __local ulong *const kfull = mbar, *const kempty = mbar + NBUF, *const vfull = mbar + 2 * NBUF,
-                         *const vempty = mbar + 3 * NBUF;
-    if (lid == 0) {
-        for (int st = 0; st < NBUF; st++) {
-            fa_mbar_init(kfull + st, FULL_ARRIVALS);
-            fa_mbar_init(kempty + st, WARPS);
-            fa_mbar_init(vfull + st, FULL_ARRIVALS);
-            fa_mbar_init(vempty + st, WARPS);
-        }
-#if defined(FA_MASK_TMA) || defined(FA_KV_TMA)
-        fa_mbar_init_fence(); /* the bulk copies' completions (the async proxy) see the barriers */
-#endif
-    }
-    for (int e = lid; e < TILE / 8; e += WG_ALL)
-        *(__local uint4 *)(v_s + 8 * e) = (uint4)(0u);
-    fa_wg_fence_proxy();
-    barrier(CLK_LOCAL_MEM_FENCE);
+    /* Q comes with K_0 (the producer's) */
 #elif defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
     /* Q in a tile of its own: copied asynchronously into the first K/V block's commit group (the
      * loop's first wait and barrier cover both), so that its latency overlaps the first block's */
@@ -896,33 +902,36 @@ void fa_forward(FA_FORWARD_PARAMS)
 
     const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
 #ifdef FA_WG_PRODUCER
-    if (warp >= WARPS) {
-        /* the producer: for block j, K_j (with Q at j = 0, and the mask's tile) into K stage j % NBUF,
-         * then V_{j-1} as V entry j into V stage j % NBUF, each once its stage's previous contents
-         * are released; entry 0 (zeros) is in already */
-        fa_setmaxnreg_dec(FA_WG_PRODUCER_REGS);
+    if (producer) {
+        /* the producer: for block i, K_i (with Q at i = 0, and the mask's tile) into K stage jk %
+         * NBUF, then V_{i-1} as V entry i into V stage jv % NBUF, each once its stage's previous
+         * contents are released; entry 0 is zeros */
         const int pl = lid - WG;
+#ifndef FA_PERSISTENT
+        fa_setmaxnreg_dec(FA_WG_PRODUCER_REGS);
 #ifdef FA_KV_TMA
         if (pl != 0) /* one work-item copies everything (bulk tensor copies), the others are done */
             return;
-        __global const ulong *const maps = (__global const ulong *)scratch;
         for (int i = 0; i < 3; i++)
-            fa_tma_map_acquire(maps + FA_TMA_MAP_Q * 16 + 16 * i);
+            fa_tma_map_acquire((__global const ulong *)scratch + FA_TMA_MAP_Q * 16 + 16 * i);
 #endif
-        fa_mbar_arrive(vfull);
+#else
+        int nq = *nq_;
+#endif
+#ifdef FA_KV_TMA
+        __global const ulong *const maps = (__global const ulong *)scratch;
+#endif
 #ifdef FA_MASK_TMA
         __global const ulong *const mask_map = (__global const ulong *)scratch + FA_TMA_MAP_MASK * 16;
         const int mask_c2 = ms1 != 0 ? h : 0, mask_c3 = ms0 != 0 ? (int)b : 0; /* broadcast dims: extent 1 */
         if (pl == 0)
             fa_tma_map_acquire(mask_map);
 #endif
-        int jb = 0;
-        for (int kv0 = kv_first;; kv0 += BLOCK_KV, jb++) {
-            const int st = jb % NBUF;
-            const uint free_ph = ((uint)(jb / NBUF) & 1u) ^ 1u; /* the parity of the release of its last use */
+        for (int kv0 = kv_first, i = 0;; kv0 += BLOCK_KV, i++) {
             const int more = kv0 < blk_hi;
             if (more) {
-                fa_mbar_wait(kempty + st, free_ph);
+                const int st = jk % NBUF;
+                fa_mbar_wait(kempty + st, ((uint)(jk / NBUF) & 1u) ^ 1u); /* the release of its last use */
 #ifdef FA_MASK_TMA
                 if (pl == 0) { /* first: the mask's bytes join K's stage barrier before any arrival */
                     fa_mbar_expect_tx(kfull + st, BLOCK_Q * MASK_PITCH);
@@ -933,18 +942,25 @@ void fa_forward(FA_FORWARD_PARAMS)
                 }
 #endif
 #ifdef FA_KV_TMA
-                /* Q (block 0) and K_j: 64-column panels of the tiles, the tensor core's layout as they land */
-                fa_mbar_expect_tx(kfull + st, (jb == 0 ? BLOCK_Q * D_PAD * 2 : 0) + BLOCK_KV * D_PAD * 2);
+                /* Q (block 0) and K_i: 64-column panels of the tiles, the tensor core's layout as they land */
+                fa_mbar_expect_tx(kfull + st, (i == 0 ? BLOCK_Q * D_PAD * 2 : 0) + BLOCK_KV * D_PAD * 2);
                 FA_PRAGMA_UNROLL
-                for (int p = 0; p < D_PAD / 64; p++) {
-                    if (jb == 0)
-                        fa_tma_load_4d(q_s + p * BLOCK_Q * 64, maps + FA_TMA_MAP_Q * 16, 64 * p, q0, h, (int)b, kfull + st);
+                for (int p = 0; p < D_PAD / 64; p++)
                     fa_tma_load_4d(k_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_K * 16, 64 * p, kv0, hk, (int)b,
                                    kfull + st);
+                if (i == 0) {
+#ifdef FA_PERSISTENT
+                    if (nq > 0) /* the consumers are done with the previous tile's Q */
+                        fa_mbar_wait(qempty, (uint)(nq - 1) & 1u);
+                    nq++;
+#endif
+                    FA_PRAGMA_UNROLL
+                    for (int p = 0; p < D_PAD / 64; p++)
+                        fa_tma_load_4d(q_s + p * BLOCK_Q * 64, maps + FA_TMA_MAP_Q * 16, 64 * p, q0, h, (int)b, kfull + st);
                 }
                 fa_mbar_arrive(kfull + st);
 #else
-                if (jb == 0)
+                if (i == 0)
                     fa_copy_q_async(q_s, qg, qmap, q0, nrows, pl, CP_WG);
                 fa_load_kv_async(k_s + st * TILE, v_s, kg, vg, kmap, vmap, kv0, seqlen_k, pl, 1, 0);
 #ifndef FA_MASK_TMA
@@ -952,29 +968,54 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
                 fa_mbar_arrive_copies(kfull + st);
 #endif
+                jk++;
             }
-            if (jb > 0) {
-                fa_mbar_wait(vempty + st, free_ph);
-#ifdef FA_KV_TMA
+            {
+                const int st = jv % NBUF;
+#ifdef FA_PERSISTENT
+                /* entry 0: keys past the tensor's, which TMA fills with zeros */
+                fa_mbar_wait(vempty + st, ((uint)(jv / NBUF) & 1u) ^ 1u);
                 fa_mbar_expect_tx(vfull + st, BLOCK_KV * D_PAD * 2);
                 FA_PRAGMA_UNROLL
                 for (int p = 0; p < D_PAD / 64; p++)
-                    fa_tma_load_4d(v_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_V * 16, 64 * p, kv0 - BLOCK_KV,
-                                   hk, (int)b, vfull + st);
+                    fa_tma_load_4d(v_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_V * 16, 64 * p,
+                                   i > 0 ? kv0 - BLOCK_KV : seqlen_k, hk, (int)b, vfull + st);
                 fa_mbar_arrive(vfull + st);
 #else
-                fa_load_kv_async(k_s, v_s + st * TILE, kg, vg, kmap, vmap, kv0 - BLOCK_KV, seqlen_k, pl, 0, 1);
-                fa_mbar_arrive_copies(vfull + st);
+                if (i == 0) { /* entry 0: the zeros written at the start */
+                    fa_mbar_arrive(vfull);
+                } else {
+                    fa_mbar_wait(vempty + st, ((uint)(jv / NBUF) & 1u) ^ 1u);
+#ifdef FA_KV_TMA
+                    fa_mbar_expect_tx(vfull + st, BLOCK_KV * D_PAD * 2);
+                    FA_PRAGMA_UNROLL
+                    for (int p = 0; p < D_PAD / 64; p++)
+                        fa_tma_load_4d(v_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_V * 16, 64 * p,
+                                       kv0 - BLOCK_KV, hk, (int)b, vfull + st);
+                    fa_mbar_arrive(vfull + st);
+#else
+                    fa_load_kv_async(k_s, v_s + st * TILE, kg, vg, kmap, vmap, kv0 - BLOCK_KV, seqlen_k, pl, 0, 1);
+                    fa_mbar_arrive_copies(vfull + st);
 #endif
+                }
+#endif
+                jv++;
             }
             if (!more)
                 break;
         }
+#ifdef FA_PERSISTENT
+        *jk_ = jk;
+        *jv_ = jv;
+        *nq_ = nq;
+#else
         fa_cp_async_wait_all();
+#endif
         return; /* past here only named barriers of the consumers' work-items */
     }
+#ifndef FA_PERSISTENT
     fa_setmaxnreg_inc(FA_WG_CONSUMER_REGS);
-    int jb = 0; /* this block's index: its K stage and V entry */
+#endif
 #elif defined(FA_ASYNC)
     /* the first STAGES - 1 blocks; a commit group per block, empty past the end, so that
      * wait_group STAGES - 2 in the loop means "this block is in" */
@@ -1010,7 +1051,9 @@ void fa_forward(FA_FORWARD_PARAMS)
     for (int i = 0; i < D_PAD / 2; i++)
         ow[i] = 0.0f;
     /* The previous block's P. Every block issues and waits for the same products, the first with
-     * P = 0 against a zeroed V tile (ptxas serialises wgmma whose waits it cannot match) */
+     * P = 0 against a zero V tile (ptxas serialises wgmma whose waits it cannot match; predicated
+     * off, H200 session 23 call 4, it injects warpgroup.arrive: d = 128 610 against 625 TFLOP/s,
+     * d = 256 508 against 678) */
     uint pa[KW / 16][4];
     FA_PRAGMA_UNROLL
     for (int kk2 = 0; kk2 < KW / 16; kk2++)
@@ -1029,13 +1072,12 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
     for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
 #ifdef FA_WG_PRODUCER
-        const int st = jb % NBUF;
-        const uint full_ph = (uint)(jb / NBUF) & 1u;
-        __local const ushort *kc = k_s + st * TILE, *vc = v_s + st * TILE; /* K_j, V_{j-1} */
+        const int st = jk % NBUF, sv = jv % NBUF;
+        __local const ushort *kc = k_s + st * TILE, *vc = v_s + sv * TILE; /* K_j, V_{j-1} */
 #ifdef FA_MASK_TILE
         __local const uchar *mc = mask_s + st * BLOCK_Q * MASK_PITCH;
 #endif
-        fa_mbar_wait(kfull + st, full_ph);
+        fa_mbar_wait(kfull + st, (uint)(jk / NBUF) & 1u);
         fa_wg_fence_proxy(); /* the copies, seen through the mbarrier, are seen by wgmma's reads */
 #elif defined(FA_ASYNC)
 #ifdef FA_Q8_FRAGS
@@ -1205,7 +1247,7 @@ void fa_forward(FA_FORWARD_PARAMS)
                                       dk + fa_wg_kstep_kmajor(kk, D_PAD, BLOCK_KV), kk > 0);
             fa_wgmma_commit();
 #ifdef FA_WG_PRODUCER
-            fa_mbar_wait(vfull + st, full_ph);
+            fa_mbar_wait(vfull + sv, (uint)(jv / NBUF) & 1u);
             fa_wg_fence_proxy();
 #endif
             fa_wg_pv(ow, pa, vc);
@@ -1419,8 +1461,9 @@ void fa_forward(FA_FORWARD_PARAMS)
         fa_wg_wait_o(ow);
 #ifdef FA_WG_PRODUCER
         if (lane == 0) /* V entry j read */
-            fa_mbar_arrive(vempty + st);
-        jb++;
+            fa_mbar_arrive(vempty + sv);
+        jk++;
+        jv++;
 #endif
         if (o_scale[0] != 1.0f || o_scale[1] != 1.0f) {
             FA_PRAGMA_UNROLL
@@ -1480,9 +1523,13 @@ void fa_forward(FA_FORWARD_PARAMS)
 #endif
     /* the last block's P V (its V is the last commit group's; without blocks, zeros) */
 #ifdef FA_WG_PRODUCER
-    fa_mbar_wait(vfull + jb % NBUF, (uint)(jb / NBUF) & 1u);
+#ifdef FA_PERSISTENT
+    if (lane == 0 && kv_first < blk_hi) /* every S product waited for: Q is free */
+        fa_mbar_arrive(qempty);
+#endif
+    fa_mbar_wait(vfull + jv % NBUF, (uint)(jv / NBUF) & 1u);
     fa_wg_fence_proxy();
-    fa_wg_pv(ow, pa, v_s + jb % NBUF * TILE);
+    fa_wg_pv(ow, pa, v_s + jv % NBUF * TILE);
 #else
     fa_cp_async_wait_all();
     fa_wg_fence_proxy();
@@ -1490,6 +1537,11 @@ void fa_forward(FA_FORWARD_PARAMS)
     fa_wg_pv(ow, pa, v_s + (1 - cur) * TILE);
 #endif
     fa_wg_wait_o(ow);
+#ifdef FA_PERSISTENT
+    if (lane == 0) /* the last V entry read */
+        fa_mbar_arrive(vempty + jv % NBUF);
+    jv++;
+#endif
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
         acc[0][dt] = (float4)(ow[4 * dt], ow[4 * dt + 1], ow[4 * dt + 2], ow[4 * dt + 3]);
@@ -1651,8 +1703,13 @@ void fa_forward(FA_FORWARD_PARAMS)
      * 262.7 TFLOP/s, d = 128 334.7 -> 338.4; slower at d = 256 (274.7 -> 266.5) and with a mask
      * (264.0 -> 260.2), which keep the pairs. */
 #define FA_O_TILE 1
+#ifdef FA_PERSISTENT
+    __local ushort *const o_s = smem + O_TILE_AT;
+    fa_warp_sync(); /* this warp's lanes are done reading the previous tile's rows */
+#else
     __local ushort *const o_s = smem;
-#if !defined(FA_Q_ASYNC) || defined(FA_WGMMA) /* wgmma: a warpgroup reads all its 64 rows of Q */
+#endif
+#if (!defined(FA_Q_ASYNC) || defined(FA_WGMMA)) && !defined(FA_PERSISTENT) /* wgmma: a warpgroup reads all its 64 rows of Q */
 #ifdef FA_WG_PRODUCER
     fa_bar_sync(3, WG); /* the computing warpgroups' (the producer is gone); its copies all landed */
 #else
@@ -1719,5 +1776,94 @@ void fa_forward(FA_FORWARD_PARAMS)
             *(__global uint4 *)((__global ushort *)o + fa_qrow(obase, row, seqlen_q, os1, os2) + 8 * c) =
                 *(__local const uint4 *)(o_s + (wrow + r) * ROW + 8 * c);
     }
+#endif
+#ifdef FA_PERSISTENT
+    *jk_ = jk;
+    *jv_ = jv;
+#endif
+}
+
+__kernel __attribute__((reqd_work_group_size(WG_ALL, 1, 1)))
+void fa_forward(FA_FORWARD_PARAMS)
+{
+    __local ushort smem[FA_SMEM_DECL_HALVES] __attribute__((aligned(FA_SMEM_ALIGN)));
+#if defined(FA_MASK_TILE) && !defined(FA_MASK_TMA)
+    __local ulong mask_rows[BLOCK_Q]; /* where each row's mask entries start */
+#else
+    __local ulong *const mask_rows = 0;
+#endif
+    const int warp_of_item = (int)get_local_id(0) / 32;
+    FA_EMU_DECL(WARPS, warp_of_item)
+    const int lid = (int)get_local_id(0), warp = lid / 32;
+#ifdef FA_WG_PRODUCER
+    /* K stage s of NBUF: full (its 128 copiers' copies landed), empty (the consumer warps done
+     * with it); V the same. V's entry j is the block j - 1's V (the products trail S by a block),
+     * a tile's entry 0 a zero tile: in stage 0, written here; persistent, by a copy of keys past
+     * the tensor's (TMA fills them with zeros). Persistent, qempty: the consumer warps are done
+     * with a tile's Q. */
+    __local ulong mbar[4 * NBUF + 5];
+    if (lid == 0) {
+        for (int st = 0; st < NBUF; st++) {
+            fa_mbar_init(mbar + st, FULL_ARRIVALS);
+            fa_mbar_init(mbar + NBUF + st, WARPS);
+            fa_mbar_init(mbar + 2 * NBUF + st, FULL_ARRIVALS);
+            fa_mbar_init(mbar + 3 * NBUF + st, WARPS);
+        }
+        fa_mbar_init(mbar + 4 * NBUF, WARPS);
+        for (int i = 0; i < 2; i++) {
+            fa_mbar_init(mbar + 4 * NBUF + 1 + i, 1);
+            fa_mbar_init(mbar + 4 * NBUF + 3 + i, WG);
+        }
+#if defined(FA_MASK_TMA) || defined(FA_KV_TMA)
+        fa_mbar_init_fence(); /* the bulk copies' completions (the async proxy) see the barriers */
+#endif
+    }
+#ifndef FA_PERSISTENT
+    for (int e = lid; e < TILE / 8; e += WG_ALL)
+        *(__local uint4 *)(smem + KV_AT + TILE_BUFS * TILE + 8 * e) = (uint4)(0u);
+    fa_wg_fence_proxy();
+#endif
+    barrier(CLK_LOCAL_MEM_FENCE);
+#else
+    __local ulong *const mbar = 0;
+#endif
+    int jk = 0, jv = 0, nq = 0;
+#ifdef FA_PERSISTENT
+    /* FlashAttention-3's persistent kernel: a loop over the tiles a role, each role's registers
+     * set once; the producer's work-item 0 copies everything (bulk tensor copies). Each takes its
+     * first tile by group id, the next after the groups (static), or, causal (tiles of unequal
+     * work, in LPT order), from the counter the tensor maps' launch zeroed (dynamic): the producer
+     * takes it once it has issued a tile's copies and hands it over in a slot of two (full: written,
+     * empty: the consumers' work-items read it) */
+    __local ulong next_tile[2];
+    __local ulong *const tfull = mbar + 4 * NBUF + 1, *const tempty = mbar + 4 * NBUF + 3;
+    const ulong groups = get_num_groups(0);
+    ulong tile = get_group_id(0);
+    if (warp >= WARPS) {
+        fa_setmaxnreg_dec(FA_WG_PRODUCER_REGS);
+        if (lid != WG)
+            return;
+        for (int i = 0; i < 3; i++)
+            fa_tma_map_acquire((__global const ulong *)scratch + FA_TMA_MAP_Q * 16 + 16 * i);
+        for (int n = 0; tile < total_tiles; n++) {
+            fa_forward_tile(FA_FORWARD_NAMES, smem, mask_rows, mbar, tile, 1, &jk, &jv, &nq FA_EMU_ARG);
+            tile = lpt_columns > 0 ? groups + atomic_inc((volatile __global uint *)scratch + FA_TILE_COUNTER)
+                                   : tile + groups;
+            fa_mbar_wait(tempty + n % 2, ((uint)(n / 2) & 1u) ^ 1u);
+            next_tile[n % 2] = tile;
+            fa_mbar_arrive(tfull + n % 2);
+        }
+        return;
+    }
+    fa_setmaxnreg_inc(FA_WG_CONSUMER_REGS);
+    for (int n = 0; tile < total_tiles; n++) {
+        fa_forward_tile(FA_FORWARD_NAMES, smem, mask_rows, mbar, tile, 0, &jk, &jv, &nq FA_EMU_ARG);
+        fa_mbar_wait(tfull + n % 2, (uint)(n / 2) & 1u);
+        tile = next_tile[n % 2];
+        fa_mbar_arrive(tempty + n % 2);
+    }
+#else
+    fa_forward_tile(FA_FORWARD_NAMES, smem, mask_rows, mbar, get_group_id(0), warp >= WARPS, &jk, &jv,
+                    &nq FA_EMU_ARG);
 #endif
 }

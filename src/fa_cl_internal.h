@@ -104,6 +104,8 @@ typedef struct fa_cl_env {
     int nv_tf32;              /* FA_CL_NV_TF32: -1 unset (on where tensor cores run natively), 0 off, 1 on */
     int wgmma;                /* FA_CL_WGMMA: -1 unset (the planner's default), 0 off, 1 on (nvidia-wgmma) */
     int wgmma_producer_off;   /* FA_CL_WGMMA_PRODUCER=0: nvidia-wgmma without its copying warpgroup */
+    int persistent_off;       /* FA_CL_PERSISTENT=0: nvidia-wgmma a work-group a tile, not a compute unit */
+    int persistent_groups;    /* FA_CL_PERSISTENT=n: a persistent plan's work-groups at most, 0 = a compute unit's */
     int tma;                  /* FA_CL_TMA: what nvidia-wgmma's producer copies by TMA, bits FA_CL_TMA_MASK and
                                  FA_CL_TMA_KV (unset: both; 0 none, "mask", "kv"); cp.async the rest */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */

@@ -197,8 +197,12 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
                                        : t.chunk_keys > 0 ? (int)((c->Sk + t.chunk_keys - 1) / t.chunk_keys)
                                                           : 1);
     /* Hopper's copies by TMA (dense plans of nvidia-wgmma's producer): one more launch, writing
-     * 512 bytes of tensor maps into the plan's scratch */
-    const size_t tma_bytes = 512;
+     * 512 bytes of tensor maps into the plan's scratch; a persistent plan's (head_dim_padded 128,
+     * not split, FA_CL_PERSISTENT not 0) 64 more, its tile counter */
+    const char *persistent_env = getenv("FA_CL_PERSISTENT");
+    const int persistent = in->head_dim_padded == 128 && in->splits == 1 &&
+                           !(persistent_env && strcmp(persistent_env, "0") == 0);
+    const size_t tma_bytes = 512 + (persistent ? 64 : 0);
     const int tma = strcmp(in->kernel, "nvidia-wgmma") == 0 && in->launches == launches + 1 &&
                     in->scratch_bytes >= pad_bytes + tma_bytes;
     if (tma_tiles && !tma)

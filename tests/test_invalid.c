@@ -441,10 +441,11 @@ static void env_cases(int only_trailing)
                {"FA_CL_BUILD_OPTIONS", "-D"},   {"FA_CL_BUILD_OPTIONS", "-DX -I"}, {"FA_CL_BUILD_OPTIONS", "-D -w"},
                {"FA_CL_BUILD_OPTIONS", "-D=1"}, {"FA_CL_BUILD_OPTIONS", "-I  "},
                {"FA_CL_KV_CHUNK", "0"},         {"FA_CL_LPT_COLUMNS", "0"},      {"FA_CL_SPLITS", "x"},
+               {"FA_CL_PERSISTENT", "-1"},
                /* trailing characters: subset env_trailing (test invalid_env_trailing) */
                {"FA_CL_TILE", "64x32junk"},     {"FA_CL_TILE", "64x32 "},        {"FA_CL_TILE", "64x32x2junk"},
-               {"FA_CL_TILE", "64x32x"},        {"FA_CL_LPT_COLUMNS", "4x"}};
-    const size_t first = only_trailing ? 16 : 0, end = only_trailing ? sizeof bad / sizeof bad[0] : 16;
+               {"FA_CL_TILE", "64x32x"},        {"FA_CL_LPT_COLUMNS", "4x"},     {"FA_CL_PERSISTENT", "8x"}};
+    const size_t first = only_trailing ? 17 : 0, end = only_trailing ? sizeof bad / sizeof bad[0] : 17;
     for (size_t i = first; i < end; i++) {
         setenv(bad[i].var, bad[i].value, 1);
         fa_cl_context *c = NULL;

@@ -127,7 +127,7 @@ static void profiles(tu_tally *t)
 
 static void build_options(tu_tally *t)
 {
-    fa_cl_tiles tiled = {FA_CL_KERNEL_PORTABLE_TILED, "portable-tiled", 64, 32, 2, 4, 256, 128, 4, 61568, 65536, "", 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    fa_cl_tiles tiled = {FA_CL_KERNEL_PORTABLE_TILED, "portable-tiled", 64, 32, 2, 4, 256, 128, 4, 61568, 65536, "", 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     char buf[512];
     int n = fa_cl_build_options(&tiled, FA_CL_BF16, 128, 1, buf, sizeof buf);
     const char *want = "-DFA_DTYPE=2 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=32 -DTM=2 -DTN=4 -DFA_UNROLL "
@@ -144,13 +144,13 @@ static void build_options(tu_tally *t)
     tu_expect(t, n > 0 && strstr(buf, " -DFA_UNROLL ") != NULL, "tiled, GPU, d = 384 (unrolled): '%s'", buf);
     tiled.head_dim_padded = 128;
 
-    fa_cl_tiles rows = {FA_CL_KERNEL_PORTABLE, "portable", 128, 32, 2, 32, 64, 44, 4, 0, 0, "", 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    fa_cl_tiles rows = {FA_CL_KERNEL_PORTABLE, "portable", 128, 32, 2, 32, 64, 44, 4, 0, 0, "", 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     n = fa_cl_build_options(&rows, FA_CL_F32, 41, 0, buf, sizeof buf);
     want = "-DFA_DTYPE=0 -DHEAD_DIM=41 -DD_PAD=44 -DBLOCK_Q=128 -DBLOCK_KV=32 -DROWS=2";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "rows, CPU (no GPU flags): '%s'", buf);
 
     /* the tensor-core kernel: rows per warp, aligned rows, and the emulated primitives for tests */
-    fa_cl_tiles mma = {FA_CL_KERNEL_NVIDIA_MMA, "nvidia-mma", 128, 32, 32, 8, 128, 128, 2, 69632, 232448, "", 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    fa_cl_tiles mma = {FA_CL_KERNEL_NVIDIA_MMA, "nvidia-mma", 128, 32, 32, 8, 128, 128, 2, 69632, 232448, "", 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     n = fa_cl_build_options(&mma, FA_CL_F16, 128, 1, buf, sizeof buf);
     want = "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=128 -DBLOCK_KV=32 -DWARP_ROWS=32 -DFA_ALIGNED16 -DFA_CP_L2=128 "
            "-DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable";
@@ -174,7 +174,7 @@ static void build_options(tu_tally *t)
     want = "-DFA_DTYPE=1 -DHEAD_DIM=64 -DD_PAD=44 -DBLOCK_Q=128 -DBLOCK_KV=32 -DROWS=2 -DFA_MASK=3";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "boolean mask: '%s'", buf);
 
-    fa_cl_tiles tf32 = {FA_CL_KERNEL_NVIDIA_TF32X3, "nvidia-tf32x3", 64, 32, 16, 8, 128, 128, 4, 103424, 232448, "", 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    fa_cl_tiles tf32 = {FA_CL_KERNEL_NVIDIA_TF32X3, "nvidia-tf32x3", 64, 32, 16, 8, 128, 128, 4, 103424, 232448, "", 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     n = fa_cl_build_options(&tf32, FA_CL_F32, 128, 1, buf, sizeof buf);
     want = "-DFA_DTYPE=0 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=32 -DFA_ALIGNED16 -DFA_UNROLL "
            "-DFA_NATIVE_EXP -cl-mad-enable";

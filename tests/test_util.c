@@ -67,6 +67,14 @@ int tu_context(fa_cl_context **out)
         *out = NULL;
         return TU_EXIT_SKIP;
     }
+    /* FA_CL_PERSISTENT changes only Hopper's plans (nvidia-wgmma): elsewhere a run would repeat another */
+    const char *persistent = getenv("FA_CL_PERSISTENT");
+    if (persistent && *persistent && !(ctx->props.is_nvidia && ctx->props.nv_cc_major == 9)) {
+        printf("SKIP: FA_CL_PERSISTENT=%s changes only Hopper's plans (nvidia-wgmma)\n", persistent);
+        fa_cl_context_release(*out);
+        *out = NULL;
+        return TU_EXIT_SKIP;
+    }
     return 0;
 }
 

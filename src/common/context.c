@@ -203,6 +203,12 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     out->wgmma = !s || !*s ? -1 : strcmp(s, "0") != 0;
     s = getenv("FA_CL_WGMMA_PRODUCER");
     out->wgmma_producer_off = s && strcmp(s, "0") == 0;
+    s = getenv("FA_CL_PERSISTENT");
+    out->persistent_off = s && strcmp(s, "0") == 0;
+    if (!out->persistent_off &&
+        env_count("FA_CL_PERSISTENT", 1L << 30, "0 or a work-group count", &out->persistent_groups, msg, msg_size) !=
+            FA_CL_SUCCESS)
+        return FA_CL_ERROR_INVALID_ARGUMENT;
     s = getenv("FA_CL_TMA");
     out->tma = !s || !*s ? FA_CL_TMA_MASK | FA_CL_TMA_KV
                : strcmp(s, "0") == 0 ? 0

@@ -143,7 +143,8 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
      * 593.6 / 587.2, causal 521.8 / 533.5 against 512.7 / 512.9, d = 256 678.7 / 675.5 against
      * 628.6 / 633.8, f16 mask 527.2 against 513.1, FA_CL_TMA=0 568.6 against 551.1. At d_pad 64
      * (128-row blocks: masks, short rows) it still wins: f16 mask 334.7 against 324.9 */
-    const int pingpong = t->block_q == 128 && !t->rows_padded && (!t->producer || t->head_dim_padded == 64);
+    const int pingpong = t->block_q == 128 && !t->rows_padded && (!t->producer || t->head_dim_padded == 64) &&
+                         !t->persistent;
     /* the producer warpgroup: 384 work-items (512 with three computing warpgroups), 168 (128)
      * registers each at entry (65536 / work-items), moved to the computing warpgroups by setmaxnreg
      * (the kernel's FA_WG_*_REGS) */

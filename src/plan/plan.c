@@ -89,6 +89,37 @@ static void plan_tma(const fa_cl_context *ctx, fa_cl_plan *plan)
         t->kv_tma = 0;
 }
 
+/* nvidia-wgmma's persistent kernel (FA_PERSISTENT, FlashAttention-3's): a work-group a compute
+ * unit (the kernel's registers allow one), each taking tile after tile, so that its producer copies
+ * the next tile's Q and K while the consumers finish this one, and a tile's start (5.8 us against
+ * cuDNN's 3.2 at d = 128, H200 session 22 call 8) overlaps the previous. Causal tiles come from a
+ * counter (dynamic, in LPT order; every 132nd, static, lost: 501 / 506 TFLOP/s against 536 / 545).
+ * H200, session 23 calls 1-2, B=8 H=16 N=4096 f16 against FA_CL_PERSISTENT=0: d = 128 631.5 /
+ * 625.2 against 623.5 / 620.0, causal 579.0 / 585.2 against 544.7 / 544.8, bf16 657.7 against
+ * 641.4, B=64 N=512 436.6 against 364.4, B=32 N=1024 542.0 against 483.1 (causal 390.2 against
+ * 319.4), GQA 32/8 N=8192 663.8 against 619.1. Not at d_pad 64 (three computing warpgroups of 160
+ * registers: 357 against 450, spills), nor 256 (no room for the O tile). Where the producer copies
+ * by TMA in a dense plan without a mask or splits, fewer than 2^31 tiles (the counter's), and
+ * FA_CL_PERSISTENT is not 0. */
+static void plan_persistent(const fa_cl_context *ctx, fa_cl_plan *plan)
+{
+    fa_cl_tiles *t = &plan->tiles;
+    const fa_cl_attention_desc *d = &plan->views.d;
+    t->persistent = 0;
+    if (!t->kv_tma || t->mask || t->splits > 1 || t->head_dim_padded != 128 || ctx->env.persistent_off)
+        return;
+    const uint64_t tiles = (uint64_t)((d->seqlen_q + t->block_q - 1) / t->block_q) * (uint64_t)d->batch *
+                           (uint64_t)d->heads_q; /* kv_tma: no GQA packing */
+    if (tiles >= ((uint64_t)1 << 31))
+        return;
+    /* the O tile (rows of d_pad + 8 halves); the Q tile's mbarrier, two slots of the next tile and their 4 */
+    const size_t bytes = t->local_mem_bytes + (size_t)t->block_q * (size_t)(t->head_dim_padded + 8) * 2 + 56;
+    if (bytes > t->local_mem_budget)
+        return;
+    t->persistent = 1;
+    t->local_mem_bytes = bytes;
+}
+
 /* Split-KV: how many chunks each row's keys are computed in (FA_CL_SPLITS, or FlashAttention-2's
  * heuristic on the work-groups the device runs at once: two per compute unit on GPUs, one on
  * CPUs). A split plan sums at most FA_CL_KV_CHUNK_KEYS keys per chunk where long rows need it, so
@@ -233,6 +264,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
             return st;
         plan_tma(ctx, plan);
+        plan_persistent(ctx, plan);
         const int wide_kv = plan->tiles.block_kv & (plan->tiles.block_kv - 1);
         const int tall_q = plan->tiles.block_q == FA_CL_WGMMA_TALL_Q;
         if (plan->tiles.producer && (plan->tiles.head_dim_padded > 128 || wide_kv || tall_q) && !plan->tiles.kv_tma &&
@@ -417,7 +449,7 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
     const int serving = fa_cl_tiles_serving(&plan->tiles), mods = fa_cl_tiles_mods(&plan->tiles);
     const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0) + (mods ? FA_CL_MODS_ARGS : 0) +
-                         (plan->tiles.mask ? FA_CL_MASK_ARGS : 0);
+                         (plan->tiles.mask ? FA_CL_MASK_ARGS : 0) + (plan->tiles.persistent ? 1 : 0);
     if (err == CL_SUCCESS && serving)
         err = serving_args(plan, kr, a, &n);
     if (err == CL_SUCCESS && mods) {
@@ -442,6 +474,10 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
         }
         if (err == CL_SUCCESS)
             err = clSetKernelArg(kr, n++, sizeof(cl_float), &inv_scale);
+    }
+    if (err == CL_SUCCESS && plan->tiles.persistent) { /* FA_PERSISTENT_PARAMS: the tiles */
+        const cl_ulong tiles = (cl_ulong)plan->num_q_blocks * (cl_ulong)d->batch * (cl_ulong)(d->heads_q / plan->pack);
+        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &tiles);
     }
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");
@@ -600,7 +636,12 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     if (groups > (uint64_t)SIZE_MAX / (uint64_t)t->work_group_size || groups > ((uint64_t)1 << 40))
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: %llu work-groups is too many to launch",
                            (unsigned long long)groups);
-    const size_t global = (size_t)groups * (size_t)t->work_group_size;
+    /* persistent: a work-group a compute unit (FA_CL_PERSISTENT=n: n), at most one a tile */
+    const uint64_t cus = ctx->env.persistent_groups > 0   ? (uint64_t)ctx->env.persistent_groups
+                         : ctx->props.compute_units > 0 ? ctx->props.compute_units
+                                                        : 1;
+    const uint64_t launched = t->persistent && groups > cus ? cus : groups;
+    const size_t global = (size_t)launched * (size_t)t->work_group_size;
     plan->lpt_columns = lpt_columns(ctx, plan, groups / (uint64_t)plan->num_q_blocks);
     const int64_t step = t->chunk_keys > 0 ? t->chunk_keys : d->seqlen_k;
     const int forwards = (int)((d->seqlen_k + step - 1) / step);
@@ -646,11 +687,12 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         l->kernel = plan->tma_maps;
         l->global[0] = l->global[1] = l->local = 1;
         l->set_args = tma_maps_args;
-        st = scratch_alloc(ctx, FA_CL_TMA_MAPS * FA_CL_TMA_MAP_BYTES, &plan->scratch,
+        const size_t bytes = FA_CL_TMA_MAPS * FA_CL_TMA_MAP_BYTES + (t->persistent ? FA_CL_TILE_COUNTER_BYTES : 0);
+        st = scratch_alloc(ctx, bytes, &plan->scratch,
                            "fa_cl_plan_create: clCreateBuffer (tensor maps)");
         if (st != FA_CL_SUCCESS)
             return st;
-        plan->scratch_bytes = FA_CL_TMA_MAPS * FA_CL_TMA_MAP_BYTES; /* plan_tma: no chunks */
+        plan->scratch_bytes = bytes; /* plan_tma: no chunks */
     }
     for (int c = 0; c < forwards; c++) {
         fa_cl_launch *l = &plan->launches[first + c];

@@ -11,6 +11,7 @@ typedef struct fa_cl_launch fa_cl_launch;
 /* A tensor map's bytes (CUDA's CUtensorMap; cl/fa_nv_tma.cl writes them on the device). */
 #define FA_CL_TMA_MAP_BYTES 128
 #define FA_CL_TMA_MAPS 4 /* Q, K, V, the mask (cl/fa_forward_nv_mma.cl's FA_TMA_MAP_*) */
+#define FA_CL_TILE_COUNTER_BYTES 64 /* after the maps: a persistent plan's tile counter (FA_TILE_COUNTER) */
 
 /* One kernel launch of a plan. Launches run in their order, each after the previous one. */
 struct fa_cl_launch {

@@ -128,6 +128,8 @@ typedef struct fa_cl_tiles {
     int mask_tma;             /* nvidia-wgmma with the producer: the mask's tiles by TMA through a tensor map that
                                  the plan's first launch writes into its scratch (FA_MASK_TMA) */
     int kv_tma;               /* nvidia-wgmma with the producer: Q, K and V tiles by TMA likewise (FA_KV_TMA) */
+    int persistent;           /* nvidia-wgmma with kv_tma: a work-group a compute unit taking tile after tile
+                                 (FA_PERSISTENT); local_mem_bytes counts its O tile */
 } fa_cl_tiles;
 
 /* A build with any serving feature above: its kernel takes the serving arguments (FA_SERVING). */

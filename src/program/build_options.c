@@ -71,6 +71,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK_TMA"));
     if (t->kv_tma)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_KV_TMA"));
+    if (t->persistent)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PERSISTENT"));
     /* FA_UNROLL unrolls the loops over head_dim so that a work-item's private arrays stay in
      * registers. Beyond the family's limit they cannot, and unrolling costs speed and compile time:
      * on the H200 (session 10) the rows kernel's d = 512 program took 91 s to build unrolled and 3 s
