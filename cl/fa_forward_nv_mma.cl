@@ -121,12 +121,13 @@
  * 549.8, 56/224 545.0, 40/232 541, 24/240 526 (the producer's copies spill below 56); at D_PAD 64
  * 56/224 390.7, 72/216 379.7. Session 19 call 1, copies by TMA (the producer needs fewer than 24):
  * 24/240 at D_PAD 128 599.9 / 603.9 against 597.7 / 593.3 (72/216), causal 526.5 against 519.0,
- * D_PAD 64 390.9 against 385.6; at 256 584 (no producer: 448); with a mask's tiles 488 against
- * 525 (72/216): not there */
+ * D_PAD 64 390.9 against 385.6; at 256 584 (no producer: 448); with a mask's tiles by cp.async 488
+ * against 525 (72/216). With the mask's tiles by TMA too (session 24 call 3, persistent): f16 mask
+ * 535.0 / 532.2 against 526.3 / 529.7, causal 487.9 against 479.0, bool 519.3 against 504.6 */
 #ifndef FA_WG_PRODUCER_REGS /* literals: setmaxnreg takes them as text */
 #if NWG == 3 /* FlashAttention-3's split for three: 24 + 3 x 160 of 512 x 128 */
 #define FA_WG_PRODUCER_REGS 24
-#elif defined(FA_KV_TMA) && (D_PAD > 128 || !defined(FA_MASK))
+#elif defined(FA_KV_TMA) /* every copy a bulk tensor copy (a mask's tiles too: FA_KV_TMA's rule) */
 #define FA_WG_PRODUCER_REGS 24
 #elif D_PAD > 64
 #define FA_WG_PRODUCER_REGS 72
@@ -137,7 +138,7 @@
 #ifndef FA_WG_CONSUMER_REGS
 #if NWG == 3
 #define FA_WG_CONSUMER_REGS 160
-#elif defined(FA_KV_TMA) && (D_PAD > 128 || !defined(FA_MASK))
+#elif defined(FA_KV_TMA)
 #define FA_WG_CONSUMER_REGS 240
 #elif D_PAD > 64
 #define FA_WG_CONSUMER_REGS 216
@@ -149,6 +150,16 @@
 #error "FA_WG_PRODUCER's registers exceed the work-group's"
 #endif
 #define PRODUCER_ITEMS 128
+/* FA_WG_PEEL: a tile's first block peeled (FlashAttention-3's first iteration): S alone, no product
+ * of a zero P against a zero V; V's entries are the blocks' V only (a tile without blocks: one of
+ * zeros). H200, session 24 call 2, B=8 H=16 N=4096 f16, TFLOP/s, against -DFA_WG_NO_PEEL (which
+ * keeps the product): d = 128 629.8 / 635.2 against 617.2 / 624.6, causal 582.0 against 576.4 (call
+ * 1), B=64 N=512 445.4 against 424.3 (call 1), d = 64 451.2 / 457.9 against 447.8 / 445.9, causal
+ * 356.1 against 345.8. Not at D_PAD 256 (the loop's code twice, at 240 registers): 668.5 / 663.4
+ * against 673.9 / 670.7. */
+#if !defined(FA_WG_NO_PEEL) && D_PAD <= 128
+#define FA_WG_PEEL 1
+#endif
 /* FA_KV_TMA: Q, K and V by bulk tensor copies (cl/fa_nv_tma.cl), one work-item of the producer
  * issuing them all, through the maps the plan's first launch wrote (fa_tma_maps); a full barrier
  * then waits for that work-item's arrival and the copies' bytes, not for 128 copiers */
@@ -685,14 +696,20 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #endif
 
 /* FA_PERSISTENT: the O tile has space of its own after the rest (the producer fills Q's and the
- * stages with the next tile's while the consumers store this one's) */
+ * stages with the next tile's while the consumers store this one's); with a mask (its tiles by TMA)
+ * O goes out as pairs from the accumulators, without a tile */
 #ifdef FA_PERSISTENT
-#if !defined(FA_WG_PRODUCER) || !defined(FA_KV_TMA) || defined(FA_MASK) || defined(FA_SPLIT) || \
-    defined(FA_KV_CHUNKED) || defined(FA_SERVING) || defined(FA_SMEM_FLOOR) || HEAD_DIM % 8 != 0 || D_PAD > 128
-#error "FA_PERSISTENT: the producer copying by TMA, a dense plan without a mask, splits or chunks, D_PAD <= 128"
+#if !defined(FA_WG_PRODUCER) || !defined(FA_KV_TMA) || (defined(FA_MASK) && !defined(FA_MASK_TMA)) || \
+    defined(FA_SPLIT) || defined(FA_KV_CHUNKED) || defined(FA_SERVING) || defined(FA_SMEM_FLOOR) ||      \
+    HEAD_DIM % 8 != 0 || D_PAD > 128
+#error "FA_PERSISTENT: the producer copying by TMA, a dense plan (a mask's tiles by TMA), no splits or chunks, D_PAD <= 128"
 #endif
 #define O_TILE_AT (SMEM_HALVES + MASK_HALVES)
+#ifdef FA_MASK
+#define O_TILE_HALVES 0
+#else
 #define O_TILE_HALVES (BLOCK_Q * ROW)
+#endif
 #else
 #define O_TILE_HALVES 0
 #endif
@@ -924,8 +941,10 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #ifdef FA_MASK_TMA
         __global const ulong *const mask_map = (__global const ulong *)scratch + FA_TMA_MAP_MASK * 16;
         const int mask_c2 = ms1 != 0 ? h : 0, mask_c3 = ms0 != 0 ? (int)b : 0; /* broadcast dims: extent 1 */
+#ifndef FA_PERSISTENT /* there, once (the kernel) */
         if (pl == 0)
             fa_tma_map_acquire(mask_map);
+#endif
 #endif
         for (int kv0 = kv_first, i = 0;; kv0 += BLOCK_KV, i++) {
             const int more = kv0 < blk_hi;
@@ -970,6 +989,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #endif
                 jk++;
             }
+#ifdef FA_WG_PEEL
+            if (i > 0 || !more) /* V_{i-1}; a tile without blocks: one entry of zeros */
+#endif
             {
                 const int st = jv % NBUF;
 #ifdef FA_PERSISTENT
@@ -1070,7 +1092,16 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         *(__local uint4 *)(v_s + TILE + 8 * e) = (uint4)(0u);
 #endif
 #endif
+#ifdef FA_WG_PEEL
+    /* the loop twice, unrolled: a copy for the first block (peel 1, a constant there: no predicated
+     * wgmma, which ptxas serialises) that leaves after it, then the loop for the rest */
+    int kv0 = kv_first;
+    FA_PRAGMA_UNROLL
+    for (int peel = 1; peel >= 0; peel--)
+    for (; kv0 < blk_hi; kv0 += BLOCK_KV) {
+#else
     for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
+#endif
 #ifdef FA_WG_PRODUCER
         const int st = jk % NBUF, sv = jv % NBUF;
         __local const ushort *kc = k_s + st * TILE, *vc = v_s + sv * TILE; /* K_j, V_{j-1} */
@@ -1246,11 +1277,18 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
                 fa_wgmma_ss(BLOCK_KV)(sw, dq + fa_wg_kstep_kmajor(kk, D_PAD, BLOCK_Q),
                                       dk + fa_wg_kstep_kmajor(kk, D_PAD, BLOCK_KV), kk > 0);
             fa_wgmma_commit();
-#ifdef FA_WG_PRODUCER
-            fa_mbar_wait(vfull + sv, (uint)(jv / NBUF) & 1u);
-            fa_wg_fence_proxy();
+#ifdef FA_WG_PEEL
+            if (peel) {
+                fa_wgmma_commit(); /* an empty group: the wait below is for S all the same */
+            } else
 #endif
-            fa_wg_pv(ow, pa, vc);
+            {
+#ifdef FA_WG_PRODUCER
+                fa_mbar_wait(vfull + sv, (uint)(jv / NBUF) & 1u);
+                fa_wg_fence_proxy();
+#endif
+                fa_wg_pv(ow, pa, vc);
+            }
 #ifdef FA_WG_PINGPONG
             if (warp < 4) /* the other's turn */
                 fa_bar_arrive(2, 256);
@@ -1460,10 +1498,18 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         /* the previous block's P V done: O rescaled, this block's P packed for the next */
         fa_wg_wait_o(ow);
 #ifdef FA_WG_PRODUCER
-        if (lane == 0) /* V entry j read */
-            fa_mbar_arrive(vempty + sv);
+#ifdef FA_WG_PEEL
+        if (!peel)
+#endif
+        {
+            if (lane == 0) /* V entry j read */
+                fa_mbar_arrive(vempty + sv);
+            jv++;
+        }
         jk++;
-        jv++;
+#endif
+#ifdef FA_WG_PEEL
+        if (!peel) /* O is zeros before the first block */
 #endif
         if (o_scale[0] != 1.0f || o_scale[1] != 1.0f) {
             FA_PRAGMA_UNROLL
@@ -1515,6 +1561,12 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         }
 #endif
 #endif /* FA_KEYS_M */
+#ifdef FA_WG_PEEL
+        if (peel) { /* the first block done: the rest in the loop's second copy */
+            kv0 += BLOCK_KV;
+            break;
+        }
+#endif
     }
 #ifdef FA_WGMMA
 #ifdef FA_WG_PINGPONG
@@ -1845,6 +1897,9 @@ void fa_forward(FA_FORWARD_PARAMS)
             return;
         for (int i = 0; i < 3; i++)
             fa_tma_map_acquire((__global const ulong *)scratch + FA_TMA_MAP_Q * 16 + 16 * i);
+#ifdef FA_MASK_TMA
+        fa_tma_map_acquire((__global const ulong *)scratch + FA_TMA_MAP_MASK * 16);
+#endif
         for (int n = 0; tile < total_tiles; n++) {
             fa_forward_tile(FA_FORWARD_NAMES, smem, mask_rows, mbar, tile, 1, &jk, &jv, &nq FA_EMU_ARG);
             tile = lpt_columns > 0 ? groups + atomic_inc((volatile __global uint *)scratch + FA_TILE_COUNTER)

@@ -196,8 +196,8 @@ typedef struct fa_cl_context fa_cl_context;
  * kind by TMA; at head_dim 129..256 the producer and 80-key blocks need TMA, so there 0 plans
  * without them), FA_CL_SPLITS=n (split-KV chunks of every plan), FA_CL_LPT_COLUMNS=n (causal plans
  * start the longest query blocks of n head columns at a time; default about a wave of work-groups),
- * FA_CL_PERSISTENT=0|n (nvidia-wgmma's persistent plans, head_dim 97..128 dense: 0 a work-group a
- * tile instead, n at most n work-groups; default one a compute unit),
+ * FA_CL_PERSISTENT=0|n (nvidia-wgmma's persistent plans, head_dim 97..128, dense, masks too: 0 a
+ * work-group a tile instead, n at most n work-groups; default one a compute unit),
  * FA_CL_GQA_PACK=0|1 (GQA packing never / always), FA_CL_KV_CHUNK=n (tests: every plan sums keys in
  * chunks of n, see "Long rows"), FA_CL_MMA_EMULATE=1 (tests), FA_CL_KERNEL_DIR (read the kernel .cl
  * files from a directory instead of the embedded copy; regular files only), FA_CL_BUILD_OPTIONS

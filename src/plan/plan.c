@@ -98,22 +98,28 @@ static void plan_tma(const fa_cl_context *ctx, fa_cl_plan *plan)
  * 625.2 against 623.5 / 620.0, causal 579.0 / 585.2 against 544.7 / 544.8, bf16 657.7 against
  * 641.4, B=64 N=512 436.6 against 364.4, B=32 N=1024 542.0 against 483.1 (causal 390.2 against
  * 319.4), GQA 32/8 N=8192 663.8 against 619.1. Not at d_pad 64 (three computing warpgroups of 160
- * registers: 357 against 450, spills), nor 256 (no room for the O tile). Where the producer copies
- * by TMA in a dense plan without a mask or splits, fewer than 2^31 tiles (the counter's), and
- * FA_CL_PERSISTENT is not 0. */
+ * registers: 357 against 450; the driver's PTX spills only 8 bytes, session 24, so not that), nor
+ * 256 (no room for the O tile). With a mask (its tiles by TMA) O goes out from the accumulators
+ * without the O tile (session 24 call 4 against b544d44: f16 mask 550.8 / 552.7 against 534.9 /
+ * 540.7, causal 495.7 against 468.6, B=32 N=1024 441.3 against 415.9, with the 24/240 registers).
+ * Where the producer copies by TMA in a dense plan without splits, fewer than 2^31 tiles (the
+ * counter's), and FA_CL_PERSISTENT is not 0. */
 static void plan_persistent(const fa_cl_context *ctx, fa_cl_plan *plan)
 {
     fa_cl_tiles *t = &plan->tiles;
     const fa_cl_attention_desc *d = &plan->views.d;
     t->persistent = 0;
-    if (!t->kv_tma || t->mask || t->splits > 1 || t->head_dim_padded != 128 || ctx->env.persistent_off)
+    if (!t->kv_tma || (t->mask && !t->mask_tma) || t->splits > 1 || t->head_dim_padded != 128 ||
+        ctx->env.persistent_off)
         return;
     const uint64_t tiles = (uint64_t)((d->seqlen_q + t->block_q - 1) / t->block_q) * (uint64_t)d->batch *
                            (uint64_t)d->heads_q; /* kv_tma: no GQA packing */
     if (tiles >= ((uint64_t)1 << 31))
         return;
-    /* the O tile (rows of d_pad + 8 halves); the Q tile's mbarrier, two slots of the next tile and their 4 */
-    const size_t bytes = t->local_mem_bytes + (size_t)t->block_q * (size_t)(t->head_dim_padded + 8) * 2 + 56;
+    /* the O tile (rows of d_pad + 8 halves; with a mask O is stored from the accumulators); the Q
+     * tile's mbarrier, two slots of the next tile and their 4 */
+    const size_t o_tile = t->mask ? 0 : (size_t)t->block_q * (size_t)(t->head_dim_padded + 8) * 2;
+    const size_t bytes = t->local_mem_bytes + o_tile + 56;
     if (bytes > t->local_mem_budget)
         return;
     t->persistent = 1;
