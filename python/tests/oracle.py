@@ -33,6 +33,20 @@ def value(a, dtype):
     return bf16_value(a).astype(np.float64) if dtype == "bf16" else np.asarray(a, np.float64)
 
 
+def visible(sq, sk, causal, window):
+    """[Sq, Sk] bool: the keys each row sees, bottom-right aligned (key j, row i: diagonal i + Sk - Sq)."""
+    diag = np.arange(sq)[:, None] + sk - sq
+    j = np.arange(sk)[None, :]
+    vis = np.ones((sq, sk), bool)
+    if causal:
+        vis &= j <= diag
+    if window[0] >= 0:
+        vis &= j >= diag - window[0]
+    if window[1] >= 0:
+        vis &= j <= diag + window[1]
+    return vis
+
+
 def oracle(q, k, v, scale=None, causal=False, window=(-1, -1), lens=None, softcap=0.0, slopes=None, sinks=None,
            mask=None):
     """float64 attention on [B, Sq, Hq, D] / [B, Sk, Hkv, D]; bottom-right masks (per-sequence lens),
@@ -62,14 +76,7 @@ def oracle(q, k, v, scale=None, causal=False, window=(-1, -1), lens=None, softca
                 s = s - float(slopes[h]) * np.abs(diag - j)
             if mask is not None:
                 s = s + add[bi, h, :, :n]
-            vis = np.ones((sq, n), bool)
-            if causal:
-                vis &= j <= diag
-            if window[0] >= 0:
-                vis &= j >= diag - window[0]
-            if window[1] >= 0:
-                vis &= j <= diag + window[1]
-            s = np.where(vis, s, -np.inf)
+            s = np.where(visible(sq, n, causal, window), s, -np.inf)
             m = s.max(axis=1, initial=-np.inf)
             sink = -np.inf if sinks is None else float(sinks[h])
             m = np.maximum(m, sink)
@@ -103,15 +110,7 @@ def backward_oracle(q, k, v, dout, scale=None, causal=False, window=(-1, -1)):
     sk, hkv = k.shape[1], k.shape[2]
     scale = 1.0 / np.sqrt(d) if scale is None else scale
     dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
-    i = np.arange(sq)[:, None] + sk - sq
-    j = np.arange(sk)[None, :]
-    vis = np.ones((sq, sk), bool)
-    if causal:
-        vis &= j <= i
-    if window[0] >= 0:
-        vis &= j >= i - window[0]
-    if window[1] >= 0:
-        vis &= j <= i + window[1]
+    vis = visible(sq, sk, causal, window)
     for bi in range(b):
         for h in range(hq):
             kh = h // (hq // hkv)
