@@ -14,5 +14,5 @@ s[np.triu_indices(256, 1)] = -np.inf
 p = np.exp(s - s.max(axis=1, keepdims=True))
 ref = (p / p.sum(axis=1, keepdims=True)) @ v[0, :, 0].astype(np.float64)
 err = np.abs(o[0, :, 0] - ref).max()
-print(f"{fa_cl.default_context().device.name.strip()}: o {o.shape} {o.dtype}, lse {lse.shape}, max error {err:.1e}")
+print(f"{fa_cl.default_context().device_name}: o {o.shape} {o.dtype}, lse {lse.shape}, max error {err:.1e}")
 assert err < 1e-2

@@ -3,6 +3,8 @@
 
     python -m fa_cl.plot bench.json [torch_*.json ...] -o bench.png
 
+Needs matplotlib (pip install fa_cl[plot]); `import fa_cl` does not import this module.
+
 bench.json: fa_cl_bench --json (its rows: fused, and the CLBlast reference where it ran). Any other
 file given: scripts/torch_sdpa_anchor.py --json (one shape, a row per PyTorch backend) or the
 anchor's printed output (any number of shapes), drawn beside the fa_cl row of the same dtype,
@@ -84,7 +86,10 @@ _COLORS = {"fa_cl fused": "tab:green", "fa_cl reference (CLBlast)": "tab:gray", 
 
 
 def draw(series, out, title=None):
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit("fa_cl.plot needs matplotlib, which fa_cl itself does not: pip install fa_cl[plot]") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
