@@ -279,6 +279,7 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
     ctx->device = device;
     ctx->queue = queue;
     ctx->queue_in_order = !(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    ctx->hold_events = !ctx->queue_in_order || fa_cl__contains_nocase(ctx->props.platform_version, "pocl");
     fa_cl__binary_cache_open(ctx);
     if (ctx->env.nv_tf32 == 0 && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
         fa_cl__note(ctx, "fp32 on tensor cores (nvidia-tf32x3): off (FA_CL_NV_TF32=0): f32 takes the portable kernels");

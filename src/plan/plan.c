@@ -754,8 +754,7 @@ static void plan_free(fa_cl_plan *plan)
     for (int i = 0; i < 6; i++)
         if (mems[i])
             clReleaseMemObject(mems[i]);
-    if (plan->last)
-        clReleaseEvent(plan->last);
+    fa_cl__chain_state_release(&plan->chain);
     free(plan->launches);
     fa_cl_lock_destroy(&plan->lock);
     free(plan);
@@ -862,57 +861,136 @@ fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, con
     return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
 }
 
+/* One call's launch events, held until its last launch has ended (fa_cl_chain_state). */
+struct fa_cl_held_chain {
+    fa_cl_held_chain *next;
+    int count;
+    cl_event events[];
+};
+
+static void CL_CALLBACK held_chain_free(cl_event ended, cl_int status, void *data)
+{
+    (void)ended, (void)status;
+    fa_cl_held_chain *c = (fa_cl_held_chain *)data;
+    for (int i = 0; i < c->count; i++)
+        clReleaseEvent(c->events[i]);
+    free(c);
+}
+
+/* An event whose command has ended: complete, or failed (a negative status); a failed query counts
+ * as ended (the event is then no use to wait for). */
+static int event_ended(cl_event e)
+{
+    cl_int status = CL_COMPLETE;
+    return clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS ||
+           status <= CL_COMPLETE;
+}
+
+/* Release the held chains whose last launch has ended. */
+static void held_chains_sweep(fa_cl_chain_state *state)
+{
+    for (fa_cl_held_chain **p = &state->held; *p;) {
+        fa_cl_held_chain *c = *p;
+        if (event_ended(c->events[c->count - 1])) {
+            *p = c->next;
+            held_chain_free(NULL, CL_COMPLETE, c);
+        } else {
+            p = &c->next;
+        }
+    }
+}
+
+void fa_cl__chain_state_release(fa_cl_chain_state *state)
+{
+    held_chains_sweep(state);
+    /* calls still running: their events go when their last launch ends (PoCL 3.1 calls no callback
+     * for a failed one: those few events stay) */
+    while (state->held) {
+        fa_cl_held_chain *c = state->held;
+        state->held = c->next;
+        if (clSetEventCallback(c->events[c->count - 1], CL_COMPLETE, held_chain_free, c) != CL_SUCCESS)
+            held_chain_free(NULL, CL_COMPLETE, c);
+    }
+    if (state->last)
+        clReleaseEvent(state->last);
+    state->last = NULL;
+}
+
 fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int count, fa_cl_chain_fn prepare,
                                   void *data, cl_uint num_wait, const cl_event *wait, cl_event *done,
-                                  cl_event *serial)
+                                  fa_cl_chain_state *state, int serial)
 {
-    fa_cl_status st = FA_CL_SUCCESS;
+    const int ordered = ctx->queue_in_order, hold = ctx->hold_events;
     fa_cl_lock_acquire(lock);
-    /* the first launch's wait list: the caller's, and the previous call's last launch */
+    held_chains_sweep(state);
+    fa_cl_held_chain *held = NULL;
+    if (hold && !(held = (fa_cl_held_chain *)calloc(1, sizeof *held + (size_t)count * sizeof(cl_event)))) {
+        fa_cl_lock_release(lock);
+        return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "enqueue: out of host memory");
+    }
+    /* the first launch's wait list: the caller's, and (out of order, a plan with scratch) the
+     * previous call's last launch unless that has ended: a failed one no longer runs, and in a
+     * wait list it would fail every later call */
+    if (state->last && (ordered || !serial || event_ended(state->last))) {
+        clReleaseEvent(state->last);
+        state->last = NULL;
+    }
     cl_event few[8], *first_wait = (cl_event *)wait;
     cl_uint first_num = num_wait;
-    if (serial && *serial) {
+    if (state->last) {
         first_wait = num_wait < 8 ? few : (cl_event *)malloc(((size_t)num_wait + 1) * sizeof *first_wait);
         if (!first_wait) {
+            free(held);
             fa_cl_lock_release(lock);
             return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "enqueue: out of host memory");
         }
         for (cl_uint i = 0; i < num_wait; i++)
             first_wait[i] = wait[i];
-        first_wait[first_num++] = *serial;
+        first_wait[first_num++] = state->last;
     }
-    /* launches run in order, each after the previous one (also on an out-of-order queue) */
-    cl_event prev = NULL;
-    for (int i = 0; i < count && st == FA_CL_SUCCESS; i++) {
+    fa_cl_status st = FA_CL_SUCCESS;
+    for (int i = 0; i < count; i++) {
         fa_cl_chain_step s;
         memset(&s, 0, sizeof s);
-        cl_event ev = NULL;
-        st = prepare(data, i, &s);
-        if (st == FA_CL_SUCCESS) {
-            cl_int err = clEnqueueNDRangeKernel(ctx->queue, s.kernel, s.dims, NULL, s.global, s.local[0] ? s.local : NULL,
-                                                i == 0 ? first_num : 1, i == 0 ? first_wait : &prev,
-                                                i == count - 1 && !serial ? done : &ev);
-            if (err != CL_SUCCESS) {
-                char what[96];
-                snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", s.name);
-                st = fa_cl__fail_cl(ctx, err, what);
-                ev = NULL;
-            }
+        if ((st = prepare(data, i, &s)) != FA_CL_SUCCESS)
+            break;
+        /* In order the queue runs the launches one after another: no wait list between them; the
+         * caller's goes on the first launch and again on the last, so that done reports a failed
+         * event there whatever an implementation does with a failure in queue order. Out of order,
+         * each launch waits for the previous one's event. */
+        const int last = i == count - 1;
+        cl_uint n = i == 0 ? first_num : 0;
+        const cl_event *list = i == 0 ? first_wait : NULL;
+        if (i > 0 && !ordered)
+            n = 1, list = &held->events[i - 1];
+        else if (i > 0 && last)
+            n = num_wait, list = wait;
+        cl_event *ev = held ? &held->events[i] : last ? done : NULL;
+        const cl_int err = clEnqueueNDRangeKernel(ctx->queue, s.kernel, s.dims, NULL, s.global,
+                                                  s.local[0] ? s.local : NULL, n, n ? list : NULL, ev);
+        if (err != CL_SUCCESS) {
+            char what[96];
+            snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", s.name);
+            st = fa_cl__fail_cl(ctx, err, what);
+            break;
         }
-        if (i == count - 1 && ev && serial) { /* the last launch: the next call's first waits for it */
-            if (*serial)
-                clReleaseEvent(*serial);
-            *serial = ev;
-            if (done && clRetainEvent(ev) == CL_SUCCESS)
-                *done = ev;
-            ev = NULL;
-        }
-        if (prev)
-            clReleaseEvent(prev);
-        prev = ev;
+        if (held)
+            held->count = i + 1;
     }
-    if (prev)
-        clReleaseEvent(prev);
+    if (held && held->count > 0) {
+        const cl_event tail = held->events[held->count - 1];
+        if (st == FA_CL_SUCCESS && serial && !ordered && clRetainEvent(tail) == CL_SUCCESS) {
+            if (state->last)
+                clReleaseEvent(state->last);
+            state->last = tail; /* the next call's first launch waits for this one */
+        }
+        if (st == FA_CL_SUCCESS && done && clRetainEvent(tail) == CL_SUCCESS)
+            *done = tail;
+        held->next = state->held;
+        state->held = held;
+    } else {
+        free(held);
+    }
     if (first_wait != wait && first_wait != few)
         free(first_wait);
     fa_cl_lock_release(lock);
@@ -946,7 +1024,7 @@ fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
 {
     forward_call c = {plan, a};
     return fa_cl__enqueue_chain(plan->ctx, &plan->lock, plan->nlaunches, forward_step, &c, a->num_wait, a->wait,
-                                a->done, plan->scratch_bytes > 0 ? &plan->last : NULL);
+                                a->done, &plan->chain, plan->scratch_bytes > 0);
 }
 
 fa_cl_status fa_cl_plan_run(fa_cl_plan *plan, const fa_cl_forward_args *args)
