@@ -203,7 +203,12 @@ typedef struct fa_cl_context fa_cl_context;
  * files from a directory instead of the embedded copy; regular files only), FA_CL_BUILD_OPTIONS
  * (extra compiler flags; a -D or -I without its argument is refused), FA_CL_DEBUG_BUILD_LOG (print
  * build logs), and FA_CL_CACHE_DIR: the on-disk program cache directory, default
- * $XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl, "off" to disable it. The directory is created (mode 0700)
+ * $XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl, "off" to disable it. An empty value is unset. The
+ * on/off switches (FA_CL_VENDOR_PATH, FA_CL_PAD_ROWS, FA_CL_NV_TF32, FA_CL_WGMMA,
+ * FA_CL_WGMMA_PRODUCER, FA_CL_TMA, FA_CL_GQA_PACK, FA_CL_MMA_EMULATE, FA_CL_DEBUG_BUILD_LOG) take
+ * 1, on, yes, true or 0, off, no, false in any case (FA_CL_TMA also mask, kv); anything else, like
+ * a malformed count, is FA_CL_ERROR_INVALID_ARGUMENT naming the variable, the value and the accepted
+ * words. The directory is created (mode 0700)
  * here if missing; if that fails, it is not writable, or it is not private (below), the context
  * works without the cache and fa_cl_context_notes() says why.
  *
@@ -223,7 +228,8 @@ typedef struct fa_cl_context fa_cl_context;
  * @param queue   a command queue of context on device; every call enqueues there
  * @param out     receives the new context (NULL on failure)
  * @return FA_CL_SUCCESS; FA_CL_ERROR_INVALID_ARGUMENT for NULL handles, a queue of another context or
- *         device, or a malformed FA_CL_* variable (named in the message); FA_CL_ERROR_OPENCL when a
+ *         device, or a malformed FA_CL_* variable (a switch's word or a count not accepted; the
+ *         variable and its value are named in the message); FA_CL_ERROR_OPENCL when a
  *         device query fails; FA_CL_ERROR_OUT_OF_MEMORY. The message is in fa_cl_last_error(NULL).
  * Thread-safe.
  */
