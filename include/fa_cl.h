@@ -111,7 +111,12 @@ extern "C" {
  * the end, and 0 means "off" or "the default" for each of them; the library reads or writes only
  * the first struct_size bytes, so a caller built against an older header keeps working with a
  * newer library, and a newer caller's struct is accepted by an older library when the fields it
- * does not know are zero. New entry points take such an argument struct (fa_cl_forward_args)
+ * does not know are zero. One rule for every struct a caller passes in (fa_cl_attention_desc,
+ * fa_cl_forward_args, fa_cl_backward_args): a struct_size below the struct's first version is
+ * FA_CL_ERROR_INVALID_ARGUMENT (the struct was not initialised); a field this library does not
+ * know set to non-zero is FA_CL_ERROR_UNSUPPORTED (a newer header's feature this library does not
+ * have: the caller may fall back without it). A struct the library fills (fa_cl_plan_info) gets
+ * at most struct_size bytes. New entry points take such an argument struct (fa_cl_forward_args)
  * instead of longer positional lists; the positional functions of 0.1 stay.
  */
 #define FA_CL_VERSION_MAJOR 0
@@ -476,8 +481,9 @@ static inline void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t
  * every byte extent fits in 64 bits. Returns the status fa_cl_plan_create would for the same desc
  * (before any device limit is applied): FA_CL_SUCCESS, FA_CL_ERROR_INVALID_ARGUMENT (a field is
  * invalid, or desc is NULL) or FA_CL_ERROR_UNSUPPORTED (valid but beyond what fa_cl supports, e.g.
- * head_dim > 512). If msg is not NULL, a message naming the problem is written to it (at most
- * msg_size bytes, NUL-terminated; "" on success). Does not touch fa_cl_last_error(). Thread-safe.
+ * head_dim > 512, or a newer header's field set: the extension rule). If msg is not NULL, a
+ * message naming the problem is written to it (at most msg_size bytes, NUL-terminated; "" on
+ * success). Does not touch fa_cl_last_error(). Thread-safe.
  */
 FA_CL_API fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc *desc, char *msg, size_t msg_size);
 
@@ -593,8 +599,9 @@ FA_CL_API fa_cl_status fa_cl_plan_forward(fa_cl_plan *plan, cl_mem q, cl_mem k, 
                                           cl_uint num_wait, const cl_event *wait, cl_event *done);
 
 /** fa_cl_plan_forward with its arguments in a struct (the extension rule): the same checks, errors and
- *  ownership. FA_CL_ERROR_INVALID_ARGUMENT also for a NULL args, a struct_size too small, or fields
- *  this library does not know set to non-zero. Thread-safe as fa_cl_plan_forward. */
+ *  ownership. FA_CL_ERROR_INVALID_ARGUMENT also for a NULL args or a struct_size too small;
+ *  FA_CL_ERROR_UNSUPPORTED for fields this library does not know set to non-zero. Thread-safe as
+ *  fa_cl_plan_forward. */
 FA_CL_API fa_cl_status fa_cl_plan_run(fa_cl_plan *plan, const fa_cl_forward_args *args);
 
 /** Release a plan. NULL is fine. Work already enqueued with it completes normally. Must not race
@@ -747,7 +754,8 @@ static inline fa_cl_status fa_cl_backward_plan_get_info(const fa_cl_backward_pla
  * CL_MEM_READ_ONLY; dq, dk, dv must not overlap each other or q, k, v, o, lse, dout. A failed check
  * enqueues nothing and writes nothing.
  * @return FA_CL_SUCCESS once enqueued; FA_CL_ERROR_INVALID_ARGUMENT, FA_CL_ERROR_BUFFER_TOO_SMALL
- *         (named in the message); FA_CL_ERROR_OPENCL if an enqueue fails.
+ *         (named in the message); FA_CL_ERROR_UNSUPPORTED for args fields this library does not
+ *         know set to non-zero (the extension rule); FA_CL_ERROR_OPENCL if an enqueue fails.
  * Thread-safe: a plan may be used from several threads (enqueues are serialised per plan).
  */
 FA_CL_API fa_cl_status fa_cl_backward_plan_run(fa_cl_backward_plan *plan, const fa_cl_backward_args *args);

@@ -892,6 +892,15 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     a = r.args;
     a.struct_size = 8;
     expect_refused(t, ctx, &r, &good, &a, FA_CL_ERROR_INVALID_ARGUMENT, "struct_size", "args.struct_size 8");
+    /* the extension rule: a newer header's struct with a field this library does not know set is
+     * UNSUPPORTED (its feature is not in this library), as for the descriptor and the forward's args */
+    struct newer {
+        fa_cl_backward_args a;
+        void *future_field;
+    } n = {r.args, (void *)&r};
+    n.a.struct_size = sizeof n;
+    expect_refused(t, ctx, &r, &good, &n.a, FA_CL_ERROR_UNSUPPORTED, "does not know",
+                   "a newer args struct with an unknown field set");
     a = r.args;
     a.num_wait = 1;
     expect_refused(t, ctx, &r, &good, &a, FA_CL_ERROR_INVALID_ARGUMENT, "num_wait", "num_wait 1 with no list");
