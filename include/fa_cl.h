@@ -416,16 +416,20 @@ typedef struct fa_cl_attention_desc {
  *    (key j visible to query i iff j <= i + cache_seqlens[b] - seqlen_q, bottom-right). The lengths
  *    are data: changing them needs no new plan. Bad data, safe by construction: a length below 0
  *    counts as 0 (the rows see no key: o = 0, LSE -inf), one above seqlen_k as seqlen_k; nothing
- *    outside the views is ever read or written.
+ *    outside the views is ever read or written; args.status reports such a length
+ *    (FA_CL_DEVICE_STATUS_BAD_SEQLEN).
  *  - Paged K/V (desc.page_size > 0): k and v are pools of num_pages pages of page_size keys;
  *    k_stride/v_stride are then {page, head, slot-in-page} (all 0: contiguous
  *    [num_pages, page_size, heads_kv, head_dim], FlashAttention's and vLLM's layout) and
  *    k_offset/v_offset where the pool starts. args.block_table is a device buffer of int32
  *    [batch, pages_per_seq]: key j of sequence b lives in slot j % page_size of page
  *    block_table[b * pages_per_seq + j / page_size]. Pages may come in any order and be shared
- *    between sequences. Bad data, safe by construction: an entry outside [0, num_pages) is clamped
- *    into it (the key is read from page 0 or num_pages - 1, whatever that holds); only entries of
- *    pages a sequence's keys reach are read.
+ *    between sequences. Bad data, safe by construction: a read through an entry outside
+ *    [0, num_pages) reads the keys of page clamp(entry, 0, num_pages - 1) (page 0 or the last):
+ *    inside the pool, so the result of that sequence is unspecified but nothing outside the
+ *    caller's views is read; only entries of pages a sequence's keys reach are read. A write (an
+ *    append) through such an entry writes nothing (the row is dropped), so no other sequence's
+ *    page changes. args.status reports both (FA_CL_DEVICE_STATUS_BAD_PAGE).
  *  - Variable-length batches (desc.total_q > 0 and/or desc.total_k > 0; FlashAttention's
  *    flash_attn_varlen_func): sequences are packed one after another along the rows of
  *    [total, heads, head_dim] tensors (strides {0, head, row}; all 0: contiguous), and
@@ -445,8 +449,24 @@ typedef struct fa_cl_attention_desc {
  *    positions cache_seqlens[b] .. cache_seqlens[b] + seqlen_new - 1, through the block table when
  *    paged, then attends to cache_seqlens[b] + seqlen_new keys; cache_seqlens itself is not updated
  *    (the caller adds seqlen_new, as with FlashAttention). Bad data: the length is clamped into
- *    [0, seqlen_k] first; new rows that would land at or past seqlen_k are dropped (not written),
- *    and the attention stops at seqlen_k keys. Sequences sharing a page must not append into it.
+ *    [0, seqlen_k] first; new rows that would land at or past seqlen_k, or in a page whose
+ *    block-table entry is outside [0, num_pages), are dropped (not written:
+ *    FA_CL_DEVICE_STATUS_DROPPED_ROWS in args.status), and the attention stops at seqlen_k keys.
+ *    Sequences sharing a page must not append into it. k and v (the caches written) must not
+ *    overlap each other, q, k_new, v_new or any other buffer of the call.
+ *  - Device status (0.4, args.status): what the library cannot check on the host, because it is
+ *    device data, the kernels check for the caller. args.status is NULL (no check, no cost) or a
+ *    buffer of at least 4 bytes, one cl_uint, written as an output (not CL_MEM_READ_ONLY, no
+ *    overlap with the call's other buffers), which the caller zeroes: the call ORs into it
+ *    FA_CL_DEVICE_STATUS_BAD_SEQLEN (a cache_seqlens entry outside [0, seqlen_k]),
+ *    FA_CL_DEVICE_STATUS_BAD_PAGE (a block-table entry that a sequence's keys reach, new rows
+ *    included, outside [0, num_pages)) and FA_CL_DEVICE_STATUS_DROPPED_ROWS (the append dropped a
+ *    new row: at or past seqlen_k, or through a bad entry), and never clears a bit, so one word
+ *    may gather several calls; read it once the call's done event has completed. With a status a
+ *    plan that has per-sequence lengths or pages runs one more launch, first: a check reading
+ *    cache_seqlens and the block table (not counted in fa_cl_plan_info.launches); other plans,
+ *    and the reference, have nothing to check and leave the word alone. The results (o, the LSE, the cache) are
+ *    the same with and without a status.
  *  - Split-KV (chosen by the planner, FA_CL_SPLITS=n forces n): where one work-group per query
  *    block would leave the device under-filled (decoding), each row's keys are cut into n chunks
  *    computed in parallel; their partial O (fp32) and LSE go to scratch the plan owns and a second
@@ -565,14 +585,21 @@ typedef struct fa_cl_forward_args {
     cl_mem alibi_slopes;    /**< 0.3: float32 [heads_q]; required iff desc.alibi */
     cl_mem sinks;           /**< 0.3: float32 [heads_q], logits; required iff desc.sinks */
     cl_mem mask;            /**< 0.3: the attention mask desc.mask describes; required iff desc.mask */
+    cl_mem status;          /**< 0.4: NULL, or a cl_uint the call ORs FA_CL_DEVICE_STATUS_* bits into where it
+                                 finds bad device data ("Serving", device status) */
 } fa_cl_forward_args;
+
+/* The bits of fa_cl_forward_args.status ("Serving"); values are ABI. */
+#define FA_CL_DEVICE_STATUS_BAD_SEQLEN 0x1u   /**< a cache_seqlens entry outside [0, desc.seqlen_k] */
+#define FA_CL_DEVICE_STATUS_BAD_PAGE 0x2u     /**< a block-table entry a sequence uses outside [0, desc.num_pages) */
+#define FA_CL_DEVICE_STATUS_DROPPED_ROWS 0x4u /**< the append dropped a new row (past capacity or a bad entry) */
 
 /** Zero every field of args and set struct_size to this header's sizeof. */
 static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
         const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL,
-                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }

@@ -30,8 +30,10 @@ static fa_cl_status build_kernel_entry(fa_cl_context *ctx, const fa_cl_views *v,
         snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", v->type[3], (int)v->d.head_dim,
                  v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "", v->d.sinks ? " -DFA_SINKS" : "");
     if (t->variant == FA_CL_KERNEL_APPEND)
-        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s", (int)v->d.dtype, (int)v->d.head_dim,
-                 v->d.page_size > 0 ? " -DFA_PAGED" : "");
+        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", (int)v->d.dtype, (int)v->d.head_dim,
+                 v->d.page_size > 0 ? " -DFA_PAGED" : "", FA_CL_STATUS_OPTIONS);
+    if (t->variant == FA_CL_KERNEL_CHECK_SERVING) /* one program for every plan */
+        snprintf(options, sizeof options, "%s", FA_CL_STATUS_OPTIONS + 1);
     if (t->variant == FA_CL_KERNEL_PAD_ROWS)
         snprintf(options, sizeof options, "-DHEAD_DIM=%d", (int)v->d.head_dim);
     cl_program prog;
@@ -549,6 +551,8 @@ static fa_cl_status append_args(const fa_cl_plan *plan, const fa_cl_launch *l, c
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &ints[i]);
     if (err == CL_SUCCESS)
         err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &rows);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &a->status);
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_append)");
 }
 
@@ -750,6 +754,7 @@ static void plan_free(fa_cl_plan *plan)
     fa_cl__kernel_give(plan->ctx, plan->append);
     fa_cl__kernel_give(plan->ctx, plan->pad);
     fa_cl__kernel_give(plan->ctx, plan->tma_maps);
+    fa_cl__kernel_give(plan->ctx, plan->check);
     cl_mem mems[6] = {plan->scratch, plan->part_o, plan->part_lse, plan->padded[0], plan->padded[1], plan->padded[2]};
     for (int i = 0; i < 6; i++)
         if (mems[i])
@@ -796,6 +801,11 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_c
         fa_cl_tiles at = plan->tiles;
         at.variant = FA_CL_KERNEL_APPEND;
         st = build_kernel(ctx, views, &at, &plan->append);
+    }
+    if (st == FA_CL_SUCCESS && (views->d.kv_seqlens || views->d.page_size > 0)) {
+        fa_cl_tiles ct = plan->tiles;
+        ct.variant = FA_CL_KERNEL_CHECK_SERVING;
+        st = build_kernel(ctx, views, &ct, &plan->check);
     }
     if (st == FA_CL_SUCCESS)
         st = make_launches(ctx, plan);
@@ -997,16 +1007,45 @@ fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int coun
     return st;
 }
 
-/* A forward plan's launch i for one call's buffers. */
+/* Arguments and grid of fa_check_serving (cl/fa_check_serving.cl): a call's device checks into
+ * args.status, one work-item per block-table entry (paged) or per sequence. */
+static fa_cl_status check_step(const fa_cl_plan *plan, const fa_cl_forward_args *a, fa_cl_chain_step *s)
+{
+    const fa_cl_attention_desc *d = &plan->views.d;
+    const int paged = d->page_size > 0;
+    cl_mem mems[3] = {a->status, d->kv_seqlens ? a->cache_seqlens : NULL, paged ? a->block_table : NULL};
+    const cl_int ints[5] = {(cl_int)d->seqlen_k, (cl_int)d->seqlen_new, (cl_int)d->page_size, (cl_int)d->pages_per_seq,
+                            (cl_int)d->num_pages};
+    const cl_ulong items = (cl_ulong)d->batch * (cl_ulong)(paged ? d->pages_per_seq : 1); /* desc.c bounds it */
+    cl_uint n = 0;
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(plan->check, n++, sizeof(cl_mem), &mems[i]);
+    for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(plan->check, n++, sizeof(cl_int), &ints[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(plan->check, n++, sizeof(cl_ulong), &items);
+    s->kernel = plan->check;
+    s->dims = 1;
+    s->global[0] = ((size_t)items + FA_CL_CHECK_WG - 1) / FA_CL_CHECK_WG * FA_CL_CHECK_WG, s->global[1] = 1;
+    s->local[0] = FA_CL_CHECK_WG, s->local[1] = 1;
+    s->name = "fa_check_serving";
+    return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_check_serving)");
+}
+
+/* A forward plan's launch i for one call's buffers: with a status, the check first (checked). */
 typedef struct forward_call {
     const fa_cl_plan *plan;
     const fa_cl_forward_args *args;
+    int checked;
 } forward_call;
 
 static fa_cl_status forward_step(void *data, int i, fa_cl_chain_step *s)
 {
     const forward_call *c = (const forward_call *)data;
     const fa_cl_plan *plan = c->plan;
+    if (c->checked && i-- == 0)
+        return check_step(plan, c->args, s);
     const fa_cl_launch *l = &plan->launches[i];
     s->kernel = l->kernel;
     s->dims = l->global[1] > 1 ? 2 : 1;
@@ -1022,9 +1061,9 @@ static fa_cl_status forward_step(void *data, int i, fa_cl_chain_step *s)
 
 fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
 {
-    forward_call c = {plan, a};
-    return fa_cl__enqueue_chain(plan->ctx, &plan->lock, plan->nlaunches, forward_step, &c, a->num_wait, a->wait,
-                                a->done, &plan->chain, plan->scratch_bytes > 0);
+    forward_call c = {plan, a, a->status != NULL && plan->check != NULL};
+    return fa_cl__enqueue_chain(plan->ctx, &plan->lock, plan->nlaunches + c.checked, forward_step, &c, a->num_wait,
+                                a->wait, a->done, &plan->chain, plan->scratch_bytes > 0);
 }
 
 fa_cl_status fa_cl_plan_run(fa_cl_plan *plan, const fa_cl_forward_args *args)

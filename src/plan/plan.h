@@ -40,6 +40,8 @@ struct fa_cl_plan {
     cl_kernel append;       /* appending plans (desc.seqlen_new): the append kernel; else NULL */
     cl_kernel pad;          /* tiles.rows_padded: the pad-rows kernel; else NULL */
     cl_kernel tma_maps;     /* tiles.mask_tma or kv_tma: the kernel writing the tensor maps into scratch; else NULL */
+    cl_kernel check;        /* plans with per-sequence lengths or pages: the device checks of a call with a
+                               status (cl/fa_check_serving.cl); else NULL */
     cl_mem padded[3];       /* tiles.rows_padded: q, k, v as contiguous [B, H, S, head_dim rounded up to 8] */
     fa_cl_launch *launches; /* nlaunches of them */
     int nlaunches;
