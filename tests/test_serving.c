@@ -513,6 +513,7 @@ static int run_splits(fa_cl_context *ctx, int argc, char **argv)
 
 static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed);
 static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac, uint64_t seed);
+static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int with_mask);
 
 /* small shapes for oclgrind (races, out-of-bounds reads and writes, uninitialised values): lengths 0
  * and past the capacity, shuffled, shared and out-of-range pages, a masked decode row. "tiny N"
@@ -547,6 +548,13 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
         const varlen_case v = {3, 4, 2, 16, FA_CL_F16, 1, -1, -1, (const int[]){-2, 5, 5, 99}, 12, 6,
                                       (const int[]){0, 20, 3, 40}, 40, 24, 0};
         check_varlen(&serving_tally, ctx, &v, 650);
+    }
+    /* 6: varlen q with GQA packing, a mask and an empty sequence (whose mask rows, none, once took
+     * % 0: neither PoCL nor Oclgrind 21.10 reports that; this runs the guarded path under them) */
+    if (only == 6) {
+        const varlen_case v = {3, 4, 2, 16, FA_CL_F32, 1, -1, -1, (const int[]){0, 5, 5, 12}, 12, 7,
+                                      (const int[]){0, 20, 23, 40}, 40, 20, 0};
+        check_varlen_with(&serving_tally, ctx, &v, 651, 1);
     }
     return 0;
 }
