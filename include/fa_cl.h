@@ -60,6 +60,21 @@
  * asserts; a failed call releases what it took, and the context stays usable (a kernel that fails
  * to build is not cached: the next plan tries again).
  *
+ * Failed events: a call whose wait list holds an event that fails (a negative execution status: a
+ * user event set so, or a failed upstream command) fails too. Every launch of the call waits for
+ * the list, so none runs on an implementation that honours a failed wait-list event; the call's
+ * done event reports a negative status (as OpenCL propagates it); o and the LSE (the gradients,
+ * an append's new cache rows, args.status) hold nothing defined; the plan stays usable: a call
+ * enqueued after the failure has happened runs and completes normally, on an in-order or an
+ * out-of-order queue (a plan never makes a later call wait for a call that failed). A call
+ * enqueued while an earlier call still waits for an event that later fails may fail with it: on
+ * an in-order queue OpenCL leaves to the implementation whether a failure ends the commands queued
+ * behind it (PoCL ends them), and on an out-of-order queue a later call of a plan that owns scratch
+ * waits for the earlier call's last launch (while it has not ended) and so fails with it. Either
+ * way it ends: nothing hangs. Where a plan's launches make events (out-of-order queues; PoCL, which
+ * aborts when an event it made is freed while a failure propagates through it), the plan holds
+ * them until the call's last launch has ended.
+ *
  * Thread safety: one fa_cl_context may be used from several host threads at once (its program and
  * plan caches and its error message are guarded by the context's lock); a plan may be shared
  * between threads too (argument setting and enqueue are serialised per plan). Calls from several
@@ -184,9 +199,11 @@ typedef struct fa_cl_context fa_cl_context;
  * has a context, a queue and its tensors in cl_mem buffers.
  *
  * The context, device and queue are retained (and released by fa_cl_context_release), so the caller
- * may release its own references. The queue must belong to the context and device; an in-order queue
- * is expected (work is ordered through it), and profiling need not be enabled. Buffers given to later
- * calls must belong to this OpenCL context.
+ * may release its own references. The queue must belong to the context and device; it may be in
+ * order (the usual case: the queue orders a call's launches, without events between them) or out of
+ * order (each launch then waits for the previous one's event, and calls of a plan that owns scratch
+ * wait for each other); profiling need not be enabled. Buffers given to later calls must belong to
+ * this OpenCL context.
  *
  * Environment read here (once; later changes do not affect this context): FA_CL_LOCAL_MEM_BYTES
  * (cap the local-memory budget), FA_CL_LOCAL_MEM_OVERRIDE (experiments: plan for that many bytes of

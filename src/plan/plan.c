@@ -964,17 +964,15 @@ fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int coun
         memset(&s, 0, sizeof s);
         if ((st = prepare(data, i, &s)) != FA_CL_SUCCESS)
             break;
-        /* In order the queue runs the launches one after another: no wait list between them; the
-         * caller's goes on the first launch and again on the last, so that done reports a failed
-         * event there whatever an implementation does with a failure in queue order. Out of order,
-         * each launch waits for the previous one's event. */
+        /* In order the queue runs the launches one after another and each waits for the caller's
+         * list only: whatever an implementation does with a failure in queue order, no launch of a
+         * call runs after a failed event of its list, and done reports it. Out of order, each
+         * launch waits for the previous one's event. */
         const int last = i == count - 1;
-        cl_uint n = i == 0 ? first_num : 0;
-        const cl_event *list = i == 0 ? first_wait : NULL;
+        cl_uint n = i == 0 ? first_num : num_wait;
+        const cl_event *list = i == 0 ? first_wait : wait;
         if (i > 0 && !ordered)
             n = 1, list = &held->events[i - 1];
-        else if (i > 0 && last)
-            n = num_wait, list = wait;
         cl_event *ev = held ? &held->events[i] : last ? done : NULL;
         const cl_int err = clEnqueueNDRangeKernel(ctx->queue, s.kernel, s.dims, NULL, s.global,
                                                   s.local[0] ? s.local : NULL, n, n ? list : NULL, ev);

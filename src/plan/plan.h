@@ -78,8 +78,9 @@ typedef fa_cl_status (*fa_cl_chain_fn)(void *data, int i, fa_cl_chain_step *step
 
 /* Enqueue count launches on ctx's queue under lock, each after the previous one; the caller's wait
  * list before the first, done the last's event. In order the queue's order chains them: no event
- * between launches or calls, so nothing a failure could propagate through; the caller's list also
- * goes on the last launch, so that done reports a failed event in it. Out of order each launch
+ * between launches or calls, so nothing a failure could propagate through; every launch waits for
+ * the caller's list, so that none runs after a failed event in it and done reports it whatever an
+ * implementation does with a failure in queue order. Out of order each launch
  * waits for the previous one's event, and with serial (a plan that owns scratch) the first also
  * waits for the previous call's last launch unless that has ended (complete or failed): two calls
  * of one plan never share its scratch at once, and a failed call does not fail the next.
