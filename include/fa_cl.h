@@ -482,8 +482,8 @@ typedef struct fa_cl_attention_desc {
  *    may gather several calls; read it once the call's done event has completed. With a status a
  *    plan that has per-sequence lengths or pages runs one more launch, first: a check reading
  *    cache_seqlens and the block table (not counted in fa_cl_plan_info.launches); other plans,
- *    and the reference, have nothing to check and leave the word alone. The results (o, the LSE, the cache) are
- *    the same with and without a status.
+ *    and the reference, have nothing to check and leave the word alone. The results (o, the LSE,
+ *    the cache) are the same with and without a status.
  *  - Split-KV (chosen by the planner, FA_CL_SPLITS=n forces n): where one work-group per query
  *    block would leave the device under-filled (decoding), each row's keys are cut into n chunks
  *    computed in parallel; their partial O (fp32) and LSE go to scratch the plan owns and a second

@@ -3,8 +3,9 @@
  * Failed events: a call whose wait list holds an event that fails (a user event set to a negative
  * status) fails itself (its done event reports it), and leaves the plan usable: the clean calls
  * after it complete and are correct against the float64 oracle. Every plan kind: plain, split-KV
- * (FA_CL_SPLITS=3), long rows in chunks (FA_CL_KV_CHUNK=32 with FA_CL_SPLITS=1), the one-shot call through the
- * context's plan cache, the backward plan and the one-shot backward.
+ * (FA_CL_SPLITS=3), long rows in chunks (FA_CL_KV_CHUNK=32 with FA_CL_SPLITS=1), the one-shot call
+ * through the context's plan cache, dense f16 prefill (on Hopper a plan with tensor maps), the
+ * backward plan and the one-shot backward.
  *
  *   test_failures in_order       on the context's own (in-order) queue
  *   test_failures out_of_order   on an out-of-order queue (skipped where the device has none)
@@ -225,13 +226,15 @@ typedef struct forward_kind {
     int splits;       /* fa_cl_plan_info.splits expected (0: any) */
 } forward_kind;
 
+#define F32_CASE(B, Hq, Hkv, Sq, Sk, causal) {B, Hq, Hkv, Sq, Sk, 16, FA_CL_F32, causal, -1, -1, NULL, 0.0f, 1}
 static const forward_kind forward_kinds[] = {
-    {"plain", {NULL, NULL}, {1, 2, 2, 21, 45, 16, FA_CL_F32, 0, -1, -1, NULL, 0.0f, 1}, 0, 1, 1},
-    {"split-KV", {"FA_CL_SPLITS=3", NULL}, {2, 4, 2, 2, 150, 16, FA_CL_F32, 0, -1, -1, NULL, 0.0f, 1}, 0, 2, 3},
-    {"long rows in chunks", {"FA_CL_KV_CHUNK=32", "FA_CL_SPLITS=1"}, {1, 2, 1, 19, 100, 16, FA_CL_F32, 1, -1, -1, NULL, 0.0f, 1}, 0, 3,
-     1},
-    {"one-shot split-KV", {"FA_CL_SPLITS=3", NULL}, {2, 4, 2, 2, 150, 16, FA_CL_F32, 0, -1, -1, NULL, 0.0f, 1}, 1, 2, 3},
-    {"one-shot chunks", {"FA_CL_KV_CHUNK=32", "FA_CL_SPLITS=1"}, {1, 2, 1, 19, 100, 16, FA_CL_F32, 1, -1, -1, NULL, 0.0f, 1}, 1, 3, 1},
+    {"plain", {NULL, NULL}, F32_CASE(1, 2, 2, 21, 45, 0), 0, 1, 1},
+    {"split-KV", {"FA_CL_SPLITS=3", NULL}, F32_CASE(2, 4, 2, 2, 150, 0), 0, 2, 3},
+    {"long rows in chunks", {"FA_CL_KV_CHUNK=32", "FA_CL_SPLITS=1"}, F32_CASE(1, 2, 1, 19, 100, 1), 0, 3, 1},
+    {"one-shot split-KV", {"FA_CL_SPLITS=3", NULL}, F32_CASE(2, 4, 2, 2, 150, 0), 1, 2, 3},
+    {"one-shot chunks", {"FA_CL_KV_CHUNK=32", "FA_CL_SPLITS=1"}, F32_CASE(1, 2, 1, 19, 100, 1), 1, 3, 1},
+    /* on Hopper a plan with tensor maps (nvidia-wgmma: scratch, two launches); elsewhere plain */
+    {"dense f16 prefill", {NULL, NULL}, {1, 2, 2, 128, 128, 64, FA_CL_F16, 1, -1, -1, NULL, 0.0f, 1}, 0, 1, 1},
 };
 
 static int forward_kind_run(int out_of_order, const forward_kind *k)
@@ -255,7 +258,8 @@ static int forward_kind_run(int out_of_order, const forward_kind *k)
     fa_cl_status st = fa_cl_plan_create(r.ctx, &r.p.desc, &plan);
     if (st == FA_CL_SUCCESS)
         fa_cl_plan_get_info(plan, &info);
-    const int kind_ok = st == FA_CL_SUCCESS && info.launches >= k->min_launches && (!k->splits || info.splits == k->splits);
+    const int kind_ok =
+        st == FA_CL_SUCCESS && info.launches >= k->min_launches && (!k->splits || info.splits == k->splits);
     tu_expect(&tally, kind_ok, "%s: the plan is of its kind: %s, %d launches, %d splits, %zu bytes of scratch %s", name,
               info.kernel ? info.kernel : "-", info.launches, info.splits, info.scratch_bytes,
               st == FA_CL_SUCCESS ? "" : fa_cl_last_error(r.ctx));
