@@ -467,8 +467,8 @@ inline int fa_row_head(int h, int v, int seqlen_q)
 
 inline int fa_row_diag(int v, int seqlen_q, int seqlen_k)
 {
-#ifdef FA_PACK
-    return v % seqlen_q + seqlen_k - seqlen_q;
+#ifdef FA_PACK /* an empty sequence (varlen: seqlen_q 0) has no row; its unused ones divide by 1 */
+    return v % max(seqlen_q, 1) + seqlen_k - seqlen_q;
 #else
     return v + seqlen_k - seqlen_q;
 #endif
@@ -488,6 +488,7 @@ inline ulong fa_mask_row(int v, int nrows, int h, int seqlen_q, ulong b, ulong m
 {
     const int w = v < nrows ? v : 0;
 #ifdef FA_PACK
+    seqlen_q = max(seqlen_q, 1); /* an empty sequence (varlen) has no row: no division by 0 */
     const int pos = w % seqlen_q;
 #else
     const int pos = w;

@@ -60,6 +60,21 @@
  * asserts; a failed call releases what it took, and the context stays usable (a kernel that fails
  * to build is not cached: the next plan tries again).
  *
+ * Failed events: a call whose wait list holds an event that fails (a negative execution status: a
+ * user event set so, or a failed upstream command) fails too. Every launch of the call waits for
+ * the list, so none runs on an implementation that honours a failed wait-list event; the call's
+ * done event reports a negative status (as OpenCL propagates it); o and the LSE (the gradients,
+ * an append's new cache rows, args.status) hold nothing defined; the plan stays usable: a call
+ * enqueued after the failure has happened runs and completes normally, on an in-order or an
+ * out-of-order queue (a plan never makes a later call wait for a call that failed). A call
+ * enqueued while an earlier call still waits for an event that later fails may fail with it: on
+ * an in-order queue OpenCL leaves to the implementation whether a failure ends the commands queued
+ * behind it (PoCL ends them), and on an out-of-order queue a later call of a plan that owns scratch
+ * waits for the earlier call's last launch (while it has not ended) and so fails with it. Either
+ * way it ends: nothing hangs. Where a plan's launches make events (out-of-order queues; PoCL, which
+ * aborts when an event it made is freed while a failure propagates through it), the plan holds
+ * them until the call's last launch has ended.
+ *
  * Thread safety: one fa_cl_context may be used from several host threads at once (its program and
  * plan caches and its error message are guarded by the context's lock); a plan may be shared
  * between threads too (argument setting and enqueue are serialised per plan). Calls from several
@@ -111,7 +126,12 @@ extern "C" {
  * the end, and 0 means "off" or "the default" for each of them; the library reads or writes only
  * the first struct_size bytes, so a caller built against an older header keeps working with a
  * newer library, and a newer caller's struct is accepted by an older library when the fields it
- * does not know are zero. New entry points take such an argument struct (fa_cl_forward_args)
+ * does not know are zero. One rule for every struct a caller passes in (fa_cl_attention_desc,
+ * fa_cl_forward_args, fa_cl_backward_args): a struct_size below the struct's first version is
+ * FA_CL_ERROR_INVALID_ARGUMENT (the struct was not initialised); a field this library does not
+ * know set to non-zero is FA_CL_ERROR_UNSUPPORTED (a newer header's feature this library does not
+ * have: the caller may fall back without it). A struct the library fills (fa_cl_plan_info) gets
+ * at most struct_size bytes. New entry points take such an argument struct (fa_cl_forward_args)
  * instead of longer positional lists; the positional functions of 0.1 stay.
  */
 #define FA_CL_VERSION_MAJOR 0
@@ -179,9 +199,11 @@ typedef struct fa_cl_context fa_cl_context;
  * has a context, a queue and its tensors in cl_mem buffers.
  *
  * The context, device and queue are retained (and released by fa_cl_context_release), so the caller
- * may release its own references. The queue must belong to the context and device; an in-order queue
- * is expected (work is ordered through it), and profiling need not be enabled. Buffers given to later
- * calls must belong to this OpenCL context.
+ * may release its own references. The queue must belong to the context and device; it may be in
+ * order (the usual case: the queue orders a call's launches, without events between them) or out of
+ * order (each launch then waits for the previous one's event, and calls of a plan that owns scratch
+ * wait for each other); profiling need not be enabled. Buffers given to later calls must belong to
+ * this OpenCL context.
  *
  * Environment read here (once; later changes do not affect this context): FA_CL_LOCAL_MEM_BYTES
  * (cap the local-memory budget), FA_CL_LOCAL_MEM_OVERRIDE (experiments: plan for that many bytes of
@@ -203,7 +225,12 @@ typedef struct fa_cl_context fa_cl_context;
  * files from a directory instead of the embedded copy; regular files only), FA_CL_BUILD_OPTIONS
  * (extra compiler flags; a -D or -I without its argument is refused), FA_CL_DEBUG_BUILD_LOG (print
  * build logs), and FA_CL_CACHE_DIR: the on-disk program cache directory, default
- * $XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl, "off" to disable it. The directory is created (mode 0700)
+ * $XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl, "off" to disable it. An empty value is unset. The
+ * on/off switches (FA_CL_VENDOR_PATH, FA_CL_PAD_ROWS, FA_CL_NV_TF32, FA_CL_WGMMA,
+ * FA_CL_WGMMA_PRODUCER, FA_CL_TMA, FA_CL_GQA_PACK, FA_CL_MMA_EMULATE, FA_CL_DEBUG_BUILD_LOG) take
+ * 1, on, yes, true or 0, off, no, false in any case (FA_CL_TMA also mask, kv); anything else, like
+ * a malformed count, is FA_CL_ERROR_INVALID_ARGUMENT naming the variable, the value and the accepted
+ * words. The directory is created (mode 0700)
  * here if missing; if that fails, it is not writable, or it is not private (below), the context
  * works without the cache and fa_cl_context_notes() says why.
  *
@@ -223,7 +250,8 @@ typedef struct fa_cl_context fa_cl_context;
  * @param queue   a command queue of context on device; every call enqueues there
  * @param out     receives the new context (NULL on failure)
  * @return FA_CL_SUCCESS; FA_CL_ERROR_INVALID_ARGUMENT for NULL handles, a queue of another context or
- *         device, or a malformed FA_CL_* variable (named in the message); FA_CL_ERROR_OPENCL when a
+ *         device, or a malformed FA_CL_* variable (a switch's word or a count not accepted; the
+ *         variable and its value are named in the message); FA_CL_ERROR_OPENCL when a
  *         device query fails; FA_CL_ERROR_OUT_OF_MEMORY. The message is in fa_cl_last_error(NULL).
  * Thread-safe.
  */
@@ -405,16 +433,20 @@ typedef struct fa_cl_attention_desc {
  *    (key j visible to query i iff j <= i + cache_seqlens[b] - seqlen_q, bottom-right). The lengths
  *    are data: changing them needs no new plan. Bad data, safe by construction: a length below 0
  *    counts as 0 (the rows see no key: o = 0, LSE -inf), one above seqlen_k as seqlen_k; nothing
- *    outside the views is ever read or written.
+ *    outside the views is ever read or written; args.status reports such a length
+ *    (FA_CL_DEVICE_STATUS_BAD_SEQLEN).
  *  - Paged K/V (desc.page_size > 0): k and v are pools of num_pages pages of page_size keys;
  *    k_stride/v_stride are then {page, head, slot-in-page} (all 0: contiguous
  *    [num_pages, page_size, heads_kv, head_dim], FlashAttention's and vLLM's layout) and
  *    k_offset/v_offset where the pool starts. args.block_table is a device buffer of int32
  *    [batch, pages_per_seq]: key j of sequence b lives in slot j % page_size of page
  *    block_table[b * pages_per_seq + j / page_size]. Pages may come in any order and be shared
- *    between sequences. Bad data, safe by construction: an entry outside [0, num_pages) is clamped
- *    into it (the key is read from page 0 or num_pages - 1, whatever that holds); only entries of
- *    pages a sequence's keys reach are read.
+ *    between sequences. Bad data, safe by construction: a read through an entry outside
+ *    [0, num_pages) reads the keys of page clamp(entry, 0, num_pages - 1) (page 0 or the last):
+ *    inside the pool, so the result of that sequence is unspecified but nothing outside the
+ *    caller's views is read; only entries of pages a sequence's keys reach are read. A write (an
+ *    append) through such an entry writes nothing (the row is dropped), so no other sequence's
+ *    page changes. args.status reports both (FA_CL_DEVICE_STATUS_BAD_PAGE).
  *  - Variable-length batches (desc.total_q > 0 and/or desc.total_k > 0; FlashAttention's
  *    flash_attn_varlen_func): sequences are packed one after another along the rows of
  *    [total, heads, head_dim] tensors (strides {0, head, row}; all 0: contiguous), and
@@ -434,8 +466,24 @@ typedef struct fa_cl_attention_desc {
  *    positions cache_seqlens[b] .. cache_seqlens[b] + seqlen_new - 1, through the block table when
  *    paged, then attends to cache_seqlens[b] + seqlen_new keys; cache_seqlens itself is not updated
  *    (the caller adds seqlen_new, as with FlashAttention). Bad data: the length is clamped into
- *    [0, seqlen_k] first; new rows that would land at or past seqlen_k are dropped (not written),
- *    and the attention stops at seqlen_k keys. Sequences sharing a page must not append into it.
+ *    [0, seqlen_k] first; new rows that would land at or past seqlen_k, or in a page whose
+ *    block-table entry is outside [0, num_pages), are dropped (not written:
+ *    FA_CL_DEVICE_STATUS_DROPPED_ROWS in args.status), and the attention stops at seqlen_k keys.
+ *    Sequences sharing a page must not append into it. k and v (the caches written) must not
+ *    overlap each other, q, k_new, v_new or any other buffer of the call.
+ *  - Device status (0.4, args.status): what the library cannot check on the host, because it is
+ *    device data, the kernels check for the caller. args.status is NULL (no check, no cost) or a
+ *    buffer of at least 4 bytes, one cl_uint, written as an output (not CL_MEM_READ_ONLY, no
+ *    overlap with the call's other buffers), which the caller zeroes: the call ORs into it
+ *    FA_CL_DEVICE_STATUS_BAD_SEQLEN (a cache_seqlens entry outside [0, seqlen_k]),
+ *    FA_CL_DEVICE_STATUS_BAD_PAGE (a block-table entry that a sequence's keys reach, new rows
+ *    included, outside [0, num_pages)) and FA_CL_DEVICE_STATUS_DROPPED_ROWS (the append dropped a
+ *    new row: at or past seqlen_k, or through a bad entry), and never clears a bit, so one word
+ *    may gather several calls; read it once the call's done event has completed. With a status a
+ *    plan that has per-sequence lengths or pages runs one more launch, first: a check reading
+ *    cache_seqlens and the block table (not counted in fa_cl_plan_info.launches); other plans,
+ *    and the reference, have nothing to check and leave the word alone. The results (o, the LSE,
+ *    the cache) are the same with and without a status.
  *  - Split-KV (chosen by the planner, FA_CL_SPLITS=n forces n): where one work-group per query
  *    block would leave the device under-filled (decoding), each row's keys are cut into n chunks
  *    computed in parallel; their partial O (fp32) and LSE go to scratch the plan owns and a second
@@ -470,8 +518,9 @@ static inline void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t
  * every byte extent fits in 64 bits. Returns the status fa_cl_plan_create would for the same desc
  * (before any device limit is applied): FA_CL_SUCCESS, FA_CL_ERROR_INVALID_ARGUMENT (a field is
  * invalid, or desc is NULL) or FA_CL_ERROR_UNSUPPORTED (valid but beyond what fa_cl supports, e.g.
- * head_dim > 512). If msg is not NULL, a message naming the problem is written to it (at most
- * msg_size bytes, NUL-terminated; "" on success). Does not touch fa_cl_last_error(). Thread-safe.
+ * head_dim > 512, or a newer header's field set: the extension rule). If msg is not NULL, a
+ * message naming the problem is written to it (at most msg_size bytes, NUL-terminated; "" on
+ * success). Does not touch fa_cl_last_error(). Thread-safe.
  */
 FA_CL_API fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc *desc, char *msg, size_t msg_size);
 
@@ -553,14 +602,21 @@ typedef struct fa_cl_forward_args {
     cl_mem alibi_slopes;    /**< 0.3: float32 [heads_q]; required iff desc.alibi */
     cl_mem sinks;           /**< 0.3: float32 [heads_q], logits; required iff desc.sinks */
     cl_mem mask;            /**< 0.3: the attention mask desc.mask describes; required iff desc.mask */
+    cl_mem status;          /**< 0.4: NULL, or a cl_uint the call ORs FA_CL_DEVICE_STATUS_* bits into where it
+                                 finds bad device data ("Serving", device status) */
 } fa_cl_forward_args;
+
+/* The bits of fa_cl_forward_args.status ("Serving"); values are ABI. */
+#define FA_CL_DEVICE_STATUS_BAD_SEQLEN 0x1u   /**< a cache_seqlens entry outside [0, desc.seqlen_k] */
+#define FA_CL_DEVICE_STATUS_BAD_PAGE 0x2u     /**< a block-table entry a sequence uses outside [0, desc.num_pages) */
+#define FA_CL_DEVICE_STATUS_DROPPED_ROWS 0x4u /**< the append dropped a new row (past capacity or a bad entry) */
 
 /** Zero every field of args and set struct_size to this header's sizeof. */
 static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
         const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL,
-                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }
@@ -587,8 +643,9 @@ FA_CL_API fa_cl_status fa_cl_plan_forward(fa_cl_plan *plan, cl_mem q, cl_mem k, 
                                           cl_uint num_wait, const cl_event *wait, cl_event *done);
 
 /** fa_cl_plan_forward with its arguments in a struct (the extension rule): the same checks, errors and
- *  ownership. FA_CL_ERROR_INVALID_ARGUMENT also for a NULL args, a struct_size too small, or fields
- *  this library does not know set to non-zero. Thread-safe as fa_cl_plan_forward. */
+ *  ownership. FA_CL_ERROR_INVALID_ARGUMENT also for a NULL args or a struct_size too small;
+ *  FA_CL_ERROR_UNSUPPORTED for fields this library does not know set to non-zero. Thread-safe as
+ *  fa_cl_plan_forward. */
 FA_CL_API fa_cl_status fa_cl_plan_run(fa_cl_plan *plan, const fa_cl_forward_args *args);
 
 /** Release a plan. NULL is fine. Work already enqueued with it completes normally. Must not race
@@ -741,7 +798,8 @@ static inline fa_cl_status fa_cl_backward_plan_get_info(const fa_cl_backward_pla
  * CL_MEM_READ_ONLY; dq, dk, dv must not overlap each other or q, k, v, o, lse, dout. A failed check
  * enqueues nothing and writes nothing.
  * @return FA_CL_SUCCESS once enqueued; FA_CL_ERROR_INVALID_ARGUMENT, FA_CL_ERROR_BUFFER_TOO_SMALL
- *         (named in the message); FA_CL_ERROR_OPENCL if an enqueue fails.
+ *         (named in the message); FA_CL_ERROR_UNSUPPORTED for args fields this library does not
+ *         know set to non-zero (the extension rule); FA_CL_ERROR_OPENCL if an enqueue fails.
  * Thread-safe: a plan may be used from several threads (enqueues are serialised per plan).
  */
 FA_CL_API fa_cl_status fa_cl_backward_plan_run(fa_cl_backward_plan *plan, const fa_cl_backward_args *args);

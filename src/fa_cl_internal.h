@@ -134,6 +134,11 @@ struct fa_cl_context {
     cl_device_id device;
     cl_command_queue queue;
     int queue_in_order;
+    /* every launch of a call makes an event, held until the call's last launch has ended
+     * (src/plan/plan.c): out-of-order queues (their launches wait for those events), and PoCL,
+     * whose 3.1 aborts when an event it made for a launch without one is freed while a failure
+     * propagates through it */
+    int hold_events;
     fa_cl_device_props props;
     fa_cl_env env;
     fa_cl_lock lock; /* guards the caches and last_error */

@@ -64,8 +64,7 @@ static const char *expected_family(fa_cl_context *ctx, fa_cl_dtype dtype, int64_
 {
     fa_cl_limits lim;
     fa_cl__context_limits(ctx, &lim);
-    const char *tf32 = getenv("FA_CL_NV_TF32");
-    if (!lim.nv_mma || head_dim > FA_CL_MMA_BACKWARD_MAX_DIM || (dtype == FA_CL_F32 && tf32 && strcmp(tf32, "0") == 0))
+    if (!lim.nv_mma || head_dim > FA_CL_MMA_BACKWARD_MAX_DIM || (dtype == FA_CL_F32 && ctx->env.nv_tf32 == 0))
         return "portable-backward";
     return dtype == FA_CL_F32 ? "nvidia-tf32x3-backward" : "nvidia-mma-backward";
 }
@@ -500,8 +499,7 @@ static int run_wgmma(fa_cl_context *ctx, int argc, char **argv)
                ctx->props.name);
         return TU_EXIT_SKIP;
     }
-    const char *off = getenv("FA_CL_WGMMA");
-    expect_kernel = off && strcmp(off, "0") == 0 ? "nvidia-mma-backward" : "nvidia-wgmma-backward";
+    expect_kernel = ctx->env.wgmma == 0 ? "nvidia-mma-backward" : "nvidia-wgmma-backward";
     for (int i = 0; i < TU_COUNT(wgmma_cases); i++)
         check_case(&backward_tally, ctx, &wgmma_cases[i], 900 + (uint64_t)i, 0);
     expect_kernel = NULL;
@@ -894,6 +892,15 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     a = r.args;
     a.struct_size = 8;
     expect_refused(t, ctx, &r, &good, &a, FA_CL_ERROR_INVALID_ARGUMENT, "struct_size", "args.struct_size 8");
+    /* the extension rule: a newer header's struct with a field this library does not know set is
+     * UNSUPPORTED (its feature is not in this library), as for the descriptor and the forward's args */
+    struct newer {
+        fa_cl_backward_args a;
+        void *future_field;
+    } n = {r.args, (void *)&r};
+    n.a.struct_size = sizeof n;
+    expect_refused(t, ctx, &r, &good, &n.a, FA_CL_ERROR_UNSUPPORTED, "does not know",
+                   "a newer args struct with an unknown field set");
     a = r.args;
     a.num_wait = 1;
     expect_refused(t, ctx, &r, &good, &a, FA_CL_ERROR_INVALID_ARGUMENT, "num_wait", "num_wait 1 with no list");

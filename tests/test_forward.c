@@ -40,6 +40,7 @@ static tu_tally tally = {"forward", 0, 0};
 static fa_cl_limits dev_limits; /* this device and the environment, as the library sees them */
 static int env_tile_q, env_tile_kv, env_variant;
 static size_t env_cap;
+static fa_cl_env lib_env; /* the switches as the library read them (any of their words) */
 
 /* The limits the library plans with (fa_cl__context_limits), checked against the device's own
  * answers and the environment, so that comparing plans against fa_cl_plan_tiles means something. */
@@ -65,6 +66,7 @@ static void read_limits(fa_cl_context *ctx)
     if (s && *s && fa_cl_kernel_by_name(s))
         env_variant = fa_cl_kernel_by_name(s)->id;
     fa_cl__context_limits(ctx, &dev_limits);
+    lib_env = ctx->env;
     const fa_cl_limits *l = &dev_limits;
     /* the budget is the reported size, or more where the library knows the device gives more
      * (NVIDIA's static local memory), and then it says where the number came from */
@@ -130,10 +132,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         return "the descriptor of an accepted plan does not resolve";
     /* GQA packing: every query head of a kv head in one work-group where seqlen_q < 64
      * (FA_CL_GQA_PACK=0 never, =1 always) */
-    const char *pack_env = getenv("FA_CL_GQA_PACK");
     const int64_t group = c->Hq / c->Hkv;
-    const int pack = group > 1 && !(pack_env && strcmp(pack_env, "0") == 0) &&
-                             ((pack_env && strcmp(pack_env, "1") == 0) || c->Sq < 64)
+    const int pack = group > 1 && lib_env.gqa_pack >= 0 && (lib_env.gqa_pack > 0 || c->Sq < 64)
                          ? (int)group
                          : 1;
     if (in->gqa_pack != pack) {
@@ -147,10 +147,9 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         return "the planner refuses what the plan accepted";
     /* head_dim % 8 != 0, dense, more than 64 rows: a tensor-core plan copies q, k, v into zero-padded
      * rows first (3 launches, their copies in the scratch) and takes the aligned kernel's tiles */
-    const char *pad_env = getenv("FA_CL_PAD_ROWS");
     int padded = 0;
     size_t pad_bytes = 0;
-    if (!views.aligned16 && c->D % 8 != 0 && c->dtype != F32 && c->Sq > 64 && !(pad_env && strcmp(pad_env, "0") == 0)) {
+    if (!views.aligned16 && c->D % 8 != 0 && c->dtype != F32 && c->Sq > 64 && !lib_env.pad_rows_off) {
         fa_cl_tile_request preq = req;
         fa_cl_tiles pt;
         preq.aligned16 = 1;

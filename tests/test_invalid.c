@@ -8,7 +8,10 @@
  *                        FA_CL_ERROR_BUILD_FAILED with the build log; the context recovers; with only
  *                        one file broken the same context keeps running every other kernel
  *   test_invalid env_trailing  FA_CL_TILE values with trailing characters must be refused
+ *   test_invalid env_switches  every on/off switch takes 1/on/yes/true and 0/off/no/false in any
+ *                        case (FA_CL_TMA also mask, kv) and refuses anything else, naming it
  */
+#include "fa_cl_internal.h" /* the context's switches as read */
 #include "test_util.h"
 
 #include <math.h>
@@ -874,10 +877,80 @@ static int subset_env_trailing(fa_cl_context *unused, int argc, char **argv)
     return 0;
 }
 
+/* The on/off switches: every accepted word reads as what it says, and every other word is refused
+ * with the variable, the value and the accepted words named. */
+static int subset_env_switches(fa_cl_context *unused, int argc, char **argv)
+{
+    (void)unused, (void)argc, (void)argv;
+    static const char *const switches[] = {"FA_CL_TMA",       "FA_CL_VENDOR_PATH",    "FA_CL_NV_TF32",
+                                           "FA_CL_WGMMA",     "FA_CL_WGMMA_PRODUCER", "FA_CL_PAD_ROWS",
+                                           "FA_CL_MMA_EMULATE", "FA_CL_DEBUG_BUILD_LOG", "FA_CL_GQA_PACK"};
+    static const char *const bad[] = {"maybe", "2", "10", "-1", "onn", " 1", "1 ", "truee", "y", "kvv"};
+    for (int i = 0; i < TU_COUNT(switches); i++)
+        for (int j = 0; j < TU_COUNT(bad); j++) {
+            if (strcmp(bad[j], "kvv") == 0 && strcmp(switches[i], "FA_CL_TMA") != 0)
+                continue;
+            setenv(switches[i], bad[j], 1);
+            fa_cl_context *c = NULL;
+            const fa_cl_status st = fa_cl_context_create_default(&c);
+            unsetenv(switches[i]);
+            char what[96], value[64];
+            snprintf(what, sizeof what, "context_create_default with %s='%s'", switches[i], bad[j]);
+            snprintf(value, sizeof value, "'%s' is not a switch: 1, on, yes, true", bad[j]);
+            const char *msg = fa_cl_last_error(NULL);
+            expect(NULL, NULL, what, st, FA_CL_ERROR_INVALID_ARGUMENT, msg, switches[i], NULL);
+            tu_expect(&tally, strstr(msg, value) != NULL, "%s: the message names the value and the words", what);
+            fa_cl_context_release(c);
+        }
+    /* what each accepted word reads as (read back from the context: any case) */
+    static const struct {
+        const char *var, *value;
+        int field, want; /* field 0 mma_emulate, 1 print_build_log, 2 vendor_path_off, 3 tma, 4 gqa_pack */
+    } good[] = {{"FA_CL_MMA_EMULATE", "false", 0, 0}, {"FA_CL_MMA_EMULATE", "OFF", 0, 0},
+                {"FA_CL_MMA_EMULATE", "No", 0, 0},    {"FA_CL_MMA_EMULATE", "0", 0, 0},
+                {"FA_CL_DEBUG_BUILD_LOG", "TRUE", 1, 1}, {"FA_CL_DEBUG_BUILD_LOG", "yes", 1, 1},
+                {"FA_CL_VENDOR_PATH", "off", 2, 1},   {"FA_CL_VENDOR_PATH", "On", 2, 0},
+                {"FA_CL_VENDOR_PATH", "1", 2, 0},     {"FA_CL_TMA", "mask", 3, 1},
+                {"FA_CL_TMA", "KV", 3, 2},            {"FA_CL_TMA", "no", 3, 0},
+                {"FA_CL_TMA", "true", 3, 3},          {"FA_CL_GQA_PACK", "false", 4, -1},
+                {"FA_CL_GQA_PACK", "on", 4, 1}};
+    for (int i = 0; i < TU_COUNT(good); i++) {
+        setenv(good[i].var, good[i].value, 1);
+        fa_cl_context *c = NULL;
+        const fa_cl_status st = fa_cl_context_create_default(&c);
+        unsetenv(good[i].var);
+        int got = -9;
+        if (st == FA_CL_SUCCESS) {
+            const fa_cl_env *e = &c->env;
+            const int fields[5] = {e->mma_emulate, e->print_build_log, e->vendor_path_off, e->tma, e->gqa_pack};
+            got = fields[good[i].field];
+        }
+        tu_expect(&tally, st == FA_CL_SUCCESS && got == good[i].want, "%s='%s' is accepted and reads as %d: %s, %d",
+                  good[i].var, good[i].value, good[i].want, fa_cl_status_string(st), got);
+        fa_cl_context_release(c);
+    }
+    /* FA_CL_PERSISTENT is a count, 0 or n: words are refused */
+    static const char *const counts[] = {"off", "on", "maybe", "0x", "1.5"};
+    for (int i = 0; i < TU_COUNT(counts); i++) {
+        setenv("FA_CL_PERSISTENT", counts[i], 1);
+        fa_cl_context *c = NULL;
+        const fa_cl_status st = fa_cl_context_create_default(&c);
+        unsetenv("FA_CL_PERSISTENT");
+        char what[96];
+        snprintf(what, sizeof what, "context_create_default with FA_CL_PERSISTENT='%s'", counts[i]);
+        expect(NULL, NULL, what, st, FA_CL_ERROR_INVALID_ARGUMENT, fa_cl_last_error(NULL), "FA_CL_PERSISTENT", NULL);
+        fa_cl_context_release(c);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const tu_subset subsets[] = {
-        {"args", subset_args}, {"build", subset_build}, {"env_trailing", subset_env_trailing},
+        {"args", subset_args},
+        {"build", subset_build},
+        {"env_trailing", subset_env_trailing},
+        {"env_switches", subset_env_switches},
     };
     return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), NULL, 0);
 }

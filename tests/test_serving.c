@@ -513,6 +513,7 @@ static int run_splits(fa_cl_context *ctx, int argc, char **argv)
 
 static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed);
 static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac, uint64_t seed);
+static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int with_mask);
 
 /* small shapes for oclgrind (races, out-of-bounds reads and writes, uninitialised values): lengths 0
  * and past the capacity, shuffled, shared and out-of-range pages, a masked decode row. "tiny N"
@@ -547,6 +548,13 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
         const varlen_case v = {3, 4, 2, 16, FA_CL_F16, 1, -1, -1, (const int[]){-2, 5, 5, 99}, 12, 6,
                                       (const int[]){0, 20, 3, 40}, 40, 24, 0};
         check_varlen(&serving_tally, ctx, &v, 650);
+    }
+    /* 6: varlen q with GQA packing, a mask and an empty sequence (whose mask rows, none, once took
+     * % 0: neither PoCL nor Oclgrind 21.10 reports that; this runs the guarded path under them) */
+    if (only == 6) {
+        const varlen_case v = {3, 4, 2, 16, FA_CL_F32, 1, -1, -1, (const int[]){0, 5, 5, 12}, 12, 7,
+                                      (const int[]){0, 20, 23, 40}, 40, 20, 0};
+        check_varlen_with(&serving_tally, ctx, &v, 651, 1);
     }
     return 0;
 }
@@ -830,7 +838,7 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
     float *lse = malloc(nl * sizeof(float));
     double *ref_o = malloc(nq * sizeof(double)), *ref_l = malloc(nl * sizeof(double));
     int *table = malloc((size_t)(num_pages + 1) * sizeof(int));
-    cl_mem mem[9] = {NULL};
+    cl_mem mem[10] = {NULL};
     fa_cl_plan *plan = NULL;
     int ok_alloc = q && q_img && o_img && first && lse && ref_o && ref_l && table;
     for (int i = 0; i < 2; i++)
@@ -898,7 +906,9 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
     mem[6] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(num_pages + 1) * sizeof(int), table);
     mem[7] = tu_buffer(ctx, CL_MEM_READ_ONLY, nnew * esz, new_img[0]);
     mem[8] = tu_buffer(ctx, CL_MEM_READ_ONLY, nnew * esz, new_img[1]);
-    for (int i = 0; i < 9; i++)
+    const cl_uint zero = 0;
+    mem[9] = tu_buffer(ctx, CL_MEM_READ_WRITE, sizeof zero, &zero);
+    for (int i = 0; i < 10; i++)
         if (!mem[i]) {
             tu_expect(t, 0, "%s: buffers", name);
             goto done;
@@ -914,8 +924,11 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
     fa_cl_forward_args_init(&a);
     a.q = mem[0], a.k = mem[1], a.v = mem[2], a.o = mem[3], a.lse = mem[4], a.cache_seqlens = mem[5];
     a.block_table = P ? mem[6] : NULL, a.k_new = mem[7], a.v_new = mem[8];
-    /* twice: the lengths are not updated, so the second call writes the same rows again */
+    /* twice: the lengths are not updated, so the second call writes the same rows again; the
+     * second with a device status (the same results) */
+    cl_uint status = 0;
     for (int run = 0; run < 2 && st == FA_CL_SUCCESS; run++) {
+        a.status = run ? mem[9] : NULL;
         st = fa_cl_plan_run(plan, &a);
         if (st == FA_CL_SUCCESS && (tu_read(ctx, mem[3], (nq + o_slack) * esz, run ? o_img : first) != 0 ||
                                     tu_read(ctx, mem[4], nl * sizeof(float), lse) != 0))
@@ -924,6 +937,8 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
     for (int i = 0; i < 2 && st == FA_CL_SUCCESS; i++)
         if (tu_read(ctx, mem[1 + i], ncache * esz, got[i]) != 0)
             st = FA_CL_ERROR_OPENCL;
+    if (st == FA_CL_SUCCESS && tu_read(ctx, mem[9], sizeof status, &status) != 0)
+        st = FA_CL_ERROR_OPENCL;
     if (st != FA_CL_SUCCESS) {
         tu_expect(t, 0, "%s: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
         goto done;
@@ -961,13 +976,22 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
     /* the cache afterwards: the new rows where they belong, every other element as it was */
     const int cache_ok = memcmp(got[0], want[0], ncache * esz) == 0 && memcmp(got[1], want[1], ncache * esz) == 0;
     const int same = memcmp(first, o_img, (nq + o_slack) * esz) == 0;
-    tu_expect(t, bad == 0 && slack == 0 && cache_ok && same,
-              "%s [%s %dx%d splits %d pack %d launches %d]: worst ratio %.3f, %zu bad, %zu slack written, cache %s%s",
-              name, info.kernel, info.block_q, info.block_kv, info.splits, info.gqa_pack, info.launches, worst, bad,
-              slack, cache_ok ? "as expected" : "WRONG", same ? "" : ", NOT bitwise equal run to run");
+    /* the status: a length out of range, rows dropped past the capacity; the table is good */
+    cl_uint want_status = 0;
+    for (int64_t b = 0; b < B; b++) {
+        if (ac->lens[b] < 0 || ac->lens[b] > cap)
+            want_status |= FA_CL_DEVICE_STATUS_BAD_SEQLEN;
+        if (clamp64(ac->lens[b], 0, cap) + N > cap)
+            want_status |= FA_CL_DEVICE_STATUS_DROPPED_ROWS;
+    }
+    tu_expect(t, bad == 0 && slack == 0 && cache_ok && same && status == want_status,
+              "%s [%s %dx%d splits %d pack %d launches %d]: worst ratio %.3f, %zu bad, %zu slack written, cache %s%s, "
+              "status %#x (want %#x)", name, info.kernel, info.block_q, info.block_kv, info.splits, info.gqa_pack,
+              info.launches, worst, bad, slack, cache_ok ? "as expected" : "WRONG",
+              same ? "" : ", NOT bitwise equal run to run (with a status)", status, want_status);
 done:
     fa_cl_plan_release(plan);
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 10; i++)
         if (mem[i])
             clReleaseMemObject(mem[i]);
     for (int i = 0; i < 2; i++)
@@ -990,6 +1014,187 @@ static int run_append(fa_cl_context *ctx, int argc, char **argv)
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_append(&serving_tally, ctx, &cases[i], 800 + (uint64_t)i);
     return 0;
+}
+
+/* Appends through bad block-table entries write nothing. Four sequences of a pool of 7 pages of 16
+ * keys (capacity 32, 2 pages each), every element a canary: sequence 0 appends 4 rows through an
+ * entry -1, 1 two rows into its page 3 and two through an entry num_pages, 2 four through an
+ * entry INT32_MAX, 3 (pages 0 and 6: where the old clamp sent the others' rows) two rows into its
+ * page 6 and two past the capacity. Afterwards only the 4 rows written legitimately differ from
+ * the canary, bitwise, in both pools; the status says BAD_PAGE and DROPPED_ROWS (and BAD_SEQLEN
+ * when a length is out of range: a second call with sequence 3 at length 40, whose rows all drop). */
+static void check_append_bad_pages(tu_tally *t, fa_cl_context *ctx, fa_cl_dtype dtype)
+{
+    enum { B = 4, HKV = 2, HQ = 4, D = 8, P = 16, CAP = 32, PPS = 2, PAGES = 7, NEW = 4 };
+    static const int table[B * PPS] = {-1, 2, 3, PAGES, 4, INT32_MAX, 0, 6};
+    static const int lens[2][B] = {{5, 14, 20, 30}, {5, 14, 20, 40}};
+    const size_t esz = tu_dtype_size(dtype), npool = (size_t)PAGES * P * HKV * D, nnew = (size_t)B * NEW * HKV * D;
+    const size_t nq = (size_t)B * HQ * D;
+    const uint32_t canary = tu_sentinel_bits(dtype);
+    char name[96];
+    snprintf(name, sizeof name, "append through bad block-table entries (%s)", tu_dtype_name(dtype));
+    void *pool[2] = {malloc(npool * esz), malloc(npool * esz)}, *got = malloc(npool * esz);
+    void *fresh[2] = {malloc(nnew * esz), malloc(nnew * esz)}, *q = malloc(nq * esz);
+    cl_mem mem[10] = {NULL};
+    fa_cl_plan *plan = NULL;
+    if (!pool[0] || !pool[1] || !got || !fresh[0] || !fresh[1] || !q) {
+        tu_expect(t, 0, "%s: out of host memory", name);
+        goto done;
+    }
+    tu_rng rng;
+    tu_rng_seed(&rng, 4400);
+    for (int i = 0; i < 2; i++) {
+        for (size_t e = 0; e < npool; e++)
+            tu_store_bits(dtype, pool[i], e, canary);
+        for (size_t e = 0; e < nnew; e++)
+            tu_store(dtype, fresh[i], e, tu_rng_nonzero(&rng));
+    }
+    for (size_t e = 0; e < nq; e++)
+        tu_store(dtype, q, e, tu_rng_nonzero(&rng));
+    const cl_uint zero = 0;
+    mem[0] = tu_buffer(ctx, CL_MEM_READ_ONLY, nq * esz, q);
+    mem[1] = tu_buffer(ctx, CL_MEM_READ_WRITE, npool * esz, pool[0]);
+    mem[2] = tu_buffer(ctx, CL_MEM_READ_WRITE, npool * esz, pool[1]);
+    mem[3] = tu_buffer(ctx, CL_MEM_READ_WRITE, nq * esz, NULL);
+    mem[4] = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof lens[0], lens[0]);
+    mem[5] = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof table, table);
+    mem[6] = tu_buffer(ctx, CL_MEM_READ_ONLY, nnew * esz, fresh[0]);
+    mem[7] = tu_buffer(ctx, CL_MEM_READ_ONLY, nnew * esz, fresh[1]);
+    mem[8] = tu_buffer(ctx, CL_MEM_READ_WRITE, sizeof zero, &zero);
+    mem[9] = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof lens[1], lens[1]);
+    for (int i = 0; i < 10; i++)
+        if (!mem[i]) {
+            tu_expect(t, 0, "%s: buffers", name);
+            goto done;
+        }
+    fa_cl_attention_desc d;
+    fa_cl_attention_desc_init(&d, B, HQ, 1, CAP, D, dtype);
+    d.heads_kv = HKV, d.kv_seqlens = 1, d.seqlen_new = NEW;
+    d.page_size = P, d.num_pages = PAGES, d.pages_per_seq = PPS;
+    fa_cl_status st = fa_cl_plan_create(ctx, &d, &plan);
+    if (tu_refused_by_design(ctx, st, name))
+        goto done;
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    a.q = mem[0], a.k = mem[1], a.v = mem[2], a.o = mem[3], a.cache_seqlens = mem[4], a.block_table = mem[5];
+    a.k_new = mem[6], a.v_new = mem[7], a.status = mem[8];
+    cl_uint status[2] = {0, 0};
+    for (int call = 0; call < 2 && st == FA_CL_SUCCESS; call++) {
+        a.cache_seqlens = mem[call ? 9 : 4];
+        if ((st = tu_write(ctx, mem[8], sizeof zero, &zero) ? FA_CL_ERROR_OPENCL : fa_cl_plan_run(plan, &a)) ==
+                FA_CL_SUCCESS &&
+            tu_read(ctx, mem[8], sizeof status[call], &status[call]) != 0)
+            st = FA_CL_ERROR_OPENCL;
+    }
+    if (st != FA_CL_SUCCESS) {
+        tu_expect(t, 0, "%s: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
+        goto done;
+    }
+    /* the pools: the canary everywhere but (sequence 1, keys 14, 15: page 3 slots 14, 15) and
+     * (sequence 3, keys 30, 31: page 6 slots 14, 15), which hold new rows 0 and 1 of the sequence */
+    size_t wrong = 0, first_wrong = (size_t)-1;
+    for (int i = 0; i < 2; i++) {
+        if (tu_read(ctx, mem[1 + i], npool * esz, got) != 0) {
+            wrong++;
+            continue;
+        }
+        for (size_t e = 0; e < npool; e++) {
+            const size_t page = e / ((size_t)P * HKV * D), slot = e / ((size_t)HKV * D) % P;
+            const size_t h = e / D % HKV, c = e % D;
+            const int seq = page == 3 ? 1 : page == 6 ? 3 : -1;
+            uint32_t want = canary;
+            if (seq >= 0 && slot >= 14) /* new row slot - 14 of seq */
+                want = tu_load_bits(dtype, fresh[i], (((size_t)seq * NEW + slot - 14) * HKV + h) * D + c);
+            if (tu_load_bits(dtype, got, e) != want && !wrong++)
+                first_wrong = e;
+        }
+    }
+    const cl_uint bits = FA_CL_DEVICE_STATUS_BAD_PAGE | FA_CL_DEVICE_STATUS_DROPPED_ROWS;
+    char where[96] = "";
+    if (wrong)
+        snprintf(where, sizeof where, " (the first: element %zu, page %zu)", first_wrong,
+                 first_wrong / ((size_t)P * HKV * D));
+    tu_expect(t, wrong == 0 && status[0] == bits && status[1] == (bits | FA_CL_DEVICE_STATUS_BAD_SEQLEN),
+              "%s: %zu pool elements changed that should not have%s, status %#x then %#x (want %#x, then %#x)", name,
+              wrong, where, status[0], status[1], bits, bits | FA_CL_DEVICE_STATUS_BAD_SEQLEN);
+done:
+    fa_cl_plan_release(plan);
+    for (int i = 0; i < 10; i++)
+        if (mem[i])
+            clReleaseMemObject(mem[i]);
+    free(pool[0]), free(pool[1]), free(got), free(fresh[0]), free(fresh[1]), free(q);
+}
+
+/* Appends through bad block-table entries, f32 and f16 (run_append: good tables, no BAD_PAGE). */
+static int run_append_bad(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    check_append_bad_pages(&serving_tally, ctx, FA_CL_F32);
+    check_append_bad_pages(&serving_tally, ctx, FA_CL_F16);
+    return 0;
+}
+
+/* An appending call's outputs (the caches k and v, o, lse, args.status) must not overlap each other
+ * or any buffer the call reads; the status must be a writable cl_uint. a holds the call's inputs
+ * (its caches read-only: replaced here by writable ones). Each refusal enqueues nothing. */
+static void append_aliasing(tu_tally *t, fa_cl_context *ctx, fa_cl_plan *plan, const fa_cl_attention_desc *d,
+                            const fa_cl_forward_args *given)
+{
+    const size_t pool = (size_t)(d->num_pages * d->page_size * d->heads_kv * d->head_dim) * 2; /* f16 */
+    cl_mem kc = tu_buffer(ctx, CL_MEM_READ_WRITE, pool, NULL), vc = tu_buffer(ctx, CL_MEM_READ_WRITE, pool, NULL);
+    cl_mem both = tu_buffer(ctx, CL_MEM_READ_WRITE, 2 * pool, NULL), ro = tu_buffer(ctx, CL_MEM_READ_ONLY, 4, NULL);
+    cl_mem tiny = tu_buffer(ctx, CL_MEM_READ_WRITE, 2, NULL), status = tu_buffer(ctx, CL_MEM_READ_WRITE, 4, NULL);
+    cl_mem half[2] = {NULL, NULL}, apart[2] = {NULL, NULL};
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 2 && both && err == CL_SUCCESS; i++) {
+        const cl_buffer_region overlapping = {(size_t)i * pool / 2, pool}, adjacent = {(size_t)i * pool, pool};
+        half[i] = clCreateSubBuffer(both, 0, CL_BUFFER_CREATE_TYPE_REGION, &overlapping, &err);
+        if (err == CL_SUCCESS)
+            apart[i] = clCreateSubBuffer(both, 0, CL_BUFFER_CREATE_TYPE_REGION, &adjacent, &err);
+    }
+    if (!kc || !vc || !both || !ro || !tiny || !status || err != CL_SUCCESS) {
+        tu_expect(t, 0, "append aliasing: buffers (%d)", (int)err);
+    } else {
+        const struct {
+            const char *what, *needle;
+            fa_cl_status want;
+        } cases[] = {
+            {"k and v caches the same buffer", "the cache k overlaps v", FA_CL_ERROR_INVALID_ARGUMENT},
+            {"k and v caches overlapping sub-buffers of one buffer", "the cache k overlaps v",
+             FA_CL_ERROR_INVALID_ARGUMENT},
+            {"k_new the k cache's buffer", "the cache k overlaps args.k_new", FA_CL_ERROR_INVALID_ARGUMENT},
+            {"status inside the k cache", "overlaps args.status", FA_CL_ERROR_INVALID_ARGUMENT},
+            {"status o's buffer", "output o overlaps args.status", FA_CL_ERROR_INVALID_ARGUMENT},
+            {"status of 2 bytes", "buffer status holds 2 bytes", FA_CL_ERROR_BUFFER_TOO_SMALL},
+            {"status CL_MEM_READ_ONLY", "buffer status is written", FA_CL_ERROR_INVALID_ARGUMENT},
+            {"k and v caches adjacent sub-buffers of one buffer, a status", "", FA_CL_SUCCESS},
+        };
+        for (int i = 0; i < TU_COUNT(cases); i++) {
+            fa_cl_forward_args a = *given;
+            cl_event done = NULL;
+            a.k = kc, a.v = vc, a.done = &done;
+            switch (i) {
+            case 0: a.v = kc; break;
+            case 1: a.k = half[0], a.v = half[1]; break;
+            case 2: a.k_new = kc; break;
+            case 3: a.status = kc; break;
+            case 4: a.status = a.o; break;
+            case 5: a.status = tiny; break;
+            case 6: a.status = ro; break;
+            case 7: a.k = apart[0], a.v = apart[1], a.status = status; break;
+            }
+            const fa_cl_status st = fa_cl_plan_run(plan, &a);
+            const char *msg = st == FA_CL_SUCCESS ? "" : fa_cl_last_error(ctx);
+            tu_expect(t, st == cases[i].want && strstr(msg, cases[i].needle) && (done != NULL) == (st == FA_CL_SUCCESS),
+                      "append, %s: %s: %s", cases[i].what, fa_cl_status_string(st), msg);
+            if (done)
+                clWaitForEvents(1, &done), clReleaseEvent(done);
+        }
+    }
+    cl_mem all[10] = {kc, vc, half[0], half[1], apart[0], apart[1], both, ro, tiny, status};
+    for (int i = 0; i < 10; i++)
+        if (all[i])
+            clReleaseMemObject(all[i]);
 }
 
 /* host-side checks: a status and a message naming the problem, nothing enqueued */
@@ -1114,6 +1319,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
             st = fa_cl_plan_run(p, &a); /* the test's pools are CL_MEM_READ_ONLY */
             tu_expect(t, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_last_error(ctx), "buffer k is written"),
                       "append into a read-only cache: %s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+            append_aliasing(t, ctx, p, &d, &a);
             if (kn)
                 clReleaseMemObject(kn);
             if (vn)
@@ -1187,7 +1393,7 @@ int main(int argc, char **argv)
     const tu_subset subsets[] = {
         {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode},
         {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny}, {"varlen", run_varlen},
-        {"append", run_append}, {"long", run_long},
+        {"append", run_append}, {"append_bad", run_append_bad}, {"long", run_long},
     };
     return tu_main(&serving_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

@@ -57,9 +57,8 @@ int tu_context(fa_cl_context **out)
     printf("device: %s (%s)\n", name, version);
     /* The emulated tensor-core build exists to test those kernels where they cannot run natively;
      * on a GPU that runs them natively the other device tests cover them, ~100x faster. */
-    const char *emu = getenv("FA_CL_MMA_EMULATE");
     const fa_cl_context *ctx = *out;
-    if (emu && *emu && strcmp(emu, "0") != 0 && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8) {
+    if (ctx->env.mma_emulate && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8) {
         printf("SKIP: the tensor-core kernels run natively on %s (compute capability %d.%d); the PTX "
                "emulation (FA_CL_MMA_EMULATE) is tested on devices without them\n", name, ctx->props.nv_cc_major,
                ctx->props.nv_cc_minor);

@@ -1076,7 +1076,7 @@ int main(int argc, char **argv)
     if (o.kernels) { /* no OpenCL: scripts read the names and files from here */
         for (int i = 0; i < fa_cl_kernel_count(); i++) {
             const fa_cl_kernel_family *f = fa_cl_kernel_at(i);
-            printf("%s\t%d\t%s\t%s\t", f->name, f->vendor, f->op == FA_CL_OP_FORWARD ? "forward" : f->op == FA_CL_OP_COMBINE ? "combine" : f->op == FA_CL_OP_APPEND ? "append" : f->op == FA_CL_OP_BACKWARD ? "backward" : f->op == FA_CL_OP_PAD_ROWS ? "pad-rows" : "?", f->entry);
+            printf("%s\t%d\t%s\t%s\t", f->name, f->vendor, f->op == FA_CL_OP_FORWARD ? "forward" : f->op == FA_CL_OP_COMBINE ? "combine" : f->op == FA_CL_OP_APPEND ? "append" : f->op == FA_CL_OP_BACKWARD ? "backward" : f->op == FA_CL_OP_PAD_ROWS ? "pad-rows" : f->op == FA_CL_OP_CHECK ? "check" : "?", f->entry);
             for (int j = 0; j < f->nfiles; j++)
                 printf("%s%s", j ? " " : "", f->files[j]);
             printf("\t%s\n", f->summary);

@@ -226,15 +226,20 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *used)
                 return 1;
             emit_row(tsv, p, &t, req.head_dim, req.dtype, full, used);
         }
-        const fa_cl_kernel_family *aux[2] = {&fa_cl_kernel_combine, &fa_cl_kernel_append};
-        const char *aux_opts[2] = {" -DFA_VARLEN_Q", " -DFA_PAGED"};
-        for (int a = 0; a < 2; a++) {
+        /* the other launches' programs, with the options src/plan/plan.c gives them */
+        const fa_cl_kernel_family *aux[3] = {&fa_cl_kernel_combine, &fa_cl_kernel_append, &fa_cl_kernel_check_serving};
+        const char *aux_opts[2] = {" -DFA_VARLEN_Q", " -DFA_PAGED" FA_CL_STATUS_OPTIONS};
+        const int aux_wg[3] = {FA_CL_COMBINE_WG, FA_CL_APPEND_WG, FA_CL_CHECK_WG};
+        for (int a = 0; a < 3; a++) {
             fa_cl_tiles at = t;
             at.variant = aux[a]->id;
             at.kernel = aux[a]->name;
-            at.work_group_size = a == 0 ? FA_CL_COMBINE_WG : FA_CL_APPEND_WG;
+            at.work_group_size = aux_wg[a];
             at.local_mem_bytes = 0;
-            snprintf(opts, sizeof opts, "-DFA_DTYPE=%d -DHEAD_DIM=128%s", (int)req.dtype, aux_opts[a]);
+            if (a < 2)
+                snprintf(opts, sizeof opts, "-DFA_DTYPE=%d -DHEAD_DIM=128%s", (int)req.dtype, aux_opts[a]);
+            else
+                snprintf(opts, sizeof opts, "%s", FA_CL_STATUS_OPTIONS + 1);
             if (fa_cl_full_build_options(opts, "", full, sizeof full) < 0)
                 return 1;
             emit_row(tsv, p, &at, req.head_dim, req.dtype, full, used);

@@ -24,7 +24,7 @@ struct fa_cl_backward_plan {
     size_t scratch_bytes;
     fa_cl_lock lock;      /* argument setting + enqueue must not interleave between threads */
     int refs;             /* guarded by ctx->lock: the caller's and the plan cache's references */
-    cl_event last;        /* guarded by lock: the previous call's last launch (dsum is shared) */
+    fa_cl_chain_state chain; /* guarded by lock: the calls' events (fa_cl__enqueue_chain; dsum is shared) */
 };
 
 static const char *const entries[FA_CL_BACKWARD_LAUNCHES] = {"fa_backward_dot", "fa_backward_dkdv",
@@ -36,8 +36,7 @@ static void plan_free(fa_cl_backward_plan *plan)
         fa_cl__kernel_give(plan->ctx, plan->kernels[i]);
     if (plan->dsum)
         clReleaseMemObject(plan->dsum);
-    if (plan->last)
-        clReleaseEvent(plan->last);
+    fa_cl__chain_state_release(&plan->chain);
     fa_cl_lock_destroy(&plan->lock);
     free(plan);
 }
@@ -318,7 +317,7 @@ fa_cl_status fa_cl__backward_plan_enqueue(fa_cl_backward_plan *plan, const fa_cl
 {
     backward_call c = {plan, a};
     return fa_cl__enqueue_chain(plan->ctx, &plan->lock, FA_CL_BACKWARD_LAUNCHES, backward_step, &c, a->num_wait,
-                                a->wait, a->done, plan->dsum ? &plan->last : NULL);
+                                a->wait, a->done, &plan->chain, 1);
 }
 
 fa_cl_status fa_cl_backward_plan_run(fa_cl_backward_plan *plan, const fa_cl_backward_args *args)

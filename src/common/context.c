@@ -43,6 +43,48 @@ static fa_cl_status env_count(const char *name, long max, const char *what, int 
     return FA_CL_SUCCESS;
 }
 
+/* One word of an on/off switch and what it sets. */
+typedef struct env_word {
+    const char *word;
+    int value;
+} env_word;
+
+/* Every switch's words (any case): on, then off. */
+static const env_word switch_words[] = {{"1", 1},   {"on", 1},  {"yes", 1}, {"true", 1},
+                                        {"0", 0},   {"off", 0}, {"no", 0},  {"false", 0}};
+#define FA_CL_SWITCH_WORDS "1, on, yes, true (on) or 0, off, no, false (off)"
+
+static int same_word_nocase(const char *a, const char *b)
+{
+    while (*a && tolower((unsigned char)*a) == tolower((unsigned char)*b))
+        a++, b++;
+    return *a == '\0' && *b == '\0';
+}
+
+/* An on/off switch name=word: *out becomes the word's value; unset or empty leaves it alone.
+ * extra: the switch's own further words (nextra of them), named in the message. */
+static fa_cl_status env_switch(const char *name, const env_word *extra, int nextra, int *out, char *msg,
+                               size_t msg_size)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return FA_CL_SUCCESS;
+    for (size_t i = 0; i < sizeof switch_words / sizeof switch_words[0]; i++)
+        if (same_word_nocase(s, switch_words[i].word)) {
+            *out = switch_words[i].value;
+            return FA_CL_SUCCESS;
+        }
+    for (int i = 0; i < nextra; i++)
+        if (same_word_nocase(s, extra[i].word)) {
+            *out = extra[i].value;
+            return FA_CL_SUCCESS;
+        }
+    int n = snprintf(msg, msg_size, "%s='%s' is not a switch: %s", name, s, FA_CL_SWITCH_WORDS);
+    for (int i = 0; i < nextra && n > 0 && (size_t)n < msg_size; i++)
+        n += snprintf(msg + n, msg_size - (size_t)n, "%s%s", i ? ", " : "; or ", extra[i].word);
+    return FA_CL_ERROR_INVALID_ARGUMENT;
+}
+
 /* FA_CL_BUILD_OPTIONS: -D and -I need an argument (attached or the next word), and -D's must be a
  * macro name: some drivers crash on a bare "-D" (PoCL 3.1 does) rather than report it. Returns 0,
  * or -1 with the offending option named in msg. */
@@ -135,14 +177,35 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         out->mma_kv_warps = s[0] - '0';
     }
-    s = getenv("FA_CL_GQA_PACK");
-    if (s && *s) {
-        if (strcmp(s, "0") && strcmp(s, "1")) {
-            snprintf(msg, msg_size, "FA_CL_GQA_PACK='%s' is not 0 (off) or 1 (on)", s);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->gqa_pack = s[0] == '1' ? 1 : -1;
-    }
+    /* switches: any of the words of env_switch, nothing else; unset keeps each default */
+    int gqa_pack = -1, vendor_path = 1, pad_rows = 1, producer = 1, tma = 1;
+    /* FA_CL_TMA's own words: one kind only (values past the on/off ones: 2 + the kind's bit) */
+    static const env_word tma_words[] = {{"mask", 2 + FA_CL_TMA_MASK}, {"kv", 2 + FA_CL_TMA_KV}};
+    out->nv_tf32 = out->wgmma = -1;
+    st = env_switch("FA_CL_GQA_PACK", NULL, 0, &gqa_pack, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_switch("FA_CL_VENDOR_PATH", NULL, 0, &vendor_path, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_switch("FA_CL_PAD_ROWS", NULL, 0, &pad_rows, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_switch("FA_CL_NV_TF32", NULL, 0, &out->nv_tf32, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_switch("FA_CL_WGMMA", NULL, 0, &out->wgmma, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_switch("FA_CL_WGMMA_PRODUCER", NULL, 0, &producer, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_switch("FA_CL_TMA", tma_words, 2, &tma, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_switch("FA_CL_MMA_EMULATE", NULL, 0, &out->mma_emulate, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_switch("FA_CL_DEBUG_BUILD_LOG", NULL, 0, &out->print_build_log, msg, msg_size);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    out->gqa_pack = gqa_pack < 0 ? 0 : gqa_pack ? 1 : -1;
+    out->vendor_path_off = !vendor_path;
+    out->pad_rows_off = !pad_rows;
+    out->wgmma_producer_off = !producer;
+    out->tma = tma == 1 ? FA_CL_TMA_MASK | FA_CL_TMA_KV : tma == 0 ? 0 : tma - 2;
     s = getenv("FA_CL_TILE");
     if (s && *s) {
         int f[4] = {0, 0, 0, 0};
@@ -193,32 +256,12 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         out->variant = f->id;
     }
-    s = getenv("FA_CL_VENDOR_PATH");
-    out->vendor_path_off = s && strcmp(s, "0") == 0;
-    s = getenv("FA_CL_PAD_ROWS");
-    out->pad_rows_off = s && strcmp(s, "0") == 0;
-    s = getenv("FA_CL_NV_TF32");
-    out->nv_tf32 = !s || !*s ? -1 : strcmp(s, "0") != 0;
-    s = getenv("FA_CL_WGMMA");
-    out->wgmma = !s || !*s ? -1 : strcmp(s, "0") != 0;
-    s = getenv("FA_CL_WGMMA_PRODUCER");
-    out->wgmma_producer_off = s && strcmp(s, "0") == 0;
-    s = getenv("FA_CL_PERSISTENT");
+    s = getenv("FA_CL_PERSISTENT"); /* a count: 0, or at most n work-groups */
     out->persistent_off = s && strcmp(s, "0") == 0;
     if (!out->persistent_off &&
         env_count("FA_CL_PERSISTENT", 1L << 30, "0 or a work-group count", &out->persistent_groups, msg, msg_size) !=
             FA_CL_SUCCESS)
         return FA_CL_ERROR_INVALID_ARGUMENT;
-    s = getenv("FA_CL_TMA");
-    out->tma = !s || !*s ? FA_CL_TMA_MASK | FA_CL_TMA_KV
-               : strcmp(s, "0") == 0 ? 0
-               : strcmp(s, "mask") == 0 ? FA_CL_TMA_MASK
-               : strcmp(s, "kv") == 0 ? FA_CL_TMA_KV
-                                      : FA_CL_TMA_MASK | FA_CL_TMA_KV;
-    s = getenv("FA_CL_MMA_EMULATE");
-    out->mma_emulate = s && *s && strcmp(s, "0") != 0;
-    s = getenv("FA_CL_DEBUG_BUILD_LOG");
-    out->print_build_log = s && *s && strcmp(s, "0") != 0;
     s = getenv("FA_CL_CACHE_DIR");
     if (s && *s) {
         if (strlen(s) >= sizeof out->cache_dir - 64) { /* room for "/<entry name>" */
@@ -279,6 +322,7 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
     ctx->device = device;
     ctx->queue = queue;
     ctx->queue_in_order = !(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+    ctx->hold_events = !ctx->queue_in_order || fa_cl__contains_nocase(ctx->props.platform_version, "pocl");
     fa_cl__binary_cache_open(ctx);
     if (ctx->env.nv_tf32 == 0 && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
         fa_cl__note(ctx, "fp32 on tensor cores (nvidia-tf32x3): off (FA_CL_NV_TF32=0): f32 takes the portable kernels");

@@ -656,7 +656,8 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
         {"alibi_slopes", "desc.alibi", a->alibi_slopes, v->d.alibi ? v->per_head_bytes : 0},
         {"sinks", "desc.sinks", a->sinks, v->d.sinks ? v->per_head_bytes : 0},
         {"mask", "desc.mask", a->mask, v->mask_bytes}};
-    for (int i = 0; i < 9; i++) {
+    enum { IN = sizeof in / sizeof in[0] };
+    for (int i = 0; i < IN; i++) {
         if (!in[i].bytes && in[i].m)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "args.%s is given but %s is 0", in[i].name,
                                in[i].field);
@@ -670,28 +671,40 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
         fa_cl_status st = fa_cl__check_one_buffer(ctx, in[i].name, in[i].m, in[i].bytes, 0);
         if (st != FA_CL_SUCCESS)
             return st;
-        const int o_hit = fa_cl__ranges_overlap(a->o, v->o_begin, v->o_bytes, in[i].m, 0, in[i].bytes);
-        if (o_hit || (a->lse && fa_cl__ranges_overlap(a->lse, 0, v->lse_bytes, in[i].m, 0, in[i].bytes)))
-            return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "output %s overlaps args.%s in the same buffer",
-                               o_hit ? "o" : "lse", in[i].name);
     }
-    if (v->new_bytes) { /* appending writes the cache: k and v are outputs too */
-        const struct { const char *name; cl_mem m; uint64_t begin, end; } cache[] = {
-            {"k", a->k, v->k_begin, v->k_bytes}, {"v", a->v, v->v_begin, v->v_bytes}};
-        for (int i = 0; i < 2; i++) {
-            fa_cl_status st = fa_cl__check_one_buffer(ctx, cache[i].name, cache[i].m, cache[i].end, 1);
-            if (st != FA_CL_SUCCESS)
-                return st;
-            const cl_mem news[3] = {a->k_new, a->v_new, a->q};
-            const char *names[3] = {"k_new", "v_new", "q"};
-            const uint64_t nb[3] = {0, 0, v->q_begin}, ne[3] = {v->new_bytes, v->new_bytes, v->q_bytes};
-            for (int j = 0; j < 3; j++)
-                if (fa_cl__ranges_overlap(cache[i].m, cache[i].begin, cache[i].end, news[j], nb[j], ne[j]))
-                    return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
-                                       "the cache %s (written by the append) overlaps %s in the same buffer",
-                                       cache[i].name, names[j]);
+    const int append = v->new_bytes > 0; /* appending writes the cache: k and v are outputs too */
+    for (int i = 0; i < 2 && append; i++) {
+        fa_cl_status st = fa_cl__check_one_buffer(ctx, i ? "v" : "k", i ? a->v : a->k, i ? v->v_bytes : v->k_bytes, 1);
+        if (st != FA_CL_SUCCESS)
+            return st;
+    }
+    if (a->status) {
+        fa_cl_status st = fa_cl__check_one_buffer(ctx, "status", a->status, sizeof(cl_uint), 1);
+        if (st != FA_CL_SUCCESS)
+            return st;
+    }
+    /* every buffer of the call with its byte range; each one written must share no byte with any
+     * other (fa_cl__check_buffers has compared o and lse with q, k, v and each other already) */
+    struct { const char *name; cl_mem m; uint64_t begin, end; int written; } all[IN + 7] = {
+        {"q", a->q, v->q_begin, v->q_bytes, 0},
+        {"k", a->k, v->k_begin, v->k_bytes, append},
+        {"v", a->v, v->v_begin, v->v_bytes, append},
+        {"o", a->o, v->o_begin, v->o_bytes, 1},
+        {"lse", a->lse, 0, v->lse_bytes, 1},
+        {"status", a->status, 0, sizeof(cl_uint), 1}};
+    int n = 6;
+    for (int i = 0; i < IN; i++)
+        if (in[i].m) {
+            all[n].name = in[i].name, all[n].m = in[i].m, all[n].begin = 0, all[n].end = in[i].bytes;
+            all[n++].written = 0;
         }
-    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n && all[i].written && all[i].m; j++)
+            if (j != i && all[j].m && fa_cl__ranges_overlap(all[i].m, all[i].begin, all[i].end, all[j].m, all[j].begin,
+                                                            all[j].end))
+                return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s%s%s overlaps %s%s in the same buffer",
+                                   i == 1 || i == 2 ? "the cache " : "output ", i > 4 ? "args." : "", all[i].name,
+                                   j > 4 ? "args." : "", all[j].name);
     return FA_CL_SUCCESS;
 }
 

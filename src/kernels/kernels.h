@@ -15,6 +15,7 @@ typedef enum fa_cl_operation {
     FA_CL_OP_BACKWARD = 4, /* dq, dk, dv from the forward's tensors and dO: fa_backward_dkdv (and the
                               program's fa_backward_dot and fa_backward_dq) */
     FA_CL_OP_PAD_ROWS = 5, /* q, k, v rows into zero-padded aligned scratch: fa_pad_rows */
+    FA_CL_OP_CHECK = 6,    /* cache_seqlens and the block table checked into args.status: fa_check_serving */
 } fa_cl_operation;
 
 /* Most families' unroll_max_dim. */
@@ -223,6 +224,11 @@ extern const fa_cl_kernel_family fa_cl_kernel_combine;
 
 #define FA_CL_APPEND_WG 64
 extern const fa_cl_kernel_family fa_cl_kernel_append;
+
+/* ---- check-serving (check_serving.c): a call's device checks (fa_cl_forward_args.status) ------- */
+
+#define FA_CL_CHECK_WG 64
+extern const fa_cl_kernel_family fa_cl_kernel_check_serving;
 
 /* ---- pad-rows (pad_rows.c): q/k/v rows padded to 16 bytes, a tensor-core plan's first launches -- */
 

@@ -16,6 +16,7 @@ static const fa_cl_kernel_family *const families[] = {
     &fa_cl_kernel_combine,         /* split-KV plans' second launch */
     &fa_cl_kernel_append,          /* appending plans' first launch */
     &fa_cl_kernel_pad_rows,        /* tensor-core plans' first launches at head_dim % 8 != 0 */
+    &fa_cl_kernel_check_serving,   /* a call's first launch where args.status asks for the device checks */
     &fa_cl_kernel_nvidia_wgmma_backward, /* backward plans: tensor cores first */
     &fa_cl_kernel_nvidia_mma_backward,
     &fa_cl_kernel_nvidia_tf32_backward,

@@ -30,8 +30,10 @@ static fa_cl_status build_kernel_entry(fa_cl_context *ctx, const fa_cl_views *v,
         snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", v->type[3], (int)v->d.head_dim,
                  v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "", v->d.sinks ? " -DFA_SINKS" : "");
     if (t->variant == FA_CL_KERNEL_APPEND)
-        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s", (int)v->d.dtype, (int)v->d.head_dim,
-                 v->d.page_size > 0 ? " -DFA_PAGED" : "");
+        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", (int)v->d.dtype, (int)v->d.head_dim,
+                 v->d.page_size > 0 ? " -DFA_PAGED" : "", FA_CL_STATUS_OPTIONS);
+    if (t->variant == FA_CL_KERNEL_CHECK_SERVING) /* one program for every plan */
+        snprintf(options, sizeof options, "%s", FA_CL_STATUS_OPTIONS + 1);
     if (t->variant == FA_CL_KERNEL_PAD_ROWS)
         snprintf(options, sizeof options, "-DHEAD_DIM=%d", (int)v->d.head_dim);
     cl_program prog;
@@ -549,6 +551,8 @@ static fa_cl_status append_args(const fa_cl_plan *plan, const fa_cl_launch *l, c
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &ints[i]);
     if (err == CL_SUCCESS)
         err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &rows);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &a->status);
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_append)");
 }
 
@@ -750,12 +754,12 @@ static void plan_free(fa_cl_plan *plan)
     fa_cl__kernel_give(plan->ctx, plan->append);
     fa_cl__kernel_give(plan->ctx, plan->pad);
     fa_cl__kernel_give(plan->ctx, plan->tma_maps);
+    fa_cl__kernel_give(plan->ctx, plan->check);
     cl_mem mems[6] = {plan->scratch, plan->part_o, plan->part_lse, plan->padded[0], plan->padded[1], plan->padded[2]};
     for (int i = 0; i < 6; i++)
         if (mems[i])
             clReleaseMemObject(mems[i]);
-    if (plan->last)
-        clReleaseEvent(plan->last);
+    fa_cl__chain_state_release(&plan->chain);
     free(plan->launches);
     fa_cl_lock_destroy(&plan->lock);
     free(plan);
@@ -797,6 +801,11 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_c
         fa_cl_tiles at = plan->tiles;
         at.variant = FA_CL_KERNEL_APPEND;
         st = build_kernel(ctx, views, &at, &plan->append);
+    }
+    if (st == FA_CL_SUCCESS && (views->d.kv_seqlens || views->d.page_size > 0)) {
+        fa_cl_tiles ct = plan->tiles;
+        ct.variant = FA_CL_KERNEL_CHECK_SERVING;
+        st = build_kernel(ctx, views, &ct, &plan->check);
     }
     if (st == FA_CL_SUCCESS)
         st = make_launches(ctx, plan);
@@ -862,73 +871,179 @@ fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, con
     return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
 }
 
+/* One call's launch events, held until its last launch has ended (fa_cl_chain_state). */
+struct fa_cl_held_chain {
+    fa_cl_held_chain *next;
+    int count;
+    cl_event events[];
+};
+
+static void CL_CALLBACK held_chain_free(cl_event ended, cl_int status, void *data)
+{
+    (void)ended, (void)status;
+    fa_cl_held_chain *c = (fa_cl_held_chain *)data;
+    for (int i = 0; i < c->count; i++)
+        clReleaseEvent(c->events[i]);
+    free(c);
+}
+
+/* An event whose command has ended: complete, or failed (a negative status); a failed query counts
+ * as ended (the event is then no use to wait for). */
+static int event_ended(cl_event e)
+{
+    cl_int status = CL_COMPLETE;
+    return clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS ||
+           status <= CL_COMPLETE;
+}
+
+/* Release the held chains whose last launch has ended. */
+static void held_chains_sweep(fa_cl_chain_state *state)
+{
+    for (fa_cl_held_chain **p = &state->held; *p;) {
+        fa_cl_held_chain *c = *p;
+        if (event_ended(c->events[c->count - 1])) {
+            *p = c->next;
+            held_chain_free(NULL, CL_COMPLETE, c);
+        } else {
+            p = &c->next;
+        }
+    }
+}
+
+void fa_cl__chain_state_release(fa_cl_chain_state *state)
+{
+    held_chains_sweep(state);
+    /* calls still running: their events go when their last launch ends (PoCL 3.1 calls no callback
+     * for a failed one: those few events stay) */
+    while (state->held) {
+        fa_cl_held_chain *c = state->held;
+        state->held = c->next;
+        if (clSetEventCallback(c->events[c->count - 1], CL_COMPLETE, held_chain_free, c) != CL_SUCCESS)
+            held_chain_free(NULL, CL_COMPLETE, c);
+    }
+    if (state->last)
+        clReleaseEvent(state->last);
+    state->last = NULL;
+}
+
 fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int count, fa_cl_chain_fn prepare,
                                   void *data, cl_uint num_wait, const cl_event *wait, cl_event *done,
-                                  cl_event *serial)
+                                  fa_cl_chain_state *state, int serial)
 {
-    fa_cl_status st = FA_CL_SUCCESS;
+    const int ordered = ctx->queue_in_order, hold = ctx->hold_events;
     fa_cl_lock_acquire(lock);
-    /* the first launch's wait list: the caller's, and the previous call's last launch */
+    held_chains_sweep(state);
+    fa_cl_held_chain *held = NULL;
+    if (hold && !(held = (fa_cl_held_chain *)calloc(1, sizeof *held + (size_t)count * sizeof(cl_event)))) {
+        fa_cl_lock_release(lock);
+        return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "enqueue: out of host memory");
+    }
+    /* the first launch's wait list: the caller's, and (out of order, a plan with scratch) the
+     * previous call's last launch unless that has ended: a failed one no longer runs, and in a
+     * wait list it would fail every later call */
+    if (state->last && (ordered || !serial || event_ended(state->last))) {
+        clReleaseEvent(state->last);
+        state->last = NULL;
+    }
     cl_event few[8], *first_wait = (cl_event *)wait;
     cl_uint first_num = num_wait;
-    if (serial && *serial) {
+    if (state->last) {
         first_wait = num_wait < 8 ? few : (cl_event *)malloc(((size_t)num_wait + 1) * sizeof *first_wait);
         if (!first_wait) {
+            free(held);
             fa_cl_lock_release(lock);
             return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "enqueue: out of host memory");
         }
         for (cl_uint i = 0; i < num_wait; i++)
             first_wait[i] = wait[i];
-        first_wait[first_num++] = *serial;
+        first_wait[first_num++] = state->last;
     }
-    /* launches run in order, each after the previous one (also on an out-of-order queue) */
-    cl_event prev = NULL;
-    for (int i = 0; i < count && st == FA_CL_SUCCESS; i++) {
+    fa_cl_status st = FA_CL_SUCCESS;
+    for (int i = 0; i < count; i++) {
         fa_cl_chain_step s;
         memset(&s, 0, sizeof s);
-        cl_event ev = NULL;
-        st = prepare(data, i, &s);
-        if (st == FA_CL_SUCCESS) {
-            cl_int err = clEnqueueNDRangeKernel(ctx->queue, s.kernel, s.dims, NULL, s.global, s.local[0] ? s.local : NULL,
-                                                i == 0 ? first_num : 1, i == 0 ? first_wait : &prev,
-                                                i == count - 1 && !serial ? done : &ev);
-            if (err != CL_SUCCESS) {
-                char what[96];
-                snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", s.name);
-                st = fa_cl__fail_cl(ctx, err, what);
-                ev = NULL;
-            }
+        if ((st = prepare(data, i, &s)) != FA_CL_SUCCESS)
+            break;
+        /* In order the queue runs the launches one after another and each waits for the caller's
+         * list only: whatever an implementation does with a failure in queue order, no launch of a
+         * call runs after a failed event of its list, and done reports it. Out of order, each
+         * launch waits for the previous one's event. */
+        const int last = i == count - 1;
+        cl_uint n = i == 0 ? first_num : num_wait;
+        const cl_event *list = i == 0 ? first_wait : wait;
+        if (i > 0 && !ordered)
+            n = 1, list = &held->events[i - 1];
+        cl_event *ev = held ? &held->events[i] : last ? done : NULL;
+        const cl_int err = clEnqueueNDRangeKernel(ctx->queue, s.kernel, s.dims, NULL, s.global,
+                                                  s.local[0] ? s.local : NULL, n, n ? list : NULL, ev);
+        if (err != CL_SUCCESS) {
+            char what[96];
+            snprintf(what, sizeof what, "clEnqueueNDRangeKernel(%s)", s.name);
+            st = fa_cl__fail_cl(ctx, err, what);
+            break;
         }
-        if (i == count - 1 && ev && serial) { /* the last launch: the next call's first waits for it */
-            if (*serial)
-                clReleaseEvent(*serial);
-            *serial = ev;
-            if (done && clRetainEvent(ev) == CL_SUCCESS)
-                *done = ev;
-            ev = NULL;
-        }
-        if (prev)
-            clReleaseEvent(prev);
-        prev = ev;
+        if (held)
+            held->count = i + 1;
     }
-    if (prev)
-        clReleaseEvent(prev);
+    if (held && held->count > 0) {
+        const cl_event tail = held->events[held->count - 1];
+        if (st == FA_CL_SUCCESS && serial && !ordered && clRetainEvent(tail) == CL_SUCCESS) {
+            if (state->last)
+                clReleaseEvent(state->last);
+            state->last = tail; /* the next call's first launch waits for this one */
+        }
+        if (st == FA_CL_SUCCESS && done && clRetainEvent(tail) == CL_SUCCESS)
+            *done = tail;
+        held->next = state->held;
+        state->held = held;
+    } else {
+        free(held);
+    }
     if (first_wait != wait && first_wait != few)
         free(first_wait);
     fa_cl_lock_release(lock);
     return st;
 }
 
-/* A forward plan's launch i for one call's buffers. */
+/* Arguments and grid of fa_check_serving (cl/fa_check_serving.cl): a call's device checks into
+ * args.status, one work-item per block-table entry (paged) or per sequence. */
+static fa_cl_status check_step(const fa_cl_plan *plan, const fa_cl_forward_args *a, fa_cl_chain_step *s)
+{
+    const fa_cl_attention_desc *d = &plan->views.d;
+    const int paged = d->page_size > 0;
+    cl_mem mems[3] = {a->status, d->kv_seqlens ? a->cache_seqlens : NULL, paged ? a->block_table : NULL};
+    const cl_int ints[5] = {(cl_int)d->seqlen_k, (cl_int)d->seqlen_new, (cl_int)d->page_size, (cl_int)d->pages_per_seq,
+                            (cl_int)d->num_pages};
+    const cl_ulong items = (cl_ulong)d->batch * (cl_ulong)(paged ? d->pages_per_seq : 1); /* desc.c bounds it */
+    cl_uint n = 0;
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(plan->check, n++, sizeof(cl_mem), &mems[i]);
+    for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(plan->check, n++, sizeof(cl_int), &ints[i]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(plan->check, n++, sizeof(cl_ulong), &items);
+    s->kernel = plan->check;
+    s->dims = 1;
+    s->global[0] = ((size_t)items + FA_CL_CHECK_WG - 1) / FA_CL_CHECK_WG * FA_CL_CHECK_WG, s->global[1] = 1;
+    s->local[0] = FA_CL_CHECK_WG, s->local[1] = 1;
+    s->name = "fa_check_serving";
+    return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_check_serving)");
+}
+
+/* A forward plan's launch i for one call's buffers: with a status, the check first (checked). */
 typedef struct forward_call {
     const fa_cl_plan *plan;
     const fa_cl_forward_args *args;
+    int checked;
 } forward_call;
 
 static fa_cl_status forward_step(void *data, int i, fa_cl_chain_step *s)
 {
     const forward_call *c = (const forward_call *)data;
     const fa_cl_plan *plan = c->plan;
+    if (c->checked && i-- == 0)
+        return check_step(plan, c->args, s);
     const fa_cl_launch *l = &plan->launches[i];
     s->kernel = l->kernel;
     s->dims = l->global[1] > 1 ? 2 : 1;
@@ -944,9 +1059,9 @@ static fa_cl_status forward_step(void *data, int i, fa_cl_chain_step *s)
 
 fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *a)
 {
-    forward_call c = {plan, a};
-    return fa_cl__enqueue_chain(plan->ctx, &plan->lock, plan->nlaunches, forward_step, &c, a->num_wait, a->wait,
-                                a->done, plan->scratch_bytes > 0 ? &plan->last : NULL);
+    forward_call c = {plan, a, a->status != NULL && plan->check != NULL};
+    return fa_cl__enqueue_chain(plan->ctx, &plan->lock, plan->nlaunches + c.checked, forward_step, &c, a->num_wait,
+                                a->wait, a->done, &plan->chain, plan->scratch_bytes > 0);
 }
 
 fa_cl_status fa_cl_plan_run(fa_cl_plan *plan, const fa_cl_forward_args *args)

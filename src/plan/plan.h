@@ -13,6 +13,13 @@ typedef struct fa_cl_launch fa_cl_launch;
 #define FA_CL_TMA_MAPS 4 /* Q, K, V, the mask (cl/fa_forward_nv_mma.cl's FA_TMA_MAP_*) */
 #define FA_CL_TILE_COUNTER_BYTES 64 /* after the maps: a persistent plan's tile counter (FA_TILE_COUNTER) */
 
+/* The events a plan keeps between its calls (fa_cl__enqueue_chain), guarded by the plan's lock. */
+typedef struct fa_cl_held_chain fa_cl_held_chain;
+typedef struct fa_cl_chain_state {
+    cl_event last;          /* out-of-order queue, serial plans: the previous call's last launch */
+    fa_cl_held_chain *held; /* ctx->hold_events: calls whose launch events are held until the last ends */
+} fa_cl_chain_state;
+
 /* One kernel launch of a plan. Launches run in their order, each after the previous one. */
 struct fa_cl_launch {
     cl_kernel kernel;     /* the plan's; several launches may share one */
@@ -33,6 +40,8 @@ struct fa_cl_plan {
     cl_kernel append;       /* appending plans (desc.seqlen_new): the append kernel; else NULL */
     cl_kernel pad;          /* tiles.rows_padded: the pad-rows kernel; else NULL */
     cl_kernel tma_maps;     /* tiles.mask_tma or kv_tma: the kernel writing the tensor maps into scratch; else NULL */
+    cl_kernel check;        /* plans with per-sequence lengths or pages: the device checks of a call with a
+                               status (cl/fa_check_serving.cl); else NULL */
     cl_mem padded[3];       /* tiles.rows_padded: q, k, v as contiguous [B, H, S, head_dim rounded up to 8] */
     fa_cl_launch *launches; /* nlaunches of them */
     int nlaunches;
@@ -47,7 +56,7 @@ struct fa_cl_plan {
     int refs;               /* guarded by ctx->lock: the caller's and the plan cache's references */
     int num_q_blocks;
     int lpt_columns;        /* causal: head columns a section of the longest-first order takes (0: in order) */
-    cl_event last;          /* guarded by lock: the previous call's last launch, where the plan owns scratch */
+    fa_cl_chain_state chain; /* guarded by lock: the calls' events (fa_cl__enqueue_chain) */
 };
 
 /* A plan for an already normalised descriptor (fa_cl_plan_create resolves it first). */
@@ -67,14 +76,24 @@ typedef struct fa_cl_chain_step {
 /* Sets launch i's arguments and describes it in *step. */
 typedef fa_cl_status (*fa_cl_chain_fn)(void *data, int i, fa_cl_chain_step *step);
 
-/* Enqueue count launches on ctx's queue under lock, each after the previous one (also on an
- * out-of-order queue): the first waits for the caller's list, the last gives done. With serial
- * (a plan that owns scratch, guarded by lock), the first also waits for *serial, the previous
- * call's last launch, which *serial then becomes: two calls of one plan never share its scratch
- * at once, whatever the queue's order. Forward and backward plans run through this. */
+/* Enqueue count launches on ctx's queue under lock, each after the previous one; the caller's wait
+ * list before the first, done the last's event. In order the queue's order chains them: no event
+ * between launches or calls, so nothing a failure could propagate through; every launch waits for
+ * the caller's list, so that none runs after a failed event in it and done reports it whatever an
+ * implementation does with a failure in queue order. Out of order each launch
+ * waits for the previous one's event, and with serial (a plan that owns scratch) the first also
+ * waits for the previous call's last launch unless that has ended (complete or failed): two calls
+ * of one plan never share its scratch at once, and a failed call does not fail the next.
+ * Where ctx->hold_events, every launch makes an event, held in state (guarded by lock) until the
+ * call's last launch has ended: released by a later call or fa_cl__chain_state_release. Forward
+ * and backward plans run through this. */
 fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int count, fa_cl_chain_fn prepare,
                                   void *data, cl_uint num_wait, const cl_event *wait, cl_event *done,
-                                  cl_event *serial);
+                                  fa_cl_chain_state *state, int serial);
+
+/* Release what state holds (a plan's end): chains that have ended now, those still running when
+ * their last launch ends. */
+void fa_cl__chain_state_release(fa_cl_chain_state *state);
 
 /* Enqueue the plan's launches for args (checked already, struct_size normalised). */
 fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *args);

@@ -75,6 +75,7 @@ typedef enum fa_cl_kernel_id {
     FA_CL_KERNEL_NVIDIA_WGMMA = 10, /* cl/fa_forward_nv_mma.cl with FA_WGMMA: Hopper's wgmma (sm_90a PTX) */
     FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD = 11, /* cl/fa_backward_nv_mma.cl with FA_WGMMA: the backward on wgmma */
     FA_CL_KERNEL_NVIDIA_TF32_BACKWARD = 12, /* cl/fa_backward_nv_mma.cl with f32: the backward as 3xTF32 */
+    FA_CL_KERNEL_CHECK_SERVING = 13, /* cl/fa_check_serving.cl: serving data checked into args.status */
 } fa_cl_kernel_id;
 
 /* The shape class a plan is made for. */

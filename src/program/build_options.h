@@ -9,6 +9,14 @@
 
 #include <stddef.h>
 
+/* include/fa_cl.h's FA_CL_DEVICE_STATUS_* bits as the -D options of the kernels that set them
+ * (cl/fa_check_serving.cl, cl/fa_append.cl): one definition of their values. */
+#define FA_CL_STR_(x) #x
+#define FA_CL_STR(x) FA_CL_STR_(x)
+#define FA_CL_STATUS_OPTIONS                                                                              \
+    " -DFA_STATUS_BAD_SEQLEN=" FA_CL_STR(FA_CL_DEVICE_STATUS_BAD_SEQLEN) " -DFA_STATUS_BAD_PAGE="          \
+    FA_CL_STR(FA_CL_DEVICE_STATUS_BAD_PAGE) " -DFA_STATUS_DROPPED_ROWS=" FA_CL_STR(FA_CL_DEVICE_STATUS_DROPPED_ROWS)
+
 /* Every kernel is OpenCL C 1.2; program.c puts this first. */
 #define FA_CL_STD_OPTION "-cl-std=CL1.2"
 
