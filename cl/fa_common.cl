@@ -7,6 +7,8 @@
 #endif
 
 inline float fa_bf16_to_f32(ushort x) { return as_float((uint)x << 16); }
+/* one word of two bf16 (lo in the low half) -> two floats */
+inline float2 fa_bf16x2_to_f32(uint u) { return (float2)(as_float(u << 16), as_float(u & 0xffff0000u)); }
 
 /* Round to nearest even; NaN stays NaN (quiet bit set). */
 inline ushort fa_f32_to_bf16(float f)

@@ -627,7 +627,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
  * so that a warp's pair reads hit distinct banks. src/kernels/nvidia_mma.c: fa_cl_mma_mask_bytes. */
 #if defined(FA_MASK) && defined(FA_MASK_ASYNC) && defined(FA_MASK_PAIRS) && defined(FA_ASYNC) && !defined(FA_KV_Q8)
 #define FA_MASK_TILE 1
-#define MASK_ES (FA_MASK == 1 ? 4 : FA_MASK == 2 ? 2 : 1) /* bytes an entry */
+#define MASK_ES FA_MASK_ES /* bytes an entry */
 #ifdef FA_WGMMA
 /* unpadded rows (a power of two, 64 bytes or more) whose 16-byte chunks are XOR-swizzled by the
  * row instead: the padding would not fit 227 KiB beside the wgmma tiles at 128 x 128 with an f16
@@ -642,10 +642,10 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #if !defined(FA_WG_PRODUCER) || MASK_PITCH % 128 != 0
 #error "FA_MASK_TMA: with the producer warpgroup, mask rows of a block a multiple of 128 bytes"
 #endif
-/* f16 entries read by ldmatrix at D_PAD 128 (8 loads a block, not 32; H200, session 18 call 5, B=8
+/* 16-bit entries read by ldmatrix at D_PAD 128 (8 loads a block, not 32; H200, session 18 call 5, B=8
  * H=16 N=4096: 524.7 / 524.8 TFLOP/s against 518.5 / 518.2, causal 471.8 / 467.5 against 465.1 /
  * 465.0; at D_PAD 64 319.8 against 338.6, so not there); -DFA_MASK_NO_LDSM turns it off */
-#if FA_MASK == 2 && D_PAD == 128 && !defined(FA_MASK_NO_LDSM)
+#if FA_MASK_ES == 2 && D_PAD == 128 && !defined(FA_MASK_NO_LDSM)
 #define FA_MASK_READ_LDSM 1
 #endif
 #define MASK_ROW_STEP 128
@@ -1353,7 +1353,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
          * the row's entry (FA_MASK_PAIRS); a tail block clamps every key. */
 #ifdef FA_MASK_READ_LDSM
         if (1) {
-            /* f16 entries in TMA's panels by ldmatrix: lanes 8i .. 8i + 7 give matrix i's rows (i % 2:
+            /* 16-bit entries in TMA's panels by ldmatrix: lanes 8i .. 8i + 7 give matrix i's rows (i % 2:
              * rows g or g + 8, i / 2: the n-tile of a pair), each lane then holds its pairs of keys as
              * the accumulators do; 8 rows of one chunk column are 8 bank groups (the swizzle) */
             FA_PRAGMA_UNROLL

@@ -80,13 +80,15 @@ inline float fa_ref_score(float raw, float scale, float softcap, float slope, lo
 }
 
 /* Entry idx of an attention mask of type mask_type (fa_cl_mask_type: 1 f32, 2 f16, 3 boolean
- * uint8) as a term of the scaled score: the value, or 0 / -inf for a boolean. */
+ * uint8, 4 bf16) as a term of the scaled score: the value, or 0 / -inf for a boolean. */
 inline float fa_ref_mask(__global const uchar *mask, int mask_type, ulong idx)
 {
     if (mask_type == 1)
         return ((__global const float *)mask)[idx];
     if (mask_type == 2)
         return vload_half(0, (__global const half *)mask + idx);
+    if (mask_type == 4)
+        return fa_bf16_to_f32(((__global const ushort *)mask)[idx]);
     return mask[idx] ? 0.0f : -INFINITY;
 }
 #define FA_REF_SCORE(j)                                                                                   \

@@ -187,7 +187,8 @@ typedef enum fa_cl_mask_type {
     FA_CL_MASK_NONE = 0, /**< no mask */
     FA_CL_MASK_F32 = 1,  /**< float32, added to the scaled scores (-inf masks a key) */
     FA_CL_MASK_F16 = 2,  /**< binary16, added as float32 */
-    FA_CL_MASK_BOOL = 3  /**< uint8: nonzero = the key is visible, 0 = masked (PyTorch's boolean attn_mask) */
+    FA_CL_MASK_BOOL = 3, /**< uint8: nonzero = the key is visible, 0 = masked (PyTorch's boolean attn_mask) */
+    FA_CL_MASK_BF16 = 4  /**< bfloat16, added as float32 (exactly: its bits are a float32's top 16) */
 } fa_cl_mask_type;
 
 /** Opaque: wraps one device, its OpenCL context and a command queue, and caches programs and plans.
@@ -386,8 +387,8 @@ typedef struct fa_cl_attention_desc {
  *  - Attention mask (desc.mask; PyTorch's attn_mask, ggml's mask): args.mask holds element
  *    (b, h, i, j) at mask_offset + b mask_stride[0] + h mask_stride[1] + i mask_stride[2] + j, so
  *    strides of 0 broadcast it over batches, heads or rows ([B|1, H|1, Sq|1, Sk]). A float mask
- *    is added: s <- s + mask (after the softcap and ALiBi), -inf masks the key; a boolean mask
- *    (uint8) masks the keys whose entry is 0. i is the row's position and j the key's (with
+ *    (f32, f16, bf16) is added: s <- s + mask (after the softcap and ALiBi), -inf masks the key;
+ *    a boolean mask (uint8) masks the keys whose entry is 0. i is the row's position and j the key's (with
  *    cache_seqlens, j < the capacity seqlen_k; varlen: positions within the sequence, b the
  *    sequence, seqlen_q/seqlen_k the longest); the buffer must hold every element the strides
  *    reach for those bounds, though only visible keys' entries are used. It needs a scale with a

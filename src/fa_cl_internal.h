@@ -318,6 +318,7 @@ fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const 
 
 /* Small helpers. */
 size_t fa_cl__dtype_size(fa_cl_dtype t); /* 0 for an unknown dtype */
+size_t fa_cl__mask_entry_size(fa_cl_mask_type t); /* bytes a mask entry; 0 for none or an unknown type */
 /* Storage type ids of the kernels (cl/fa_common.cl FA_DTYPE, FA_K_DTYPE ...): fa_cl_dtype's values,
  * then q8_0. */
 enum { FA_CL_TYPE_F32 = 0, FA_CL_TYPE_F16 = 1, FA_CL_TYPE_BF16 = 2, FA_CL_TYPE_Q8_0 = 3 };

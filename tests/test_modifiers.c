@@ -52,7 +52,7 @@ static int mask_make(fa_cl_context *ctx, const mod_case *mc, uint64_t seed, test
     m->stride[1] = mc->bcast & 2 ? 0 : rows * pitch;
     m->stride[0] = mc->bcast & 1 ? 0 : heads * rows * pitch;
     const size_t n = m->offset + (size_t)(batches * heads * rows * pitch);
-    const size_t esize = mc->mask == FA_CL_MASK_F32 ? 4 : mc->mask == FA_CL_MASK_F16 ? 2 : 1;
+    const size_t esize = mc->mask == FA_CL_MASK_F32 ? 4 : mc->mask == FA_CL_MASK_BOOL ? 1 : 2; /* f16, bf16 */
     unsigned char *img = (unsigned char *)malloc(n * esize);
     double *slice = (double *)malloc(n * sizeof(double)); /* each stored entry's term */
     m->dense = (double *)malloc((size_t)(c->B * c->Hq * c->Sq * c->Sk) * sizeof(double));
@@ -76,6 +76,10 @@ static int mask_make(fa_cl_context *ctx, const mod_case *mc, uint64_t seed, test
             const uint16_t hx = tu_f32_to_f16(x);
             memcpy(img + 2 * e, &hx, 2);
             slice[e] = tu_f16_to_f32(hx);
+        } else if (mc->mask == FA_CL_MASK_BF16) {
+            const uint16_t bx = tu_f32_to_bf16(x);
+            memcpy(img + 2 * e, &bx, 2);
+            slice[e] = tu_bf16_to_f32(bx);
         } else {
             img[e] = gap ? 0xa5 : masked ? 0 : (unsigned char)(1 + (e % 200)); /* any nonzero is visible */
             slice[e] = masked ? -INFINITY : 0.0;
@@ -108,7 +112,7 @@ static void mod_name(const mod_case *mc, char *buf, size_t size)
 {
     char c[256];
     tu_case_format(&mc->c, c, sizeof c);
-    static const char *const masks[] = {"", " mask=f32", " mask=f16", " mask=bool"};
+    static const char *const masks[] = {"", " mask=f32", " mask=f16", " mask=bool", " mask=bf16"};
     snprintf(buf, size, "%s softcap=%g%s%s%s%s%s%s%s", c, (double)mc->softcap, mc->alibi ? " alibi" : "",
              mc->sinks ? " sinks" : "", masks[mc->mask], mc->bcast & 1 ? " /B" : "", mc->bcast & 2 ? " /H" : "",
              mc->bcast & 4 ? " /rows" : "", mc->bcast & 16 ? " rows16" : mc->bcast & 8 ? " even" : "");
@@ -200,6 +204,9 @@ static const mod_case all_cases[] = {
     {{2, 8, 2, 1, 300, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 4},
     {{3, 4, 1, 4, 129, 64, FA_CL_F32, 1, -1, -1, "PCCP", 0.0f, 1}, 0.0f, 0, 1, FA_CL_MASK_BOOL, 0},
     {{1, 2, 2, 130, 70, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 7},
+    /* bf16 masks: with every other modifier and strided layouts; paired loads, causal, GQA */
+    {{2, 4, 2, 37, 53, 40, FA_CL_F32, 1, -1, -1, "SPCS", 0.0f, 1}, 3.0f, 1, 1, FA_CL_MASK_BF16, 3},
+    {{2, 4, 2, 37, 133, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_BF16, 4 | 8},
     /* 16-byte mask rows (tiles copied with K/V on the tensor-core kernel): key tails inside a 16-byte
      * copy (NaN gaps beyond), broadcasts, causal, windows, GQA, each mask type */
     {{2, 4, 2, 70, 141, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16},
@@ -216,6 +223,9 @@ static const mod_case all_cases[] = {
     /* there, a mask of its own for every batch and head (tiles by TMA through a 4-d map: rows and
      * keys past the ends read as zeros) */
     {{2, 4, 2, 160, 300, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16},
+    /* and bf16 masks there (causal, a key tail: the ldmatrix reads at d = 128), and decoding */
+    {{2, 4, 2, 70, 141, 128, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_BF16, 16},
+    {{2, 8, 2, 1, 300, 128, FA_CL_BF16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_BF16, 16 | 2},
 };
 
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)

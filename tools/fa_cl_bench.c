@@ -53,7 +53,8 @@ typedef struct shape {
 static const char *const storage_names[] = {"", "f32", "f16", "bf16", "q8_0"};
 
 /* the mask types as the table prints them (and, from the 8th character, as --mask takes them) */
-static const char *const mask_names[] = {"", ", mask f32", ", mask f16", ", mask bool"};
+static const char *const mask_names[] = {"", ", mask f32", ", mask f16", ", mask bool", ", mask bf16"};
+#define MASK_TYPES (int)(sizeof mask_names / sizeof *mask_names)
 
 typedef struct options {
     shape one;
@@ -396,7 +397,8 @@ static cl_mem per_head(cl_context c, const shape *s, int sinks, cl_int *err)
  * others small negative biases (0 for a boolean: visible). */
 static cl_mem mask_buffer(cl_context c, const shape *s, cl_int *err)
 {
-    const size_t n = (size_t)(s->sq * s->sk), esize = s->mask == FA_CL_MASK_F32 ? 4 : s->mask == FA_CL_MASK_F16 ? 2 : 1;
+    const size_t n = (size_t)(s->sq * s->sk),
+                 esize = s->mask == FA_CL_MASK_F32 ? 4 : s->mask == FA_CL_MASK_BOOL ? 1 : 2; /* f16, bf16 */
     unsigned char *x = (unsigned char *)malloc(n * esize);
     if (!x) {
         *err = CL_OUT_OF_HOST_MEMORY;
@@ -412,6 +414,11 @@ static cl_mem mask_buffer(cl_context c, const shape *s, cl_int *err)
             static const uint16_t bias16[5] = {0x0000u, 0xb400u, 0xb800u, 0xba00u, 0xbc00u}; /* 0 .. -1 */
             const uint16_t h = masked ? 0xfc00u : bias16[(i + j) % 5];
             memcpy(x + 2 * e, &h, 2);
+        } else if (s->mask == FA_CL_MASK_BF16) {
+            uint32_t u; /* v is exact in bf16: its top 16 bits */
+            memcpy(&u, &v, 4);
+            const uint16_t b = (uint16_t)(u >> 16);
+            memcpy(x + 2 * e, &b, 2);
         } else {
             x[e] = (unsigned char)!masked;
         }
@@ -1058,8 +1065,8 @@ static void usage(FILE *f)
             "  --sinks           attention sinks, the logit (h %% 4) / 2 for query head h\n"
             "  --kv-dtype T      K and V stored as T (f32, f16, bf16 or q8_0: ggml's 34-byte blocks of 32)\n"
             "                    instead of --dtype's type; q and o stay in --dtype's\n"
-            "  --mask T          an attention mask of type T (f32, f16 or bool), [1, 1, Sq, Sk] broadcast\n"
-            "                    over batches and heads: biases 0 .. -1, one entry in 17 masked\n"
+            "  --mask T          an attention mask of type T (f32, f16, bf16 or bool), [1, 1, Sq, Sk]\n"
+            "                    broadcast over batches and heads: biases 0 .. -1, one entry in 17 masked\n"
             "  --suite [S]       a built-in suite instead of the one shape: full (the default S: d 64/128,\n"
             "                    N 512..16384 at B*H*N = 8*16*4096, causal on/off, f32/f16; sized for a GPU),\n"
             "                    tiny (d 32, N 128/256: seconds anywhere) or decode (f16, d 128, Hq 32 on\n"
@@ -1368,11 +1375,11 @@ static int parse_args(int argc, char **argv, options *o)
         }
         case OPT_MASK: {
             int t = 0;
-            for (int i = 1; i < 4; i++)
+            for (int i = 1; i < MASK_TYPES; i++)
                 if (strcmp(optarg, mask_names[i] + 7) == 0)
                     t = i;
             if (!t) {
-                fprintf(stderr, "fa_cl_bench: --mask %s: not f32, f16 or bool\n", optarg);
+                fprintf(stderr, "fa_cl_bench: --mask %s: not f32, f16, bf16 or bool\n", optarg);
                 return PARSE_ERROR;
             }
             s->mask = (fa_cl_mask_type)t;

@@ -215,8 +215,12 @@ static int emit_profile(FILE *tsv, const fa_cl_device_profile *p, int *used)
             t.paged = kv == 0 ? 16 : 0; /* vLLM's page size */
             /* and every score modifier, where the kernel takes them (not the tensor-core ones yet) */
             t.softcap = t.alibi = t.sinks = kv == 0 && !fa_cl_kernel_by_id(t.variant)->vendor;
-            /* and a mask (every kernel but nvidia-tf32x3): f16 with the cache, boolean with varlen keys */
-            t.mask = t.variant == FA_CL_KERNEL_NVIDIA_TF32X3 ? FA_CL_MASK_NONE : kv == 0 ? FA_CL_MASK_F16 : FA_CL_MASK_BOOL;
+            /* and a mask (every kernel but nvidia-tf32x3): f16 (bf16 with bf16 data) with the cache,
+             * boolean with varlen keys */
+            t.mask = t.variant == FA_CL_KERNEL_NVIDIA_TF32X3 ? FA_CL_MASK_NONE
+                     : kv == 1                              ? FA_CL_MASK_BOOL
+                     : dtypes[d] == FA_CL_BF16              ? FA_CL_MASK_BF16
+                                                            : FA_CL_MASK_F16;
             /* and (varlen keys, portable kernels) K and V in q8_0 blocks */
             t.types[1] = t.types[2] = kv == 1 && !fa_cl_kernel_by_id(t.variant)->vendor ? 1 + FA_CL_TYPE_Q8_0 : 0;
             t.append_rows = kv == 0 ? 4 : 0;

@@ -33,6 +33,18 @@ size_t fa_cl__dtype_size(fa_cl_dtype t)
     return 0;
 }
 
+size_t fa_cl__mask_entry_size(fa_cl_mask_type t)
+{
+    switch (t) {
+    case FA_CL_MASK_NONE: return 0;
+    case FA_CL_MASK_F32: return 4;
+    case FA_CL_MASK_F16: return 2;
+    case FA_CL_MASK_BOOL: return 1;
+    case FA_CL_MASK_BF16: return 2;
+    }
+    return 0;
+}
+
 const char *fa_cl__dtype_name(fa_cl_dtype t)
 {
     switch (t) {
@@ -355,7 +367,7 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         snprintf(msg, msg_size, "desc.softcap %g must be finite and >= 0 (0 = no softcap)", (double)desc->softcap);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
-    if (desc->mask < FA_CL_MASK_NONE || desc->mask > FA_CL_MASK_BOOL) {
+    if (desc->mask != FA_CL_MASK_NONE && fa_cl__mask_entry_size(desc->mask) == 0) {
         snprintf(msg, msg_size, "desc.mask %d is not a fa_cl_mask_type", (int)desc->mask);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
@@ -477,7 +489,7 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views 
         for (int i = 0; i < 3; i++)
             if (!mul_add_u64((uint64_t)(msizes[i] - 1), (uint64_t)d->mask_stride[i], last, &last))
                 last = UINT64_MAX;
-        const uint64_t me = d->mask == FA_CL_MASK_F32 ? 4 : d->mask == FA_CL_MASK_F16 ? 2 : 1;
+        const uint64_t me = fa_cl__mask_entry_size(d->mask);
         if (last == UINT64_MAX || !mul_add_u64(1, last, (uint64_t)d->mask_offset + 1, &begin) ||
             !mul_add_u64(begin, me, 0, &out->mask_bytes) || out->mask_bytes > (uint64_t)SIZE_MAX) {
             snprintf(msg, msg_size, "mask: the view's byte extent (offset + strides x sizes) overflows 64 bits");

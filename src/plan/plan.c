@@ -83,7 +83,7 @@ static void plan_tma(const fa_cl_context *ctx, fa_cl_plan *plan)
     t->kv_tma = (ctx->env.tma & FA_CL_TMA_KV) && d->seqlen_q > 1 && d->seqlen_k > 1 &&
                 tma_strides_ok(d->q_stride, q_ext, 2, 0) && tma_strides_ok(d->k_stride, k_ext, 2, 0) &&
                 tma_strides_ok(d->v_stride, k_ext, 2, 0);
-    const int64_t es = d->mask == FA_CL_MASK_F32 ? 4 : d->mask == FA_CL_MASK_F16 ? 2 : 1;
+    const int64_t es = (int64_t)fa_cl__mask_entry_size(d->mask);
     t->mask_tma = (ctx->env.tma & FA_CL_TMA_MASK) && t->mask_async && t->block_kv * es % 128 == 0 &&
                   d->mask_stride[2] != 0 && tma_strides_ok(d->mask_stride, q_ext, es, 1);
     /* with K/V by TMA one work-item copies: the mask's tiles too, or none are */
@@ -220,7 +220,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
     if (d->mask != FA_CL_MASK_NONE) {
         /* every mask row 16-byte aligned (offset and strides in bytes): the tensor-core kernel copies
          * its tiles with K and V (cl buffers and sub-buffers start aligned) */
-        const int64_t es = d->mask == FA_CL_MASK_F32 ? 4 : d->mask == FA_CL_MASK_F16 ? 2 : 1;
+        const int64_t es = (int64_t)fa_cl__mask_entry_size(d->mask);
         const int rows16 = ((int64_t)d->mask_offset * es) % 16 == 0 && (d->mask_stride[0] * es) % 16 == 0 &&
                            (d->mask_stride[1] * es) % 16 == 0 && (d->mask_stride[2] * es) % 16 == 0;
         lim.mma_mask_bytes = rows16 ? (int)es : 0;
