@@ -486,6 +486,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     memset(out, 0, sizeof *out);
     out->s = *s;
     out->ref_med = out->ref_min = -1;
+    out->bwd_med = out->fwd_bwd_med = out->ref_bwd_med = -1; /* no backward unless --backward runs one */
     out->max_err = -1;
     cl_context c = fa_cl_context_cl_context(ctx);
     cl_command_queue queue = fa_cl_context_queue(ctx);
