@@ -994,10 +994,11 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
         if (r->bwd_med >= 0)
             fprintf(f, ", \"bwd_ms\": %.6f, \"bwd_tflops\": %.4f, \"fwd_bwd_ms\": %.6f, \"fwd_bwd_tflops\": %.4f, "
                        "\"bwd_ref_ms\": %.6f, \"bwd_max_err\": [%.6e, %.6e, %.6e], \"bwd_within_tolerance\": %s, "
-                       "\"bwd_block\": %d, \"bwd_kernel\": \"%s\"",
+                       "\"bwd_block\": %d, \"bwd_block_kv\": %d, \"bwd_kernel\": \"%s\"",
                     r->bwd_med, 2.5 * r->flops / r->bwd_med * 1e-9, r->fwd_bwd_med,
                     3.5 * r->flops / r->fwd_bwd_med * 1e-9, r->ref_bwd_med, r->bwd_err[0], r->bwd_err[1],
-                    r->bwd_err[2], r->bwd_within_tol ? "true" : "false", r->bwd_plan.block_q, r->bwd_plan.kernel);
+                    r->bwd_err[2], r->bwd_within_tol ? "true" : "false", r->bwd_plan.block_q, r->bwd_plan.block_kv,
+                    r->bwd_plan.kernel);
         fprintf(f, ", \"note\": ");
         json_string(f, r->note);
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
