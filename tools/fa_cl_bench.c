@@ -1029,7 +1029,7 @@ static void usage(FILE *f)
             "read (2 * Hkv * d * element size per key any query row of a sequence sees), both per median time.\n"
             "Every option takes '--opt VALUE' or '--opt=VALUE'.\n"
             "Shape (the default, B=1 H=8 N=1024 d=64 f32, takes seconds on a 2-core CPU through PoCL;\n"
-            "the H200 rows of docs/performance.md are -b 8 -h 16 -q 4096 -d 128):\n"
+            "the GPU rows of docs/performance.md are -b 8 -h 16 -q 4096 -d 128):\n"
             "  -b N              batch (default 1)\n"
             "  -h N              query heads (default 8)\n"
             "  --heads-kv N      key/value heads (default: as -h)\n"
