@@ -4,7 +4,7 @@
  * host to compare byte by byte. CHECK_ROWS: the box's rows (at most 128). Built after
  * fa_nv_ptx.cl, fa_nv_wgmma.cl and fa_nv_tma.cl, through the sm_90a retargeting only. */
 #ifndef FA_PTX_SM90A
-#error "cl/fa_tma_check.cl is built through the sm_90a retargeting (src/program/program.c)"
+#error "tests/kernels/fa_tma_check.cl is built through the sm_90a retargeting (src/program/program.c)"
 #endif
 #if CHECK_ROWS < 8 || CHECK_ROWS > 128 || CHECK_ROWS % 8
 #error "CHECK_ROWS: a multiple of 8 up to 128"

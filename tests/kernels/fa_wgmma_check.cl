@@ -14,7 +14,7 @@
  * Built after fa_nv_ptx.cl and fa_nv_wgmma.cl with FA_DTYPE (1 f16, 2 bf16), through the sm_90a
  * retargeting only. */
 #ifndef FA_PTX_SM90A
-#error "cl/fa_wgmma_check.cl is built through the sm_90a retargeting (src/program/program.c)"
+#error "tests/kernels/fa_wgmma_check.cl is built through the sm_90a retargeting (src/program/program.c)"
 #endif
 #if (CHECK_FORM == 1 && CHECK_N != 32 && CHECK_N != 64 && CHECK_N != 128) || \
     (CHECK_FORM == 2 && CHECK_N != 64 && CHECK_N != 128 && CHECK_N != 256) || CHECK_K % 16 != 0 || \
