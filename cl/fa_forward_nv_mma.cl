@@ -117,13 +117,11 @@
 #if (NWG != 2 && NWG != 3) || !defined(FA_WG_MAXNREG) || (NWG == 3 && !defined(FA_KV_TMA))
 #error "FA_WG_PRODUCER takes two computing warpgroups (BLOCK_Q 128), or three (192) copying by TMA, and FA_WG_MAXNREG"
 #endif
-/* H200, session 13 (B=8 H=16 N=4096 f16, TFLOP/s; copies by cp.async): at D_PAD 128 72/216
- * 549.8, 56/224 545.0, 40/232 541, 24/240 526 (the producer's copies spill below 56); at D_PAD 64
- * 56/224 390.7, 72/216 379.7. Session 19 call 1, copies by TMA (the producer needs fewer than 24):
- * 24/240 at D_PAD 128 599.9 / 603.9 against 597.7 / 593.3 (72/216), causal 526.5 against 519.0,
- * D_PAD 64 390.9 against 385.6; at 256 584 (no producer: 448); with a mask's tiles by cp.async 488
- * against 525 (72/216). With the mask's tiles by TMA too (session 24 call 3, persistent): f16 mask
- * 535.0 / 532.2 against 526.3 / 529.7, causal 487.9 against 479.0, bool 519.3 against 504.6 */
+/* The producer / computing split, by measurement on an H200: with cp.async copies the producer's
+ * address arithmetic spills below 56 registers and its copies are on the critical path, so it keeps
+ * 72 at D_PAD 128 and 56 at 64 (commit a70c4c0); copying by TMA it needs fewer than 24, so every
+ * plan whose copies are all TMA gives the computing warpgroups 240 (commits 31cdf4a, babe56d); a
+ * mask's tiles by cp.async keep 72/216 (every other split was slower). */
 #ifndef FA_WG_PRODUCER_REGS /* literals: setmaxnreg takes them as text */
 #if NWG == 3 /* FlashAttention-3's split for three: 24 + 3 x 160 of 512 x 128 */
 #define FA_WG_PRODUCER_REGS 24
@@ -152,11 +150,8 @@
 #define PRODUCER_ITEMS 128
 /* FA_WG_PEEL: a tile's first block peeled (FlashAttention-3's first iteration): S alone, no product
  * of a zero P against a zero V; V's entries are the blocks' V only (a tile without blocks: one of
- * zeros). H200, session 24 call 2, B=8 H=16 N=4096 f16, TFLOP/s, against -DFA_WG_NO_PEEL (which
- * keeps the product): d = 128 629.8 / 635.2 against 617.2 / 624.6, causal 582.0 against 576.4 (call
- * 1), B=64 N=512 445.4 against 424.3 (call 1), d = 64 451.2 / 457.9 against 447.8 / 445.9, causal
- * 356.1 against 345.8. Not at D_PAD 256 (the loop's code twice, at 240 registers): 668.5 / 663.4
- * against 673.9 / 670.7. */
+ * zeros). Faster than -DFA_WG_NO_PEEL (which keeps the product) at D_PAD 64 and 128 on an H200;
+ * not at D_PAD 256, where the loop's code twice at 240 registers ran slower (commit babe56d). */
 #if !defined(FA_WG_NO_PEEL) && D_PAD <= 128
 #define FA_WG_PEEL 1
 #endif
@@ -324,8 +319,8 @@ inline __attribute__((always_inline)) void fa_load_kv_q8_async(__local uchar *ks
 
 /* one staged block of q8_0 rows into a local tile of FA_DTYPE values. A work-item takes whole
  * q8_0 blocks (a scale, 32 values: 4 chunks of the tile) at a constant step, every load issued
- * before the conversions (H200, session 12: a chunk of 8 values per step, index arithmetic and a
- * local-memory round trip each, cost decoding as much as the rest of the kernel). A block's values
+ * before the conversions (a chunk of 8 values per step, index arithmetic and a local-memory round
+ * trip each, cost decoding as much as the rest of the kernel on an H200: commit 1f31e42). A block's values
  * start 2 bytes past its scale: 4-byte aligned in the odd blocks of a row, 2 off in the even ones,
  * which take 9 aligned words (never a stage's last bytes: the rows are 4-byte multiples) */
 #if Q8_RB % 4 != 0
@@ -567,9 +562,9 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #if defined(FA_KV_Q8) && defined(FA_ASYNC) && BLOCK_Q <= 16 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM && !defined(FA_WGMMA)
 /* q8_0 K/V while decoding (one warp's 16 rows of Q in registers, each warp its own slice of the
  * keys): the B fragments are dequantised straight from the staged rows (no pass, no tiles of
- * FA_DTYPE values, no second barrier a block). H200, session 16 (B = 16, H = 32/8, Sk = 32768,
- * d = 128): 0.424 ms against the pass's 0.541. Where warps share the keys (more rows) each would
- * dequantise all of them: 64 x 64 prefill 151 TFLOP/s against the pass's 188. Each lane reads whole words of
+ * FA_DTYPE values, no second barrier a block; faster than the pass on an H200, commit 0904c6c).
+ * Where warps share the keys (more rows) each would dequantise all of them, which made prefill
+ * slower than the pass: prefill keeps it. Each lane reads whole words of
  * contiguous dims, which takes the dims in an order of its own: K's (t4 D/4 + 4 kk + {0..3} as
  * k-step kk's positions 2 t4 + {0, 1, 8, 9}, Q's A fragments the same, the sum unchanged), V's
  * (column g of n-tile dt is dim g D/8 + dt: O's columns come out permuted and are put back in
@@ -642,9 +637,8 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #if !defined(FA_WG_PRODUCER) || MASK_PITCH % 128 != 0
 #error "FA_MASK_TMA: with the producer warpgroup, mask rows of a block a multiple of 128 bytes"
 #endif
-/* 16-bit entries read by ldmatrix at D_PAD 128 (8 loads a block, not 32; H200, session 18 call 5, B=8
- * H=16 N=4096: 524.7 / 524.8 TFLOP/s against 518.5 / 518.2, causal 471.8 / 467.5 against 465.1 /
- * 465.0; at D_PAD 64 319.8 against 338.6, so not there); -DFA_MASK_NO_LDSM turns it off */
+/* 16-bit entries read by ldmatrix at D_PAD 128 (8 loads a block, not 32: faster on an H200; slower at
+ * D_PAD 64, so not there; commit b3df27e); -DFA_MASK_NO_LDSM turns it off */
 #if FA_MASK_ES == 2 && D_PAD == 128 && !defined(FA_MASK_NO_LDSM)
 #define FA_MASK_READ_LDSM 1
 #endif
@@ -1074,8 +1068,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         ow[i] = 0.0f;
     /* The previous block's P. Every block issues and waits for the same products, the first with
      * P = 0 against a zero V tile (ptxas serialises wgmma whose waits it cannot match; predicated
-     * off, H200 session 23 call 4, it injects warpgroup.arrive: d = 128 610 against 625 TFLOP/s,
-     * d = 256 508 against 678) */
+     * off, it injects warpgroup.arrive, slower on an H200 at every d_pad: commit e0d134e) */
     uint pa[KW / 16][4];
     FA_PRAGMA_UNROLL
     for (int kk2 = 0; kk2 < KW / 16; kk2++)
@@ -1751,9 +1744,8 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
     !defined(FA_MASK)
     /* O through local memory (this warp's rows of a B_r x ROW tile at the start), then 16-byte
      * stores of whole row chunks (FlashAttention-2's epilogue): a quarter of the store instructions
-     * of pairs from the accumulators, each a full sector. H200 (session 9): N = 512 B = 64 246.0 ->
-     * 262.7 TFLOP/s, d = 128 334.7 -> 338.4; slower at d = 256 (274.7 -> 266.5) and with a mask
-     * (264.0 -> 260.2), which keep the pairs. */
+     * of pairs from the accumulators, each a full sector. Faster on an H200 up to d = 128, most on
+     * short rows; slower at d = 256 and with a mask, which keep the pairs (commit 001552f). */
 #define FA_O_TILE 1
 #ifdef FA_PERSISTENT
     __local ushort *const o_s = smem + O_TILE_AT;

@@ -470,9 +470,8 @@ inline __attribute__((always_inline)) void fa_cp_rows16(__local ushort *dst, int
 
 /* The same for any wg and ch (the forward's rows of 12, 20, 28 chunks at head_dim 96, 160, 224): the
  * first (wg / ch) * ch work-items copy, the rest none. The fp32 and backward kernels keep the form
- * above, as measured: with this one in their place the H200 ran f32 d = 64 at 52.3 TFLOP/s and the
- * backward at d = 64 in 9.52 ms (session 9 call 4), against 59.8 and 9.27 with the form above in
- * call 1 (two calls, not one A/B). */
+ * above, as measured: with this one in their place the H200 ran f32 and the backward slower
+ * (commit ca89e66; two calls, not one A/B). */
 inline __attribute__((always_inline)) void fa_cp_rows16_any(__local ushort *dst, int pitch, __global const ushort *src,
                                                             long stride, int rows, int ch, int wg, int head_dim,
                                                             int lid)

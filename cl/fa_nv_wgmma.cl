@@ -64,7 +64,7 @@ inline ulong fa_wg_desc(__local const ushort *p, uint lead_bytes, uint stride_by
 #define FA_WG_COPY_ROW(e, ch) ((e) / (8 * (ch)) * 8 + (e) % 8)
 #define FA_WG_COPY_CHUNK(e, ch) ((e) / 8 % (ch))
 
-/* (the kernels' copies; the GEMM check, cl/fa_wgmma_check.cl, defines neither D_PAD nor HEAD_DIM) */
+/* (the kernels' copies; the GEMM check, tests/kernels/fa_wgmma_check.cl, defines neither D_PAD nor HEAD_DIM) */
 #if defined(D_PAD) && defined(HEAD_DIM)
 /* `rows` full rows of HEAD_DIM 16-bit values (`stride` elements apart from src; a tile of D_PAD
  * columns, zeros past HEAD_DIM) into a tile by cp.async, copier `lid` of `copiers`; rows and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# CI's hardening steps (after `scripts/setup.sh test`, which already ran the oclgrind and leaks
+# CI's hardening steps (after `scripts/setup.sh test` and `test-full`, which already ran the oclgrind and leaks
 # labels): one clang build of the library, tools and tests with AddressSanitizer + UBSan
 # (-DFA_CL_SANITIZE=address,undefined, no recovery: any report fails), whose unit, device and reference labels
 # must run clean on PoCL, and a bounded libFuzzer run of the descriptor/buffer fuzz target.

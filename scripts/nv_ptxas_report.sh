@@ -6,7 +6,7 @@
 # on the tiled kernel 64x32x4x4 at d=128 it gives 188 registers (the H200's driver: 168). Tuning
 # without the H200; the H200 has the last word. Standalone ptxas refuses
 # static shared memory above 48 KiB ("uses too much shared data") where NVIDIA's OpenCL driver
-# accepted up to 200 KB (docs/performance.md); the register report comes all the same.
+# accepted up to 200 KB (scripts/probe_local.c on an H200); the register report comes all the same.
 #
 #   scripts/nv_ptxas_report.sh KERNEL "-D options"
 #     KERNEL: a name of the kernel registry (build/tools/fa_cl_info --kernels lists them, with their

@@ -204,7 +204,7 @@ done
 if [ -n "$missing" ]; then
     if [ "${FA_CL_REQUIRE_OFFLINE:-}" = 1 ]; then
         echo "offline_compile.sh: FAILED: not installed:$missing"
-        echo "FA_CL_REQUIRE_OFFLINE=1: this distribution packages them (scripts/setup.sh test installs them as root)"
+        echo "FA_CL_REQUIRE_OFFLINE=1: this distribution packages them (scripts/setup.sh test-full installs them as root)"
         exit 1
     fi
     echo "offline_compile.sh: not installed, skipped:$missing"

@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 BENCH=${FA_CL_BUILD_DIR:-build}/tools/fa_cl_bench
 ROUNDS=${ROUNDS:-3}
-# the shape of the numbers in docs/performance.md (fa_cl_bench's default is smaller since issue 10)
+# the shape of the GPU rows of docs/performance.md (fa_cl_bench's default is smaller)
 SHAPE=(-b 8 -h 16 -q 4096)
 [ -x "$BENCH" ] || { echo "no $BENCH: build first (bash scripts/setup.sh build)" >&2; exit 1; }
 work=$(mktemp -d)

@@ -4,7 +4,10 @@
 #   scripts/setup.sh deps   install what is missing (apt-get when root; otherwise print the command)
 #   scripts/setup.sh build  deps + configure + build into ./build (or $FA_CL_BUILD_DIR)
 #   scripts/setup.sh demo   build, then fa_cl_info and a timed forward pass checked against the reference
-#   scripts/setup.sh test   build, then the whole CTest suite (installing the offline compilers too)
+#   scripts/setup.sh test   build, then the quick tier of the CTest suite (`ctest -L quick`: every
+#                           kernel family, the API, the oracle checks, Oclgrind on tiny shapes)
+#   scripts/setup.sh test-full  build, then the whole CTest suite (installing the offline compilers too)
+#   FA_CL_CTEST_ARGS adds ctest options to either (.ci/run: test, then test-full with -LE quick)
 #   scripts/setup.sh offline-packaged   exit 0 when this distribution packages every offline compiler
 #                         (.ci/run then requires their tests to run: FA_CL_REQUIRE_OFFLINE=1)
 set -euo pipefail
@@ -151,12 +154,16 @@ demo)
     ;;
 offline-packaged) offline_packaged ;;
 test)
+    build
+    ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure -L quick ${FA_CL_CTEST_ARGS:-}
+    ;;
+test-full)
     offline_deps
     build
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure ${FA_CL_CTEST_ARGS:-}
     ;;
 *)
-    echo "usage: scripts/setup.sh deps|build|demo|test|offline-packaged" >&2
+    echo "usage: scripts/setup.sh deps|build|demo|test|test-full|offline-packaged" >&2
     exit 2
     ;;
 esac

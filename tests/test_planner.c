@@ -899,9 +899,9 @@ static void chunk_cases(tu_tally *tally)
     }
 }
 
-/* Split-KV and GQA packing decisions (src/plan/planner.c), with the counts the H200 ran
- * (docs/performance.md: 2 chunks at B=16, 8 kv heads, Sk=8192; 29 at B=1, Sk=131072; 132 compute
- * units, two work-groups each) */
+/* Split-KV and GQA packing decisions (src/plan/planner.c), with the counts Hopper runs
+ * (docs/performance.md's decoding rows: 2 splits at B=16, 8 kv heads, Sk=8192; 29 at B=1, Sk=131072;
+ * 132 compute units, two work-groups each) */
 static void split_cases(tu_tally *tally)
 {
     const struct { const char *what; int64_t blocks; int slots; int64_t kv_blocks; int want; } h[] = {
@@ -1002,7 +1002,7 @@ int main(void)
 
     /* NVIDIA with a mask, f32 at d = 64 on the portable kernels (nvidia-tf32x3 takes no mask):
      * portable-tiled, not the rows kernel NVIDIA gets there otherwise (it failed the H200's varlen
-     * mask cases, session 7) */
+     * mask cases: CHANGELOG, 0.4.0) */
     {
         const fa_cl_device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
         fa_cl_limits lim;

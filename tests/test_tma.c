@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Hopper's tensor memory accelerator through the sm_90a retargeting, on the GPU (compute
- * capability 9.0 only; skipped elsewhere): cl/fa_tma_check.cl writes a tensor map on the device
+ * capability 9.0 only; skipped elsewhere): tests/kernels/fa_tma_check.cl (read from
+ * FA_CL_CHECK_KERNEL_DIR, as test_wgmma.c's) writes a tensor map on the device
  * (cl/fa_nv_tma.cl: tensormap.replace on zeros, no CUDA host API), copies boxes through it with
  * cp.async.bulk.tensor into local memory and writes them out as they landed. The host computes
  * where each byte must be under the 128-byte swizzle (row r's 16-byte chunk c at c ^ (r % 8)) and
@@ -155,5 +156,6 @@ static int run_copies(fa_cl_context *ctx, int argc, char **argv)
 int main(int argc, char **argv)
 {
     static const tu_subset subsets[] = {{"copies", run_copies}};
+    tu_kernel_dir_default(FA_CL_CHECK_KERNEL_DIR);
     return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, 0);
 }

@@ -79,6 +79,13 @@ int tu_context(fa_cl_context **out)
 
 /* ---- subsets ---------------------------------------------------------------------------------- */
 
+void tu_kernel_dir_default(const char *dir)
+{
+    const char *set = getenv("FA_CL_KERNEL_DIR");
+    if (!set || !set[0])
+        setenv("FA_CL_KERNEL_DIR", dir, 1);
+}
+
 int tu_main(tu_tally *t, int argc, char **argv, const tu_subset *subsets, int count,
             int (*open)(fa_cl_context **ctx), int flags)
 {

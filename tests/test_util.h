@@ -66,6 +66,11 @@ typedef struct tu_subset {
 int tu_main(tu_tally *t, int argc, char **argv, const tu_subset *subsets, int count,
             int (*open)(fa_cl_context **ctx), int flags);
 
+/* Kernel sources from dir (FA_CL_KERNEL_DIR, read at context creation) unless the caller named a
+ * directory: for the test-only kernels the library does not embed (tests/kernels/), which the build
+ * copies beside the library's cl/ files. Call before tu_main. */
+void tu_kernel_dir_default(const char *dir);
+
 /* ---- storage types ---------------------------------------------------------------------------- */
 
 /* ggml's q8_0 as a tensor's storage in the tests (K and V): the kernels' type id 3, never a

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Hopper's warpgroup MMA through the sm_90a PTX retargeting, on the GPU (compute capability 9.0
- * only; skipped elsewhere): cl/fa_wgmma_check.cl built by the library's sm_90a path
+ * only; skipped elsewhere): tests/kernels/fa_wgmma_check.cl (not in the library: read from
+ * FA_CL_CHECK_KERNEL_DIR, where the build copies it beside cl/'s files) built by the library's sm_90a path
  * (src/program/program.c) computes 64 x N products with cl/fa_nv_wgmma.cl's tiles, descriptors and
  * instructions, in the two forms the forward kernel (nvidia-wgmma) uses, for f16 and bf16, both
  * tile layouts (the 128-byte swizzle and none), at the kernel's sizes (run_gemm's table): S = Q K^T
@@ -145,5 +146,6 @@ static int run_build(fa_cl_context *ctx, int argc, char **argv)
 int main(int argc, char **argv)
 {
     static const tu_subset subsets[] = {{"gemm", run_gemm}, {"build", run_build}};
+    tu_kernel_dir_default(FA_CL_CHECK_KERNEL_DIR);
     return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, 0);
 }

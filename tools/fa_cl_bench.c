@@ -493,6 +493,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     memset(out, 0, sizeof *out);
     out->s = *s;
     out->ref_med = out->ref_min = -1;
+    out->bwd_med = out->fwd_bwd_med = out->ref_bwd_med = -1; /* no backward unless --backward runs one */
     out->max_err = -1;
     cl_context c = fa_cl_context_cl_context(ctx);
     cl_command_queue queue = fa_cl_context_queue(ctx);
@@ -1000,10 +1001,11 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
         if (r->bwd_med >= 0)
             fprintf(f, ", \"bwd_ms\": %.6f, \"bwd_tflops\": %.4f, \"fwd_bwd_ms\": %.6f, \"fwd_bwd_tflops\": %.4f, "
                        "\"bwd_ref_ms\": %.6f, \"bwd_max_err\": [%.6e, %.6e, %.6e], \"bwd_within_tolerance\": %s, "
-                       "\"bwd_block\": %d, \"bwd_kernel\": \"%s\"",
+                       "\"bwd_block\": %d, \"bwd_block_kv\": %d, \"bwd_kernel\": \"%s\"",
                     r->bwd_med, 2.5 * r->flops / r->bwd_med * 1e-9, r->fwd_bwd_med,
                     3.5 * r->flops / r->fwd_bwd_med * 1e-9, r->ref_bwd_med, r->bwd_err[0], r->bwd_err[1],
-                    r->bwd_err[2], r->bwd_within_tol ? "true" : "false", r->bwd_plan.block_q, r->bwd_plan.kernel);
+                    r->bwd_err[2], r->bwd_within_tol ? "true" : "false", r->bwd_plan.block_q, r->bwd_plan.block_kv,
+                    r->bwd_plan.kernel);
         fprintf(f, ", \"note\": ");
         json_string(f, r->note);
         fprintf(f, "}%s\n", i + 1 < n ? "," : "");
@@ -1034,7 +1036,7 @@ static void usage(FILE *f)
             "read (2 * Hkv * d * element size per key any query row of a sequence sees), both per median time.\n"
             "Every option takes '--opt VALUE' or '--opt=VALUE'.\n"
             "Shape (the default, B=1 H=8 N=1024 d=64 f32, takes seconds on a 2-core CPU through PoCL;\n"
-            "the H200 rows of docs/performance.md are -b 8 -h 16 -q 4096 -d 128):\n"
+            "the GPU rows of docs/performance.md are -b 8 -h 16 -q 4096 -d 128):\n"
             "  -b N              batch (default 1)\n"
             "  -h N              query heads (default 8)\n"
             "  --heads-kv N      key/value heads (default: as -h)\n"

@@ -78,7 +78,8 @@ void fa_cl__tiles_set(fa_cl_tiles *out, const fa_cl_kernel_family *f, int block_
 /* Floats of private accumulators (scores + output) a work-item may hold before it spills. */
 #define FA_CL_PRIVATE_FLOATS 192
 /* NVIDIA GPUs with head_dim_padded up to this take the rows variant with 16-key blocks (two rows per
- * work-item fit the registers there: 31.8 vs 25.2 TFLOP/s on an H200); above it, the tiled variant.
+ * work-item fit the registers there: faster than the tiled variant on an H200, commit b47bb15);
+ * above it, the tiled variant.
  * Other GPUs keep the tiled variant, whose register use the planner models per vendor. */
 #define FA_CL_GPU_ROWS_MAX_DIM 64
 #define FA_CL_GPU_ROWS_BLOCK_KV 16
@@ -97,8 +98,8 @@ int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded);
 
 /* ---- portable-tiled (portable_tiled.c): TM x TN register tiles per work-item ------------------ */
 
-/* Most query rows per work-group: on an H200, 64 rows ran faster than 32, 96 or 128
- * (docs/performance.md). */
+/* Most query rows per work-group: on an H200, 64 rows ran faster than 32, 96 or 128 (commit
+ * 38cee41). */
 #define FA_CL_TILED_MAX_BLOCK_Q 64
 /* Keys per work-item and the most query rows per work-item (its O tile is TM x D/NX). It takes any
  * head_dim; the planner gives it head_dim_padded > FA_CL_TILED_MAX_DIM only where the device's
@@ -131,19 +132,20 @@ int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded);
 #define FA_CL_MMA_BLOCK_KV 64
 #define FA_CL_MMA_WARP_ROWS 16
 /* With asynchronous copies (16-byte rows) up to head_dim 128: FlashAttention-2's 128 x 64 block of
- * 4 warps, 32 rows each (the H200 sweep of main at 5f30f0b: 279.8 against 203.6 TFLOP/s for 64 x 64
- * x 16 at d = 128 f16, 244.8 against 194.0 at d = 64; docs/performance.md). */
+ * 4 warps, 32 rows each, every K/V fragment feeding two mma (the fastest of an H200 sweep at
+ * d = 64 and 128, commit 724155f). */
 #define FA_CL_MMA_ASYNC_BLOCK_Q 128
 #define FA_CL_MMA_ASYNC_WARP_ROWS 32
 #define FA_CL_MMA_MAX_DIM 256
-/* Rows up to this (decoding, GQA-packed): B_r = 32, two warps of 16 rows (docs/performance.md). */
+/* Rows up to this (decoding, GQA-packed): B_r = 32, two warps of 16 rows (a 64-row tile would be
+ * mostly empty; faster on an H200, commit 27e43e3). */
 #define FA_CL_MMA_DECODE_BLOCK_Q 32
 /* Up to 16 rows (with asynchronous copies, padded head_dim <= 128): B_r = 16 and this many warps,
  * each taking a slice of every key block (FA_KV_WARPS), merged at the end (FA_CL_MMA_KV_WARPS=n
  * for experiments). */
 #define FA_CL_MMA_DECODE_KV_WARPS 4
-/* Keys a block there with q8_0 K/V (each warp dequantises its slice's B fragments; H200, session
- * 16, B = 16, H = 32/8, Sk = 32768, d = 128: 0.390 ms at 128 against 0.420 at 64). */
+/* Keys a block there with q8_0 K/V (each warp dequantises its slice's B fragments): 128, faster
+ * than 64 on an H200 (commit 0904c6c). */
 #define FA_CL_MMA_DECODE_Q8_BLOCK_KV 128
 /* Q's A fragments stay in registers (16 rows per warp) up to this padded head_dim; the kernel's
  * FA_MMA_Q_REGS_MAX_DIM. */
@@ -204,7 +206,7 @@ size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int st
 
 /* ---- nvidia-tf32x3 (nvidia_tf32.c): f32 on NVIDIA tensor cores, 3xTF32 ------------------------ */
 
-/* 8 warps of 16 rows (128 x 32 ran 42.8 TFLOP/s against 39.7 for 64 x 32 at d = 128 on the H200),
+/* 8 warps of 16 rows (128 x 32 ran faster than 64 x 32 at d = 128 on an H200, commit 724155f),
  * 32 keys per block, head_dim <= 128 padded to 64 or 128. Local bytes (cl/fa_forward_nv_tf32.cl's
  * SMEM_FLOATS): fp32 rows of Q and K padded by 8, of V by 4; K and V doubled when copied
  * asynchronously. */

@@ -92,15 +92,15 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     }
     const size_t budget = out->local_mem_budget;
     const int dp = fa_cl_mma_dim_padded(req->head_dim);
-    /* H200 (docs/performance.md): with asynchronous copies up to d = 128, 128 x 64 with 32 rows per
-     * warp where the rows fill it (16 query rows against 4M keys ran 282 ms there, 132 at 64 x 64 x
-     * 16); with synchronous ones 64 x 32 at d = 128 (163 vs 82 for 64 x 64). Above 128, 64 x 32: the
-     * O accumulator takes the registers (244 at d = 256, measured) */
+    /* With asynchronous copies up to d = 128, 128 x 64 with 32 rows per warp where the rows fill it:
+     * each K/V fragment then feeds two mma (a few rows against many keys leave such a tile empty and
+     * run faster at 64 x 64 x 16); with synchronous copies 64 x 32 at d = 128. Above 128, 64 x 32:
+     * the O accumulator takes the registers. All measured on an H200 (commit 49ff76f). */
     const int async_wide = req->aligned16 && dp <= 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q;
     int br = async_wide ? FA_CL_MMA_ASYNC_BLOCK_Q : FA_CL_MMA_BLOCK_Q;
-    /* decoding (a few rows, often GQA-packed): two warps of 16 rows (H200, B = 16, 32/8 heads,
-     * d = 128, one row: 0.186 against 0.209 ms for 64 x 64 at Sk = 8192, 0.622 against 0.746 at 32768);
-     * up to 16 rows, one row tile whose key blocks FA_CL_MMA_DECODE_KV_WARPS warps share */
+    /* decoding (a few rows, often GQA-packed): two warps of 16 rows, as a 64-row tile would be mostly
+     * empty (faster on an H200, commit 27e43e3); up to 16 rows, one row tile whose key blocks
+     * FA_CL_MMA_DECODE_KV_WARPS warps share */
     if (req->seqlen_q <= FA_CL_MMA_DECODE_BLOCK_Q)
         br = FA_CL_MMA_DECODE_BLOCK_Q;
     int kv_warps = 1;
@@ -112,17 +112,14 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     }
     int bc = (dp > 128 || (dp > 64 && !kv_wide)) ? 32 : FA_CL_MMA_BLOCK_KV;
     int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;
-    /* keys per block with asynchronous copies (H200, B = 8, H = 16, N = 4096, f16, docs/performance.md):
-     * 32 at d = 128 (335.2 against 300.7 TFLOP/s for 64 in session 9; causal 301.3 against 271.5;
-     * with a mask 206.5 against 173.2 in session 6); 64 at d = 64 since Q joined the first copy group
-     * (session 9: 295.7 against 282.6 for 128, causal 266.8 against 251.8), and at padded d = 96
-     * (session 9 call 4: d = 96 318.4 against 304.1 for 32, d = 80 266.3 against 233.2). q8_0 K/V
-     * keep 64. */
+    /* keys per block with asynchronous copies: 32 at d = 128, 64 at d <= 96 (once Q joined the first
+     * copy group), each the fastest of an H200 sweep, plain, causal and masked (commits 7f30fab,
+     * 197d707, 8624118). q8_0 K/V keep 64. */
     if (async_wide && dp > 96 && (!lim->mma_kv_q8 || lim->mma_mask))
         bc = 32;
     /* above d = 128, 128 rows of 8 warps (16 each: the O accumulator takes the registers) against
-     * 64 keys where the local memory holds them (272.1 against 246.9 TFLOP/s for 64 x 32 at d = 256,
-     * B = 2; causal 229.6 against 219.8); a smaller budget keeps 64 x 32 and shrinks that */
+     * 64 keys where the local memory holds them: a K/V tile then feeds twice the rows (faster than
+     * 64 x 32 on an H200, commit 7f30fab); a smaller budget keeps 64 x 32 and shrinks that */
     if (req->aligned16 && dp > 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q && !lim->mma_kv_q8 && !lim->mma_mask &&
         fa_cl_mma_local_bytes(FA_CL_MMA_ASYNC_BLOCK_Q, FA_CL_MMA_BLOCK_KV, dp, FA_CL_MMA_WARP_ROWS, FA_CL_MMA_STAGES,
                               1, 0) + emulation_bytes(lim, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
@@ -162,9 +159,9 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     const int q8_row_bytes = lim->mma_kv_q8 && async ? req->head_dim / 32 * 34 : 0;
     if (q8_row_bytes > 0 && !forced && br == 16 && kv_warps == FA_CL_MMA_DECODE_KV_WARPS) {
         bc = FA_CL_MMA_DECODE_Q8_BLOCK_KV;
-        /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M; H200, B = 16,
-         * H = 32/8, Sk = 32768, d = 128: 0.336-0.346 ms against 0.358-0.363 for 16 rows, d = 64 0.226-0.230
-         * against 0.242-0.250; paged: see the floor below) */
+        /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M), half the
+         * products and half O's accumulators of a 16-row block (faster on an H200, commit bf774ae;
+         * paged: see the floor below) */
         if (req->seqlen_q <= 8 && !lim->mma_mask)
             br = 8;
     }
@@ -193,11 +190,9 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         return forced ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
     /* 8-row q8_0 decoding: local memory for at most two work-groups an SM (a third of the budget and
-     * more: the device's local memory, an SM's on NVIDIA),
-     * where registers would allow three and the L1, which the copies pass through, would be the
-     * rest (H200, session 17, B = 16, H = 32/8, Sk = 32768, d = 128, 77000 bytes: paged by 256 0.383-0.385
-     * ms against 0.58 at 168 registers and 0.41 for 16 rows; by 16 0.715-0.719 against 0.79; unpaged
-     * 0.324-0.331 against 0.332-0.335) */
+     * more: the device's local memory, an SM's on NVIDIA), where registers would allow three and the
+     * L1, which the copies pass through, would be the rest: paged decoding ran slower with three
+     * (H200, commit 973b5b4) */
     int floor_bytes = 0;
     if (br == 8) {
         const size_t third = (budget / 3 / 16 + 1) * 16;
@@ -228,8 +223,8 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
         snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_Q8_COPY=%d", t->q8_copy);
     if (t->local_floor > 0)
         snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_SMEM_FLOOR=%d", t->local_floor);
-    /* cp.async with the L2 fetching 128 bytes around each 16 (H200: decode B=16, Sk=32768 0.536 and
-     * 0.534 against 0.545 and 0.556 ms; prefill unchanged; docs/logs/h200-13-decode-l2.txt) */
+    /* cp.async with the L2 fetching 128 bytes around each 16 (faster decoding on an H200, prefill
+     * unchanged; 256 bytes was slower on paged rows: commit 6ee0d2c) */
     return snprintf(out, n, " -DWARP_ROWS=%d%s%s%s%s", t->rows_per_item,
                     t->aligned16 ? " -DFA_ALIGNED16 -DFA_CP_L2=128" : "", t->rows_padded ? " -DFA_ROWS_PADDED" : "",
                     stages, t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");

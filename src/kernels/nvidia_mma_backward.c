@@ -63,8 +63,9 @@ static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_reques
     const size_t budget = out->local_mem_budget;
     const int forced_here = lim->forced_variant == (int)f->id;
     /* tf32 at d_padded 128: one warp's dK and dV of 16 keys are 256 floats a lane, which spill;
-     * two warps share the keys by role (FA_BW_ROLES: measured on the H200, backward 73.2 ms against
-     * 141.5 with one warp and 86.8 with two each holding half of the columns, at B=8 H=16 N=4096) */
+     * two warps share the keys by role (FA_BW_ROLES), each holding one accumulator and computing no
+     * product twice: faster on an H200 than one warp or two each holding half of the columns
+     * (commit 73b31f1, docs/design.md) */
     int b = FA_CL_MMA_BACKWARD_BLOCK, pass = 0, forced = 0, roles = tf32 && dp == 128;
     if (lim->forced_q > 0 || lim->forced_kv > 0) {
         b = lim->forced_q;
@@ -98,7 +99,7 @@ static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_reques
     fa_cl__tensor_core_tiles(lim, req, f, b, b, 16, dp, bytes, out);
     out->forced = forced;
     if (tf32) { /* S^T and dP^T of a pass beside dK and dV in the registers: the whole block at once
-                 * with roles (measured: 73.2 ms against 75.5 with passes of 32 rows at d = 128) */
+                 * with roles (faster than passes of 32 rows at d = 128, commit 73b31f1) */
         out->pass_rows = tf32_pass(pass, b, dp, roles);
         out->dkdv_roles = roles;
     }

@@ -33,12 +33,10 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                          size_t msg_size)
 {
     const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_WGMMA;
-    /* The default head_dims, by measurement (H200, B=8 H=16 N=4096 f16 against FA_CL_WGMMA=0, two
-     * rounds): 129..256 padded to 256 (session 12 call 2: d = 256 449.1 against 273.8 TFLOP/s, 160
-     * 292 against 250); 97..128 (session 11 call 4: d = 128 403 against 337, 111 282 against 230);
-     * 41..64 padded to 64 where rows have more than 512 keys (session 12 call 6: d = 64 303 against
-     * 294, causal 276 against 263, 48 218 against 213; with 512 keys, B=64, 207 against 225). Not
-     * 65..96 (d = 96 320 against 319, 80 263 against 265) nor 40 and below (176 against 175). */
+    /* The default head_dims: where wgmma beat nvidia-mma (FA_CL_WGMMA=0) in the same H200 run
+     * (commits ab18c05, 316670d): 129..256 padded to 256, 97..128, and 41..64 padded to 64 where
+     * rows have more than 512 keys (at 512 it lost). Not 65..96, where
+     * the padding to 128 costs what wgmma gains, nor 40 and below (even). */
     const int small = req->head_dim > FA_CL_WGMMA_SMALL_MIN_DIM && req->seqlen_k > FA_CL_WGMMA_SMALL_MIN_KEYS;
     const int dp = req->head_dim <= 64 ? (forced_here || small ? 64 : 0)
                    : req->head_dim <= 128 ? (forced_here || req->head_dim > FA_CL_WGMMA_MIN_DIM ? 128 : 0)
@@ -56,25 +54,19 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                  FA_CL_WGMMA_MIN_ROWS);
         return FA_CL_ERROR_UNSUPPORTED;
     }
-    /* keys a block: 128, 64 at head_dim 256 (128 x 32 ran 360.9 TFLOP/s there, 128 x 64 444.6); fewer
-     * where the local memory is short, down to 64 (32 at 256: an n = 32 S product). At 256, where
-     * the producer copies by TMA and no mask's tiles ride along, FlashAttention-3's 80 (H200,
-     * session 19 call 2, B=8 H=16 N=4096 f16, TFLOP/s: 631.2 / 639.3 against 583.1 / 571.2 with 64,
-     * causal 562.4 / 562.3 against 517.8 / 519.4). Not its 176 at d_pad 128: 598.9 / 600.9 against
-     * 601.1 / 594.7, causal 521.5 / 521.4 against 519.9 / 528.9, N=1024 B=32 437.5 against 469.4
-     * (a partial last block in 6), B=1 H=32 N=16384 causal 648.2 against 634.0. Nor 192 keys at d_pad 64
-     * (call 3: 374.2 / 374.0 against 392.0 / 393.8), nor 3 stages (-DFA_STAGES=3: d = 64 382.4 /
-     * 382.1, d = 128 595.0 / 595.1 against 609.7 / 598.0) */
+    /* keys a block: 128, 64 at head_dim 256 (the larger block that fits beside O; faster than 32,
+     * commit ee7af87); fewer where the local memory is short, down to 64 (32 at 256: an n = 32 S
+     * product). At 256, where the producer copies by TMA and no mask's tiles ride along,
+     * FlashAttention-3's 80, which TMA's few producer registers leave room for. Not its 176 at d_pad
+     * 128 (even at N = 4096, slower where a 1024-key row's last block is a third empty), nor 192 keys
+     * at d_pad 64, nor 3 stages: all measured on an H200 (commit 31cdf4a). */
     const int bc_max = dp > 128 ? FA_CL_WGMMA_BLOCK_KV / 2 : FA_CL_WGMMA_BLOCK_KV, bc_min = dp > 128 ? 32 : 64;
     const int bc_wide = dp == 256 ? FA_CL_WGMMA_WIDE_KV : 0;
     const int tma_tiles = lim->wg_tma_tiles && mask_bytes == 0; /* the producer copies by TMA, no mask's tiles */
     /* three computing warpgroups (192 rows) at d_pad 64, FlashAttention-3's there: a third less
-     * K/V traffic a FLOP, a third computing warp a scheduler (H200, session 20 call 2, TFLOP/s,
-     * against 128 rows: B=8 H=16 N=4096 f16 439.3 / 438.5 against 401.4 / 396.7, causal 348.7
-     * against 339.9, B=32 N=1024 302.9 against 297.9, B=16 N=2048 391.9 against 360.8, B=1 H=32
-     * N=16384 causal 451.0 against 433.4, B=4 H=32/8 N=8192 494.7 against 437.4, Sq=300 Sk=4096
-     * 241.2 against 234.7). Not at d_pad 128: 160 registers a work-item (call 1: 192 x 64 515.0 /
-     * 521.8 against 582.9 / 585.4; 192 x 128 spills, 318.4; call 2: 192 x 96, 352.2) */
+     * K/V traffic a FLOP, a third computing warp a scheduler (faster than 128 rows on every shape
+     * measured on an H200, commit d9af401). Not at d_pad 128: 160 registers a work-item are too few
+     * (192 x 128 and 192 x 96 spill, 192 x 64 doubles the blocks' fixed costs) */
     const int tall = dp == 64 && lim->wg_producer && tma_tiles && req->seqlen_q > FA_CL_WGMMA_BLOCK_Q;
     int br = tall ? FA_CL_WGMMA_TALL_Q : req->seqlen_q > 64 ? FA_CL_WGMMA_BLOCK_Q : 64, bc = bc_max, forced = 0;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
@@ -92,13 +84,12 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     }
     const int stages = 2;
     /* a producer warpgroup copying for the two computing ones (FlashAttention-3's warp
-     * specialisation) with 128-row blocks up to d_padded 128. H200, session 13 call 3, B=8 H=16
-     * N=4096 f16, against FA_CL_WGMMA_PRODUCER=0: d = 128 545 against 420 TFLOP/s, causal 474
-     * against 381, d = 64 390 against 302, B=64 N=512 296 against 291, N=2048 492 against 399; at
-     * d_padded 256 the computing warpgroups' 224 registers are too few for O's 128 accumulators
-     * (d = 256 449 against 449, 24/240 registers 365; d = 192 311 against 344). With copies by
-     * TMA the producer needs fewer than 24 registers, so at 256 it takes 24/240 where the plan's
-     * copies go by TMA (lim->wg_tma_tiles; plan.c clears it otherwise) */
+     * specialisation) with 128-row blocks up to d_padded 128: faster at every d_pad 64 and 128
+     * shape measured against FA_CL_WGMMA_PRODUCER=0 on an H200 (commit a70c4c0). At d_padded 256
+     * the computing warpgroups' 224 registers beside a cp.async producer are too few for O's 128
+     * accumulators. With copies by TMA the producer needs fewer than 24 registers, so at 256 it
+     * takes 24/240 where the plan's copies go by TMA (lim->wg_tma_tiles; plan.c clears it
+     * otherwise) */
     const int producer = lim->wg_producer && ((br == 128 && (dp <= 128 || lim->wg_tma_tiles)) ||
                                               (br == FA_CL_WGMMA_TALL_Q && dp <= 128 && tma_tiles));
     if (!forced && producer && tma_tiles && bc_wide > 0 &&
@@ -137,12 +128,10 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
 static int options(const fa_cl_tiles *t, char *out, size_t n)
 {
     /* two warpgroups take turns issuing their products (FA_WG_PINGPONG). It won before the producer
-     * warpgroup (H200, session 11 call 5: d = 128 418.7 against 401.9 TFLOP/s; with padded rows,
-     * d = 111, 269.5 against 282.1: not there). With the producer at d_pad 128 and 256 it loses:
-     * session 21 call 3, B=8 H=16 N=4096 f16, without against with: d = 128 619.6 / 614.3 against
-     * 593.6 / 587.2, causal 521.8 / 533.5 against 512.7 / 512.9, d = 256 678.7 / 675.5 against
-     * 628.6 / 633.8, f16 mask 527.2 against 513.1, FA_CL_TMA=0 568.6 against 551.1. At d_pad 64
-     * (128-row blocks: masks, short rows) it still wins: f16 mask 334.7 against 324.9 */
+     * warpgroup, not with padded rows (commit ab18c05). With the producer at d_pad 128 and 256 it
+     * loses: the turns make each warpgroup wait for the other's products, where the scheduler
+     * already interleaves two warpgroups that never meet at a barrier. At d_pad 64 (128-row blocks:
+     * masks, short rows) it still wins. Measured on an H200 (commit 5ae629f). */
     const int pingpong = t->block_q == 128 && !t->rows_padded && (!t->producer || t->head_dim_padded == 64) &&
                          !t->persistent;
     /* the producer warpgroup: 384 work-items (512 with three computing warpgroups), 168 (128)

@@ -45,12 +45,10 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
 
 static int options(const fa_cl_tiles *t, char *out, size_t n)
 {
-    /* By measurement (H200, session 14 call 2, B=8 H=16 N=4096 f16, backward ms, two rounds):
-     * d_padded 128: a step's S^T/dP^T issued behind the previous step's dV/dK (FA_BW_WG_PIPE) 9.01 /
-     * 8.86 against 9.71 / 9.28, causal 4.93 / 4.94 against 5.26 / 5.28 (two work-groups an SM: the
-     * local memory; 255 registers). d_padded 64: .maxnreg 168 (three work-groups an SM, no spill)
-     * 5.05 / 5.10 against 5.75 / 5.75, causal 2.91 / 2.90 against 3.23 / 3.22; with the pipelined
-     * form it spills (5.27 / 5.30), and the pipelined form alone 5.65 / 5.65. */
+    /* By measurement on an H200 (commit 407dc48): at d_padded 128, where the local memory allows two
+     * work-groups an SM, a step's S^T/dP^T issued behind the previous step's dV/dK (FA_BW_WG_PIPE)
+     * hides their latency; at d_padded 64 .maxnreg 168 lets three work-groups share an SM without
+     * spilling, which the pipelined form would (it spills there, and alone gains less). */
     return snprintf(out, n, " -DFA_WGMMA -DFA_ALIGNED16 -DFA_CP_L2=128%s",
                     t->head_dim_padded > 64 ? " -DFA_BW_WG_PIPE" : " -DFA_WG_MAXNREG=168");
 }

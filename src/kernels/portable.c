@@ -17,7 +17,7 @@ int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded)
 
 /* Query rows per work-item: on GPUs two when both rows' scores and outputs fit the private budget,
  * which halves local-memory reads per multiply-add; one otherwise, and always one on CPUs (PoCL ran
- * 128x32 at d=64 in 91 ms with one row per work-item, 152 ms with two: docs/performance.md). */
+ * 1.7x faster with one, commit 293f65f). */
 static int rows_per_item(int block_q, int block_kv, int head_dim_padded, size_t max_wg, int gpu)
 {
     int tm = 1;
@@ -84,7 +84,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         const int64_t need_q = round_up(req->seqlen_q > 0 ? req->seqlen_q : 1, FA_CL_TILE_ALIGN);
         const int64_t need_kv = round_up(req->seqlen_k > 0 ? req->seqlen_k : 1, FA_CL_TILE_ALIGN);
         /* GPUs at head_dim <= 64: 16-key blocks leave room for two rows per work-item in registers
-         * (measured fastest on an H200, docs/performance.md) */
+         * (faster than the tiled kernel there on an H200: docs/design.md, "portable") */
         const int small_gpu_rows = lim->prefer_tiled && lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM;
         int64_t c = min64(small_gpu_rows ? FA_CL_GPU_ROWS_BLOCK_KV : FA_CL_MAX_BLOCK_KV, need_kv);
         int64_t r_budget = (rows_fit - c) / FA_CL_TILE_ALIGN * FA_CL_TILE_ALIGN;

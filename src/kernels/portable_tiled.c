@@ -112,6 +112,5 @@ const fa_cl_kernel_family fa_cl_kernel_portable_tiled = {
     "portable-tiled", FA_CL_KERNEL_PORTABLE_TILED, FA_CL_OP_FORWARD, "fa_forward", files, 3, 0,
     "portable OpenCL C for GPUs: TM x TN register tiles per work-item, P through local memory",
     applies, plan, options,
-    /* H200 (session 10), B=2 H=16 N=4096 f16: unrolled, d = 384 22.0 TFLOP/s against 20.5, d = 512
-     * 10.3 against 12.4 */
+    /* unrolled up to padded head_dim 384: faster there unrolled, slower at 512 (H200, commit 4ced9f9) */
     384, 0};

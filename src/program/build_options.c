@@ -75,8 +75,8 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PERSISTENT"));
     /* FA_UNROLL unrolls the loops over head_dim so that a work-item's private arrays stay in
      * registers. Beyond the family's limit they cannot, and unrolling costs speed and compile time:
-     * on the H200 (session 10) the rows kernel's d = 512 program took 91 s to build unrolled and 3 s
-     * not; the tiled kernel ran d = 512 at 10.3 TFLOP/s unrolled and 12.4 not. */
+     * on the H200 NVIDIA's compiler took over a minute for one such program, and the tiled kernel ran
+     * d = 512 slower unrolled (commit 4ced9f9). */
     if (is_gpu)
         APPEND(snprintf(out + len, n - (size_t)len, "%s -DFA_NATIVE_EXP -cl-mad-enable",
                         t->head_dim_padded <= f->unroll_max_dim ? " -DFA_UNROLL" : ""));
