@@ -93,18 +93,14 @@ static void plan_tma(const fa_cl_context *ctx, fa_cl_plan *plan)
 
 /* nvidia-wgmma's persistent kernel (FA_PERSISTENT, FlashAttention-3's): a work-group a compute
  * unit (the kernel's registers allow one), each taking tile after tile, so that its producer copies
- * the next tile's Q and K while the consumers finish this one, and a tile's start (5.8 us against
- * cuDNN's 3.2 at d = 128, H200 session 22 call 8) overlaps the previous. Causal tiles come from a
- * counter (dynamic, in LPT order; every 132nd, static, lost: 501 / 506 TFLOP/s against 536 / 545).
- * H200, session 23 calls 1-2, B=8 H=16 N=4096 f16 against FA_CL_PERSISTENT=0: d = 128 631.5 /
- * 625.2 against 623.5 / 620.0, causal 579.0 / 585.2 against 544.7 / 544.8, bf16 657.7 against
- * 641.4, B=64 N=512 436.6 against 364.4, B=32 N=1024 542.0 against 483.1 (causal 390.2 against
- * 319.4), GQA 32/8 N=8192 663.8 against 619.1. Not at d_pad 64 (three computing warpgroups of 160
- * registers: 357 against 450; the driver's PTX spills only 8 bytes, session 24, so not that), nor
- * 256 (no room for the O tile; with O from the accumulators instead, session 24 call 5, no spills:
- * 665.1 / 664.8 against 678.5 / 678.6, bf16 684.8 against 705.3). With a mask (its tiles by TMA) O goes out from the accumulators
- * without the O tile (session 24 call 4 against b544d44: f16 mask 550.8 / 552.7 against 534.9 /
- * 540.7, causal 495.7 against 468.6, B=32 N=1024 441.3 against 415.9, with the 24/240 registers).
+ * the next tile's Q and K while the consumers finish this one, and a tile's start (each tile's
+ * fixed cost was nearly twice cuDNN's: commit 45c0963) overlaps the previous. Causal tiles, of
+ * unequal work, come from a counter in LPT order (every 132nd, static, left a ragged end). Faster
+ * than FA_CL_PERSISTENT=0 on every d_pad 128 shape measured on an H200 (commit e0d134e; the table
+ * is docs/performance.md's). Not at d_pad 64 (slower with three computing warpgroups or two, and
+ * not from spills: commit f6eb526), nor 256 (no room for the O tile; with O from the accumulators
+ * instead, 2-3% slower: commit bd8f002). With a mask (its tiles by TMA) O goes out from the
+ * accumulators without the O tile (faster than the mask's non-persistent plan: commit babe56d).
  * Where the producer copies by TMA in a dense plan without splits, fewer than 2^31 tiles (the
  * counter's), and FA_CL_PERSISTENT is not 0. */
 static void plan_persistent(const fa_cl_context *ctx, fa_cl_plan *plan)
@@ -226,7 +222,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         lim.mma_mask_bytes = rows16 ? (int)es : 0;
     }
     /* head_dim not a multiple of 8 (59, 111): no q/k/v row is 16-byte aligned, and the tensor-core
-     * kernel would load them synchronously (H200, d = 59: 87 TFLOP/s against 294 at d = 64). Dense
+     * kernel would load them synchronously (several times slower on an H200: commit eb66e6e). Dense
      * f16/bf16 prefill (more than one 64-row block a head, every key read by each: the copy is a
      * small part) instead copies q, k and v into zero-padded rows first (pad-rows launches, the
      * plan's scratch) and plans the aligned kernel; o is stored element-wise as before. Decoding,
@@ -388,13 +384,10 @@ static cl_int serving_args(const fa_cl_plan *plan, cl_kernel kr, const fa_cl_for
  * FA_BLOCK_COORDS): the last block of each head column of a section, then the one before, ..., so
  * that the grid ends with short blocks instead of one column's long block. A section is about a
  * wave of work-groups, one a compute unit: the blocks running together still read the K/V of
- * about as many columns as each column's blocks in turn would (1, the order before). H200, causal
- * f16 (session 22 call 3): 4 columns of 32 blocks against 1: d = 128 546.0 / 536.1 against
- * 535.0 / 532.9 TFLOP/s, d = 256 603.4 / 603.7 against 591.6 / 586.9; d = 64 8 of 22 364.7 / 362.0
- * against 352.7 / 348.3; 16 or 32 columns at once were no better, all 128 at d = 128 462. Call 4,
- * as planned against 1: d = 128 553.4 / 544.9 against 544.4 / 536.7, d = 256 614.7 / 613.0
- * against 599.8 / 602.0, B=2 N=8192 609.2 against 582.1; d = 64 (6 columns) 347.6 / 352.5
- * against 350.1 / 348.5. FA_CL_LPT_COLUMNS=n sets it (tests, experiments). */
+ * about as many columns as each column's blocks in turn would (1, the order before); many more
+ * columns at once push their K/V out of L2. Swept and measured against 1 on an H200 (commit
+ * 3623823): faster at d = 128 and 256, even at d = 64. FA_CL_LPT_COLUMNS=n sets it (tests,
+ * experiments). */
 static int lpt_columns(const fa_cl_context *ctx, const fa_cl_plan *plan, uint64_t columns)
 {
     if (!plan->views.d.causal)

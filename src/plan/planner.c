@@ -114,7 +114,7 @@ void fa_cl_limits_for_modifiers(fa_cl_limits *lim, int score_mods, int mask)
     if (score_mods)
         lim->nv_mma = 0;
     /* the rows kernel's NVIDIA fault (two rows per work-item, head_dim 64) also hit masks: varlen
-     * f32 with a boolean mask on the H200, session 7 */
+     * f32 with a boolean mask on the H200 (CHANGELOG, 0.4.0) */
     if (score_mods || mask)
         lim->rows_small_dims = 0;
     if (score_mods || mask)

@@ -159,8 +159,8 @@ int64_t fa_cl_split_count(const fa_cl_tiles *t, int64_t batch, int64_t head_colu
 /* The limits a plan with score modifiers (softcap, ALiBi, sinks: the portable kernels) or an
  * attention mask (the portable kernels and nvidia-mma) is made under; on NVIDIA GPUs either takes
  * portable-tiled, not the rows kernel for small head_dims: that failed the H200's tests at
- * head_dim 64 with the softcap and ALiBi (sessions 5 and 6) and with a boolean mask over varlen
- * f32 rows (session 7). */
+ * head_dim 64 with the softcap and ALiBi (commit 414359c) and with a boolean mask over varlen
+ * f32 rows (CHANGELOG, 0.4.0). */
 void fa_cl_limits_for_modifiers(fa_cl_limits *lim, int score_mods, int mask);
 
 /* Long rows: one fp32 accumulator summing many keys drifts (near-uniform weights, per-key sums:
@@ -194,7 +194,7 @@ int fa_cl_private_floats(fa_cl_vendor vendor, int min_subgroup);
 
 /* Local memory a work-group really gets on NVIDIA GPUs of compute capability major.minor when the
  * kernel declares it statically: NVIDIA's OpenCL reports 48 KiB, the hardware gives a block more
- * (checked on an H200 up to 200 KiB with scripts/h200_session.sh's probe). 0 = no larger value known. */
+ * (checked on an H200 up to 200 KiB with scripts/probe_local.c). 0 = no larger value known. */
 size_t fa_cl_nvidia_static_local_bytes(int major, int minor);
 
 /* Planner limits of a device before the environment (FA_CL_LOCAL_MEM_BYTES, FA_CL_TILE, ...) is
