@@ -27,9 +27,11 @@
 #   profile case head_dim dtype launch variant entry: registers R, stack S, spill stores T, spill loads L
 #
 #   scripts/nv_ptxas_report.sh --driver DIR [--profile P] [--cases a,b] [--jobs N] [--report PATH]
+#                              [--dry-run]
 #     on the GPU host: NVIDIA's own OpenCL compiler through the library's build path (the sm_90a
 #     retargeting included, -cl-nv-verbose), the registers the device runs with
-#     (build/scripts/fa_cl_nv_build_report; --report names another build of it). No network needed.
+#     (build/scripts/fa_cl_nv_build_report; --report names another build of it; --dry-run lists
+#     the programs it would build, no device needed). No network needed.
 #   scripts/nv_ptxas_report.sh --emitted DIR [--profile P] [--cases a,b]
 #     the proxy above (clang's PTX through ptxas) for each distinct build, no GPU needed.
 #   --profile: the builds planned for that profile (default nvidia-h100); --cases: only those cases
@@ -43,17 +45,18 @@
 set -euo pipefail
 export LC_ALL=C # the reports sort and diff byte-wise
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-usage() { sed -n 3,42p "$0" >&2; exit 2; }
+usage() { sed -n 3,44p "$0" >&2; exit 2; }
 
 # --driver / --emitted: the arguments after the directory
 emitted_args() {
-    profile=nvidia-h100 cases="" jobs=4 report=build/scripts/fa_cl_nv_build_report
+    profile=nvidia-h100 cases="" jobs=4 report=build/scripts/fa_cl_nv_build_report dry_run=""
     while [ $# -gt 0 ]; do
         case "$1" in
         --profile) profile=$2; shift 2 ;;
         --cases) cases=$2; shift 2 ;;
         --jobs) jobs=$2; shift 2 ;;
         --report) report=$2; shift 2 ;;
+        --dry-run) dry_run=--dry-run; shift ;;
         *) echo "nv_ptxas_report.sh: unknown option $1" >&2; usage ;;
         esac
     done
@@ -76,7 +79,7 @@ if [ "${1:-}" = --driver ]; then
     dir=$2; shift 2; emitted_args "$@"
     emitted_builds "$dir" >/dev/null
     [ -x "$report" ] || { echo "nv_ptxas_report.sh: $report is not built (cmake --build build --target fa_cl_nv_build_report)" >&2; exit 2; }
-    exec "$report" "$dir" --profile "$profile" ${cases:+--cases "$cases"} --jobs "$jobs"
+    exec "$report" "$dir" --profile "$profile" ${cases:+--cases "$cases"} --jobs "$jobs" $dry_run
 fi
 if [ "${1:-}" != --emitted ]; then
     [ $# -eq 2 ] || usage
