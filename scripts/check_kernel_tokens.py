@@ -193,21 +193,17 @@ def find_clang(name):
     sys.exit(77)
 
 
-def preprocess(clang, text, options, workdir):
+def preprocess(clang, text, options):
     """(tokens, token locations, defined macros, error): the build's source through clang -E with
     its options (OpenCL C; spir64 so that no host's macros enter), -dD for the macros it defines."""
-    h = hashlib.sha1(text + b"\0" + options.encode()).hexdigest()
-    src = os.path.join(workdir, h + ".cl")
-    with open(src, "wb") as f:
-        f.write(text)
-    cmd = [clang, "-E", "-dD", "-x", "cl", "-target", "spir64", *shlex.split(options), src]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    os.unlink(src)
-    if p.returncode != 0 or "#error" in p.stderr:
-        return None, None, None, (p.stderr.strip() or f"exit status {p.returncode}")
+    cmd = [clang, "-E", "-dD", "-x", "cl", "-target", "spir64", *shlex.split(options), "-"]
+    p = subprocess.run(cmd, input=text, capture_output=True)
+    stdout, stderr = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    if p.returncode != 0 or "#error" in stderr:
+        return None, None, None, (stderr.strip() or f"exit status {p.returncode}")
     tokens, where, defined = [], [], set()
     file, line = "?", 0
-    for raw in p.stdout.split("\n"):
+    for raw in stdout.split("\n"):
         m = LINEMARKER.match(raw)
         if m:
             line, file = int(m.group(1)), m.group(2)
@@ -233,8 +229,8 @@ def preprocess(clang, text, options, workdir):
 class Preprocessor:
     """Each distinct (source text, options) preprocessed once, in parallel."""
 
-    def __init__(self, clang, jobs, workdir):
-        self.clang, self.jobs, self.workdir = clang, jobs, workdir
+    def __init__(self, clang, jobs):
+        self.clang, self.jobs = clang, jobs
         self.results = {}
 
     def run_all(self, items):
@@ -244,7 +240,7 @@ class Preprocessor:
             if k not in self.results and k not in todo:
                 todo[k] = (text, options)
         with concurrent.futures.ThreadPoolExecutor(max_workers=self.jobs) as ex:
-            futures = {ex.submit(preprocess, self.clang, t, o, self.workdir): k for k, (t, o) in todo.items()}
+            futures = {ex.submit(preprocess, self.clang, t, o): k for k, (t, o) in todo.items()}
             for fut in concurrent.futures.as_completed(futures):
                 self.results[futures[fut]] = fut.result()
 
@@ -311,43 +307,42 @@ def compare(args, base_dir, work_dir, clang):
         ta, tb = base_texts[a["source"]], work_texts[b["source"]]
         if ta != tb or a["options"] != b["options"]:
             need += [(ta, a["options"]), (tb, b["options"])]
-    with tempfile.TemporaryDirectory(prefix="fa_cl_tokens.") as wd:
-        pp = Preprocessor(clang, args.jobs, wd)
-        pp.run_all(need)
-        same = 0
-        for k in common:
-            a, b = base[k], work[k]
-            diffs = [f for f in PLAN_FIELDS if a.get(f) != b.get(f)]
-            ta, tb = base_texts[a["source"]], work_texts[b["source"]]
-            text_same = ta == tb and a["options"] == b["options"]
-            ra = rb = None
-            if not text_same:
-                ra, rb = pp.get(ta, a["options"]), pp.get(tb, b["options"])
-                for side, r in (("BASE", ra), ("working tree", rb)):
-                    if r[3] is not None:
-                        diffs.append(f"preprocessing at {side} failed: {r[3].splitlines()[0]}")
-            tokens_same = text_same or (ra[3] is None and rb[3] is None and ra[0] == rb[0])
-            if not diffs and tokens_same:
-                same += 1
-                if not args.quiet:
-                    print(f"same       {key_text(k)} ({b['variant']})")
-                continue
-            failures += 1
-            print(f"DIFFERENT  {key_text(k)} ({a['variant']} -> {b['variant']})")
-            for f in diffs:
-                if f == "options":  # the words one side has and the other not
-                    wa, wb = a[f].split(), b[f].split()
-                    print(f"    options: {' '.join(w for w in wa if w not in wb) or '(none)'} -> "
-                          f"{' '.join(w for w in wb if w not in wa) or '(none)'}"
-                          f"{'' if set(wa) != set(wb) else ' (the same words in another order)'}")
-                elif f in PLAN_FIELDS:
-                    print(f"    {f}: {a.get(f)!r} -> {b.get(f)!r}")
-                else:
-                    print(f"    {f}")
-            if not tokens_same and ra[3] is None and rb[3] is None:
-                show_difference(k, ra, rb, args.context)
-                if args.keep:
-                    keep_pair(args.keep, k, ra[0], rb[0])
+    pp = Preprocessor(clang, args.jobs)
+    pp.run_all(need)
+    same = 0
+    for k in common:
+        a, b = base[k], work[k]
+        diffs = [f for f in PLAN_FIELDS if a.get(f) != b.get(f)]
+        ta, tb = base_texts[a["source"]], work_texts[b["source"]]
+        text_same = ta == tb and a["options"] == b["options"]
+        ra = rb = None
+        if not text_same:
+            ra, rb = pp.get(ta, a["options"]), pp.get(tb, b["options"])
+            for side, r in (("BASE", ra), ("working tree", rb)):
+                if r[3] is not None:
+                    diffs.append(f"preprocessing at {side} failed: {r[3].splitlines()[0]}")
+        tokens_same = text_same or (ra[3] is None and rb[3] is None and ra[0] == rb[0])
+        if not diffs and tokens_same:
+            same += 1
+            if not args.quiet:
+                print(f"same       {key_text(k)} ({b['variant']})")
+            continue
+        failures += 1
+        print(f"DIFFERENT  {key_text(k)} ({a['variant']} -> {b['variant']})")
+        for f in diffs:
+            if f == "options":  # the words one side has and the other not
+                wa, wb = a[f].split(), b[f].split()
+                print(f"    options: {' '.join(w for w in wa if w not in wb) or '(none)'} -> "
+                      f"{' '.join(w for w in wb if w not in wa) or '(none)'}"
+                      f"{'' if set(wa) != set(wb) else ' (the same words in another order)'}")
+            elif f in PLAN_FIELDS:
+                print(f"    {f}: {a.get(f)!r} -> {b.get(f)!r}")
+            else:
+                print(f"    {f}")
+        if not tokens_same and ra[3] is None and rb[3] is None:
+            show_difference(k, ra, rb, args.context)
+            if args.keep:
+                keep_pair(args.keep, k, ra[0], rb[0])
     print(f"check_kernel_tokens: {len(common)} builds on both sides, {same} the same, {failures} failures "
           f"({len(only_base)} at BASE only, {len(only_work)} in the working tree only)")
     return failures
@@ -408,27 +403,26 @@ def coverage(args, work_dir, clang):
         return 1
     failures = 0
     tested, allowed = kernel_macros(), diagnostic_macros()
-    with tempfile.TemporaryDirectory(prefix="fa_cl_tokens.") as wd:
-        pp = Preprocessor(clang, args.jobs, wd)
-        pp.run_all((texts[r["source"]], r["options"]) for r in builds.values())
-        by_host, values, defined_in, undefined_in, mentions = {}, {}, {}, {}, {}
-        for k, r in sorted(builds.items()):
-            toks, _, defined, err = pp.get(texts[r["source"]], r["options"])
-            if err is not None or not toks:
-                failures += 1
-                print(f"FAILED     {key_text(k)} ({r['variant']}): {err or 'no tokens'}")
-                continue
-            for name, value in option_macros(r["options"]).items():
-                by_host[name] = by_host.get(name, 0) + 1
-                values.setdefault(name, set()).add(value)
-            if r["source"] not in mentions:
-                words = set(re.findall(r"[A-Za-z_]\w*", texts[r["source"]].decode("utf-8", "replace")))
-                mentions[r["source"]] = [m for m in tested if m in words]
-            for m in mentions[r["source"]]:
-                if m in defined:
-                    defined_in[m] = defined_in.get(m, 0) + 1
-                else:
-                    undefined_in[m] = undefined_in.get(m, 0) + 1
+    pp = Preprocessor(clang, args.jobs)
+    pp.run_all((texts[r["source"]], r["options"]) for r in builds.values())
+    by_host, values, defined_in, undefined_in, mentions = {}, {}, {}, {}, {}
+    for k, r in sorted(builds.items()):
+        toks, _, defined, err = pp.get(texts[r["source"]], r["options"])
+        if err is not None or not toks:
+            failures += 1
+            print(f"FAILED     {key_text(k)} ({r['variant']}): {err or 'no tokens'}")
+            continue
+        for name, value in option_macros(r["options"]).items():
+            by_host[name] = by_host.get(name, 0) + 1
+            values.setdefault(name, set()).add(value)
+        if r["source"] not in mentions:
+            words = set(re.findall(r"[A-Za-z_]\w*", texts[r["source"]].decode("utf-8", "replace")))
+            mentions[r["source"]] = [m for m in tested if m in words]
+        for m in mentions[r["source"]]:
+            if m in defined:
+                defined_in[m] = defined_in.get(m, 0) + 1
+            else:
+                undefined_in[m] = undefined_in.get(m, 0) + 1
     print(f"check_kernel_tokens: {len(builds)} builds ({len(pp.results)} distinct sources and options) preprocess "
           f"{'cleanly' if failures == 0 else f'with {failures} failures'}")
     print(f"check_kernel_tokens: the {len(tested)} macros the kernels test (defined() / #ifdef / #ifndef): "
