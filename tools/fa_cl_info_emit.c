@@ -24,8 +24,11 @@
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Keys per head of the dense prefill every case starts from: long enough that no plan is clamped
- * by the sequence (as fa_cl_info's device table). */
+/* The dense prefill every case starts from: docs/performance.md's headline shape, B = 8, H = 16,
+ * 4096 rows and keys: no tile is clamped by the sequence, and there are work-groups enough that no
+ * profile splits its keys (the Max 1550's 2048 slots included). */
+#define EMIT_BATCH 8
+#define EMIT_HEADS 16
 #define EMIT_SEQLEN 4096
 /* A profile has no CL_DEVICE_MAX_MEM_ALLOC_SIZE: split-KV's partial results and padded rows are
  * planned against a quarter of a 16 GiB device, far above what these descriptors need. */
@@ -192,8 +195,6 @@ static void shape_serving_varlen(fa_cl_attention_desc *d)
 }
 static void shape_long_rows(fa_cl_attention_desc *d) /* more keys than one accumulator sums: chunks */
 {
-    d->batch = 8;
-    d->heads_q = d->heads_kv = 16;
     d->seqlen_k = 2 * fa_cl_chunk_threshold(d->dtype);
 }
 
@@ -465,7 +466,7 @@ static int emit_case_plans(emit_out *out, const fa_cl_device_profile *p, const e
     for (int h = 0; dims[h]; h++) {
         for (size_t d = 0; d < COUNT_OF(dtypes); d++) {
             fa_cl_attention_desc desc;
-            fa_cl_attention_desc_init(&desc, 2, 8, EMIT_SEQLEN, EMIT_SEQLEN, dims[h], dtypes[d]);
+            fa_cl_attention_desc_init(&desc, EMIT_BATCH, EMIT_HEADS, EMIT_SEQLEN, EMIT_SEQLEN, dims[h], dtypes[d]);
             if (c->shape)
                 c->shape(&desc);
             const emit_build b = {p, c, dims[h], dtypes[d]};
