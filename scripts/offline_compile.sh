@@ -5,8 +5,11 @@
 # vendors' own offline compilers, and by clang's generic OpenCL C 1.2 front end (SPIR).
 #
 #   scripts/offline_compile.sh [--fa-cl-info PATH] [--compilers intel,amd,spir] [--jobs N]
-#                            [--clang CLANG] [--markdown FILE] [--keep DIR]
+#                            [--clang CLANG] [--markdown FILE] [--keep DIR] [--cases LIST|all]
 #
+# --cases: the cases of fa_cl_info --emit (tools/fa_cl_info_emit.c) to compile, comma-separated;
+# default dense,serving-paged,serving-varlen (every family's plain build and the serving builds
+# with every option at once); all: every case (about ten times the builds).
 # Intel: ocloc (Debian: intel-opencl-icd), -device dg2 / pvc / tgllp.
 # AMD:   the newest clang (clang-19 on Debian 12) -target amdgcn-amd-amdhsa -mcpu=gfx1100 / gfx90a, -O3, with ROCm's device
 #        libraries (Debian: rocm-device-libs), as ROCm's OpenCL compiles (--clang picks another).
@@ -34,6 +37,7 @@ want="intel,amd,spir"
 jobs=1
 markdown=""
 keep=""
+cases="dense,serving-paged,serving-varlen"
 while [ $# -gt 0 ]; do
     case "$1" in
     --fa-cl-info) info=$2; shift 2 ;;
@@ -42,8 +46,9 @@ while [ $# -gt 0 ]; do
     --markdown) markdown=$2; shift 2 ;;
     --clang) CLANG=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
+    --cases) cases=$2; shift 2 ;;
     --job) break ;; # internal: one build, run by xargs
-    -h|--help) sed -n '3,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "offline_compile.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -229,6 +234,12 @@ else
 fi
 export WORK CLANG AMD_BITCODE
 "$info" --profile all --emit "$WORK" >/dev/null
+# the sources of vendor-only families (the registry's vendor flag, column 13), of every case: the lint skips them
+awk -F'\t' 'NR > 1 && $13 == 1 { print $11 }' "$WORK/builds.tsv" | sort -u >"$WORK/vendor_sources.txt"
+if [ "$cases" != all ]; then # builds.tsv's column 14: the case of each build
+    awk -F'\t' -v want=",$cases," 'NR == 1 || index(want, "," $14 ",")' "$WORK/builds.tsv" >"$WORK/builds.sel"
+    mv "$WORK/builds.sel" "$WORK/builds.tsv"
+fi
 
 # ROCm device libraries come per target; 5.2 predates gfx1100: give clang the one-constant
 # oclc_isa_version library that later ROCm releases ship for it (ISA version 11.0.0).
@@ -251,7 +262,7 @@ fi
 
 # Jobs: one per distinct (family, target, source, options). Lines: id family target source options.
 # builds.tsv: profile compiler target variant head_dim dtype causal work_group local_bytes local_budget
-# source options vendor_only (the registry's vendor flag)
+# source options vendor_only (the registry's vendor flag) case launch
 awk -F'\t' -v have=" $have " '
     NR == 1 { next }
     {
@@ -283,7 +294,7 @@ echo "offline_compile.sh: compiled in $(($(date +%s) - start)) s"
 
 lint_rc=0
 if [[ " $have " == *" spir "* ]]; then
-    vendor_only=$(awk -F'\t' 'FNR > 1 && $13 == 1 { print $11 }' "$WORK/builds.tsv" | sort -u)
+    vendor_only=$(cat "$WORK/vendor_sources.txt")
     for src in "$WORK"/*.cl; do
         # vendor-only by design (the registry's vendor flag): planned for that vendor alone
         [[ $'\n'$vendor_only$'\n' == *$'\n'"$(basename "$src")"$'\n'* ]] && continue

@@ -114,6 +114,15 @@ typedef struct fa_cl_env {
 
 /* Parse the environment; a malformed value is an FA_CL_ERROR_INVALID_ARGUMENT naming the variable. */
 fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size);
+/* The same from lookup(data, name) instead of getenv (NULL: unset): fa_cl_info --emit plans with
+ * settings of its own, whatever the process environment holds. */
+typedef const char *(*fa_cl_env_lookup)(void *data, const char *name);
+fa_cl_status fa_cl__env_parse(fa_cl_env *out, fa_cl_env_lookup lookup, void *data, char *msg, size_t msg_size);
+/* The environment's part of a context's planner limits, on top of fa_cl_limits_for_device's, with
+ * the vendor builds that failed on the context (its mma_failed, wgmma_failed,
+ * wgmma_backward_failed; 0 where none did). */
+void fa_cl__env_limits(const fa_cl_env *env, int mma_failed, int wgmma_failed, int wgmma_backward_failed,
+                       fa_cl_limits *out);
 
 /* ---- context (context.c) --------------------------------------------------------------------- */
 
@@ -315,6 +324,37 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views 
 
 /* Check num_wait / wait consistency (OpenCL's rule: NULL list iff count 0). */
 fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const cl_event *wait);
+
+/* ---- a plan's decisions without a device (plan_decide.c, backward_plan.c) ------------------------ */
+
+/* What a forward plan's decisions read of the device and the environment besides the limits: a
+ * context's (plan.c), or a device profile's with settings of fa_cl_info's own (--emit). */
+typedef struct fa_cl_plan_device {
+    int is_gpu;
+    unsigned compute_units;  /* split-KV's slots */
+    uint64_t max_alloc_size; /* split-KV's partial results and padded rows must fit one allocation */
+    const fa_cl_env *env;    /* FA_CL_SPLITS, FA_CL_TMA, FA_CL_PERSISTENT, FA_CL_PAD_ROWS */
+} fa_cl_plan_device;
+
+/* The limits (lim: the context's, adjusted here for the descriptor's storage types, modifiers and
+ * mask) and the tile request of views v, whose query heads work-groups take pack at a time
+ * (fa_cl_gqa_pack). Once per plan; an error status with msg set for a forced kernel that cannot. */
+fa_cl_status fa_cl__plan_request(const fa_cl_plan_device *dev, const fa_cl_views *v, int pack, fa_cl_limits *lim,
+                                 fa_cl_tile_request *req, char *msg, size_t msg_size);
+/* The tiles for them (fa_cl_plan_tiles) and every feature the kernel is built with: the
+ * descriptor's, split-KV, padded rows, copies by TMA, the persistent kernel. lim and req may be
+ * narrowed on the way (padded rows or nvidia-wgmma's TMA tiles declined): the library re-decides
+ * after a build with them. An error status with msg set where no tile fits. */
+fa_cl_status fa_cl__plan_decide(const fa_cl_plan_device *dev, const fa_cl_views *v, int pack, fa_cl_limits *lim,
+                                fa_cl_tile_request *req, fa_cl_tiles *t, char *msg, size_t msg_size);
+/* The build options (before FA_CL_STD_OPTION) of the program of t->variant a plan of v compiles:
+ * its forward kernel's, or the combine, append and pad-rows kernels' own. Returns the length, or
+ * -1 when out (n bytes) is too small. */
+int fa_cl__plan_options(const fa_cl_tiles *t, const fa_cl_views *v, int is_gpu, char *out, size_t n);
+/* A backward plan's tiles and features for desc under lim (the descriptor resolved as
+ * fa_cl_backward_plan_create does): an error status with msg set where it cannot be planned. */
+fa_cl_status fa_cl__backward_decide(const fa_cl_limits *lim, const fa_cl_attention_desc *desc, fa_cl_tiles *t,
+                                    char *msg, size_t msg_size);
 
 /* Small helpers. */
 size_t fa_cl__dtype_size(fa_cl_dtype t); /* 0 for an unknown dtype */

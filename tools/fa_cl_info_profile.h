@@ -7,4 +7,9 @@
  * of printing the plan table. Returns the exit status: 0, 1 (write failed), 2 (no such profile). */
 int fa_cl_info_profile(const char *name, const char *emit_dir);
 
+/* --emit DIR for profile `which` (a name or "all"): the builds of fa_cl_info_emit.c's cases in
+ * DIR/builds.tsv (and the plans the library would refuse in DIR/unplanned.tsv), each family's source
+ * in DIR/<family>.cl. Returns 0, or 1 when a file cannot be written or the case table is wrong. */
+int fa_cl_info_emit(const char *which, const char *dir);
+
 #endif /* FA_CL_INFO_PROFILE_H */

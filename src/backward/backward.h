@@ -19,6 +19,11 @@ typedef struct fa_cl_backward_views {
     int aligned16; /* every row of q, k, v, o, dout, dq, dk, dv starts 16-byte aligned (16-byte loads, paired stores) */
 } fa_cl_backward_views;
 
+/* desc resolved as the forward's and then for the backward (fa_cl__backward_resolve_call's checks,
+ * no context): an error status with msg set. */
+fa_cl_status fa_cl__backward_resolve(const fa_cl_attention_desc *desc, fa_cl_backward_views *out, char *msg,
+                                     size_t msg_size);
+
 /* ctx and desc non-NULL, desc resolved as the forward's and then for the backward: the features it
  * does not take refused (UNSUPPORTED, naming the field), the gradient views checked (negative
  * strides, overflowing extents, overlapping rows of dq/dk/dv: INVALID_ARGUMENT). A failure is

@@ -74,6 +74,30 @@ static fa_cl_status build_kernels(fa_cl_context *ctx, fa_cl_backward_plan *plan)
     return st;
 }
 
+/* The tiles for bv under lim and the features the kernels are built with. */
+static fa_cl_status backward_tiles(const fa_cl_limits *lim, const fa_cl_backward_views *bv, fa_cl_tiles *t, char *msg,
+                                   size_t msg_size)
+{
+    const fa_cl_attention_desc *d = &bv->fwd.d;
+    const fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, bv->aligned16,
+                                    bv->fwd.row_keys};
+    fa_cl_status st = fa_cl_plan_backward_tiles(lim, &req, t, msg, msg_size);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    t->varlen_q = d->total_q > 0; /* -DFA_VARLEN_Q, _K, FA_SEQLENS (cl/fa_backward_common.cl) */
+    t->varlen_k = d->total_k > 0;
+    t->seqlens = d->kv_seqlens != 0;
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl__backward_decide(const fa_cl_limits *lim, const fa_cl_attention_desc *desc, fa_cl_tiles *t,
+                                    char *msg, size_t msg_size)
+{
+    fa_cl_backward_views bv;
+    fa_cl_status st = fa_cl__backward_resolve(desc, &bv, msg, msg_size);
+    return st == FA_CL_SUCCESS ? backward_tiles(lim, &bv, t, msg, msg_size) : st;
+}
+
 /* Tiles, then the kernels; a compiled kernel that takes fewer work-items than the tiles need, or
  * reports more local memory than the budget (the compiler's own use), re-plans within that. */
 static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_plan *plan)
@@ -81,17 +105,12 @@ static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_pl
     const fa_cl_attention_desc *d = &plan->bv.fwd.d;
     fa_cl_limits lim;
     fa_cl__context_limits(ctx, &lim);
-    const fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, plan->bv.aligned16,
-                                    plan->bv.fwd.row_keys};
     for (int attempt = 0; attempt < 4; attempt++) {
         fa_cl_tiles *t = &plan->tiles;
         char msg[512];
-        fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, t, msg, sizeof msg);
+        fa_cl_status st = backward_tiles(&lim, &plan->bv, t, msg, sizeof msg);
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_backward_plan_create: %s", msg);
-        t->varlen_q = d->total_q > 0; /* -DFA_VARLEN_Q, _K, FA_SEQLENS (cl/fa_backward_common.cl) */
-        t->varlen_k = d->total_k > 0;
-        t->seqlens = d->kv_seqlens != 0;
         st = build_kernels(ctx, plan);
         if (st != FA_CL_SUCCESS && t->variant == FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD && lim.forced_variant != (int)t->variant) {
             /* the sm_90a build failed (a driver whose PTX the retargeting does not know): nvidia-mma-backward */

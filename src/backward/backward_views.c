@@ -28,7 +28,8 @@ static const char *unsupported_feature(const fa_cl_views *v)
     return NULL;
 }
 
-static fa_cl_status resolve(const fa_cl_attention_desc *desc, fa_cl_backward_views *out, char *msg, size_t msg_size)
+fa_cl_status fa_cl__backward_resolve(const fa_cl_attention_desc *desc, fa_cl_backward_views *out, char *msg,
+                                     size_t msg_size)
 {
     memset(out, 0, sizeof *out);
     fa_cl_status st = fa_cl__desc_resolve(desc, &out->fwd, msg, msg_size);
@@ -101,7 +102,7 @@ fa_cl_status fa_cl__backward_resolve_call(fa_cl_context *ctx, const char *call, 
     if (!desc)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", call);
     char msg[512];
-    fa_cl_status st = resolve(desc, out, msg, sizeof msg);
+    fa_cl_status st = fa_cl__backward_resolve(desc, out, msg, sizeof msg);
     return st == FA_CL_SUCCESS ? st : fa_cl__fail(ctx, st, "%s: %s", call, msg);
 }
 

@@ -10,9 +10,10 @@
 
 
 /* A byte count >= 1024 from the environment; unset or empty leaves *out alone. */
-static fa_cl_status env_bytes(const char *name, size_t *out, char *msg, size_t msg_size)
+static fa_cl_status env_bytes(fa_cl_env_lookup lookup, void *data, const char *name, size_t *out, char *msg,
+                              size_t msg_size)
 {
-    const char *s = getenv(name);
+    const char *s = lookup(data, name);
     if (!s || !*s)
         return FA_CL_SUCCESS;
     char *end = NULL;
@@ -27,9 +28,10 @@ static fa_cl_status env_bytes(const char *name, size_t *out, char *msg, size_t m
 }
 
 /* name=n, a decimal count in [1, max]; what names the count in the message ("a key count"). */
-static fa_cl_status env_count(const char *name, long max, const char *what, int *out, char *msg, size_t msg_size)
+static fa_cl_status env_count(fa_cl_env_lookup lookup, void *data, const char *name, long max, const char *what,
+                             int *out, char *msg, size_t msg_size)
 {
-    const char *s = getenv(name);
+    const char *s = lookup(data, name);
     if (!s || !*s)
         return FA_CL_SUCCESS;
     char *end = NULL;
@@ -63,10 +65,10 @@ static int same_word_nocase(const char *a, const char *b)
 
 /* An on/off switch name=word: *out becomes the word's value; unset or empty leaves it alone.
  * extra: the switch's own further words (nextra of them), named in the message. */
-static fa_cl_status env_switch(const char *name, const env_word *extra, int nextra, int *out, char *msg,
-                               size_t msg_size)
+static fa_cl_status env_switch(fa_cl_env_lookup lookup, void *data, const char *name, const env_word *extra,
+                               int nextra, int *out, char *msg, size_t msg_size)
 {
-    const char *s = getenv(name);
+    const char *s = lookup(data, name);
     if (!s || !*s)
         return FA_CL_SUCCESS;
     for (size_t i = 0; i < sizeof switch_words / sizeof switch_words[0]; i++)
@@ -143,25 +145,39 @@ static int parse_tile(const char *s, int f[4])
     return 0; /* a fifth field, or a trailing 'x' */
 }
 
+/* fa_cl__env_read's lookup: the process environment. */
+static const char *process_env(void *data, const char *name)
+{
+    (void)data;
+    return getenv(name);
+}
+
 fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
 {
+    return fa_cl__env_parse(out, process_env, NULL, msg, msg_size);
+}
+
+fa_cl_status fa_cl__env_parse(fa_cl_env *out, fa_cl_env_lookup lookup, void *data, char *msg, size_t msg_size)
+{
     memset(out, 0, sizeof *out);
-    fa_cl_status st = env_bytes("FA_CL_LOCAL_MEM_BYTES", &out->local_mem_cap, msg, msg_size);
+    fa_cl_status st = env_bytes(lookup, data, "FA_CL_LOCAL_MEM_BYTES", &out->local_mem_cap, msg, msg_size);
     if (st != FA_CL_SUCCESS)
         return st;
     /* Experiments only: plan for more local memory than the device reports. */
-    st = env_bytes("FA_CL_LOCAL_MEM_OVERRIDE", &out->local_mem_override, msg, msg_size);
+    st = env_bytes(lookup, data, "FA_CL_LOCAL_MEM_OVERRIDE", &out->local_mem_override, msg, msg_size);
     if (st != FA_CL_SUCCESS)
         return st;
     const char *s;
-    st = env_count("FA_CL_KV_CHUNK", 1L << 30, "a key count", &out->chunk_keys, msg, msg_size);
+    st = env_count(lookup, data, "FA_CL_KV_CHUNK", 1L << 30, "a key count", &out->chunk_keys, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_count("FA_CL_SPLITS", FA_CL_MAX_SPLITS, "a split count", &out->splits, msg, msg_size);
+        st = env_count(lookup, data, "FA_CL_SPLITS", FA_CL_MAX_SPLITS, "a split count", &out->splits, msg,
+                       msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_count("FA_CL_LPT_COLUMNS", 1L << 30, "a head-column count", &out->lpt_columns, msg, msg_size);
+        st = env_count(lookup, data, "FA_CL_LPT_COLUMNS", 1L << 30, "a head-column count", &out->lpt_columns, msg,
+                       msg_size);
     if (st != FA_CL_SUCCESS)
         return st;
-    s = getenv("FA_CL_MMA_STAGES");
+    s = lookup(data, "FA_CL_MMA_STAGES");
     if (s && *s) {
         if (strlen(s) != 1 || s[0] < '2' || s[0] > '0' + FA_CL_MMA_MAX_STAGES) {
             snprintf(msg, msg_size, "FA_CL_MMA_STAGES='%s' is not a pipeline depth in 2..%d", s, FA_CL_MMA_MAX_STAGES);
@@ -169,7 +185,7 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         out->mma_stages = s[0] - '0';
     }
-    s = getenv("FA_CL_MMA_KV_WARPS");
+    s = lookup(data, "FA_CL_MMA_KV_WARPS");
     if (s && *s) {
         if (strcmp(s, "1") && strcmp(s, "2") && strcmp(s, "4")) {
             snprintf(msg, msg_size, "FA_CL_MMA_KV_WARPS='%s' is not 1, 2 or 4 (warps sharing a block's keys)", s);
@@ -182,23 +198,23 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     /* FA_CL_TMA's own words: one kind only (values past the on/off ones: 2 + the kind's bit) */
     static const env_word tma_words[] = {{"mask", 2 + FA_CL_TMA_MASK}, {"kv", 2 + FA_CL_TMA_KV}};
     out->nv_tf32 = out->wgmma = -1;
-    st = env_switch("FA_CL_GQA_PACK", NULL, 0, &gqa_pack, msg, msg_size);
+    st = env_switch(lookup, data, "FA_CL_GQA_PACK", NULL, 0, &gqa_pack, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch("FA_CL_VENDOR_PATH", NULL, 0, &vendor_path, msg, msg_size);
+        st = env_switch(lookup, data, "FA_CL_VENDOR_PATH", NULL, 0, &vendor_path, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch("FA_CL_PAD_ROWS", NULL, 0, &pad_rows, msg, msg_size);
+        st = env_switch(lookup, data, "FA_CL_PAD_ROWS", NULL, 0, &pad_rows, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch("FA_CL_NV_TF32", NULL, 0, &out->nv_tf32, msg, msg_size);
+        st = env_switch(lookup, data, "FA_CL_NV_TF32", NULL, 0, &out->nv_tf32, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch("FA_CL_WGMMA", NULL, 0, &out->wgmma, msg, msg_size);
+        st = env_switch(lookup, data, "FA_CL_WGMMA", NULL, 0, &out->wgmma, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch("FA_CL_WGMMA_PRODUCER", NULL, 0, &producer, msg, msg_size);
+        st = env_switch(lookup, data, "FA_CL_WGMMA_PRODUCER", NULL, 0, &producer, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch("FA_CL_TMA", tma_words, 2, &tma, msg, msg_size);
+        st = env_switch(lookup, data, "FA_CL_TMA", tma_words, 2, &tma, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch("FA_CL_MMA_EMULATE", NULL, 0, &out->mma_emulate, msg, msg_size);
+        st = env_switch(lookup, data, "FA_CL_MMA_EMULATE", NULL, 0, &out->mma_emulate, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch("FA_CL_DEBUG_BUILD_LOG", NULL, 0, &out->print_build_log, msg, msg_size);
+        st = env_switch(lookup, data, "FA_CL_DEBUG_BUILD_LOG", NULL, 0, &out->print_build_log, msg, msg_size);
     if (st != FA_CL_SUCCESS)
         return st;
     out->gqa_pack = gqa_pack < 0 ? 0 : gqa_pack ? 1 : -1;
@@ -206,7 +222,7 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
     out->pad_rows_off = !pad_rows;
     out->wgmma_producer_off = !producer;
     out->tma = tma == 1 ? FA_CL_TMA_MASK | FA_CL_TMA_KV : tma == 0 ? 0 : tma - 2;
-    s = getenv("FA_CL_TILE");
+    s = lookup(data, "FA_CL_TILE");
     if (s && *s) {
         int f[4] = {0, 0, 0, 0};
         int n = parse_tile(s, f);
@@ -221,7 +237,7 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         out->tile_rows = rows;
         out->tile_cols = cols;
     }
-    s = getenv("FA_CL_KERNEL_DIR");
+    s = lookup(data, "FA_CL_KERNEL_DIR");
     if (s && *s) {
         if (strlen(s) >= sizeof out->kernel_dir) {
             snprintf(msg, msg_size, "FA_CL_KERNEL_DIR is longer than %zu characters", sizeof out->kernel_dir - 1);
@@ -229,7 +245,7 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         strcpy(out->kernel_dir, s);
     }
-    s = getenv("FA_CL_BUILD_OPTIONS");
+    s = lookup(data, "FA_CL_BUILD_OPTIONS");
     if (s && *s) {
         if (strlen(s) >= sizeof out->build_options) {
             snprintf(msg, msg_size, "FA_CL_BUILD_OPTIONS is longer than %zu characters",
@@ -240,7 +256,7 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
             return FA_CL_ERROR_INVALID_ARGUMENT;
         strcpy(out->build_options, s);
     }
-    s = getenv("FA_CL_KERNEL_VARIANT");
+    s = lookup(data, "FA_CL_KERNEL_VARIANT");
     if (s && *s) {
         /* a forward family forces forward plans (portable ones the portable backward too); a backward
          * family forces backward plans */
@@ -256,13 +272,13 @@ fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
         }
         out->variant = f->id;
     }
-    s = getenv("FA_CL_PERSISTENT"); /* a count: 0, or at most n work-groups */
+    s = lookup(data, "FA_CL_PERSISTENT"); /* a count: 0, or at most n work-groups */
     out->persistent_off = s && strcmp(s, "0") == 0;
     if (!out->persistent_off &&
-        env_count("FA_CL_PERSISTENT", 1L << 30, "0 or a work-group count", &out->persistent_groups, msg, msg_size) !=
-            FA_CL_SUCCESS)
+        env_count(lookup, data, "FA_CL_PERSISTENT", 1L << 30, "0 or a work-group count", &out->persistent_groups,
+                  msg, msg_size) != FA_CL_SUCCESS)
         return FA_CL_ERROR_INVALID_ARGUMENT;
-    s = getenv("FA_CL_CACHE_DIR");
+    s = lookup(data, "FA_CL_CACHE_DIR");
     if (s && *s) {
         if (strlen(s) >= sizeof out->cache_dir - 64) { /* room for "/<entry name>" */
             snprintf(msg, msg_size, "FA_CL_CACHE_DIR is longer than %zu characters", sizeof out->cache_dir - 65);
@@ -498,31 +514,36 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
     dev.min_subgroup = p->min_subgroup;
     fa_cl_limits_for_device(&dev, out);
     /* the environment, read at context creation */
-    if (ctx->env.local_mem_override) {
-        out->local_mem_size = ctx->env.local_mem_override;
+    fa_cl__env_limits(&ctx->env, ctx->mma_failed, ctx->wgmma_failed, ctx->wgmma_backward_failed, out);
+}
+
+void fa_cl__env_limits(const fa_cl_env *env, int mma_failed, int wgmma_failed, int wgmma_backward_failed,
+                       fa_cl_limits *out)
+{
+    if (env->local_mem_override) {
+        out->local_mem_size = env->local_mem_override;
         out->local_mem_source = "FA_CL_LOCAL_MEM_OVERRIDE";
     }
-    out->local_mem_cap = ctx->env.local_mem_cap;
-    out->forced_q = ctx->env.tile_q;
-    out->forced_kv = ctx->env.tile_kv;
-    out->forced_rows = ctx->env.tile_rows;
-    out->forced_cols = ctx->env.tile_cols;
-    out->forced_variant = ctx->env.variant;
-    out->chunk_keys = ctx->env.chunk_keys;
-    out->mma_stages = ctx->env.mma_stages;
-    out->mma_kv_warps = ctx->env.mma_kv_warps;
+    out->local_mem_cap = env->local_mem_cap;
+    out->forced_q = env->tile_q;
+    out->forced_kv = env->tile_kv;
+    out->forced_rows = env->tile_rows;
+    out->forced_cols = env->tile_cols;
+    out->forced_variant = env->variant;
+    out->chunk_keys = env->chunk_keys;
+    out->mma_stages = env->mma_stages;
+    out->mma_kv_warps = env->mma_kv_warps;
     /* FA_CL_MMA_EMULATE=1: the tensor-core kernel's logic on any device, its PTX in portable C */
-    if (ctx->env.mma_emulate) {
+    if (env->mma_emulate) {
         out->nv_mma = 1;
         out->mma_emulated = 1;
     }
     /* FA_CL_VENDOR_PATH=0, or a tensor-core build that failed here: portable kernels only */
-    out->nv_mma = out->nv_mma && !ctx->env.vendor_path_off && !ctx->mma_failed;
+    out->nv_mma = out->nv_mma && !env->vendor_path_off && !mma_failed;
     /* wgmma: never emulated; FA_CL_WGMMA=0 or a failed sm_90a build turn it off */
-    out->nv_wgmma = out->nv_wgmma && out->nv_mma && !ctx->env.mma_emulate && ctx->env.wgmma != 0 &&
-                    !ctx->wgmma_failed;
-    out->wg_producer = out->wg_producer && !ctx->env.wgmma_producer_off;
-    out->wgmma_backward_off = ctx->wgmma_backward_failed;
+    out->nv_wgmma = out->nv_wgmma && out->nv_mma && !env->mma_emulate && env->wgmma != 0 && !wgmma_failed;
+    out->wg_producer = out->wg_producer && !env->wgmma_producer_off;
+    out->wgmma_backward_off = wgmma_backward_failed;
     /* f32 on tensor cores: the default where they run natively; emulated only when asked for */
-    out->nv_tf32 = out->nv_mma && (ctx->env.mma_emulate ? ctx->env.nv_tf32 == 1 : ctx->env.nv_tf32 != 0);
+    out->nv_tf32 = out->nv_mma && (env->mma_emulate ? env->nv_tf32 == 1 : env->nv_tf32 != 0);
 }

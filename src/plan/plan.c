@@ -22,20 +22,10 @@ static fa_cl_status build_kernel_entry(fa_cl_context *ctx, const fa_cl_views *v,
 {
     char options[512];
     int gpu = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
-    if (fa_cl_build_options(t, v->d.dtype, (int)v->d.head_dim, gpu, options, sizeof options) < 0)
+    if (fa_cl__plan_options(t, v, gpu, options, sizeof options) < 0)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: build options longer than %zu characters",
                            sizeof options - 1);
     const fa_cl_kernel_family *f = fa_cl_kernel_by_id(t->variant);
-    if (t->variant == FA_CL_KERNEL_COMBINE) /* o's storage type and the row width only */
-        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", v->type[3], (int)v->d.head_dim,
-                 v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "", v->d.sinks ? " -DFA_SINKS" : "");
-    if (t->variant == FA_CL_KERNEL_APPEND)
-        snprintf(options, sizeof options, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", (int)v->d.dtype, (int)v->d.head_dim,
-                 v->d.page_size > 0 ? " -DFA_PAGED" : "", FA_CL_STATUS_OPTIONS);
-    if (t->variant == FA_CL_KERNEL_CHECK_SERVING) /* one program for every plan */
-        snprintf(options, sizeof options, "%s", FA_CL_STATUS_OPTIONS + 1);
-    if (t->variant == FA_CL_KERNEL_PAD_ROWS)
-        snprintf(options, sizeof options, "-DHEAD_DIM=%d", (int)v->d.head_dim);
     cl_program prog;
     fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, f->ptx_sm90a, &prog);
     if (st != FA_CL_SUCCESS)
@@ -57,229 +47,32 @@ static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const
     return build_kernel_entry(ctx, v, t, NULL, out);
 }
 
-/* nvidia-wgmma's copies by TMA (FA_MASK_TMA, FA_KV_TMA; FA_CL_TMA picks which): tensor maps say
- * where every tile is, [B, H, S, d] for Q, K and V and [B|1, Hq|1, Sq, Sk] for the mask. Dense
- * plans only (packed heads, varlen, pages, appends and padded rows place rows elsewhere), in one
- * launch (the maps live in the scratch that chunked launches use), every stride that steps
- * nonzero and within the maps' 40 bits (bytes); the mask's query rows not broadcast (a box has no
- * stride 0) and its rows of a block whole 128-byte panels. */
-static int tma_strides_ok(const int64_t s[3], const int64_t extent[3], int64_t es, int broadcast)
+/* The device and environment a context's plans are decided for (plan_decide.c). */
+static fa_cl_plan_device plan_device(const fa_cl_context *ctx)
 {
-    int ok = 1;
-    for (int i = 0; i < 3; i++) /* a broadcast dim (the mask's batches, heads) becomes extent 1 */
-        ok = ok && s[i] >= 0 && s[i] < ((int64_t)1 << 40) / es && (extent[i] <= 1 || s[i] > 0 || (broadcast && i < 2));
-    return ok;
-}
-
-static void plan_tma(const fa_cl_context *ctx, fa_cl_plan *plan)
-{
-    fa_cl_tiles *t = &plan->tiles;
-    const fa_cl_attention_desc *d = &plan->views.d;
-    t->mask_tma = t->kv_tma = 0;
-    if (!t->producer || t->paged || t->seqlens || t->packed || t->varlen_q || t->varlen_k || t->append_rows ||
-        t->chunk_keys || t->rows_padded)
-        return;
-    const int64_t q_ext[3] = {d->batch, d->heads_q, d->seqlen_q}, k_ext[3] = {d->batch, d->heads_kv, d->seqlen_k};
-    t->kv_tma = (ctx->env.tma & FA_CL_TMA_KV) && d->seqlen_q > 1 && d->seqlen_k > 1 &&
-                tma_strides_ok(d->q_stride, q_ext, 2, 0) && tma_strides_ok(d->k_stride, k_ext, 2, 0) &&
-                tma_strides_ok(d->v_stride, k_ext, 2, 0);
-    const int64_t es = (int64_t)fa_cl__mask_entry_size(d->mask);
-    t->mask_tma = (ctx->env.tma & FA_CL_TMA_MASK) && t->mask_async && t->block_kv * es % 128 == 0 &&
-                  d->mask_stride[2] != 0 && tma_strides_ok(d->mask_stride, q_ext, es, 1);
-    /* with K/V by TMA one work-item copies: the mask's tiles too, or none are */
-    if (t->mask_async && !t->mask_tma)
-        t->kv_tma = 0;
-}
-
-/* nvidia-wgmma's persistent kernel (FA_PERSISTENT, FlashAttention-3's): a work-group a compute
- * unit (the kernel's registers allow one), each taking tile after tile, so that its producer copies
- * the next tile's Q and K while the consumers finish this one, and a tile's start (each tile's
- * fixed cost was nearly twice cuDNN's: commit 45c0963) overlaps the previous. Causal tiles, of
- * unequal work, come from a counter in LPT order (every 132nd, static, left a ragged end). Faster
- * than FA_CL_PERSISTENT=0 on every d_pad 128 shape measured on an H200 (commit e0d134e; the table
- * is docs/performance.md's). Not at d_pad 64 (slower with three computing warpgroups or two, and
- * not from spills: commit f6eb526), nor 256 (no room for the O tile; with O from the accumulators
- * instead, 2-3% slower: commit bd8f002). With a mask (its tiles by TMA) O goes out from the
- * accumulators without the O tile (faster than the mask's non-persistent plan: commit babe56d).
- * Where the producer copies by TMA in a dense plan without splits, fewer than 2^31 tiles (the
- * counter's), and FA_CL_PERSISTENT is not 0. */
-static void plan_persistent(const fa_cl_context *ctx, fa_cl_plan *plan)
-{
-    fa_cl_tiles *t = &plan->tiles;
-    const fa_cl_attention_desc *d = &plan->views.d;
-    t->persistent = 0;
-    if (!t->kv_tma || (t->mask && !t->mask_tma) || t->splits > 1 || t->head_dim_padded != 128 ||
-        ctx->env.persistent_off)
-        return;
-    const uint64_t tiles = (uint64_t)((d->seqlen_q + t->block_q - 1) / t->block_q) * (uint64_t)d->batch *
-                           (uint64_t)d->heads_q; /* kv_tma: no GQA packing */
-    if (tiles >= ((uint64_t)1 << 31))
-        return;
-    /* the O tile (rows of d_pad + 8 halves; with a mask O is stored from the accumulators); the Q
-     * tile's mbarrier, two slots of the next tile and their 4 */
-    const size_t o_tile = t->mask ? 0 : (size_t)t->block_q * (size_t)(t->head_dim_padded + 8) * 2;
-    const size_t bytes = t->local_mem_bytes + o_tile + 56;
-    if (bytes > t->local_mem_budget)
-        return;
-    t->persistent = 1;
-    t->local_mem_bytes = bytes;
-}
-
-/* Split-KV: how many chunks each row's keys are computed in (FA_CL_SPLITS, or FlashAttention-2's
- * heuristic on the work-groups the device runs at once: two per compute unit on GPUs, one on
- * CPUs). A split plan sums at most FA_CL_KV_CHUNK_KEYS keys per chunk where long rows need it, so
- * it never chunks launches too; its partial results must fit the device's largest allocation, or
- * the plan is not split (long rows then chunk as before). */
-static fa_cl_status choose_splits(fa_cl_context *ctx, fa_cl_plan *plan)
-{
-    const fa_cl_attention_desc *d = &plan->views.d;
-    fa_cl_tiles *t = &plan->tiles;
-    const int gpu = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
-    const int slots = (int)ctx->props.compute_units * (gpu ? 2 : 1);
-    const int64_t n = fa_cl_split_count(t, d->batch, d->heads_q / plan->pack, plan->pack * d->seqlen_q,
-                                        plan->views.row_keys, d->seqlen_k, slots, ctx->env.splits);
-    t->splits = 1;
-    if (n <= 1)
-        return FA_CL_SUCCESS;
-    const uint64_t part_rows = (uint64_t)d->batch * (uint64_t)d->heads_q * (uint64_t)d->seqlen_q;
-    const uint64_t bytes = (uint64_t)n * part_rows * ((uint64_t)d->head_dim + 1) * sizeof(float);
-    if (part_rows > UINT64_MAX / 4 / ((uint64_t)d->head_dim + 1) / (uint64_t)n ||
-        (uint64_t)n * part_rows * (uint64_t)d->head_dim * sizeof(float) > ctx->props.max_alloc_size ||
-        n > INT32_MAX / 2) {
-        if (ctx->env.splits)
-            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED,
-                               "fa_cl_plan_create: FA_CL_SPLITS=%d: the partial results (%llu bytes) exceed the "
-                               "device's largest allocation (%llu bytes)", ctx->env.splits, (unsigned long long)bytes,
-                               (unsigned long long)ctx->props.max_alloc_size);
-        return FA_CL_SUCCESS;
-    }
-    t->splits = (int)n;
-    t->chunk_keys = 0;
-    return FA_CL_SUCCESS;
+    const fa_cl_plan_device dev = {(ctx->props.type & CL_DEVICE_TYPE_GPU) != 0, ctx->props.compute_units,
+                                   ctx->props.max_alloc_size, &ctx->env};
+    return dev;
 }
 
 static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     fa_cl_limits lim;
     fa_cl__context_limits(ctx, &lim);
-    if (!fa_cl_forced_forward(&lim)) {
-        /* FA_CL_KERNEL_VARIANT naming a backward family: neither it nor FA_CL_TILE, which goes with it,
-         * is this plan's */
-        if (lim.forced_variant)
-            lim.forced_q = lim.forced_kv = lim.forced_rows = lim.forced_cols = 0;
-        lim.forced_variant = 0;
-    }
     const fa_cl_views *v = &plan->views;
     const fa_cl_attention_desc *d = &v->d;
-    /* a head column's rows: GQA packing stacks its query heads' rows */
-    fa_cl_tile_request req = {(int)d->head_dim, d->dtype, plan->pack * d->seqlen_q, d->seqlen_k, v->aligned16,
-                              v->row_keys};
+    const fa_cl_plan_device dev = plan_device(ctx);
+    fa_cl_tile_request req;
     char msg[512];
-    /* tensors of several storage types: the portable kernels (the tensor-core ones take one), but
-     * nvidia-mma takes q8_0 K and V with q and o in the dtype (it dequantises K/V as it loads) */
-    const int kv_q8 = v->type[1] == FA_CL_TYPE_Q8_0 && v->type[2] == FA_CL_TYPE_Q8_0 && v->type[0] == (int)d->dtype &&
-                      v->type[3] == (int)d->dtype && d->dtype != FA_CL_F32;
-    if (kv_q8) {
-        lim.nv_tf32 = 0;
-        lim.mma_kv_q8 = 1;
-        /* asynchronous copies of 8 (or 4) bytes where every K/V row's bytes start that aligned: row
-         * element offsets multiples of 128 (64), i.e. 136 (68) bytes, from 16-byte aligned buffers */
-        for (int w = 8; w >= 4 && !lim.mma_q8_copy; w /= 2) {
-            const int64_t e = w == 8 ? 128 : 64;
-            int ok = d->head_dim % e == 0 && d->k_offset % (size_t)e == 0 && d->v_offset % (size_t)e == 0;
-            for (int i = 0; i < 3; i++)
-                ok = ok && d->k_stride[i] % e == 0 && d->v_stride[i] % e == 0;
-            lim.mma_q8_copy = ok ? w : 0;
-        }
-    } else if (v->mixed_types) {
-        if (lim.forced_variant == FA_CL_KERNEL_NVIDIA_MMA || lim.forced_variant == FA_CL_KERNEL_NVIDIA_TF32X3)
-            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=%s takes one "
-                               "storage type for q, k, v and o (desc.q_type .. o_type differ): the portable kernels "
-                               "take them", fa_cl_kernel_by_id(lim.forced_variant)->name);
-        lim.nv_mma = lim.nv_tf32 = 0;
-    }
-    /* score modifiers: the portable kernels only; an attention mask: those and nvidia-mma */
-    const int score_mods = d->softcap > 0 || d->alibi || d->sinks;
-    if (score_mods || d->mask) {
-        const int forced = lim.forced_variant;
-        if ((score_mods && forced == FA_CL_KERNEL_NVIDIA_MMA) || forced == FA_CL_KERNEL_NVIDIA_TF32X3)
-            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=%s takes no %s "
-                               "yet: the portable kernels do", fa_cl_kernel_by_id(forced)->name,
-                               score_mods ? "score modifiers (desc.softcap, desc.alibi, desc.sinks)"
-                                          : "attention mask (desc.mask)");
-        if (forced == FA_CL_KERNEL_PORTABLE && lim.rows_small_dims)
-            return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: FA_CL_KERNEL_VARIANT=portable with %s "
-                               "is not verified on NVIDIA GPUs (it failed the H200's tests): portable-tiled takes them",
-                               score_mods ? "score modifiers" : "an attention mask");
-        fa_cl_limits_for_modifiers(&lim, score_mods, d->mask != FA_CL_MASK_NONE);
-    }
-    if (d->mask != FA_CL_MASK_NONE) {
-        /* every mask row 16-byte aligned (offset and strides in bytes): the tensor-core kernel copies
-         * its tiles with K and V (cl buffers and sub-buffers start aligned) */
-        const int64_t es = (int64_t)fa_cl__mask_entry_size(d->mask);
-        const int rows16 = ((int64_t)d->mask_offset * es) % 16 == 0 && (d->mask_stride[0] * es) % 16 == 0 &&
-                           (d->mask_stride[1] * es) % 16 == 0 && (d->mask_stride[2] * es) % 16 == 0;
-        lim.mma_mask_bytes = rows16 ? (int)es : 0;
-    }
-    /* head_dim not a multiple of 8 (59, 111): no q/k/v row is 16-byte aligned, and the tensor-core
-     * kernel would load them synchronously (several times slower on an H200: commit eb66e6e). Dense
-     * f16/bf16 prefill (more than one 64-row block a head, every key read by each: the copy is a
-     * small part) instead copies q, k and v into zero-padded rows first (pad-rows launches, the
-     * plan's scratch) and plans the aligned kernel; o is stored element-wise as before. Decoding,
-     * caches (kv_seqlens, pages, appends) and varlen keep the direct loads, and so does a problem
-     * whose copies would not fit the device's largest allocation. */
-    const uint64_t pad_row_bytes = (uint64_t)(d->head_dim + 7) / 8 * 8 * 2;
-    const uint64_t pad_rows_max = (uint64_t)d->batch * (uint64_t)(d->heads_q * d->seqlen_q > d->heads_kv * d->seqlen_k
-                                                                      ? d->heads_q * d->seqlen_q
-                                                                      : d->heads_kv * d->seqlen_k);
-    if (!v->aligned16 && d->head_dim % 8 != 0 && d->dtype != FA_CL_F32 && !v->mixed_types && d->page_size == 0 &&
-        d->total_q == 0 && d->total_k == 0 && d->seqlen_new == 0 && !d->kv_seqlens &&
-        d->seqlen_q > FA_CL_MMA_BLOCK_Q && !ctx->env.pad_rows_off &&
-        pad_rows_max <= ctx->props.max_alloc_size / pad_row_bytes)
-        req.aligned16 = 1;
+    fa_cl_status st = fa_cl__plan_request(&dev, v, plan->pack, &lim, &req, msg, sizeof msg);
+    if (st != FA_CL_SUCCESS)
+        return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
     /* A compiled kernel may get fewer work-items than the device maximum (registers) or report
      * more local memory than the tiles (the compiler's own use): re-plan within what it reports. */
     for (int attempt = 0; attempt < 4; attempt++) {
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &plan->tiles, msg, sizeof msg);
+        st = fa_cl__plan_decide(&dev, v, plan->pack, &lim, &req, &plan->tiles, msg, sizeof msg);
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
-        if (req.aligned16 && !v->aligned16 && plan->tiles.variant != FA_CL_KERNEL_NVIDIA_MMA &&
-            plan->tiles.variant != FA_CL_KERNEL_NVIDIA_WGMMA) {
-            req.aligned16 = 0; /* padded rows are for the tensor-core kernel only */
-            attempt--;
-            continue;
-        }
-        plan->tiles.rows_padded = req.aligned16 && !v->aligned16;
-        plan->tiles.paged = (int)d->page_size;
-        plan->tiles.seqlens = d->kv_seqlens != 0;
-        plan->tiles.packed = plan->pack > 1;
-        plan->tiles.varlen_q = d->total_q > 0;
-        plan->tiles.varlen_k = d->total_k > 0;
-        plan->tiles.append_rows = (int)d->seqlen_new;
-        plan->tiles.softcap = d->softcap > 0;
-        plan->tiles.alibi = d->alibi;
-        plan->tiles.sinks = d->sinks;
-        plan->tiles.mask = (int)d->mask;
-        for (int i = 0; i < 4; i++)
-            plan->tiles.types[i] = v->type[i] != (int)d->dtype ? v->type[i] + 1 : 0;
-        plan->tiles.mask_pairs = d->mask &&
-                                 (plan->tiles.variant == FA_CL_KERNEL_NVIDIA_MMA ||
-                                  plan->tiles.variant == FA_CL_KERNEL_NVIDIA_WGMMA) && d->mask_offset % 2 == 0 &&
-                                 d->mask_stride[0] % 2 == 0 && d->mask_stride[1] % 2 == 0 && d->mask_stride[2] % 2 == 0;
-        if ((st = choose_splits(ctx, plan)) != FA_CL_SUCCESS)
-            return st;
-        plan_tma(ctx, plan);
-        plan_persistent(ctx, plan);
-        const int wide_kv = plan->tiles.block_kv & (plan->tiles.block_kv - 1);
-        const int tall_q = plan->tiles.block_q == FA_CL_WGMMA_TALL_Q;
-        if (plan->tiles.producer && (plan->tiles.head_dim_padded > 128 || wide_kv || tall_q) && !plan->tiles.kv_tma &&
-            lim.wg_tma_tiles) {
-            /* nvidia-wgmma's tiles that only copies by TMA feed (nvidia_wgmma.c): at d_pad 256 the
-             * producer's 24 registers issue bulk tensor copies, not cp.async's addresses */
-            lim.wg_tma_tiles = 0;
-            attempt--;
-            continue;
-        }
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
         const int vendor = fa_cl_kernel_by_id(plan->tiles.variant)->vendor;
         if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_KERNEL_NVIDIA_WGMMA && !lim.forced_variant) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Device profiles: what a GPU's OpenCL driver reports, written down so that the planner can plan
- * for it (and the offline compile checks can build what it would build) without the device.
+ * for it (and the offline compile checks can build what it would build) without the device; and a
+ * CPU as PoCL reports it, the device of the test suite.
  * The limits come out of the same fa_cl_limits_for_device as on a live device.
  *
  * Sources: Intel's GPU Occupancy Calculator device tables (oneAPI-samples,
@@ -63,6 +64,14 @@ static const fa_cl_device_profile profiles[] = {
      /* the OpenCL 1.2 minimum local memory (32 KB) and a 256 work-item limit, as on Arm Mali Midgard */
      {1, FA_CL_VENDOR_OTHER, 32 * KIB, 0, 256, 0, 0, 0},
      8, 16, "", NULL, NULL, "OpenCL 1.2 specification, CL_DEVICE_LOCAL_MEM_SIZE minimum"},
+    {"cpu-pocl", "a CPU on PoCL's pthread device (the test suite's device)",
+     /* PoCL 3.1 reports 2 MiB of local memory of type CL_GLOBAL (the planner sizes tiles for a cache
+      * share instead) and 4096 work-items; compute units are the host's cores (2 on the machine
+      * measured); no FA_UNROLL or FA_NATIVE_EXP in its builds (not a GPU) */
+     {0, FA_CL_VENDOR_OTHER, 2048 * KIB, 1, 4096, 0, 0, 0},
+     2, 16, /* 16 float lanes of AVX-512 */
+     "cl_khr_fp64 (no cl_khr_fp16)", NULL, NULL,
+     "fa_cl_info on PoCL 3.1 (Debian 12), pthread-skylake-avx512 device"},
 };
 
 #define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Build options of the forward kernels: what the planner chose, as -D options. */
 #include "program/build_options.h"
+#include "program/ptx_retarget.h"
 
 #include <stdio.h>
 
@@ -81,6 +82,15 @@ int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, i
         APPEND(snprintf(out + len, n - (size_t)len, "%s -DFA_NATIVE_EXP -cl-mad-enable",
                         t->head_dim_padded <= f->unroll_max_dim ? " -DFA_UNROLL" : ""));
     return len;
+}
+
+int fa_cl_program_options(const char *options, int sm90a, char *out, size_t n)
+{
+    /* the sm_90a build's options name the patch's version: the caches keep it apart from a plain
+     * build of the same text, and from another version of the patch */
+    const int len = sm90a ? snprintf(out, n, "%s -DFA_PTX_SM90A=%d", options, FA_CL_PTX_RETARGET_VERSION)
+                          : snprintf(out, n, "%s", options);
+    return len < 0 || (size_t)len >= n ? -1 : len;
 }
 
 int fa_cl_full_build_options(const char *options, const char *extra, char *out, size_t n)

@@ -24,6 +24,11 @@
  * Returns the length written, or -1 when out (n bytes, NUL-terminated) is too small. */
 int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, int is_gpu, char *out, size_t n);
 
+/* The options a family's program is built with (fa_cl__program_get): options, and for a family
+ * built through the sm_90a PTX retargeting (its ptx_sm90a) -DFA_PTX_SM90A=<the patch's version>.
+ * Returns the length written, or -1 when out (n bytes) is too small. */
+int fa_cl_program_options(const char *options, int sm90a, char *out, size_t n);
+
 /* The whole string clBuildProgram gets: FA_CL_STD_OPTION, the options, then FA_CL_BUILD_OPTIONS
  * (extra, may be ""). Returns the length written, or -1 when out is too small. */
 int fa_cl_full_build_options(const char *options, const char *extra, char *out, size_t n);

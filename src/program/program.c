@@ -178,12 +178,12 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
             h = hash_text(h, texts[i]);
     }
 
-    char full[4096], with_patch[512];
-    /* the sm_90a build's options name the patch's version: the caches keep it apart from a plain
-     * build of the same text, and from another version of the patch */
-    snprintf(with_patch, sizeof with_patch, "%s -DFA_PTX_SM90A=%d", options, FA_CL_PTX_RETARGET_VERSION);
+    char full[4096], with_patch[600];
+    if (st == FA_CL_SUCCESS && fa_cl_program_options(options, sm90a, with_patch, sizeof with_patch) < 0)
+        st = fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "build options longer than %zu characters",
+                         sizeof with_patch - 1);
     if (st == FA_CL_SUCCESS) {
-        if (fa_cl_full_build_options(sm90a ? with_patch : options, ctx->env.build_options, full, sizeof full) < 0)
+        if (fa_cl_full_build_options(with_patch, ctx->env.build_options, full, sizeof full) < 0)
             st = fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "build options longer than %zu characters",
                              sizeof full - 1);
     }
