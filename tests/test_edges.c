@@ -29,13 +29,14 @@
  *                           largest seqlen_k: 2 minutes on a 2-core CPU)
  *   test_edges long_values  rows of 2^16 and 2^20 keys (`long_values 24` or any powers of two: those
  *                           lengths; a dtype name: that one only), B = H = 1, 3 query rows, head_dim
- *                           8, in f32, f16 and bf16: identical keys (every weight 1: o = v) and
- *                           near-identical ones (k0 + noise: near-uniform weights), with values that
- *                           are not dyadic (0.3, 1.1, -0.7, ...: every fp32 sum of them rounds), each
- *                           column of one sign, against float64 within the dtype's bar. One fp32 sum
- *                           of 65536 such terms was 6.6e-4 off in f32 (6 times the bar), one of 2^23
- *                           9% in bf16: the chunk lengths and the compensated merges keep the error
- *                           the same at every length (src/plan/planner.h)
+ *                           8, in f32, f16, bf16 and f16 with o in f32 (f32's bar): identical keys
+ *                           (every weight 1: o = v) and near-identical ones (k0 + noise:
+ *                           near-uniform weights), with values that are not dyadic (0.3, 1.1, -0.7,
+ *                           ...: fp32 sums of them round), each column of one sign, against float64
+ *                           within o's bar. One fp32 sum of 65536 such terms was 6.6e-4 off in f32
+ *                           (6 times the bar), one of 2^23 9% in bf16: the chunk lengths and the
+ *                           compensated merges keep the error the same at every length
+ *                           (src/plan/planner.h)
  */
 #include "test_util.h"
 
@@ -596,10 +597,12 @@ static void lv_key(tu_rng *rng, fa_cl_dtype dtype, float k[LV_D], float v[LV_D])
     }
 }
 
-/* One row of n identical or near-identical keys in dtype: passes where every output is within the
- * bar of float64 (the line gives the worst |o - ref| as a fraction of the bar, the same for the LSE) */
-static void long_row(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t n, int near)
+/* One row of n identical or near-identical keys in dtype, o in dtype or (o32) f32: passes where
+ * every output is within the bar of o's type against float64 (the line gives the worst |o - ref| as
+ * a fraction of the bar, the same for the LSE) */
+static void long_row(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t n, int near, int o32)
 {
+    const fa_cl_dtype odt = o32 ? F32 : dtype;
     const size_t es = tu_dtype_size(dtype);
     const int64_t rows = near ? n : 1;
     char why[600] = "", kernel[64] = "?";
@@ -665,6 +668,8 @@ static void long_row(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t n, int near)
     }
     fa_cl_attention_desc d;
     fa_cl_attention_desc_init(&d, 1, 1, LV_SQ, n, LV_D, dtype);
+    if (o32)
+        d.o_type = FA_CL_STORAGE_F32;
     if (!near) { /* one K and V row read for every key (the batch stride keeps the strides not all 0) */
         const int64_t one_row[3] = {1, 0, 0};
         memcpy(d.k_stride, one_row, sizeof one_row);
@@ -691,10 +696,10 @@ static void long_row(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t n, int near)
     double worst = 0, worst_rel = 0, worst_lse = 0;
     for (int r = 0; ok && r < LV_SQ; r++) {
         for (int e = 0; e < LV_D; e++) {
-            const double ref = sum_pv[r][e] / sum_p[r], got = tu_load(dtype, o_img, (size_t)(r * LV_D + e));
-            if (!fa_cl_tolerance_ok(dtype, got, ref) && !why[0])
+            const double ref = sum_pv[r][e] / sum_p[r], got = tu_load(odt, o_img, (size_t)(r * LV_D + e));
+            if (!fa_cl_tolerance_ok(odt, got, ref) && !why[0])
                 snprintf(why, sizeof why, "row %d o[%d] = %.9g, want %.9g", r, e, got, ref);
-            worst = fmax(worst, fabs(got - ref) / fa_cl_tolerance_bound(dtype, ref));
+            worst = fmax(worst, fabs(got - ref) / fa_cl_tolerance_bound(odt, ref));
             worst_rel = fmax(worst_rel, fabs(got - ref) / fabs(ref));
         }
         const double ref_lse = shift[r] + log(sum_p[r]);
@@ -703,9 +708,10 @@ static void long_row(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t n, int near)
         worst_lse = fmax(worst_lse, fabs(lse[r] - ref_lse) / fa_cl_tolerance_lse_bound(ref_lse));
     }
     tu_expect(&tally, ok && !why[0],
-              "%lld %s keys, %s (%s): o max rel err %.2g (%.3f of the bar), LSE %.3f of the bar (setup %.1f s, run "
-              "%.1f s) %s",
-              (long long)n, near ? "near-identical" : "identical", tu_dtype_name(dtype), kernel, worst_rel, worst,
+              "%lld %s keys, %s%s (%s): o max rel err %.2g (%.3f of the bar), LSE %.3f of the bar (setup %.1f s, "
+              "run %.1f s) %s",
+              (long long)n, near ? "near-identical" : "identical", tu_dtype_name(dtype), o32 ? " (o f32)" : "", kernel,
+              worst_rel, worst,
               worst_lse, (t1 - t0) / 1e3, (tu_now_ms() - t1) / 1e3, why);
     free(kb);
     free(vb);
@@ -730,11 +736,14 @@ static int subset_long_values(fa_cl_context *ctx, int argc, char **argv)
         if (atoi(argv[i]) > 0)
             logs[nlogs++] = atoi(argv[i]);
     }
-    for (int i = 0; i < nlogs; i++)
+    for (int i = 0; i < nlogs; i++) {
         for (int t = 0; t < 3; t++)
             for (int near = 0; near < 2; near++)
                 if (want < 0 || want == t)
-                    long_row(ctx, all[t], (int64_t)1 << logs[i], near);
+                    long_row(ctx, all[t], (int64_t)1 << logs[i], near, 0);
+        if (want < 0) /* f16 inputs, o f32: f32's bar */
+            long_row(ctx, F16, (int64_t)1 << logs[i], 0, 1);
+    }
     return 0;
 }
 
