@@ -5,7 +5,7 @@
 # build of an earlier commit (BASE), long-row costs, and PyTorch's SDPA kernels on the same shapes.
 # Run from the repo root with .gpu/ (a copy of ../shared/gpu), a build made on the Debian machine
 # (BUILD, default build-gpu) and optionally BASE (default build-base). Logs go to $OUT.
-#   scripts/h200_check.sh [all|tests|tests-long|tests-rest|rows|torch]
+#   scripts/h200_check.sh [all|tests|tests-long|tests-rest|rows|long|final|torch]
 # The long portable-kernel tests (tests-long: chunks, wide head dims, tile 8, portable
 # serving/types) and the rest (tests-rest) can run apart or side by side (session 10: 197-256 s
 # for both at once, -j6 and -j8, after the head_dim 384-512 programs stopped being unrolled).
@@ -68,25 +68,52 @@ if [ "$what" = all ] || [ "$what" = rows ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = long ]; then
-    # the two-level accumulation's cost: just below and just above the threshold where it starts
-    # (f32 2^16 keys, f16 2^21), and against the earlier build on the same shape
+    # long rows (issue 44): chunks of at most 2^11 keys (f32), 2^16 (f16), 2^19 (bf16), merged in
+    # compensated sums, against BASE (59e27f2: chunks of 65536 keys only past 2^16 f32, 2^21 f16,
+    # 2^24 bf16 keys, plain merges) on the same rows. The comments give the plans on 132 compute
+    # units, new / base: launches of chunks where the grid fills the GPU, else split-KV chunks.
+    LONG_ROWS=(
+        "-b 8 -h 16 -q 4096 -d 128 --dtype f32"              # 2 launches / 1: the f32 table row
+        "-b 8 -h 16 -q 4096 -d 64 --dtype f32"               # 2 / 1
+        "-b 1 -h 16 -q 4096 -k 2048 -d 128 --dtype f32"      # 1 / 1 (control)
+        "-b 1 -h 16 -q 4096 -k 16384 -d 128 --dtype f32"     # 8 / 1
+        "-b 1 -h 16 -q 4096 -k 65600 -d 128 --dtype f32"     # 33 / 2
+        "-b 1 -h 32 -q 8192 -k 65536 -d 128 --dtype f16"     # 1 / 1 (control)
+        "-b 1 -h 32 -q 8192 -k 131072 -d 128 --dtype f16"    # 2 / 1
+        "-b 1 -h 32 -q 8192 -k 1048576 -d 128 --dtype f16"   # 16 / 1
+        "-b 1 -h 32 -q 8192 -k 1048576 -d 128 --dtype bf16"  # 2 / 1
+        "-b 1 -h 16 -q 1024 -k 2097216 -d 128 --dtype f16"   # 33 splits / 33: the compensated combine alone
+        "-b 32 -h 32 --heads-kv 8 -q 1 -k 32768 -d 128 --dtype f32"   # decode: 16 launches / 1
+        "-b 1 -h 32 --heads-kv 8 -q 1 -k 131072 -d 128 --dtype f32"   # decode: 64 splits / the heuristic's 29
+        "-b 1 -h 32 --heads-kv 8 -q 1 -k 131072 -d 128 --dtype f16"   # decode: the heuristic's splits both
+        "-b 4 -h 32 --heads-kv 8 -q 16 -k 4194304 -d 128 --dtype f16" # 64 splits / 64 (docs/performance.md's row)
+    )
     {
+    for r in "${LONG_ROWS[@]}"; do
+        B="$BUILD/tools/fa_cl_bench"; bench "long rows new" -- $r --no-reference --warmup 1
+        case "$r" in
+        *"-q 1 "*) ;;
+        *f32*) bench "long rows new, FA_CL_NV_TF32=0" FA_CL_NV_TF32=0 -- $r --no-reference --warmup 1 ;;
+        *) bench "long rows new, FA_CL_WGMMA=0" FA_CL_WGMMA=0 -- $r --no-reference --warmup 1 ;;
+        esac
+        if [ -x "$BASE/tools/fa_cl_bench" ]; then
+            B="$BASE/tools/fa_cl_bench"; bench "long rows base" -- $r --no-reference --warmup 1
+            case "$r" in
+            *"-q 1 "*) ;;
+            *f32*) bench "long rows base, FA_CL_NV_TF32=0" FA_CL_NV_TF32=0 -- $r --no-reference --warmup 1 ;;
+            *) bench "long rows base, FA_CL_WGMMA=0" FA_CL_WGMMA=0 -- $r --no-reference --warmup 1 ;;
+            esac
+        fi
+    done
+    # accuracy on the native kernels (nvidia-tf32x3, nvidia-mma, nvidia-wgmma) at 2^16..2^24 keys,
+    # split and chunked, then chunk lengths above the defaults (do the tensor cores allow longer?)
     B="$BUILD/tools/fa_cl_bench"
-    for k in 65536 65600; do
-        bench "f32 tf32, Sk=$k" -- -b 1 -h 16 -q 4096 -k $k -d 128 --dtype f32 --no-reference
-        bench "f32 portable, Sk=$k" FA_CL_NV_TF32=0 -- -b 1 -h 16 -q 4096 -k $k -d 128 --dtype f32 --no-reference
+    (cd /work/main && ctest --test-dir "$BUILD" -R long_values --output-on-failure -V 2>&1) | grep -E "^[0-9]+: \[|tests passed"
+    for e in "FA_CL_WGMMA=0" "FA_CL_NV_TF32=0"; do
+        env $e FA_CL_SPLITS=1 "$BUILD/tests/test_edges" long_values 16 20 24 2>&1 | grep -E "^\[" | sed "s/^/$e: /"
     done
-    for k in 2097152 2097216; do
-        bench "f16, Sk=$k" -- -b 1 -h 16 -q 1024 -k $k -d 128 --dtype f16 --no-reference
-    done
-    for r in "-b 1 -h 16 -q 2048 -k 262144 -d 128 --dtype f32" "-b 4 -h 32 --heads-kv 8 -q 16 -k 4194304 -d 128 --dtype f16"; do
-        B="$BUILD/tools/fa_cl_bench"; bench "long rows new" FA_CL_NV_TF32=0 -- $r --no-reference --warmup 1
-        if [ -x "$BASE/tools/fa_cl_bench" ]; then B="$BASE/tools/fa_cl_bench"; bench "long rows base" -- $r --no-reference --warmup 1; fi
-    done
-    # decode shapes (issue 13's), new against base
-    for r in "-b 16 -h 32 --heads-kv 8 -q 1 -k 8192 -d 128 --dtype f16" "-b 1 -h 32 --heads-kv 8 -q 1 -k 131072 -d 128 --dtype f16"; do
-        B="$BUILD/tools/fa_cl_bench"; bench "decode new" -- $r --no-reference
-        if [ -x "$BASE/tools/fa_cl_bench" ]; then B="$BASE/tools/fa_cl_bench"; bench "decode base" -- $r --no-reference; fi
+    for c in 4096 8192 131072 262144; do
+        env FA_CL_SPLITS=1 FA_CL_KV_CHUNK=$c "$BUILD/tests/test_edges" long_values 20 2>&1 | grep -E "^\[" | sed "s/^/chunk $c: /"
     done
     } 2>&1 | tee "$OUT/long.txt"
 fi
