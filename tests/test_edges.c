@@ -26,17 +26,18 @@
  *                           f32, f16 and bf16, whose output is v exactly and LSE s + ln(Sk); a sum of
  *                           ones in fp32 stops at 2^24 terms, and this row gave half of v before.
  *                           `test_edges long_rows N` takes N identical keys instead (2^30 - 1, the
- *                           largest seqlen_k: 2 minutes on a 2-core CPU)
- *   test_edges long_values  rows of 2^16 and 2^20 keys (`long_values 24` or any powers of two: those
- *                           lengths; a dtype name: that one only), B = H = 1, 3 query rows, head_dim
- *                           8, in f32, f16, bf16 and f16 with o in f32 (f32's bar): identical keys
- *                           (every weight 1: o = v) and near-identical ones (k0 + noise:
- *                           near-uniform weights), with values that are not dyadic (0.3, 1.1, -0.7,
- *                           ...: fp32 sums of them round), each column of one sign, against float64
- *                           within o's bar. One fp32 sum of 65536 such terms was 6.6e-4 off in f32
- *                           (6 times the bar), one of 2^23 9% in bf16: the chunk lengths and the
- *                           compensated merges keep the error the same at every length
- *                           (src/plan/planner.h)
+ *                           largest seqlen_k: 2 to 7 minutes on a 2-core CPU)
+ *   test_edges long_values  rows of 2^16 and 2^20 keys (`long_values 24 1073741823`: 2^24 and
+ *                           2^30 - 1 keys, powers of two up to 30 or key counts; a dtype name: that
+ *                           one only; K and V above 4 GiB: identical keys only), B = H = 1, 3 query
+ *                           rows, head_dim 8, in f32, f16, bf16 and f16 with o in f32 (f32's bar):
+ *                           identical keys (every weight 1: o = v) and near-identical ones (k0 +
+ *                           noise: near-uniform weights), with values that are not dyadic (0.3,
+ *                           1.1, -0.7, ...: fp32 sums of them round), each column of one sign,
+ *                           against float64 within o's bar. One fp32 sum of 65536 such terms was
+ *                           6.6e-4 off in f32 (6 times the bar), one of 2^23 9% in bf16: the chunk
+ *                           lengths and the compensated merges keep the error the same at every
+ *                           length (src/plan/planner.h)
  */
 #include "test_util.h"
 
@@ -721,28 +722,31 @@ static void long_row(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t n, int near,
             clReleaseMemObject(mems[i]);
 }
 
-/* argv: the row lengths as powers of two (default 16 20), then optionally a dtype (f32, f16, bf16) */
+/* argv: the row lengths, powers of two (up to 30) or key counts (above 30; default 16 20), and
+ * optionally a dtype (f32, f16, bf16) */
 static int subset_long_values(fa_cl_context *ctx, int argc, char **argv)
 {
-    int logs[8] = {16, 20}, nlogs = 2;
+    int64_t lens[8] = {(int64_t)1 << 16, (int64_t)1 << 20};
+    int nlens = 2;
     const fa_cl_dtype all[3] = {F32, F16, BF16};
     int want = -1;
     if (argc > 0)
-        nlogs = 0;
-    for (int i = 0; i < argc && nlogs < 8; i++) {
+        nlens = 0;
+    for (int i = 0; i < argc && nlens < 8; i++) {
         for (int t = 0; t < 3; t++)
             if (strcmp(argv[i], tu_dtype_name(all[t])) == 0)
                 want = t;
-        if (atoi(argv[i]) > 0)
-            logs[nlogs++] = atoi(argv[i]);
+        const int64_t x = strtoll(argv[i], NULL, 10);
+        if (x > 0)
+            lens[nlens++] = x > 30 ? x : (int64_t)1 << x;
     }
-    for (int i = 0; i < nlogs; i++) {
+    for (int i = 0; i < nlens; i++) {
         for (int t = 0; t < 3; t++)
             for (int near = 0; near < 2; near++)
                 if (want < 0 || want == t)
-                    long_row(ctx, all[t], (int64_t)1 << logs[i], near, 0);
+                    long_row(ctx, all[t], lens[i], near, 0);
         if (want < 0) /* f16 inputs, o f32: f32's bar */
-            long_row(ctx, F16, (int64_t)1 << logs[i], 0, 1);
+            long_row(ctx, F16, lens[i], 0, 1);
     }
     return 0;
 }
