@@ -3,9 +3,10 @@
  * with FA_SPLIT, which left per chunk s the normalised partial output O_s (fp32) and its LSE_s.
  * This kernel merges them with the online-softmax recurrence across chunks (the design article's
  * formula, in natural log): M = max_s LSE_s, w_s = exp(LSE_s - M), O = sum_s w_s O_s / sum_s w_s,
- * LSE = M + log(sum_s w_s), always in the order s = 0, 1, ... (deterministic). A chunk that saw
- * no key (LSE_s = -inf) adds nothing; a row that saw none gets O = 0, LSE = -inf; a NaN LSE_s (a
- * NaN score) makes the row and its LSE NaN, as in one pass.
+ * LSE = M + log(sum_s w_s), always in the order s = 0, 1, ... (deterministic), both sums compensated
+ * (fa_csum: a long row splits into up to 2^19 chunks, whose plain fp32 sum would drift). A chunk
+ * that saw no key (LSE_s = -inf) adds nothing; a row that saw none gets O = 0, LSE = -inf; a NaN
+ * LSE_s (a NaN score) makes the row and its LSE NaN, as in one pass.
  *
  * FA_SINKS: the row's sink logit (sinks[h], include/fa_cl.h "Score modifiers") joins here, once,
  * as a chunk whose O is 0: M = max(M, sink), and e^{sink - M} adds to the sum.
@@ -61,6 +62,7 @@ __kernel void fa_combine(__global const float *o_part, __global const float *lse
         acc = (float4)(NAN);
         sum = NAN;
     } else if (mx != -INFINITY) {
+        float2 a[4] = {(float2)(0.0f), (float2)(0.0f), (float2)(0.0f), (float2)(0.0f)}, w_sum = (float2)(0.0f);
         for (int s = 0; s < num_splits; s++) {
             const float x = lse_part[(ulong)s * rows + r];
             if (x == -INFINITY)
@@ -76,9 +78,13 @@ __kernel void fa_combine(__global const float *o_part, __global const float *lse
             v.z = 4 * c + 2 < HEAD_DIM ? p[2] : 0.0f;
             v.w = 4 * c + 3 < HEAD_DIM ? p[3] : 0.0f;
 #endif
-            acc = mad((float4)(w), v, acc);
-            sum += w;
+            const float e[4] = {v.x, v.y, v.z, v.w};
+            for (int i = 0; i < 4; i++)
+                a[i] = fa_csum(a[i].x, a[i].y, 1.0f, e[i], w);
+            w_sum = fa_csum(w_sum.x, w_sum.y, 1.0f, w, 1.0f);
         }
+        acc = (float4)(a[0].x + a[0].y, a[1].x + a[1].y, a[2].x + a[2].y, a[3].x + a[3].y);
+        sum = w_sum.x + w_sum.y;
 #ifdef FA_SINKS
         sum += exp(sink - mx); /* 0 for a sink of -inf */
 #endif

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Storage-type helpers shared by every fa_cl kernel. The host defines FA_DTYPE:
- * 0 = f32, 1 = f16 (read with vload_half: no cl_khr_fp16 needed), 2 = bf16 (bit shifts), 3 = q8_0
- * (loads only: the reference's gather). Arithmetic is always fp32. */
+/* Storage-type helpers shared by every fa_cl kernel, and the compensated sum that merges partial
+ * results. The host defines FA_DTYPE: 0 = f32, 1 = f16 (read with vload_half: no cl_khr_fp16
+ * needed), 2 = bf16 (bit shifts), 3 = q8_0 (loads only: the reference's gather). Arithmetic is
+ * always fp32. */
 #ifndef FA_DTYPE
 #error "FA_DTYPE must be defined by the host (0 f32, 1 f16, 2 bf16, 3 q8_0)"
 #endif
@@ -79,3 +80,20 @@ typedef FA_ELEM(FA_DTYPE) fa_store_t;
 #define fa_load4 FA_LD4(FA_DTYPE)
 #define fa_store1 FA_ST1(FA_DTYPE)
 #define fa_store4 FA_ST4(FA_DTYPE)
+
+/* A compensated sum: a value held as a pair (hi, lo) whose sum it is, |lo| at most half an ulp of
+ * hi. fa_csum returns (hi + lo) fx + y fy as such a pair: the rounding errors of both products
+ * (fma: exact) and of their sum (TwoSum: exact) join lo's share, and the pair is renormalised
+ * (Fast2Sum), so that lo never grows into a sum that drifts itself. Merging n partial results this
+ * way (long rows' chunks, split-KV's partials) costs the result a few roundings, where a plain fp32
+ * sum of n partials drifts by up to n of them (n = 2^19 chunks of 2048 keys at 2^30 keys), and a
+ * lo left to accumulate by about n of its own. Where a compiler fuses a product into the sum
+ * (-cl-mad-enable), the TwoSum terms still give what the fused sum left out. A sum that is not
+ * finite is s alone, lo 0 (TwoSum of an infinity is NaN). */
+inline float2 fa_csum(float hi, float lo, float fx, float y, float fy)
+{
+    const float a = hi * fx, b = y * fy, s = a + b, bb = s - a;
+    const float e = mad(lo, fx, (a - (s - bb)) + (b - bb) + fma(hi, fx, -a) + fma(y, fy, -b));
+    const float t = s + e;
+    return isfinite(t) ? (float2)(t, e - (t - s)) : (float2)(s, 0.0f);
+}

@@ -191,21 +191,16 @@ void fa_forward(FA_FORWARD_PARAMS)
     const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
     for (int i = 0; i < ROWS; i++) {
         const int row = q0 + lid + i * WG;
-        const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, &m[i], &l[i], scale_log2);
+        const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, last_chunk, &m[i], &l[i], scale_log2);
         FA_PRAGMA_UNROLL
         for (int c = 0; c < D4; c++) {
             float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
             FA_PRAGMA_UNROLL
             for (int e = 0; e < 4; e++)
-                if (row < nrows && 4 * c + e < HEAD_DIM) {
-                    x[e] = FA_CHUNK_GET(row, 4 * c + e, first_chunk, f, x[e]);
-                    if (!last_chunk)
-                        *FA_CHUNK_O(row, 4 * c + e) = x[e];
-                }
+                if (row < nrows && 4 * c + e < HEAD_DIM)
+                    x[e] = FA_CHUNK_MERGE(row, 4 * c + e, first_chunk, last_chunk, f, x[e]);
             acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);
         }
-        if (!last_chunk)
-            vstore2((float2)(m[i], l[i]), 0, FA_CHUNK_SLOT(i));
     }
     if (!last_chunk)
         return; /* the whole work-group: last_chunk is the launch's */

@@ -1713,28 +1713,21 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         FA_PRAGMA_UNROLL
         for (int r = 0; r < 2; r++) {
             const int row = q0 + wrow + 16 * mt + g + 8 * r;
-            const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(2 * mt + r), first_chunk, &m[mt][r], &l[mt][r], scale_log2);
+            const float2 f =
+                fa_chunk_merge(FA_CHUNK_SLOT(2 * mt + r), first_chunk, last_chunk, &m[mt][r], &l[mt][r], scale_log2);
             FA_PRAGMA_UNROLL
             for (int dt = 0; dt < DT; dt++) {
                 const int col = dt * 8 + 2 * t4;
                 float2 x = r ? acc[mt][dt].zw : acc[mt][dt].xy;
-                if (row < out_rows && col < HEAD_DIM) {
-                    x.x = FA_CHUNK_GET(row, col, first_chunk, f, x.x);
-                    if (!last_chunk)
-                        *FA_CHUNK_O(row, col) = x.x;
-                }
-                if (row < out_rows && col + 1 < HEAD_DIM) {
-                    x.y = FA_CHUNK_GET(row, col + 1, first_chunk, f, x.y);
-                    if (!last_chunk)
-                        *FA_CHUNK_O(row, col + 1) = x.y;
-                }
+                if (row < out_rows && col < HEAD_DIM)
+                    x.x = FA_CHUNK_MERGE(row, col, first_chunk, last_chunk, f, x.x);
+                if (row < out_rows && col + 1 < HEAD_DIM)
+                    x.y = FA_CHUNK_MERGE(row, col + 1, first_chunk, last_chunk, f, x.y);
                 if (r)
                     acc[mt][dt].zw = x;
                 else
                     acc[mt][dt].xy = x;
             }
-            if (!last_chunk)
-                vstore2((float2)(m[mt][r], l[mt][r]), 0, FA_CHUNK_SLOT(2 * mt + r));
         }
     if (!last_chunk)
         return; /* the whole work-group: last_chunk is the launch's */

@@ -267,8 +267,8 @@ void fa_forward(FA_FORWARD_PARAMS)
      * last leaves them for the next */
     {
         const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
-        const float2 f0 = fa_chunk_merge(FA_CHUNK_SLOT(0), first_chunk, &m0, &l0, scale_log2);
-        const float2 f1 = fa_chunk_merge(FA_CHUNK_SLOT(1), first_chunk, &m1, &l1, scale_log2);
+        const float2 f0 = fa_chunk_merge(FA_CHUNK_SLOT(0), first_chunk, last_chunk, &m0, &l0, scale_log2);
+        const float2 f1 = fa_chunk_merge(FA_CHUNK_SLOT(1), first_chunk, last_chunk, &m1, &l1, scale_log2);
         FA_PRAGMA_UNROLL /* constant indices: a run-time one would put the accumulators in memory */
         for (int dt = 0; dt < DT; dt++) {
             const int col = dt * 8 + 2 * t4;
@@ -276,19 +276,13 @@ void fa_forward(FA_FORWARD_PARAMS)
             FA_PRAGMA_UNROLL
             for (int e = 0; e < 4; e++) {
                 const int row = e < 2 ? row0 : row1, cc = col + (e & 1);
-                if (row < nrows && cc < HEAD_DIM) {
-                    x[e] = FA_CHUNK_GET(row, cc, first_chunk, e < 2 ? f0 : f1, x[e]);
-                    if (!last_chunk)
-                        *FA_CHUNK_O(row, cc) = x[e];
-                }
+                if (row < nrows && cc < HEAD_DIM)
+                    x[e] = FA_CHUNK_MERGE(row, cc, first_chunk, last_chunk, e < 2 ? f0 : f1, x[e]);
             }
             acc[dt] = (float4)(x[0], x[1], x[2], x[3]);
         }
-        if (!last_chunk) {
-            vstore2((float2)(m0, l0), 0, FA_CHUNK_SLOT(0));
-            vstore2((float2)(m1, l1), 0, FA_CHUNK_SLOT(1));
+        if (!last_chunk)
             return; /* the whole work-group: last_chunk is the launch's */
-        }
     }
 #endif
     l0 += fa_shfl_xor(l0, 1 FA_EMU_ARG);

@@ -215,22 +215,17 @@ void fa_forward(FA_FORWARD_PARAMS)
     FA_PRAGMA_UNROLL
     for (int i = 0; i < TM; i++) {
         const int row = q0 + ty * TM + i;
-        const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, &m[i], &l[i], scale_log2);
+        const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, last_chunk, &m[i], &l[i], scale_log2);
         FA_PRAGMA_UNROLL
         for (int c = 0; c < OC; c++) {
             const int chunk = tx + NX * c;
             float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
             FA_PRAGMA_UNROLL
             for (int e = 0; e < 4; e++)
-                if (row < nrows && chunk < D4 && 4 * chunk + e < HEAD_DIM) {
-                    x[e] = FA_CHUNK_GET(row, 4 * chunk + e, first_chunk, f, x[e]);
-                    if (!last_chunk)
-                        *FA_CHUNK_O(row, 4 * chunk + e) = x[e];
-                }
+                if (row < nrows && chunk < D4 && 4 * chunk + e < HEAD_DIM)
+                    x[e] = FA_CHUNK_MERGE(row, 4 * chunk + e, first_chunk, last_chunk, f, x[e]);
             acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);
         }
-        if (!last_chunk)
-            vstore2((float2)(m[i], l[i]), 0, FA_CHUNK_SLOT(i));
     }
     if (!last_chunk)
         return; /* the whole work-group: last_chunk is the launch's */

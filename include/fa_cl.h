@@ -39,18 +39,18 @@
  *    sum(p * v) unnormalised in fp32, as FlashAttention-2 does: values of v near FLT_MAX (|v| >
  *    FLT_MAX / number of visible keys, reachable with f32 or bf16 storage, never with f16) can
  *    overflow to +-Inf there where the reference, which normalises first, stays finite.
- *  - Long rows: no fp32 sum adds more than 65536 keys. Where a row can see more keys than 2^16
- *    (f32), 2^21 (f16) or 2^24 (bf16), a plan runs its kernel once per chunk of 65536 keys and
- *    merges the chunks as split-KV partial results merge (the plan then holds a scratch buffer of
- *    8 bytes per row of each work-item, plus 4 * B * heads_q * seqlen_q * head_dim bytes for
- *    f16/bf16). Measured on PoCL: f32 rows of 2^20 near-uniform keys are within 1.1e-6 of float64
- *    (a single sum was 1.1e-3 off at 4M keys), and 2^30 - 1 identical keys give v exactly and the
- *    right LSE. Any finite scale gives the right LSE (scales above FLT_MAX / log2(e) included).
- *    The chunks cost speed on such rows (on an H200 under 1% for f32 on tensor cores, 7-9% for
- *    f16/bf16, 25% for the portable-tiled kernel, measured at commit 9df2f10); shorter rows never
- *    chunk.
- *    A split-KV plan (see "Serving") computes such chunks in parallel instead, at most 65536 keys
- *    each, and merges them in its combine.
+ *  - Long rows: rows of every length (up to 2^30 - 1 keys) meet o's accuracy bar for any values
+ *    (docs/guarantees.md "Long rows"): no fp32 sum adds more than 2^11 keys for an f32 o, 2^16 for
+ *    f16, 2^19 for bf16 (one sum of 65536 equal terms 0.3 drifts 6.6e-4, six times the f32 bar).
+ *    Where a row can see more, a plan runs its kernel once per chunk of that many keys and merges
+ *    the chunks as split-KV partial results merge, in compensated sums, so the error does not grow
+ *    with the number of chunks (the plan then holds a scratch buffer of 16 bytes per row of each
+ *    work-item, plus 4 (f32 o) or 8 (f16/bf16 o) * B * heads_q * seqlen_q * head_dim bytes). Any
+ *    finite scale gives the right LSE (scales above FLT_MAX / log2(e) included). A chunked plan
+ *    costs speed (H200, chunks of 65536 keys: under 1% for f32 on tensor cores, 7-9% for f16/bf16,
+ *    25% for the portable-tiled kernel, measured at commit 9df2f10); shorter rows never chunk. A split-KV
+ *    plan (see "Serving") computes such chunks in parallel instead, each at most that many keys,
+ *    and merges them in its combine.
  *  - Determinism: the same plan (or the same descriptor through the one-shot call) on the same
  *    device gives bitwise-identical o and LSE for the same inputs: no atomics, a fixed reduction
  *    order.

@@ -26,7 +26,18 @@
  *                           f32, f16 and bf16, whose output is v exactly and LSE s + ln(Sk); a sum of
  *                           ones in fp32 stops at 2^24 terms, and this row gave half of v before.
  *                           `test_edges long_rows N` takes N identical keys instead (2^30 - 1, the
- *                           largest seqlen_k: 2 minutes on a 2-core CPU)
+ *                           largest seqlen_k: 2 to 7 minutes on a 2-core CPU)
+ *   test_edges long_values  rows of 2^16 and 2^20 keys (`long_values 24 1073741823`: 2^24 and
+ *                           2^30 - 1 keys, powers of two up to 30 or key counts; a dtype name: that
+ *                           one only; K and V above 4 GiB: identical keys only), B = H = 1, 3 query
+ *                           rows, head_dim 8, in f32, f16, bf16 and f16 with o in f32 (f32's bar):
+ *                           identical keys (every weight 1: o = v) and near-identical ones (k0 +
+ *                           noise: near-uniform weights), with values that are not dyadic (0.3,
+ *                           1.1, -0.7, ...: fp32 sums of them round), each column of one sign,
+ *                           against float64 within o's bar. One fp32 sum of 65536 such terms was
+ *                           6.6e-4 off in f32 (6 times the bar), one of 2^23 9% in bf16: the chunk
+ *                           lengths and the compensated merges keep the error the same at every
+ *                           length (src/plan/planner.h)
  */
 #include "test_util.h"
 
@@ -568,11 +579,184 @@ static int subset_long_rows(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
+/* ---- long rows of ordinary values ------------------------------------------------------------ */
+
+/* Rows of n keys, B = H = 1, LV_SQ query rows, head_dim LV_D, against float64. Identical keys (a
+ * seqlen stride of 0: one K and V row) give every key the weight 1, so o = v whatever the order of
+ * the sums; near-identical keys (k0 plus noise, K and V n rows each) give near-uniform weights. The
+ * values are not dyadic (0.3, 1.1, ...: in f32 every sum of them rounds), each column one sign, so
+ * the error of a long fp32 sum of p * v shows undiluted in the output. */
+enum { LV_D = 8, LV_SQ = 3, LV_BLOCK = 1 << 16 };
+static const float lv_v[LV_D] = {0.3f, 1.1f, -0.7f, 0.1f, 2.9f, 0.55f, -1.3f, 0.77f};
+
+/* key j's k and v rows of a near-identical row: k0 + noise in +-0.02, v within 30% of lv_v */
+static void lv_key(tu_rng *rng, fa_cl_dtype dtype, float k[LV_D], float v[LV_D])
+{
+    for (int e = 0; e < LV_D; e++) {
+        k[e] = tu_round(dtype, 0.5f * lv_v[e] + 0.04f * (float)(tu_rng_uniform(rng) - 0.5));
+        v[e] = tu_round(dtype, lv_v[e] * (float)(0.7 + 0.6 * tu_rng_uniform(rng)));
+    }
+}
+
+/* One row of n identical or near-identical keys in dtype, o in dtype or (o32) f32: passes where
+ * every output is within the bar of o's type against float64 (the line gives the worst |o - ref| as
+ * a fraction of the bar, the same for the LSE) */
+static void long_row(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t n, int near, int o32)
+{
+    const fa_cl_dtype odt = o32 ? F32 : dtype;
+    const size_t es = tu_dtype_size(dtype);
+    const int64_t rows = near ? n : 1;
+    char why[600] = "", kernel[64] = "?";
+    if ((cl_ulong)rows * LV_D * es > (cl_ulong)1 << 32) { /* beyond 2^27 f32 keys: identical keys only */
+        printf("(%lld near-identical keys, %s: K and V would take more than 4 GiB each, not run)\n", (long long)n,
+               tu_dtype_name(dtype));
+        return;
+    }
+    const double t0 = tu_now_ms();
+    tu_rng rng;
+    tu_rng_seed(&rng, 4400 + (uint64_t)n + (uint64_t)near);
+    float q[LV_SQ][LV_D];
+    unsigned char q_img[LV_SQ * LV_D * 4], o_img[LV_SQ * LV_D * 4];
+    for (int r = 0; r < LV_SQ; r++)
+        for (int e = 0; e < LV_D; e++) {
+            q[r][e] = tu_round(dtype, (float)(2.0 * tu_rng_uniform(&rng) - 1.0));
+            tu_store(dtype, q_img, (size_t)(r * LV_D + e), q[r][e]);
+        }
+    const double scale = 1.0 / sqrt((double)LV_D);
+    /* float64 sums relative to the scores of k0 = lv_v / 2 (within 0.1 of every score: no overflow) */
+    double shift[LV_SQ], sum_p[LV_SQ] = {0}, sum_pv[LV_SQ][LV_D] = {{0}};
+    for (int r = 0; r < LV_SQ; r++) {
+        shift[r] = 0;
+        for (int e = 0; e < LV_D; e++)
+            shift[r] += scale * q[r][e] * 0.5 * lv_v[e];
+    }
+    cl_mem qm = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof q_img, q_img);
+    cl_mem km = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)rows * LV_D * es, NULL);
+    cl_mem vm = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)rows * LV_D * es, NULL);
+    cl_mem om = tu_buffer(ctx, CL_MEM_READ_WRITE, sizeof o_img, NULL);
+    cl_mem lm = tu_buffer(ctx, CL_MEM_READ_WRITE, LV_SQ * sizeof(float), NULL);
+    unsigned char *kb = (unsigned char *)malloc((size_t)LV_BLOCK * LV_D * es),
+                  *vb = (unsigned char *)malloc((size_t)LV_BLOCK * LV_D * es);
+    int ok = qm && km && vm && om && lm && kb && vb;
+    cl_command_queue queue = fa_cl_context_queue(ctx);
+    for (int64_t j0 = 0; ok && j0 < rows; j0 += LV_BLOCK) {
+        const int64_t m = rows - j0 < LV_BLOCK ? rows - j0 : LV_BLOCK;
+        for (int64_t j = 0; j < m; j++) {
+            float k[LV_D], v[LV_D];
+            if (near) {
+                lv_key(&rng, dtype, k, v);
+            } else {
+                for (int e = 0; e < LV_D; e++)
+                    k[e] = tu_round(dtype, 0.5f * lv_v[e]), v[e] = tu_round(dtype, lv_v[e]);
+            }
+            for (int e = 0; e < LV_D; e++) {
+                tu_store(dtype, kb, (size_t)(j * LV_D + e), k[e]);
+                tu_store(dtype, vb, (size_t)(j * LV_D + e), v[e]);
+            }
+            for (int r = 0; r < LV_SQ; r++) {
+                double s = 0;
+                for (int e = 0; e < LV_D; e++)
+                    s += scale * q[r][e] * k[e];
+                const double p = exp(s - shift[r]) * (near ? 1.0 : (double)n);
+                sum_p[r] += p;
+                for (int e = 0; e < LV_D; e++)
+                    sum_pv[r][e] += p * v[e];
+            }
+        }
+        const size_t bytes = (size_t)m * LV_D * es;
+        ok = clEnqueueWriteBuffer(queue, km, CL_TRUE, (size_t)j0 * LV_D * es, bytes, kb, 0, NULL, NULL) == CL_SUCCESS &&
+             clEnqueueWriteBuffer(queue, vm, CL_TRUE, (size_t)j0 * LV_D * es, bytes, vb, 0, NULL, NULL) == CL_SUCCESS;
+    }
+    fa_cl_attention_desc d;
+    fa_cl_attention_desc_init(&d, 1, 1, LV_SQ, n, LV_D, dtype);
+    if (o32)
+        d.o_type = FA_CL_STORAGE_F32;
+    if (!near) { /* one K and V row read for every key (the batch stride keeps the strides not all 0) */
+        const int64_t one_row[3] = {1, 0, 0};
+        memcpy(d.k_stride, one_row, sizeof one_row);
+        memcpy(d.v_stride, one_row, sizeof one_row);
+    }
+    const double t1 = tu_now_ms();
+    float lse[LV_SQ];
+    if (ok) {
+        fa_cl_plan *plan = NULL;
+        fa_cl_plan_info info;
+        fa_cl_status st = fa_cl_plan_create(ctx, &d, &plan);
+        if (st == FA_CL_SUCCESS && fa_cl_plan_get_info(plan, &info) == FA_CL_SUCCESS)
+            snprintf(kernel, sizeof kernel, "%s, %d launches, %d splits", info.kernel, info.launches, info.splits);
+        if (st == FA_CL_SUCCESS)
+            st = fa_cl_plan_forward(plan, qm, km, vm, om, lm, 0, NULL, NULL);
+        fa_cl_plan_release(plan);
+        ok = st == FA_CL_SUCCESS && tu_read(ctx, om, sizeof o_img, o_img) == 0 &&
+             tu_read(ctx, lm, sizeof lse, lse) == 0;
+        if (st != FA_CL_SUCCESS)
+            snprintf(why, sizeof why, "%s: %.300s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+    } else {
+        snprintf(why, sizeof why, "setup failed");
+    }
+    double worst = 0, worst_rel = 0, worst_lse = 0;
+    for (int r = 0; ok && r < LV_SQ; r++) {
+        for (int e = 0; e < LV_D; e++) {
+            const double ref = sum_pv[r][e] / sum_p[r], got = tu_load(odt, o_img, (size_t)(r * LV_D + e));
+            if (!fa_cl_tolerance_ok(odt, got, ref) && !why[0])
+                snprintf(why, sizeof why, "row %d o[%d] = %.9g, want %.9g", r, e, got, ref);
+            worst = fmax(worst, fabs(got - ref) / fa_cl_tolerance_bound(odt, ref));
+            worst_rel = fmax(worst_rel, fabs(got - ref) / fabs(ref));
+        }
+        const double ref_lse = shift[r] + log(sum_p[r]);
+        if (!fa_cl_tolerance_lse_ok(lse[r], ref_lse) && !why[0])
+            snprintf(why, sizeof why, "row %d LSE %.9g, want %.9g", r, (double)lse[r], ref_lse);
+        worst_lse = fmax(worst_lse, fabs(lse[r] - ref_lse) / fa_cl_tolerance_lse_bound(ref_lse));
+    }
+    tu_expect(&tally, ok && !why[0],
+              "%lld %s keys, %s%s (%s): o max rel err %.2g (%.3f of the bar), LSE %.3f of the bar (setup %.1f s, "
+              "run %.1f s) %s",
+              (long long)n, near ? "near-identical" : "identical", tu_dtype_name(dtype), o32 ? " (o f32)" : "", kernel,
+              worst_rel, worst,
+              worst_lse, (t1 - t0) / 1e3, (tu_now_ms() - t1) / 1e3, why);
+    free(kb);
+    free(vb);
+    cl_mem mems[5] = {qm, km, vm, om, lm};
+    for (int i = 0; i < 5; i++)
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
+}
+
+/* argv: the row lengths, powers of two (up to 30) or key counts (above 30; default 16 20), and
+ * optionally a dtype (f32, f16, bf16) */
+static int subset_long_values(fa_cl_context *ctx, int argc, char **argv)
+{
+    int64_t lens[8] = {(int64_t)1 << 16, (int64_t)1 << 20};
+    int nlens = 2;
+    const fa_cl_dtype all[3] = {F32, F16, BF16};
+    int want = -1;
+    if (argc > 0)
+        nlens = 0;
+    for (int i = 0; i < argc && nlens < 8; i++) {
+        for (int t = 0; t < 3; t++)
+            if (strcmp(argv[i], tu_dtype_name(all[t])) == 0)
+                want = t;
+        const int64_t x = strtoll(argv[i], NULL, 10);
+        if (x > 0)
+            lens[nlens++] = x > 30 ? x : (int64_t)1 << x;
+    }
+    for (int i = 0; i < nlens; i++) {
+        for (int t = 0; t < 3; t++)
+            for (int near = 0; near < 2; near++)
+                if (want < 0 || want == t)
+                    long_row(ctx, all[t], lens[i], near, 0);
+        if (want < 0) /* f16 inputs, o f32: f32's bar */
+            long_row(ctx, F16, lens[i], 0, 1);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const tu_subset subsets[] = {
         {"nan_inf", subset_nan_inf},   {"magnitudes", subset_magnitudes}, {"determinism", subset_determinism},
         {"offset64", subset_offset64}, {"subbuffers", subset_subbuffers}, {"long_rows", subset_long_rows},
+        {"long_values", subset_long_values},
     };
     return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, 0);
 }

@@ -724,8 +724,9 @@ static void mma_cases(tu_tally *tally)
     }
 }
 
-/* Long rows in chunks of keys: only where a row sees more keys than the dtype's threshold (masks
- * counted), FA_CL_KV_CHUNK_KEYS keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
+/* Long rows in chunks of keys: only where a row sees more keys than one fp32 sum may add for the
+ * output's type (masks counted: fa_cl_chunk_keys, 2^11 f32, 2^16 f16, 2^19 bf16, an f32 o of f16
+ * inputs as f32), that many keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
 /* nvidia-wgmma on Hopper's limits (fa_cl_limits_for_device of compute capability 9.0, as the
  * library derives them): where it is planned, its tiles and bytes (2 (B_r + 4 B_c) d_padded, by
  * hand, + 64 for the producer warpgroup's mbarriers at B_r = 128, whose work-group is 384; at
@@ -875,17 +876,20 @@ static void chunk_cases(tu_tally *tally)
         fa_cl_dtype dtype;
         int64_t sk, row_keys;
         int forced_keys, want_keys; /* want_keys: chunk_keys, 0 = one launch */
+        int o_f32;
     } fc[] = {
-        {FA_CL_F32, 65536, 0, 0, 0},          {FA_CL_F32, 65537, 0, 0, 65536},
-        {FA_CL_F32, 1 << 20, 4096, 0, 0},     /* a window of 4096 keys: short rows */
-        {FA_CL_F16, 1 << 21, 0, 0, 0},        {FA_CL_F16, (1 << 21) + 1, 0, 0, 65536},
-        {FA_CL_BF16, 1 << 24, 0, 0, 0},       {FA_CL_BF16, (1 << 24) + 1, 0, 0, 65536},
-        {FA_CL_F16, 100, 0, 40, 32},          /* FA_CL_KV_CHUNK=40 with 32-key blocks: one block */
-        {FA_CL_F32, 100, 0, 8, 32},           /* fewer keys than a block: still every block */
+        {FA_CL_F32, 2048, 0, 0, 0, 0},          {FA_CL_F32, 2049, 0, 0, 2048, 0},
+        {FA_CL_F32, 1 << 20, 2000, 0, 0, 0},    /* a window of 2000 keys: short rows */
+        {FA_CL_F16, 1 << 16, 0, 0, 0, 0},       {FA_CL_F16, (1 << 16) + 1, 0, 0, 1 << 16, 0},
+        {FA_CL_F16, (1 << 16) + 1, 0, 0, 2048, 1}, /* an f32 o: f32's chunks */
+        {FA_CL_BF16, 1 << 19, 0, 0, 0, 0},      {FA_CL_BF16, (1 << 19) + 1, 0, 0, 1 << 19, 0},
+        {FA_CL_F16, 100, 0, 40, 32, 0},         /* FA_CL_KV_CHUNK=40 with 32-key blocks: one block */
+        {FA_CL_F32, 100, 0, 8, 32, 0},          /* fewer keys than a block: still every block */
     };
     for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
         fa_cl_limits lim = limits_of(&cases[0]);
         lim.chunk_keys = fc[i].forced_keys;
+        lim.o_f32 = fc[i].o_f32;
         fa_cl_tile_request req = {64, fc[i].dtype, 256, fc[i].sk, 0, fc[i].row_keys};
         fa_cl_tiles t;
         char msg[256] = "";
@@ -893,8 +897,9 @@ static void chunk_cases(tu_tally *tally)
         const int keys = t.chunk_keys;
         const int want = fc[i].want_keys && fc[i].want_keys < t.block_kv ? t.block_kv : fc[i].want_keys;
         tu_expect(tally, st == FA_CL_SUCCESS && keys == want && keys % t.block_kv == 0,
-                  "chunks: %s, %lld keys (a row sees %lld), FA_CL_KV_CHUNK %d: %d blocks of %d (%d keys), want %d "
-                  "keys %s", tu_dtype_name(fc[i].dtype), (long long)fc[i].sk, (long long)fc[i].row_keys,
+                  "chunks: %s%s, %lld keys (a row sees %lld), FA_CL_KV_CHUNK %d: %d blocks of %d (%d keys), want %d "
+                  "keys %s", tu_dtype_name(fc[i].dtype), fc[i].o_f32 ? " (o f32)" : "", (long long)fc[i].sk,
+                  (long long)fc[i].row_keys,
                   fc[i].forced_keys, t.chunk_keys / t.block_kv, t.block_kv, keys, want, msg);
     }
 }
@@ -917,10 +922,11 @@ static void split_cases(tu_tally *tally)
     }
     fa_cl_tiles t;
     memset(&t, 0, sizeof t);
-    t.block_q = 8, t.block_kv = 32, t.chunk_keys = FA_CL_KV_CHUNK_KEYS;
+    t.block_q = 8, t.block_kv = 32, t.chunk_keys = fa_cl_chunk_keys(FA_CL_F32);
     const struct { const char *what; int forced; int64_t want; } c[] = {
-        {"long f32 row (140000 keys) on 2 cores: at least one chunk per 65536 keys", 0, 3},
-        {"FA_CL_SPLITS=5 above that minimum", 5, 5},
+        {"long f32 row (140000 keys) on 2 cores: at least one chunk per 2048 keys", 0, 69},
+        {"FA_CL_SPLITS=100 above that minimum", 100, 100},
+        {"FA_CL_SPLITS=5 below it: the minimum", 5, 69},
         {"FA_CL_SPLITS=1: never split (the plan chunks its launches instead)", 1, 1},
     };
     for (int i = 0; i < (int)(sizeof c / sizeof c[0]); i++) {

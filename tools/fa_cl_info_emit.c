@@ -196,7 +196,7 @@ static void shape_serving_varlen(fa_cl_attention_desc *d)
 }
 static void shape_long_rows(fa_cl_attention_desc *d) /* more keys than one accumulator sums: chunks */
 {
-    d->seqlen_k = 2 * fa_cl_chunk_threshold(d->dtype);
+    d->seqlen_k = 2 * fa_cl_chunk_keys(d->dtype); /* o in the dtype */
 }
 
 #define PLANS PASS_FORWARD | PASS_BACKWARD

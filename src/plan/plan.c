@@ -419,9 +419,9 @@ static fa_cl_status scratch_alloc(fa_cl_context *ctx, size_t bytes, cl_mem *out,
 }
 
 /* The launches and scratch of a planned forward: one launch; or one per chunk of keys of a long
- * row, which leave the next a (max, sum) slot per work-item row and, for f16/bf16, an fp32 image
- * of o (f32 keeps it in o: cl/fa_forward_common.cl); or (split-KV) one launch over all chunks in
- * dimension 1 writing partial results, then the combine. */
+ * row, which leave the next a (max, compensated sum) slot per work-item row and an fp32 image of o
+ * as compensated sums (f32 keeps the sums in o: cl/fa_forward_common.cl); or (split-KV) one launch
+ * over all chunks in dimension 1 writing partial results, then the combine. */
 static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->views.d;
@@ -522,10 +522,11 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         const int item_rows = fa_cl_kernel_by_id(t->variant)->vendor
                                   ? t->rows_per_item / 8 /* a lane holds 2 rows of each 16-row m-tile */
                                   : t->rows_per_item;
-        plan->scratch_bytes = 2 * sizeof(float) * global * (size_t)item_rows;
-        if (plan->views.type[3] != FA_CL_TYPE_F32) /* o itself holds an f32 o's partial sums */
-            plan->scratch_bytes +=
-                sizeof(float) * (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q * (size_t)d->head_dim;
+        /* a slot (m, l, l's compensation, -) per work-item row, then per element of o its sum's
+         * compensation, and (not f32: o itself holds an f32 o's sums) the sum */
+        plan->scratch_bytes = 4 * sizeof(float) * global * (size_t)item_rows;
+        plan->scratch_bytes += (plan->views.type[3] != FA_CL_TYPE_F32 ? 2 : 1) * sizeof(float) * (size_t)d->batch *
+                               (size_t)d->heads_q * (size_t)d->seqlen_q * (size_t)d->head_dim;
         st = scratch_alloc(ctx, plan->scratch_bytes, &plan->scratch,
                            "fa_cl_plan_create: clCreateBuffer (long rows' chunks)");
     }

@@ -76,7 +76,7 @@ static void plan_persistent(const fa_cl_env *env, const fa_cl_views *v, fa_cl_ti
 
 /* Split-KV: how many chunks each row's keys are computed in (FA_CL_SPLITS, or FlashAttention-2's
  * heuristic on the work-groups the device runs at once: two per compute unit on GPUs, one on
- * CPUs). A split plan sums at most FA_CL_KV_CHUNK_KEYS keys per chunk where long rows need it, so
+ * CPUs). A split plan sums at most fa_cl_chunk_keys keys per chunk where long rows need it, so
  * it never chunks launches too; its partial results must fit the device's largest allocation, or
  * the plan is not split (long rows then chunk as before). */
 static fa_cl_status choose_splits(const fa_cl_plan_device *dev, const fa_cl_views *v, int pack, fa_cl_tiles *t,
@@ -121,6 +121,7 @@ fa_cl_status fa_cl__plan_request(const fa_cl_plan_device *dev, const fa_cl_views
     const fa_cl_tile_request r = {(int)d->head_dim, d->dtype, pack * d->seqlen_q, d->seqlen_k, v->aligned16,
                                   v->row_keys};
     *req = r;
+    lim->o_f32 = v->type[3] == FA_CL_TYPE_F32; /* long rows' chunks follow o's accuracy */
     /* tensors of several storage types: the portable kernels (the tensor-core ones take one), but
      * nvidia-mma takes q8_0 K and V with q and o in the dtype (it dequantises K/V as it loads) */
     const int kv_q8 = v->type[1] == FA_CL_TYPE_Q8_0 && v->type[2] == FA_CL_TYPE_Q8_0 && v->type[0] == (int)d->dtype &&

@@ -60,8 +60,8 @@ fa_cl_status fa_cl_plan_tiles(const fa_cl_limits *lim, const fa_cl_tile_request 
     }
     /* long rows: chunks of keys, one launch each (cl/fa_forward_common.cl) */
     const int64_t keys = req->row_keys > 0 ? req->row_keys : req->seqlen_k;
-    const int want = lim->chunk_keys > 0 ? lim->chunk_keys
-                     : keys > fa_cl_chunk_threshold(req->dtype) ? FA_CL_KV_CHUNK_KEYS : 0;
+    const int most = fa_cl_chunk_keys(lim->o_f32 ? FA_CL_F32 : req->dtype);
+    const int want = lim->chunk_keys > 0 ? lim->chunk_keys : keys > most ? most : 0;
     if (want > 0) /* whole blocks: a launch's blocks never straddle two chunks */
         out->chunk_keys = want > out->block_kv ? want / out->block_kv * out->block_kv : out->block_kv;
     return FA_CL_SUCCESS;
@@ -81,7 +81,7 @@ int64_t fa_cl_split_count(const fa_cl_tiles *t, int64_t batch, int64_t head_colu
     const int64_t kv_blocks = (row_keys + t->block_kv - 1) / t->block_kv;
     int64_t n = forced > 0 ? forced : fa_cl_splits_heuristic(blocks, slots, kv_blocks);
     const int64_t chunks = t->chunk_keys > 0 ? (seqlen_k + t->chunk_keys - 1) / t->chunk_keys : 1;
-    return n > 1 && chunks > n ? chunks : n; /* long rows: chunks of at most FA_CL_KV_CHUNK_KEYS keys */
+    return n > 1 && chunks > n ? chunks : n; /* long rows: chunks of at most t->chunk_keys keys */
 }
 
 int fa_cl_splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks)

@@ -33,6 +33,7 @@ typedef struct fa_cl_limits {
     int mma_stages;            /* FA_CL_MMA_STAGES: nvidia-mma's K/V pipeline depth, 0 = the planner's */
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */
     int mma_kv_q8;             /* this plan's K and V are q8_0 (nvidia-mma dequantises them as it loads) */
+    int o_f32;                 /* this plan's o is f32 where its dtype is not: f32's bar sets the long rows' chunks */
     int mma_mask;              /* this plan has an attention mask (nvidia-mma: 32-key blocks at d = 128) */
     int mma_mask_bytes;        /* nvidia-mma: a mask entry's bytes where every mask row starts 16-byte aligned
                                   (its tiles are copied with K/V: FA_MASK_ASYNC); 0 otherwise */
@@ -139,7 +140,7 @@ int fa_cl_tiles_serving(const fa_cl_tiles *t);
 int fa_cl_tiles_mods(const fa_cl_tiles *t);
 
 /* Split-KV: the most chunks a plan splits keys into (FA_CL_SPLITS's bound; long rows may need more
- * for accuracy: one per FA_CL_KV_CHUNK_KEYS keys), and FlashAttention-2's heuristic for the
+ * for accuracy: one per fa_cl_chunk_keys keys), and FlashAttention-2's heuristic for the
  * count: 1 where blocks work-groups fill 80% of a wave of `slots` (work-groups the device runs at
  * once), else the fewest chunks whose waves are within 85% of the best efficiency, at most
  * min(128, slots, kv_blocks). */
@@ -150,7 +151,7 @@ int fa_cl_splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks);
  * fa_cl_gqa_pack: query heads one work-group takes (group where seqlen_q < 64, or env 1: always,
  * env -1: never); fa_cl_split_count: chunks for tiles t over batch x head_columns columns of
  * column_rows rows each, rows seeing row_keys keys of seqlen_k (forced = FA_CL_SPLITS, 0 = the
- * heuristic), at least one chunk per FA_CL_KV_CHUNK_KEYS keys where t chunks long rows; before the
+ * heuristic), at least one chunk per t->chunk_keys keys where t chunks long rows; before the
  * partial results' allocation limit, which the plan applies. */
 int fa_cl_gqa_pack(int64_t group, int64_t seqlen_q, int env);
 int64_t fa_cl_split_count(const fa_cl_tiles *t, int64_t batch, int64_t head_columns, int64_t column_rows,
@@ -163,14 +164,16 @@ int64_t fa_cl_split_count(const fa_cl_tiles *t, int64_t batch, int64_t head_colu
  * f32 rows (CHANGELOG, 0.4.0). */
 void fa_cl_limits_for_modifiers(fa_cl_limits *lim, int score_mods, int mask);
 
-/* Long rows: one fp32 accumulator summing many keys drifts (near-uniform weights, per-key sums:
- * relative error 1.1e-3 at 4M keys on PoCL, and a sum of ones stops growing at 2^24 terms). Where a
- * row can see more keys than fa_cl_chunk_threshold(dtype), the plan launches the kernel once per
- * chunk of at most FA_CL_KV_CHUNK_KEYS keys and each launch merges into the previous ones' partial
- * result (cl/fa_forward_common.cl). The threshold is where the one-level error would pass a quarter
- * of the dtype's tolerance (tests/tolerance.h): 2^16 keys for f32, 2^21 for f16, 2^24 for bf16. */
-#define FA_CL_KV_CHUNK_KEYS 65536
-int64_t fa_cl_chunk_threshold(fa_cl_dtype dtype);
+/* Long rows: an fp32 accumulator that adds c terms p v of one value (identical keys: every weight
+ * 1) drifts by about 1e-8 c relative where the value's digits do not fit (0.3, 1.1): 6.6e-4 at
+ * 65536 keys, six times the f32 bar, and a sum of ones stops growing at 2^24 terms. No fp32 sum
+ * adds more keys than fa_cl_chunk_keys of the output's type, where such a row stays within a third
+ * of the type's bar (tests/tolerance.h): 2^11 keys for f32, 2^16 for f16, 2^19 for bf16. A row
+ * that can see more is cut into chunks of that many keys: one launch each, each merging into the
+ * earlier ones' partial result (cl/fa_forward_common.cl), or split-KV chunks merged by
+ * cl/fa_combine.cl. Both merges are compensated sums (cl/fa_common.cl's fa_csum), so that merging
+ * up to 2^19 chunks (2^30 keys of f32) adds no drift of its own. */
+int fa_cl_chunk_keys(fa_cl_dtype dtype);
 
 /* Kernel vector width along head_dim and the largest head_dim any kernel supports (the portable
  * kernels: forward and backward; the tensor-core families take less and decline beyond their own
