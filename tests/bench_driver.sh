@@ -6,6 +6,8 @@
 #   tests/bench_driver.sh PYTHON FA_CL_BENCH WORKDIR
 set -euo pipefail
 py=$1 bench=$2 work=$3
+# the configured interpreter, or (a build carried to another machine) the one on PATH
+[ -x "$py" ] || py=$(command -v python3)
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rm -rf "$work" && mkdir -p "$work"
 

@@ -228,13 +228,15 @@ typedef struct forward_kind {
 
 #define F32_CASE(B, Hq, Hkv, Sq, Sk, causal) {B, Hq, Hkv, Sq, Sk, 16, FA_CL_F32, causal, -1, -1, NULL, 0.0f, 1}
 static const forward_kind forward_kinds[] = {
-    {"plain", {NULL, NULL}, F32_CASE(1, 2, 2, 21, 45, 0), 0, 1, 1},
+    {"plain", {"FA_CL_SPLITS=1", NULL}, F32_CASE(1, 2, 2, 21, 45, 0), 0, 1, 1},
     {"split-KV", {"FA_CL_SPLITS=3", NULL}, F32_CASE(2, 4, 2, 2, 150, 0), 0, 2, 3},
     {"long rows in chunks", {"FA_CL_KV_CHUNK=32", "FA_CL_SPLITS=1"}, F32_CASE(1, 2, 1, 19, 100, 1), 0, 3, 1},
     {"one-shot split-KV", {"FA_CL_SPLITS=3", NULL}, F32_CASE(2, 4, 2, 2, 150, 0), 1, 2, 3},
     {"one-shot chunks", {"FA_CL_KV_CHUNK=32", "FA_CL_SPLITS=1"}, F32_CASE(1, 2, 1, 19, 100, 1), 1, 3, 1},
-    /* on Hopper a plan with tensor maps (nvidia-wgmma: scratch, two launches); elsewhere plain */
-    {"dense f16 prefill", {NULL, NULL}, {1, 2, 2, 128, 128, 64, FA_CL_F16, 1, -1, -1, NULL, 0.0f, 1}, 0, 1, 1},
+    /* on Hopper a plan with tensor maps (nvidia-wgmma at head_dim 128: scratch, two launches);
+     * elsewhere plain (small grids split on a GPU unless told not to) */
+    {"dense f16 prefill", {"FA_CL_SPLITS=1", NULL}, {1, 2, 2, 128, 128, 128, FA_CL_F16, 1, -1, -1, NULL, 0.0f, 1}, 0, 1,
+     1},
 };
 
 static int forward_kind_run(int out_of_order, const forward_kind *k)
