@@ -40,7 +40,7 @@
  *    FLT_MAX / number of visible keys, reachable with f32 or bf16 storage, never with f16) can
  *    overflow to +-Inf there where the reference, which normalises first, stays finite.
  *  - Long rows: rows of every length (up to 2^30 - 1 keys) meet o's accuracy bar for any values
- *    (docs/guarantees.md "Long rows"): no fp32 sum adds more than 2^11 keys for an f32 o, 2^16 for
+ *    (docs/guarantees.md "Long rows"): no fp32 sum adds more than 2^12 keys for an f32 o, 2^16 for
  *    f16, 2^19 for bf16 (one sum of 65536 equal terms 0.3 drifts 6.6e-4, six times the f32 bar).
  *    Where a row can see more, a plan runs its kernel once per chunk of that many keys and merges
  *    the chunks as split-KV partial results merge, in compensated sums, so the error does not grow

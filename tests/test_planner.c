@@ -725,7 +725,7 @@ static void mma_cases(tu_tally *tally)
 }
 
 /* Long rows in chunks of keys: only where a row sees more keys than one fp32 sum may add for the
- * output's type (masks counted: fa_cl_chunk_keys, 2^11 f32, 2^16 f16, 2^19 bf16, an f32 o of f16
+ * output's type (masks counted: fa_cl_chunk_keys, 2^12 f32, 2^16 f16, 2^19 bf16, an f32 o of f16
  * inputs as f32), that many keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
 /* nvidia-wgmma on Hopper's limits (fa_cl_limits_for_device of compute capability 9.0, as the
  * library derives them): where it is planned, its tiles and bytes (2 (B_r + 4 B_c) d_padded, by
@@ -878,10 +878,10 @@ static void chunk_cases(tu_tally *tally)
         int forced_keys, want_keys; /* want_keys: chunk_keys, 0 = one launch */
         int o_f32;
     } fc[] = {
-        {FA_CL_F32, 2048, 0, 0, 0, 0},          {FA_CL_F32, 2049, 0, 0, 2048, 0},
-        {FA_CL_F32, 1 << 20, 2000, 0, 0, 0},    /* a window of 2000 keys: short rows */
+        {FA_CL_F32, 4096, 0, 0, 0, 0},          {FA_CL_F32, 4097, 0, 0, 4096, 0},
+        {FA_CL_F32, 1 << 20, 4000, 0, 0, 0},    /* a window of 4000 keys: short rows */
         {FA_CL_F16, 1 << 16, 0, 0, 0, 0},       {FA_CL_F16, (1 << 16) + 1, 0, 0, 1 << 16, 0},
-        {FA_CL_F16, (1 << 16) + 1, 0, 0, 2048, 1}, /* an f32 o: f32's chunks */
+        {FA_CL_F16, (1 << 16) + 1, 0, 0, 4096, 1}, /* an f32 o: f32's chunks */
         {FA_CL_BF16, 1 << 19, 0, 0, 0, 0},      {FA_CL_BF16, (1 << 19) + 1, 0, 0, 1 << 19, 0},
         {FA_CL_F16, 100, 0, 40, 32, 0},         /* FA_CL_KV_CHUNK=40 with 32-key blocks: one block */
         {FA_CL_F32, 100, 0, 8, 32, 0},          /* fewer keys than a block: still every block */
@@ -924,9 +924,9 @@ static void split_cases(tu_tally *tally)
     memset(&t, 0, sizeof t);
     t.block_q = 8, t.block_kv = 32, t.chunk_keys = fa_cl_chunk_keys(FA_CL_F32);
     const struct { const char *what; int forced; int64_t want; } c[] = {
-        {"long f32 row (140000 keys) on 2 cores: at least one chunk per 2048 keys", 0, 69},
+        {"long f32 row (140000 keys) on 2 cores: at least one chunk per 4096 keys", 0, 35},
         {"FA_CL_SPLITS=100 above that minimum", 100, 100},
-        {"FA_CL_SPLITS=5 below it: the minimum", 5, 69},
+        {"FA_CL_SPLITS=5 below it: the minimum", 5, 35},
         {"FA_CL_SPLITS=1: never split (the plan chunks its launches instead)", 1, 1},
     };
     for (int i = 0; i < (int)(sizeof c / sizeof c[0]); i++) {

@@ -168,7 +168,7 @@ void fa_cl_limits_for_modifiers(fa_cl_limits *lim, int score_mods, int mask);
  * 1) drifts by about 1e-8 c relative where the value's digits do not fit (0.3, 1.1): 6.6e-4 at
  * 65536 keys, six times the f32 bar, and a sum of ones stops growing at 2^24 terms. No fp32 sum
  * adds more keys than fa_cl_chunk_keys of the output's type, where such a row stays within a third
- * of the type's bar (tests/tolerance.h): 2^11 keys for f32, 2^16 for f16, 2^19 for bf16. A row
+ * of the type's bar (tests/tolerance.h): 2^12 keys for f32, 2^16 for f16, 2^19 for bf16. A row
  * that can see more is cut into chunks of that many keys: one launch each, each merging into the
  * earlier ones' partial result (cl/fa_forward_common.cl), or split-KV chunks merged by
  * cl/fa_combine.cl. Both merges are compensated sums (cl/fa_common.cl's fa_csum), so that merging
