@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The Hopper forward's O += P V atom (nvidia-wgmma): O's accumulators fenced and waited for in
+ * PV_N-wide parts, and the product of a block's P (registers) and V tile (local memory, MN-major). */
+#if defined(FA_ASYNC) && defined(FA_WGMMA)
+/* a full block of BLOCK_KV rows (`stride` elements apart from src) into a tile, by the CP_WG copiers */
+#define fa_wg_cp_rows(dst, src, stride, lid) fa_wg_copy_rows((dst), (src), (stride), BLOCK_KV, CP_WG, (lid))
+
+/* O's accumulators (D_PAD / 2 floats) fenced or waited for, in PV_N-wide parts */
+inline __attribute__((always_inline)) void fa_wg_fence_o(float *ow)
+{
+    FA_PRAGMA_UNROLL
+    for (int h = 0; h < PV_PARTS; h++)
+        fa_wgmma_fence(PV_N)(ow + h * (PV_N / 2));
+}
+
+inline __attribute__((always_inline)) void fa_wg_wait_o(float *ow)
+{
+    FA_PRAGMA_UNROLL
+    for (int h = 0; h < PV_PARTS; h++)
+        fa_wgmma_wait(PV_N)(ow + h * (PV_N / 2));
+}
+
+/* O += P V for a block (its P in pa, V's tile at vt), issued and committed, not waited for; part h
+ * is O's columns h PV_N .. and V's from chunk h PV_N / 8 */
+inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV / 16][4], __local const ushort *vt)
+{
+    FA_PRAGMA_UNROLL
+    for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++)
+        fa_wg_pin4(pa[kk2]); /* written before the fence */
+    fa_wg_fence_o(ow);
+    FA_PRAGMA_UNROLL
+    for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++)
+        FA_PRAGMA_UNROLL
+        for (int h = 0; h < PV_PARTS; h++) {
+            const ulong dv = fa_wg_desc_mnmajor(vt + fa_wg_at(0, h * PV_N / 8, D_PAD, BLOCK_KV), D_PAD,
+                                                BLOCK_KV);
+            fa_wgmma_rs(PV_N)(ow + h * (PV_N / 2), pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3],
+                              dv + fa_wg_kstep_mnmajor(kk2, D_PAD, BLOCK_KV), 1);
+        }
+    fa_wgmma_commit();
+}
+#endif
