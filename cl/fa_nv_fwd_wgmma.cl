@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The Hopper forward's O += P V atom (nvidia-wgmma): O's accumulators fenced and waited for in
  * PV_N-wide parts, and the product of a block's P (registers) and V tile (local memory, MN-major). */
-#if defined(FA_ASYNC) && defined(FA_WGMMA)
+#if !defined(FA_WGMMA) || !defined(FA_ASYNC)
+#error "the wgmma atoms take FA_WGMMA and asynchronous copies"
+#endif
 /* a full block of BLOCK_KV rows (`stride` elements apart from src) into a tile, by the CP_WG copiers */
 #define fa_wg_cp_rows(dst, src, stride, lid) fa_wg_copy_rows((dst), (src), (stride), BLOCK_KV, CP_WG, (lid))
 
@@ -39,4 +41,3 @@ inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV 
         }
     fa_wgmma_commit();
 }
-#endif

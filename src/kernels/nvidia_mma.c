@@ -8,8 +8,7 @@
 
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_fwd_config.cl",
                                     "fa_nv_fwd_smem.cl", "fa_nv_fwd_mask.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_q8.cl",
-                                    "fa_nv_fwd_wgmma.cl", "fa_nv_fwd_cp_async.cl", "fa_nv_fwd_epilogue.cl",
-                                    "fa_nv_fwd_tma.cl", "fa_nv_fwd_mainloop.cl"};
+                                    "fa_nv_fwd_cp_async.cl", "fa_nv_fwd_epilogue.cl", "fa_nv_fwd_mainloop_sm80.cl"};
 
 int fa_cl_mma_dim_padded(int head_dim)
 {
@@ -234,6 +233,6 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_mma = {
-    "nvidia-mma", FA_CL_KERNEL_NVIDIA_MMA, FA_CL_OP_FORWARD, "fa_forward", files, 13, 1,
+    "nvidia-mma", FA_CL_KERNEL_NVIDIA_MMA, FA_CL_OP_FORWARD, "fa_forward", files, 11, 1,
     "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};

@@ -8,9 +8,8 @@
 
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_wgmma.cl",
                                     "fa_nv_tma.cl", "fa_nv_fwd_config.cl", "fa_nv_fwd_smem.cl", "fa_nv_fwd_mask.cl",
-                                    "fa_nv_fwd_load.cl", "fa_nv_fwd_q8.cl", "fa_nv_fwd_wgmma.cl",
-                                    "fa_nv_fwd_cp_async.cl", "fa_nv_fwd_epilogue.cl", "fa_nv_fwd_tma.cl",
-                                    "fa_nv_fwd_mainloop.cl"};
+                                    "fa_nv_fwd_load.cl", "fa_nv_fwd_wgmma.cl", "fa_nv_fwd_cp_async.cl",
+                                    "fa_nv_fwd_epilogue.cl", "fa_nv_fwd_tma.cl", "fa_nv_fwd_mainloop_sm90.cl"};
 
 size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes,
                                int producer)
@@ -149,6 +148,6 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma = {
-    "nvidia-wgmma", FA_CL_KERNEL_NVIDIA_WGMMA, FA_CL_OP_FORWARD, "fa_forward", files, 15, 1,
+    "nvidia-wgmma", FA_CL_KERNEL_NVIDIA_WGMMA, FA_CL_OP_FORWARD, "fa_forward", files, 14, 1,
     "f16/bf16 on Hopper tensor cores (compute capability 9.0): wgmma through sm_90a PTX, cp.async",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 1};

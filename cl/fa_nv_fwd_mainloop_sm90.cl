@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The tensor-core forward's tile and its kernel: one tile's key loop (products, masks, online
- * softmax, O) composed of the units before this one, and the work-group's entry. */
+/* The tensor-core forward's mainloop on Hopper's wgmma (nvidia-wgmma; sm_90a): one tile's key loop,
+ * software-pipelined (S of block j issued with P V of block j - 1), with the producer warpgroup's
+ * copies (cp.async or TMA, handed over by mbarriers), the ping-pong of two warpgroups, the peeled
+ * first block, its epilogue, and the kernel with its persistent tile loop. */
+#if !defined(FA_WGMMA) || !defined(FA_ASYNC) || defined(FA_PTX_EMULATE)
+#error "the wgmma mainloop takes FA_WGMMA, 16-byte rows copied asynchronously, and no emulation"
+#endif
 /* One tile (query block, head column) of the forward, by the producer's work-items (producer) or
  * the others. A function of its own so that a persistent kernel calls it in one loop a role
  * (always inlined, the role a constant there): ptxas gives the consumers their setmaxnreg
@@ -14,10 +19,6 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
     __local ushort *const q_s = smem;
     __local ushort *const k_s = smem + KV_AT;
     __local ushort *const v_s = smem + KV_AT + TILE_BUFS * TILE;
-#if defined(FA_KV_Q8) && defined(FA_ASYNC)
-    __local uchar *const kst = (__local uchar *)(smem + Q8_AT); /* K stages, then V's */
-    __local uchar *const vst = kst + NBUF * Q8_STAGE;
-#endif
 #ifdef FA_MASK_TILE
     __local uchar *const mask_s = (__local uchar *)(smem + SMEM_HALVES);
 #endif
@@ -49,48 +50,13 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #endif
 #ifdef FA_WG_PRODUCER
     /* Q comes with K_0 (the producer's) */
-#elif defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
+#else
     /* Q in a tile of its own: copied asynchronously into the first K/V block's commit group (the
      * loop's first wait and barrier cover both), so that its latency overlaps the first block's */
 #define FA_Q_ASYNC 1
     fa_copy_q_async(q_s, qg, qmap, q0, nrows, lid, WG);
-#else
-    fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, lid);
-    barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
-#if defined(FA_Q_REGS) && defined(FA_KEYS_M)
-    /* the block's 8 rows of Q as B fragments (Q^T, row g as column g), for every k-step: dims in
-     * K's order (fa_q8_key_words) */
-    uint qt[KSTEPS][2];
-    FA_PRAGMA_UNROLL
-    for (int kk = 0; kk < KSTEPS; kk++) {
-        __local const ushort *r0 = q_s + g * ROW + t4 * (D_PAD / 4) + 4 * kk;
-        qt[kk][0] = *(__local const uint *)r0;
-        qt[kk][1] = *(__local const uint *)(r0 + 2);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE); /* Q's space is the stages' from here on */
-#elif defined(FA_Q_REGS)
-    /* this warp's 16 rows of Q as A fragments, for every k-step */
-    uint qa[KSTEPS][4];
-#ifdef FA_Q8_FRAGS
-    /* dims t4 D/4 + 4 kk + {0, 1} and {2, 3} as k-step kk's positions 2 t4 + {0, 1} and {8, 9} */
-    FA_PRAGMA_UNROLL
-    for (int kk = 0; kk < KSTEPS; kk++) {
-        __local const ushort *r0 = q_s + (wrow + g) * ROW + t4 * (D_PAD / 4) + 4 * kk, *r1 = r0 + 8 * ROW;
-        qa[kk][0] = *(__local const uint *)r0;
-        qa[kk][1] = *(__local const uint *)r1;
-        qa[kk][2] = *(__local const uint *)(r0 + 2);
-        qa[kk][3] = *(__local const uint *)(r1 + 2);
-    }
-#else
-    FA_PRAGMA_UNROLL
-    for (int kk = 0; kk < KSTEPS; kk++)
-        fa_ldsm_x4(q_s + (wrow + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &qa[kk][0], &qa[kk][1],
-                   &qa[kk][2], &qa[kk][3] FA_EMU_ARG);
-#endif
-    barrier(CLK_LOCAL_MEM_FENCE); /* Q's space is K/V's from here on */
-#endif
 
     /* the rows this lane holds: per m-tile, wrow + 16 mt + g and + 8 */
     float m[MT][2], l[MT][2];
@@ -236,32 +202,20 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #ifndef FA_PERSISTENT
     fa_setmaxnreg_inc(FA_WG_CONSUMER_REGS);
 #endif
-#elif defined(FA_ASYNC)
+#else
     /* the first STAGES - 1 blocks; a commit group per block, empty past the end, so that
      * wait_group STAGES - 2 in the loop means "this block is in" */
     FA_PRAGMA_UNROLL
     for (int st = 0; st < NBUF - 1; st++) {
         if (kv_first + st * BLOCK_KV < blk_hi)
-#if defined(FA_WGMMA)
         {
             fa_load_kv_async(k_s + st * TILE, v_s, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid, 1, 0);
             FA_MASK_TILE_COPY(st, kv_first + st * BLOCK_KV, lid)
         }
-#elif defined(FA_KV_Q8)
-            fa_load_kv_q8_async(kst + st * Q8_STAGE, vst + st * Q8_STAGE, (__global const uchar *)k,
-                                (__global const uchar *)v, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
-#else
-        {
-            fa_load_kv_async(k_s + st * TILE, v_s + st * TILE, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid,
-                             1, 1);
-            FA_MASK_TILE_COPY(st, kv_first + st * BLOCK_KV, lid)
-        }
-#endif
         fa_cp_async_commit();
     }
     int cur = 0; /* this block's buffer */
 #endif
-#ifdef FA_WGMMA
     /* Software-pipelined (FlashAttention-3's intra-warpgroup overlap): block j's S = Q K_j^T and
      * block j-1's O += P_{j-1} V_{j-1} are issued together, and block j's softmax runs while the
      * second is computed. O lives in ow; K_j and V_{j-1} are in local memory at once, so V trails K
@@ -288,7 +242,6 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
     for (int e = lid; e < TILE / 8; e += WG)
         *(__local uint4 *)(v_s + TILE + 8 * e) = (uint4)(0u);
 #endif
-#endif
 #ifdef FA_WG_PEEL
     /* the loop twice, unrolled: a copy for the first block (peel 1, a constant there: no predicated
      * wgmma, which ptxas serialises) that leaves after it, then the loop for the rest */
@@ -307,148 +260,27 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #endif
         fa_mbar_wait(kfull + st, (uint)(jk / NBUF) & 1u);
         fa_wg_fence_proxy(); /* the copies, seen through the mbarrier, are seen by wgmma's reads */
-#elif defined(FA_ASYNC)
-#ifdef FA_Q8_FRAGS
-        __local const uchar *const kq = kst + cur * Q8_STAGE, *const vq = vst + cur * Q8_STAGE;
-#elif defined(FA_KV_Q8)
-        __local const ushort *kc = k_s, *vc = v_s;
-#elif defined(FA_WGMMA)
-        __local const ushort *kc = k_s + cur * TILE, *vc = v_s + (1 - cur) * TILE; /* K_j, V_{j-1} */
 #else
-        __local const ushort *kc = k_s + cur * TILE, *vc = v_s + cur * TILE;
-#endif
+        __local const ushort *kc = k_s + cur * TILE, *vc = v_s + (1 - cur) * TILE; /* K_j, V_{j-1} */
 #ifdef FA_MASK_TILE
         __local const uchar *mc = mask_s + cur * BLOCK_Q * MASK_PITCH; /* this block's mask entries */
 #endif
         FA_WAIT_BLOCK();
-#ifdef FA_WGMMA
         fa_wg_fence_proxy(); /* the copies are seen by wgmma's reads */
-#endif
         barrier(CLK_LOCAL_MEM_FENCE); /* this block is in; every warp is done with the buffer refilled next */
         {
             const int ahead = kv0 + (NBUF - 1) * BLOCK_KV, buf = cur == 0 ? NBUF - 1 : cur - 1;
-#if defined(FA_WGMMA)
             /* K_{j+1} where K_{j-1} was, V_j where V_{j-2} was (both read by products waited for) */
             if (ahead < blk_hi) {
                 fa_load_kv_async(k_s + buf * TILE, v_s, kg, vg, kmap, vmap, ahead, seqlen_k, lid, 1, 0);
                 FA_MASK_TILE_COPY(buf, ahead, lid)
             }
             fa_load_kv_async(k_s, v_s + cur * TILE, kg, vg, kmap, vmap, kv0, seqlen_k, lid, 0, 1);
-#else
-            if (ahead < blk_hi)
-#endif
-#if defined(FA_WGMMA)
-#elif defined(FA_KV_Q8)
-                fa_load_kv_q8_async(kst + buf * Q8_STAGE, vst + buf * Q8_STAGE, (__global const uchar *)k,
-                                    (__global const uchar *)v, kmap, vmap, ahead, seqlen_k, lid);
-#else
-            {
-                fa_load_kv_async(k_s + buf * TILE, v_s + buf * TILE, kg, vg, kmap, vmap, ahead, seqlen_k, lid, 1, 1);
-                FA_MASK_TILE_COPY(buf, ahead, lid)
-            }
-#endif
             fa_cp_async_commit();
         }
-#if defined(FA_KV_Q8) && !defined(FA_Q8_FRAGS)
-        /* every warp is past the previous block's products (the barrier above): its tiles are free */
-        fa_dequant_q8(k_s, kst + cur * Q8_STAGE, lid);
-        fa_dequant_q8(v_s, vst + cur * Q8_STAGE, lid);
-        barrier(CLK_LOCAL_MEM_FENCE);
-#endif
         cur = cur == NBUF - 1 ? 0 : cur + 1;
-#else
-        __local const ushort *kc = k_s, *vc = v_s;
-        barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's K and V are consumed */
-#ifdef FA_KV_Q8
-        fa_load_tile_q8(k_s, (__global const uchar *)k, kmap, kv0, BLOCK_KV, seqlen_k, lid);
-        fa_load_tile_q8(v_s, (__global const uchar *)v, vmap, kv0, BLOCK_KV, seqlen_k, lid);
-#else
-        fa_load_tile(k_s, kg, kmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
-        fa_load_tile(v_s, vg, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
-#endif
-        barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
-#ifdef FA_KEYS_M
-        /* S^T = K Q^T, a warp's key tile mt of 16 keys: lane (g, t4) has keys g and g + 8 (A's rows),
-         * dims in Q's order; st[mt] is (key g: rows 2 t4, 2 t4 + 1; key g + 8: the same rows) */
-        float4 st[KT];
-        FA_PRAGMA_UNROLL
-        for (int mt = 0; mt < KT; mt++) {
-            uint w[2][KSTEPS], d2[2];
-            FA_PRAGMA_UNROLL
-            for (int h = 0; h < 2; h++)
-                fa_q8_key_words(kq, koff + 16 * mt + FA_Q8_KEY(8 * h + g), t4, w[h], &d2[h]);
-            st[mt] = (float4)(0.0f);
-            FA_PRAGMA_UNROLL
-            for (int kk = 0; kk < KSTEPS; kk++) {
-                const uint2 a = fa_q8x4_scaled(w[0][kk], d2[0]), b = fa_q8x4_scaled(w[1][kk], d2[1]);
-                fa_mma(&st[mt], a.x, b.x, a.y, b.y, qt[kk][0], qt[kk][1] FA_EMU_ARG);
-            }
-        }
-        if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
-            int lo[2], hi[2];
-            FA_PRAGMA_UNROLL
-            for (int r = 0; r < 2; r++)
-                FA_ROW_RANGE(q0 + 2 * t4 + r, &lo[r], &hi[r]);
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < KT; mt++) {
-                const int key = kv0 + koff + 16 * mt + FA_Q8_KEY(g), key8 = kv0 + koff + 16 * mt + FA_Q8_KEY(g + 8);
-                st[mt].x = (key >= lo[0] && key < hi[0]) ? st[mt].x : -INFINITY;
-                st[mt].y = (key >= lo[1] && key < hi[1]) ? st[mt].y : -INFINITY;
-                st[mt].z = (key8 >= lo[0] && key8 < hi[0]) ? st[mt].z : -INFINITY;
-                st[mt].w = (key8 >= lo[1] && key8 < hi[1]) ? st[mt].w : -INFINITY;
-            }
-        }
-        /* online softmax by columns: a row's keys are across the 8 lanes of a t4 */
-        {
-            float mx0 = m[0][0], mx1 = m[0][1];
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < KT; mt++) {
-                mx0 = fmax(mx0, fmax(st[mt].x, st[mt].z));
-                mx1 = fmax(mx1, fmax(st[mt].y, st[mt].w));
-            }
-            FA_PRAGMA_UNROLL
-            for (int sh = 4; sh < 32; sh *= 2) {
-                mx0 = fmax(mx0, fa_shfl_xor(mx0, sh FA_EMU_ARG));
-                mx1 = fmax(mx1, fa_shfl_xor(mx1, sh FA_EMU_ARG));
-            }
-            const float uc0 = (mx0 == -INFINITY) ? 0.0f : mx0 * scale_log2;
-            const float uc1 = (mx1 == -INFINITY) ? 0.0f : mx1 * scale_log2;
-            if (mx0 != m[0][0] || mx1 != m[0][1]) {
-                const float d0 = fa_ex2(fma(m[0][0], scale_log2, -uc0)), d1 = fa_ex2(fma(m[0][1], scale_log2, -uc1));
-                FA_PRAGMA_UNROLL
-                for (int dm = 0; dm < DT / 2; dm++)
-                    acc[0][dm] *= (float4)(d0, d1, d0, d1);
-                l[0][0] *= d0;
-                l[0][1] *= d1;
-            }
-            m[0][0] = mx0;
-            m[0][1] = mx1;
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < KT; mt++) {
-                st[mt].x = fa_ex2(fma(st[mt].x, scale_log2, -uc0));
-                st[mt].y = fa_ex2(fma(st[mt].y, scale_log2, -uc1));
-                st[mt].z = fa_ex2(fma(st[mt].z, scale_log2, -uc0));
-                st[mt].w = fa_ex2(fma(st[mt].w, scale_log2, -uc1));
-                l[0][0] += st[mt].x + st[mt].z; /* this lane's keys; the 8 lanes are added at the end */
-                l[0][1] += st[mt].y + st[mt].w;
-            }
-        }
-        /* O^T += V^T P^T, a key tile a k-step: P^T's two 8 x 8 halves transposed are the B fragment
-         * (keys 2 t4 + {0, 1}, {8, 9} of column g); V^T's A fragments of dim tile dm are rows
-         * g D/8 + dm (row g) and g D/8 + D/16 + dm (row g + 8), O^T's the same */
-        FA_PRAGMA_UNROLL
-        for (int mt = 0; mt < KT; mt++) {
-            const uint b0 = fa_movmatrix_trans(fa_pack2(st[mt].x, st[mt].y) FA_EMU_ARG);
-            const uint b1 = fa_movmatrix_trans(fa_pack2(st[mt].z, st[mt].w) FA_EMU_ARG);
-            uint bv[2][DT];
-            fa_q8_value_frags(vq, koff + 16 * mt, t4, g, bv);
-            FA_PRAGMA_UNROLL
-            for (int dm = 0; dm < DT / 2; dm++)
-                fa_mma(&acc[0][dm], bv[0][dm], bv[0][DT / 2 + dm], bv[1][dm], bv[1][DT / 2 + dm], b0, b1 FA_EMU_ARG);
-        }
-#else
         /* S = Q K^T: s[mt][nt] holds rows (g, g+8) of m-tile mt x keys nt*8 + 2*t4 + {0,1} */
         float4 s[MT][NT];
         FA_PRAGMA_UNROLL
@@ -456,7 +288,6 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NT; nt++)
                 s[mt][nt] = (float4)(0.0f);
-#if defined(FA_WGMMA)
         {
             /* this warpgroup's 64 rows of Q against the block's keys, k-step by k-step */
             float sw[BLOCK_KV / 2];
@@ -497,52 +328,6 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
             for (int nt = 0; nt < NT; nt++)
                 s[0][nt] = (float4)(sw[4 * nt], sw[4 * nt + 1], sw[4 * nt + 2], sw[4 * nt + 3]);
         }
-#elif defined(FA_Q8_FRAGS)
-        /* lane (g, t4): key g of n-tile nt, dims t4 D/4 .. + D/4 (within one q8_0 block: one scale),
-         * a word a k-step */
-        FA_PRAGMA_UNROLL
-        for (int nt = 0; nt < NT; nt++) {
-            uint w[KSTEPS], d2;
-            fa_q8_key_words(kq, koff + nt / 2 * 16 + FA_Q8_KEY(nt % 2 * 8 + g), t4, w, &d2);
-            FA_PRAGMA_UNROLL
-            for (int kk = 0; kk < KSTEPS; kk++) {
-                const uint2 b = fa_q8x4_scaled(w[kk], d2);
-                fa_mma(&s[0][nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b.x, b.y FA_EMU_ARG);
-            }
-        }
-#elif defined(FA_Q_REGS)
-        FA_PRAGMA_UNROLL
-        for (int nt = 0; nt < NT; nt++) {
-            FA_PRAGMA_UNROLL
-            for (int kk = 0; kk < KSTEPS; kk += 2) {
-                uint b0, b1, b2, b3;
-                fa_ldsm_x4(kc + (koff + nt * 8 + lane % 8) * ROW + kk * 16 + (lane / 8) * 8, &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                fa_mma(&s[0][nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1 FA_EMU_ARG);
-                fa_mma(&s[0][nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3 FA_EMU_ARG);
-            }
-        }
-#else
-        FA_PRAGMA_UNROLL
-        for (int kk = 0; kk < KSTEPS; kk++) {
-            uint qf[MT][4];
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++)
-                fa_ldsm_x4(q_s + (wrow + 16 * mt + lane % 16) * ROW + kk * 16 + (lane / 16) * 8,
-                           &qf[mt][0], &qf[mt][1], &qf[mt][2], &qf[mt][3] FA_EMU_ARG);
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NT; nt += 2) {
-                /* matrices: keys of n-tile nt (k 0-7, 8-15), then of n-tile nt + 1 */
-                uint b0, b1, b2, b3;
-                fa_ldsm_x4(kc + (koff + (nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8,
-                           &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                FA_PRAGMA_UNROLL
-                for (int mt = 0; mt < MT; mt++) {
-                    fa_mma(&s[mt][nt], qf[mt][0], qf[mt][1], qf[mt][2], qf[mt][3], b0, b1 FA_EMU_ARG);
-                    fa_mma(&s[mt][nt + 1], qf[mt][0], qf[mt][1], qf[mt][2], qf[mt][3], b2, b3 FA_EMU_ARG);
-                }
-            }
-        }
-#endif
 
 #ifdef FA_MASK
         /* the attention mask's terms (raw units), before the visibility mask below. A block inside
@@ -640,9 +425,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         }
 
         /* online softmax: row maxima over the block and the 4 lanes sharing each row */
-#ifdef FA_WGMMA
         float o_scale[2]; /* this block's factors for O */
-#endif
         FA_PRAGMA_UNROLL
         for (int mt = 0; mt < MT; mt++) {
             float mx0 = m[mt][0], mx1 = m[mt][1];
@@ -664,16 +447,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
             if (mx0 != m[mt][0] || mx1 != m[mt][1]) {
                 d0 = fa_ex2(fma(m[mt][0], scale_log2, -uc0));
                 d1 = fa_ex2(fma(m[mt][1], scale_log2, -uc1));
-#ifndef FA_WGMMA /* there, once the previous block's P V is done (below) */
-                FA_PRAGMA_UNROLL
-                for (int dt = 0; dt < DT; dt++)
-                    acc[mt][dt] *= (float4)(d0, d0, d1, d1);
-#endif
             }
-#ifdef FA_WGMMA
             o_scale[0] = d0;
             o_scale[1] = d1;
-#endif
             m[mt][0] = mx0;
             m[mt][1] = mx1;
             float sum0 = 0.0f, sum1 = 0.0f;
@@ -691,7 +467,6 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         }
 
         /* O += P V: the accumulator layout of two S tiles is the A fragment of 16 keys */
-#ifdef FA_WGMMA
         /* the previous block's P V done: O rescaled, this block's P packed for the next */
         fa_wg_wait_o(ow);
 #ifdef FA_WG_PRODUCER
@@ -720,44 +495,6 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
             pa[kk2][2] = fa_pack2(s[0][2 * kk2 + 1].x, s[0][2 * kk2 + 1].y);
             pa[kk2][3] = fa_pack2(s[0][2 * kk2 + 1].z, s[0][2 * kk2 + 1].w);
         }
-#else
-        FA_PRAGMA_UNROLL
-        for (int kk2 = 0; kk2 < KW / 16; kk2++) {
-            uint pa[MT][4];
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                pa[mt][0] = fa_pack2(s[mt][2 * kk2].x, s[mt][2 * kk2].y);
-                pa[mt][1] = fa_pack2(s[mt][2 * kk2].z, s[mt][2 * kk2].w);
-                pa[mt][2] = fa_pack2(s[mt][2 * kk2 + 1].x, s[mt][2 * kk2 + 1].y);
-                pa[mt][3] = fa_pack2(s[mt][2 * kk2 + 1].z, s[mt][2 * kk2 + 1].w);
-            }
-#ifdef FA_Q8_FRAGS
-            /* lane (g, t4): keys 2 t4 + {0, 1} (b0) and + {8, 9} (b1) of the k-step, dims g D/8 .. + D/8
-             * (column g of n-tile dt is dim g D/8 + dt), within one q8_0 block: a key's words
-             * byte-interleaved with its pair's give a register of both keys' values a column */
-            {
-                uint bv[2][DT];
-                fa_q8_value_frags(vq, koff + kk2 * 16, t4, g, bv);
-                FA_PRAGMA_UNROLL
-                for (int dt = 0; dt < DT; dt++)
-                    fa_mma(&acc[0][dt], pa[0][0], pa[0][1], pa[0][2], pa[0][3], bv[0][dt], bv[1][dt] FA_EMU_ARG);
-            }
-#else
-            FA_PRAGMA_UNROLL
-            for (int dt = 0; dt < DT; dt += 2) {
-                uint b0, b1, b2, b3;
-                fa_ldsm_x4_trans(vc + (koff + kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8, &b0,
-                                 &b1, &b2, &b3 FA_EMU_ARG);
-                FA_PRAGMA_UNROLL
-                for (int mt = 0; mt < MT; mt++) {
-                    fa_mma(&acc[mt][dt], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], b0, b1 FA_EMU_ARG);
-                    fa_mma(&acc[mt][dt + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], b2, b3 FA_EMU_ARG);
-                }
-            }
-#endif
-        }
-#endif
-#endif /* FA_KEYS_M */
 #ifdef FA_WG_PEEL
         if (peel) { /* the first block done: the rest in the loop's second copy */
             kv0 += BLOCK_KV;
@@ -765,7 +502,6 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         }
 #endif
     }
-#ifdef FA_WGMMA
 #ifdef FA_WG_PINGPONG
     if (warp / 4 == 0)
         fa_bar_sync(1, 256); /* the second's last (or, without blocks, first) turn given back */
@@ -794,66 +530,6 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
         acc[0][dt] = (float4)(ow[4 * dt], ow[4 * dt + 1], ow[4 * dt + 2], ow[4 * dt + 3]);
-#endif
-#ifdef FA_KEYS_M
-    /* O^T, m and l into the layout of 16 rows a warp (rows g + 8 empty, never written): O^T's
-     * elements through a row of floats a row, this warp's 8 in local memory (once every warp is
-     * done with the stages), m and l (each row's sum over its 8 lanes) in the 9th */
-    fa_cp_async_wait_all();
-    barrier(CLK_LOCAL_MEM_FENCE);
-    {
-        __local float *const u = (__local float *)smem + warp * 16 * D_PAD;
-        FA_PRAGMA_UNROLL
-        for (int r = 0; r < 2; r++)
-            FA_PRAGMA_UNROLL
-            for (int sh = 4; sh < 32; sh *= 2)
-                l[0][r] += fa_shfl_xor(l[0][r], sh FA_EMU_ARG);
-        FA_PRAGMA_UNROLL
-        for (int dm = 0; dm < DT / 2; dm++) {
-            const int c0 = g * (D_PAD / 8) + dm, c1 = c0 + D_PAD / 16;
-            u[2 * t4 * D_PAD + c0] = acc[0][dm].x;
-            u[(2 * t4 + 1) * D_PAD + c0] = acc[0][dm].y;
-            u[2 * t4 * D_PAD + c1] = acc[0][dm].z;
-            u[(2 * t4 + 1) * D_PAD + c1] = acc[0][dm].w;
-        }
-        if (g == 0)
-            vstore4((float4)(m[0][0], l[0][0], m[0][1], l[0][1]), 0, u + 8 * D_PAD + 4 * t4);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++) {
-            const float2 a = vload2(0, u + g * D_PAD + dt * 8 + 2 * t4);
-            acc[0][dt] = (float4)(a.x, a.y, 0.0f, 0.0f);
-        }
-        const float2 ml = vload2(0, u + 8 * D_PAD + 2 * g);
-        m[0][0] = ml.x;
-        l[0][0] = t4 == 0 ? ml.y : 0.0f; /* the 4 lanes of a row are added up at the end */
-        m[0][1] = -INFINITY;
-        l[0][1] = 0.0f;
-    }
-#elif defined(FA_Q8_FRAGS)
-    /* O's columns back in order: n-tile dt of lane (g, t4) holds dims 2 t4 D/8 + dt and that + D/8;
-     * through a row of floats a row, this warp's 16 in local memory (once every warp is done with
-     * the stages), then read back as the accumulator layout has them */
-    fa_cp_async_wait_all();
-    barrier(CLK_LOCAL_MEM_FENCE);
-    {
-        __local float *const u = (__local float *)smem + warp * 16 * D_PAD;
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++) {
-            const int c0 = 2 * t4 * (D_PAD / 8) + dt, c1 = c0 + D_PAD / 8;
-            u[g * D_PAD + c0] = acc[0][dt].x;
-            u[g * D_PAD + c1] = acc[0][dt].y;
-            u[(g + 8) * D_PAD + c0] = acc[0][dt].z;
-            u[(g + 8) * D_PAD + c1] = acc[0][dt].w;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++) {
-            const float2 a = vload2(0, u + g * D_PAD + dt * 8 + 2 * t4), b = vload2(0, u + (g + 8) * D_PAD + dt * 8 + 2 * t4);
-            acc[0][dt] = (float4)(a.x, a.y, b.x, b.y); /* not (float4)(a, b): Oclgrind 21.10 crashes on it */
-        }
-    }
-#endif
 
 #ifdef FA_Q_ASYNC
     /* A work-group without key blocks: Q's copies are still in flight, made by any work-item (not
@@ -864,50 +540,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
     if (kv_first >= blk_hi)
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-#if FA_KV_WARPS > 1
-    /* the key slices into slice 0's warp, in slice order (deterministic): its lanes hold the rows'
-     * state as if one warp had seen every key; the other warps go on without rows to write (the
-     * emulated primitives synchronise the work-group, so every warp runs to the end) */
-#ifdef FA_ASYNC
-    fa_cp_async_wait_all();
-#endif
-    barrier(CLK_LOCAL_MEM_FENCE); /* every warp is done with the K/V tiles */
-    {
-        __local float *const part = (__local float *)smem;
-        if (kslice > 0) {
-            __local float *p = part + ((kslice - 1) * 32 + lane) * PART_FLOATS;
-            vstore4((float4)(m[0][0], m[0][1], l[0][0], l[0][1]), 0, p);
-            FA_PRAGMA_UNROLL
-            for (int dt = 0; dt < DT; dt++)
-                vstore4(acc[0][dt], 0, p + 4 + 4 * dt);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (kslice == 0) {
-            FA_PRAGMA_UNROLL
-            for (int w = 1; w < FA_KV_WARPS; w++) {
-                __local const float *p = part + ((w - 1) * 32 + lane) * PART_FLOATS;
-                const float4 ml = vload4(0, p);
-                float f[2][2]; /* per row: the factor for this warp's state, for slice w's */
-                FA_PRAGMA_UNROLL
-                for (int r = 0; r < 2; r++) {
-                    const float mw = r ? ml.y : ml.x, lw = r ? ml.w : ml.z;
-                    const float mx = fmax(m[0][r], mw), mu = mx == -INFINITY ? 0.0f : mx;
-                    f[r][0] = fa_ex2((m[0][r] - mu) * scale_log2);
-                    f[r][1] = fa_ex2((mw - mu) * scale_log2);
-                    l[0][r] = l[0][r] * f[r][0] + lw * f[r][1];
-                    m[0][r] = mx;
-                }
-                FA_PRAGMA_UNROLL
-                for (int dt = 0; dt < DT; dt++)
-                    acc[0][dt] = acc[0][dt] * (float4)(f[0][0], f[0][0], f[1][0], f[1][0]) +
-                                 vload4(0, p + 4 + 4 * dt) * (float4)(f[0][1], f[0][1], f[1][1], f[1][1]);
-            }
-        }
-    }
-    const int out_rows = kslice == 0 ? min(nrows, q0 + BLOCK_Q) : 0;
-#else
     const int out_rows = min(nrows, q0 + BLOCK_Q); /* BLOCK_Q 8: a warp's rows g + 8 are not the block's */
-#endif
 #ifdef FA_KV_CHUNKED
     /* merge with the earlier chunks (this lane's elements and partial sums); every launch but the
      * last leaves them for the next */
@@ -937,8 +570,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         return; /* the whole work-group: last_chunk is the launch's */
 #endif
     const ulong obase = FA_O_HEAD0;
-#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0 && !defined(FA_SPLIT) && FA_KV_WARPS == 1 && D_PAD <= 128 && \
-    !defined(FA_MASK)
+#if HEAD_DIM % 8 == 0 && !defined(FA_SPLIT) && D_PAD <= 128 && !defined(FA_MASK)
     /* O through local memory (this warp's rows of a B_r x ROW tile at the start), then 16-byte
      * stores of whole row chunks (FlashAttention-2's epilogue): a quarter of the store instructions
      * of pairs from the accumulators, each a full sector. Faster on an H200 up to d = 128, most on
@@ -950,13 +582,11 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #else
     __local ushort *const o_s = smem;
 #endif
-#if (!defined(FA_Q_ASYNC) || defined(FA_WGMMA)) && !defined(FA_PERSISTENT) /* wgmma: a warpgroup reads all its 64 rows of Q */
+#ifndef FA_PERSISTENT /* a warpgroup read all its 64 rows of Q */
 #ifdef FA_WG_PRODUCER
     fa_bar_sync(3, WG); /* the computing warpgroups' (the producer is gone); its copies all landed */
 #else
-#ifdef FA_ASYNC
     fa_cp_async_wait_all();
-#endif
     barrier(CLK_LOCAL_MEM_FENCE); /* the tile overlaps K/V, which other warps may still read */
 #endif
 #endif
@@ -1004,11 +634,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #ifdef FA_O_TILE
     /* the warp's rows are its own (after the loop only this warp reads its rows of Q): the warp's
      * lanes exchange them, a work-group barrier where the primitives are emulated */
-#ifdef FA_PTX_EMULATE
-    barrier(CLK_LOCAL_MEM_FENCE);
-#else
     fa_warp_sync();
-#endif
     FA_PRAGMA_UNROLL
     for (int i = 0; i < WARP_ROWS * CH / 32; i++) {
         const int e = lane + 32 * i, r = e / CH, c = e % CH;
