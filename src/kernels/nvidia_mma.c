@@ -233,6 +233,7 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_mma = {
-    "nvidia-mma", FA_CL_KERNEL_NVIDIA_MMA, FA_CL_OP_FORWARD, "fa_forward", files, 11, 1,
+    "nvidia-mma", FA_CL_KERNEL_NVIDIA_MMA, FA_CL_OP_FORWARD, "fa_forward",
+    files, (int)(sizeof files / sizeof files[0]), 1,
     "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};

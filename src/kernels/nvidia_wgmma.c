@@ -148,6 +148,7 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma = {
-    "nvidia-wgmma", FA_CL_KERNEL_NVIDIA_WGMMA, FA_CL_OP_FORWARD, "fa_forward", files, 14, 1,
+    "nvidia-wgmma", FA_CL_KERNEL_NVIDIA_WGMMA, FA_CL_OP_FORWARD, "fa_forward",
+    files, (int)(sizeof files / sizeof files[0]), 1,
     "f16/bf16 on Hopper tensor cores (compute capability 9.0): wgmma through sm_90a PTX, cp.async",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 1};
