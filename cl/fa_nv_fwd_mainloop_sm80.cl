@@ -384,47 +384,10 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
             }
         }
 
-        /* online softmax: row maxima over the block and the 4 lanes sharing each row */
+        /* online softmax (cl/fa_nv_softmax.cl), O rescaled where a row's maximum grew */
         FA_PRAGMA_UNROLL
-        for (int mt = 0; mt < MT; mt++) {
-            float mx0 = m[mt][0], mx1 = m[mt][1];
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NT; nt++) {
-                mx0 = fmax(mx0, fmax(s[mt][nt].x, s[mt][nt].y));
-                mx1 = fmax(mx1, fmax(s[mt][nt].z, s[mt][nt].w));
-            }
-            mx0 = fmax(mx0, fa_shfl_xor(mx0, 1 FA_EMU_ARG));
-            mx0 = fmax(mx0, fa_shfl_xor(mx0, 2 FA_EMU_ARG));
-            mx1 = fmax(mx1, fa_shfl_xor(mx1, 1 FA_EMU_ARG));
-            mx1 = fmax(mx1, fa_shfl_xor(mx1, 2 FA_EMU_ARG));
-            /* the scale folded into one fma per score: 2^(s c - u c) (FlashAttention-2's form) */
-            const float uc0 = (mx0 == -INFINITY) ? 0.0f : mx0 * scale_log2;
-            const float uc1 = (mx1 == -INFINITY) ? 0.0f : mx1 * scale_log2;
-            /* what is held is rescaled only where a row's maximum grew (in most blocks of a long
-             * row none does; a branch per warp) */
-            float d0 = 1.0f, d1 = 1.0f;
-            if (mx0 != m[mt][0] || mx1 != m[mt][1]) {
-                d0 = fa_ex2(fma(m[mt][0], scale_log2, -uc0));
-                d1 = fa_ex2(fma(m[mt][1], scale_log2, -uc1));
-                FA_PRAGMA_UNROLL
-                for (int dt = 0; dt < DT; dt++)
-                    acc[mt][dt] *= (float4)(d0, d0, d1, d1);
-            }
-            m[mt][0] = mx0;
-            m[mt][1] = mx1;
-            float sum0 = 0.0f, sum1 = 0.0f;
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NT; nt++) {
-                s[mt][nt].x = fa_ex2(fma(s[mt][nt].x, scale_log2, -uc0));
-                s[mt][nt].y = fa_ex2(fma(s[mt][nt].y, scale_log2, -uc0));
-                s[mt][nt].z = fa_ex2(fma(s[mt][nt].z, scale_log2, -uc1));
-                s[mt][nt].w = fa_ex2(fma(s[mt][nt].w, scale_log2, -uc1));
-                sum0 += s[mt][nt].x + s[mt][nt].y;
-                sum1 += s[mt][nt].z + s[mt][nt].w;
-            }
-            l[mt][0] = l[mt][0] * d0 + sum0; /* partial over this lane's keys; the 4 lanes are added at the end */
-            l[mt][1] = l[mt][1] * d1 + sum1;
-        }
+        for (int mt = 0; mt < MT; mt++)
+            fa_softmax_block(s[mt], m[mt], l[mt], acc[mt], 1, scale_log2 FA_EMU_ARG);
 
         /* O += P V: the accumulator layout of two S tiles is the A fragment of 16 keys */
         FA_PRAGMA_UNROLL
