@@ -313,76 +313,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         }
 #endif
 
-#ifdef FA_MASK
-        /* the attention mask's terms (raw units), before the visibility mask below. A block inside
-         * the mask's keys takes each lane's pairs of keys as one load at a constant offset from
-         * the row's entry (FA_MASK_PAIRS); a tail block clamps every key. */
-#if defined(FA_MASK_TILE)
-        if (1) { /* tails too: the copies zero-filled keys past the mask's */
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                /* a lane's pair of keys of n-tile nt: at byte (lane's + 8 nt entries) ^ its rows' swizzle */
-                const int r0 = wrow + 16 * mt + g;
-                const int lane_at = ((koff + 2 * t4) * MASK_ES) ^ FA_MASK_SWZ(r0);
-                __local const uchar *p0 = mc + r0 * MASK_ROW_STEP;
-                __local const uchar *p1 = p0 + 8 * MASK_ROW_STEP;
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt++) {
-                    const int at = FA_MASK_NT(lane_at, 8 * nt * MASK_ES);
-                    const float2 a = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p0 + at));
-                    const float2 c = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p1 + at));
-                    s[mt][nt] = mad((float4)(a, c), (float4)(mask_scale), s[mt][nt]);
-                }
-            }
-        } else
-#elif defined(FA_MASK_PAIRS)
-        if (kv0 + BLOCK_KV <= seqlen_k_cap) {
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                const ulong kfirst = (ulong)(kv0 + koff + 2 * t4);
-                const ulong r0 = FA_MASK_ROW(q0 + wrow + 16 * mt + g) + kfirst;
-                const ulong r1 = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8) + kfirst;
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt++) {
-                    const float2 a = FA_MASK_PAIR(r0 + 8 * nt), c = FA_MASK_PAIR(r1 + 8 * nt);
-                    s[mt][nt] = mad((float4)(a, c), (float4)(mask_scale), s[mt][nt]);
-                }
-            }
-        } else
-#endif
-        {
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                const ulong r0 = FA_MASK_ROW(q0 + wrow + 16 * mt + g), r1 = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8);
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt++) {
-                    const int key = kv0 + koff + nt * 8 + 2 * t4;
-                    s[mt][nt] += (float4)(FA_MASK_TERM(r0, key), FA_MASK_TERM(r0, key + 1), FA_MASK_TERM(r1, key),
-                                          FA_MASK_TERM(r1, key + 1));
-                }
-            }
-        }
-#endif
-        /* mask, unless every row of the warp sees every key of the block; scores stay raw (the
-         * scale goes into the exponent: 2^(s c - m c), below) */
-        if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                /* the visible ranges of this lane's two rows (recomputed here: fewer live registers) */
-                int lo[2], hi[2];
-                FA_PRAGMA_UNROLL
-                for (int r = 0; r < 2; r++)
-                    FA_ROW_RANGE(q0 + wrow + 16 * mt + g + 8 * r, &lo[r], &hi[r]);
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt++) {
-                    const int key = kv0 + koff + FA_S_KEY(nt, 2 * t4), key1 = kv0 + koff + FA_S_KEY(nt, 2 * t4 + 1);
-                    s[mt][nt].x = (key >= lo[0] && key < hi[0]) ? s[mt][nt].x : -INFINITY;
-                    s[mt][nt].y = (key1 >= lo[0] && key1 < hi[0]) ? s[mt][nt].y : -INFINITY;
-                    s[mt][nt].z = (key >= lo[1] && key < hi[1]) ? s[mt][nt].z : -INFINITY;
-                    s[mt][nt].w = (key1 >= lo[1] && key1 < hi[1]) ? s[mt][nt].w : -INFINITY;
-                }
-            }
-        }
+        /* the attention mask's terms, then the visibility mask (cl/fa_nv_fwd_mask.cl) */
+        FA_MASK_TERMS
+        FA_MASK_VISIBLE
 
         /* online softmax (cl/fa_nv_softmax.cl), O rescaled where a row's maximum grew */
         FA_PRAGMA_UNROLL

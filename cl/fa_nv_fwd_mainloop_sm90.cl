@@ -329,100 +329,13 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
                 s[0][nt] = (float4)(sw[4 * nt], sw[4 * nt + 1], sw[4 * nt + 2], sw[4 * nt + 3]);
         }
 
-#ifdef FA_MASK
-        /* the attention mask's terms (raw units), before the visibility mask below. A block inside
-         * the mask's keys takes each lane's pairs of keys as one load at a constant offset from
-         * the row's entry (FA_MASK_PAIRS); a tail block clamps every key. */
-#ifdef FA_MASK_READ_LDSM
-        if (1) {
-            /* 16-bit entries in TMA's panels by ldmatrix: lanes 8i .. 8i + 7 give matrix i's rows (i % 2:
-             * rows g or g + 8, i / 2: the n-tile of a pair), each lane then holds its pairs of keys as
-             * the accumulators do; 8 rows of one chunk column are 8 bank groups (the swizzle) */
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                const int mi = lane / 8, rr = lane % 8;
-                __local const uchar *lp = mc + (wrow + 16 * mt + rr + 8 * (mi % 2)) * MASK_ROW_STEP;
-                const int lane_x = (16 * (mi / 2)) ^ (rr << 4);
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt += 2) {
-                    uint a0, c0, a1, c1;
-                    fa_ldsm_x4((__local const ushort *)(lp + 16 * nt / 128 * (BLOCK_Q * 128) + ((16 * nt % 128) ^ lane_x)),
-                               &a0, &c0, &a1, &c1 FA_EMU_ARG);
-                    s[mt][nt] = mad((float4)(FA_MASK_CVT(a0), FA_MASK_CVT(c0)), (float4)(mask_scale), s[mt][nt]);
-                    s[mt][nt + 1] = mad((float4)(FA_MASK_CVT(a1), FA_MASK_CVT(c1)), (float4)(mask_scale), s[mt][nt + 1]);
-                }
-            }
-        } else
-#elif defined(FA_MASK_TILE)
-        if (1) { /* tails too: the copies zero-filled keys past the mask's */
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                /* a lane's pair of keys of n-tile nt: at byte (lane's + 8 nt entries) ^ its rows' swizzle */
-                const int r0 = wrow + 16 * mt + g;
-                const int lane_at = ((koff + 2 * t4) * MASK_ES) ^ FA_MASK_SWZ(r0);
-                __local const uchar *p0 = mc + r0 * MASK_ROW_STEP;
-                __local const uchar *p1 = p0 + 8 * MASK_ROW_STEP;
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt++) {
-                    const int at = FA_MASK_NT(lane_at, 8 * nt * MASK_ES);
-                    const float2 a = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p0 + at));
-                    const float2 c = FA_MASK_CVT(*(__local const fa_mask_raw_t *)(p1 + at));
-                    s[mt][nt] = mad((float4)(a, c), (float4)(mask_scale), s[mt][nt]);
-                }
-            }
-        } else
-#elif defined(FA_MASK_PAIRS)
-        if (kv0 + BLOCK_KV <= seqlen_k_cap) {
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                const ulong kfirst = (ulong)(kv0 + koff + 2 * t4);
-                const ulong r0 = FA_MASK_ROW(q0 + wrow + 16 * mt + g) + kfirst;
-                const ulong r1 = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8) + kfirst;
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt++) {
-                    const float2 a = FA_MASK_PAIR(r0 + 8 * nt), c = FA_MASK_PAIR(r1 + 8 * nt);
-                    s[mt][nt] = mad((float4)(a, c), (float4)(mask_scale), s[mt][nt]);
-                }
-            }
-        } else
-#endif
-        {
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                const ulong r0 = FA_MASK_ROW(q0 + wrow + 16 * mt + g), r1 = FA_MASK_ROW(q0 + wrow + 16 * mt + g + 8);
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt++) {
-                    const int key = kv0 + koff + nt * 8 + 2 * t4;
-                    s[mt][nt] += (float4)(FA_MASK_TERM(r0, key), FA_MASK_TERM(r0, key + 1), FA_MASK_TERM(r1, key),
-                                          FA_MASK_TERM(r1, key + 1));
-                }
-            }
-        }
-#endif
+        /* the attention mask's terms, then the visibility mask (cl/fa_nv_fwd_mask.cl) */
+        FA_MASK_TERMS
 #ifdef FA_WG_PRODUCER
         if (lane == 0) /* S is in and the mask's terms read: K's stage is free */
             fa_mbar_arrive(kempty + st);
 #endif
-        /* mask, unless every row of the warp sees every key of the block; scores stay raw (the
-         * scale goes into the exponent: 2^(s c - m c), below) */
-        if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++) {
-                /* the visible ranges of this lane's two rows (recomputed here: fewer live registers) */
-                int lo[2], hi[2];
-                FA_PRAGMA_UNROLL
-                for (int r = 0; r < 2; r++)
-                    FA_ROW_RANGE(q0 + wrow + 16 * mt + g + 8 * r, &lo[r], &hi[r]);
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NT; nt++) {
-                    const int key = kv0 + koff + FA_S_KEY(nt, 2 * t4), key1 = kv0 + koff + FA_S_KEY(nt, 2 * t4 + 1);
-                    s[mt][nt].x = (key >= lo[0] && key < hi[0]) ? s[mt][nt].x : -INFINITY;
-                    s[mt][nt].y = (key1 >= lo[0] && key1 < hi[0]) ? s[mt][nt].y : -INFINITY;
-                    s[mt][nt].z = (key >= lo[1] && key < hi[1]) ? s[mt][nt].z : -INFINITY;
-                    s[mt][nt].w = (key1 >= lo[1] && key1 < hi[1]) ? s[mt][nt].w : -INFINITY;
-                }
-            }
-        }
+        FA_MASK_VISIBLE
 
         /* online softmax (cl/fa_nv_softmax.cl); O is rescaled once the previous block's P V is done */
         float o_scale[2]; /* this block's factors for O */
