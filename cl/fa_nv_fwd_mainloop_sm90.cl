@@ -420,41 +420,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
     const int out_rows = min(nrows, q0 + BLOCK_Q); /* BLOCK_Q 8: a warp's rows g + 8 are not the block's */
-#ifdef FA_KV_CHUNKED
-    /* merge with the earlier chunks (this lane's elements and partial sums); every launch but the
-     * last leaves them for the next */
-    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
-    FA_PRAGMA_UNROLL /* constant indices: a run-time one would put the accumulators in memory */
-    for (int mt = 0; mt < MT; mt++)
-        FA_PRAGMA_UNROLL
-        for (int r = 0; r < 2; r++) {
-            const int row = q0 + wrow + 16 * mt + g + 8 * r;
-            const float2 f =
-                fa_chunk_merge(FA_CHUNK_SLOT(2 * mt + r), first_chunk, last_chunk, &m[mt][r], &l[mt][r], scale_log2);
-            FA_PRAGMA_UNROLL
-            for (int dt = 0; dt < DT; dt++) {
-                const int col = dt * 8 + 2 * t4;
-                float2 x = r ? acc[mt][dt].zw : acc[mt][dt].xy;
-                if (row < out_rows && col < HEAD_DIM)
-                    x.x = FA_CHUNK_MERGE(row, col, first_chunk, last_chunk, f, x.x);
-                if (row < out_rows && col + 1 < HEAD_DIM)
-                    x.y = FA_CHUNK_MERGE(row, col + 1, first_chunk, last_chunk, f, x.y);
-                if (r)
-                    acc[mt][dt].zw = x;
-                else
-                    acc[mt][dt].xy = x;
-            }
-        }
-    if (!last_chunk)
-        return; /* the whole work-group: last_chunk is the launch's */
-#endif
+    FA_EPI_CHUNKS /* cl/fa_nv_fwd_epilogue.cl */
     const ulong obase = FA_O_HEAD0;
-#if HEAD_DIM % 8 == 0 && !defined(FA_SPLIT) && D_PAD <= 128 && !defined(FA_MASK)
-    /* O through local memory (this warp's rows of a B_r x ROW tile at the start), then 16-byte
-     * stores of whole row chunks (FlashAttention-2's epilogue): a quarter of the store instructions
-     * of pairs from the accumulators, each a full sector. Faster on an H200 up to d = 128, most on
-     * short rows; slower at d = 256 and with a mask, which keep the pairs (commit 001552f). */
-#define FA_O_TILE 1
+#ifdef FA_O_TILE /* O through local memory */
 #ifdef FA_PERSISTENT
     __local ushort *const o_s = smem + O_TILE_AT;
     fa_warp_sync(); /* this warp's lanes are done reading the previous tile's rows */
@@ -470,59 +438,8 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #endif
 #endif
 #endif
-    FA_PRAGMA_UNROLL
-    for (int mt = 0; mt < MT; mt++) {
-        float inv[2];
-        FA_PRAGMA_UNROLL
-        for (int r = 0; r < 2; r++) {
-            l[mt][r] += fa_shfl_xor(l[mt][r], 1 FA_EMU_ARG);
-            l[mt][r] += fa_shfl_xor(l[mt][r], 2 FA_EMU_ARG);
-            inv[r] = (l[mt][r] == 0.0f) ? 0.0f : 1.0f / l[mt][r];
-        }
-        const int row0 = q0 + wrow + 16 * mt + g, row1 = row0 + 8;
-#ifdef FA_O_TILE
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++) {
-            __local uint *p = (__local uint *)(o_s + (wrow + 16 * mt + g) * ROW + dt * 8 + 2 * t4);
-            p[0] = fa_pack2(acc[mt][dt].x * inv[0], acc[mt][dt].y * inv[0]);
-            p[4 * ROW] = fa_pack2(acc[mt][dt].z * inv[1], acc[mt][dt].w * inv[1]); /* 8 rows on */
-        }
-#else
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++) {
-            int col = dt * 8 + 2 * t4;
-            if (col < HEAD_DIM) {
-                if (row0 < out_rows)
-                    fa_store_pair(o, fa_qrow(obase, row0, seqlen_q, os1, os2) + col, col, acc[mt][dt].x * inv[0],
-                                  acc[mt][dt].y * inv[0]);
-                if (row1 < out_rows)
-                    fa_store_pair(o, fa_qrow(obase, row1, seqlen_q, os1, os2) + col, col, acc[mt][dt].z * inv[1],
-                                  acc[mt][dt].w * inv[1]);
-            }
-        }
-#endif
-        if (has_lse && t4 == 0) {
-            FA_PRAGMA_UNROLL
-            for (int r = 0; r < 2; r++) {
-                const int row = row0 + 8 * r;
-                if (row < out_rows)
-                    lse[FA_LSE_INDEX(row)] = fa_row_lse(m[mt][r], l[mt][r], scale);
-            }
-        }
-    }
-#ifdef FA_O_TILE
-    /* the warp's rows are its own (after the loop only this warp reads its rows of Q): the warp's
-     * lanes exchange them, a work-group barrier where the primitives are emulated */
-    fa_warp_sync();
-    FA_PRAGMA_UNROLL
-    for (int i = 0; i < WARP_ROWS * CH / 32; i++) {
-        const int e = lane + 32 * i, r = e / CH, c = e % CH;
-        const int row = q0 + wrow + r;
-        if (row < out_rows && 8 * c < HEAD_DIM)
-            *(__global uint4 *)((__global ushort *)o + fa_qrow(obase, row, seqlen_q, os1, os2) + 8 * c) =
-                *(__local const uint4 *)(o_s + (wrow + r) * ROW + 8 * c);
-    }
-#endif
+    FA_EPI_ROWS
+    FA_EPI_O_TILE_STORES
 #ifdef FA_PERSISTENT
     *jk_ = jk;
     *jv_ = jv;
