@@ -29,16 +29,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
     const int lid = (int)get_local_id(0);
     const int warp = lid / 32, lane = lid % 32;
     const int g = lane / 4, t4 = lane % 4;
-    (void)mask_rows, (void)mbar, (void)tile, (void)producer, (void)jk_, (void)jv_, (void)nq_;
-    FA_BLOCK_COORDS
-    __global const ushort *qg = (__global const ushort *)q;
-    __global const ushort *kg = (__global const ushort *)k;
-    __global const ushort *vg = (__global const ushort *)v;
-    const int kslice = warp % FA_KV_WARPS;        /* this warp's slice of each key block */
-    const int wrow = warp / FA_KV_WARPS * WARP_ROWS; /* its first row in the block */
-    const int koff = kslice * KW;                  /* its first key in a block */
-
-    const fa_row_map qmap = fa_q_map(FA_Q_HEAD0, qs1, qs2, seqlen_q);
+    FA_TILE_COORDS /* cl/fa_nv_fwd_tile.cl */
 #ifdef FA_MASK_TILE
     for (int r = lid; r < BLOCK_Q; r += WG)
         mask_rows[r] = FA_MASK_ROW(q0 + r);
@@ -87,30 +78,8 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
     barrier(CLK_LOCAL_MEM_FENCE); /* Q's space is K/V's from here on */
 #endif
 
-    /* the rows this lane holds: per m-tile, wrow + 16 mt + g and + 8 */
-    float m[MT][2], l[MT][2];
-    float4 acc[MT][DT];
-    FA_PRAGMA_UNROLL
-    for (int mt = 0; mt < MT; mt++) {
-        FA_PRAGMA_UNROLL
-        for (int r = 0; r < 2; r++) {
-            m[mt][r] = -INFINITY;
-            l[mt][r] = 0.0f;
-        }
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++)
-            acc[mt][dt] = (float4)(0.0f);
-    }
-
-    int blk_lo, blk_hi, unused, unused2;
-    FA_ROWS_SPAN(q0, q0 + BLOCK_Q - 1, &blk_lo, &unused, &unused2, &blk_hi);
-    FA_CLIP_KEYS(blk_lo, blk_hi);
-    /* keys every row of this warp sees: [clean_lo, clean_hi) (lo and hi grow with the position) */
-    int clean_lo = 0, clean_hi = 0;
-    if (q0 + wrow < nrows) /* rows past nrows (zeros, never written) need no mask: FA_ROWS_SPAN drops them */
-        FA_ROWS_SPAN(q0 + wrow, q0 + wrow + WARP_ROWS_SEEN - 1, &unused, &clean_hi, &clean_lo, &unused2);
-
-    const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
+    FA_TILE_ROW_STATE
+    FA_TILE_KEY_BLOCKS
 #if defined(FA_ASYNC)
     /* the first STAGES - 1 blocks; a commit group per block, empty past the end, so that
      * wait_group STAGES - 2 in the loop means "this block is in" */
