@@ -46,29 +46,12 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #endif
 
 #if defined(FA_Q_REGS) && defined(FA_KEYS_M)
-    /* the block's 8 rows of Q as B fragments (Q^T, row g as column g), for every k-step: dims in
-     * K's order (fa_q8_key_words) */
-    uint qt[KSTEPS][2];
-    FA_PRAGMA_UNROLL
-    for (int kk = 0; kk < KSTEPS; kk++) {
-        __local const ushort *r0 = q_s + g * ROW + t4 * (D_PAD / 4) + 4 * kk;
-        qt[kk][0] = *(__local const uint *)r0;
-        qt[kk][1] = *(__local const uint *)(r0 + 2);
-    }
-    barrier(CLK_LOCAL_MEM_FENCE); /* Q's space is the stages' from here on */
+    FA_Q8_KEYS_M_Q /* cl/fa_nv_fwd_q8.cl */
 #elif defined(FA_Q_REGS)
     /* this warp's 16 rows of Q as A fragments, for every k-step */
     uint qa[KSTEPS][4];
 #ifdef FA_Q8_FRAGS
-    /* dims t4 D/4 + 4 kk + {0, 1} and {2, 3} as k-step kk's positions 2 t4 + {0, 1} and {8, 9} */
-    FA_PRAGMA_UNROLL
-    for (int kk = 0; kk < KSTEPS; kk++) {
-        __local const ushort *r0 = q_s + (wrow + g) * ROW + t4 * (D_PAD / 4) + 4 * kk, *r1 = r0 + 8 * ROW;
-        qa[kk][0] = *(__local const uint *)r0;
-        qa[kk][1] = *(__local const uint *)r1;
-        qa[kk][2] = *(__local const uint *)(r0 + 2);
-        qa[kk][3] = *(__local const uint *)(r1 + 2);
-    }
+    FA_Q8_FRAGS_Q
 #else
     FA_PRAGMA_UNROLL
     for (int kk = 0; kk < KSTEPS; kk++)
@@ -149,84 +132,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #endif
 
 #ifdef FA_KEYS_M
-        /* S^T = K Q^T, a warp's key tile mt of 16 keys: lane (g, t4) has keys g and g + 8 (A's rows),
-         * dims in Q's order; st[mt] is (key g: rows 2 t4, 2 t4 + 1; key g + 8: the same rows) */
-        float4 st[KT];
-        FA_PRAGMA_UNROLL
-        for (int mt = 0; mt < KT; mt++) {
-            uint w[2][KSTEPS], d2[2];
-            FA_PRAGMA_UNROLL
-            for (int h = 0; h < 2; h++)
-                fa_q8_key_words(kq, koff + 16 * mt + FA_Q8_KEY(8 * h + g), t4, w[h], &d2[h]);
-            st[mt] = (float4)(0.0f);
-            FA_PRAGMA_UNROLL
-            for (int kk = 0; kk < KSTEPS; kk++) {
-                const uint2 a = fa_q8x4_scaled(w[0][kk], d2[0]), b = fa_q8x4_scaled(w[1][kk], d2[1]);
-                fa_mma(&st[mt], a.x, b.x, a.y, b.y, qt[kk][0], qt[kk][1] FA_EMU_ARG);
-            }
-        }
-        if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
-            int lo[2], hi[2];
-            FA_PRAGMA_UNROLL
-            for (int r = 0; r < 2; r++)
-                FA_ROW_RANGE(q0 + 2 * t4 + r, &lo[r], &hi[r]);
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < KT; mt++) {
-                const int key = kv0 + koff + 16 * mt + FA_Q8_KEY(g), key8 = kv0 + koff + 16 * mt + FA_Q8_KEY(g + 8);
-                st[mt].x = (key >= lo[0] && key < hi[0]) ? st[mt].x : -INFINITY;
-                st[mt].y = (key >= lo[1] && key < hi[1]) ? st[mt].y : -INFINITY;
-                st[mt].z = (key8 >= lo[0] && key8 < hi[0]) ? st[mt].z : -INFINITY;
-                st[mt].w = (key8 >= lo[1] && key8 < hi[1]) ? st[mt].w : -INFINITY;
-            }
-        }
-        /* online softmax by columns: a row's keys are across the 8 lanes of a t4 */
-        {
-            float mx0 = m[0][0], mx1 = m[0][1];
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < KT; mt++) {
-                mx0 = fmax(mx0, fmax(st[mt].x, st[mt].z));
-                mx1 = fmax(mx1, fmax(st[mt].y, st[mt].w));
-            }
-            FA_PRAGMA_UNROLL
-            for (int sh = 4; sh < 32; sh *= 2) {
-                mx0 = fmax(mx0, fa_shfl_xor(mx0, sh FA_EMU_ARG));
-                mx1 = fmax(mx1, fa_shfl_xor(mx1, sh FA_EMU_ARG));
-            }
-            const float uc0 = (mx0 == -INFINITY) ? 0.0f : mx0 * scale_log2;
-            const float uc1 = (mx1 == -INFINITY) ? 0.0f : mx1 * scale_log2;
-            if (mx0 != m[0][0] || mx1 != m[0][1]) {
-                const float d0 = fa_ex2(fma(m[0][0], scale_log2, -uc0)), d1 = fa_ex2(fma(m[0][1], scale_log2, -uc1));
-                FA_PRAGMA_UNROLL
-                for (int dm = 0; dm < DT / 2; dm++)
-                    acc[0][dm] *= (float4)(d0, d1, d0, d1);
-                l[0][0] *= d0;
-                l[0][1] *= d1;
-            }
-            m[0][0] = mx0;
-            m[0][1] = mx1;
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < KT; mt++) {
-                st[mt].x = fa_ex2(fma(st[mt].x, scale_log2, -uc0));
-                st[mt].y = fa_ex2(fma(st[mt].y, scale_log2, -uc1));
-                st[mt].z = fa_ex2(fma(st[mt].z, scale_log2, -uc0));
-                st[mt].w = fa_ex2(fma(st[mt].w, scale_log2, -uc1));
-                l[0][0] += st[mt].x + st[mt].z; /* this lane's keys; the 8 lanes are added at the end */
-                l[0][1] += st[mt].y + st[mt].w;
-            }
-        }
-        /* O^T += V^T P^T, a key tile a k-step: P^T's two 8 x 8 halves transposed are the B fragment
-         * (keys 2 t4 + {0, 1}, {8, 9} of column g); V^T's A fragments of dim tile dm are rows
-         * g D/8 + dm (row g) and g D/8 + D/16 + dm (row g + 8), O^T's the same */
-        FA_PRAGMA_UNROLL
-        for (int mt = 0; mt < KT; mt++) {
-            const uint b0 = fa_movmatrix_trans(fa_pack2(st[mt].x, st[mt].y) FA_EMU_ARG);
-            const uint b1 = fa_movmatrix_trans(fa_pack2(st[mt].z, st[mt].w) FA_EMU_ARG);
-            uint bv[2][DT];
-            fa_q8_value_frags(vq, koff + 16 * mt, t4, g, bv);
-            FA_PRAGMA_UNROLL
-            for (int dm = 0; dm < DT / 2; dm++)
-                fa_mma(&acc[0][dm], bv[0][dm], bv[0][DT / 2 + dm], bv[1][dm], bv[1][DT / 2 + dm], b0, b1 FA_EMU_ARG);
-        }
+        FA_Q8_KEYS_M_BLOCK
 #else
         /* S = Q K^T: s[mt][nt] holds rows (g, g+8) of m-tile mt x keys nt*8 + 2*t4 + {0,1} */
         float4 s[MT][NT];
@@ -330,63 +236,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #endif /* FA_KEYS_M */
     }
 #ifdef FA_KEYS_M
-    /* O^T, m and l into the layout of 16 rows a warp (rows g + 8 empty, never written): O^T's
-     * elements through a row of floats a row, this warp's 8 in local memory (once every warp is
-     * done with the stages), m and l (each row's sum over its 8 lanes) in the 9th */
-    fa_cp_async_wait_all();
-    barrier(CLK_LOCAL_MEM_FENCE);
-    {
-        __local float *const u = (__local float *)smem + warp * 16 * D_PAD;
-        FA_PRAGMA_UNROLL
-        for (int r = 0; r < 2; r++)
-            FA_PRAGMA_UNROLL
-            for (int sh = 4; sh < 32; sh *= 2)
-                l[0][r] += fa_shfl_xor(l[0][r], sh FA_EMU_ARG);
-        FA_PRAGMA_UNROLL
-        for (int dm = 0; dm < DT / 2; dm++) {
-            const int c0 = g * (D_PAD / 8) + dm, c1 = c0 + D_PAD / 16;
-            u[2 * t4 * D_PAD + c0] = acc[0][dm].x;
-            u[(2 * t4 + 1) * D_PAD + c0] = acc[0][dm].y;
-            u[2 * t4 * D_PAD + c1] = acc[0][dm].z;
-            u[(2 * t4 + 1) * D_PAD + c1] = acc[0][dm].w;
-        }
-        if (g == 0)
-            vstore4((float4)(m[0][0], l[0][0], m[0][1], l[0][1]), 0, u + 8 * D_PAD + 4 * t4);
-        barrier(CLK_LOCAL_MEM_FENCE);
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++) {
-            const float2 a = vload2(0, u + g * D_PAD + dt * 8 + 2 * t4);
-            acc[0][dt] = (float4)(a.x, a.y, 0.0f, 0.0f);
-        }
-        const float2 ml = vload2(0, u + 8 * D_PAD + 2 * g);
-        m[0][0] = ml.x;
-        l[0][0] = t4 == 0 ? ml.y : 0.0f; /* the 4 lanes of a row are added up at the end */
-        m[0][1] = -INFINITY;
-        l[0][1] = 0.0f;
-    }
+    FA_Q8_KEYS_M_OUT
 #elif defined(FA_Q8_FRAGS)
-    /* O's columns back in order: n-tile dt of lane (g, t4) holds dims 2 t4 D/8 + dt and that + D/8;
-     * through a row of floats a row, this warp's 16 in local memory (once every warp is done with
-     * the stages), then read back as the accumulator layout has them */
-    fa_cp_async_wait_all();
-    barrier(CLK_LOCAL_MEM_FENCE);
-    {
-        __local float *const u = (__local float *)smem + warp * 16 * D_PAD;
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++) {
-            const int c0 = 2 * t4 * (D_PAD / 8) + dt, c1 = c0 + D_PAD / 8;
-            u[g * D_PAD + c0] = acc[0][dt].x;
-            u[g * D_PAD + c1] = acc[0][dt].y;
-            u[(g + 8) * D_PAD + c0] = acc[0][dt].z;
-            u[(g + 8) * D_PAD + c1] = acc[0][dt].w;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++) {
-            const float2 a = vload2(0, u + g * D_PAD + dt * 8 + 2 * t4), b = vload2(0, u + (g + 8) * D_PAD + dt * 8 + 2 * t4);
-            acc[0][dt] = (float4)(a.x, a.y, b.x, b.y); /* not (float4)(a, b): Oclgrind 21.10 crashes on it */
-        }
-    }
+    FA_Q8_FRAGS_UNPERM
 #endif
 
 #ifdef FA_Q_ASYNC
