@@ -56,116 +56,22 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
         /* the producer: for block i, K_i (with Q at i = 0, and the mask's tile) into K stage jk %
          * NBUF, then V_{i-1} as V entry i into V stage jv % NBUF, each once its stage's previous
          * contents are released; entry 0 is zeros */
-        const int pl = lid - WG;
-#ifndef FA_PERSISTENT
-        fa_setmaxnreg_dec(FA_WG_PRODUCER_REGS);
-#ifdef FA_KV_TMA
-        if (pl != 0) /* one work-item copies everything (bulk tensor copies), the others are done */
-            return;
-        for (int i = 0; i < 3; i++)
-            fa_tma_map_acquire((__global const ulong *)scratch + FA_TMA_MAP_Q * 16 + 16 * i);
-#endif
-#else
-        int nq = *nq_;
-#endif
-#ifdef FA_KV_TMA
-        __global const ulong *const maps = (__global const ulong *)scratch;
-#endif
-#ifdef FA_MASK_TMA
-        __global const ulong *const mask_map = (__global const ulong *)scratch + FA_TMA_MAP_MASK * 16;
-        const int mask_c2 = ms1 != 0 ? h : 0, mask_c3 = ms0 != 0 ? (int)b : 0; /* broadcast dims: extent 1 */
-#ifndef FA_PERSISTENT /* there, once (the kernel) */
-        if (pl == 0)
-            fa_tma_map_acquire(mask_map);
-#endif
-#endif
+        FA_WG_PRODUCER_START /* cl/fa_nv_fwd_producer.cl */
         for (int kv0 = kv_first, i = 0;; kv0 += BLOCK_KV, i++) {
             const int more = kv0 < blk_hi;
             if (more) {
-                const int st = jk % NBUF;
-                fa_mbar_wait(kempty + st, ((uint)(jk / NBUF) & 1u) ^ 1u); /* the release of its last use */
-#ifdef FA_MASK_TMA
-                if (pl == 0) { /* first: the mask's bytes join K's stage barrier before any arrival */
-                    fa_mbar_expect_tx(kfull + st, BLOCK_Q * MASK_PITCH);
-                    FA_PRAGMA_UNROLL
-                    for (int p = 0; p < MASK_PANELS; p++)
-                        fa_tma_load_4d(mask_s + (st * MASK_PANELS + p) * BLOCK_Q * 128, mask_map, kv0 + p * (128 / MASK_ES),
-                                       q0, mask_c2, mask_c3, kfull + st);
-                }
-#endif
-#ifdef FA_KV_TMA
-                /* Q (block 0) and K_i: 64-column panels of the tiles, the tensor core's layout as they land */
-                fa_mbar_expect_tx(kfull + st, (i == 0 ? BLOCK_Q * D_PAD * 2 : 0) + BLOCK_KV * D_PAD * 2);
-                FA_PRAGMA_UNROLL
-                for (int p = 0; p < D_PAD / 64; p++)
-                    fa_tma_load_4d(k_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_K * 16, 64 * p, kv0, hk, (int)b,
-                                   kfull + st);
-                if (i == 0) {
-#ifdef FA_PERSISTENT
-                    if (nq > 0) /* the consumers are done with the previous tile's Q */
-                        fa_mbar_wait(qempty, (uint)(nq - 1) & 1u);
-                    nq++;
-#endif
-                    FA_PRAGMA_UNROLL
-                    for (int p = 0; p < D_PAD / 64; p++)
-                        fa_tma_load_4d(q_s + p * BLOCK_Q * 64, maps + FA_TMA_MAP_Q * 16, 64 * p, q0, h, (int)b, kfull + st);
-                }
-                fa_mbar_arrive(kfull + st);
-#else
-                if (i == 0)
-                    fa_copy_q_async(q_s, qg, qmap, q0, nrows, pl, CP_WG);
-                fa_load_kv_async(k_s + st * TILE, v_s, kg, vg, kmap, vmap, kv0, seqlen_k, pl, 1, 0);
-#ifndef FA_MASK_TMA
-                FA_MASK_TILE_COPY(st, kv0, pl)
-#endif
-                fa_mbar_arrive_copies(kfull + st);
-#endif
-                jk++;
+                FA_WG_PRODUCE_K
             }
 #ifdef FA_WG_PEEL
             if (i > 0 || !more) /* V_{i-1}; a tile without blocks: one entry of zeros */
 #endif
             {
-                const int st = jv % NBUF;
-#ifdef FA_PERSISTENT
-                /* entry 0: keys past the tensor's, which TMA fills with zeros */
-                fa_mbar_wait(vempty + st, ((uint)(jv / NBUF) & 1u) ^ 1u);
-                fa_mbar_expect_tx(vfull + st, BLOCK_KV * D_PAD * 2);
-                FA_PRAGMA_UNROLL
-                for (int p = 0; p < D_PAD / 64; p++)
-                    fa_tma_load_4d(v_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_V * 16, 64 * p,
-                                   i > 0 ? kv0 - BLOCK_KV : seqlen_k, hk, (int)b, vfull + st);
-                fa_mbar_arrive(vfull + st);
-#else
-                if (i == 0) { /* entry 0: the zeros written at the start */
-                    fa_mbar_arrive(vfull);
-                } else {
-                    fa_mbar_wait(vempty + st, ((uint)(jv / NBUF) & 1u) ^ 1u);
-#ifdef FA_KV_TMA
-                    fa_mbar_expect_tx(vfull + st, BLOCK_KV * D_PAD * 2);
-                    FA_PRAGMA_UNROLL
-                    for (int p = 0; p < D_PAD / 64; p++)
-                        fa_tma_load_4d(v_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_V * 16, 64 * p,
-                                       kv0 - BLOCK_KV, hk, (int)b, vfull + st);
-                    fa_mbar_arrive(vfull + st);
-#else
-                    fa_load_kv_async(k_s, v_s + st * TILE, kg, vg, kmap, vmap, kv0 - BLOCK_KV, seqlen_k, pl, 0, 1);
-                    fa_mbar_arrive_copies(vfull + st);
-#endif
-                }
-#endif
-                jv++;
+                FA_WG_PRODUCE_V
             }
             if (!more)
                 break;
         }
-#ifdef FA_PERSISTENT
-        *jk_ = jk;
-        *jv_ = jv;
-        *nq_ = nq;
-#else
-        fa_cp_async_wait_all();
-#endif
+        FA_WG_PRODUCER_END
         return; /* past here only named barriers of the consumers' work-items */
     }
 #ifndef FA_PERSISTENT
