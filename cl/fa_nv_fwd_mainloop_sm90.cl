@@ -95,17 +95,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
      * block j-1's O += P_{j-1} V_{j-1} are issued together, and block j's softmax runs while the
      * second is computed. O lives in ow; K_j and V_{j-1} are in local memory at once, so V trails K
      * by a block in the copies: block j's commit group copies K_{j+1} and V_j. */
-    float ow[D_PAD / 2];
-    FA_PRAGMA_UNROLL
-    for (int i = 0; i < D_PAD / 2; i++)
-        ow[i] = 0.0f;
-    /* The previous block's P. Every block issues and waits for the same products, the first with
-     * P = 0 against a zero V tile (ptxas serialises wgmma whose waits it cannot match; predicated
-     * off, it injects warpgroup.arrive, slower on an H200 at every d_pad: commit e0d134e) */
-    uint pa[KW / 16][4];
-    FA_PRAGMA_UNROLL
-    for (int kk2 = 0; kk2 < KW / 16; kk2++)
-        pa[kk2][0] = pa[kk2][1] = pa[kk2][2] = pa[kk2][3] = 0u;
+    FA_WG_PIPE_INIT /* cl/fa_nv_fwd_wgmma.cl */
 #ifdef FA_WG_PINGPONG
     /* FlashAttention-3's ping-pong of two warpgroups: they take turns issuing a block's products
      * (named barriers 1 and 2), so that one's softmax runs under the other's products; the second

@@ -41,3 +41,19 @@ inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV 
         }
     fa_wgmma_commit();
 }
+
+/* The pipeline's registers before a tile's first block: O (ow, D_PAD / 2 floats: the accumulator
+ * layout), zeros, and the previous block's P (pa, the A fragments of its key steps), zeros: every
+ * block issues and waits for the same products, the first with P = 0 against a zero V tile
+ * (ptxas serialises wgmma whose waits it cannot match; predicated off, it injects
+ * warpgroup.arrive, slower on an H200 at every d_pad: commit e0d134e). A statement macro, as
+ * cl/fa_nv_fwd_mask.cl's: it declares them in the mainloop. */
+#define FA_WG_PIPE_INIT                                          \
+    float ow[D_PAD / 2];                                         \
+    FA_PRAGMA_UNROLL                                             \
+    for (int i = 0; i < D_PAD / 2; i++)                          \
+        ow[i] = 0.0f;                                            \
+    uint pa[KW / 16][4];                                         \
+    FA_PRAGMA_UNROLL                                             \
+    for (int kk2 = 0; kk2 < KW / 16; kk2++)                      \
+        pa[kk2][0] = pa[kk2][1] = pa[kk2][2] = pa[kk2][3] = 0u;
