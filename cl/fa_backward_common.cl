@@ -79,6 +79,28 @@ inline fa_bw_seq fa_bw_sequence(int b, int seqlen_q, int seqlen_k, __global cons
     return s;
 }
 
+/* Each backward kernel's work-group, in dimension 0 (statement macros over the kernels' names):
+ * fa_backward_dkdv's is key block j0 (of nkb, BLOCK_KV keys each) of kv head hk of sequence b,
+ * fa_backward_dq's query block i0 (of nqb; the last blocks first: with a causal mask they see the
+ * most keys, a shorter tail) of query head h (kv head hk) of sequence b; seq is the sequence's rows,
+ * sq and sk its query rows and keys. */
+#define FA_BW_DKDV_BLOCK                                                                                      \
+    const int nkb = (seqlen_k + BLOCK_KV - 1) / BLOCK_KV, heads_kv = heads_q / group;                         \
+    const ulong gid = get_group_id(0);                                                                        \
+    const int j0 = (int)(gid % (ulong)nkb) * BLOCK_KV;                                                        \
+    const ulong bhk = gid / (ulong)nkb;                                                                       \
+    const ulong hk = bhk % (ulong)heads_kv, b = bhk / (ulong)heads_kv;                                        \
+    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);  \
+    const int sq = seq.sq, sk = seq.sk;
+#define FA_BW_DQ_BLOCK                                                                                        \
+    const int nqb = (seqlen_q + BLOCK_Q - 1) / BLOCK_Q;                                                       \
+    const ulong gid = get_group_id(0);                                                                        \
+    const int i0 = (nqb - 1 - (int)(gid % (ulong)nqb)) * BLOCK_Q;                                             \
+    const ulong bh = gid / (ulong)nqb;                                                                        \
+    const ulong h = bh % (ulong)heads_q, b = bh / (ulong)heads_q, hk = h / (ulong)group;                      \
+    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);  \
+    const int sq = seq.sq, sk = seq.sk;
+
 /* The LSE's (and D's) index of row 0 of query head h of sequence b: [B, Hq, Sq], or (varlen)
  * [Hq, total_q] */
 inline ulong fa_bw_lse_row0(ulong b, ulong h, int heads_q, int seqlen_q, fa_bw_seq s, int total_q)

@@ -11,13 +11,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
     FA_EMU_DECL(WARPS * WARPS_KEYS, warp)
 
-    const int nkb = (seqlen_k + BLOCK_KV - 1) / BLOCK_KV, heads_kv = heads_q / group;
-    const ulong gid = get_group_id(0);
-    const int j0 = (int)(gid % (ulong)nkb) * BLOCK_KV;
-    const ulong bhk = gid / (ulong)nkb;
-    const ulong hk = bhk % (ulong)heads_kv, b = bhk / (ulong)heads_kv;
-    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
-    const int sq = seq.sq, sk = seq.sk;
+    FA_BW_DKDV_BLOCK
     __global const fa_bw_elem *qg = (__global const fa_bw_elem *)q, *kg = (__global const fa_bw_elem *)k;
     __global const fa_bw_elem *vg = (__global const fa_bw_elem *)v, *dog = (__global const fa_bw_elem *)dout;
     const ulong kb = k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2;

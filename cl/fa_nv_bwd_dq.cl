@@ -10,14 +10,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     const int lid = (int)get_local_id(0), warp = lid / 32, lane = lid % 32, g = lane / 4, t4 = lane % 4;
     FA_EMU_DECL(WARPS, warp)
 
-    const int nqb = (seqlen_q + BLOCK_Q - 1) / BLOCK_Q;
-    const ulong gid = get_group_id(0);
-    /* the last query blocks first: with a causal mask they see the most keys (a shorter tail) */
-    const int i0 = (nqb - 1 - (int)(gid % (ulong)nqb)) * BLOCK_Q;
-    const ulong bh = gid / (ulong)nqb;
-    const ulong h = bh % (ulong)heads_q, b = bh / (ulong)heads_q, hk = h / (ulong)group;
-    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
-    const int sq = seq.sq, sk = seq.sk;
+    FA_BW_DQ_BLOCK
     __global const fa_bw_elem *qg = (__global const fa_bw_elem *)q, *kg = (__global const fa_bw_elem *)k;
     __global const fa_bw_elem *vg = (__global const fa_bw_elem *)v, *dog = (__global const fa_bw_elem *)dout;
     const ulong qh = q_off + b * (ulong)qs0 + h * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;
