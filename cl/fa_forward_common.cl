@@ -427,6 +427,32 @@ inline float fa_chunk_o(__global float *hi, __global float *lo, int first_chunk,
 }
 #define FA_CHUNK_MERGE(row, col, first_chunk, last_chunk, f, val)                                         \
     fa_chunk_o(FA_CHUNK_HI(row, col), FA_CHUNK_LO(row, col), first_chunk, last_chunk, f, val)
+/* The portable kernels' merge of a work-item's rows with the earlier chunks, every launch but the
+ * last leaving them (and (m, l)) for the next, which alone goes on (the whole work-group: last_chunk
+ * is the launch's). A statement macro over the kernels' names (m, l, acc[rows][chunks] of float4
+ * chunks of O, nrows, q0, scale_log2): n rows i, row_of their row; chunks float4 chunks c,
+ * chunk_of their chunk of the row's HEAD_DIM / 4. */
+#define FA_CHUNK_EPILOGUE(n, row_of, chunks, chunk_of)                                                    \
+    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;                           \
+    FA_PRAGMA_UNROLL                                                                                      \
+    for (int i = 0; i < (n); i++) {                                                                       \
+        const int row = row_of;                                                                           \
+        const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, last_chunk, &m[i], &l[i], scale_log2); \
+        FA_PRAGMA_UNROLL                                                                                  \
+        for (int c = 0; c < (chunks); c++) {                                                              \
+            const int chunk = chunk_of;                                                                   \
+            float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};                            \
+            FA_PRAGMA_UNROLL                                                                              \
+            for (int e = 0; e < 4; e++)                                                                   \
+                if (row < nrows && chunk < D4 && 4 * chunk + e < HEAD_DIM)                                \
+                    x[e] = FA_CHUNK_MERGE(row, 4 * chunk + e, first_chunk, last_chunk, f, x[e]);          \
+            acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);                                                 \
+        }                                                                                                 \
+    }                                                                                                     \
+    if (!last_chunk)                                                                                      \
+        return;
+#else
+#define FA_CHUNK_EPILOGUE(n, row_of, chunks, chunk_of)
 #endif
 
 /* Visible key range [lo, hi) of the query row at position pos (< seqlen_q): causal and windows
