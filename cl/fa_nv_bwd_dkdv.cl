@@ -98,146 +98,31 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         FA_PRAGMA_UNROLL
         for (int p0 = 0; p0 < BLOCK_Q; p0 += PASS) {
 #ifdef FA_BW_ROLES
-            /* x: S^T = K Q^T (role 0) or dP^T = V dO^T (role 1), [nt] keys (g, g + 8) x rows p0 + nt * 8
-             * + 2 t4 + {0, 1}; role 0 puts P^T into p_x */
-            float4 x[NTP];
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NTP; nt++)
-                x[nt] = (float4)(0.0f);
-            __local const float *const xa = role ? v_s : k_s, *const xb = role ? do_s : q_s;
-            FA_PRAGMA_UNROLL
-            for (int kk = 0; kk < KSTEPS; kk++)
-                fa_tf_product_rows(x, NTP, xa + wkey * ROW + kk * 8, xb + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);
-            { /* P^T (role 0's; role 1 computes the same from its dP^T and drops it: no branch) */
-                const long row_lo = (long)i0 + p0;
-                const int mask = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left,
-                                                    win_right);
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NTP; nt++) {
-                    const int r = p0 + nt * 8 + 2 * t4;
-                    float4 p = x[nt], unused = x[nt];
-                    fa_bw_p_ds(&p, &unused, (float4)(l_s[r], l_s[r + 1], l_s[r], l_s[r + 1]), (float4)(0.0f),
-                               scale_log2, mask, 1, key0 + g, (long)i0 + r, sq, sk, win_left, win_right);
-                    if (role == 0)
-                        p_x[warp / 2][nt][lane] = p;
-                }
-            }
-            barrier(CLK_LOCAL_MEM_FENCE); /* P^T is in p_x */
-            /* dV += P^T dO (role 0) or dK += dS^T Q (role 1), dS^T = P^T (dP^T - D) (0 wherever P^T is
-             * masked), over the pass's rows, 8 at a time; both take P^T from p_x (on PoCL, x rewritten
-             * in place here came out wrong for role 0) */
-            __local const float *const xc = role ? q_s : do_s;
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NTP; nt++) {
-                const int r = p0 + nt * 8 + 2 * t4;
-                const float4 p = p_x[warp / 2][nt][lane];
-                const float4 a = role ? p * (x[nt] - (float4)(d_s[r], d_s[r + 1], d_s[r], d_s[r + 1])) : p;
-                fa_tf_product_cols(acc, a, xc + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
-            }
-            if (BLOCK_Q / PASS > 1)
-                barrier(CLK_LOCAL_MEM_FENCE); /* role 1 is done with p_x before the next pass */
+            FA_BW_DKDV_ROLES_PASS /* cl/fa_nv_bwd_tf32.cl */
 #else
             /* S^T = K Q^T and dP^T = V dO^T: [nt] holds keys (g, g + 8) x rows p0 + nt * 8 + 2 t4 + {0, 1} */
             float4 st[NTP], dpt[NTP];
-#if defined(FA_BW_WG_PIPE)
-            fa_bw_wg_scores_take(st, dpt, sw, dpw);
-#elif defined(FA_WGMMA)
-            {
-                float sw[32], dpw[32];
-                fa_bw_wg_scores_issue(sw, dpw, k_s, q_s, v_s, do_s);
-                fa_bw_wg_scores_take(st, dpt, sw, dpw);
-            }
-#else
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NTP; nt++)
-                st[nt] = dpt[nt] = (float4)(0.0f);
-            FA_PRAGMA_UNROLL
-            for (int kk = 0; kk < KSTEPS; kk++) {
-#if FA_DTYPE == 0
-                fa_tf_product_rows(st, NTP, k_s + wkey * ROW + kk * 8, q_s + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);
-                fa_tf_product_rows(dpt, NTP, v_s + wkey * ROW + kk * 8, do_s + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);
-#else
-                uint ka[4], va[4];
-                fa_ldsm_x4(k_s + (wkey + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &ka[0], &ka[1], &ka[2],
-                           &ka[3] FA_EMU_ARG);
-                fa_ldsm_x4(v_s + (wkey + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &va[0], &va[1], &va[2],
-                           &va[3] FA_EMU_ARG);
-                FA_PRAGMA_UNROLL
-                for (int nt = 0; nt < NTP; nt += 2) {
-                    const int at = (p0 + (nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8;
-                    uint b0, b1, b2, b3;
-                    fa_ldsm_x4(q_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                    fa_mma(&st[nt], ka[0], ka[1], ka[2], ka[3], b0, b1 FA_EMU_ARG);
-                    fa_mma(&st[nt + 1], ka[0], ka[1], ka[2], ka[3], b2, b3 FA_EMU_ARG);
-                    fa_ldsm_x4(do_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                    fa_mma(&dpt[nt], va[0], va[1], va[2], va[3], b0, b1 FA_EMU_ARG);
-                    fa_mma(&dpt[nt + 1], va[0], va[1], va[2], va[3], b2, b3 FA_EMU_ARG);
-                }
-#endif
-            }
-#endif
+            FA_BW_DKDV_SCORES /* the family's atoms: cl/fa_nv_bwd_mma.cl, _tf32.cl, _wgmma.cl */
             /* P^T and dS^T in place; the per-element mask only where some of this warp's 16 keys x
              * the pass's rows is not visible */
             const long row_lo = (long)i0 + p0;
             const int mask = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left, win_right);
-#if FA_DTYPE != 0
-            uint pa[NTP / 2][4], dsa[NTP / 2][4]; /* packed as the A fragments of 16 rows each */
-#endif
+            /* packed as the A fragments of 16 rows each */
+            FA_BW_16BIT(uint pa[NTP / 2][4], dsa[NTP / 2][4];)
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NTP; nt++) {
                 const int r = p0 + nt * 8 + 2 * t4;
                 fa_bw_p_ds(&st[nt], &dpt[nt], (float4)(l_s[r], l_s[r + 1], l_s[r], l_s[r + 1]),
                            (float4)(d_s[r], d_s[r + 1], d_s[r], d_s[r + 1]), scale_log2, mask, 1, key0 + g,
                            (long)i0 + r, sq, sk, win_left, win_right);
-#if FA_DTYPE != 0
-                FA_BW_PACK_A(pa, nt, st[nt]);
-                FA_BW_PACK_A(dsa, nt, dpt[nt]);
-#endif
+                FA_BW_16BIT(FA_BW_PACK_A(pa, nt, st[nt]); FA_BW_PACK_A(dsa, nt, dpt[nt]);)
             }
             /* dV += P^T dO, dK += dS^T Q over the pass's rows */
-#if defined(FA_WGMMA) /* (st is S^T here; later is the step's) */
-            fa_bw_wg_acc(dvw, pa, do_s, later);
-            fa_bw_wg_acc(dkw, dsa, q_s, later);
-#ifndef FA_BW_WG_PIPE
-            fa_wgmma_wait(D_PAD)(dvw); /* before the next step's copies overwrite Q and dO */
-            fa_wgmma_wait(D_PAD)(dkw);
-#endif
-#elif FA_DTYPE == 0
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NTP; nt++) /* 8 rows at a time */
-                fa_tf_product_cols(dv_acc, st[nt], do_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NTP; nt++)
-                fa_tf_product_cols(dk_acc, dpt[nt], q_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
-#else
-            FA_PRAGMA_UNROLL
-            for (int kk2 = 0; kk2 < NTP / 2; kk2++) { /* 16 rows at a time */
-                FA_PRAGMA_UNROLL
-                for (int dt = 0; dt < DT; dt += 2) {
-                    const int at = (p0 + kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8;
-                    uint b0, b1, b2, b3;
-                    fa_ldsm_x4_trans(do_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                    fa_mma(&dv_acc[dt], pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3], b0, b1 FA_EMU_ARG);
-                    fa_mma(&dv_acc[dt + 1], pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3], b2, b3 FA_EMU_ARG);
-                    fa_ldsm_x4_trans(q_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                    fa_mma(&dk_acc[dt], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b0, b1 FA_EMU_ARG);
-                    fa_mma(&dk_acc[dt + 1], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b2, b3 FA_EMU_ARG);
-                }
-            }
-#endif
+            FA_BW_DKDV_ACC
 #endif /* FA_BW_ROLES */
         }
     }
-#ifdef FA_WGMMA
-    fa_wgmma_wait(D_PAD)(dvw);
-    fa_wgmma_wait(D_PAD)(dkw);
-    if (steps > 0) /* else no product set them: 0 */
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++) {
-            dk_acc[dt] = (float4)(dkw[4 * dt], dkw[4 * dt + 1], dkw[4 * dt + 2], dkw[4 * dt + 3]);
-            dv_acc[dt] = (float4)(dvw[4 * dt], dvw[4 * dt + 1], dvw[4 * dt + 2], dvw[4 * dt + 3]);
-        }
-#endif
+    FA_BW_DKDV_FINISH
     /* this lane's elements: keys g and g + 8 of the warp's 16 */
     FA_PRAGMA_UNROLL
     for (int r = 0; r < 2; r++) {

@@ -78,87 +78,20 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
 
         /* S = Q K^T and dP = dO V^T: [nt] holds rows (g, g + 8) x keys nt * 8 + 2 t4 + {0, 1} */
         float4 s[NTK], dp[NTK];
-#if defined(FA_BW_WG_PIPE)
-        fa_bw_wg_scores_take(s, dp, sw, dpw);
-#elif defined(FA_WGMMA)
-        {
-            float sw[32], dpw[32];
-            fa_bw_wg_scores_issue(sw, dpw, q_s, k_s, do_s, v_s);
-            fa_bw_wg_scores_take(s, dp, sw, dpw);
-        }
-#else
-        FA_PRAGMA_UNROLL
-        for (int nt = 0; nt < NTK; nt++)
-            s[nt] = dp[nt] = (float4)(0.0f);
-        FA_PRAGMA_UNROLL
-        for (int kk = 0; kk < KSTEPS; kk++) {
-#if FA_DTYPE == 0
-            fa_tf_product_rows(s, NTK, q_s + wrow * ROW + kk * 8, k_s + kk * 8, g, t4 FA_EMU_ARG);
-            fa_tf_product_rows(dp, NTK, do_s + wrow * ROW + kk * 8, v_s + kk * 8, g, t4 FA_EMU_ARG);
-#else
-            uint qa[4], da[4];
-            fa_ldsm_x4(q_s + (wrow + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &qa[0], &qa[1], &qa[2],
-                       &qa[3] FA_EMU_ARG);
-            fa_ldsm_x4(do_s + (wrow + lane % 16) * ROW + kk * 16 + (lane / 16) * 8, &da[0], &da[1], &da[2],
-                       &da[3] FA_EMU_ARG);
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NTK; nt += 2) {
-                const int at = ((nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8;
-                uint b0, b1, b2, b3;
-                fa_ldsm_x4(k_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                fa_mma(&s[nt], qa[0], qa[1], qa[2], qa[3], b0, b1 FA_EMU_ARG);
-                fa_mma(&s[nt + 1], qa[0], qa[1], qa[2], qa[3], b2, b3 FA_EMU_ARG);
-                fa_ldsm_x4(v_s + at, &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                fa_mma(&dp[nt], da[0], da[1], da[2], da[3], b0, b1 FA_EMU_ARG);
-                fa_mma(&dp[nt + 1], da[0], da[1], da[2], da[3], b2, b3 FA_EMU_ARG);
-            }
-#endif
-        }
-#endif
+        FA_BW_DQ_SCORES /* the family's atoms: cl/fa_nv_bwd_mma.cl, _tf32.cl, _wgmma.cl */
         /* dS in place of dP */
         const int mask = !fa_bw_all_visible(j0, (long)j0 + BLOCK_KV - 1, wr0, wr0 + 15, sq, sk, win_left, win_right);
-#if FA_DTYPE != 0
-        uint dsa[NTK / 2][4]; /* packed as the A fragments of 16 keys each */
-#endif
+        FA_BW_16BIT(uint dsa[NTK / 2][4];) /* packed as the A fragments of 16 keys each */
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NTK; nt++) {
             fa_bw_p_ds(&s[nt], &dp[nt], (float4)(ld0.x, ld0.x, ld1.x, ld1.x), (float4)(ld0.y, ld0.y, ld1.y, ld1.y),
                        scale_log2, mask, 0, wr0 + g, (long)j0 + nt * 8 + 2 * t4, sq, sk, win_left, win_right);
-#if FA_DTYPE != 0
-            FA_BW_PACK_A(dsa, nt, dp[nt]);
-#endif
+            FA_BW_16BIT(FA_BW_PACK_A(dsa, nt, dp[nt]);)
         }
         /* dQ += dS K over the block's keys */
-#if defined(FA_WGMMA)
-        fa_bw_wg_acc(dqw, dsa, k_s, j0 > j_first);
-#ifndef FA_BW_WG_PIPE
-        fa_wgmma_wait(D_PAD)(dqw); /* before the next block's copies overwrite K */
-#endif
-#elif FA_DTYPE == 0
-        FA_PRAGMA_UNROLL
-        for (int nt = 0; nt < NTK; nt++) /* 8 keys at a time */
-            fa_tf_product_cols(dq_acc, dp[nt], k_s + nt * 8 * ROW, g, t4 FA_EMU_ARG);
-#else
-        FA_PRAGMA_UNROLL
-        for (int kk2 = 0; kk2 < NTK / 2; kk2++) { /* 16 keys at a time */
-            FA_PRAGMA_UNROLL
-            for (int dt = 0; dt < DT; dt += 2) {
-                uint b0, b1, b2, b3;
-                fa_ldsm_x4_trans(k_s + (kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8, &b0,
-                                 &b1, &b2, &b3 FA_EMU_ARG);
-                fa_mma(&dq_acc[dt], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b0, b1 FA_EMU_ARG);
-                fa_mma(&dq_acc[dt + 1], dsa[kk2][0], dsa[kk2][1], dsa[kk2][2], dsa[kk2][3], b2, b3 FA_EMU_ARG);
-            }
-        }
-#endif
+        FA_BW_DQ_ACC
     }
-#ifdef FA_WGMMA
-    fa_wgmma_wait(D_PAD)(dqw);
-    if (j_first < keys.y) /* else no product set them: 0 */
-        FA_PRAGMA_UNROLL
-        for (int dt = 0; dt < DT; dt++)
-            dq_acc[dt] = (float4)(dqw[4 * dt], dqw[4 * dt + 1], dqw[4 * dt + 2], dqw[4 * dt + 3]);
-#endif
+    FA_BW_DQ_FINISH
     FA_PRAGMA_UNROLL
     for (int r = 0; r < 2; r++) {
         const long row = wr0 + g + 8 * r;

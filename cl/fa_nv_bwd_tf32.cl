@@ -67,4 +67,84 @@ inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, float
         fa_mma_tf32x3(&acc[dt], ab, as, bb, bs FA_EMU_ARG);
     }
 }
+
+/* The atoms the kernels (cl/fa_nv_bwd_dkdv.cl, _dq.cl) are written in, one definition a family
+ * (cl/fa_nv_bwd_mma.cl, _tf32.cl, _wgmma.cl; statement macros over the kernels' names, as the
+ * forward's cl/fa_nv_fwd_mask.cl): FA_BW_DKDV_SCORES, S^T = K Q^T and dP^T = V dO^T of a pass (st,
+ * dpt: keys g, g + 8 of the warp's 16 x rows p0 + 8 nt + 2 t4 + {0, 1}); FA_BW_DKDV_ACC, dV += P^T
+ * dO and dK += dS^T Q; FA_BW_DKDV_FINISH after the steps; FA_BW_DQ_SCORES, S = Q K^T and dP = dO
+ * V^T of a key block (s, dp: rows g, g + 8 of the warp's 16 x keys 8 nt + 2 t4 + {0, 1});
+ * FA_BW_DQ_ACC, dQ += dS K; FA_BW_DQ_FINISH after the blocks. */
+#define FA_BW_DKDV_SCORES                                                                                     \
+    FA_PRAGMA_UNROLL                                                                                          \
+    for (int nt = 0; nt < NTP; nt++)                                                                          \
+        st[nt] = dpt[nt] = (float4)(0.0f);                                                                    \
+    FA_PRAGMA_UNROLL                                                                                          \
+    for (int kk = 0; kk < KSTEPS; kk++) {                                                                     \
+        fa_tf_product_rows(st, NTP, k_s + wkey * ROW + kk * 8, q_s + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);    \
+        fa_tf_product_rows(dpt, NTP, v_s + wkey * ROW + kk * 8, do_s + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);  \
+    }
+#define FA_BW_DKDV_ACC                                                                     \
+    FA_PRAGMA_UNROLL                                                                       \
+    for (int nt = 0; nt < NTP; nt++)                                                       \
+        fa_tf_product_cols(dv_acc, st[nt], do_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);  \
+    FA_PRAGMA_UNROLL                                                                       \
+    for (int nt = 0; nt < NTP; nt++)                                                       \
+        fa_tf_product_cols(dk_acc, dpt[nt], q_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
+#define FA_BW_DKDV_FINISH
+#define FA_BW_DQ_SCORES                                                                           \
+    FA_PRAGMA_UNROLL                                                                              \
+    for (int nt = 0; nt < NTK; nt++)                                                              \
+        s[nt] = dp[nt] = (float4)(0.0f);                                                          \
+    FA_PRAGMA_UNROLL                                                                              \
+    for (int kk = 0; kk < KSTEPS; kk++) {                                                         \
+        fa_tf_product_rows(s, NTK, q_s + wrow * ROW + kk * 8, k_s + kk * 8, g, t4 FA_EMU_ARG);    \
+        fa_tf_product_rows(dp, NTK, do_s + wrow * ROW + kk * 8, v_s + kk * 8, g, t4 FA_EMU_ARG);  \
+    }
+#define FA_BW_DQ_ACC                                                               \
+    FA_PRAGMA_UNROLL                                                               \
+    for (int nt = 0; nt < NTK; nt++)                                               \
+        fa_tf_product_cols(dq_acc, dp[nt], k_s + nt * 8 * ROW, g, t4 FA_EMU_ARG);
+#define FA_BW_DQ_FINISH
+
+/* FA_BW_ROLES: a pass of the dkdv kernel with its two warps a key tile in roles: x is S^T = K Q^T
+ * (role 0) or dP^T = V dO^T (role 1), [nt] keys (g, g + 8) x rows p0 + nt * 8 + 2 t4 + {0, 1};
+ * role 0 puts P^T into p_x (role 1 computes the same from its dP^T and drops it: no branch); then
+ * dV += P^T dO (role 0) or dK += dS^T Q (role 1), dS^T = P^T (dP^T - D) (0 wherever P^T is
+ * masked), over the pass's rows, 8 at a time; both take P^T from p_x (on PoCL, x rewritten in place
+ * came out wrong for role 0), role 1 done with p_x before the next pass. */
+#define FA_BW_DKDV_ROLES_PASS                                                                              \
+    float4 x[NTP];                                                                                         \
+    FA_PRAGMA_UNROLL                                                                                       \
+    for (int nt = 0; nt < NTP; nt++)                                                                       \
+        x[nt] = (float4)(0.0f);                                                                            \
+    __local const float *const xa = role ? v_s : k_s, *const xb = role ? do_s : q_s;                       \
+    FA_PRAGMA_UNROLL                                                                                       \
+    for (int kk = 0; kk < KSTEPS; kk++)                                                                    \
+        fa_tf_product_rows(x, NTP, xa + wkey * ROW + kk * 8, xb + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);    \
+    {                                                                                                      \
+        const long row_lo = (long)i0 + p0;                                                                 \
+        const int mask = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left,  \
+                                            win_right);                                                    \
+        FA_PRAGMA_UNROLL                                                                                   \
+        for (int nt = 0; nt < NTP; nt++) {                                                                 \
+            const int r = p0 + nt * 8 + 2 * t4;                                                            \
+            float4 p = x[nt], unused = x[nt];                                                              \
+            fa_bw_p_ds(&p, &unused, (float4)(l_s[r], l_s[r + 1], l_s[r], l_s[r + 1]), (float4)(0.0f),      \
+                       scale_log2, mask, 1, key0 + g, (long)i0 + r, sq, sk, win_left, win_right);          \
+            if (role == 0)                                                                                 \
+                p_x[warp / 2][nt][lane] = p;                                                               \
+        }                                                                                                  \
+    }                                                                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
+    __local const float *const xc = role ? q_s : do_s;                                                     \
+    FA_PRAGMA_UNROLL                                                                                       \
+    for (int nt = 0; nt < NTP; nt++) {                                                                     \
+        const int r = p0 + nt * 8 + 2 * t4;                                                                \
+        const float4 p = p_x[warp / 2][nt][lane];                                                          \
+        const float4 a = role ? p * (x[nt] - (float4)(d_s[r], d_s[r + 1], d_s[r], d_s[r + 1])) : p;        \
+        fa_tf_product_cols(acc, a, xc + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);                            \
+    }                                                                                                      \
+    if (BLOCK_Q / PASS > 1)                                                                                \
+        barrier(CLK_LOCAL_MEM_FENCE);
 #endif

@@ -56,3 +56,63 @@ inline __attribute__((always_inline)) void fa_bw_wg_acc(float *acc, uint a[4][4]
                            add || kk2 > 0);
     fa_wgmma_commit();
 }
+
+/* The atoms the kernels (cl/fa_nv_bwd_dkdv.cl, _dq.cl) are written in, one definition a family
+ * (cl/fa_nv_bwd_mma.cl, _tf32.cl, _wgmma.cl; statement macros over the kernels' names, as the
+ * forward's cl/fa_nv_fwd_mask.cl): FA_BW_DKDV_SCORES, S^T = K Q^T and dP^T = V dO^T of a pass (st,
+ * dpt: keys g, g + 8 of the warp's 16 x rows p0 + 8 nt + 2 t4 + {0, 1}); FA_BW_DKDV_ACC, dV += P^T
+ * dO and dK += dS^T Q; FA_BW_DKDV_FINISH after the steps; FA_BW_DQ_SCORES, S = Q K^T and dP = dO
+ * V^T of a key block (s, dp: rows g, g + 8 of the warp's 16 x keys 8 nt + 2 t4 + {0, 1});
+ * FA_BW_DQ_ACC, dQ += dS K; FA_BW_DQ_FINISH after the blocks. */
+#ifdef FA_BW_WG_PIPE
+/* the scores issued behind the previous step's accumulations (at the step's start), taken here; the
+ * accumulations not waited for */
+#define FA_BW_DKDV_SCORES                    \
+    fa_bw_wg_scores_take(st, dpt, sw, dpw);
+#define FA_BW_DKDV_ACC                   \
+    fa_bw_wg_acc(dvw, pa, do_s, later);  \
+    fa_bw_wg_acc(dkw, dsa, q_s, later);
+#define FA_BW_DQ_SCORES                    \
+    fa_bw_wg_scores_take(s, dp, sw, dpw);
+#define FA_BW_DQ_ACC                            \
+    fa_bw_wg_acc(dqw, dsa, k_s, j0 > j_first);
+#else
+/* the scores issued and taken; the accumulations waited for before the next copies overwrite their
+ * operands */
+#define FA_BW_DKDV_SCORES                                     \
+    {                                                         \
+        float sw[32], dpw[32];                                \
+        fa_bw_wg_scores_issue(sw, dpw, k_s, q_s, v_s, do_s);  \
+        fa_bw_wg_scores_take(st, dpt, sw, dpw);               \
+    }
+#define FA_BW_DKDV_ACC                   \
+    fa_bw_wg_acc(dvw, pa, do_s, later);  \
+    fa_bw_wg_acc(dkw, dsa, q_s, later);  \
+    fa_wgmma_wait(D_PAD)(dvw);           \
+    fa_wgmma_wait(D_PAD)(dkw);
+#define FA_BW_DQ_SCORES                                       \
+    {                                                         \
+        float sw[32], dpw[32];                                \
+        fa_bw_wg_scores_issue(sw, dpw, q_s, k_s, do_s, v_s);  \
+        fa_bw_wg_scores_take(s, dp, sw, dpw);                 \
+    }
+#define FA_BW_DQ_ACC                            \
+    fa_bw_wg_acc(dqw, dsa, k_s, j0 > j_first);  \
+    fa_wgmma_wait(D_PAD)(dqw);
+#endif
+/* the accumulators out of the warpgroup's registers, after the last products (none: zeros) */
+#define FA_BW_DKDV_FINISH                                                                           \
+    fa_wgmma_wait(D_PAD)(dvw);                                                                      \
+    fa_wgmma_wait(D_PAD)(dkw);                                                                      \
+    if (steps > 0)                                                                                  \
+        FA_PRAGMA_UNROLL                                                                            \
+        for (int dt = 0; dt < DT; dt++) {                                                           \
+            dk_acc[dt] = (float4)(dkw[4 * dt], dkw[4 * dt + 1], dkw[4 * dt + 2], dkw[4 * dt + 3]);  \
+            dv_acc[dt] = (float4)(dvw[4 * dt], dvw[4 * dt + 1], dvw[4 * dt + 2], dvw[4 * dt + 3]);  \
+        }
+#define FA_BW_DQ_FINISH                                                                             \
+    fa_wgmma_wait(D_PAD)(dqw);                                                                      \
+    if (j_first < keys.y)                                                                           \
+        FA_PRAGMA_UNROLL                                                                            \
+        for (int dt = 0; dt < DT; dt++)                                                             \
+            dq_acc[dt] = (float4)(dqw[4 * dt], dqw[4 * dt + 1], dqw[4 * dt + 2], dqw[4 * dt + 3]);

@@ -10,8 +10,8 @@
 #include <string.h>
 
 static const char *const files[] = {"fa_common.cl", "fa_nv_ptx.cl", "fa_backward_common.cl", "fa_nv_bwd_config.cl",
-                                    "fa_nv_bwd_io.cl", "fa_nv_bwd_softmax.cl", "fa_nv_bwd_dkdv.cl",
-                                    "fa_nv_bwd_dq.cl"};
+                                    "fa_nv_bwd_io.cl", "fa_nv_bwd_softmax.cl", "fa_nv_bwd_mma.cl",
+                                    "fa_nv_bwd_dkdv.cl", "fa_nv_bwd_dq.cl"};
 static const char *const files_tf32[] = {"fa_common.cl", "fa_nv_ptx.cl", "fa_backward_common.cl",
                                          "fa_nv_bwd_config.cl", "fa_nv_bwd_io.cl", "fa_nv_bwd_softmax.cl",
                                          "fa_nv_bwd_tf32.cl", "fa_nv_bwd_dkdv.cl", "fa_nv_bwd_dq.cl"};
