@@ -141,52 +141,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NT; nt++)
                 s[mt][nt] = (float4)(0.0f);
-#if defined(FA_Q8_FRAGS)
-        /* lane (g, t4): key g of n-tile nt, dims t4 D/4 .. + D/4 (within one q8_0 block: one scale),
-         * a word a k-step */
-        FA_PRAGMA_UNROLL
-        for (int nt = 0; nt < NT; nt++) {
-            uint w[KSTEPS], d2;
-            fa_q8_key_words(kq, koff + nt / 2 * 16 + FA_Q8_KEY(nt % 2 * 8 + g), t4, w, &d2);
-            FA_PRAGMA_UNROLL
-            for (int kk = 0; kk < KSTEPS; kk++) {
-                const uint2 b = fa_q8x4_scaled(w[kk], d2);
-                fa_mma(&s[0][nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b.x, b.y FA_EMU_ARG);
-            }
-        }
-#elif defined(FA_Q_REGS)
-        FA_PRAGMA_UNROLL
-        for (int nt = 0; nt < NT; nt++) {
-            FA_PRAGMA_UNROLL
-            for (int kk = 0; kk < KSTEPS; kk += 2) {
-                uint b0, b1, b2, b3;
-                fa_ldsm_x4(kc + (koff + nt * 8 + lane % 8) * ROW + kk * 16 + (lane / 8) * 8, &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                fa_mma(&s[0][nt], qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3], b0, b1 FA_EMU_ARG);
-                fa_mma(&s[0][nt], qa[kk + 1][0], qa[kk + 1][1], qa[kk + 1][2], qa[kk + 1][3], b2, b3 FA_EMU_ARG);
-            }
-        }
-#else
-        FA_PRAGMA_UNROLL
-        for (int kk = 0; kk < KSTEPS; kk++) {
-            uint qf[MT][4];
-            FA_PRAGMA_UNROLL
-            for (int mt = 0; mt < MT; mt++)
-                fa_ldsm_x4(q_s + (wrow + 16 * mt + lane % 16) * ROW + kk * 16 + (lane / 16) * 8,
-                           &qf[mt][0], &qf[mt][1], &qf[mt][2], &qf[mt][3] FA_EMU_ARG);
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NT; nt += 2) {
-                /* matrices: keys of n-tile nt (k 0-7, 8-15), then of n-tile nt + 1 */
-                uint b0, b1, b2, b3;
-                fa_ldsm_x4(kc + (koff + (nt + lane / 16) * 8 + lane % 8) * ROW + kk * 16 + ((lane / 8) % 2) * 8,
-                           &b0, &b1, &b2, &b3 FA_EMU_ARG);
-                FA_PRAGMA_UNROLL
-                for (int mt = 0; mt < MT; mt++) {
-                    fa_mma(&s[mt][nt], qf[mt][0], qf[mt][1], qf[mt][2], qf[mt][3], b0, b1 FA_EMU_ARG);
-                    fa_mma(&s[mt][nt + 1], qf[mt][0], qf[mt][1], qf[mt][2], qf[mt][3], b2, b3 FA_EMU_ARG);
-                }
-            }
-        }
-#endif
+        FA_MMA_S /* cl/fa_nv_fwd_mma.cl */
 
         /* the attention mask's terms, then the visibility mask (cl/fa_nv_fwd_mask.cl) */
         FA_MASK_TERMS
@@ -208,30 +163,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
                 pa[mt][2] = fa_pack2(s[mt][2 * kk2 + 1].x, s[mt][2 * kk2 + 1].y);
                 pa[mt][3] = fa_pack2(s[mt][2 * kk2 + 1].z, s[mt][2 * kk2 + 1].w);
             }
-#ifdef FA_Q8_FRAGS
-            /* lane (g, t4): keys 2 t4 + {0, 1} (b0) and + {8, 9} (b1) of the k-step, dims g D/8 .. + D/8
-             * (column g of n-tile dt is dim g D/8 + dt), within one q8_0 block: a key's words
-             * byte-interleaved with its pair's give a register of both keys' values a column */
-            {
-                uint bv[2][DT];
-                fa_q8_value_frags(vq, koff + kk2 * 16, t4, g, bv);
-                FA_PRAGMA_UNROLL
-                for (int dt = 0; dt < DT; dt++)
-                    fa_mma(&acc[0][dt], pa[0][0], pa[0][1], pa[0][2], pa[0][3], bv[0][dt], bv[1][dt] FA_EMU_ARG);
-            }
-#else
-            FA_PRAGMA_UNROLL
-            for (int dt = 0; dt < DT; dt += 2) {
-                uint b0, b1, b2, b3;
-                fa_ldsm_x4_trans(vc + (koff + kk2 * 16 + ((lane / 8) % 2) * 8 + lane % 8) * ROW + (dt + lane / 16) * 8, &b0,
-                                 &b1, &b2, &b3 FA_EMU_ARG);
-                FA_PRAGMA_UNROLL
-                for (int mt = 0; mt < MT; mt++) {
-                    fa_mma(&acc[mt][dt], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], b0, b1 FA_EMU_ARG);
-                    fa_mma(&acc[mt][dt + 1], pa[mt][0], pa[mt][1], pa[mt][2], pa[mt][3], b2, b3 FA_EMU_ARG);
-                }
-            }
-#endif
+            FA_MMA_PV
         }
 #endif /* FA_KEYS_M */
     }

@@ -9,7 +9,7 @@
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_fwd_config.cl",
                                     "fa_nv_softmax.cl", "fa_nv_fwd_smem.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_q8.cl",
                                     "fa_nv_fwd_cp_async.cl", "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl",
-                                    "fa_nv_fwd_tile.cl", "fa_nv_fwd_mainloop_sm80.cl"};
+                                    "fa_nv_fwd_tile.cl", "fa_nv_fwd_mma.cl", "fa_nv_fwd_mainloop_sm80.cl"};
 
 int fa_cl_mma_dim_padded(int head_dim)
 {
