@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_fwd_config.cl",
-                                    "fa_nv_softmax.cl", "fa_nv_fwd_smem.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_q8.cl",
-                                    "fa_nv_fwd_cp_async.cl", "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl",
-                                    "fa_nv_fwd_tile.cl", "fa_nv_fwd_mma.cl", "fa_nv_fwd_mainloop_sm80.cl"};
+static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
+                                    "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
+                                    "fa_nv_fwd_config.cl", "fa_nv_softmax.cl", "fa_nv_fwd_smem.cl",
+                                    "fa_nv_fwd_load.cl", "fa_nv_fwd_q8.cl", "fa_nv_fwd_cp_async.cl",
+                                    "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl", "fa_nv_fwd_tile.cl",
+                                    "fa_nv_fwd_mma.cl", "fa_nv_fwd_mainloop_sm80.cl"};
 
 int fa_cl_mma_dim_padded(int head_dim)
 {

@@ -5,8 +5,9 @@
 
 #include <stdio.h>
 
-static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_tf32_config.cl",
-                                    "fa_nv_softmax.cl", "fa_forward_nv_tf32.cl"};
+static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
+                                    "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
+                                    "fa_nv_tf32_config.cl", "fa_nv_softmax.cl", "fa_forward_nv_tf32.cl"};
 
 size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int aligned16)
 {

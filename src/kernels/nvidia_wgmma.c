@@ -6,11 +6,13 @@
 
 #include <stdio.h>
 
-static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_wgmma.cl",
-                                    "fa_nv_tma.cl", "fa_nv_fwd_config.cl", "fa_nv_softmax.cl", "fa_nv_fwd_smem.cl",
-                                    "fa_nv_fwd_load.cl", "fa_nv_fwd_wgmma.cl", "fa_nv_fwd_cp_async.cl",
-                                    "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl", "fa_nv_fwd_tile.cl",
-                                    "fa_nv_fwd_tma.cl", "fa_nv_fwd_producer.cl", "fa_nv_fwd_mainloop_sm90.cl"};
+static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
+                                    "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
+                                    "fa_nv_wgmma.cl", "fa_nv_tma.cl", "fa_nv_fwd_config.cl", "fa_nv_softmax.cl",
+                                    "fa_nv_fwd_smem.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_wgmma.cl",
+                                    "fa_nv_fwd_cp_async.cl", "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl",
+                                    "fa_nv_fwd_tile.cl", "fa_nv_fwd_tma.cl", "fa_nv_fwd_producer.cl",
+                                    "fa_nv_fwd_mainloop_sm90.cl"};
 
 size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes,
                                int producer)
