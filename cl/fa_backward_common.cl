@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the backward's kernels share (include/fa_cl.h "Backward"; built after fa_common.cl, before
- * cl/fa_backward.cl or cl/fa_backward_nv_mma.cl): the one argument list of all three kernels (one
+ * cl/fa_backward.cl or the cl/fa_nv_bwd_*.cl units): the one argument list of all three kernels (one
  * host-side setter), the sequences, the blocks' visible ranges and per-element mask, the rows' LSE
  * and D, head_dim-tail-aware loads and stores of 4 elements, and fa_backward_dot, the pre-pass
  * D_i = sum_c dO_ic O_ic (one work-item per row) every family launches first.
