@@ -87,7 +87,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 
 
     const int row0 = q0 + wrow + g, row1 = row0 + 8;
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}; /* rows g and g + 8 */
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
     float4 acc[DT];
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
@@ -171,7 +171,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
 
         /* online softmax (cl/fa_nv_softmax.cl), O rescaled where a row's maximum grew */
-        fa_softmax_block(s, m, l, acc, 1, scale_log2 FA_EMU_ARG);
+        FA_SOFTMAX_ROWS(s, m0, m1, l0, l1, FA_SOFTMAX_RESCALE, FA_SOFTMAX_NONE)
 
         /* O += P V, 8 keys at a time: S tile nt is the A fragment (slot t4 = key 2t4, t4+4 = 2t4+1) */
         FA_PRAGMA_UNROLL
@@ -199,8 +199,8 @@ void fa_forward(FA_FORWARD_PARAMS)
      * last leaves them for the next */
     {
         const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
-        const float2 f0 = fa_chunk_merge(FA_CHUNK_SLOT(0), first_chunk, last_chunk, &m[0], &l[0], scale_log2);
-        const float2 f1 = fa_chunk_merge(FA_CHUNK_SLOT(1), first_chunk, last_chunk, &m[1], &l[1], scale_log2);
+        const float2 f0 = fa_chunk_merge(FA_CHUNK_SLOT(0), first_chunk, last_chunk, &m0, &l0, scale_log2);
+        const float2 f1 = fa_chunk_merge(FA_CHUNK_SLOT(1), first_chunk, last_chunk, &m1, &l1, scale_log2);
         FA_PRAGMA_UNROLL /* constant indices: a run-time one would put the accumulators in memory */
         for (int dt = 0; dt < DT; dt++) {
             const int col = dt * 8 + 2 * t4;
@@ -217,11 +217,11 @@ void fa_forward(FA_FORWARD_PARAMS)
             return; /* the whole work-group: last_chunk is the launch's */
     }
 #endif
-    l[0] += fa_shfl_xor(l[0], 1 FA_EMU_ARG);
-    l[0] += fa_shfl_xor(l[0], 2 FA_EMU_ARG);
-    l[1] += fa_shfl_xor(l[1], 1 FA_EMU_ARG);
-    l[1] += fa_shfl_xor(l[1], 2 FA_EMU_ARG);
-    const float inv0 = (l[0] == 0.0f) ? 0.0f : 1.0f / l[0], inv1 = (l[1] == 0.0f) ? 0.0f : 1.0f / l[1];
+    l0 += fa_shfl_xor(l0, 1 FA_EMU_ARG);
+    l0 += fa_shfl_xor(l0, 2 FA_EMU_ARG);
+    l1 += fa_shfl_xor(l1, 1 FA_EMU_ARG);
+    l1 += fa_shfl_xor(l1, 2 FA_EMU_ARG);
+    const float inv0 = (l0 == 0.0f) ? 0.0f : 1.0f / l0, inv1 = (l1 == 0.0f) ? 0.0f : 1.0f / l1;
     const ulong obase = FA_O_HEAD0;
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++) {
@@ -237,8 +237,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     }
     if (has_lse && t4 == 0) {
         if (row0 < nrows)
-            lse[FA_LSE_INDEX(row0)] = fa_row_lse(m[0], l[0], scale);
+            lse[FA_LSE_INDEX(row0)] = fa_row_lse(m0, l0, scale);
         if (row1 < nrows)
-            lse[FA_LSE_INDEX(row1)] = fa_row_lse(m[1], l[1], scale);
+            lse[FA_LSE_INDEX(row1)] = fa_row_lse(m1, l1, scale);
     }
 }

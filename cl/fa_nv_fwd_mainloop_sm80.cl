@@ -149,8 +149,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 
         /* online softmax (cl/fa_nv_softmax.cl), O rescaled where a row's maximum grew */
         FA_PRAGMA_UNROLL
-        for (int mt = 0; mt < MT; mt++)
-            fa_softmax_block(s[mt], m[mt], l[mt], acc[mt], 1, scale_log2 FA_EMU_ARG);
+        for (int mt = 0; mt < MT; mt++) {
+            FA_SOFTMAX_ROWS(s[mt], m[mt][0], m[mt][1], l[mt][0], l[mt][1], FA_SOFTMAX_RESCALE_MT, FA_SOFTMAX_NONE)
+        }
 
         /* O += P V: the accumulator layout of two S tiles is the A fragment of 16 keys */
         FA_PRAGMA_UNROLL

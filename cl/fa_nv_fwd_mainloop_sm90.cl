@@ -204,10 +204,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 
         /* online softmax (cl/fa_nv_softmax.cl); O is rescaled once the previous block's P V is done */
         float o_scale[2]; /* this block's factors for O */
-        {
-            const float2 f = fa_softmax_block(s[0], m[0], l[0], acc[0], 0, scale_log2 FA_EMU_ARG);
-            o_scale[0] = f.x;
-            o_scale[1] = f.y;
+        FA_PRAGMA_UNROLL
+        for (int mt = 0; mt < MT; mt++) {
+            FA_SOFTMAX_ROWS(s[mt], m[mt][0], m[mt][1], l[mt][0], l[mt][1], FA_SOFTMAX_NONE, FA_SOFTMAX_O_SCALE)
         }
 
         /* O += P V: the accumulator layout of two S tiles is the A fragment of 16 keys */
