@@ -126,3 +126,9 @@ typedef ushort fa_bw_elem;
 #else
 #define FA_BW_16BIT(...)
 #endif
+
+/* x[0 .. n) = y[0 .. n) = 0: two tiles of scores before their products */
+#define FA_BW_ZERO2(x, y, n)                                                                               \
+    FA_PRAGMA_UNROLL                                                                                       \
+    for (int nt = 0; nt < n; nt++)                                                                         \
+        x[nt] = y[nt] = (float4)(0.0f);

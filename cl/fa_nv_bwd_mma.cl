@@ -13,9 +13,7 @@
  * V^T of a key block (s, dp: rows g, g + 8 of the warp's 16 x keys 8 nt + 2 t4 + {0, 1});
  * FA_BW_DQ_ACC, dQ += dS K; FA_BW_DQ_FINISH after the blocks. */
 #define FA_BW_DKDV_SCORES                                                                                  \
-    FA_PRAGMA_UNROLL                                                                                       \
-    for (int nt = 0; nt < NTP; nt++)                                                                       \
-        st[nt] = dpt[nt] = (float4)(0.0f);                                                                 \
+    FA_BW_ZERO2(st, dpt, NTP)                                                                              \
     FA_PRAGMA_UNROLL                                                                                       \
     for (int kk = 0; kk < KSTEPS; kk++) {                                                                  \
         uint ka[4], va[4];                                                                                 \
@@ -52,9 +50,7 @@
     }
 #define FA_BW_DKDV_FINISH
 #define FA_BW_DQ_SCORES                                                                                  \
-    FA_PRAGMA_UNROLL                                                                                     \
-    for (int nt = 0; nt < NTK; nt++)                                                                     \
-        s[nt] = dp[nt] = (float4)(0.0f);                                                                 \
+    FA_BW_ZERO2(s, dp, NTK)                                                                              \
     FA_PRAGMA_UNROLL                                                                                     \
     for (int kk = 0; kk < KSTEPS; kk++) {                                                                \
         uint qa[4], da[4];                                                                               \

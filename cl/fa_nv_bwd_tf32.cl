@@ -76,9 +76,7 @@ inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, float
  * V^T of a key block (s, dp: rows g, g + 8 of the warp's 16 x keys 8 nt + 2 t4 + {0, 1});
  * FA_BW_DQ_ACC, dQ += dS K; FA_BW_DQ_FINISH after the blocks. */
 #define FA_BW_DKDV_SCORES                                                                                     \
-    FA_PRAGMA_UNROLL                                                                                          \
-    for (int nt = 0; nt < NTP; nt++)                                                                          \
-        st[nt] = dpt[nt] = (float4)(0.0f);                                                                    \
+    FA_BW_ZERO2(st, dpt, NTP)                                                                                 \
     FA_PRAGMA_UNROLL                                                                                          \
     for (int kk = 0; kk < KSTEPS; kk++) {                                                                     \
         fa_tf_product_rows(st, NTP, k_s + wkey * ROW + kk * 8, q_s + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);    \
@@ -93,9 +91,7 @@ inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, float
         fa_tf_product_cols(dk_acc, dpt[nt], q_s + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);
 #define FA_BW_DKDV_FINISH
 #define FA_BW_DQ_SCORES                                                                           \
-    FA_PRAGMA_UNROLL                                                                              \
-    for (int nt = 0; nt < NTK; nt++)                                                              \
-        s[nt] = dp[nt] = (float4)(0.0f);                                                          \
+    FA_BW_ZERO2(s, dp, NTK)                                                                       \
     FA_PRAGMA_UNROLL                                                                              \
     for (int kk = 0; kk < KSTEPS; kk++) {                                                         \
         fa_tf_product_rows(s, NTK, q_s + wrow * ROW + kk * 8, k_s + kk * 8, g, t4 FA_EMU_ARG);    \

@@ -6,19 +6,10 @@
 #if !defined(FA_WGMMA) || !defined(FA_ASYNC) || defined(FA_PTX_EMULATE)
 #error "the wgmma mainloop takes FA_WGMMA, 16-byte rows copied asynchronously, and no emulation"
 #endif
-/* One tile (query block, head column) of the forward, by the producer's work-items (producer) or
- * the others. A function of its own so that a persistent kernel calls it in one loop a role
- * (always inlined, the role a constant there): ptxas gives the consumers their setmaxnreg
- * registers only where no code is shared with the producer. *jk, *jv: the K stages' and V entries'
- * uses so far (their stages and phases), *nq: the Q tiles copied (the producer's). */
-inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __local ushort *smem,
-                                                           __local ulong *mask_rows, __local ulong *mbar,
-                                                           ulong tile, int producer, int *jk_, int *jv_,
-                                                           int *nq_ FA_EMU_PARAM)
+/* One tile of the forward (cl/fa_nv_fwd_tile.cl: FA_FORWARD_TILE_PARAMS) */
+inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAMS)
 {
-    __local ushort *const q_s = smem;
-    __local ushort *const k_s = smem + KV_AT;
-    __local ushort *const v_s = smem + KV_AT + TILE_BUFS * TILE;
+    FA_TILE_SMEM
 #ifdef FA_MASK_TILE
     __local uchar *const mask_s = (__local uchar *)(smem + SMEM_HALVES);
 #endif
@@ -147,12 +138,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_PARAMS, __
 #endif
 
         /* S = Q K^T: s[mt][nt] holds rows (g, g+8) of m-tile mt x keys nt*8 + 2*t4 + {0,1} */
-        float4 s[MT][NT];
-        FA_PRAGMA_UNROLL
-        for (int mt = 0; mt < MT; mt++)
-            FA_PRAGMA_UNROLL
-            for (int nt = 0; nt < NT; nt++)
-                s[mt][nt] = (float4)(0.0f);
+        FA_TILE_SCORES
         {
             /* this warpgroup's 64 rows of Q against the block's keys, k-step by k-step */
             float sw[BLOCK_KV / 2];

@@ -45,3 +45,26 @@
     if (q0 + wrow < nrows)                                                                                 \
         FA_ROWS_SPAN(q0 + wrow, q0 + wrow + WARP_ROWS_SEEN - 1, &unused, &clean_hi, &clean_lo, &unused2);  \
     const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
+
+/* fa_forward_tile's parameters: one tile (query block, head column) of the forward, by the producer's work-items (producer) or
+ * the others. A function of its own so that a persistent kernel calls it in one loop a role
+ * (always inlined, the role a constant there): ptxas gives the consumers their setmaxnreg
+ * registers only where no code is shared with the producer. *jk, *jv: the K stages' and V entries'
+ * uses so far (their stages and phases), *nq: the Q tiles copied (the producer's). */
+#define FA_FORWARD_TILE_PARAMS                                                                             \
+    FA_FORWARD_PARAMS, __local ushort *smem, __local ulong *mask_rows, __local ulong *mbar, ulong tile,      \
+        int producer, int *jk_, int *jv_, int *nq_ FA_EMU_PARAM
+/* the tile's Q, K and V tiles in local memory (cl/fa_nv_fwd_smem.cl) */
+#define FA_TILE_SMEM                                                                                       \
+    __local ushort *const q_s = smem;                                                                      \
+    __local ushort *const k_s = smem + KV_AT;                                                              \
+    __local ushort *const v_s = smem + KV_AT + TILE_BUFS * TILE;
+/* a block's scores, zeros before their products: s[mt][nt], rows g, g + 8 of m-tile mt x keys
+ * 8 nt + 2 t4 + {0, 1} */
+#define FA_TILE_SCORES                                                                                     \
+    float4 s[MT][NT];                                                                                      \
+    FA_PRAGMA_UNROLL                                                                                       \
+    for (int mt = 0; mt < MT; mt++)                                                                        \
+        FA_PRAGMA_UNROLL                                                                                   \
+        for (int nt = 0; nt < NT; nt++)                                                                    \
+            s[mt][nt] = (float4)(0.0f);
