@@ -231,15 +231,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
 __kernel __attribute__((reqd_work_group_size(WG_ALL, 1, 1)))
 void fa_forward(FA_FORWARD_PARAMS)
 {
-    __local ushort smem[FA_SMEM_DECL_HALVES] __attribute__((aligned(FA_SMEM_ALIGN)));
-#ifdef FA_MASK_TILE
-    __local ulong mask_rows[BLOCK_Q]; /* where each row's mask entries start */
-#else
-    __local ulong *const mask_rows = 0;
-#endif
-    const int warp_of_item = (int)get_local_id(0) / 32;
-    FA_EMU_DECL(WARPS, warp_of_item)
-    const int lid = (int)get_local_id(0), warp = lid / 32;
+    FA_KERNEL_LOCALS /* cl/fa_nv_fwd_tile.cl */
     __local ulong *const mbar = 0;
     int jk = 0, jv = 0, nq = 0;
     fa_forward_tile(FA_FORWARD_NAMES, smem, mask_rows, mbar, get_group_id(0), warp >= WARPS, &jk, &jv,

@@ -299,15 +299,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
 __kernel __attribute__((reqd_work_group_size(WG_ALL, 1, 1)))
 void fa_forward(FA_FORWARD_PARAMS)
 {
-    __local ushort smem[FA_SMEM_DECL_HALVES] __attribute__((aligned(FA_SMEM_ALIGN)));
-#if defined(FA_MASK_TILE) && !defined(FA_MASK_TMA)
-    __local ulong mask_rows[BLOCK_Q]; /* where each row's mask entries start */
-#else
-    __local ulong *const mask_rows = 0;
-#endif
-    const int warp_of_item = (int)get_local_id(0) / 32;
-    FA_EMU_DECL(WARPS, warp_of_item)
-    const int lid = (int)get_local_id(0), warp = lid / 32;
+    FA_KERNEL_LOCALS /* cl/fa_nv_fwd_tile.cl */
 #ifdef FA_WG_PRODUCER
     /* K stage s of NBUF: full (its 128 copiers' copies landed), empty (the consumer warps done
      * with it); V the same. V's entry j is the block j - 1's V (the products trail S by a block),

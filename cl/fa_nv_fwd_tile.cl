@@ -68,3 +68,17 @@
         FA_PRAGMA_UNROLL                                                                                   \
         for (int nt = 0; nt < NT; nt++)                                                                    \
             s[mt][nt] = (float4)(0.0f);
+
+/* what the kernel declares before its tiles: the local memory, where each row's mask entries start
+ * (the mask's tiles copied by cp.async), the emulation's scratch, the work-item's warp */
+#if defined(FA_MASK_TILE) && !defined(FA_MASK_TMA)
+#define FA_KERNEL_MASK_ROWS __local ulong mask_rows[BLOCK_Q];
+#else
+#define FA_KERNEL_MASK_ROWS __local ulong *const mask_rows = 0;
+#endif
+#define FA_KERNEL_LOCALS                                                                                   \
+    __local ushort smem[FA_SMEM_DECL_HALVES] __attribute__((aligned(FA_SMEM_ALIGN)));                      \
+    FA_KERNEL_MASK_ROWS                                                                                    \
+    const int warp_of_item = (int)get_local_id(0) / 32;                                                    \
+    FA_EMU_DECL(WARPS, warp_of_item)                                                                       \
+    const int lid = (int)get_local_id(0), warp = lid / 32;
