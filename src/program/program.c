@@ -166,8 +166,8 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
                                 int sm90a, cl_program *out)
 {
     *out = NULL;
-    /* a family's units (cl/fa_nv_fwd_*.cl: up to 15 files) */
-    enum { MAX_FILES = 24 };
+    /* a family's units (nvidia-wgmma: 22 files) */
+    enum { MAX_FILES = 32 };
     const char *texts[MAX_FILES];
     char *owned[MAX_FILES] = {0};
     fa_cl_status st = FA_CL_SUCCESS;
