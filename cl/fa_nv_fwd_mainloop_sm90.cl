@@ -39,7 +39,6 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
     fa_copy_q_async(q_s, qg, qmap, q0, nrows, lid, WG);
 #endif
 
-
     FA_TILE_ROW_STATE
     FA_TILE_KEY_BLOCKS
 #ifdef FA_WG_PRODUCER
