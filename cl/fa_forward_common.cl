@@ -134,3 +134,13 @@ typedef ushort fa_mask_t;
 #define FA_MASK_NAMES
 #define FA_MASK_UNUSED
 #endif
+
+/* The persistent kernel's argument (FA_PERSISTENT, nvidia-wgmma: cl/fa_fwd_coords.cl): the tiles
+ * its work-groups take in turn. */
+#ifdef FA_PERSISTENT
+#define FA_PERSISTENT_PARAMS , ulong total_tiles
+#define FA_PERSISTENT_NAMES , total_tiles
+#else
+#define FA_PERSISTENT_PARAMS
+#define FA_PERSISTENT_NAMES
+#endif

@@ -7,13 +7,9 @@
  * persistent kernel: its producer copies the next tile's Q and K while the consumers finish this
  * one); elsewhere the tile is the work-group's. */
 #ifdef FA_PERSISTENT
-#define FA_PERSISTENT_PARAMS , ulong total_tiles
-#define FA_PERSISTENT_NAMES , total_tiles
 #define FA_TILE tile
 #define FA_TILES total_tiles
 #else
-#define FA_PERSISTENT_PARAMS
-#define FA_PERSISTENT_NAMES
 #define FA_TILE get_group_id(0)
 #define FA_TILES get_num_groups(0)
 #endif
