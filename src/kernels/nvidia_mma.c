@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia-mma: FlashAttention-2 on NVIDIA tensor cores (mma.sync through inline PTX), f16/bf16 storage,
- * compute capability >= 8.0 (cl/fa_forward_nv_mma.cl). Its tile rules. */
+ * compute capability >= 8.0 (the cl/fa_nv_fwd_*.cl units, mainloop _sm80). Its tile rules. */
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
@@ -27,7 +27,7 @@ size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp
                              int q8_row_bytes)
 {
     /* q8_0 K/V copied asynchronously (q8_row_bytes > 0): a ring of stages of raw rows after
-     * everything else (cl/fa_forward_nv_mma.cl, Q8_HALVES), and one K and one V tile they are
+     * everything else (cl/fa_nv_fwd_smem.cl, Q8_HALVES), and one K and one V tile they are
      * dequantised into; with Q in registers (FA_Q8_FRAGS: the B fragments are dequantised from
      * the stages) no tiles, and Q's tile, the stages, the slices' results and O's columns put in
      * order after the key loop (UNPERM_HALVES) each take the space in turn */
