@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia-wgmma: the tensor-core forward with Hopper's warpgroup MMA (the cl/fa_nv_fwd_*.cl units with
- * mainloop _sm90, built with FA_WGMMA, cl/fa_nv_wgmma.cl), compute capability 9.0, through the sm_90a PTX retargeting
- * (src/program/ptx_retarget.h). Its tile rules. */
+ * mainloop _sm90, built with FA_WGMMA, cl/fa_nv_wgmma.cl), compute capability 9.0, through the sm_90a
+ * PTX retargeting (src/program/ptx_retarget.h). Its tile rules. */
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
