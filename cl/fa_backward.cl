@@ -118,14 +118,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     __local float l_t[BLOCK_Q], d_t[BLOCK_Q];
 
     const int lid = (int)get_local_id(0);
-    const int nkb = (seqlen_k + BLOCK_KV - 1) / BLOCK_KV;
-    const int heads_kv = heads_q / group;
-    const ulong gid = get_group_id(0);
-    const int j0 = (int)(gid % (ulong)nkb) * BLOCK_KV;
-    const ulong bhk = gid / (ulong)nkb;
-    const ulong hk = bhk % (ulong)heads_kv, b = bhk / (ulong)heads_kv;
-    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
-    const int sq = seq.sq, sk = seq.sk;
+    FA_BW_DKDV_BLOCK
 
     fa_bw_tile(k_t, k, k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2, ks2, j0, BLOCK_KV,
                sk, lid);
@@ -193,15 +186,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     __local float l_t[BLOCK_Q], d_t[BLOCK_Q];
 
     const int lid = (int)get_local_id(0);
-    const int nqb = (seqlen_q + BLOCK_Q - 1) / BLOCK_Q;
-    const ulong gid = get_group_id(0);
-    /* the last query blocks first: with a causal mask they see the most keys (a shorter tail) */
-    const int i0 = (nqb - 1 - (int)(gid % (ulong)nqb)) * BLOCK_Q;
-    const ulong bh = gid / (ulong)nqb;
-    const ulong h = bh % (ulong)heads_q, b = bh / (ulong)heads_q;
-    const ulong hk = h / (ulong)group;
-    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
-    const int sq = seq.sq, sk = seq.sk;
+    FA_BW_DQ_BLOCK
 
     fa_bw_tile(q_t, q, q_off + b * (ulong)qs0 + h * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2, qs2, i0, BLOCK_Q,
                sq, lid);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the backward's kernels share (include/fa_cl.h "Backward"; built after fa_common.cl, before
- * cl/fa_backward.cl or cl/fa_backward_nv_mma.cl): the one argument list of all three kernels (one
+ * cl/fa_backward.cl or the cl/fa_nv_bwd_*.cl units): the one argument list of all three kernels (one
  * host-side setter), the sequences, the blocks' visible ranges and per-element mask, the rows' LSE
  * and D, head_dim-tail-aware loads and stores of 4 elements, and fa_backward_dot, the pre-pass
  * D_i = sum_c dO_ic O_ic (one work-item per row) every family launches first.
@@ -78,6 +78,28 @@ inline fa_bw_seq fa_bw_sequence(int b, int seqlen_q, int seqlen_k, __global cons
     (void)b, (void)cu_q, (void)cu_k, (void)kv_lens, (void)total_q, (void)total_k;
     return s;
 }
+
+/* Each backward kernel's work-group, in dimension 0 (statement macros over the kernels' names):
+ * fa_backward_dkdv's is key block j0 (of nkb, BLOCK_KV keys each) of kv head hk of sequence b,
+ * fa_backward_dq's query block i0 (of nqb; the last blocks first: with a causal mask they see the
+ * most keys, a shorter tail) of query head h (kv head hk) of sequence b; seq is the sequence's rows,
+ * sq and sk its query rows and keys. */
+#define FA_BW_DKDV_BLOCK                                                                                      \
+    const int nkb = (seqlen_k + BLOCK_KV - 1) / BLOCK_KV, heads_kv = heads_q / group;                         \
+    const ulong gid = get_group_id(0);                                                                        \
+    const int j0 = (int)(gid % (ulong)nkb) * BLOCK_KV;                                                        \
+    const ulong bhk = gid / (ulong)nkb;                                                                       \
+    const ulong hk = bhk % (ulong)heads_kv, b = bhk / (ulong)heads_kv;                                        \
+    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);  \
+    const int sq = seq.sq, sk = seq.sk;
+#define FA_BW_DQ_BLOCK                                                                                        \
+    const int nqb = (seqlen_q + BLOCK_Q - 1) / BLOCK_Q;                                                       \
+    const ulong gid = get_group_id(0);                                                                        \
+    const int i0 = (nqb - 1 - (int)(gid % (ulong)nqb)) * BLOCK_Q;                                             \
+    const ulong bh = gid / (ulong)nqb;                                                                        \
+    const ulong h = bh % (ulong)heads_q, b = bh / (ulong)heads_q, hk = h / (ulong)group;                      \
+    const fa_bw_seq seq = fa_bw_sequence((int)b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);  \
+    const int sq = seq.sq, sk = seq.sk;
 
 /* The LSE's (and D's) index of row 0 of query head h of sequence b: [B, Hq, Sq], or (varlen)
  * [Hq, total_q] */

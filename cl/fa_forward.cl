@@ -186,25 +186,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE); /* every work-item is done with V before the next K */
     }
 
-#ifdef FA_KV_CHUNKED
-    /* merge with the earlier chunks; every launch but the last leaves O and (m, l) for the next */
-    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
-    for (int i = 0; i < ROWS; i++) {
-        const int row = q0 + lid + i * WG;
-        const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, last_chunk, &m[i], &l[i], scale_log2);
-        FA_PRAGMA_UNROLL
-        for (int c = 0; c < D4; c++) {
-            float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
-            FA_PRAGMA_UNROLL
-            for (int e = 0; e < 4; e++)
-                if (row < nrows && 4 * c + e < HEAD_DIM)
-                    x[e] = FA_CHUNK_MERGE(row, 4 * c + e, first_chunk, last_chunk, f, x[e]);
-            acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);
-        }
-    }
-    if (!last_chunk)
-        return; /* the whole work-group: last_chunk is the launch's */
-#endif
+    FA_CHUNK_EPILOGUE(ROWS, q0 + lid + i * WG, D4, c) /* long rows (rows lid + i WG, every chunk) */
     /* Normalise, then stage the block through the Q tile (each work-item only ever touched its own
      * rows there) so the global stores are coalesced. */
     FA_PRAGMA_UNROLL

@@ -1,39 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FlashAttention-2 forward for fp32 data on NVIDIA tensor cores (compute capability >= 8.0),
- * accurate to fp32: every product is 3xTF32. A value x is split into big = tf32(x) and
- * small = tf32(x - big); a*b is taken as a_small*b_big + a_big*b_small + a_big*b_big (the dropped
- * a_small*b_small is below fp32's rounding), each an mma.sync m16n8k8 with fp32 accumulation.
- *
- * NVIDIA-only through cl/fa_nv_ptx.cl (inline PTX; FA_PTX_EMULATE runs it anywhere, for tests).
- * Planned for f32 on NVIDIA >= 8.0 with FA_CL_NV_TF32=1 (src/planner.c).
- *
- * Each warp owns 16 query rows; Q, K and V blocks are fp32 in local memory and fragments are read
- * with 64-bit (Q, K) and 32-bit (V) local loads. The k index of an mma is free to permute as long
- * as A and B agree: k slot t holds element 2t and slot t + 4 element 2t + 1, so that Q and K
- * fragments are float2 reads, and S's accumulator layout (keys 2t, 2t + 1 of each 8) is P's A
- * fragment as it stands: P never leaves registers. Masking, the online softmax and the blocks'
- * order are those of cl/fa_forward_nv_mma.cl.
- *
- * Defined by the planner: FA_DTYPE 0, HEAD_DIM, D_PAD (64 or 128), BLOCK_Q (16 per warp), BLOCK_KV
- * (a multiple of 8); FA_ALIGNED16 when every q/k/v/o row is 16-byte aligned (asynchronous copies,
- * paired stores); FA_KV_CHUNKED: long rows in chunks of keys (cl/fa_forward_common.cl).
- */
-#if FA_DTYPE != 0
-#error "the tf32 kernel takes f32 storage"
-#endif
-#if D_PAD != 64 && D_PAD != 128
-#error "the tf32 kernel takes D_PAD 64 or 128 (the planner declines beyond)"
-#endif
-
-#define WARPS (BLOCK_Q / 16)
-#define WG (WARPS * 32)
-#define FA_ITEM_ROWS 2      /* rows of a lane: g and g + 8 */
-#define QP (D_PAD + 8)      /* Q and K row pitch in floats, 8 mod 32: float2 fragment reads hit 32 banks */
-#define VP (D_PAD + 4)      /* V row pitch, 4 mod 32: the column reads of V's fragments hit 32 banks */
-#define CH (D_PAD / 4)      /* 16-byte chunks per row */
-#define KSTEPS (D_PAD / 8)  /* k-steps of Q K^T */
-#define NT (BLOCK_KV / 8)   /* n-tiles of S, k-steps of P V */
-#define DT (D_PAD / 8)      /* n-tiles of O */
+/* The fp32 tensor-core forward's loaders and kernel (nvidia-tf32x3): after its constants
+ * (cl/fa_nv_tf32_config.cl, which says what the kernel is) and the online softmax (cl/fa_nv_softmax.cl). */
 
 /* rows [first, first + count) into a local tile of pitch `pitch`, zero padded: keys of a K/V map
  * (is_kv) or query rows of a head column (map.div = seqlen_q) */
@@ -203,43 +170,8 @@ void fa_forward(FA_FORWARD_PARAMS)
             }
         }
 
-        /* online softmax: row maxima over the block and the 4 lanes sharing each row */
-        float mx0 = m0, mx1 = m1;
-        FA_PRAGMA_UNROLL
-        for (int nt = 0; nt < NT; nt++) {
-            mx0 = fmax(mx0, fmax(s[nt].x, s[nt].y));
-            mx1 = fmax(mx1, fmax(s[nt].z, s[nt].w));
-        }
-        mx0 = fmax(mx0, fa_shfl_xor(mx0, 1 FA_EMU_ARG));
-        mx0 = fmax(mx0, fa_shfl_xor(mx0, 2 FA_EMU_ARG));
-        mx1 = fmax(mx1, fa_shfl_xor(mx1, 1 FA_EMU_ARG));
-        mx1 = fmax(mx1, fa_shfl_xor(mx1, 2 FA_EMU_ARG));
-        /* as in cl/fa_forward_nv_mma.cl: 2^(s c - u c) by one fma, and a rescale only where a row's
-         * maximum grew */
-        const float uc0 = (mx0 == -INFINITY) ? 0.0f : mx0 * scale_log2;
-        const float uc1 = (mx1 == -INFINITY) ? 0.0f : mx1 * scale_log2;
-        float d0 = 1.0f, d1 = 1.0f;
-        if (mx0 != m0 || mx1 != m1) {
-            d0 = fa_ex2(fma(m0, scale_log2, -uc0));
-            d1 = fa_ex2(fma(m1, scale_log2, -uc1));
-            FA_PRAGMA_UNROLL
-            for (int dt = 0; dt < DT; dt++)
-                acc[dt] *= (float4)(d0, d0, d1, d1);
-        }
-        m0 = mx0;
-        m1 = mx1;
-        float sum0 = 0.0f, sum1 = 0.0f;
-        FA_PRAGMA_UNROLL
-        for (int nt = 0; nt < NT; nt++) {
-            s[nt].x = fa_ex2(fma(s[nt].x, scale_log2, -uc0));
-            s[nt].y = fa_ex2(fma(s[nt].y, scale_log2, -uc0));
-            s[nt].z = fa_ex2(fma(s[nt].z, scale_log2, -uc1));
-            s[nt].w = fa_ex2(fma(s[nt].w, scale_log2, -uc1));
-            sum0 += s[nt].x + s[nt].y;
-            sum1 += s[nt].z + s[nt].w;
-        }
-        l0 = l0 * d0 + sum0; /* partial over this lane's keys; the 4 lanes are added at the end */
-        l1 = l1 * d1 + sum1;
+        /* online softmax (cl/fa_nv_softmax.cl), O rescaled where a row's maximum grew */
+        FA_SOFTMAX_ROWS(s, m0, m1, l0, l1, FA_SOFTMAX_RESCALE, FA_SOFTMAX_NONE)
 
         /* O += P V, 8 keys at a time: S tile nt is the A fragment (slot t4 = key 2t4, t4+4 = 2t4+1) */
         FA_PRAGMA_UNROLL

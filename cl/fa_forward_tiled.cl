@@ -207,29 +207,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         }
     }
 
-    /* total sums: add the partial sums of the NX work-items sharing each row */
-#ifdef FA_KV_CHUNKED
-    /* merge with the earlier chunks (this work-item's partial sums and chunks of O); every launch
-     * but the last leaves them for the next */
-    const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;
-    FA_PRAGMA_UNROLL
-    for (int i = 0; i < TM; i++) {
-        const int row = q0 + ty * TM + i;
-        const float2 f = fa_chunk_merge(FA_CHUNK_SLOT(i), first_chunk, last_chunk, &m[i], &l[i], scale_log2);
-        FA_PRAGMA_UNROLL
-        for (int c = 0; c < OC; c++) {
-            const int chunk = tx + NX * c;
-            float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};
-            FA_PRAGMA_UNROLL
-            for (int e = 0; e < 4; e++)
-                if (row < nrows && chunk < D4 && 4 * chunk + e < HEAD_DIM)
-                    x[e] = FA_CHUNK_MERGE(row, 4 * chunk + e, first_chunk, last_chunk, f, x[e]);
-            acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);
-        }
-    }
-    if (!last_chunk)
-        return; /* the whole work-group: last_chunk is the launch's */
-#endif
+    FA_CHUNK_EPILOGUE(TM, q0 + ty * TM + i, OC, tx + NX * c) /* long rows (rows ty TM + i, chunks tx + NX c) */
     /* total sums: add the partial sums of the NX work-items sharing each row */
     barrier(CLK_LOCAL_MEM_FENCE);
     FA_PRAGMA_UNROLL

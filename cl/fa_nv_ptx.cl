@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Warp-level primitives of the tensor-core kernel (cl/fa_forward_nv_mma.cl): mma.sync m16n8k16,
+/* Warp-level primitives of the tensor-core kernels (cl/fa_nv_*.cl): mma.sync m16n8k16,
  * ldmatrix, shfl.sync, cvt to f16x2/bf16x2 and cp.async, as inline PTX for NVIDIA's OpenCL.
  *
  * FA_PTX_EMULATE (FA_CL_MMA_EMULATE=1, for tests) builds the same functions in portable OpenCL C,

@@ -129,119 +129,56 @@ inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, 
 #define FA_WG_MMA(n) "// @sm90a wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." FA_MMA_TYPE "." FA_MMA_TYPE " "
 
 /* d (64 x n) = A B, + d when acc != 0. ss: A (64 x 16, K-major) and B (16 x n, K-major) by
- * descriptors. rs: A from registers, B (MN-major) by descriptor. */
-inline __attribute__((always_inline)) void fa_wgmma_ss_n32(float *d, ulong da, ulong db, int acc)
-{
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %18, 0;\n\t" FA_WG_MMA(32) FA_WG_R16
-                 ", %16, %17, p, 1, 1, 0, 0;\n\t}" : FA_WG_D16(d) : "l"(da), "l"(db), "r"(acc));
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_ss_n64(float *d, ulong da, ulong db, int acc)
-{
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %34, 0;\n\t" FA_WG_MMA(64) FA_WG_R32
-                 ", %32, %33, p, 1, 1, 0, 0;\n\t}" : FA_WG_D32(d) : "l"(da), "l"(db), "r"(acc));
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_ss_n128(float *d, ulong da, ulong db, int acc)
-{
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t" FA_WG_MMA(128) FA_WG_R64
-                 ", %64, %65, p, 1, 1, 0, 0;\n\t}" : FA_WG_D64(d) : "l"(da), "l"(db), "r"(acc));
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_ss_n80(float *d, ulong da, ulong db, int acc)
-{
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %42, 0;\n\t" FA_WG_MMA(80) FA_WG_R40
-                 ", %40, %41, p, 1, 1, 0, 0;\n\t}" : FA_WG_D40(d) : "l"(da), "l"(db), "r"(acc));
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_rs_n64(float *d, uint a0, uint a1, uint a2, uint a3, ulong db,
-                                                           int acc)
-{
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %37, 0;\n\t" FA_WG_MMA(64) FA_WG_R32
-                 ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n\t}"
-                 : FA_WG_D32(d) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(acc));
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_rs_n128(float *d, uint a0, uint a1, uint a2, uint a3, ulong db,
-                                                            int acc)
-{
-    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %69, 0;\n\t" FA_WG_MMA(128) FA_WG_R64
-                 ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n\t}"
-                 : FA_WG_D64(d) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(acc));
-}
+ * descriptors. rs: A from registers, B (MN-major) by descriptor. One definition a form, instantiated
+ * for each width n below: D and R are the accumulators' operand and register lists (FA_WG_D<n/2>,
+ * FA_WG_R<n/2>), the literals after them the numbers of the operands that follow the accumulators
+ * (asm strings take them as text). */
+#define FA_WG_DEFINE_SS(n, D, R, i_da, i_db, i_acc)                                                     \
+    inline __attribute__((always_inline)) void fa_wgmma_ss_n##n(float *d, ulong da, ulong db, int acc)   \
+    {                                                                                                   \
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %" #i_acc ", 0;\n\t" FA_WG_MMA(n) R            \
+                     ", %" #i_da ", %" #i_db ", p, 1, 1, 0, 0;\n\t}" : D(d) : "l"(da), "l"(db), "r"(acc)); \
+    }
+#define FA_WG_DEFINE_RS(n, D, R, i_a0, i_a1, i_a2, i_a3, i_db, i_acc)                                   \
+    inline __attribute__((always_inline)) void fa_wgmma_rs_n##n(float *d, uint a0, uint a1, uint a2, uint a3, \
+                                                                ulong db, int acc)                       \
+    {                                                                                                   \
+        asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %" #i_acc ", 0;\n\t" FA_WG_MMA(n) R            \
+                     ", {%" #i_a0 ", %" #i_a1 ", %" #i_a2 ", %" #i_a3 "}, %" #i_db ", p, 1, 1, 1;\n\t}"      \
+                     : D(d) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(acc));                    \
+    }
+FA_WG_DEFINE_SS(32, FA_WG_D16, FA_WG_R16, 16, 17, 18)
+FA_WG_DEFINE_SS(64, FA_WG_D32, FA_WG_R32, 32, 33, 34)
+FA_WG_DEFINE_SS(128, FA_WG_D64, FA_WG_R64, 64, 65, 66)
+FA_WG_DEFINE_SS(80, FA_WG_D40, FA_WG_R40, 40, 41, 42)
+FA_WG_DEFINE_RS(64, FA_WG_D32, FA_WG_R32, 32, 33, 34, 35, 36, 37)
+FA_WG_DEFINE_RS(128, FA_WG_D64, FA_WG_R64, 64, 65, 66, 67, 68, 69)
 
 /* wgmma.fence (before the first product of a group: the accumulators and A registers were
- * written by other instructions) and wgmma.wait_group 0 (every product of this warpgroup done),
- * each with the accumulators as operands: the instructions name no register, and this keeps the
- * compiler's accesses of d on their side of each */
-inline __attribute__((always_inline)) void fa_wgmma_fence_n32(float *d)
-{
-    asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D16(d) :: "memory");
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_fence_n64(float *d)
-{
-    asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D32(d) :: "memory");
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_fence_n128(float *d)
-{
-    asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D64(d) :: "memory");
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_fence_n80(float *d)
-{
-    asm volatile("// @sm90a wgmma.fence.sync.aligned;" : FA_WG_D40(d) :: "memory");
-}
-
-
+ * written by other instructions), wgmma.wait_group 0 (every product of this warpgroup done) and
+ * wait_group 1 (all but the newest commit group done), each with the accumulators as operands: the
+ * instructions name no register, and this keeps the compiler's accesses of d on their side of
+ * each. One definition, instantiated for each form and width. */
+#define FA_WG_DEFINE_SYNC(name, insn, n, D)                                                             \
+    inline __attribute__((always_inline)) void name##n(float *d)                                        \
+    {                                                                                                   \
+        asm volatile("// @sm90a " insn ";" : D(d) :: "memory");                                         \
+    }
+FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 32, FA_WG_D16)
+FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 64, FA_WG_D32)
+FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 128, FA_WG_D64)
+FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 80, FA_WG_D40)
 
 inline void fa_wgmma_commit(void) { asm volatile("// @sm90a wgmma.commit_group.sync.aligned;" ::: "memory"); }
 
-inline __attribute__((always_inline)) void fa_wgmma_wait_n32(float *d)
-{
-    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D16(d) :: "memory");
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_wait_n64(float *d)
-{
-    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D32(d) :: "memory");
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_wait_n128(float *d)
-{
-    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D64(d) :: "memory");
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_wait_n80(float *d)
-{
-    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 0;" : FA_WG_D40(d) :: "memory");
-}
-
-
-
-/* all but the newest commit group of this warpgroup done */
-inline __attribute__((always_inline)) void fa_wgmma_wait1_n32(float *d)
-{
-    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D16(d) :: "memory");
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_wait1_n64(float *d)
-{
-    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D32(d) :: "memory");
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_wait1_n128(float *d)
-{
-    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D64(d) :: "memory");
-}
-
-inline __attribute__((always_inline)) void fa_wgmma_wait1_n80(float *d)
-{
-    asm volatile("// @sm90a wgmma.wait_group.sync.aligned 1;" : FA_WG_D40(d) :: "memory");
-}
-
-
+FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 32, FA_WG_D16)
+FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 64, FA_WG_D32)
+FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 128, FA_WG_D64)
+FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 80, FA_WG_D40)
+FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 32, FA_WG_D16)
+FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 64, FA_WG_D32)
+FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 128, FA_WG_D64)
+FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 80, FA_WG_D40)
 
 /* this thread's generic-proxy writes of local memory (stores, cp.async after its wait) are seen by
  * wgmma's operand reads (the async proxy) once a barrier follows */

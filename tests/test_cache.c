@@ -761,7 +761,7 @@ static int subset_trust(fa_cl_context *unused, int argc, char **argv)
     snprintf(kdir, sizeof kdir, "%s/kernels", root);
     mkdir(kdir, 0700);
     static const char *const sources[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward.cl",
-                                          "fa_forward_tiled.cl", "fa_nv_ptx.cl", "fa_forward_nv_mma.cl",
+                                          "fa_forward_tiled.cl", "fa_nv_ptx.cl", "fa_nv_fwd_mainloop_sm80.cl",
                                           "fa_forward_nv_tf32.cl"};
     for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
         snprintf(kpath, sizeof kpath, "%s/%s", kdir, sources[i]);

@@ -682,8 +682,10 @@ static int build_one_broken(int broken_rows)
     char dir[] = "/tmp/fa_cl_test_kernels1_XXXXXX";
     if (!mkdtemp(dir))
         return 1;
-    static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward.cl",
-                                        "fa_forward_tiled.cl", "fa_combine.cl", "fa_reference.cl"};
+    static const char *const files[] = {"fa_common.cl",        "fa_forward_common.cl", "fa_forward.cl",
+                                        "fa_forward_tiled.cl", "fa_combine.cl",        "fa_reference.cl",
+                                        "fa_fwd_coords.cl",    "fa_fwd_rows.cl",       "fa_fwd_chunks.cl",
+                                        "fa_fwd_masks.cl",     "fa_fwd_io.cl"};
     enum { NFILES = sizeof files / sizeof files[0] };
     const int bad = broken_rows ? 2 : 3;
     char path[NFILES][512];
@@ -771,8 +773,10 @@ static int subset_build(fa_cl_context *unused, int argc, char **argv)
         return 1;
     }
     /* a copy of every kernel file, with both forward variants broken (GPUs plan the tiled one) */
-    static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward.cl",
-                                        "fa_forward_tiled.cl", "fa_combine.cl", "fa_reference.cl"};
+    static const char *const files[] = {"fa_common.cl",        "fa_forward_common.cl", "fa_forward.cl",
+                                        "fa_forward_tiled.cl", "fa_combine.cl",        "fa_reference.cl",
+                                        "fa_fwd_coords.cl",    "fa_fwd_rows.cl",       "fa_fwd_chunks.cl",
+                                        "fa_fwd_masks.cl",     "fa_fwd_io.cl"};
     enum { NFILES = sizeof files / sizeof files[0] };
     static const int broken[NFILES] = {0, 0, 1, 1, 0};
     char path[NFILES][512], src[NFILES][512];

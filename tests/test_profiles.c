@@ -180,9 +180,11 @@ static void build_options(tu_tally *t)
            "-DFA_NATIVE_EXP -cl-mad-enable";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "fp32 tensor-core (3xTF32), GPU: '%s'", buf);
     const char *const *tf32_files = NULL;
-    tu_expect(t, fa_cl_kernel_files(FA_CL_KERNEL_NVIDIA_TF32X3, &tf32_files) == 4 &&
-                     strcmp(tf32_files[3], "fa_forward_nv_tf32.cl") == 0 && strcmp(tf32_files[2], "fa_nv_ptx.cl") == 0,
-              "fp32 tensor-core kernel files: common, forward common, PTX primitives, fa_forward_nv_tf32.cl");
+    const int ntf = fa_cl_kernel_files(FA_CL_KERNEL_NVIDIA_TF32X3, &tf32_files);
+    tu_expect(t, ntf == 11 && strcmp(tf32_files[ntf - 1], "fa_forward_nv_tf32.cl") == 0 &&
+                     strcmp(tf32_files[7], "fa_nv_ptx.cl") == 0 && strcmp(tf32_files[9], "fa_nv_softmax.cl") == 0,
+              "fp32 tensor-core kernel files: the forward's units, PTX primitives, its constants, the online softmax, "
+              "fa_forward_nv_tf32.cl");
     /* the f32 backward on tensor cores: the f16 backward's kernel file with FA_DTYPE 0 and its pass */
     tf32.variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
     tf32.block_kv = 64;
@@ -192,9 +194,13 @@ static void build_options(tu_tally *t)
     want = "-DFA_DTYPE=0 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=64 -DPASS_ROWS=64 -DFA_BW_ROLES -DFA_ALIGNED16 "
            "-DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "fp32 tensor-core backward (3xTF32), GPU: '%s'", buf);
-    tu_expect(t, fa_cl_kernel_files(FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, &tf32_files) == 4 &&
-                     strcmp(tf32_files[3], "fa_backward_nv_mma.cl") == 0,
-              "fp32 tensor-core backward kernel files: those of nvidia-mma-backward");
+    const char *const *mma_files = NULL;
+    const int nbw = fa_cl_kernel_files(FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, &tf32_files);
+    const int nmma = fa_cl_kernel_files(FA_CL_KERNEL_NVIDIA_MMA_BACKWARD, &mma_files);
+    tu_expect(t, nbw == 9 && nmma == 9 && strcmp(tf32_files[6], "fa_nv_bwd_tf32.cl") == 0 &&
+                     strcmp(mma_files[6], "fa_nv_bwd_mma.cl") == 0 && strcmp(tf32_files[7], mma_files[7]) == 0 &&
+                     strcmp(tf32_files[8], mma_files[8]) == 0 && strcmp(tf32_files[8], "fa_nv_bwd_dq.cl") == 0,
+              "fp32 tensor-core backward kernel files: nvidia-mma-backward's kernels with the 3xTF32 atoms");
 
     char small[16];
     tu_expect(t, fa_cl_build_options(&tiled, FA_CL_F16, 128, 1, small, sizeof small) == -1 &&
@@ -207,11 +213,11 @@ static void build_options(tu_tally *t)
 
     const char *const *files;
     int nr = fa_cl_kernel_files(FA_CL_KERNEL_PORTABLE, &files);
-    tu_expect(t, nr == 3 && strcmp(files[0], "fa_common.cl") == 0 && strcmp(files[1], "fa_forward_common.cl") == 0 &&
-                     strcmp(files[2], "fa_forward.cl") == 0,
-              "rows variant: fa_common.cl + fa_forward_common.cl + fa_forward.cl");
+    tu_expect(t, nr == 8 && strcmp(files[0], "fa_common.cl") == 0 && strcmp(files[1], "fa_forward_common.cl") == 0 &&
+                     strcmp(files[2], "fa_fwd_coords.cl") == 0 && strcmp(files[7], "fa_forward.cl") == 0,
+              "rows variant: fa_common.cl + fa_forward_common.cl and the forward's units + fa_forward.cl");
     int nt = fa_cl_kernel_files(FA_CL_KERNEL_PORTABLE_TILED, &files);
-    tu_expect(t, nt == 3 && strcmp(files[2], "fa_forward_tiled.cl") == 0, "tiled variant: + fa_forward_tiled.cl");
+    tu_expect(t, nt == 8 && strcmp(files[7], "fa_forward_tiled.cl") == 0, "tiled variant: + fa_forward_tiled.cl");
     tu_expect(t, fa_cl_kernel_files((fa_cl_kernel_id)0, &files) == 0 && files == NULL, "unknown variant: no files");
 }
 

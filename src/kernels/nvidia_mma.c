@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia-mma: FlashAttention-2 on NVIDIA tensor cores (mma.sync through inline PTX), f16/bf16 storage,
- * compute capability >= 8.0 (cl/fa_forward_nv_mma.cl). Its tile rules. */
+ * compute capability >= 8.0 (the cl/fa_nv_fwd_*.cl units, mainloop _sm80). Its tile rules. */
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_forward_nv_mma.cl"};
+static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
+                                    "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
+                                    "fa_nv_fwd_config.cl", "fa_nv_softmax.cl", "fa_nv_fwd_smem.cl",
+                                    "fa_nv_fwd_load.cl", "fa_nv_fwd_q8.cl", "fa_nv_fwd_cp_async.cl",
+                                    "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl", "fa_nv_fwd_tile.cl",
+                                    "fa_nv_fwd_mma.cl", "fa_nv_fwd_mainloop_sm80.cl"};
 
 int fa_cl_mma_dim_padded(int head_dim)
 {
@@ -22,7 +27,7 @@ size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp
                              int q8_row_bytes)
 {
     /* q8_0 K/V copied asynchronously (q8_row_bytes > 0): a ring of stages of raw rows after
-     * everything else (cl/fa_forward_nv_mma.cl, Q8_HALVES), and one K and one V tile they are
+     * everything else (cl/fa_nv_fwd_smem.cl, Q8_HALVES), and one K and one V tile they are
      * dequantised into; with Q in registers (FA_Q8_FRAGS: the B fragments are dequantised from
      * the stages) no tiles, and Q's tile, the stages, the slices' results and O's columns put in
      * order after the key loop (UNPERM_HALVES) each take the space in turn */
@@ -231,6 +236,7 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_mma = {
-    "nvidia-mma", FA_CL_KERNEL_NVIDIA_MMA, FA_CL_OP_FORWARD, "fa_forward", files, 4, 1,
+    "nvidia-mma", FA_CL_KERNEL_NVIDIA_MMA, FA_CL_OP_FORWARD, "fa_forward",
+    files, (int)(sizeof files / sizeof files[0]), 1,
     "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The backward on NVIDIA tensor cores (mma.sync through inline PTX), head_dim up to 128, compute
- * capability >= 8.0: two families of one kernel file (cl/fa_backward_nv_mma.cl) and their tile rules,
+ * capability >= 8.0: two families of one kernel (the cl/fa_nv_bwd_*.cl units) and their tile rules,
  *   nvidia-mma-backward     f16/bf16 (m16n8k16; P and dS rounded to the storage type), and
  *   nvidia-tf32x3-backward  f32, fp32-accurate: every product 3xTF32 (m16n8k8), P and dS split too.
  * Backward plans call them (src/backward/backward_plan.c), never the forward planner. */
@@ -9,11 +9,16 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const files[] = {"fa_common.cl", "fa_nv_ptx.cl", "fa_backward_common.cl", "fa_backward_nv_mma.cl"};
+static const char *const files[] = {"fa_common.cl", "fa_nv_ptx.cl", "fa_backward_common.cl", "fa_nv_bwd_config.cl",
+                                    "fa_nv_bwd_io.cl", "fa_nv_bwd_softmax.cl", "fa_nv_bwd_mma.cl",
+                                    "fa_nv_bwd_dkdv.cl", "fa_nv_bwd_dq.cl"};
+static const char *const files_tf32[] = {"fa_common.cl", "fa_nv_ptx.cl", "fa_backward_common.cl",
+                                         "fa_nv_bwd_config.cl", "fa_nv_bwd_io.cl", "fa_nv_bwd_softmax.cl",
+                                         "fa_nv_bwd_tf32.cl", "fa_nv_bwd_dkdv.cl", "fa_nv_bwd_dq.cl"};
 
 size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16)
 {
-    const size_t nbuf = aligned16 ? 2 : 1; /* cl/fa_backward_nv_mma.cl's NBUF: the streamed tiles' buffers */
+    const size_t nbuf = aligned16 ? 2 : 1; /* cl/fa_nv_bwd_io.cl's NBUF: the streamed tiles' buffers */
     return (size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 8) * 2 + 2 * nbuf * (size_t)block * 4;
 }
 
@@ -141,13 +146,15 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward = {
-    "nvidia-mma-backward", FA_CL_KERNEL_NVIDIA_MMA_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 4, 1,
+    "nvidia-mma-backward", FA_CL_KERNEL_NVIDIA_MMA_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv",
+    files, (int)(sizeof files / sizeof files[0]), 1,
     "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in its own "
     "pass",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32_backward = {
-    "nvidia-tf32x3-backward", FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 4, 1,
+    "nvidia-tf32x3-backward", FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv",
+    files_tf32, (int)(sizeof files_tf32 / sizeof files_tf32[0]), 1,
     "the f32 backward on NVIDIA tensor cores (head_dim <= 128), fp32 accuracy through 3xTF32 mma, P and dS unrounded, "
     "dQ in its own pass",
     applies_tf32, plan_tf32, options, FA_CL_UNROLL_MAX_DIM, 0};

@@ -5,7 +5,9 @@
 
 #include <stdio.h>
 
-static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_forward_nv_tf32.cl"};
+static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
+                                    "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
+                                    "fa_nv_tf32_config.cl", "fa_nv_softmax.cl", "fa_forward_nv_tf32.cl"};
 
 size_t fa_cl_tf32_local_bytes(int block_q, int block_kv, int dim_padded, int aligned16)
 {
@@ -62,6 +64,7 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32x3 = {
-    "nvidia-tf32x3", FA_CL_KERNEL_NVIDIA_TF32X3, FA_CL_OP_FORWARD, "fa_forward", files, 4, 1,
+    "nvidia-tf32x3", FA_CL_KERNEL_NVIDIA_TF32X3, FA_CL_OP_FORWARD, "fa_forward",
+    files, (int)(sizeof files / sizeof files[0]), 1,
     "f32 on NVIDIA tensor cores (compute capability >= 8.0, head_dim <= 128), fp32 accuracy through 3xTF32 mma",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* nvidia-wgmma: the tensor-core forward with Hopper's warpgroup MMA (cl/fa_forward_nv_mma.cl built
- * with FA_WGMMA, cl/fa_nv_wgmma.cl), compute capability 9.0, through the sm_90a PTX retargeting
- * (src/program/ptx_retarget.h). Its tile rules. */
+/* nvidia-wgmma: the tensor-core forward with Hopper's warpgroup MMA (the cl/fa_nv_fwd_*.cl units with
+ * mainloop _sm90, built with FA_WGMMA, cl/fa_nv_wgmma.cl), compute capability 9.0, through the sm_90a
+ * PTX retargeting (src/program/ptx_retarget.h). Its tile rules. */
 #include "fa_cl_internal.h"
 
 #include <stdio.h>
 
-static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_wgmma.cl",
-                                    "fa_nv_tma.cl", "fa_forward_nv_mma.cl"};
+static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
+                                    "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
+                                    "fa_nv_wgmma.cl", "fa_nv_tma.cl", "fa_nv_fwd_config.cl", "fa_nv_softmax.cl",
+                                    "fa_nv_fwd_smem.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_wgmma.cl",
+                                    "fa_nv_fwd_cp_async.cl", "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl",
+                                    "fa_nv_fwd_tile.cl", "fa_nv_fwd_tma.cl", "fa_nv_fwd_producer.cl",
+                                    "fa_nv_fwd_mainloop_sm90.cl"};
 
 size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes,
                                int producer)
@@ -146,6 +151,7 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma = {
-    "nvidia-wgmma", FA_CL_KERNEL_NVIDIA_WGMMA, FA_CL_OP_FORWARD, "fa_forward", files, 6, 1,
+    "nvidia-wgmma", FA_CL_KERNEL_NVIDIA_WGMMA, FA_CL_OP_FORWARD, "fa_forward",
+    files, (int)(sizeof files / sizeof files[0]), 1,
     "f16/bf16 on Hopper tensor cores (compute capability 9.0): wgmma through sm_90a PTX, cp.async",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 1};

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* nvidia-wgmma-backward: the tensor-core backward with Hopper's warpgroup MMA (cl/fa_backward_nv_mma.cl
+/* nvidia-wgmma-backward: the tensor-core backward with Hopper's warpgroup MMA (cl/fa_nv_bwd_*.cl
  * built with FA_WGMMA, cl/fa_nv_wgmma.cl), compute capability 9.0, through the sm_90a PTX
  * retargeting (src/program/ptx_retarget.h). Its tile rules; backward plans call them
  * (fa_cl_plan_backward_tiles), never the forward planner. */
@@ -8,7 +8,8 @@
 #include <stdio.h>
 
 static const char *const files[] = {"fa_common.cl", "fa_backward_common.cl", "fa_nv_ptx.cl", "fa_nv_wgmma.cl",
-                                    "fa_backward_nv_mma.cl"};
+                                    "fa_nv_bwd_config.cl", "fa_nv_bwd_io.cl", "fa_nv_bwd_softmax.cl",
+                                    "fa_nv_bwd_wgmma.cl", "fa_nv_bwd_dkdv.cl", "fa_nv_bwd_dq.cl"};
 
 size_t fa_cl_wgmma_backward_local_bytes(int dim_padded)
 {
@@ -54,7 +55,8 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma_backward = {
-    "nvidia-wgmma-backward", FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 5, 1,
+    "nvidia-wgmma-backward", FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv",
+    files, (int)(sizeof files / sizeof files[0]), 1,
     "the backward on Hopper tensor cores (compute capability 9.0, f16/bf16, head_dim <= 128): wgmma through sm_90a "
     "PTX for the five products, dQ in its own pass",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 1};

@@ -5,7 +5,8 @@
 
 #include <stdio.h>
 
-static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward.cl"};
+static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
+                                    "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_forward.cl"};
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -121,6 +122,7 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_portable = {
-    "portable", FA_CL_KERNEL_PORTABLE, FA_CL_OP_FORWARD, "fa_forward", files, 3, 0,
+    "portable", FA_CL_KERNEL_PORTABLE, FA_CL_OP_FORWARD, "fa_forward",
+    files, (int)(sizeof files / sizeof files[0]), 0,
     "portable OpenCL C for any device: each work-item owns whole query rows, P stays in registers",
     applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};

@@ -4,7 +4,8 @@
 
 #include <stdio.h>
 
-static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_forward_tiled.cl"};
+static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
+                                    "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_forward_tiled.cl"};
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -109,7 +110,8 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
 }
 
 const fa_cl_kernel_family fa_cl_kernel_portable_tiled = {
-    "portable-tiled", FA_CL_KERNEL_PORTABLE_TILED, FA_CL_OP_FORWARD, "fa_forward", files, 3, 0,
+    "portable-tiled", FA_CL_KERNEL_PORTABLE_TILED, FA_CL_OP_FORWARD, "fa_forward",
+    files, (int)(sizeof files / sizeof files[0]), 0,
     "portable OpenCL C for GPUs: TM x TN register tiles per work-item, P through local memory",
     applies, plan, options,
     /* unrolled up to padded head_dim 384: faster there unrolled, slower at 512 (H200, commit 4ced9f9) */

@@ -166,10 +166,12 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
                                 int sm90a, cl_program *out)
 {
     *out = NULL;
-    const char *texts[8];
-    char *owned[8] = {0};
+    /* a family's units (nvidia-wgmma: 22 files) */
+    enum { MAX_FILES = 32 };
+    const char *texts[MAX_FILES];
+    char *owned[MAX_FILES] = {0};
     fa_cl_status st = FA_CL_SUCCESS;
-    if (nfiles > 8)
+    if (nfiles > MAX_FILES)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: too many kernel files");
     uint64_t h = 1469598103934665603ull;
     for (int i = 0; i < nfiles && st == FA_CL_SUCCESS; i++) {
