@@ -17,7 +17,7 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #endif
 
-#include "fa_cl_internal.h"
+#include "program/program.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fa_cl_internal.h" /* the device's compute capability (the wgmma subset) */
+#include "kernels/nvidia_mma_backward.h" /* the head_dims the tensor-core backward takes */
 #include "oracle.h"
-#include "plan/planner.h"
+#include "plan/plan.h" /* the context's limits, the device's compute capability (the wgmma subset) */
 #include "test_util.h"
 
 #define K_STORAGE 2.0
@@ -62,7 +62,7 @@ static int check_family;
  * planner portable-backward, and the case fails, as it should: it would not test the kernel.) */
 static const char *expected_family(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t head_dim)
 {
-    fa_cl_limits lim;
+    fa_cl__limits lim;
     fa_cl__context_limits(ctx, &lim);
     if (!lim.nv_mma || head_dim > FA_CL_MMA_BACKWARD_MAX_DIM || (dtype == FA_CL_F32 && ctx->env.nv_tf32 == 0))
         return "portable-backward";
@@ -73,7 +73,7 @@ static const char *expected_family(fa_cl_context *ctx, fa_cl_dtype dtype, int64_
  * (which takes the cases whose rows allow it: the wgmma subset requires it where it must) */
 static int family_matches(fa_cl_context *ctx, const char *want, const char *got)
 {
-    fa_cl_limits lim;
+    fa_cl__limits lim;
     fa_cl__context_limits(ctx, &lim);
     if (!got)
         return 0;

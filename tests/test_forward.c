@@ -23,8 +23,9 @@
  * fa_cl_attention_forward (gated by a user event: the kernel must not run before it). Plan info
  * is checked against the planner on this device's limits and the environment.
  */
-#include "fa_cl_internal.h"
-#include "plan/planner.h"
+#include "kernels/nvidia_mma.h"  /* the head_dims the tensor-core kernels take */
+#include "kernels/nvidia_tf32.h"
+#include "plan/plan.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -37,13 +38,13 @@
 #define BF16 FA_CL_BF16
 
 static tu_tally tally = {"forward", 0, 0};
-static fa_cl_limits dev_limits; /* this device and the environment, as the library sees them */
+static fa_cl__limits dev_limits; /* this device and the environment, as the library sees them */
 static int env_tile_q, env_tile_kv, env_variant;
 static size_t env_cap;
-static fa_cl_env lib_env; /* the switches as the library read them (any of their words) */
+static fa_cl__env lib_env; /* the switches as the library read them (any of their words) */
 
 /* The limits the library plans with (fa_cl__context_limits), checked against the device's own
- * answers and the environment, so that comparing plans against fa_cl_plan_tiles means something. */
+ * answers and the environment, so that comparing plans against fa_cl__plan_tiles means something. */
 static void read_limits(fa_cl_context *ctx)
 {
     cl_device_id dev = fa_cl_context_device(ctx);
@@ -63,11 +64,11 @@ static void read_limits(fa_cl_context *ctx)
     if (s && *s && sscanf(s, "%dx%dx%dx%d", &env_tile_q, &env_tile_kv, &rows, &cols) < 2)
         env_tile_q = env_tile_kv = 0;
     s = getenv("FA_CL_KERNEL_VARIANT");
-    if (s && *s && fa_cl_kernel_by_name(s))
-        env_variant = fa_cl_kernel_by_name(s)->id;
+    if (s && *s && fa_cl__kernel_by_name(s))
+        env_variant = fa_cl__kernel_by_name(s)->id;
     fa_cl__context_limits(ctx, &dev_limits);
     lib_env = ctx->env;
-    const fa_cl_limits *l = &dev_limits;
+    const fa_cl__limits *l = &dev_limits;
     /* the budget is the reported size, or more where the library knows the device gives more
      * (NVIDIA's static local memory), and then it says where the number came from */
     int budget_ok = l->local_mem_size == (size_t)local || (l->local_mem_source && l->local_mem_size > (size_t)local);
@@ -126,7 +127,7 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         return "FA_CL_TILE not honoured";
     if (env_cap && in->local_mem_budget > env_cap)
         return "FA_CL_LOCAL_MEM_BYTES not honoured";
-    fa_cl_views views;
+    fa_cl__views views;
     char vmsg[256];
     if (fa_cl__desc_resolve(desc, &views, vmsg, sizeof vmsg) != FA_CL_SUCCESS)
         return "the descriptor of an accepted plan does not resolve";
@@ -140,20 +141,20 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         snprintf(why, sizeof why, "plan info: gqa_pack %d, expected %d", in->gqa_pack, pack);
         return why;
     }
-    fa_cl_tile_request req = {(int)c->D, c->dtype, pack * c->Sq, c->Sk, views.aligned16, views.row_keys};
-    fa_cl_tiles t;
+    fa_cl__tile_request req = {(int)c->D, c->dtype, pack * c->Sq, c->Sk, views.aligned16, views.row_keys};
+    fa_cl__tiles t;
     char msg[256];
-    if (fa_cl_plan_tiles(&dev_limits, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
+    if (fa_cl__plan_tiles(&dev_limits, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
         return "the planner refuses what the plan accepted";
     /* head_dim % 8 != 0, dense, more than 64 rows: a tensor-core plan copies q, k, v into zero-padded
      * rows first (3 launches, their copies in the scratch) and takes the aligned kernel's tiles */
     int padded = 0;
     size_t pad_bytes = 0;
     if (!views.aligned16 && c->D % 8 != 0 && c->dtype != F32 && c->Sq > 64 && !lib_env.pad_rows_off) {
-        fa_cl_tile_request preq = req;
-        fa_cl_tiles pt;
+        fa_cl__tile_request preq = req;
+        fa_cl__tiles pt;
         preq.aligned16 = 1;
-        if (fa_cl_plan_tiles(&dev_limits, &preq, &pt, msg, sizeof msg) == FA_CL_SUCCESS &&
+        if (fa_cl__plan_tiles(&dev_limits, &preq, &pt, msg, sizeof msg) == FA_CL_SUCCESS &&
             (pt.variant == FA_CL_KERNEL_NVIDIA_MMA || pt.variant == FA_CL_KERNEL_NVIDIA_WGMMA)) {
             padded = 1;
             t = pt;
@@ -166,14 +167,14 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
      * keys): a plan whose copies cannot go by TMA takes the planner's tiles without them */
     int tma_tiles = 0;
     if (t.variant == FA_CL_KERNEL_NVIDIA_WGMMA && ((t.block_kv & (t.block_kv - 1)) || (t.producer && t.head_dim_padded > 128))) {
-        fa_cl_limits no_tma = dev_limits;
-        fa_cl_tile_request creq = req;
-        fa_cl_tiles ct;
+        fa_cl__limits no_tma = dev_limits;
+        fa_cl__tile_request creq = req;
+        fa_cl__tiles ct;
         no_tma.wg_tma_tiles = 0;
         creq.aligned16 = creq.aligned16 || padded;
         tma_tiles = 1;
         if ((in->block_kv != t.block_kv || in->work_group_size != t.work_group_size) &&
-            fa_cl_plan_tiles(&no_tma, &creq, &ct, msg, sizeof msg) == FA_CL_SUCCESS) {
+            fa_cl__plan_tiles(&no_tma, &creq, &ct, msg, sizeof msg) == FA_CL_SUCCESS) {
             t = ct;
             tma_tiles = 0;
         }

@@ -921,7 +921,7 @@ static int subset_env_switches(fa_cl_context *unused, int argc, char **argv)
         unsetenv(good[i].var);
         int got = -9;
         if (st == FA_CL_SUCCESS) {
-            const fa_cl_env *e = &c->env;
+            const fa_cl__env *e = &c->env;
             const int fields[5] = {e->mma_emulate, e->print_build_log, e->vendor_path_off, e->tma, e->gqa_pack};
             got = fields[good[i].field];
         }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Tile planner (src/planner.h), no device: fa_cl_plan_tiles on synthetic limits, against results
+ * Tile planner (src/planner.h), no device: fa_cl__plan_tiles on synthetic limits, against results
  * computed by hand from the rule documented in src/planner.h:
  *
  *   local_mem_bytes = e * (B_r + B_c) * d_padded,  e = 4 for every storage type (fp32 tiles)
@@ -20,6 +20,14 @@
  * Note: the A100 example of the design article multiplies by 2 bytes twice; the formula as
  * implemented (e = 4 for f16/bf16 too) is what is checked here.
  */
+#include "kernels/nvidia_mma.h"
+#include "kernels/nvidia_mma_backward.h"
+#include "kernels/nvidia_tf32.h"
+#include "kernels/nvidia_wgmma.h"
+#include "kernels/nvidia_wgmma_backward.h"
+#include "kernels/portable.h"
+#include "kernels/portable_backward.h"
+#include "kernels/portable_tiled.h"
 #include "plan/planner.h"
 #include "test_util.h"
 
@@ -245,7 +253,7 @@ static const pcase cases[] = {
     {"FA_CL_KERNEL_VARIANT=tiled, d=256 on PoCL (128K cache): 64 -> 4*(96*260 + 40*68) = 110720, wg 16*8 = 128",
      POCL, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 110720, 131072, SRC_CACHE, 0,
      FA_CL_KERNEL_PORTABLE_TILED, 0, 0, "portable-tiled"},
-    /* ---- known register budgets (planner.h: fa_cl_tiled_private_floats, TM the largest of 4, 2, 1 that fits):
+    /* ---- known register budgets (planner.h: fa_cl__tiled_private_floats, TM the largest of 4, 2, 1 that fits):
      * oc = D_PAD/4 / 8; floats = 4*TM*oc + 4*oc + TM*4 + 4*(TM + 4) + TM + 4*TM ---- */
     {"128 registers (Intel SIMD8), d=128: TM 4 = 64+16+16+32+4+16 = 148 > 128, TM 2 = 32+16+8+24+2+8 = 90 -> TM 2; "
      "B_r 64: wg 32*8 = 256, 61568 bytes",
@@ -337,9 +345,9 @@ static const pcase cases[] = {
 #pragma GCC diagnostic pop
 #endif
 
-static fa_cl_limits limits_of(const pcase *c)
+static fa_cl__limits limits_of(const pcase *c)
 {
-    fa_cl_limits lim;
+    fa_cl__limits lim;
     memset(&lim, 0, sizeof lim);
     lim.local_mem_size = devices[c->dev].local;
     lim.local_mem_is_global = devices[c->dev].global;
@@ -359,9 +367,9 @@ static fa_cl_limits limits_of(const pcase *c)
 }
 
 /* a Hopper's limits (227 KiB, tensor cores and tf32) with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward */
-static fa_cl_limits hopper_tf32_backward_forced(void)
+static fa_cl__limits hopper_tf32_backward_forced(void)
 {
-    fa_cl_limits lim;
+    fa_cl__limits lim;
     memset(&lim, 0, sizeof lim);
     lim.local_mem_size = 227 * KIB;
     lim.max_work_group = 1024;
@@ -378,7 +386,7 @@ static size_t tiled_bytes(int br, int bc, int dpad, int tn)
     return (size_t)4 * ((size_t)(br + bc) * (size_t)(dpad + 4) + (size_t)(bc + bc / tn) * (size_t)(br + 4));
 }
 
-static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_tiles *t)
+static const char *tiled_invariants(const fa_cl__limits *lim, const fa_cl__tile_request *req, const fa_cl__tiles *t)
 {
     const int dpad = round_up(req->head_dim, FA_CL_VEC);
     if (t->variant != FA_CL_KERNEL_PORTABLE_TILED)
@@ -407,7 +415,7 @@ static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_re
     /* TM: the default with no budget; else the largest of 4, 2, 1 whose registers fit (1 if none) */
     int want_tm = FA_CL_TILED_TM;
     while (lim->private_floats > 0 && want_tm > 1 &&
-           fa_cl_tiled_private_floats(want_tm, tn, t->block_kv / tn, dpad) > lim->private_floats)
+           fa_cl__tiled_private_floats(want_tm, tn, t->block_kv / tn, dpad) > lim->private_floats)
         want_tm /= 2;
     if (tm != want_tm)
         return "TM is not the largest whose registers fit";
@@ -421,7 +429,7 @@ static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_re
 }
 
 /* Invariants every successful plan must satisfy, whatever the inputs. Returns NULL or what broke. */
-static const char *invariants(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_tiles *t)
+static const char *invariants(const fa_cl__limits *lim, const fa_cl__tile_request *req, const fa_cl__tiles *t)
 {
     static char why[256];
     const int dpad = round_up(req->head_dim, FA_CL_VEC);
@@ -486,12 +494,12 @@ static const fa_cl_dtype dtypes[3] = {FA_CL_F32, FA_CL_F16, FA_CL_BF16};
 
 static void run_case(tu_tally *tally, const pcase *c)
 {
-    const fa_cl_limits lim = limits_of(c);
+    const fa_cl__limits lim = limits_of(c);
     for (int ti = 0; ti < 3; ti++) {
-        fa_cl_tile_request req = {c->d, dtypes[ti], c->sq, c->sk, 0, 0};
-        fa_cl_tiles t;
+        fa_cl__tile_request req = {c->d, dtypes[ti], c->sq, c->sk, 0, 0};
+        fa_cl__tiles t;
         char msg[512] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         char got[256];
         snprintf(got, sizeof got, "%s B_r=%d B_c=%d wg=%d rows=%d bytes=%zu budget=%zu (%s)", fa_cl_status_string(st),
                  t.block_q, t.block_kv, t.work_group_size, t.rows_per_item, t.local_mem_bytes, t.local_mem_budget,
@@ -541,7 +549,7 @@ static void sweep(tu_tally *tally)
 {
     sweep_one(tally, 0, 0);
     sweep_one(tally, 1, 0);
-    /* the register budgets fa_cl_private_floats gives: Intel SIMD32 / SIMD8, AMD */
+    /* the register budgets fa_cl__private_floats gives: Intel SIMD32 / SIMD8, AMD */
     sweep_one(tally, 1, 64);
     sweep_one(tally, 1, 128);
     sweep_one(tally, 1, 192);
@@ -561,11 +569,11 @@ static void sweep_one(tu_tally *tally, int prefer_tiled, int regs)
                     c.dev = (int)dev;
                     c.prefer_tiled = prefer_tiled;
                     c.regs = regs;
-                    fa_cl_limits lim = limits_of(&c);
-                    fa_cl_tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1], 0, 0};
-                    fa_cl_tiles t;
+                    fa_cl__limits lim = limits_of(&c);
+                    fa_cl__tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1], 0, 0};
+                    fa_cl__tiles t;
                     char msg[512];
-                    fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+                    fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
                     plans++;
                     const char *why = NULL;
                     if (st == FA_CL_ERROR_UNSUPPORTED) {
@@ -683,7 +691,7 @@ static void mma_cases(tu_tally *tally)
 #pragma GCC diagnostic pop
 #endif
     for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++) {
-        fa_cl_limits lim;
+        fa_cl__limits lim;
         memset(&lim, 0, sizeof lim);
         lim.local_mem_size = mc[i].local ? mc[i].local : 227 * KIB;
         lim.max_work_group = 1024;
@@ -696,11 +704,11 @@ static void mma_cases(tu_tally *tally)
         lim.forced_kv = mc[i].fkv;
         lim.forced_rows = mc[i].frows;
         lim.forced_variant = mc[i].variant;
-        fa_cl_tile_request req = {mc[i].d, mc[i].dtype, LONG, LONG, mc[i].aligned, 0};
-        fa_cl_tiles t;
+        fa_cl__tile_request req = {mc[i].d, mc[i].dtype, LONG, LONG, mc[i].aligned, 0};
+        fa_cl__tiles t;
         memset(&t, 0, sizeof t);
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         int ok = st == mc[i].want;
         if (ok && st == FA_CL_SUCCESS && mc[i].br < 0) /* another variant's plan */
             ok = t.variant != FA_CL_KERNEL_NVIDIA_MMA && t.variant != FA_CL_KERNEL_NVIDIA_TF32X3;
@@ -708,12 +716,12 @@ static void mma_cases(tu_tally *tally)
             ok = t.variant == FA_CL_KERNEL_NVIDIA_TF32X3 && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
                  t.local_mem_bytes == mc[i].bytes &&
-                 t.local_mem_bytes == fa_cl_tf32_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, mc[i].aligned);
+                 t.local_mem_bytes == fa_cl__tf32_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, mc[i].aligned);
         else if (ok && st == FA_CL_SUCCESS)
             ok = t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
                  t.local_mem_bytes == mc[i].bytes &&
-                 t.local_mem_bytes == fa_cl_mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
+                 t.local_mem_bytes == fa_cl__mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
                                                             t.rows_per_item, mc[i].aligned ? 2 : 1, t.kv_warps, 0) &&
                  t.stages == (mc[i].aligned ? 2 : 1);
         else if (ok)
@@ -725,9 +733,9 @@ static void mma_cases(tu_tally *tally)
 }
 
 /* Long rows in chunks of keys: only where a row sees more keys than one fp32 sum may add for the
- * output's type (masks counted: fa_cl_chunk_keys, 2^12 f32, 2^16 f16, 2^19 bf16, an f32 o of f16
+ * output's type (masks counted: fa_cl__chunk_keys, 2^12 f32, 2^16 f16, 2^19 bf16, an f32 o of f16
  * inputs as f32), that many keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
-/* nvidia-wgmma on Hopper's limits (fa_cl_limits_for_device of compute capability 9.0, as the
+/* nvidia-wgmma on Hopper's limits (fa_cl__limits_for_device of compute capability 9.0, as the
  * library derives them): where it is planned, its tiles and bytes (2 (B_r + 4 B_c) d_padded, by
  * hand, + 64 for the producer warpgroup's mbarriers at B_r = 128, whose work-group is 384; at
  * d_padded 256, and there blocks of 80 keys, only where the copies are by TMA), and
@@ -740,7 +748,7 @@ static void wgmma_cases(tu_tally *tally)
         fa_cl_dtype dtype;
         size_t local;   /* the budget; 0: Hopper's 227 KiB */
         fa_cl_status want;
-        fa_cl_kernel_id kernel;
+        fa_cl__kernel_id kernel;
         int br, bc, dp;
         size_t bytes;
     } wc[] = {
@@ -829,10 +837,10 @@ static void wgmma_cases(tu_tally *tally)
         {"FA_CL_WGMMA=0 with nvidia-wgmma forced: refused, naming what it needs", 128, 1, LONG, 0, 0, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 1, FA_CL_F16, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0},
     };
-    const fa_cl_device_traits hopper = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+    const fa_cl__device_traits hopper = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
     for (size_t i = 0; i < sizeof wc / sizeof wc[0]; i++) {
-        fa_cl_limits lim;
-        fa_cl_limits_for_device(&hopper, &lim);
+        fa_cl__limits lim;
+        fa_cl__limits_for_device(&hopper, &lim);
         if (wc[i].local)
             lim.local_mem_size = wc[i].local;
         lim.nv_wgmma = wc[i].off != 1; /* off: 1 FA_CL_WGMMA=0, 2 copies not by TMA (plan.c's second plan) */
@@ -845,11 +853,11 @@ static void wgmma_cases(tu_tally *tally)
         lim.forced_rows = wc[i].frows;
         lim.forced_variant = wc[i].variant;
         /* rows of 512 keys where "rows" says 512 (the short-row rule at head_dim <= 64) */
-        fa_cl_tile_request req = {wc[i].d, wc[i].dtype, wc[i].rows, wc[i].rows == 512 ? 512 : LONG, wc[i].aligned, 0};
-        fa_cl_tiles t;
+        fa_cl__tile_request req = {wc[i].d, wc[i].dtype, wc[i].rows, wc[i].rows == 512 ? 512 : LONG, wc[i].aligned, 0};
+        fa_cl__tiles t;
         memset(&t, 0, sizeof t);
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         int ok = st == wc[i].want;
         if (ok && st == FA_CL_SUCCESS)
             ok = t.variant == wc[i].kernel;
@@ -857,7 +865,7 @@ static void wgmma_cases(tu_tally *tally)
             ok = t.block_q == wc[i].br && t.block_kv == wc[i].bc && t.rows_per_item == 16 &&
                  t.work_group_size == wc[i].br * 2 + (t.producer ? 128 : 0) && t.producer == (wc[i].br >= 128 && (wc[i].dp <= 128 || wc[i].off != 2)) &&
                  t.head_dim_padded == wc[i].dp && t.local_mem_bytes == wc[i].bytes &&
-                 t.local_mem_bytes == fa_cl_wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2,
+                 t.local_mem_bytes == fa_cl__wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2,
                                                               lim.mma_mask_bytes, t.producer) &&
                  t.mask_async == (wc[i].mask > 0);
         if (ok && st == FA_CL_ERROR_UNSUPPORTED)
@@ -887,13 +895,13 @@ static void chunk_cases(tu_tally *tally)
         {FA_CL_F32, 100, 0, 8, 32, 0},          /* fewer keys than a block: still every block */
     };
     for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
-        fa_cl_limits lim = limits_of(&cases[0]);
+        fa_cl__limits lim = limits_of(&cases[0]);
         lim.chunk_keys = fc[i].forced_keys;
         lim.o_f32 = fc[i].o_f32;
-        fa_cl_tile_request req = {64, fc[i].dtype, 256, fc[i].sk, 0, fc[i].row_keys};
-        fa_cl_tiles t;
+        fa_cl__tile_request req = {64, fc[i].dtype, 256, fc[i].sk, 0, fc[i].row_keys};
+        fa_cl__tiles t;
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         const int keys = t.chunk_keys;
         const int want = fc[i].want_keys && fc[i].want_keys < t.block_kv ? t.block_kv : fc[i].want_keys;
         tu_expect(tally, st == FA_CL_SUCCESS && keys == want && keys % t.block_kv == 0,
@@ -917,12 +925,12 @@ static void split_cases(tu_tally *tally)
         {"one key block: nothing to split", 1, 264, 1, 1},
     };
     for (int i = 0; i < (int)(sizeof h / sizeof h[0]); i++) {
-        const int n = fa_cl_splits_heuristic(h[i].blocks, h[i].slots, h[i].kv_blocks);
+        const int n = fa_cl__splits_heuristic(h[i].blocks, h[i].slots, h[i].kv_blocks);
         tu_expect(tally, n == h[i].want, "splits: %s: %d (want %d)", h[i].what, n, h[i].want);
     }
-    fa_cl_tiles t;
+    fa_cl__tiles t;
     memset(&t, 0, sizeof t);
-    t.block_q = 8, t.block_kv = 32, t.chunk_keys = fa_cl_chunk_keys(FA_CL_F32);
+    t.block_q = 8, t.block_kv = 32, t.chunk_keys = fa_cl__chunk_keys(FA_CL_F32);
     const struct { const char *what; int forced; int64_t want; } c[] = {
         {"long f32 row (140000 keys) on 2 cores: at least one chunk per 4096 keys", 0, 35},
         {"FA_CL_SPLITS=100 above that minimum", 100, 100},
@@ -930,14 +938,14 @@ static void split_cases(tu_tally *tally)
         {"FA_CL_SPLITS=1: never split (the plan chunks its launches instead)", 1, 1},
     };
     for (int i = 0; i < (int)(sizeof c / sizeof c[0]); i++) {
-        const int64_t n = fa_cl_split_count(&t, 1, 1, 4, 140000, 140000, 2, c[i].forced);
+        const int64_t n = fa_cl__split_count(&t, 1, 1, 4, 140000, 140000, 2, c[i].forced);
         tu_expect(tally, n == c[i].want, "split count: %s: %lld (want %lld)", c[i].what, (long long)n,
                   (long long)c[i].want);
     }
     const struct { int64_t group, sq; int env, want; } g[] = {
         {4, 1, 0, 4}, {4, 63, 0, 4}, {4, 64, 0, 1}, {4, 64, 1, 4}, {4, 1, -1, 1}, {1, 1, 1, 1}};
     for (int i = 0; i < (int)(sizeof g / sizeof g[0]); i++) {
-        const int pack = fa_cl_gqa_pack(g[i].group, g[i].sq, g[i].env);
+        const int pack = fa_cl__gqa_pack(g[i].group, g[i].sq, g[i].env);
         tu_expect(tally, pack == g[i].want, "GQA pack: group %lld, %lld query rows, FA_CL_GQA_PACK %d: %d (want %d)",
                   (long long)g[i].group, (long long)g[i].sq, g[i].env, pack, g[i].want);
     }
@@ -963,7 +971,7 @@ int main(void)
      * rows a block up to 8 (FA_KEYS_M, its local memory a floor), else 16; with
      * a mask at d = 128, 32-key blocks */
     {
-        fa_cl_limits lim;
+        fa_cl__limits lim;
         memset(&lim, 0, sizeof lim);
         lim.local_mem_size = 227 * KIB;
         lim.max_work_group = 1024;
@@ -983,10 +991,10 @@ int main(void)
         };
         for (size_t i = 0; i < sizeof qc / sizeof qc[0]; i++) {
             lim.mma_q8_copy = qc[i].copy;
-            fa_cl_tile_request req = {qc[i].d, FA_CL_F16, qc[i].sq, 8192, qc[i].aligned, 8192};
-            fa_cl_tiles t;
+            fa_cl__tile_request req = {qc[i].d, FA_CL_F16, qc[i].sq, 8192, qc[i].aligned, 8192};
+            fa_cl__tiles t;
             char msg[256] = "";
-            fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
             tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == qc[i].br &&
                       t.block_kv == qc[i].bc && t.kv_warps == qc[i].kvw && t.stages == qc[i].stages &&
                       t.q8_copy == qc[i].copy && t.local_mem_bytes == qc[i].bytes,
@@ -996,11 +1004,11 @@ int main(void)
                       qc[i].stages, qc[i].bytes, msg);
         }
         lim.mma_kv_q8 = lim.mma_q8_copy = 0;
-        fa_cl_limits_for_modifiers(&lim, 0, 1);
-        fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
-        fa_cl_tiles t;
+        fa_cl__limits_for_modifiers(&lim, 0, 1);
+        fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+        fa_cl__tiles t;
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == 128 &&
                   t.block_kv == 32 && t.rows_per_item == 32, "a mask at d = 128: %s %dx%dx%d (want 128x32x32) %s",
                   fa_cl_status_string(st), t.block_q, t.block_kv, t.rows_per_item, msg);
@@ -1010,16 +1018,16 @@ int main(void)
      * portable-tiled, not the rows kernel NVIDIA gets there otherwise (it failed the H200's varlen
      * mask cases: CHANGELOG, 0.4.0) */
     {
-        const fa_cl_device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
-        fa_cl_limits lim;
-        fa_cl_limits_for_device(&h200, &lim);
+        const fa_cl__device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+        fa_cl__limits lim;
+        fa_cl__limits_for_device(&h200, &lim);
         lim.nv_tf32 = 0; /* FA_CL_NV_TF32=0: the portable kernels for f32 */
-        const fa_cl_tile_request req = {64, FA_CL_F32, 63, 120, 1, 120};
-        fa_cl_tiles plain, masked;
+        const fa_cl__tile_request req = {64, FA_CL_F32, 63, 120, 1, 120};
+        fa_cl__tiles plain, masked;
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &plain, msg, sizeof msg);
-        fa_cl_limits_for_modifiers(&lim, 0, 1);
-        fa_cl_status sm = fa_cl_plan_tiles(&lim, &req, &masked, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &plain, msg, sizeof msg);
+        fa_cl__limits_for_modifiers(&lim, 0, 1);
+        fa_cl_status sm = fa_cl__plan_tiles(&lim, &req, &masked, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && sm == FA_CL_SUCCESS && plain.variant == FA_CL_KERNEL_PORTABLE &&
                   masked.variant == FA_CL_KERNEL_PORTABLE_TILED, "NVIDIA, f32 d = 64: %s without a mask, %s with one "
                   "(want portable, portable-tiled) %s", plain.kernel, masked.kernel, msg);
@@ -1030,14 +1038,14 @@ int main(void)
      * with tiles sized to each budget; d = 256 stays on the tensor cores (the control: nvidia-wgmma on
      * the H200, nvidia-mma emulated on PoCL) */
     {
-        const fa_cl_device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
-        const fa_cl_device_traits pocl = {0, FA_CL_VENDOR_OTHER, 1024 * KIB, 1, 4096, 0, 0, 0};
+        const fa_cl__device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+        const fa_cl__device_traits pocl = {0, FA_CL_VENDOR_OTHER, 1024 * KIB, 1, 4096, 0, 0, 0};
         static const struct {
             const char *device, *arith;
             int d, aligned, emulated, forced_variant;
             fa_cl_dtype t;
             fa_cl_status want;
-            fa_cl_kernel_id k;
+            fa_cl__kernel_id k;
             int br, bc, tm, wg;
             size_t bytes;
         } wc[] = {
@@ -1073,19 +1081,19 @@ int main(void)
              FA_CL_KERNEL_PORTABLE, 8, 8, 1, 8, 32768},
         };
         for (size_t i = 0; i < sizeof wc / sizeof wc[0]; i++) {
-            fa_cl_limits lim;
-            const fa_cl_device_profile *prof = fa_cl_profile_find(wc[i].device);
+            fa_cl__limits lim;
+            const fa_cl__device_profile *prof = fa_cl__profile_find(wc[i].device);
             if (prof)
-                fa_cl_profile_limits(prof, &lim);
+                fa_cl__profile_limits(prof, &lim);
             else
-                fa_cl_limits_for_device(strcmp(wc[i].device, "H200") == 0 ? &h200 : &pocl, &lim);
+                fa_cl__limits_for_device(strcmp(wc[i].device, "H200") == 0 ? &h200 : &pocl, &lim);
             if (wc[i].emulated) /* what FA_CL_MMA_EMULATE=1 sets (src/common/context.c) */
                 lim.nv_mma = lim.nv_tf32 = lim.mma_emulated = 1;
             lim.forced_variant = wc[i].forced_variant;
-            const fa_cl_tile_request req = {wc[i].d, wc[i].t, 4096, 4096, wc[i].aligned, 4096};
-            fa_cl_tiles t;
+            const fa_cl__tile_request req = {wc[i].d, wc[i].t, 4096, 4096, wc[i].aligned, 4096};
+            fa_cl__tiles t;
             char msg[400] = "";
-            const fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            const fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
             int ok = st == wc[i].want;
             if (ok && st != FA_CL_SUCCESS)
                 ok = strstr(msg, "head_dim 512") && strstr(msg, "256");
@@ -1100,16 +1108,16 @@ int main(void)
                       st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.rows_per_item, t.work_group_size,
                       t.local_mem_bytes, msg[0] ? "; " : "", msg);
         }
-        tu_expect(&tally, fa_cl_mma_dim_padded(256) == 256 && fa_cl_mma_dim_padded(257) == 0 &&
-                          fa_cl_mma_dim_padded(512) == 0 && fa_cl_mma_dim_padded(225) == 256,
-                  "fa_cl_mma_dim_padded: multiples of 32 up to head_dim 256, 0 (no instantiation) above: 225 -> %d, "
-                  "256 -> %d, 257 -> %d, 512 -> %d", fa_cl_mma_dim_padded(225), fa_cl_mma_dim_padded(256),
-                  fa_cl_mma_dim_padded(257), fa_cl_mma_dim_padded(512));
+        tu_expect(&tally, fa_cl__mma_dim_padded(256) == 256 && fa_cl__mma_dim_padded(257) == 0 &&
+                          fa_cl__mma_dim_padded(512) == 0 && fa_cl__mma_dim_padded(225) == 256,
+                  "fa_cl__mma_dim_padded: multiples of 32 up to head_dim 256, 0 (no instantiation) above: 225 -> %d, "
+                  "256 -> %d, 257 -> %d, 512 -> %d", fa_cl__mma_dim_padded(225), fa_cl__mma_dim_padded(256),
+                  fa_cl__mma_dim_padded(257), fa_cl__mma_dim_padded(512));
     }
 
     /* few query rows (decode): the 64-row tensor-core block with 16 rows per warp, not 128 x 64 */
     {
-        fa_cl_limits lim;
+        fa_cl__limits lim;
         memset(&lim, 0, sizeof lim);
         lim.local_mem_size = 227 * KIB;
         lim.max_work_group = 1024;
@@ -1125,10 +1133,10 @@ int main(void)
             {33, 128, 1, 64, 16, 1, 128, 4 * 64 * 136 * 2}, {65, 128, 1, 128, 32, 1, 128, (4 * 32 + 128) * 136 * 2},
         };
         for (size_t i = 0; i < sizeof dc / sizeof dc[0]; i++) {
-            fa_cl_tile_request req = {dc[i].d, FA_CL_F16, dc[i].sq, 1 << 20, dc[i].aligned, 0};
-            fa_cl_tiles t;
+            fa_cl__tile_request req = {dc[i].d, FA_CL_F16, dc[i].sq, 1 << 20, dc[i].aligned, 0};
+            fa_cl__tiles t;
             char msg[256] = "";
-            fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
             tu_expect(&tally, st == FA_CL_SUCCESS && t.block_q == dc[i].br && t.rows_per_item == dc[i].wr &&
                                   t.kv_warps == dc[i].kvw && t.work_group_size == dc[i].wg &&
                                   t.local_mem_bytes == dc[i].bytes,
@@ -1140,32 +1148,32 @@ int main(void)
         /* FA_CL_MMA_KV_WARPS: 2 slices; a forced 16-row tile keeps one warp unless it is set;
          * slices that would be under 16 keys are refused */
         lim.mma_kv_warps = 2;
-        fa_cl_tile_request req = {128, FA_CL_F16, 4, 1 << 20, 1, 0};
-        fa_cl_tiles t;
+        fa_cl__tile_request req = {128, FA_CL_F16, 4, 1 << 20, 1, 0};
+        fa_cl__tiles t;
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.kv_warps == 2 && t.work_group_size == 64,
                   "FA_CL_MMA_KV_WARPS=2: %d warps, wg %d %s", t.kv_warps, t.work_group_size, msg);
         lim.mma_kv_warps = 0;
         lim.forced_q = 16;
         lim.forced_kv = 32;
-        st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.kv_warps == 1 && t.work_group_size == 32,
                   "FA_CL_TILE=16x32: one warp (%d), wg %d %s", t.kv_warps, t.work_group_size, msg);
         lim.mma_kv_warps = 4;
         msg[0] = '\0';
-        st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "FA_CL_MMA_KV_WARPS=4"),
                   "FA_CL_TILE=16x32 with FA_CL_MMA_KV_WARPS=4 (8 keys a warp): refused: %s", msg);
     }
     /* msg may be small: truncated, NUL-terminated, no overflow */
     {
-        fa_cl_limits lim = limits_of(&cases[0]);
-        fa_cl_tile_request req = {600, FA_CL_F32, 8, 8, 0, 0};
-        fa_cl_tiles t;
+        fa_cl__limits lim = limits_of(&cases[0]);
+        fa_cl__tile_request req = {600, FA_CL_F32, 8, 8, 0, 0};
+        fa_cl__tiles t;
         char msg[8];
         memset(msg, 'x', sizeof msg);
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_ERROR_UNSUPPORTED && memchr(msg, '\0', sizeof msg) != NULL,
                   "head_dim 600 with an 8-byte message buffer: %s, message '%s' (truncated)", fa_cl_status_string(st),
                   msg);
@@ -1174,7 +1182,7 @@ int main(void)
      * CPUs (the 128 KiB cache share), 64 and 32 KiB GPUs; and the tensor-core family's on NVIDIA */
     {
         const struct { size_t local; int global, nv, d, aligned; fa_cl_dtype t; int want_b, tm; size_t bytes;
-                       fa_cl_kernel_id k; } bc[] = {
+                       fa_cl__kernel_id k; } bc[] = {
             {8 * 1024 * KIB, 1, 0, 128, 1, FA_CL_F32, 32, 2, 76288, FA_CL_KERNEL_PORTABLE_BACKWARD},
             {8 * 1024 * KIB, 1, 0, 256, 1, FA_CL_F32, 16, 2, 68864, FA_CL_KERNEL_PORTABLE_BACKWARD},
             {64 * KIB, 0, 0, 64, 1, FA_CL_F16, 32, 2, 43520, FA_CL_KERNEL_PORTABLE_BACKWARD},
@@ -1208,7 +1216,7 @@ int main(void)
             {227 * KIB, 0, 3, 128, 1, FA_CL_F16, 64, 16, 105472, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
         };
         for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
-            fa_cl_limits lim;
+            fa_cl__limits lim;
             memset(&lim, 0, sizeof lim);
             lim.local_mem_size = bc[i].local;
             lim.local_mem_is_global = bc[i].global;
@@ -1216,10 +1224,10 @@ int main(void)
             lim.nv_mma = bc[i].nv > 0;
             lim.nv_wgmma = bc[i].nv >= 2;
             lim.wgmma_backward_off = bc[i].nv == 3;
-            const fa_cl_tile_request req = {bc[i].d, bc[i].t, 4096, 4096, bc[i].aligned, 4096};
-            fa_cl_tiles t;
+            const fa_cl__tile_request req = {bc[i].d, bc[i].t, 4096, 4096, bc[i].aligned, 4096};
+            fa_cl__tiles t;
             char msg[256] = "";
-            const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+            const fa_cl_status st = fa_cl__plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
             const int ok = bc[i].want_b == 0 ? st == FA_CL_ERROR_UNSUPPORTED
                                              : st == FA_CL_SUCCESS && t.variant == bc[i].k && t.block_q == bc[i].want_b &&
                                                    t.block_kv == bc[i].want_b && t.rows_per_item == bc[i].tm &&
@@ -1231,16 +1239,16 @@ int main(void)
                       bc[i].want_b, bc[i].bytes, msg);
         }
         /* a forced tile other than 64 x 64 on Hopper: nvidia-mma-backward takes it */
-        fa_cl_limits lim;
+        fa_cl__limits lim;
         memset(&lim, 0, sizeof lim);
         lim.local_mem_size = 227 * KIB;
         lim.max_work_group = 1024;
         lim.nv_mma = lim.nv_wgmma = 1;
         lim.forced_q = lim.forced_kv = 32;
-        const fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
-        fa_cl_tiles t;
+        const fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+        fa_cl__tiles t;
         char msg[256] = "";
-        const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+        const fa_cl_status st = fa_cl__plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA_BACKWARD && t.block_q == 32 &&
                   t.forced, "backward, Hopper, FA_CL_TILE=32x32: %s %s %dx%d %s", fa_cl_status_string(st),
                   st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, msg);
@@ -1251,7 +1259,7 @@ int main(void)
      * FA_CL_KERNEL_VARIANT naming a backward family forces it alone */
     {
         const struct { size_t local; int tf32, d, aligned; fa_cl_dtype t; int forced_variant, tile, pass;
-                       fa_cl_status want; int want_b, want_pass; size_t bytes; fa_cl_kernel_id k; } tc[] = {
+                       fa_cl_status want; int want_b, want_pass; size_t bytes; fa_cl__kernel_id k; } tc[] = {
             {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 132 + 4 * 64 + 64 * 64),
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 220160: P^T's exchange too */
             {227 * KIB, 1, 64, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 68 + 4 * 64),
@@ -1293,7 +1301,7 @@ int main(void)
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
         };
         for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
-            fa_cl_limits lim;
+            fa_cl__limits lim;
             memset(&lim, 0, sizeof lim);
             lim.local_mem_size = tc[i].local;
             lim.max_work_group = 1024;
@@ -1302,11 +1310,11 @@ int main(void)
             lim.forced_variant = tc[i].forced_variant;
             lim.forced_q = lim.forced_kv = tc[i].tile;
             lim.forced_rows = tc[i].pass;
-            const fa_cl_tile_request req = {tc[i].d, tc[i].t, 4096, 4096, tc[i].aligned, 4096};
-            fa_cl_tiles t;
+            const fa_cl__tile_request req = {tc[i].d, tc[i].t, 4096, 4096, tc[i].aligned, 4096};
+            fa_cl__tiles t;
             char msg[256] = "";
-            const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
-            const char *forced = tc[i].forced_variant ? fa_cl_kernel_by_id(tc[i].forced_variant)->name : "";
+            const fa_cl_status st = fa_cl__plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+            const char *forced = tc[i].forced_variant ? fa_cl__kernel_by_id(tc[i].forced_variant)->name : "";
             int ok = st == tc[i].want;
             if (ok && st == FA_CL_SUCCESS)
                 ok = t.variant == tc[i].k && t.block_q == tc[i].want_b && t.block_kv == tc[i].want_b &&
@@ -1315,7 +1323,7 @@ int main(void)
                      t.work_group_size == (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD ? 256 : tc[i].want_b * 2) &&
                      (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD || t.elem_bytes == (tc[i].t == FA_CL_F32 ? 4 : 2));
             else if (ok) /* refused: the message names the forced family and why */
-                ok = strstr(msg, fa_cl_kernel_by_id(tc[i].k)->name) != NULL &&
+                ok = strstr(msg, fa_cl__kernel_by_id(tc[i].k)->name) != NULL &&
                      (tc[i].want == FA_CL_ERROR_INVALID_ARGUMENT || strstr(msg, "FA_CL_KERNEL_VARIANT=") != NULL);
             tu_expect(&tally, ok, "backward, %zu KiB NVIDIA%s, head_dim %d %s%s%s%s, tile %d pass %d: %s %s %dx%d pass %d, "
                       "%zu bytes (want %s %dx%d pass %d, %zu) %s", tc[i].local / KIB, tc[i].tf32 ? " tf32" : "",
@@ -1327,25 +1335,25 @@ int main(void)
         }
         /* FA_CL_TILE's fourth field: dkdv's warps per 16 keys, 1 or 2 (by role, the default at d = 128) */
         for (int w = 1; w <= 3; w++) {
-            fa_cl_limits lim = hopper_tf32_backward_forced();
+            fa_cl__limits lim = hopper_tf32_backward_forced();
             lim.forced_q = lim.forced_kv = 64;
             lim.forced_rows = 32;
             lim.forced_cols = w;
-            const fa_cl_tile_request req = {128, FA_CL_F32, 4096, 4096, 1, 4096};
-            fa_cl_tiles t;
+            const fa_cl__tile_request req = {128, FA_CL_F32, 4096, 4096, 1, 4096};
+            fa_cl__tiles t;
             char msg[256] = "";
-            const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+            const fa_cl_status st = fa_cl__plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
             tu_expect(&tally, w <= 2 ? st == FA_CL_SUCCESS && t.dkdv_roles == (w == 2) && t.pass_rows == 32
                                      : st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "1 or 2") != NULL,
                       "backward, tf32 forced 64x64x32x%d: %s (roles %d) %s", w, fa_cl_status_string(st),
                       st == FA_CL_SUCCESS ? t.dkdv_roles : 0, msg);
         }
         /* a forward plan is not constrained by a backward family's name */
-        const fa_cl_limits lim = hopper_tf32_backward_forced();
-        const fa_cl_tile_request req = {64, FA_CL_F32, 4096, 4096, 1, 4096};
-        fa_cl_tiles t;
+        const fa_cl__limits lim = hopper_tf32_backward_forced();
+        const fa_cl__tile_request req = {64, FA_CL_F32, 4096, 4096, 1, 4096};
+        fa_cl__tiles t;
         char msg[256] = "";
-        const fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        const fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_TF32X3,
                   "forward with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward: %s %s (want nvidia-tf32x3) %s",
                   fa_cl_status_string(st), st == FA_CL_SUCCESS ? t.kernel : "-", msg);

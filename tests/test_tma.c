@@ -10,7 +10,7 @@
  * side (the forward's tails: rows past Sq, keys past Sk). Byte equality, for 1-, 2- and 4-byte
  * elements, 64 and 128 rows, boxes inside, across the end of each dimension and before the start.
  */
-#include "fa_cl_internal.h"
+#include "program/program.h"
 #include "test_util.h"
 
 #include <stdio.h>

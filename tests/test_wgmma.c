@@ -15,7 +15,7 @@
  * is not sm_90 PTX); it is not cached as a success, and the plain build of the same source, a key
  * of its own, still builds.
  */
-#include "fa_cl_internal.h"
+#include "program/program.h"
 #include "test_util.h"
 
 #include <stdio.h>

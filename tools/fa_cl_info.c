@@ -8,7 +8,7 @@
  * Exit status: 0 listed, 1 no platform or no such device, 2 bad usage.
  */
 #include "fa_cl_info_profile.h"
-#include "fa_cl_internal.h" /* planner, environment parsing, device query, CL error names */
+#include "plan/plan.h" /* planner, environment parsing, device query, CL error names */
 #include "json.h"
 
 #include <errno.h>
@@ -241,7 +241,7 @@ typedef struct plan_row {
     int head_dim;
     fa_cl_dtype dtype;
     fa_cl_status status;
-    fa_cl_tiles tiles;
+    fa_cl__tiles tiles;
     char msg[512]; /* the planner's message when status != FA_CL_SUCCESS */
 } plan_row;
 
@@ -253,7 +253,7 @@ static const int64_t decode_shapes[][2] = {{1, 131072}, {16, 8192}, {64, 4096}};
 typedef struct decode_row {
     int64_t batch, seqlen_k;
     fa_cl_status status;
-    fa_cl_tiles tiles;
+    fa_cl__tiles tiles;
     int pack;           /* query heads a work-group takes */
     int64_t splits;     /* split-KV chunks */
     uint64_t scratch;   /* the partial results' bytes (a plan refuses to split past the largest allocation) */
@@ -272,12 +272,12 @@ typedef struct device_report {
     /* plans: planned is 0 when they were not asked for or could not be computed (plans_error says why) */
     int planned;
     char plans_error[FA_CL_ERROR_CAPACITY];
-    fa_cl_limits limits;
+    fa_cl__limits limits;
     plan_row plans[N_PLANS];
     decode_row decode[N_DECODE];
     /* prefill plans (head_dim 128, f16, N 4096) with a feature that not every kernel takes: score
      * modifiers, an attention mask, K/V in another storage type, the backward (feature_rows) */
-    fa_cl_tiles feat_tiles[N_FEATURES];
+    fa_cl__tiles feat_tiles[N_FEATURES];
     fa_cl_status feat_status[N_FEATURES];
     char feat_msg[N_FEATURES][256];
     char notes[FA_CL_NOTES_CAPACITY]; /* fa_cl_context_notes of a context on the device (program cache) */
@@ -301,7 +301,7 @@ typedef struct options {
 /* The FA_CL_* environment, read once (the library reads it the same way per context). */
 typedef struct env_state {
     fa_cl_status status;
-    fa_cl_env env;
+    fa_cl__env env;
     char error[512];
 } env_state;
 
@@ -362,27 +362,27 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
         decode_row *row = &r->decode[i];
         row->batch = decode_shapes[i][0];
         row->seqlen_k = decode_shapes[i][1];
-        row->pack = fa_cl_gqa_pack(4, 1, ctx->env.gqa_pack);
-        fa_cl_tile_request req = {128, FA_CL_F16, row->pack, row->seqlen_k, 1, row->seqlen_k};
-        row->status = fa_cl_plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
+        row->pack = fa_cl__gqa_pack(4, 1, ctx->env.gqa_pack);
+        fa_cl__tile_request req = {128, FA_CL_F16, row->pack, row->seqlen_k, 1, row->seqlen_k};
+        row->status = fa_cl__plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
         if (row->status != FA_CL_SUCCESS)
             continue;
-        row->splits = fa_cl_split_count(&row->tiles, row->batch, 32 / row->pack, row->pack, row->seqlen_k,
+        row->splits = fa_cl__split_count(&row->tiles, row->batch, 32 / row->pack, row->pack, row->seqlen_k,
                                          row->seqlen_k, slots, ctx->env.splits);
         row->scratch = row->splits > 1 ? (uint64_t)row->splits * (uint64_t)row->batch * 32u * (128u + 1u) * 4u : 0;
     }
     /* with each feature: the kernels that take it (src/plan/planner.h; plan.c applies the same) */
     for (int f = 0; f < 3; f++) {
-        fa_cl_limits lim = r->limits;
-        fa_cl_limits_for_modifiers(&lim, f == 0, f == 1);
+        fa_cl__limits lim = r->limits;
+        fa_cl__limits_for_modifiers(&lim, f == 0, f == 1);
         if (f == 2) /* several storage types: the portable kernels */
             lim.nv_mma = lim.nv_tf32 = 0;
-        fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, f != 2, 4096};
-        r->feat_status[f] = fa_cl_plan_tiles(&lim, &req, &r->feat_tiles[f], r->feat_msg[f], sizeof r->feat_msg[f]);
+        fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, f != 2, 4096};
+        r->feat_status[f] = fa_cl__plan_tiles(&lim, &req, &r->feat_tiles[f], r->feat_msg[f], sizeof r->feat_msg[f]);
     }
     /* the backward's key-block tiles (src/backward/backward_plan.c plans the same) */
-    const fa_cl_tile_request breq = {128, FA_CL_F16, 4096, 4096, 1, 4096};
-    r->feat_status[3] = fa_cl_plan_backward_tiles(&r->limits, &breq, &r->feat_tiles[3], r->feat_msg[3],
+    const fa_cl__tile_request breq = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+    r->feat_status[3] = fa_cl__plan_backward_tiles(&r->limits, &breq, &r->feat_tiles[3], r->feat_msg[3],
                                                   sizeof r->feat_msg[3]);
 }
 
@@ -417,8 +417,8 @@ static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, de
             row->head_dim = plan_head_dims[h];
             row->dtype = plan_dtypes[t];
             /* contiguous tensors: 16-byte rows whenever head_dim is a multiple of 8 */
-            fa_cl_tile_request req = {row->head_dim, row->dtype, PLAN_SEQLEN, PLAN_SEQLEN, row->head_dim % 8 == 0, 0};
-            row->status = fa_cl_plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
+            fa_cl__tile_request req = {row->head_dim, row->dtype, PLAN_SEQLEN, PLAN_SEQLEN, row->head_dim % 8 == 0, 0};
+            row->status = fa_cl__plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
         }
     }
     r->planned = 1;
@@ -533,7 +533,7 @@ static void human_plan_row(const plan_row *row)
         printf("error %s: %s\n", fa_cl_status_string(row->status), row->msg);
         return;
     }
-    const fa_cl_tiles *t = &row->tiles;
+    const fa_cl__tiles *t = &row->tiles;
     char used[48];
     snprintf(used, sizeof used, "%zu / %zu", t->local_mem_bytes, t->local_mem_budget);
     printf("%4d %4d %9d %7d %19s  %-14s %s%s\n", t->block_q, t->block_kv, t->rows_per_item, t->work_group_size, used,
@@ -546,7 +546,7 @@ static void human_plans(const device_report *r)
         printf("    Plans: %s\n", r->plans_error);
         return;
     }
-    const fa_cl_limits *l = &r->limits;
+    const fa_cl__limits *l = &r->limits;
     printf("    Plans: the planner's choice before compilation (seqlen %d); fa_cl_plan_create re-plans if the\n"
            "    compiled kernel reports fewer work-items or more local memory than planned.\n",
            PLAN_SEQLEN);
@@ -718,7 +718,7 @@ static void json_env(json *w, const env_state *env)
 
 static void json_plan_row(json *w, const plan_row *row)
 {
-    const fa_cl_tiles *t = &row->tiles;
+    const fa_cl__tiles *t = &row->tiles;
     json_open(w, NULL, '{');
     json_num(w, "head_dim", (unsigned long long)row->head_dim);
     json_str(w, "dtype", fa_cl__dtype_name(row->dtype));
@@ -749,7 +749,7 @@ static void json_plans(json *w, const device_report *r)
     json_num(w, "seqlen", PLAN_SEQLEN);
     json_str(w, "error", r->planned ? NULL : r->plans_error);
     if (r->planned) {
-        const fa_cl_limits *l = &r->limits;
+        const fa_cl__limits *l = &r->limits;
         json_open(w, "limits", '{');
         json_num(w, "local_mem_size", l->local_mem_size);
         json_bool(w, "local_mem_is_global", l->local_mem_is_global);
@@ -1075,8 +1075,8 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc == 1 ? 0 : 2;
     if (o.kernels) { /* no OpenCL: scripts read the names and files from here */
-        for (int i = 0; i < fa_cl_kernel_count(); i++) {
-            const fa_cl_kernel_family *f = fa_cl_kernel_at(i);
+        for (int i = 0; i < fa_cl__kernel_count(); i++) {
+            const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
             printf("%s\t%d\t%s\t%s\t", f->name, f->vendor, f->op == FA_CL_OP_FORWARD ? "forward" : f->op == FA_CL_OP_COMBINE ? "combine" : f->op == FA_CL_OP_APPEND ? "append" : f->op == FA_CL_OP_BACKWARD ? "backward" : f->op == FA_CL_OP_PAD_ROWS ? "pad-rows" : f->op == FA_CL_OP_CHECK ? "check" : "?", f->entry);
             for (int j = 0; j < f->nfiles; j++)
                 printf("%s%s", j ? " " : "", f->files[j]);

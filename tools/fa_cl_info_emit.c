@@ -15,7 +15,7 @@
  */
 #include "fa_cl_info_profile.h"
 
-#include "fa_cl_internal.h" /* the planner's decisions, build options, embedded kernel sources */
+#include "plan/plan.h" /* the planner's decisions, build options, embedded kernel sources */
 
 #include <errno.h>
 #include <stdio.h>
@@ -196,7 +196,7 @@ static void shape_serving_varlen(fa_cl_attention_desc *d)
 }
 static void shape_long_rows(fa_cl_attention_desc *d) /* more keys than one accumulator sums: chunks */
 {
-    d->seqlen_k = 2 * fa_cl_chunk_keys(d->dtype); /* o in the dtype */
+    d->seqlen_k = 2 * fa_cl__chunk_keys(d->dtype); /* o in the dtype */
 }
 
 #define PLANS PASS_FORWARD | PASS_BACKWARD
@@ -310,7 +310,7 @@ static int write_file(const char *dir, const char *name, const char *text)
 }
 
 /* dir/<kernel>.cl: the family's files concatenated exactly as clCreateProgramWithSource gets them. */
-static int emit_source(const char *dir, const fa_cl_kernel_family *f)
+static int emit_source(const char *dir, const fa_cl__kernel_family *f)
 {
     size_t len = 0;
     for (int i = 0; i < f->nfiles; i++) {
@@ -347,13 +347,13 @@ typedef struct emit_out {
  * family, work-group and local memory, the exact clBuildProgram string (before FA_CL_BUILD_OPTIONS),
  * and the options and sm_90a flag fa_cl__program_get takes for it (scripts/nv_build_report.c). */
 typedef struct emit_build {
-    const fa_cl_device_profile *p;
+    const fa_cl__device_profile *p;
     const emit_case *c;
     int head_dim;
     fa_cl_dtype dtype;
 } emit_build;
 
-static const char *launch_name(fa_cl_operation op)
+static const char *launch_name(fa_cl__operation op)
 {
     switch (op) {
     case FA_CL_OP_FORWARD: return "forward";
@@ -366,19 +366,19 @@ static const char *launch_name(fa_cl_operation op)
     return "?";
 }
 
-static int emit_row(emit_out *out, const emit_build *b, fa_cl_kernel_id variant, int work_group, size_t local_bytes,
+static int emit_row(emit_out *out, const emit_build *b, fa_cl__kernel_id variant, int work_group, size_t local_bytes,
                     size_t local_budget, const char *options)
 {
-    const fa_cl_kernel_family *f = fa_cl_kernel_by_id(variant);
+    const fa_cl__kernel_family *f = fa_cl__kernel_by_id(variant);
     char with_patch[700], full[1024];
-    if (fa_cl_program_options(options, f->ptx_sm90a, with_patch, sizeof with_patch) < 0 ||
-        fa_cl_full_build_options(with_patch, "", full, sizeof full) < 0) {
+    if (fa_cl__program_options(options, f->ptx_sm90a, with_patch, sizeof with_patch) < 0 ||
+        fa_cl__full_build_options(with_patch, "", full, sizeof full) < 0) {
         fprintf(stderr, "fa_cl_info: build options too long\n");
         return 1;
     }
-    for (int k = 0; k < fa_cl_kernel_count() && k < (int)COUNT_OF(out->used); k++)
-        out->used[k] |= fa_cl_kernel_at(k) == f;
-    const fa_cl_device_profile *p = b->p;
+    for (int k = 0; k < fa_cl__kernel_count() && k < (int)COUNT_OF(out->used); k++)
+        out->used[k] |= fa_cl__kernel_at(k) == f;
+    const fa_cl__device_profile *p = b->p;
     fprintf(out->builds, "%s\t%s\t%s\t%s\t%d\t%s\tboth\t%d\t%zu\t%zu\t%s.cl\t%s\t%d\t%s\t%s\t%s\t%d\n", p->name,
             p->compiler ? p->compiler : "-", p->target ? p->target : "-", f->name, b->head_dim,
             fa_cl__dtype_name(b->dtype), work_group, local_bytes, local_budget, f->name, full, f->vendor, b->c->name,
@@ -397,19 +397,19 @@ static void emit_unplanned(emit_out *out, const emit_build *b, const char *launc
 /* The forward plan of one descriptor: its forward program, and the combine, pad-rows and append
  * programs where the plan launches them (fa_cl__plan_make builds the same; the tensor maps' entry
  * is the forward program's). */
-static int emit_forward(emit_out *out, const emit_build *b, const fa_cl_plan_device *dev, const fa_cl_limits *limits,
+static int emit_forward(emit_out *out, const emit_build *b, const fa_cl__plan_device *dev, const fa_cl__limits *limits,
                         const fa_cl_attention_desc *desc)
 {
-    fa_cl_views v;
+    fa_cl__views v;
     char msg[512], opts[512];
     if (fa_cl__desc_resolve(desc, &v, msg, sizeof msg) != FA_CL_SUCCESS) {
         fprintf(stderr, "fa_cl_info: case %s, head_dim %d: %s\n", b->c->name, b->head_dim, msg);
         return 1; /* the case table is wrong */
     }
-    const int pack = fa_cl_gqa_pack(v.group, v.d.seqlen_q, dev->env->gqa_pack);
-    fa_cl_limits lim = *limits;
-    fa_cl_tile_request req;
-    fa_cl_tiles t;
+    const int pack = fa_cl__gqa_pack(v.group, v.d.seqlen_q, dev->env->gqa_pack);
+    fa_cl__limits lim = *limits;
+    fa_cl__tile_request req;
+    fa_cl__tiles t;
     fa_cl_status st = fa_cl__plan_request(dev, &v, pack, &lim, &req, msg, sizeof msg);
     if (st == FA_CL_SUCCESS)
         st = fa_cl__plan_decide(dev, &v, pack, &lim, &req, &t, msg, sizeof msg);
@@ -417,9 +417,8 @@ static int emit_forward(emit_out *out, const emit_build *b, const fa_cl_plan_dev
         emit_unplanned(out, b, "forward", msg);
         return 0;
     }
-    static const fa_cl_kernel_id aux[4] = {FA_CL_KERNEL_COMBINE, FA_CL_KERNEL_PAD_ROWS, FA_CL_KERNEL_APPEND,
+    static const fa_cl__kernel_id aux[4] = {FA_CL_KERNEL_COMBINE, FA_CL_KERNEL_PAD_ROWS, FA_CL_KERNEL_APPEND,
                                            FA_CL_KERNEL_CHECK_SERVING};
-    const int aux_wg[4] = {FA_CL_COMBINE_WG, FA_CL_PAD_ROWS_WG, FA_CL_APPEND_WG, FA_CL_CHECK_WG};
     const int launched[4] = {t.splits > 1, t.rows_padded, v.d.seqlen_new > 0, v.d.kv_seqlens || v.d.page_size > 0};
     if (fa_cl__plan_options(&t, &v, dev->is_gpu, opts, sizeof opts) < 0 ||
         emit_row(out, b, t.variant, t.work_group_size, t.local_mem_bytes, t.local_mem_budget, opts))
@@ -427,44 +426,44 @@ static int emit_forward(emit_out *out, const emit_build *b, const fa_cl_plan_dev
     for (int a = 0; a < 4; a++) {
         if (!launched[a])
             continue;
-        fa_cl_tiles at = t;
+        fa_cl__tiles at = t;
         at.variant = aux[a];
         if (fa_cl__plan_options(&at, &v, dev->is_gpu, opts, sizeof opts) < 0 ||
-            emit_row(out, b, aux[a], aux_wg[a], 0, t.local_mem_budget, opts))
+            emit_row(out, b, aux[a], fa_cl__kernel_by_id(aux[a])->work_group, 0, t.local_mem_budget, opts))
             return 1;
     }
     return 0;
 }
 
 /* The backward plan of one descriptor: one program of three kernels. */
-static int emit_backward(emit_out *out, const emit_build *b, int is_gpu, const fa_cl_limits *limits,
+static int emit_backward(emit_out *out, const emit_build *b, int is_gpu, const fa_cl__limits *limits,
                          const fa_cl_attention_desc *desc)
 {
-    fa_cl_tiles t;
+    fa_cl__tiles t;
     char msg[512], opts[512];
     if (fa_cl__backward_decide(limits, desc, &t, msg, sizeof msg) != FA_CL_SUCCESS) {
         /* e.g. 32 KiB devices at head_dim 256: the backward is refused there (UNSUPPORTED) */
         emit_unplanned(out, b, "backward", msg);
         return 0;
     }
-    if (fa_cl_build_options(&t, desc->dtype, (int)desc->head_dim, is_gpu, opts, sizeof opts) < 0)
+    if (fa_cl__build_options(&t, desc->dtype, (int)desc->head_dim, is_gpu, opts, sizeof opts) < 0)
         return 1;
     return emit_row(out, b, t.variant, t.work_group_size, t.local_mem_bytes, t.local_mem_budget, opts);
 }
 
-static int emit_case_plans(emit_out *out, const fa_cl_device_profile *p, const emit_case *c)
+static int emit_case_plans(emit_out *out, const fa_cl__device_profile *p, const emit_case *c)
 {
     case_env ce = {c->env, ""};
-    fa_cl_env env;
+    fa_cl__env env;
     char msg[512];
     if (fa_cl__env_parse(&env, case_lookup, &ce, msg, sizeof msg) != FA_CL_SUCCESS) {
         fprintf(stderr, "fa_cl_info: case %s: %s\n", c->name, msg);
         return 1;
     }
-    fa_cl_limits lim;
-    fa_cl_profile_limits(p, &lim);
+    fa_cl__limits lim;
+    fa_cl__profile_limits(p, &lim);
     fa_cl__env_limits(&env, 0, 0, 0, &lim);
-    const fa_cl_plan_device dev = {p->traits.is_gpu, p->compute_units, EMIT_MAX_ALLOC, &env};
+    const fa_cl__plan_device dev = {p->traits.is_gpu, p->compute_units, EMIT_MAX_ALLOC, &env};
     static const int default_dims[] = {64, 128, 256, 0};
     const int *dims = c->dims[0] ? c->dims : default_dims;
     for (int h = 0; dims[h]; h++) {
@@ -504,8 +503,8 @@ int fa_cl_info_emit(const char *which, const char *dir)
                          "local_budget\tsource\toptions\tvendor_only\tcase\tlaunch\tprogram_options\tsm90a\n");
     out.unplanned = open_in(dir, "unplanned.tsv", "profile\tcase\thead_dim\tdtype\tlaunch\treason\n");
     int rc = !out.builds || !out.unplanned, n = 0;
-    for (int i = 0; i < fa_cl_profile_count() && rc == 0; i++) {
-        const fa_cl_device_profile *p = fa_cl_profile_get(i);
+    for (int i = 0; i < fa_cl__profile_count() && rc == 0; i++) {
+        const fa_cl__device_profile *p = fa_cl__profile_get(i);
         if (strcmp(which, "all") != 0 && strcmp(which, p->name) != 0)
             continue;
         n++;
@@ -517,9 +516,9 @@ int fa_cl_info_emit(const char *which, const char *dir)
         rc = 1;
     if (out.unplanned && fclose(out.unplanned) != 0)
         rc = 1;
-    for (int k = 0; k < fa_cl_kernel_count() && k < (int)COUNT_OF(out.used) && rc == 0; k++)
+    for (int k = 0; k < fa_cl__kernel_count() && k < (int)COUNT_OF(out.used) && rc == 0; k++)
         if (out.used[k])
-            rc = emit_source(dir, fa_cl_kernel_at(k));
+            rc = emit_source(dir, fa_cl__kernel_at(k));
     if (rc == 0)
         printf("fa_cl_info: %d profile%s, %zu cases: %d builds in %s/builds.tsv\n", n, n == 1 ? "" : "s",
                COUNT_OF(cases), out.rows, dir);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Backward plans: tiles from the backward families' rules (fa_cl_plan_backward_tiles), one program
+/* Backward plans: tiles from the backward families' rules (fa_cl__plan_backward_tiles), one program
  * with its three kernels (cl/fa_backward.cl or cl/fa_backward_nv_mma.cl), the D scratch, and the
  * three launches of a call. */
 #include "backward/backward.h"
@@ -16,15 +16,15 @@
 
 struct fa_cl_backward_plan {
     fa_cl_context *ctx;
-    fa_cl_backward_views bv;
-    fa_cl_tiles tiles;
+    fa_cl__backward_views bv;
+    fa_cl__tiles tiles;
     cl_kernel kernels[FA_CL_BACKWARD_LAUNCHES]; /* fa_backward_dot, fa_backward_dkdv, fa_backward_dq */
     size_t global[FA_CL_BACKWARD_LAUNCHES], local[FA_CL_BACKWARD_LAUNCHES]; /* local 0: the driver's choice */
     cl_mem dsum;          /* D_i = rowsum(dO o O), float32 [B, heads_q, seqlen_q] */
     size_t scratch_bytes;
-    fa_cl_lock lock;      /* argument setting + enqueue must not interleave between threads */
+    fa_cl__lock lock;      /* argument setting + enqueue must not interleave between threads */
     int refs;             /* guarded by ctx->lock: the caller's and the plan cache's references */
-    fa_cl_chain_state chain; /* guarded by lock: the calls' events (fa_cl__enqueue_chain; dsum is shared) */
+    fa_cl__chain_state chain; /* guarded by lock: the calls' events (fa_cl__enqueue_chain; dsum is shared) */
 };
 
 static const char *const entries[FA_CL_BACKWARD_LAUNCHES] = {"fa_backward_dot", "fa_backward_dkdv",
@@ -37,7 +37,7 @@ static void plan_free(fa_cl_backward_plan *plan)
     if (plan->dsum)
         clReleaseMemObject(plan->dsum);
     fa_cl__chain_state_release(&plan->chain);
-    fa_cl_lock_destroy(&plan->lock);
+    fa_cl__lock_destroy(&plan->lock);
     free(plan);
 }
 
@@ -53,10 +53,10 @@ static void release_kernels(fa_cl_backward_plan *plan)
 static fa_cl_status build_kernels(fa_cl_context *ctx, fa_cl_backward_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->bv.fwd.d;
-    const fa_cl_kernel_family *f = fa_cl_kernel_by_id(plan->tiles.variant);
+    const fa_cl__kernel_family *f = fa_cl__kernel_by_id(plan->tiles.variant);
     char options[512];
     const int gpu = (ctx->props.type & CL_DEVICE_TYPE_GPU) != 0;
-    if (fa_cl_build_options(&plan->tiles, d->dtype, (int)d->head_dim, gpu, options, sizeof options) < 0)
+    if (fa_cl__build_options(&plan->tiles, d->dtype, (int)d->head_dim, gpu, options, sizeof options) < 0)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: build options longer than %zu characters",
                            sizeof options - 1);
     cl_program prog;
@@ -75,13 +75,13 @@ static fa_cl_status build_kernels(fa_cl_context *ctx, fa_cl_backward_plan *plan)
 }
 
 /* The tiles for bv under lim and the features the kernels are built with. */
-static fa_cl_status backward_tiles(const fa_cl_limits *lim, const fa_cl_backward_views *bv, fa_cl_tiles *t, char *msg,
+static fa_cl_status backward_tiles(const fa_cl__limits *lim, const fa_cl__backward_views *bv, fa_cl__tiles *t, char *msg,
                                    size_t msg_size)
 {
     const fa_cl_attention_desc *d = &bv->fwd.d;
-    const fa_cl_tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, bv->aligned16,
+    const fa_cl__tile_request req = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, bv->aligned16,
                                     bv->fwd.row_keys};
-    fa_cl_status st = fa_cl_plan_backward_tiles(lim, &req, t, msg, msg_size);
+    fa_cl_status st = fa_cl__plan_backward_tiles(lim, &req, t, msg, msg_size);
     if (st != FA_CL_SUCCESS)
         return st;
     t->varlen_q = d->total_q > 0; /* -DFA_VARLEN_Q, _K, FA_SEQLENS (cl/fa_backward_common.cl) */
@@ -90,10 +90,10 @@ static fa_cl_status backward_tiles(const fa_cl_limits *lim, const fa_cl_backward
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__backward_decide(const fa_cl_limits *lim, const fa_cl_attention_desc *desc, fa_cl_tiles *t,
+fa_cl_status fa_cl__backward_decide(const fa_cl__limits *lim, const fa_cl_attention_desc *desc, fa_cl__tiles *t,
                                     char *msg, size_t msg_size)
 {
-    fa_cl_backward_views bv;
+    fa_cl__backward_views bv;
     fa_cl_status st = fa_cl__backward_resolve(desc, &bv, msg, msg_size);
     return st == FA_CL_SUCCESS ? backward_tiles(lim, &bv, t, msg, msg_size) : st;
 }
@@ -103,10 +103,10 @@ fa_cl_status fa_cl__backward_decide(const fa_cl_limits *lim, const fa_cl_attenti
 static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->bv.fwd.d;
-    fa_cl_limits lim;
+    fa_cl__limits lim;
     fa_cl__context_limits(ctx, &lim);
     for (int attempt = 0; attempt < 4; attempt++) {
-        fa_cl_tiles *t = &plan->tiles;
+        fa_cl__tiles *t = &plan->tiles;
         char msg[512];
         fa_cl_status st = backward_tiles(&lim, &plan->bv, t, msg, sizeof msg);
         if (st != FA_CL_SUCCESS)
@@ -122,7 +122,7 @@ static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_pl
             attempt--;
             continue;
         }
-        if (st != FA_CL_SUCCESS && fa_cl_kernel_by_id(t->variant)->vendor && !t->ptx_emulated && !t->forced &&
+        if (st != FA_CL_SUCCESS && fa_cl__kernel_by_id(t->variant)->vendor && !t->ptx_emulated && !t->forced &&
             lim.forced_variant != (int)t->variant) {
             /* the tensor-core kernels did not compile on this driver: portable ones from now on */
             release_kernels(plan);
@@ -182,7 +182,7 @@ static fa_cl_status plan_tiles_and_kernels(fa_cl_context *ctx, fa_cl_backward_pl
 static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_backward_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->bv.fwd.d;
-    const fa_cl_tiles *t = &plan->tiles;
+    const fa_cl__tiles *t = &plan->tiles;
     /* the LSE's rows (and D's): [B, Hq, Sq], or (varlen) [Hq, total_q] */
     const uint64_t rows = d->total_q > 0 ? (uint64_t)d->heads_q * (uint64_t)d->total_q
                                          : (uint64_t)d->batch * (uint64_t)d->heads_q * (uint64_t)d->seqlen_q;
@@ -207,7 +207,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_backward_plan *plan)
     return plan->dsum ? FA_CL_SUCCESS : fa_cl__fail_cl(ctx, err, "fa_cl_backward_plan_create: clCreateBuffer (D)");
 }
 
-fa_cl_status fa_cl__backward_plan_make(fa_cl_context *ctx, const fa_cl_backward_views *bv, fa_cl_backward_plan **out)
+fa_cl_status fa_cl__backward_plan_make(fa_cl_context *ctx, const fa_cl__backward_views *bv, fa_cl_backward_plan **out)
 {
     *out = NULL;
     fa_cl_backward_plan *plan = (fa_cl_backward_plan *)calloc(1, sizeof *plan);
@@ -216,7 +216,7 @@ fa_cl_status fa_cl__backward_plan_make(fa_cl_context *ctx, const fa_cl_backward_
     plan->ctx = ctx;
     plan->bv = *bv;
     plan->refs = 1;
-    fa_cl_lock_init(&plan->lock);
+    fa_cl__lock_init(&plan->lock);
     fa_cl_status st = plan_tiles_and_kernels(ctx, plan);
     if (st == FA_CL_SUCCESS)
         st = make_launches(ctx, plan);
@@ -234,7 +234,7 @@ fa_cl_status fa_cl_backward_plan_create(fa_cl_context *ctx, const fa_cl_attentio
     if (!out)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_backward_plan_create: out is NULL");
     *out = NULL;
-    fa_cl_backward_views bv;
+    fa_cl__backward_views bv;
     fa_cl_status st = fa_cl__backward_resolve_call(ctx, "fa_cl_backward_plan_create", desc, &bv);
     return st == FA_CL_SUCCESS ? fa_cl__backward_plan_make(ctx, &bv, out) : st;
 }
@@ -270,7 +270,7 @@ fa_cl_status fa_cl_backward_plan_get_info_sized(const fa_cl_backward_plan *plan,
 /* Every argument of the three kernels (one list, FA_BACKWARD_PARAMS). */
 static cl_int set_args(const fa_cl_backward_plan *plan, cl_kernel kr, const fa_cl_backward_args *a)
 {
-    const fa_cl_views *v = &plan->bv.fwd;
+    const fa_cl__views *v = &plan->bv.fwd;
     const fa_cl_attention_desc *d = &v->d;
     const cl_mem mems[10] = {a->q, a->k, a->v, a->o, a->dout, a->lse, plan->dsum, a->dq, a->dk, a->dv};
     const cl_ulong offs[8] = {d->q_offset, d->k_offset, d->v_offset, d->o_offset,
@@ -315,7 +315,7 @@ typedef struct backward_call {
     const fa_cl_backward_args *args;
 } backward_call;
 
-static fa_cl_status backward_step(void *data, int i, fa_cl_chain_step *s)
+static fa_cl_status backward_step(void *data, int i, fa_cl__chain_step *s)
 {
     const backward_call *c = (const backward_call *)data;
     const fa_cl_backward_plan *plan = c->plan;
@@ -351,9 +351,9 @@ fa_cl_status fa_cl_backward_plan_run(fa_cl_backward_plan *plan, const fa_cl_back
 void fa_cl__backward_plan_unref(fa_cl_backward_plan *plan)
 {
     fa_cl_context *ctx = plan->ctx;
-    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl__lock_acquire(&ctx->lock);
     const int left = --plan->refs;
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_release(&ctx->lock);
     if (left == 0)
         plan_free(plan);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Contexts: wrapping an application's OpenCL objects or choosing a default device. */
+/* Contexts, the layers' common part: the environment's stable variables, the OpenCL objects a
+ * context holds, the default device (src/api/context.c creates and releases contexts). */
 #include "fa_cl_internal.h"
 
 #include <ctype.h>
@@ -10,7 +11,7 @@
 
 
 /* A byte count >= 1024 from the environment; unset or empty leaves *out alone. */
-static fa_cl_status env_bytes(fa_cl_env_lookup lookup, void *data, const char *name, size_t *out, char *msg,
+static fa_cl_status env_bytes(fa_cl__env_lookup lookup, void *data, const char *name, size_t *out, char *msg,
                               size_t msg_size)
 {
     const char *s = lookup(data, name);
@@ -28,7 +29,7 @@ static fa_cl_status env_bytes(fa_cl_env_lookup lookup, void *data, const char *n
 }
 
 /* name=n, a decimal count in [1, max]; what names the count in the message ("a key count"). */
-static fa_cl_status env_count(fa_cl_env_lookup lookup, void *data, const char *name, long max, const char *what,
+static fa_cl_status env_count(fa_cl__env_lookup lookup, void *data, const char *name, long max, const char *what,
                              int *out, char *msg, size_t msg_size)
 {
     const char *s = lookup(data, name);
@@ -65,7 +66,7 @@ static int same_word_nocase(const char *a, const char *b)
 
 /* An on/off switch name=word: *out becomes the word's value; unset or empty leaves it alone.
  * extra: the switch's own further words (nextra of them), named in the message. */
-static fa_cl_status env_switch(fa_cl_env_lookup lookup, void *data, const char *name, const env_word *extra,
+static fa_cl_status env_switch(fa_cl__env_lookup lookup, void *data, const char *name, const env_word *extra,
                                int nextra, int *out, char *msg, size_t msg_size)
 {
     const char *s = lookup(data, name);
@@ -152,12 +153,12 @@ static const char *process_env(void *data, const char *name)
     return getenv(name);
 }
 
-fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
+fa_cl_status fa_cl__env_read(fa_cl__env *out, char *msg, size_t msg_size)
 {
     return fa_cl__env_parse(out, process_env, NULL, msg, msg_size);
 }
 
-fa_cl_status fa_cl__env_parse(fa_cl_env *out, fa_cl_env_lookup lookup, void *data, char *msg, size_t msg_size)
+fa_cl_status fa_cl__env_parse(fa_cl__env *out, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size)
 {
     memset(out, 0, sizeof *out);
     fa_cl_status st = env_bytes(lookup, data, "FA_CL_LOCAL_MEM_BYTES", &out->local_mem_cap, msg, msg_size);
@@ -179,8 +180,8 @@ fa_cl_status fa_cl__env_parse(fa_cl_env *out, fa_cl_env_lookup lookup, void *dat
         return st;
     s = lookup(data, "FA_CL_MMA_STAGES");
     if (s && *s) {
-        if (strlen(s) != 1 || s[0] < '2' || s[0] > '0' + FA_CL_MMA_MAX_STAGES) {
-            snprintf(msg, msg_size, "FA_CL_MMA_STAGES='%s' is not a pipeline depth in 2..%d", s, FA_CL_MMA_MAX_STAGES);
+        if (strlen(s) != 1 || s[0] < '2' || s[0] > '0' + FA_CL_ENV_MAX_STAGES) {
+            snprintf(msg, msg_size, "FA_CL_MMA_STAGES='%s' is not a pipeline depth in 2..%d", s, FA_CL_ENV_MAX_STAGES);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
         out->mma_stages = s[0] - '0';
@@ -256,21 +257,13 @@ fa_cl_status fa_cl__env_parse(fa_cl_env *out, fa_cl_env_lookup lookup, void *dat
             return FA_CL_ERROR_INVALID_ARGUMENT;
         strcpy(out->build_options, s);
     }
-    s = lookup(data, "FA_CL_KERNEL_VARIANT");
+    s = lookup(data, "FA_CL_KERNEL_VARIANT"); /* resolved against the registry by the planner */
     if (s && *s) {
-        /* a forward family forces forward plans (portable ones the portable backward too); a backward
-         * family forces backward plans */
-        const fa_cl_kernel_family *f = fa_cl_kernel_by_name(s);
-        if (!f || (f->op != FA_CL_OP_FORWARD && f->op != FA_CL_OP_BACKWARD)) {
-            int n = snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not a forward or backward kernel (", s);
-            for (int i = 0, k = 0; i < fa_cl_kernel_count() && n > 0 && (size_t)n < msg_size; i++)
-                if (fa_cl_kernel_at(i)->op == FA_CL_OP_FORWARD || fa_cl_kernel_at(i)->op == FA_CL_OP_BACKWARD)
-                    n += snprintf(msg + n, msg_size - (size_t)n, "%s%s", k++ ? ", " : "", fa_cl_kernel_at(i)->name);
-            if (n > 0 && (size_t)n < msg_size)
-                snprintf(msg + n, msg_size - (size_t)n, ")");
+        if (strlen(s) >= sizeof out->variant_name) {
+            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT is longer than %zu characters", sizeof out->variant_name - 1);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
-        out->variant = f->id;
+        strcpy(out->variant_name, s);
     }
     s = lookup(data, "FA_CL_PERSISTENT"); /* a count: 0, or at most n work-groups */
     out->persistent_off = s && strcmp(s, "0") == 0;
@@ -292,8 +285,8 @@ fa_cl_status fa_cl__env_parse(fa_cl_env *out, fa_cl_env_lookup lookup, void *dat
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_command_queue queue,
-                                  fa_cl_context **out)
+fa_cl_status fa_cl__context_open(cl_context context, cl_device_id device, cl_command_queue queue,
+                                fa_cl_context **out)
 {
     if (!out)
         return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_context_create: out is NULL");
@@ -330,7 +323,7 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
         free(ctx);
         return st;
     }
-    fa_cl_lock_init(&ctx->lock);
+    fa_cl__lock_init(&ctx->lock);
     clRetainContext(context);
     clRetainDevice(device);
     clRetainCommandQueue(queue);
@@ -339,25 +332,6 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
     ctx->queue = queue;
     ctx->queue_in_order = !(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
     ctx->hold_events = !ctx->queue_in_order || fa_cl__contains_nocase(ctx->props.platform_version, "pocl");
-    fa_cl__binary_cache_open(ctx);
-    if (ctx->env.nv_tf32 == 0 && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
-        fa_cl__note(ctx, "fp32 on tensor cores (nvidia-tf32x3): off (FA_CL_NV_TF32=0): f32 takes the portable kernels");
-    if (ctx->env.mma_emulate && !ctx->env.vendor_path_off)
-        fa_cl__note(ctx, "tensor-core kernel (nvidia-mma): planned for f16/bf16 with its PTX emulated in portable "
-                         "OpenCL C (FA_CL_MMA_EMULATE=1, for tests: slow)");
-    else if (ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
-        fa_cl__note(ctx, ctx->env.vendor_path_off
-                             ? "tensor-core kernel (nvidia-mma): off (FA_CL_VENDOR_PATH=0), portable kernels only"
-                             : "tensor-core kernel (nvidia-mma): planned for f16/bf16, head_dim <= 256");
-    if (ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0 && !ctx->env.mma_emulate)
-        fa_cl__note(ctx, ctx->env.wgmma != 0 && !ctx->env.vendor_path_off
-                             ? "Hopper kernel (nvidia-wgmma): planned for f16/bf16 with head_dim 41..64 (rows of "
-                               "more than 512 keys) or 97..256 and more than 64 query rows (wgmma through sm_90a "
-                               "PTX; a producer warpgroup copies, by TMA in dense plans (at head_dim 129..256 only "
-                               "there), FA_CL_WGMMA_PRODUCER=0 turns it off, FA_CL_TMA=0 copies by cp.async; "
-                               "FA_CL_WGMMA=0 turns the kernel off)"
-                             : ctx->env.vendor_path_off ? "Hopper kernel (nvidia-wgmma): off (FA_CL_VENDOR_PATH=0)"
-                                                        : "Hopper kernel (nvidia-wgmma): off (FA_CL_WGMMA=0)");
     *out = ctx;
     return FA_CL_SUCCESS;
 }
@@ -443,107 +417,33 @@ static fa_cl_status pick_device(device_ref *out)
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl_context_create_default(fa_cl_context **out)
-{
-    if (!out)
-        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_context_create_default: out is NULL");
-    *out = NULL;
-    device_ref ref;
-    fa_cl_status st = pick_device(&ref);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ref.platform, 0};
-    cl_int err = CL_SUCCESS;
-    cl_context clctx = clCreateContext(props, 1, &ref.device, NULL, NULL, &err);
-    if (!clctx)
-        return fa_cl__fail_cl(NULL, err, "clCreateContext");
-    cl_command_queue q = clCreateCommandQueue(clctx, ref.device, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (!q) {
-        clReleaseContext(clctx);
-        return fa_cl__fail_cl(NULL, err, "clCreateCommandQueue");
-    }
-    st = fa_cl_context_create(clctx, ref.device, q, out);
-    /* the fa_cl context holds its own references */
-    clReleaseCommandQueue(q);
-    clReleaseContext(clctx);
-    return st;
-}
-
-void fa_cl_context_release(fa_cl_context *ctx)
-{
-    if (!ctx)
-        return;
-    fa_cl__plan_cache_clear(ctx);
-    fa_cl__program_cache_clear(ctx);
-    fa_cl__reference_release(ctx);
-    clReleaseCommandQueue(ctx->queue);
-    clReleaseDevice(ctx->device);
-    clReleaseContext(ctx->cl_ctx);
-    fa_cl_lock_destroy(&ctx->lock);
-    free(ctx);
-}
-
 cl_context fa_cl_context_cl_context(const fa_cl_context *ctx) { return ctx ? ctx->cl_ctx : NULL; }
 cl_command_queue fa_cl_context_queue(const fa_cl_context *ctx) { return ctx ? ctx->queue : NULL; }
 cl_device_id fa_cl_context_device(const fa_cl_context *ctx) { return ctx ? ctx->device : NULL; }
 
 int fa_cl__first_failure(fa_cl_context *ctx, int *flag)
 {
-    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl__lock_acquire(&ctx->lock);
     const int first = !*flag;
     *flag = 1;
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_release(&ctx->lock);
     return first;
 }
 
-void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
+fa_cl_status fa_cl__default_device(cl_platform_id *platform, cl_device_id *device)
 {
-    const fa_cl_device_props *p = &ctx->props;
-    fa_cl_device_traits dev = {0};
-    dev.is_gpu = (p->type & CL_DEVICE_TYPE_GPU) != 0;
-    /* device.c clears the vendor flags of CPUs: they take the generic path */
-    dev.vendor = p->is_nvidia ? FA_CL_VENDOR_NVIDIA
-                 : p->is_amd  ? FA_CL_VENDOR_AMD
-                 : p->is_intel ? FA_CL_VENDOR_INTEL
-                               : FA_CL_VENDOR_OTHER;
-    dev.local_mem_size = (size_t)p->local_mem_size;
-    dev.local_mem_is_global = p->local_mem_is_global;
-    dev.max_work_group = p->max_work_group_size;
-    dev.nv_cc_major = p->nv_cc_major;
-    dev.nv_cc_minor = p->nv_cc_minor;
-    dev.min_subgroup = p->min_subgroup;
-    fa_cl_limits_for_device(&dev, out);
-    /* the environment, read at context creation */
-    fa_cl__env_limits(&ctx->env, ctx->mma_failed, ctx->wgmma_failed, ctx->wgmma_backward_failed, out);
+    device_ref ref;
+    fa_cl_status st = pick_device(&ref);
+    *platform = st == FA_CL_SUCCESS ? ref.platform : NULL;
+    *device = st == FA_CL_SUCCESS ? ref.device : NULL;
+    return st;
 }
 
-void fa_cl__env_limits(const fa_cl_env *env, int mma_failed, int wgmma_failed, int wgmma_backward_failed,
-                       fa_cl_limits *out)
+void fa_cl__context_close(fa_cl_context *ctx)
 {
-    if (env->local_mem_override) {
-        out->local_mem_size = env->local_mem_override;
-        out->local_mem_source = "FA_CL_LOCAL_MEM_OVERRIDE";
-    }
-    out->local_mem_cap = env->local_mem_cap;
-    out->forced_q = env->tile_q;
-    out->forced_kv = env->tile_kv;
-    out->forced_rows = env->tile_rows;
-    out->forced_cols = env->tile_cols;
-    out->forced_variant = env->variant;
-    out->chunk_keys = env->chunk_keys;
-    out->mma_stages = env->mma_stages;
-    out->mma_kv_warps = env->mma_kv_warps;
-    /* FA_CL_MMA_EMULATE=1: the tensor-core kernel's logic on any device, its PTX in portable C */
-    if (env->mma_emulate) {
-        out->nv_mma = 1;
-        out->mma_emulated = 1;
-    }
-    /* FA_CL_VENDOR_PATH=0, or a tensor-core build that failed here: portable kernels only */
-    out->nv_mma = out->nv_mma && !env->vendor_path_off && !mma_failed;
-    /* wgmma: never emulated; FA_CL_WGMMA=0 or a failed sm_90a build turn it off */
-    out->nv_wgmma = out->nv_wgmma && out->nv_mma && !env->mma_emulate && env->wgmma != 0 && !wgmma_failed;
-    out->wg_producer = out->wg_producer && !env->wgmma_producer_off;
-    out->wgmma_backward_off = wgmma_backward_failed;
-    /* f32 on tensor cores: the default where they run natively; emulated only when asked for */
-    out->nv_tf32 = out->nv_mma && (env->mma_emulate ? env->nv_tf32 == 1 : env->nv_tf32 != 0);
+    clReleaseCommandQueue(ctx->queue);
+    clReleaseDevice(ctx->device);
+    clReleaseContext(ctx->cl_ctx);
+    fa_cl__lock_destroy(&ctx->lock);
+    free(ctx);
 }

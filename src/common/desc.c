@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Descriptors: checked once (sizes, strides, byte extents, overflow) and normalised once into what
- * the planner, the kernels' arguments, the plan cache and the reference all use (fa_cl_views); and
+ * the planner, the kernels' arguments, the plan cache and the reference all use (fa_cl__views); and
  * the checks of the buffers a call gets. */
 #include "fa_cl_internal.h"
 
@@ -164,7 +164,7 @@ fa_cl_status fa_cl__struct_copy(const void *in, size_t in_size, void *out, size_
 
 /* The canonical key of a normalised descriptor: every field that changes a plan, in a fixed order,
  * so that the plan cache compares descriptors bytewise (padding never enters). */
-static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
+static void desc_key(const fa_cl__views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
 {
     const fa_cl_attention_desc *d = &v->d;
     uint32_t scale_bits;
@@ -198,7 +198,7 @@ static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     memcpy(key, k, sizeof k);
 }
 
-fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views *out, char *msg, size_t msg_size)
+fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views *out, char *msg, size_t msg_size)
 {
     if (!given) {
         snprintf(msg, msg_size, "desc is NULL");
@@ -554,7 +554,7 @@ int fa_cl__rows_aligned16(const fa_cl_attention_desc *d)
 }
 
 fa_cl_status fa_cl__resolve_call(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
-                                 fa_cl_views *out)
+                                 fa_cl__views *out)
 {
     if (!ctx)
         return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
@@ -567,7 +567,7 @@ fa_cl_status fa_cl__resolve_call(fa_cl_context *ctx, const char *call, const fa_
 
 fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc *desc, char *msg, size_t msg_size)
 {
-    fa_cl_views v;
+    fa_cl__views v;
     char local[512];
     fa_cl_status st = fa_cl__desc_resolve(desc, &v, local, sizeof local);
     if (msg && msg_size)
@@ -630,7 +630,7 @@ fa_cl_status fa_cl__check_one_buffer(fa_cl_context *ctx, const char *name, cl_me
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem q, cl_mem k, cl_mem v_mem,
+fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl__views *v, cl_mem q, cl_mem k, cl_mem v_mem,
                                   cl_mem o, cl_mem lse)
 {
     fa_cl_status st;
@@ -656,7 +656,7 @@ fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_m
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_forward_args *a)
+fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl__views *v, const fa_cl_forward_args *a)
 {
     const struct { const char *name, *field; cl_mem m; uint64_t bytes; } in[] = {
         {"cache_seqlens", "desc.kv_seqlens", a->cache_seqlens, v->seqlens_bytes},

@@ -52,7 +52,7 @@ static cl_int device_string(cl_device_id dev, cl_device_info what, char *buf, si
     return err;
 }
 
-fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_device_props *out)
+fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl__device_props *out)
 {
     memset(out, 0, sizeof *out);
     cl_platform_id platform = NULL;

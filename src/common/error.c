@@ -107,9 +107,9 @@ const char *fa_cl__cl_error_name(cl_int err)
 static void record(fa_cl_context *ctx, const char *text)
 {
     if (ctx) {
-        fa_cl_lock_acquire(&ctx->lock);
+        fa_cl__lock_acquire(&ctx->lock);
         snprintf(ctx->last_error, sizeof ctx->last_error, "%s", text);
-        fa_cl_lock_release(&ctx->lock);
+        fa_cl__lock_release(&ctx->lock);
     } else {
         snprintf(thread_error, sizeof thread_error, "%s", text);
     }
@@ -139,9 +139,9 @@ const char *fa_cl_last_error(const fa_cl_context *ctx)
     if (!ctx)
         return thread_error;
     fa_cl_context *c = (fa_cl_context *)ctx; /* the lock is not part of the context's value */
-    fa_cl_lock_acquire(&c->lock);
+    fa_cl__lock_acquire(&c->lock);
     memcpy(thread_copy, c->last_error, sizeof thread_copy);
-    fa_cl_lock_release(&c->lock);
+    fa_cl__lock_release(&c->lock);
     return thread_copy;
 }
 
@@ -155,7 +155,7 @@ void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl__lock_acquire(&ctx->lock);
     size_t used = strlen(ctx->notes), n = strlen(line);
     /* keep room for the "dropped" line, so the notes never end mid-sentence */
     if (used + n + 1 + sizeof full <= sizeof ctx->notes) {
@@ -165,7 +165,7 @@ void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)
     } else if (used + sizeof full <= sizeof ctx->notes && !strstr(ctx->notes, full)) {
         memcpy(ctx->notes + used, full, sizeof full);
     }
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_release(&ctx->lock);
 }
 
 const char *fa_cl_context_notes(const fa_cl_context *ctx)

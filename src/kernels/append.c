@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* append: the first launch of a plan that appends new keys to the cache before attending
  * (cl/fa_append.cl). Not a forward kernel: the planner never picks it for a forward's tiles. */
-#include "fa_cl_internal.h"
+#include "kernels/family.h"
 
 static const char *const files[] = {"fa_append.cl"};
 
-const fa_cl_kernel_family fa_cl_kernel_append = {
-    "append", FA_CL_KERNEL_APPEND, FA_CL_OP_APPEND, "fa_append", files, 1, 0,
-    "k_new/v_new rows into the KV cache at each sequence's length (an appending plan's first launch)",
-    fa_cl__never_applies, fa_cl__no_tiles, fa_cl__no_options, FA_CL_UNROLL_MAX_DIM, 0};
+const fa_cl__kernel_family fa_cl__kernel_append = {
+    .name = "append",
+    .id = FA_CL_KERNEL_APPEND,
+    .op = FA_CL_OP_APPEND,
+    .entry = "fa_append",
+    .files = files,
+    .nfiles = 1,
+    .summary = "k_new/v_new rows into the KV cache at each sequence's length (an appending plan's first launch)",
+    .applies = fa_cl__never_applies,
+    .plan = fa_cl__no_tiles,
+    .options = fa_cl__no_options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+    .work_group = 64,
+};

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia-mma: FlashAttention-2 on NVIDIA tensor cores (mma.sync through inline PTX), f16/bf16 storage,
  * compute capability >= 8.0 (cl/fa_forward_nv_mma.cl). Its tile rules. */
-#include "fa_cl_internal.h"
+#include "kernels/nvidia_mma.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_forward_nv_mma.cl"};
 
-int fa_cl_mma_dim_padded(int head_dim)
+int fa_cl__mma_dim_padded(int head_dim)
 {
     /* a multiple of 32: k-steps of 16 taken in pairs (Q in registers), n-tiles of O in pairs; 32
      * rather than a power of two so that d = 80, 96, 160, 224 waste at most 16 columns of 32. The O
@@ -18,7 +18,7 @@ int fa_cl_mma_dim_padded(int head_dim)
     return (head_dim + 31) / 32 * 32;
 }
 
-size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
+size_t fa_cl__mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
                              int q8_row_bytes)
 {
     /* q8_0 K/V copied asynchronously (q8_row_bytes > 0): a ring of stages of raw rows after
@@ -45,37 +45,27 @@ size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp
     return most;
 }
 
-size_t fa_cl_mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stages)
+size_t fa_cl__mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stages)
 {
     /* the ring of tiles, and each row's first entry (an 8-byte index) */
     return (size_t)stages * (size_t)block_q * (size_t)(block_kv * entry_bytes + (entry_bytes == 4 ? 32 : 16)) +
            (size_t)block_q * 8;
 }
 
-void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
-                              int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl_tiles *out)
-{
-    fa_cl__tiles_set(out, f, br, bc, warp_rows, 8, (br + warp_rows - 1) / warp_rows * 32, bytes);
-    out->head_dim_padded = dim_padded;
-    out->elem_bytes = f->id == FA_CL_KERNEL_NVIDIA_TF32X3 || f->id == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD ? 4 : 2;
-    out->aligned16 = req->aligned16;
-    out->ptx_emulated = lim->mma_emulated;
-}
-
 /* FA_CL_MMA_EMULATE's scratch (cl/fa_nv_ptx.cl FA_EMU_WORDS: 192 words per warp), so that an emulated
  * plan fits the budget the native one would */
-static size_t emulation_bytes(const fa_cl_limits *lim, int warps)
+static size_t emulation_bytes(const fa_cl__limits *lim, int warps)
 {
     return lim->mma_emulated ? (size_t)warps * 192 * 4 : 0;
 }
 
-static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
 {
     (void)req;
     return lim->nv_mma;
 }
 
-static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
     const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_MMA;
@@ -84,14 +74,14 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                  FA_CL_MMA_MAX_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
-    if (fa_cl_mma_dim_padded(req->head_dim) == 0) {
+    if (fa_cl__mma_dim_padded(req->head_dim) == 0) {
         /* O stays in registers (DT = D_PAD / 8 accumulator tiles a warp): 244 registers at 256 */
         snprintf(msg, msg_size, "head_dim %d: the tensor-core kernel keeps O in registers and takes head_dim <= %d",
                  req->head_dim, FA_CL_MMA_MAX_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
     const size_t budget = out->local_mem_budget;
-    const int dp = fa_cl_mma_dim_padded(req->head_dim);
+    const int dp = fa_cl__mma_dim_padded(req->head_dim);
     /* With asynchronous copies up to d = 128, 128 x 64 with 32 rows per warp where the rows fill it:
      * each K/V fragment then feeds two mma (a few rows against many keys leave such a tile empty and
      * run faster at 64 x 64 x 16); with synchronous copies 64 x 32 at d = 128. Above 128, 64 x 32:
@@ -121,7 +111,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
      * 64 keys where the local memory holds them: a K/V tile then feeds twice the rows (faster than
      * 64 x 32 on an H200, commit 7f30fab); a smaller budget keeps 64 x 32 and shrinks that */
     if (req->aligned16 && dp > 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q && !lim->mma_kv_q8 && !lim->mma_mask &&
-        fa_cl_mma_local_bytes(FA_CL_MMA_ASYNC_BLOCK_Q, FA_CL_MMA_BLOCK_KV, dp, FA_CL_MMA_WARP_ROWS, FA_CL_MMA_STAGES,
+        fa_cl__mma_local_bytes(FA_CL_MMA_ASYNC_BLOCK_Q, FA_CL_MMA_BLOCK_KV, dp, FA_CL_MMA_WARP_ROWS, FA_CL_MMA_STAGES,
                               1, 0) + emulation_bytes(lim, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
             out->local_mem_budget) {
         br = FA_CL_MMA_ASYNC_BLOCK_Q;
@@ -174,13 +164,13 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     const int mask_bytes = async && !lim->mma_kv_q8 ? lim->mma_mask_bytes : 0;
     const int warps = (br + wr - 1) / wr * kv_warps;
     const size_t emu = emulation_bytes(lim, warps);
-    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
-                   (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
+    size_t bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
+                   (mask_bytes ? fa_cl__mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
     while (!forced && bytes > budget && bc > 16 * kv_warps) {
         bc /= 2;
-        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
-                (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
+        bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
+                (mask_bytes ? fa_cl__mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     }
     const int wg = warps * 32;
     if (bytes > budget || (size_t)wg > lim->max_work_group) {
@@ -201,7 +191,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
             bytes = third + emu;
         }
     }
-    fa_cl__tensor_core_tiles(lim, req, &fa_cl_kernel_nvidia_mma, br, bc, wr, dp, bytes, out);
+    fa_cl__tensor_core_tiles(lim, req, &fa_cl__kernel_nvidia_mma, br, bc, wr, dp, bytes, out);
     out->local_floor = floor_bytes;
     out->forced = forced;
     out->stages = stages;
@@ -212,7 +202,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     return FA_CL_SUCCESS;
 }
 
-static int options(const fa_cl_tiles *t, char *out, size_t n)
+static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     char stages[128] = "";
     if (t->stages > 2)
@@ -230,7 +220,17 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
                     stages, t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
-const fa_cl_kernel_family fa_cl_kernel_nvidia_mma = {
-    "nvidia-mma", FA_CL_KERNEL_NVIDIA_MMA, FA_CL_OP_FORWARD, "fa_forward", files, 4, 1,
-    "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
-    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};
+const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
+    .name = "nvidia-mma",
+    .id = FA_CL_KERNEL_NVIDIA_MMA,
+    .op = FA_CL_OP_FORWARD,
+    .entry = "fa_forward",
+    .files = files,
+    .nfiles = 4,
+    .vendor = 1,
+    .summary = "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
+    .applies = applies,
+    .plan = plan,
+    .options = options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+};

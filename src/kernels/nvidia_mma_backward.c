@@ -4,32 +4,32 @@
  *   nvidia-mma-backward     f16/bf16 (m16n8k16; P and dS rounded to the storage type), and
  *   nvidia-tf32x3-backward  f32, fp32-accurate: every product 3xTF32 (m16n8k8), P and dS split too.
  * Backward plans call them (src/backward/backward_plan.c), never the forward planner. */
-#include "fa_cl_internal.h"
+#include "kernels/nvidia_mma_backward.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const char *const files[] = {"fa_common.cl", "fa_nv_ptx.cl", "fa_backward_common.cl", "fa_backward_nv_mma.cl"};
 
-size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16)
+size_t fa_cl__mma_backward_local_bytes(int block, int dim_padded, int aligned16)
 {
     const size_t nbuf = aligned16 ? 2 : 1; /* cl/fa_backward_nv_mma.cl's NBUF: the streamed tiles' buffers */
     return (size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 8) * 2 + 2 * nbuf * (size_t)block * 4;
 }
 
-size_t fa_cl_tf32_backward_local_bytes(int block, int dim_padded, int aligned16, int exchange_rows)
+size_t fa_cl__tf32_backward_local_bytes(int block, int dim_padded, int aligned16, int exchange_rows)
 {
     const size_t nbuf = aligned16 ? 2 : 1;
     return 4 * ((size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 4) + 2 * nbuf * (size_t)block +
                 (size_t)block * (size_t)exchange_rows);
 }
 
-static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
 {
     return lim->nv_mma && req->dtype != FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM;
 }
 
-static int applies_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+static int applies_tf32(const fa_cl__limits *lim, const fa_cl__tile_request *req)
 {
     return lim->nv_mma && lim->nv_tf32 && req->dtype == FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM;
 }
@@ -44,8 +44,8 @@ static int tf32_pass(int forced_pass, int b, int dp, int roles)
 /* local memory of either family's kernels at blocks of b (tf32 with roles: P^T's exchange too) */
 static size_t family_bytes(int tf32, int b, int dp, int aligned, int pass, int roles)
 {
-    return tf32 ? fa_cl_tf32_backward_local_bytes(b, dp, aligned, roles ? pass : 0)
-                : fa_cl_mma_backward_local_bytes(b, dp, aligned);
+    return tf32 ? fa_cl__tf32_backward_local_bytes(b, dp, aligned, roles ? pass : 0)
+                : fa_cl__mma_backward_local_bytes(b, dp, aligned);
 }
 
 /* Either family's tiles: B_r = B_c = B, FA_CL_MMA_BACKWARD_BLOCK halved while its local memory does
@@ -53,8 +53,8 @@ static size_t family_bytes(int tf32, int b, int dp, int aligned, int pass, int r
  * keys in dkdv). A forced tile this kernel cannot take is UNSUPPORTED, meant for the portable
  * backward (which checks it), unless FA_CL_KERNEL_VARIANT forces this family: then
  * INVALID_ARGUMENT. */
-static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
-                                fa_cl_tiles *out, char *msg, size_t msg_size)
+static fa_cl_status plan_family(const fa_cl__limits *lim, const fa_cl__tile_request *req, const fa_cl__kernel_family *f,
+                                fa_cl__tiles *out, char *msg, size_t msg_size)
 {
     const int tf32 = f->id == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
     const int dp = req->head_dim <= 64 ? 64 : 128;
@@ -106,7 +106,7 @@ static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_reques
     return FA_CL_SUCCESS;
 }
 
-static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
     if (!applies(lim, req)) {
@@ -114,11 +114,11 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                  "bf16 data and head_dim <= %d", FA_CL_MMA_BACKWARD_MAX_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
-    return plan_family(lim, req, &fa_cl_kernel_nvidia_mma_backward, out, msg, msg_size);
+    return plan_family(lim, req, &fa_cl__kernel_nvidia_mma_backward, out, msg, msg_size);
 }
 
 /* (FA_CL_NV_TF32 is not asked: it decides where the planner tries the family, as for the forward) */
-static fa_cl_status plan_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan_tf32(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                               size_t msg_size)
 {
     if (!lim->nv_mma || req->dtype != FA_CL_F32 || req->head_dim > FA_CL_MMA_BACKWARD_MAX_DIM) {
@@ -126,10 +126,10 @@ static fa_cl_status plan_tf32(const fa_cl_limits *lim, const fa_cl_tile_request 
                  "data and head_dim <= %d", FA_CL_MMA_BACKWARD_MAX_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
-    return plan_family(lim, req, &fa_cl_kernel_nvidia_tf32_backward, out, msg, msg_size);
+    return plan_family(lim, req, &fa_cl__kernel_nvidia_tf32_backward, out, msg, msg_size);
 }
 
-static int options(const fa_cl_tiles *t, char *out, size_t n)
+static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     char pass[48] = "";
     if (t->pass_rows > 0)
@@ -140,14 +140,34 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
                     t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
-const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward = {
-    "nvidia-mma-backward", FA_CL_KERNEL_NVIDIA_MMA_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 4, 1,
-    "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in its own "
-    "pass",
-    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};
+const fa_cl__kernel_family fa_cl__kernel_nvidia_mma_backward = {
+    .name = "nvidia-mma-backward",
+    .id = FA_CL_KERNEL_NVIDIA_MMA_BACKWARD,
+    .op = FA_CL_OP_BACKWARD,
+    .entry = "fa_backward_dkdv",
+    .files = files,
+    .nfiles = 4,
+    .vendor = 1,
+    .summary = "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in its own "
+               "pass",
+    .applies = applies,
+    .plan = plan,
+    .options = options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+};
 
-const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32_backward = {
-    "nvidia-tf32x3-backward", FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 4, 1,
-    "the f32 backward on NVIDIA tensor cores (head_dim <= 128), fp32 accuracy through 3xTF32 mma, P and dS unrounded, "
-    "dQ in its own pass",
-    applies_tf32, plan_tf32, options, FA_CL_UNROLL_MAX_DIM, 0};
+const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32_backward = {
+    .name = "nvidia-tf32x3-backward",
+    .id = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD,
+    .op = FA_CL_OP_BACKWARD,
+    .entry = "fa_backward_dkdv",
+    .files = files,
+    .nfiles = 4,
+    .vendor = 1,
+    .summary = "the f32 backward on NVIDIA tensor cores (head_dim <= 128), fp32 accuracy through 3xTF32 mma, P and dS unrounded, "
+               "dQ in its own pass",
+    .applies = applies_tf32,
+    .plan = plan_tf32,
+    .options = options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+};

@@ -2,14 +2,14 @@
 /* nvidia-wgmma: the tensor-core forward with Hopper's warpgroup MMA (cl/fa_forward_nv_mma.cl built
  * with FA_WGMMA, cl/fa_nv_wgmma.cl), compute capability 9.0, through the sm_90a PTX retargeting
  * (src/program/ptx_retarget.h). Its tile rules. */
-#include "fa_cl_internal.h"
+#include "kernels/nvidia_wgmma.h"
 
 #include <stdio.h>
 
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_nv_ptx.cl", "fa_nv_wgmma.cl",
                                     "fa_nv_tma.cl", "fa_forward_nv_mma.cl"};
 
-size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes,
+size_t fa_cl__wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes,
                                int producer)
 {
     /* Q, and `stages` K and V tiles, unpadded rows of 16-bit values (core matrices); a mask's ring
@@ -23,13 +23,13 @@ size_t fa_cl_wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int st
     return (size_t)(block_q + 2 * stages * block_kv) * (size_t)dim_padded * 2 + mask + sync;
 }
 
-static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
 {
     (void)req;
     return lim->nv_wgmma;
 }
 
-static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
     const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_WGMMA;
@@ -93,7 +93,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     const int producer = lim->wg_producer && ((br == 128 && (dp <= 128 || lim->wg_tma_tiles)) ||
                                               (br == FA_CL_WGMMA_TALL_Q && dp <= 128 && tma_tiles));
     if (!forced && producer && tma_tiles && bc_wide > 0 &&
-        fa_cl_wgmma_local_bytes(br, bc_wide, dp, stages, 0, producer) <= out->local_mem_budget)
+        fa_cl__wgmma_local_bytes(br, bc_wide, dp, stages, 0, producer) <= out->local_mem_budget)
         bc = bc_wide;
     if ((bc == bc_wide || br == FA_CL_WGMMA_TALL_Q) && (!producer || !tma_tiles)) {
         snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: %s need the producer warpgroup's copies by TMA "
@@ -102,10 +102,10 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                  br == FA_CL_WGMMA_TALL_Q ? " and head_dim up to 128" : "");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
-    size_t bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes, producer);
+    size_t bytes = fa_cl__wgmma_local_bytes(br, bc, dp, stages, mask_bytes, producer);
     while (!forced && bytes > out->local_mem_budget && bc > bc_min) {
         bc /= 2;
-        bytes = fa_cl_wgmma_local_bytes(br, bc, dp, stages, mask_bytes, producer);
+        bytes = fa_cl__wgmma_local_bytes(br, bc, dp, stages, mask_bytes, producer);
     }
     const int wg = br / 16 * 32 + (producer ? 128 : 0);
     if (bytes > out->local_mem_budget || (size_t)wg > lim->max_work_group) {
@@ -114,7 +114,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                  out->local_mem_budget, lim->max_work_group);
         return forced ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
-    fa_cl__tensor_core_tiles(lim, req, &fa_cl_kernel_nvidia_wgmma, br, bc, 16, dp, bytes, out);
+    fa_cl__tensor_core_tiles(lim, req, &fa_cl__kernel_nvidia_wgmma, br, bc, 16, dp, bytes, out);
     out->forced = forced;
     out->stages = stages;
     out->kv_warps = 1;
@@ -125,7 +125,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     return FA_CL_SUCCESS;
 }
 
-static int options(const fa_cl_tiles *t, char *out, size_t n)
+static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     /* two warpgroups take turns issuing their products (FA_WG_PINGPONG). It won before the producer
      * warpgroup, not with padded rows (commit ab18c05). With the producer at d_pad 128 and 256 it
@@ -145,7 +145,18 @@ static int options(const fa_cl_tiles *t, char *out, size_t n)
                     t->rows_padded ? " -DFA_ROWS_PADDED" : "", pingpong ? " -DFA_WG_PINGPONG" : "", producer);
 }
 
-const fa_cl_kernel_family fa_cl_kernel_nvidia_wgmma = {
-    "nvidia-wgmma", FA_CL_KERNEL_NVIDIA_WGMMA, FA_CL_OP_FORWARD, "fa_forward", files, 6, 1,
-    "f16/bf16 on Hopper tensor cores (compute capability 9.0): wgmma through sm_90a PTX, cp.async",
-    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 1};
+const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma = {
+    .name = "nvidia-wgmma",
+    .id = FA_CL_KERNEL_NVIDIA_WGMMA,
+    .op = FA_CL_OP_FORWARD,
+    .entry = "fa_forward",
+    .files = files,
+    .nfiles = 6,
+    .vendor = 1,
+    .summary = "f16/bf16 on Hopper tensor cores (compute capability 9.0): wgmma through sm_90a PTX, cp.async",
+    .applies = applies,
+    .plan = plan,
+    .options = options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+    .ptx_sm90a = 1,
+};

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* portable: each work-item owns whole query rows (cl/fa_forward.cl); every device runs it, and the
  * planner falls back to it. Its tile rules. */
-#include "fa_cl_internal.h"
+#include "kernels/portable.h"
 
 #include <stdio.h>
 
@@ -10,7 +10,7 @@ static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-int fa_cl_rows_private_floats(int rows, int block_kv, int head_dim_padded)
+int fa_cl__rows_private_floats(int rows, int block_kv, int head_dim_padded)
 {
     return rows * (head_dim_padded + block_kv + 8) + 4;
 }
@@ -29,14 +29,14 @@ static int rows_per_item(int block_q, int block_kv, int head_dim_padded, size_t 
 }
 
 /* Anywhere: the last family the planner tries. */
-static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
 {
     (void)lim, (void)req;
     return 1;
 }
 
 /* A forced FA_CL_TILE: the rows per work-item given (or the fewest the work-group limit allows). */
-static fa_cl_status forced_tile(const fa_cl_limits *lim, const fa_cl_tiles *out, int64_t rows_fit, size_t max_wg,
+static fa_cl_status forced_tile(const fa_cl__limits *lim, const fa_cl__tiles *out, int64_t rows_fit, size_t max_wg,
                                 int *br, int *bc, int *tm, char *msg, size_t msg_size)
 {
     const size_t row_bytes = (size_t)out->elem_bytes * (size_t)out->head_dim_padded;
@@ -66,7 +66,7 @@ static fa_cl_status forced_tile(const fa_cl_limits *lim, const fa_cl_tiles *out,
     return FA_CL_SUCCESS;
 }
 
-static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
     const int dpad = out->head_dim_padded;
@@ -110,17 +110,26 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
                 br = (int)(max_wg * (size_t)tm);
         }
     }
-    fa_cl__tiles_set(out, &fa_cl_kernel_portable, br, bc, tm, bc, br / tm, (size_t)(br + bc) * row_bytes);
+    fa_cl__tiles_set(out, &fa_cl__kernel_portable, br, bc, tm, bc, br / tm, (size_t)(br + bc) * row_bytes);
     out->forced = forced;
     return FA_CL_SUCCESS;
 }
 
-static int options(const fa_cl_tiles *t, char *out, size_t n)
+static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     return snprintf(out, n, " -DROWS=%d", t->rows_per_item);
 }
 
-const fa_cl_kernel_family fa_cl_kernel_portable = {
-    "portable", FA_CL_KERNEL_PORTABLE, FA_CL_OP_FORWARD, "fa_forward", files, 3, 0,
-    "portable OpenCL C for any device: each work-item owns whole query rows, P stays in registers",
-    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};
+const fa_cl__kernel_family fa_cl__kernel_portable = {
+    .name = "portable",
+    .id = FA_CL_KERNEL_PORTABLE,
+    .op = FA_CL_OP_FORWARD,
+    .entry = "fa_forward",
+    .files = files,
+    .nfiles = 3,
+    .summary = "portable OpenCL C for any device: each work-item owns whole query rows, P stays in registers",
+    .applies = applies,
+    .plan = plan,
+    .options = options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+};

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* portable-tiled: the register-tiled portable kernel GPUs get (cl/fa_forward_tiled.cl). Its tile rules. */
-#include "fa_cl_internal.h"
+#include "kernels/portable.h"
+#include "kernels/portable_tiled.h"
 
 #include <stdio.h>
 
@@ -12,13 +13,13 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* O accumulators (TM x OC float4), the V chunks of one key (OC float4), scores (TM x TN), the Q and
  * K operands (TM + TN float4), P of one key (TM) and the row state m, l, lo, hi (4 x TM). IGC
  * (ocloc 22.43) spills exactly where this exceeds its budget (docs/portability.md). */
-int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded)
+int fa_cl__tiled_private_floats(int tm, int tn, int nx, int head_dim_padded)
 {
     int oc = (head_dim_padded / 4 + nx - 1) / nx;
     return 4 * tm * oc + 4 * oc + tm * tn + 4 * (tm + tn) + tm + 4 * tm;
 }
 
-size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item)
+size_t fa_cl__tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item)
 {
     size_t pitch_q = (size_t)block_q + 4;
     return 4 * ((size_t)(block_q + block_kv) * (size_t)(head_dim_padded + 4) +
@@ -27,23 +28,23 @@ size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, i
 
 /* Largest multiple of 16 rows (up to the tiled cap) whose tile fits the local budget and whose
  * work-group the device takes, for TM rows per work-item; 0 when none does. */
-static int tiled_block_q(const fa_cl_limits *lim, int tm, int tn, int bc, int dpad, size_t budget)
+static int tiled_block_q(const fa_cl__limits *lim, int tm, int tn, int bc, int dpad, size_t budget)
 {
     const size_t max_wg = lim->max_work_group ? lim->max_work_group : 1;
     for (int r = FA_CL_TILED_MAX_BLOCK_Q; r >= 16; r -= 16)
-        if ((size_t)(r / tm) * (size_t)(bc / tn) <= max_wg && fa_cl_tiled_local_bytes(r, bc, dpad, tn) <= budget)
+        if ((size_t)(r / tm) * (size_t)(bc / tn) <= max_wg && fa_cl__tiled_local_bytes(r, bc, dpad, tn) <= budget)
             return r;
     return 0;
 }
 
 /* GPUs, except NVIDIA's at head_dim <= 64, where portable with two rows per work-item is faster. */
-static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
 {
     const int dpad = (int)round_up(req->head_dim, FA_CL_VEC);
     return lim->prefer_tiled && !(lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM);
 }
 
-static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
     const int dpad = out->head_dim_padded;
@@ -55,7 +56,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         br = lim->forced_q;
         bc = lim->forced_kv;
         tm = lim->forced_rows > 0 ? lim->forced_rows : FA_CL_TILED_TM;
-        size_t need = fa_cl_tiled_local_bytes(br, bc, dpad, tn);
+        size_t need = fa_cl__tiled_local_bytes(br, bc, dpad, tn);
         if (bc % tn || br % tm || tm > 8 || tn > 16) {
             snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel: B_c must be a multiple of %d and B_r "
                      "of the rows (at most 8)", br, bc, tm, tn);
@@ -83,7 +84,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         br = 0;
         tm = FA_CL_TILED_TM;
         for (int t = FA_CL_TILED_TM; t >= 1 && br == 0; t /= 2) {
-            if (regs > 0 && t > 1 && fa_cl_tiled_private_floats(t, tn, bc / tn, dpad) > regs)
+            if (regs > 0 && t > 1 && fa_cl__tiled_private_floats(t, tn, bc / tn, dpad) > regs)
                 continue;
             tm = t;
             br = tiled_block_q(lim, t, tn, bc, dpad, budget);
@@ -97,20 +98,28 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         }
         br = (int)min64(br, need_q);
     }
-    fa_cl__tiles_set(out, &fa_cl_kernel_portable_tiled, br, bc, tm, tn, (br / tm) * (bc / tn),
-                     fa_cl_tiled_local_bytes(br, bc, dpad, tn));
+    fa_cl__tiles_set(out, &fa_cl__kernel_portable_tiled, br, bc, tm, tn, (br / tm) * (bc / tn),
+                     fa_cl__tiled_local_bytes(br, bc, dpad, tn));
     out->forced = forced;
     return FA_CL_SUCCESS;
 }
 
-static int options(const fa_cl_tiles *t, char *out, size_t n)
+static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     return snprintf(out, n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
 }
 
-const fa_cl_kernel_family fa_cl_kernel_portable_tiled = {
-    "portable-tiled", FA_CL_KERNEL_PORTABLE_TILED, FA_CL_OP_FORWARD, "fa_forward", files, 3, 0,
-    "portable OpenCL C for GPUs: TM x TN register tiles per work-item, P through local memory",
-    applies, plan, options,
+const fa_cl__kernel_family fa_cl__kernel_portable_tiled = {
+    .name = "portable-tiled",
+    .id = FA_CL_KERNEL_PORTABLE_TILED,
+    .op = FA_CL_OP_FORWARD,
+    .entry = "fa_forward",
+    .files = files,
+    .nfiles = 3,
+    .summary = "portable OpenCL C for GPUs: TM x TN register tiles per work-item, P through local memory",
+    .applies = applies,
+    .plan = plan,
+    .options = options,
     /* unrolled up to padded head_dim 384: faster there unrolled, slower at 512 (H200, commit 4ced9f9) */
-    384, 0};
+    .unroll_max_dim = 384,
+};

@@ -1,62 +1,67 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The kernel registry: every kernel family, in the order the planner tries them. Adding a kernel is
- * its cl/ file, a rules file beside this one (the family's entry), one line here and its tests
- * (docs/design.md, "Adding a kernel"). */
-#include "fa_cl_internal.h"
+ * its cl/ units, a family file beside this one (its entry, rules and header), one line here and its
+ * tests (docs/design.md, "Adding a kernel"). */
+#include "kernels/family.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const fa_cl_kernel_family *const families[] = {
-    &fa_cl_kernel_nvidia_wgmma,    /* vendor paths first: where they apply they are the fastest */
-    &fa_cl_kernel_nvidia_mma,
-    &fa_cl_kernel_nvidia_tf32x3,
-    &fa_cl_kernel_portable_tiled,  /* GPUs */
-    &fa_cl_kernel_portable,        /* anywhere: the fallback */
-    &fa_cl_kernel_combine,         /* split-KV plans' second launch */
-    &fa_cl_kernel_append,          /* appending plans' first launch */
-    &fa_cl_kernel_pad_rows,        /* tensor-core plans' first launches at head_dim % 8 != 0 */
-    &fa_cl_kernel_check_serving,   /* a call's first launch where args.status asks for the device checks */
-    &fa_cl_kernel_nvidia_wgmma_backward, /* backward plans: tensor cores first */
-    &fa_cl_kernel_nvidia_mma_backward,
-    &fa_cl_kernel_nvidia_tf32_backward,
-    &fa_cl_kernel_portable_backward,
-};
+/* One line a family: its fa_cl__kernel_<name> (defined in its own file), in the planner's order. */
+#define FA_CL_FAMILIES(X)                                                                                 \
+    X(nvidia_wgmma)           /* vendor paths first: where they apply they are the fastest */            \
+    X(nvidia_mma)                                                                                         \
+    X(nvidia_tf32x3)                                                                                      \
+    X(portable_tiled)         /* GPUs */                                                                 \
+    X(portable)               /* anywhere: the fallback */                                               \
+    X(combine)                /* split-KV plans' second launch */                                        \
+    X(append)                 /* appending plans' first launch */                                        \
+    X(pad_rows)               /* tensor-core plans' first launches at head_dim % 8 != 0 */               \
+    X(check_serving)          /* a call's first launch where args.status asks for the device checks */   \
+    X(nvidia_wgmma_backward)  /* backward plans: tensor cores first */                                   \
+    X(nvidia_mma_backward)                                                                                \
+    X(nvidia_tf32_backward)                                                                               \
+    X(portable_backward)
 
-int fa_cl_kernel_count(void) { return (int)(sizeof families / sizeof families[0]); }
+#define FA_CL_DECLARE(name) extern const fa_cl__kernel_family fa_cl__kernel_##name;
+#define FA_CL_ENTRY(name) &fa_cl__kernel_##name,
+FA_CL_FAMILIES(FA_CL_DECLARE)
+static const fa_cl__kernel_family *const families[] = {FA_CL_FAMILIES(FA_CL_ENTRY)};
 
-const fa_cl_kernel_family *fa_cl_kernel_at(int i) { return i >= 0 && i < fa_cl_kernel_count() ? families[i] : NULL; }
+int fa_cl__kernel_count(void) { return (int)(sizeof families / sizeof families[0]); }
 
-const fa_cl_kernel_family *fa_cl_kernel_by_name(const char *name)
+const fa_cl__kernel_family *fa_cl__kernel_at(int i) { return i >= 0 && i < fa_cl__kernel_count() ? families[i] : NULL; }
+
+const fa_cl__kernel_family *fa_cl__kernel_by_name(const char *name)
 {
-    for (int i = 0; name && i < fa_cl_kernel_count(); i++)
+    for (int i = 0; name && i < fa_cl__kernel_count(); i++)
         if (strcmp(families[i]->name, name) == 0)
             return families[i];
     return NULL;
 }
 
-const fa_cl_kernel_family *fa_cl_kernel_by_id(fa_cl_kernel_id id)
+const fa_cl__kernel_family *fa_cl__kernel_by_id(fa_cl__kernel_id id)
 {
-    for (int i = 0; i < fa_cl_kernel_count(); i++)
+    for (int i = 0; i < fa_cl__kernel_count(); i++)
         if (families[i]->id == id)
             return families[i];
     return NULL;
 }
 
-const fa_cl_kernel_family *fa_cl_forced_forward(const fa_cl_limits *lim)
+const fa_cl__kernel_family *fa_cl__forced_forward(const fa_cl__limits *lim)
 {
-    const fa_cl_kernel_family *f = lim->forced_variant ? fa_cl_kernel_by_id((fa_cl_kernel_id)lim->forced_variant)
+    const fa_cl__kernel_family *f = lim->forced_variant ? fa_cl__kernel_by_id((fa_cl__kernel_id)lim->forced_variant)
                                                        : NULL;
     return f && f->op == FA_CL_OP_FORWARD ? f : NULL;
 }
 
-int fa_cl__never_applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
+int fa_cl__never_applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
 {
     (void)lim, (void)req;
     return 0;
 }
 
-fa_cl_status fa_cl__no_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+fa_cl_status fa_cl__no_tiles(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                              size_t msg_size)
 {
     (void)lim, (void)req, (void)out;
@@ -64,7 +69,7 @@ fa_cl_status fa_cl__no_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *
     return FA_CL_ERROR_UNSUPPORTED;
 }
 
-int fa_cl__no_options(const fa_cl_tiles *t, char *out, size_t n)
+int fa_cl__no_options(const fa_cl__tiles *t, char *out, size_t n)
 {
     (void)t;
     if (n)
@@ -72,7 +77,7 @@ int fa_cl__no_options(const fa_cl_tiles *t, char *out, size_t n)
     return 0;
 }
 
-void fa_cl__tiles_set(fa_cl_tiles *out, const fa_cl_kernel_family *f, int block_q, int block_kv, int rows_per_item,
+void fa_cl__tiles_set(fa_cl__tiles *out, const fa_cl__kernel_family *f, int block_q, int block_kv, int rows_per_item,
                       int cols_per_item, int work_group_size, size_t local_mem_bytes)
 {
     out->variant = f->id;

@@ -15,9 +15,12 @@
 #define FA_CL_MODS_ARGS 4    /* FA_MODS_PARAMS: softcap in and out, the ALiBi slopes, the sinks */
 #define FA_CL_MASK_ARGS 6    /* FA_MASK_PARAMS: the mask, its offset and 3 strides, 1 / scale */
 
+/* The fixed work-group size of a helper launch (combine, append, pad-rows, check-serving). */
+static size_t helper_wg(fa_cl__kernel_id id) { return (size_t)fa_cl__kernel_by_id(id)->work_group; }
+
 /* Build the kernel family's program for the tiles chosen: sizes and storage type become -D options
  * (build_options.c, shared with the offline compile checks). */
-static fa_cl_status build_kernel_entry(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t,
+static fa_cl_status build_kernel_entry(fa_cl_context *ctx, const fa_cl__views *v, const fa_cl__tiles *t,
                                        const char *entry, cl_kernel *out)
 {
     char options[512];
@@ -25,7 +28,7 @@ static fa_cl_status build_kernel_entry(fa_cl_context *ctx, const fa_cl_views *v,
     if (fa_cl__plan_options(t, v, gpu, options, sizeof options) < 0)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "internal: build options longer than %zu characters",
                            sizeof options - 1);
-    const fa_cl_kernel_family *f = fa_cl_kernel_by_id(t->variant);
+    const fa_cl__kernel_family *f = fa_cl__kernel_by_id(t->variant);
     cl_program prog;
     fa_cl_status st = fa_cl__program_get(ctx, f->files, f->nfiles, options, f->ptx_sm90a, &prog);
     if (st != FA_CL_SUCCESS)
@@ -42,27 +45,27 @@ static fa_cl_status build_kernel_entry(fa_cl_context *ctx, const fa_cl_views *v,
 }
 
 /* The family's kernel (its entry) of the program built for these tiles. */
-static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_tiles *t, cl_kernel *out)
+static fa_cl_status build_kernel(fa_cl_context *ctx, const fa_cl__views *v, const fa_cl__tiles *t, cl_kernel *out)
 {
     return build_kernel_entry(ctx, v, t, NULL, out);
 }
 
 /* The device and environment a context's plans are decided for (plan_decide.c). */
-static fa_cl_plan_device plan_device(const fa_cl_context *ctx)
+static fa_cl__plan_device plan_device(const fa_cl_context *ctx)
 {
-    const fa_cl_plan_device dev = {(ctx->props.type & CL_DEVICE_TYPE_GPU) != 0, ctx->props.compute_units,
+    const fa_cl__plan_device dev = {(ctx->props.type & CL_DEVICE_TYPE_GPU) != 0, ctx->props.compute_units,
                                    ctx->props.max_alloc_size, &ctx->env};
     return dev;
 }
 
 static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
 {
-    fa_cl_limits lim;
+    fa_cl__limits lim;
     fa_cl__context_limits(ctx, &lim);
-    const fa_cl_views *v = &plan->views;
+    const fa_cl__views *v = &plan->views;
     const fa_cl_attention_desc *d = &v->d;
-    const fa_cl_plan_device dev = plan_device(ctx);
-    fa_cl_tile_request req;
+    const fa_cl__plan_device dev = plan_device(ctx);
+    fa_cl__tile_request req;
     char msg[512];
     fa_cl_status st = fa_cl__plan_request(&dev, v, plan->pack, &lim, &req, msg, sizeof msg);
     if (st != FA_CL_SUCCESS)
@@ -74,7 +77,7 @@ static fa_cl_status plan_tiles_and_kernel(fa_cl_context *ctx, fa_cl_plan *plan)
         if (st != FA_CL_SUCCESS)
             return fa_cl__fail(ctx, st, "fa_cl_plan_create: %s", msg);
         st = build_kernel(ctx, v, &plan->tiles, &plan->kernel);
-        const int vendor = fa_cl_kernel_by_id(plan->tiles.variant)->vendor;
+        const int vendor = fa_cl__kernel_by_id(plan->tiles.variant)->vendor;
         if (st != FA_CL_SUCCESS && plan->tiles.variant == FA_CL_KERNEL_NVIDIA_WGMMA && !lim.forced_variant) {
             /* the sm_90a build failed (a driver whose PTX the retargeting does not know): nvidia-mma */
             if (fa_cl__first_failure(ctx, &ctx->wgmma_failed))
@@ -194,9 +197,9 @@ static int lpt_columns(const fa_cl_context *ctx, const fa_cl_plan *plan, uint64_
 /* Every argument of fa_forward for one launch, in FA_FORWARD_PARAMS order. A split plan's forward
  * writes its partial results (fp32, contiguous [splits, B, Hq, Sq, D] and [splits, B, Hq, Sq]) with
  * the LSE always on. */
-static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l, const fa_cl_forward_args *a)
 {
-    const fa_cl_views *v = &plan->views;
+    const fa_cl__views *v = &plan->views;
     const fa_cl_attention_desc *d = &v->d;
     cl_kernel kr = l->kernel;
     const int split = plan->splits > 1;
@@ -242,7 +245,7 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &plan->scratch);
     for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
-    const int serving = fa_cl_tiles_serving(&plan->tiles), mods = fa_cl_tiles_mods(&plan->tiles);
+    const int serving = fa_cl__tiles_serving(&plan->tiles), mods = fa_cl__tiles_mods(&plan->tiles);
     const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0) + (mods ? FA_CL_MODS_ARGS : 0) +
                          (plan->tiles.mask ? FA_CL_MASK_ARGS : 0) + (plan->tiles.persistent ? 1 : 0);
     if (err == CL_SUCCESS && serving)
@@ -282,7 +285,7 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl_launch *l, 
 }
 
 /* Arguments of fa_pad_rows (cl/fa_pad_rows.cl): one of q, k, v into its zero-padded copy. */
-static fa_cl_status pad_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+static fa_cl_status pad_args(const fa_cl_plan *plan, const fa_cl__launch *l, const fa_cl_forward_args *a)
 {
     const fa_cl_attention_desc *d = &plan->views.d;
     const int t = l->tensor;
@@ -309,7 +312,7 @@ static fa_cl_status pad_args(const fa_cl_plan *plan, const fa_cl_launch *l, cons
 }
 
 /* Arguments of fa_append (cl/fa_append.cl): the new rows into the caller's cache. */
-static fa_cl_status append_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+static fa_cl_status append_args(const fa_cl_plan *plan, const fa_cl__launch *l, const fa_cl_forward_args *a)
 {
     const fa_cl_attention_desc *d = &plan->views.d;
     cl_kernel kr = l->kernel;
@@ -343,7 +346,7 @@ static fa_cl_status append_args(const fa_cl_plan *plan, const fa_cl_launch *l, c
 }
 
 /* Arguments of fa_tma_maps (cl/fa_forward_nv_mma.cl): the tensor maps into the scratch. */
-static fa_cl_status tma_maps_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+static fa_cl_status tma_maps_args(const fa_cl_plan *plan, const fa_cl__launch *l, const fa_cl_forward_args *a)
 {
     const fa_cl_attention_desc *d = &plan->views.d;
     cl_mem mems[4] = {plan->scratch, a->q, a->k, a->v};
@@ -378,7 +381,7 @@ static fa_cl_status tma_maps_args(const fa_cl_plan *plan, const fa_cl_launch *l,
 }
 
 /* Arguments of fa_combine (cl/fa_combine.cl): the partial results into the caller's o and LSE. */
-static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl_launch *l, const fa_cl_forward_args *a)
+static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl__launch *l, const fa_cl_forward_args *a)
 {
     const fa_cl_attention_desc *d = &plan->views.d;
     cl_kernel kr = l->kernel;
@@ -425,7 +428,7 @@ static fa_cl_status scratch_alloc(fa_cl_context *ctx, size_t bytes, cl_mem *out,
 static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->views.d;
-    const fa_cl_tiles *t = &plan->tiles;
+    const fa_cl__tiles *t = &plan->tiles;
     plan->num_q_blocks = (int)((plan->pack * d->seqlen_q + t->block_q - 1) / t->block_q);
     plan->splits = t->splits > 1 ? t->splits : 1;
     /* one work-group per (query block, batch * head column), flattened into dimension 0 */
@@ -447,19 +450,19 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     const int tma = t->mask_tma || t->kv_tma;
     const int pre = plan->append != NULL ? 1 : t->rows_padded ? 3 : 0, first = pre + tma;
     plan->nlaunches = first + forwards + (plan->splits > 1);
-    plan->launches = (fa_cl_launch *)calloc((size_t)plan->nlaunches, sizeof *plan->launches);
+    plan->launches = (fa_cl__launch *)calloc((size_t)plan->nlaunches, sizeof *plan->launches);
     if (!plan->launches)
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_plan_create: out of host memory");
     if (t->rows_padded) {
         const int64_t dp = (d->head_dim + 7) / 8 * 8;
         for (int i = 0; i < 3; i++) {
-            fa_cl_launch *l = &plan->launches[i];
+            fa_cl__launch *l = &plan->launches[i];
             const size_t rows = (size_t)d->batch * (size_t)(i ? d->heads_kv * d->seqlen_k : d->heads_q * d->seqlen_q);
             const size_t items = rows * (size_t)(dp / 8); /* cl/fa_pad_rows.cl: 8 elements each */
             l->kernel = plan->pad;
-            l->global[0] = (items + FA_CL_PAD_ROWS_WG - 1) / FA_CL_PAD_ROWS_WG * FA_CL_PAD_ROWS_WG;
+            l->global[0] = (items + helper_wg(FA_CL_KERNEL_PAD_ROWS) - 1) / helper_wg(FA_CL_KERNEL_PAD_ROWS) * helper_wg(FA_CL_KERNEL_PAD_ROWS);
             l->global[1] = 1;
-            l->local = FA_CL_PAD_ROWS_WG;
+            l->local = helper_wg(FA_CL_KERNEL_PAD_ROWS);
             l->tensor = i;
             l->set_args = pad_args;
             const fa_cl_status st = scratch_alloc(ctx, rows * (size_t)dp * 2, &plan->padded[i],
@@ -469,18 +472,18 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
             plan->pad_bytes += rows * (size_t)dp * 2;
         }
     } else if (pre) {
-        fa_cl_launch *l = &plan->launches[0];
+        fa_cl__launch *l = &plan->launches[0];
         const size_t items = (size_t)d->batch * (size_t)d->seqlen_new * (size_t)d->heads_kv *
                              (size_t)((d->head_dim + 3) / 4); /* cl/fa_append.cl's D4 */
         l->kernel = plan->append;
-        l->global[0] = (items + FA_CL_APPEND_WG - 1) / FA_CL_APPEND_WG * FA_CL_APPEND_WG;
+        l->global[0] = (items + helper_wg(FA_CL_KERNEL_APPEND) - 1) / helper_wg(FA_CL_KERNEL_APPEND) * helper_wg(FA_CL_KERNEL_APPEND);
         l->global[1] = 1;
-        l->local = FA_CL_APPEND_WG;
+        l->local = helper_wg(FA_CL_KERNEL_APPEND);
         l->set_args = append_args;
     }
     fa_cl_status st = FA_CL_SUCCESS;
     if (tma) {
-        fa_cl_launch *l = &plan->launches[pre];
+        fa_cl__launch *l = &plan->launches[pre];
         l->kernel = plan->tma_maps;
         l->global[0] = l->global[1] = l->local = 1;
         l->set_args = tma_maps_args;
@@ -492,7 +495,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         plan->scratch_bytes = bytes; /* plan_tma: no chunks */
     }
     for (int c = 0; c < forwards; c++) {
-        fa_cl_launch *l = &plan->launches[first + c];
+        fa_cl__launch *l = &plan->launches[first + c];
         l->kernel = plan->kernel;
         l->global[0] = global;
         l->global[1] = (size_t)plan->splits;
@@ -504,11 +507,11 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     if (plan->splits > 1) {
         const size_t rows = (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q;
         const size_t items = rows * (size_t)((d->head_dim + 3) / 4); /* cl/fa_combine.cl's D4 */
-        fa_cl_launch *l = &plan->launches[first + forwards];
+        fa_cl__launch *l = &plan->launches[first + forwards];
         l->kernel = plan->combine;
-        l->global[0] = (items + FA_CL_COMBINE_WG - 1) / FA_CL_COMBINE_WG * FA_CL_COMBINE_WG;
+        l->global[0] = (items + helper_wg(FA_CL_KERNEL_COMBINE) - 1) / helper_wg(FA_CL_KERNEL_COMBINE) * helper_wg(FA_CL_KERNEL_COMBINE);
         l->global[1] = 1;
-        l->local = FA_CL_COMBINE_WG;
+        l->local = helper_wg(FA_CL_KERNEL_COMBINE);
         l->set_args = combine_args;
         const size_t o_bytes = (size_t)plan->splits * rows * (size_t)d->head_dim * sizeof(float);
         const size_t lse_bytes = (size_t)plan->splits * rows * sizeof(float);
@@ -519,7 +522,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         plan->scratch_bytes += o_bytes + lse_bytes;
     }
     if (t->chunk_keys > 0 && st == FA_CL_SUCCESS) {
-        const int item_rows = fa_cl_kernel_by_id(t->variant)->vendor
+        const int item_rows = fa_cl__kernel_by_id(t->variant)->vendor
                                   ? t->rows_per_item / 8 /* a lane holds 2 rows of each 16-row m-tile */
                                   : t->rows_per_item;
         /* a slot (m, l, l's compensation, -) per work-item row, then per element of o its sum's
@@ -548,19 +551,19 @@ static void plan_free(fa_cl_plan *plan)
             clReleaseMemObject(mems[i]);
     fa_cl__chain_state_release(&plan->chain);
     free(plan->launches);
-    fa_cl_lock_destroy(&plan->lock);
+    fa_cl__lock_destroy(&plan->lock);
     free(plan);
 }
 
 /* GQA packing: where seqlen_q is small (below the tensor-core kernels' 64-row block), one
  * work-group takes every query head of a kv head, so K/V are read once per kv head
  * (FA_CL_GQA_PACK=0 never, =1 wherever heads share a kv head). */
-static int gqa_pack(const fa_cl_context *ctx, const fa_cl_views *v)
+static int gqa_pack(const fa_cl_context *ctx, const fa_cl__views *v)
 {
-    return fa_cl_gqa_pack(v->group, v->d.seqlen_q, ctx->env.gqa_pack);
+    return fa_cl__gqa_pack(v->group, v->d.seqlen_q, ctx->env.gqa_pack);
 }
 
-fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_cl_plan **out)
+fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl__views *views, fa_cl_plan **out)
 {
     *out = NULL;
     fa_cl_plan *plan = (fa_cl_plan *)calloc(1, sizeof *plan);
@@ -570,27 +573,27 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl_views *views, fa_c
     plan->views = *views;
     plan->refs = 1;
     plan->pack = gqa_pack(ctx, views);
-    fa_cl_lock_init(&plan->lock);
+    fa_cl__lock_init(&plan->lock);
     fa_cl_status st = plan_tiles_and_kernel(ctx, plan);
     if (st == FA_CL_SUCCESS && plan->tiles.splits > 1) {
-        fa_cl_tiles ct = plan->tiles;
+        fa_cl__tiles ct = plan->tiles;
         ct.variant = FA_CL_KERNEL_COMBINE;
         st = build_kernel(ctx, views, &ct, &plan->combine);
     }
     if (st == FA_CL_SUCCESS && plan->tiles.rows_padded) {
-        fa_cl_tiles pt = plan->tiles;
+        fa_cl__tiles pt = plan->tiles;
         pt.variant = FA_CL_KERNEL_PAD_ROWS;
         st = build_kernel(ctx, views, &pt, &plan->pad);
     }
     if (st == FA_CL_SUCCESS && (plan->tiles.mask_tma || plan->tiles.kv_tma))
         st = build_kernel_entry(ctx, views, &plan->tiles, "fa_tma_maps", &plan->tma_maps);
     if (st == FA_CL_SUCCESS && views->d.seqlen_new > 0) {
-        fa_cl_tiles at = plan->tiles;
+        fa_cl__tiles at = plan->tiles;
         at.variant = FA_CL_KERNEL_APPEND;
         st = build_kernel(ctx, views, &at, &plan->append);
     }
     if (st == FA_CL_SUCCESS && (views->d.kv_seqlens || views->d.page_size > 0)) {
-        fa_cl_tiles ct = plan->tiles;
+        fa_cl__tiles ct = plan->tiles;
         ct.variant = FA_CL_KERNEL_CHECK_SERVING;
         st = build_kernel(ctx, views, &ct, &plan->check);
     }
@@ -609,7 +612,7 @@ fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *d
     if (!out)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_plan_create: out is NULL");
     *out = NULL;
-    fa_cl_views views;
+    fa_cl__views views;
     fa_cl_status st = fa_cl__resolve_call(ctx, "fa_cl_plan_create", desc, &views);
     return st == FA_CL_SUCCESS ? fa_cl__plan_make(ctx, &views, out) : st;
 }
@@ -642,7 +645,7 @@ fa_cl_status fa_cl_plan_get_info_sized(const fa_cl_plan *plan, fa_cl_plan_info *
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl_views *views,
+fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__views *views,
                                        const fa_cl_forward_args *given, fa_cl_forward_args *out)
 {
     if (!given)
@@ -658,9 +661,9 @@ fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, con
     return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
 }
 
-/* One call's launch events, held until its last launch has ended (fa_cl_chain_state). */
-struct fa_cl_held_chain {
-    fa_cl_held_chain *next;
+/* One call's launch events, held until its last launch has ended (fa_cl__chain_state). */
+struct fa_cl__held_chain {
+    fa_cl__held_chain *next;
     int count;
     cl_event events[];
 };
@@ -668,7 +671,7 @@ struct fa_cl_held_chain {
 static void CL_CALLBACK held_chain_free(cl_event ended, cl_int status, void *data)
 {
     (void)ended, (void)status;
-    fa_cl_held_chain *c = (fa_cl_held_chain *)data;
+    fa_cl__held_chain *c = (fa_cl__held_chain *)data;
     for (int i = 0; i < c->count; i++)
         clReleaseEvent(c->events[i]);
     free(c);
@@ -684,10 +687,10 @@ static int event_ended(cl_event e)
 }
 
 /* Release the held chains whose last launch has ended. */
-static void held_chains_sweep(fa_cl_chain_state *state)
+static void held_chains_sweep(fa_cl__chain_state *state)
 {
-    for (fa_cl_held_chain **p = &state->held; *p;) {
-        fa_cl_held_chain *c = *p;
+    for (fa_cl__held_chain **p = &state->held; *p;) {
+        fa_cl__held_chain *c = *p;
         if (event_ended(c->events[c->count - 1])) {
             *p = c->next;
             held_chain_free(NULL, CL_COMPLETE, c);
@@ -697,13 +700,13 @@ static void held_chains_sweep(fa_cl_chain_state *state)
     }
 }
 
-void fa_cl__chain_state_release(fa_cl_chain_state *state)
+void fa_cl__chain_state_release(fa_cl__chain_state *state)
 {
     held_chains_sweep(state);
     /* calls still running: their events go when their last launch ends (PoCL 3.1 calls no callback
      * for a failed one: those few events stay) */
     while (state->held) {
-        fa_cl_held_chain *c = state->held;
+        fa_cl__held_chain *c = state->held;
         state->held = c->next;
         if (clSetEventCallback(c->events[c->count - 1], CL_COMPLETE, held_chain_free, c) != CL_SUCCESS)
             held_chain_free(NULL, CL_COMPLETE, c);
@@ -713,16 +716,16 @@ void fa_cl__chain_state_release(fa_cl_chain_state *state)
     state->last = NULL;
 }
 
-fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int count, fa_cl_chain_fn prepare,
+fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl__lock *lock, int count, fa_cl__chain_fn prepare,
                                   void *data, cl_uint num_wait, const cl_event *wait, cl_event *done,
-                                  fa_cl_chain_state *state, int serial)
+                                  fa_cl__chain_state *state, int serial)
 {
     const int ordered = ctx->queue_in_order, hold = ctx->hold_events;
-    fa_cl_lock_acquire(lock);
+    fa_cl__lock_acquire(lock);
     held_chains_sweep(state);
-    fa_cl_held_chain *held = NULL;
-    if (hold && !(held = (fa_cl_held_chain *)calloc(1, sizeof *held + (size_t)count * sizeof(cl_event)))) {
-        fa_cl_lock_release(lock);
+    fa_cl__held_chain *held = NULL;
+    if (hold && !(held = (fa_cl__held_chain *)calloc(1, sizeof *held + (size_t)count * sizeof(cl_event)))) {
+        fa_cl__lock_release(lock);
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "enqueue: out of host memory");
     }
     /* the first launch's wait list: the caller's, and (out of order, a plan with scratch) the
@@ -738,7 +741,7 @@ fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int coun
         first_wait = num_wait < 8 ? few : (cl_event *)malloc(((size_t)num_wait + 1) * sizeof *first_wait);
         if (!first_wait) {
             free(held);
-            fa_cl_lock_release(lock);
+            fa_cl__lock_release(lock);
             return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "enqueue: out of host memory");
         }
         for (cl_uint i = 0; i < num_wait; i++)
@@ -747,7 +750,7 @@ fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int coun
     }
     fa_cl_status st = FA_CL_SUCCESS;
     for (int i = 0; i < count; i++) {
-        fa_cl_chain_step s;
+        fa_cl__chain_step s;
         memset(&s, 0, sizeof s);
         if ((st = prepare(data, i, &s)) != FA_CL_SUCCESS)
             break;
@@ -788,13 +791,13 @@ fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl_lock *lock, int coun
     }
     if (first_wait != wait && first_wait != few)
         free(first_wait);
-    fa_cl_lock_release(lock);
+    fa_cl__lock_release(lock);
     return st;
 }
 
 /* Arguments and grid of fa_check_serving (cl/fa_check_serving.cl): a call's device checks into
  * args.status, one work-item per block-table entry (paged) or per sequence. */
-static fa_cl_status check_step(const fa_cl_plan *plan, const fa_cl_forward_args *a, fa_cl_chain_step *s)
+static fa_cl_status check_step(const fa_cl_plan *plan, const fa_cl_forward_args *a, fa_cl__chain_step *s)
 {
     const fa_cl_attention_desc *d = &plan->views.d;
     const int paged = d->page_size > 0;
@@ -812,8 +815,8 @@ static fa_cl_status check_step(const fa_cl_plan *plan, const fa_cl_forward_args 
         err = clSetKernelArg(plan->check, n++, sizeof(cl_ulong), &items);
     s->kernel = plan->check;
     s->dims = 1;
-    s->global[0] = ((size_t)items + FA_CL_CHECK_WG - 1) / FA_CL_CHECK_WG * FA_CL_CHECK_WG, s->global[1] = 1;
-    s->local[0] = FA_CL_CHECK_WG, s->local[1] = 1;
+    s->global[0] = ((size_t)items + helper_wg(FA_CL_KERNEL_CHECK_SERVING) - 1) / helper_wg(FA_CL_KERNEL_CHECK_SERVING) * helper_wg(FA_CL_KERNEL_CHECK_SERVING), s->global[1] = 1;
+    s->local[0] = helper_wg(FA_CL_KERNEL_CHECK_SERVING), s->local[1] = 1;
     s->name = "fa_check_serving";
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_check_serving)");
 }
@@ -825,13 +828,13 @@ typedef struct forward_call {
     int checked;
 } forward_call;
 
-static fa_cl_status forward_step(void *data, int i, fa_cl_chain_step *s)
+static fa_cl_status forward_step(void *data, int i, fa_cl__chain_step *s)
 {
     const forward_call *c = (const forward_call *)data;
     const fa_cl_plan *plan = c->plan;
     if (c->checked && i-- == 0)
         return check_step(plan, c->args, s);
-    const fa_cl_launch *l = &plan->launches[i];
+    const fa_cl__launch *l = &plan->launches[i];
     s->kernel = l->kernel;
     s->dims = l->global[1] > 1 ? 2 : 1;
     s->global[0] = l->global[0], s->global[1] = l->global[1];
@@ -874,9 +877,9 @@ fa_cl_status fa_cl_plan_forward(fa_cl_plan *plan, cl_mem q, cl_mem k, cl_mem v, 
 void fa_cl__plan_unref(fa_cl_plan *plan)
 {
     fa_cl_context *ctx = plan->ctx;
-    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl__lock_acquire(&ctx->lock);
     int left = --plan->refs;
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_release(&ctx->lock);
     if (left == 0)
         plan_free(plan);
 }

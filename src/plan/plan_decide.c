@@ -2,10 +2,12 @@
 /* A forward plan's decisions that need no device: the limits and tile request a descriptor plans
  * under, the tiles and every feature the kernel is built with (split-KV, copies by TMA, the
  * persistent kernel, padded rows), and the build options of each program the plan compiles. Pure
- * functions of the views, the limits and fa_cl_plan_device: the library (plan.c) calls them between
+ * functions of the views, the limits and fa_cl__plan_device: the library (plan.c) calls them between
  * its builds, and fa_cl_info --emit calls them for the device profiles, so that the offline checks
  * (scripts/offline_compile.sh, scripts/check_kernel_tokens.sh) see exactly the library's builds. */
-#include "fa_cl_internal.h"
+#include "kernels/nvidia_mma.h"   /* FA_CL_MMA_BLOCK_Q: padded rows (moves to the family) */
+#include "kernels/nvidia_wgmma.h" /* FA_CL_WGMMA_TALL_Q (moves to the family) */
+#include "plan/plan.h"
 
 #include <stdio.h>
 
@@ -23,7 +25,7 @@ static int tma_strides_ok(const int64_t s[3], const int64_t extent[3], int64_t e
     return ok;
 }
 
-static void plan_tma(const fa_cl_env *env, const fa_cl_views *v, fa_cl_tiles *t)
+static void plan_tma(const fa_cl__env *env, const fa_cl__views *v, fa_cl__tiles *t)
 {
     const fa_cl_attention_desc *d = &v->d;
     t->mask_tma = t->kv_tma = 0;
@@ -54,7 +56,7 @@ static void plan_tma(const fa_cl_env *env, const fa_cl_views *v, fa_cl_tiles *t)
  * accumulators without the O tile (faster than the mask's non-persistent plan: commit babe56d).
  * Where the producer copies by TMA in a dense plan without splits, fewer than 2^31 tiles (the
  * counter's), and FA_CL_PERSISTENT is not 0. */
-static void plan_persistent(const fa_cl_env *env, const fa_cl_views *v, fa_cl_tiles *t)
+static void plan_persistent(const fa_cl__env *env, const fa_cl__views *v, fa_cl__tiles *t)
 {
     const fa_cl_attention_desc *d = &v->d;
     t->persistent = 0;
@@ -76,15 +78,15 @@ static void plan_persistent(const fa_cl_env *env, const fa_cl_views *v, fa_cl_ti
 
 /* Split-KV: how many chunks each row's keys are computed in (FA_CL_SPLITS, or FlashAttention-2's
  * heuristic on the work-groups the device runs at once: two per compute unit on GPUs, one on
- * CPUs). A split plan sums at most fa_cl_chunk_keys keys per chunk where long rows need it, so
+ * CPUs). A split plan sums at most fa_cl__chunk_keys keys per chunk where long rows need it, so
  * it never chunks launches too; its partial results must fit the device's largest allocation, or
  * the plan is not split (long rows then chunk as before). */
-static fa_cl_status choose_splits(const fa_cl_plan_device *dev, const fa_cl_views *v, int pack, fa_cl_tiles *t,
+static fa_cl_status choose_splits(const fa_cl__plan_device *dev, const fa_cl__views *v, int pack, fa_cl__tiles *t,
                                   char *msg, size_t msg_size)
 {
     const fa_cl_attention_desc *d = &v->d;
     const int slots = (int)dev->compute_units * (dev->is_gpu ? 2 : 1);
-    const int64_t n = fa_cl_split_count(t, d->batch, d->heads_q / pack, pack * d->seqlen_q, v->row_keys, d->seqlen_k,
+    const int64_t n = fa_cl__split_count(t, d->batch, d->heads_q / pack, pack * d->seqlen_q, v->row_keys, d->seqlen_k,
                                         slots, dev->env->splits);
     t->splits = 1;
     if (n <= 1)
@@ -106,10 +108,10 @@ static fa_cl_status choose_splits(const fa_cl_plan_device *dev, const fa_cl_view
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__plan_request(const fa_cl_plan_device *dev, const fa_cl_views *v, int pack, fa_cl_limits *lim,
-                                 fa_cl_tile_request *req, char *msg, size_t msg_size)
+fa_cl_status fa_cl__plan_request(const fa_cl__plan_device *dev, const fa_cl__views *v, int pack, fa_cl__limits *lim,
+                                 fa_cl__tile_request *req, char *msg, size_t msg_size)
 {
-    if (!fa_cl_forced_forward(lim)) {
+    if (!fa_cl__forced_forward(lim)) {
         /* FA_CL_KERNEL_VARIANT naming a backward family: neither it nor FA_CL_TILE, which goes with it,
          * is this plan's */
         if (lim->forced_variant)
@@ -118,7 +120,7 @@ fa_cl_status fa_cl__plan_request(const fa_cl_plan_device *dev, const fa_cl_views
     }
     const fa_cl_attention_desc *d = &v->d;
     /* a head column's rows: GQA packing stacks its query heads' rows */
-    const fa_cl_tile_request r = {(int)d->head_dim, d->dtype, pack * d->seqlen_q, d->seqlen_k, v->aligned16,
+    const fa_cl__tile_request r = {(int)d->head_dim, d->dtype, pack * d->seqlen_q, d->seqlen_k, v->aligned16,
                                   v->row_keys};
     *req = r;
     lim->o_f32 = v->type[3] == FA_CL_TYPE_F32; /* long rows' chunks follow o's accuracy */
@@ -141,7 +143,7 @@ fa_cl_status fa_cl__plan_request(const fa_cl_plan_device *dev, const fa_cl_views
     } else if (v->mixed_types) {
         if (lim->forced_variant == FA_CL_KERNEL_NVIDIA_MMA || lim->forced_variant == FA_CL_KERNEL_NVIDIA_TF32X3) {
             snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=%s takes one storage type for q, k, v and o (desc.q_type .. "
-                     "o_type differ): the portable kernels take them", fa_cl_kernel_by_id(lim->forced_variant)->name);
+                     "o_type differ): the portable kernels take them", fa_cl__kernel_by_id(lim->forced_variant)->name);
             return FA_CL_ERROR_UNSUPPORTED;
         }
         lim->nv_mma = lim->nv_tf32 = 0;
@@ -152,7 +154,7 @@ fa_cl_status fa_cl__plan_request(const fa_cl_plan_device *dev, const fa_cl_views
         const int forced = lim->forced_variant;
         if ((score_mods && forced == FA_CL_KERNEL_NVIDIA_MMA) || forced == FA_CL_KERNEL_NVIDIA_TF32X3) {
             snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=%s takes no %s yet: the portable kernels do",
-                     fa_cl_kernel_by_id(forced)->name,
+                     fa_cl__kernel_by_id(forced)->name,
                      score_mods ? "score modifiers (desc.softcap, desc.alibi, desc.sinks)"
                                 : "attention mask (desc.mask)");
             return FA_CL_ERROR_UNSUPPORTED;
@@ -163,7 +165,7 @@ fa_cl_status fa_cl__plan_request(const fa_cl_plan_device *dev, const fa_cl_views
                      score_mods ? "score modifiers" : "an attention mask");
             return FA_CL_ERROR_UNSUPPORTED;
         }
-        fa_cl_limits_for_modifiers(lim, score_mods, d->mask != FA_CL_MASK_NONE);
+        fa_cl__limits_for_modifiers(lim, score_mods, d->mask != FA_CL_MASK_NONE);
     }
     if (d->mask != FA_CL_MASK_NONE) {
         /* every mask row 16-byte aligned (offset and strides in bytes): the tensor-core kernel copies
@@ -192,12 +194,12 @@ fa_cl_status fa_cl__plan_request(const fa_cl_plan_device *dev, const fa_cl_views
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__plan_decide(const fa_cl_plan_device *dev, const fa_cl_views *v, int pack, fa_cl_limits *lim,
-                                fa_cl_tile_request *req, fa_cl_tiles *t, char *msg, size_t msg_size)
+fa_cl_status fa_cl__plan_decide(const fa_cl__plan_device *dev, const fa_cl__views *v, int pack, fa_cl__limits *lim,
+                                fa_cl__tile_request *req, fa_cl__tiles *t, char *msg, size_t msg_size)
 {
     const fa_cl_attention_desc *d = &v->d;
     for (;;) { /* at most three rounds: each retry below clears what caused it */
-        fa_cl_status st = fa_cl_plan_tiles(lim, req, t, msg, msg_size);
+        fa_cl_status st = fa_cl__plan_tiles(lim, req, t, msg, msg_size);
         if (st != FA_CL_SUCCESS)
             return st;
         if (req->aligned16 && !v->aligned16 && t->variant != FA_CL_KERNEL_NVIDIA_MMA &&
@@ -237,7 +239,7 @@ fa_cl_status fa_cl__plan_decide(const fa_cl_plan_device *dev, const fa_cl_views 
     }
 }
 
-int fa_cl__plan_options(const fa_cl_tiles *t, const fa_cl_views *v, int is_gpu, char *out, size_t n)
+int fa_cl__plan_options(const fa_cl__tiles *t, const fa_cl__views *v, int is_gpu, char *out, size_t n)
 {
     const fa_cl_attention_desc *d = &v->d;
     int len;
@@ -257,7 +259,7 @@ int fa_cl__plan_options(const fa_cl_tiles *t, const fa_cl_views *v, int is_gpu, 
         len = snprintf(out, n, "-DHEAD_DIM=%d", (int)d->head_dim);
         break;
     default:
-        return fa_cl_build_options(t, d->dtype, (int)d->head_dim, is_gpu, out, n);
+        return fa_cl__build_options(t, d->dtype, (int)d->head_dim, is_gpu, out, n);
     }
     return len < 0 || (size_t)len >= n ? -1 : len;
 }

@@ -3,7 +3,7 @@
  * Device profiles: what a GPU's OpenCL driver reports, written down so that the planner can plan
  * for it (and the offline compile checks can build what it would build) without the device; and a
  * CPU as PoCL reports it, the device of the test suite.
- * The limits come out of the same fa_cl_limits_for_device as on a live device.
+ * The planner's limits come out of the same fa_cl__limits_for_device as on a live device.
  *
  * Sources: Intel's GPU Occupancy Calculator device tables (oneAPI-samples,
  * Tools/GPU-Occupancy-Calculator: SLM per work-group, max work-group size, sub-group sizes, EUs);
@@ -15,13 +15,13 @@
  * driver (48 KiB CL_DEVICE_LOCAL_MEM_SIZE); the OpenCL 1.2 specification (32 KB minimum local
  * memory) for the mobile-class profile.
  */
-#include "plan/planner.h"
+#include "devices/devices.h"
 
 #include <string.h>
 
 #define KIB ((size_t)1024)
 
-static const fa_cl_device_profile profiles[] = {
+static const fa_cl__device_profile profiles[] = {
     {"intel-arc-a770", "Intel Arc A770 (Xe-HPG, DG2-512)",
      /* 64 KiB SLM per work-group (128 KiB per Xe-core), 1024 work-items (Occupancy Calculator) */
      {1, FA_CL_VENDOR_INTEL, 64 * KIB, 0, 1024, 0, 0, 8},
@@ -76,11 +76,11 @@ static const fa_cl_device_profile profiles[] = {
 
 #define N_PROFILES ((int)(sizeof profiles / sizeof profiles[0]))
 
-int fa_cl_profile_count(void) { return N_PROFILES; }
+int fa_cl__profile_count(void) { return N_PROFILES; }
 
-const fa_cl_device_profile *fa_cl_profile_get(int i) { return i >= 0 && i < N_PROFILES ? &profiles[i] : NULL; }
+const fa_cl__device_profile *fa_cl__profile_get(int i) { return i >= 0 && i < N_PROFILES ? &profiles[i] : NULL; }
 
-const fa_cl_device_profile *fa_cl_profile_find(const char *name)
+const fa_cl__device_profile *fa_cl__profile_find(const char *name)
 {
     for (int i = 0; name && i < N_PROFILES; i++)
         if (strcmp(profiles[i].name, name) == 0)
@@ -88,4 +88,3 @@ const fa_cl_device_profile *fa_cl_profile_find(const char *name)
     return NULL;
 }
 
-void fa_cl_profile_limits(const fa_cl_device_profile *p, fa_cl_limits *out) { fa_cl_limits_for_device(&p->traits, out); }
