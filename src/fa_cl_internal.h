@@ -155,9 +155,7 @@ struct fa_cl_context {
     int program_count;
     fa_cl__plan_entry *plans;
     int plan_count;
-    int mma_failed;        /* the tensor-core kernel did not compile here: plan portable kernels (under lock) */
-    int wgmma_failed;      /* nvidia-wgmma's sm_90a build failed here: plan nvidia-mma instead (under lock) */
-    int wgmma_backward_failed; /* the same for nvidia-wgmma-backward: plan nvidia-mma-backward (under lock) */
+    uint64_t families_off; /* bit 1 << id: a kernel family whose build failed here, not planned again (under lock) */
     char cache_dir[1024];  /* the on-disk program cache; "" = disabled (the notes say why) */
     fa_cl__program_stats stats;
     int used_clblast; /* guarded by lock: the reference ran CLBlast on this context */
@@ -175,9 +173,9 @@ void fa_cl__context_close(fa_cl_context *ctx);
  * first GPU, else the first device. FA_CL_ERROR_NO_DEVICE with the reason recorded otherwise. */
 fa_cl_status fa_cl__default_device(cl_platform_id *platform, cl_device_id *device);
 
-/* Sets one of the context's flags for a vendor kernel that did not build (mma_failed, wgmma_failed,
- * wgmma_backward_failed); 1 the first time (one note). */
-int fa_cl__first_failure(fa_cl_context *ctx, int *flag);
+/* Turns kernel family `id` (an fa_cl__kernel_id, below 64) off on ctx, under its lock: 1 the first
+ * time (the caller notes why), 0 when it was off already. */
+int fa_cl__context_family_off(fa_cl_context *ctx, int id);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
@@ -249,6 +247,39 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl__views
 
 /* Check num_wait / wait consistency (OpenCL's rule: NULL list iff count 0). */
 fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const cl_event *wait);
+
+/* ---- the backward's descriptors (desc_backward.c): the forward's views, extended --------------- */
+
+#define FA_CL_BACKWARD_KEY_WORDS (FA_CL_DESC_KEY_WORDS + 16)
+
+/* A descriptor normalised for the backward: the forward's views (q, k, v, o, lse as the forward
+ * reads and writes them) and the gradients' (dout like o, dq like q, dk like k, dv like v, each in
+ * desc.dtype), with strides explicit (fwd.d.dout_stride ... never all zero). */
+typedef struct fa_cl__backward_views {
+    fa_cl__views fwd;
+    /* bytes each gradient buffer must hold, and the byte range [begin, end) each view touches */
+    uint64_t dout_begin, dout_bytes, dq_begin, dq_bytes, dk_begin, dk_bytes, dv_begin, dv_bytes;
+    uint64_t key[FA_CL_BACKWARD_KEY_WORDS]; /* the forward's key, then the gradients' strides and offsets */
+    int aligned16; /* every row of q, k, v, o, dout, dq, dk, dv starts 16-byte aligned (16-byte loads, paired stores) */
+} fa_cl__backward_views;
+
+/* desc resolved as the forward's and then for the backward (fa_cl__backward_resolve_call's checks,
+ * no context): an error status with msg set. */
+fa_cl_status fa_cl__backward_resolve(const fa_cl_attention_desc *desc, fa_cl__backward_views *out, char *msg,
+                                     size_t msg_size);
+
+/* ctx and desc non-NULL, desc resolved as the forward's and then for the backward: the features it
+ * does not take refused (UNSUPPORTED, naming the field), the gradient views checked (negative
+ * strides, overflowing extents, overlapping rows of dq/dk/dv: INVALID_ARGUMENT). A failure is
+ * recorded on ctx with the call's name. */
+fa_cl_status fa_cl__backward_resolve_call(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
+                                          fa_cl__backward_views *out);
+
+/* args of the caller's size as this library's struct, then every buffer checked against bv (all
+ * required; inputs readable, outputs writable, large enough; dq, dk, dv overlapping neither each
+ * other nor an input) and the wait list; failures recorded on ctx under call's name. */
+fa_cl_status fa_cl__backward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__backward_views *bv,
+                                        const fa_cl_backward_args *given, fa_cl_backward_args *out);
 
 /* Small helpers. */
 size_t fa_cl__dtype_size(fa_cl_dtype t); /* 0 for an unknown dtype */

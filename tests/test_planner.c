@@ -1223,7 +1223,7 @@ int main(void)
             lim.max_work_group = 1024;
             lim.nv_mma = bc[i].nv > 0;
             lim.nv_wgmma = bc[i].nv >= 2;
-            lim.wgmma_backward_off = bc[i].nv == 3;
+            lim.families_off = bc[i].nv == 3 ? (uint64_t)1 << FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD : 0;
             const fa_cl__tile_request req = {bc[i].d, bc[i].t, 4096, 4096, bc[i].aligned, 4096};
             fa_cl__tiles t;
             char msg[256] = "";

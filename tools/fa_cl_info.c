@@ -380,7 +380,7 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
         fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, f != 2, 4096};
         r->feat_status[f] = fa_cl__plan_tiles(&lim, &req, &r->feat_tiles[f], r->feat_msg[f], sizeof r->feat_msg[f]);
     }
-    /* the backward's key-block tiles (src/backward/backward_plan.c plans the same) */
+    /* the backward's key-block tiles (src/plan/plan_decide.c plans the same) */
     const fa_cl__tile_request breq = {128, FA_CL_F16, 4096, 4096, 1, 4096};
     r->feat_status[3] = fa_cl__plan_backward_tiles(&r->limits, &breq, &r->feat_tiles[3], r->feat_msg[3],
                                                   sizeof r->feat_msg[3]);
@@ -1108,6 +1108,8 @@ int main(int argc, char **argv)
 
     env_state env;
     env.status = fa_cl__env_read(&env.env, env.error, sizeof env.error);
+    if (env.status == FA_CL_SUCCESS)
+        env.status = fa_cl__env_resolve(&env.env, env.error, sizeof env.error);
     char default_why[FA_CL_ERROR_CAPACITY] = "";
     cl_device_id default_dev = default_device(default_why, sizeof default_why);
     /* a report holds a large error buffer: one on the heap, reused for every device */

@@ -2,7 +2,7 @@
 /*
  * fa_cl_info --profile NAME|all --emit DIR: every program the library would build for a list of
  * representative descriptors on each device profile, planned by the library's own decisions
- * (fa_cl__plan_request, fa_cl__plan_decide, fa_cl__backward_decide) with no device: the kernel
+ * (fa_cl__plan_request, fa_cl__plan_decide, forward and backward) with no device: the kernel
  * sources (DIR/<family>.cl, the embedded cl/ files concatenated as clCreateProgramWithSource gets
  * them) and the exact clBuildProgram options (DIR/builds.tsv), for the offline compile checks
  * (scripts/offline_compile.sh) and the kernel token check (scripts/check_kernel_tokens.sh).
@@ -394,61 +394,50 @@ static void emit_unplanned(emit_out *out, const emit_build *b, const char *launc
             fa_cl__dtype_name(b->dtype), launch, msg);
 }
 
-/* The forward plan of one descriptor: its forward program, and the combine, pad-rows and append
- * programs where the plan launches them (fa_cl__plan_make builds the same; the tensor maps' entry
- * is the forward program's). */
-static int emit_forward(emit_out *out, const emit_build *b, const fa_cl__plan_device *dev, const fa_cl__limits *limits,
-                        const fa_cl_attention_desc *desc)
+/* The plan of op for one descriptor: its main program, and (forward) the combine, pad-rows, append
+ * and check-serving programs where the plan launches them (fa_cl__plan_make builds the same; the
+ * tensor maps' entry is the forward program's). */
+static int emit_plan(emit_out *out, const emit_build *b, const fa_cl__plan_device *dev, fa_cl__operation op,
+                     const fa_cl__limits *limits, const fa_cl_attention_desc *desc)
 {
-    fa_cl__views v;
+    fa_cl__backward_views bv;
     char msg[512], opts[512];
-    if (fa_cl__desc_resolve(desc, &v, msg, sizeof msg) != FA_CL_SUCCESS) {
+    memset(&bv, 0, sizeof bv);
+    const fa_cl_status resolved = op == FA_CL_OP_BACKWARD ? fa_cl__backward_resolve(desc, &bv, msg, sizeof msg)
+                                                          : fa_cl__desc_resolve(desc, &bv.fwd, msg, sizeof msg);
+    if (resolved != FA_CL_SUCCESS) {
         fprintf(stderr, "fa_cl_info: case %s, head_dim %d: %s\n", b->c->name, b->head_dim, msg);
         return 1; /* the case table is wrong */
     }
-    const int pack = fa_cl__gqa_pack(v.group, v.d.seqlen_q, dev->env->gqa_pack);
+    const fa_cl__views *v = &bv.fwd;
+    const int pack = fa_cl__plan_pack(dev, op, v);
     fa_cl__limits lim = *limits;
     fa_cl__tile_request req;
     fa_cl__tiles t;
-    fa_cl_status st = fa_cl__plan_request(dev, &v, pack, &lim, &req, msg, sizeof msg);
+    fa_cl_status st = fa_cl__plan_request(dev, op, &bv, pack, &lim, &req, msg, sizeof msg);
     if (st == FA_CL_SUCCESS)
-        st = fa_cl__plan_decide(dev, &v, pack, &lim, &req, &t, msg, sizeof msg);
+        st = fa_cl__plan_decide(dev, op, &bv, pack, &lim, &req, &t, msg, sizeof msg);
     if (st != FA_CL_SUCCESS) {
-        emit_unplanned(out, b, "forward", msg);
+        /* e.g. 32 KiB devices at head_dim 256: the backward is refused there (UNSUPPORTED) */
+        emit_unplanned(out, b, op == FA_CL_OP_BACKWARD ? "backward" : "forward", msg);
         return 0;
     }
-    static const fa_cl__kernel_id aux[4] = {FA_CL_KERNEL_COMBINE, FA_CL_KERNEL_PAD_ROWS, FA_CL_KERNEL_APPEND,
-                                           FA_CL_KERNEL_CHECK_SERVING};
-    const int launched[4] = {t.splits > 1, t.rows_padded, v.d.seqlen_new > 0, v.d.kv_seqlens || v.d.page_size > 0};
-    if (fa_cl__plan_options(&t, &v, dev->is_gpu, opts, sizeof opts) < 0 ||
+    if (fa_cl__plan_options(&t, v, dev->is_gpu, opts, sizeof opts) < 0 ||
         emit_row(out, b, t.variant, t.work_group_size, t.local_mem_bytes, t.local_mem_budget, opts))
         return 1;
-    for (int a = 0; a < 4; a++) {
+    static const fa_cl__kernel_id aux[4] = {FA_CL_KERNEL_COMBINE, FA_CL_KERNEL_PAD_ROWS, FA_CL_KERNEL_APPEND,
+                                           FA_CL_KERNEL_CHECK_SERVING};
+    const int launched[4] = {t.splits > 1, t.rows_padded, v->d.seqlen_new > 0, v->d.kv_seqlens || v->d.page_size > 0};
+    for (int a = 0; a < 4 && op == FA_CL_OP_FORWARD; a++) {
         if (!launched[a])
             continue;
         fa_cl__tiles at = t;
         at.variant = aux[a];
-        if (fa_cl__plan_options(&at, &v, dev->is_gpu, opts, sizeof opts) < 0 ||
+        if (fa_cl__plan_options(&at, v, dev->is_gpu, opts, sizeof opts) < 0 ||
             emit_row(out, b, aux[a], fa_cl__kernel_by_id(aux[a])->work_group, 0, t.local_mem_budget, opts))
             return 1;
     }
     return 0;
-}
-
-/* The backward plan of one descriptor: one program of three kernels. */
-static int emit_backward(emit_out *out, const emit_build *b, int is_gpu, const fa_cl__limits *limits,
-                         const fa_cl_attention_desc *desc)
-{
-    fa_cl__tiles t;
-    char msg[512], opts[512];
-    if (fa_cl__backward_decide(limits, desc, &t, msg, sizeof msg) != FA_CL_SUCCESS) {
-        /* e.g. 32 KiB devices at head_dim 256: the backward is refused there (UNSUPPORTED) */
-        emit_unplanned(out, b, "backward", msg);
-        return 0;
-    }
-    if (fa_cl__build_options(&t, desc->dtype, (int)desc->head_dim, is_gpu, opts, sizeof opts) < 0)
-        return 1;
-    return emit_row(out, b, t.variant, t.work_group_size, t.local_mem_bytes, t.local_mem_budget, opts);
 }
 
 static int emit_case_plans(emit_out *out, const fa_cl__device_profile *p, const emit_case *c)
@@ -456,13 +445,13 @@ static int emit_case_plans(emit_out *out, const fa_cl__device_profile *p, const 
     case_env ce = {c->env, ""};
     fa_cl__env env;
     char msg[512];
-    if (fa_cl__env_parse(&env, case_lookup, &ce, msg, sizeof msg) != FA_CL_SUCCESS) {
+    if (fa_cl__settings_parse(&env, case_lookup, &ce, msg, sizeof msg) != FA_CL_SUCCESS) {
         fprintf(stderr, "fa_cl_info: case %s: %s\n", c->name, msg);
         return 1;
     }
     fa_cl__limits lim;
     fa_cl__profile_limits(p, &lim);
-    fa_cl__env_limits(&env, 0, 0, 0, &lim);
+    fa_cl__env_limits(&env, 0, &lim);
     const fa_cl__plan_device dev = {p->traits.is_gpu, p->compute_units, EMIT_MAX_ALLOC, &env};
     static const int default_dims[] = {64, 128, 256, 0};
     const int *dims = c->dims[0] ? c->dims : default_dims;
@@ -473,9 +462,9 @@ static int emit_case_plans(emit_out *out, const fa_cl__device_profile *p, const 
             if (c->shape)
                 c->shape(&desc);
             const emit_build b = {p, c, dims[h], dtypes[d]};
-            if ((c->passes & PASS_FORWARD) && emit_forward(out, &b, &dev, &lim, &desc))
+            if ((c->passes & PASS_FORWARD) && emit_plan(out, &b, &dev, FA_CL_OP_FORWARD, &lim, &desc))
                 return 1;
-            if ((c->passes & PASS_BACKWARD) && emit_backward(out, &b, p->traits.is_gpu, &lim, &desc))
+            if ((c->passes & PASS_BACKWARD) && emit_plan(out, &b, &dev, FA_CL_OP_BACKWARD, &lim, &desc))
                 return 1;
         }
     }

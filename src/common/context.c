@@ -421,11 +421,12 @@ cl_context fa_cl_context_cl_context(const fa_cl_context *ctx) { return ctx ? ctx
 cl_command_queue fa_cl_context_queue(const fa_cl_context *ctx) { return ctx ? ctx->queue : NULL; }
 cl_device_id fa_cl_context_device(const fa_cl_context *ctx) { return ctx ? ctx->device : NULL; }
 
-int fa_cl__first_failure(fa_cl_context *ctx, int *flag)
+int fa_cl__context_family_off(fa_cl_context *ctx, int id)
 {
+    const uint64_t bit = (uint64_t)1 << id;
     fa_cl__lock_acquire(&ctx->lock);
-    const int first = !*flag;
-    *flag = 1;
+    const int first = !(ctx->families_off & bit);
+    ctx->families_off |= bit;
     fa_cl__lock_release(&ctx->lock);
     return first;
 }

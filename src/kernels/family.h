@@ -97,6 +97,7 @@ typedef struct fa_cl__limits {
     int prefer_tiled;          /* GPUs: the tiled kernel (but see rows_small_dims) */
     int rows_small_dims;       /* NVIDIA: the rows kernel with 16-key blocks up to FA_CL_GPU_ROWS_MAX_DIM (measured) */
     int forced_variant;        /* FA_CL_KERNEL_VARIANT: 0 = planner's, else an fa_cl__kernel_id */
+    uint64_t families_off;     /* bits 1 << id: families whose build failed on the context, not planned */
     int chunk_keys;            /* FA_CL_KV_CHUNK (tests): keys in chunks of n in every plan; 0 = the policy below */
     int nv_mma;                /* NVIDIA, compute capability >= 8.0, vendor path allowed (FA_CL_VENDOR_PATH) */
     int mma_emulated;          /* FA_CL_MMA_EMULATE=1: nv_mma plans build with the PTX emulated (tests) */
@@ -105,7 +106,6 @@ typedef struct fa_cl__limits {
     int wg_producer;           /* nvidia-wgmma: with a producer warpgroup (FA_CL_WGMMA_PRODUCER=0 turns it off) */
     int wg_tma_tiles;          /* nvidia-wgmma may plan tiles only copies by TMA feed: at d_pad 256 the producer
                                 * and 80 keys a block (plan.c clears it where the copies are not by TMA) */
-    int wgmma_backward_off;    /* nvidia-wgmma-backward's sm_90a build failed on this context: not planned */
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
     int mma_stages;            /* FA_CL_MMA_STAGES: nvidia-mma's K/V pipeline depth, 0 = the planner's */
     int mma_kv_warps;          /* FA_CL_MMA_KV_WARPS: nvidia-mma's warps sharing 16 rows' key blocks, 0 = planner's */

@@ -20,7 +20,7 @@ size_t fa_cl__wgmma_backward_local_bytes(int dim_padded)
 
 static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
 {
-    return lim->nv_wgmma && lim->nv_mma && !lim->wgmma_backward_off && req->dtype != FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM &&
+    return lim->nv_wgmma && lim->nv_mma && req->dtype != FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM &&
            req->head_dim % 8 == 0 && req->aligned16;
 }
 

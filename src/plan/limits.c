@@ -61,11 +61,10 @@ void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl__limits *out)
     dev.min_subgroup = p->min_subgroup;
     fa_cl__limits_for_device(&dev, out);
     /* the environment, read at context creation */
-    fa_cl__env_limits(&ctx->env, ctx->mma_failed, ctx->wgmma_failed, ctx->wgmma_backward_failed, out);
+    fa_cl__env_limits(&ctx->env, ctx->families_off, out);
 }
 
-void fa_cl__env_limits(const fa_cl__env *env, int mma_failed, int wgmma_failed, int wgmma_backward_failed,
-                       fa_cl__limits *out)
+void fa_cl__env_limits(const fa_cl__env *env, uint64_t families_off, fa_cl__limits *out)
 {
     if (env->local_mem_override) {
         out->local_mem_size = env->local_mem_override;
@@ -85,12 +84,12 @@ void fa_cl__env_limits(const fa_cl__env *env, int mma_failed, int wgmma_failed, 
         out->nv_mma = 1;
         out->mma_emulated = 1;
     }
-    /* FA_CL_VENDOR_PATH=0, or a tensor-core build that failed here: portable kernels only */
-    out->nv_mma = out->nv_mma && !env->vendor_path_off && !mma_failed;
-    /* wgmma: never emulated; FA_CL_WGMMA=0 or a failed sm_90a build turn it off */
-    out->nv_wgmma = out->nv_wgmma && out->nv_mma && !env->mma_emulate && env->wgmma != 0 && !wgmma_failed;
+    /* FA_CL_VENDOR_PATH=0: portable kernels only */
+    out->nv_mma = out->nv_mma && !env->vendor_path_off;
+    /* wgmma: never emulated; FA_CL_WGMMA=0 turns it off */
+    out->nv_wgmma = out->nv_wgmma && out->nv_mma && !env->mma_emulate && env->wgmma != 0;
+    out->families_off = families_off;
     out->wg_producer = out->wg_producer && !env->wgmma_producer_off;
-    out->wgmma_backward_off = wgmma_backward_failed;
     /* f32 on tensor cores: the default where they run natively; emulated only when asked for */
     out->nv_tf32 = out->nv_mma && (env->mma_emulate ? env->nv_tf32 == 1 : env->nv_tf32 != 0);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A plan: a descriptor normalised once, the tiles chosen, and the kernel launches one call makes,
- * with any device memory of its own (src/plan/plan.c; the one-shot cache in plan_cache.c). */
+/* Plans, forward and backward: one engine (plan.c: plan, compile, re-plan; the operations' launch
+ * lists in plan_forward.c and plan_backward.c; running them in chain.c; the one-shot cache in
+ * plan_cache.c; the decisions that need no device in plan_decide.c). */
 #ifndef FA_CL_PLAN_H
 #define FA_CL_PLAN_H
 
@@ -21,50 +22,100 @@ typedef struct fa_cl__chain_state {
     fa_cl__held_chain *held; /* ctx->hold_events: calls whose launch events are held until the last ends */
 } fa_cl__chain_state;
 
+/* Every kernel argument of one launch for one call's buffers: a fa_cl_forward_args (forward plans)
+ * or a fa_cl_backward_args (backward plans), checked already. */
+typedef fa_cl_status (*fa_cl__set_args_fn)(const fa_cl_plan *plan, const fa_cl__launch *launch, const void *args);
+
 /* One kernel launch of a plan. Launches run in their order, each after the previous one. */
 struct fa_cl__launch {
     cl_kernel kernel;     /* the plan's; several launches may share one */
+    const char *name;     /* its entry's name, for messages */
     size_t global[2];     /* work-items: dimension 0, and 1 (split-KV chunks; 1 otherwise) */
-    size_t local;         /* work-group size in dimension 0 (1 in dimension 1) */
+    size_t local;         /* work-group size in dimension 0 (1 in dimension 1; 0: the driver's choice) */
     int kv_begin, kv_end; /* a forward launch's keys: all of them, or one chunk of a long row */
     int tensor;           /* a pad-rows launch's: 0 q, 1 k, 2 v */
-    /* every kernel argument of this launch for one call's buffers */
-    fa_cl_status (*set_args)(const fa_cl_plan *plan, const fa_cl__launch *launch, const fa_cl_forward_args *args);
+    fa_cl__set_args_fn set_args;
 };
 
+/* The kernels a plan holds, by role (NULL where the plan has none). */
+enum {
+    FA_CL_PK_MAIN,     /* the family's entry: fa_forward, or the backward's fa_backward_dkdv */
+    FA_CL_PK_DOT,      /* backward: fa_backward_dot (D = rowsum(dO o O)) */
+    FA_CL_PK_DQ,       /* backward: fa_backward_dq */
+    FA_CL_PK_COMBINE,  /* split-KV: fa_combine */
+    FA_CL_PK_APPEND,   /* appending plans (desc.seqlen_new): fa_append */
+    FA_CL_PK_PAD,      /* tiles.rows_padded: fa_pad_rows */
+    FA_CL_PK_MAPS,     /* tiles.mask_tma or kv_tma: fa_tma_maps, the tensor maps into the scratch */
+    FA_CL_PK_CHECK,    /* plans with per-sequence lengths or pages: fa_check_serving, a call's device checks
+                          into its status (cl/fa_check_serving.cl) */
+    FA_CL_PLAN_KERNELS
+};
+
+/* A plan of either operation: the descriptor normalised once (the backward's views extend the
+ * forward's), the tiles chosen, the kernels and the launch list one call makes, and the device
+ * memory of its own. fa_cl_backward_plan is the same engine (fa_cl__backward_plan_of). */
 struct fa_cl_plan {
     fa_cl_context *ctx;
-    fa_cl__views views;
+    fa_cl__operation op;    /* FA_CL_OP_FORWARD or FA_CL_OP_BACKWARD */
+    fa_cl__backward_views views; /* .fwd: the forward's views; the gradients' for backward plans */
+    uint64_t key[1 + FA_CL_BACKWARD_KEY_WORDS]; /* the one-shot cache's: op, then the views' key */
+    int key_words;
     fa_cl__tiles tiles;
-    cl_kernel kernel;       /* the forward kernel */
-    cl_kernel combine;      /* split-KV: the combine kernel; else NULL */
-    cl_kernel append;       /* appending plans (desc.seqlen_new): the append kernel; else NULL */
-    cl_kernel pad;          /* tiles.rows_padded: the pad-rows kernel; else NULL */
-    cl_kernel tma_maps;     /* tiles.mask_tma or kv_tma: the kernel writing the tensor maps into scratch; else NULL */
-    cl_kernel check;        /* plans with per-sequence lengths or pages: the device checks of a call with a
-                               status (cl/fa_check_serving.cl); else NULL */
+    cl_kernel kernels[FA_CL_PLAN_KERNELS];
     cl_mem padded[3];       /* tiles.rows_padded: q, k, v as contiguous [B, H, S, head_dim rounded up to 8] */
     fa_cl__launch *launches; /* nlaunches of them */
     int nlaunches;
+    fa_cl__launch check;    /* kernels[FA_CL_PK_CHECK]'s launch, first where a call asks for the checks */
     cl_mem scratch;         /* what a long row's chunk leaves the next (cl/fa_forward_common.cl), or
-                               (tiles.mask_tma, kv_tma) the tensor maps; else NULL */
+                               (tiles.mask_tma, kv_tma) the tensor maps, or the backward's D; else NULL */
     cl_mem part_o, part_lse; /* split-KV: each chunk's partial O [splits, B, Hq, Sq, D] and LSE (fp32) */
     size_t scratch_bytes;   /* all the plan's device memory */
     size_t pad_bytes;       /* of which the padded q/k/v copies */
     int pack;               /* query heads a work-group takes together (GQA packing; 1 = none) */
     int splits;             /* split-KV chunks (1 = none) */
-    fa_cl__lock lock;        /* argument setting + enqueue must not interleave between threads */
+    fa_cl__lock lock;       /* argument setting + enqueue must not interleave between threads */
     int refs;               /* guarded by ctx->lock: the caller's and the plan cache's references */
     int num_q_blocks;
     int lpt_columns;        /* causal: head columns a section of the longest-first order takes (0: in order) */
     fa_cl__chain_state chain; /* guarded by lock: the calls' events (fa_cl__enqueue_chain) */
 };
 
-/* A plan for an already normalised descriptor (fa_cl_plan_create resolves it first). */
-fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, const fa_cl__views *views, fa_cl_plan **out);
+/* The public backward plan: the same engine. */
+struct fa_cl_backward_plan {
+    struct fa_cl_plan plan;
+};
+
+/* The one-shot cache's key of a plan of op for views (words written to key, at most
+ * 1 + FA_CL_BACKWARD_KEY_WORDS); a backward plan's views are bv's, a forward one's bv->fwd. */
+int fa_cl__plan_key(fa_cl__operation op, const fa_cl__backward_views *bv, uint64_t *key);
+
+/* A plan of op for already normalised views (fa_cl_plan_create and fa_cl_backward_plan_create
+ * resolve them first; a forward plan reads bv->fwd only). */
+fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, fa_cl__operation op, const fa_cl__backward_views *bv,
+                              fa_cl_plan **out);
 
 /* Drop one reference; the last frees the plan. */
 void fa_cl__plan_unref(fa_cl_plan *plan);
+
+/* Enqueue the plan's launches for a call (args: the operation's args struct, checked already),
+ * after the device checks of args.status first where checked. */
+fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const void *args, cl_uint num_wait, const cl_event *wait,
+                                 cl_event *done, int checked);
+/* The forward and backward calls of fa_cl__plan_enqueue. */
+fa_cl_status fa_cl__plan_run_forward(fa_cl_plan *plan, const fa_cl_forward_args *args);
+fa_cl_status fa_cl__plan_run_backward(fa_cl_plan *plan, const fa_cl_backward_args *args);
+
+/* The operations' parts of a plan: the kernels besides the main program's (their programs built)
+ * and the launch list with its scratch (plan_forward.c, plan_backward.c). */
+fa_cl_status fa_cl__forward_launches(fa_cl_context *ctx, fa_cl_plan *plan);
+fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan);
+/* A helper launch of kernel k (of family id: its fixed work-group size) over items work-items. */
+void fa_cl__helper_launch(fa_cl__launch *l, cl_kernel k, fa_cl__kernel_id id, size_t items, fa_cl__set_args_fn set_args);
+/* A buffer of the plan's own (what names it in the failure message). */
+fa_cl_status fa_cl__plan_alloc(fa_cl_context *ctx, size_t bytes, cl_mem *out, const char *what);
+/* The program of tiles t for the plan's views built and its entry taken (NULL entry: the family's). */
+fa_cl_status fa_cl__plan_kernel(fa_cl_context *ctx, const fa_cl_plan *plan, const fa_cl__tiles *t, const char *entry,
+                                cl_kernel *out);
 
 /* One launch of a chain: the kernel (its arguments set), its grid (local[0] 0: the driver's
  * choice) and its entry's name for messages. */
@@ -96,9 +147,6 @@ fa_cl_status fa_cl__enqueue_chain(fa_cl_context *ctx, fa_cl__lock *lock, int cou
  * their last launch ends. */
 void fa_cl__chain_state_release(fa_cl__chain_state *state);
 
-/* Enqueue the plan's launches for args (checked already, struct_size normalised). */
-fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const fa_cl_forward_args *args);
-
 /* The args struct of a positional call of 0.1 (fa_cl_attention_forward, fa_cl_reference_forward). */
 static inline fa_cl_forward_args fa_cl__positional_args(cl_mem q, cl_mem k, cl_mem v, cl_mem o, cl_mem lse,
                                                         cl_uint num_wait, const cl_event *wait, cl_event *done)
@@ -125,14 +173,12 @@ fa_cl_status fa_cl__settings_parse(fa_cl__env *out, fa_cl__env_lookup lookup, vo
 /* Planner limits for this context's device and environment. */
 void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl__limits *out);
 /* The environment's part of a context's planner limits, on top of fa_cl__limits_for_device's, with
- * the vendor builds that failed on the context (its mma_failed, wgmma_failed,
- * wgmma_backward_failed; 0 where none did). */
-void fa_cl__env_limits(const fa_cl__env *env, int mma_failed, int wgmma_failed, int wgmma_backward_failed,
-                       fa_cl__limits *out);
+ * the kernel families whose build failed on the context (bits 1 << id; 0 where none did). */
+void fa_cl__env_limits(const fa_cl__env *env, uint64_t families_off, fa_cl__limits *out);
 
-/* ---- a plan's decisions without a device (plan_decide.c, backward_plan.c) ------------------------ */
+/* ---- a plan's decisions without a device (plan_decide.c) ------------------------------------------ */
 
-/* What a forward plan's decisions read of the device and the environment besides the limits: a
+/* What a plan's decisions read of the device and the environment besides the limits: a
  * context's (plan.c), or a device profile's with settings of fa_cl_info's own (--emit). */
 typedef struct fa_cl__plan_device {
     int is_gpu;
@@ -141,45 +187,35 @@ typedef struct fa_cl__plan_device {
     const fa_cl__env *env;    /* FA_CL_SPLITS, FA_CL_TMA, FA_CL_PERSISTENT, FA_CL_PAD_ROWS */
 } fa_cl__plan_device;
 
+/* Query heads a work-group of a plan of op for v takes together (fa_cl__gqa_pack; 1 for backward plans). */
+int fa_cl__plan_pack(const fa_cl__plan_device *dev, fa_cl__operation op, const fa_cl__views *v);
 /* The limits (lim: the context's, adjusted here for the descriptor's storage types, modifiers and
- * mask) and the tile request of views v, whose query heads work-groups take pack at a time
- * (fa_cl__gqa_pack). Once per plan; an error status with msg set for a forced kernel that cannot. */
-fa_cl_status fa_cl__plan_request(const fa_cl__plan_device *dev, const fa_cl__views *v, int pack, fa_cl__limits *lim,
-                                 fa_cl__tile_request *req, char *msg, size_t msg_size);
-/* The tiles for them (fa_cl__plan_tiles) and every feature the kernel is built with: the
+ * mask) and the tile request of a plan of op for bv (a forward plan reads bv->fwd) whose query
+ * heads work-groups take pack at a time. Once per plan; an error status with msg set for a forced
+ * kernel that cannot. */
+fa_cl_status fa_cl__plan_request(const fa_cl__plan_device *dev, fa_cl__operation op, const fa_cl__backward_views *bv,
+                                 int pack, fa_cl__limits *lim, fa_cl__tile_request *req, char *msg, size_t msg_size);
+/* The tiles for them (the family walk) and every feature the kernels are built with: the
  * descriptor's, split-KV, padded rows, copies by TMA, the persistent kernel. lim and req may be
  * narrowed on the way (padded rows or nvidia-wgmma's TMA tiles declined): the library re-decides
  * after a build with them. An error status with msg set where no tile fits. */
-fa_cl_status fa_cl__plan_decide(const fa_cl__plan_device *dev, const fa_cl__views *v, int pack, fa_cl__limits *lim,
-                                fa_cl__tile_request *req, fa_cl__tiles *t, char *msg, size_t msg_size);
+fa_cl_status fa_cl__plan_decide(const fa_cl__plan_device *dev, fa_cl__operation op, const fa_cl__backward_views *bv,
+                                int pack, fa_cl__limits *lim, fa_cl__tile_request *req, fa_cl__tiles *t, char *msg,
+                                size_t msg_size);
 /* The build options (before FA_CL_STD_OPTION) of the program of t->variant a plan of v compiles:
- * its forward kernel's, or the combine, append and pad-rows kernels' own. Returns the length, or
- * -1 when out (n bytes) is too small. */
+ * its main program's, or the combine, append and pad-rows kernels' own. Returns the length, or -1
+ * when out (n bytes) is too small. */
 int fa_cl__plan_options(const fa_cl__tiles *t, const fa_cl__views *v, int is_gpu, char *out, size_t n);
-/* A backward plan's tiles and features for desc under lim (the descriptor resolved as
- * fa_cl_backward_plan_create does): an error status with msg set where it cannot be planned. */
-fa_cl_status fa_cl__backward_decide(const fa_cl__limits *lim, const fa_cl_attention_desc *desc, fa_cl__tiles *t,
-                                    char *msg, size_t msg_size);
 
 /* ---- the one-shot plan cache (plan_cache.c) ------------------------------------------------------ */
 
-/* A cached plan: the plan, its key and its reference count, and how to drop a reference. */
-struct fa_cl__plan_entry {
-    void *plan;            /* a fa_cl_plan or a fa_cl_backward_plan */
-    const uint64_t *key;   /* the plan's own key */
-    size_t key_words;
-    int *refs;             /* the plan's reference count */
-    void (*unref)(void *plan);
-    fa_cl__plan_entry *next;
-};
-
-/* The cached plan of this key, with a reference for the caller, or NULL. */
-void *fa_cl__plan_cache_find(fa_cl_context *ctx, const uint64_t *key, size_t words);
+/* The cached plan of this key (fa_cl__plan_key), with a reference for the caller, or NULL. */
+fa_cl_plan *fa_cl__plan_cache_find(fa_cl_context *ctx, const uint64_t *key, int words);
 /* Put a new plan (one reference: the caller's) into ctx's cache and return the plan to use: it, or
  * the equal plan another thread cached meanwhile (then the new one is dropped). The cache holds one
  * entry per key, at most FA_CL_PLAN_CACHE_MAX; the oldest entry goes first. Without memory for an
  * entry the plan is used uncached. */
-void *fa_cl__plan_cache_insert(fa_cl_context *ctx, const fa_cl__plan_entry *proto);
+fa_cl_plan *fa_cl__plan_cache_insert(fa_cl_context *ctx, fa_cl_plan *plan);
 /* Release every plan of the context's one-shot cache (context teardown). */
 void fa_cl__plan_cache_clear(fa_cl_context *ctx);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The context's one-shot plan cache (src/api/attention.c: fa_cl_attention_forward, _run,
- * _backward): the last FA_CL_PLAN_CACHE_MAX plans, forward and backward, found by their canonical
- * keys (desc.c; a backward key is longer, so the two kinds never match). */
+ * _backward): the last FA_CL_PLAN_CACHE_MAX plans, forward and backward, found by their keys
+ * (fa_cl__plan_key: the operation, then the views' canonical key, desc.c). */
 #include "plan/plan.h"
 
 #include <stdlib.h>
@@ -9,36 +9,41 @@
 
 #define FA_CL_PLAN_CACHE_MAX 64
 
+struct fa_cl__plan_entry {
+    fa_cl_plan *plan;
+    fa_cl__plan_entry *next;
+};
+
 /* Under ctx->lock: the cached plan of this key, with a reference for the caller, or NULL. */
-static void *cache_find(fa_cl_context *ctx, const uint64_t *key, size_t words)
+static fa_cl_plan *cache_find(fa_cl_context *ctx, const uint64_t *key, int words)
 {
     for (fa_cl__plan_entry *e = ctx->plans; e; e = e->next)
-        if (e->key_words == words && memcmp(e->key, key, words * sizeof *key) == 0) {
-            (*e->refs)++;
+        if (e->plan->key_words == words && memcmp(e->plan->key, key, (size_t)words * sizeof *key) == 0) {
+            e->plan->refs++;
             return e->plan;
         }
     return NULL;
 }
 
-void *fa_cl__plan_cache_find(fa_cl_context *ctx, const uint64_t *key, size_t words)
+fa_cl_plan *fa_cl__plan_cache_find(fa_cl_context *ctx, const uint64_t *key, int words)
 {
     fa_cl__lock_acquire(&ctx->lock);
-    void *plan = cache_find(ctx, key, words);
+    fa_cl_plan *plan = cache_find(ctx, key, words);
     fa_cl__lock_release(&ctx->lock);
     return plan;
 }
 
-void *fa_cl__plan_cache_insert(fa_cl_context *ctx, const fa_cl__plan_entry *proto)
+fa_cl_plan *fa_cl__plan_cache_insert(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     fa_cl__plan_entry *e = (fa_cl__plan_entry *)calloc(1, sizeof *e);
     if (!e)
-        return proto->plan;
-    *e = *proto;
+        return plan;
+    e->plan = plan;
     fa_cl__plan_entry *evicted = NULL;
     fa_cl__lock_acquire(&ctx->lock);
-    void *cached = cache_find(ctx, e->key, e->key_words);
+    fa_cl_plan *cached = cache_find(ctx, plan->key, plan->key_words);
     if (!cached) {
-        (*e->refs)++;
+        plan->refs++;
         e->next = ctx->plans;
         ctx->plans = e;
         if (++ctx->plan_count > FA_CL_PLAN_CACHE_MAX) {
@@ -52,15 +57,15 @@ void *fa_cl__plan_cache_insert(fa_cl_context *ctx, const fa_cl__plan_entry *prot
     }
     fa_cl__lock_release(&ctx->lock);
     if (cached) {
-        proto->unref(proto->plan);
+        fa_cl__plan_unref(plan);
         free(e);
         return cached;
     }
     if (evicted) {
-        evicted->unref(evicted->plan);
+        fa_cl__plan_unref(evicted->plan);
         free(evicted);
     }
-    return proto->plan;
+    return plan;
 }
 
 void fa_cl__plan_cache_clear(fa_cl_context *ctx)
@@ -68,7 +73,7 @@ void fa_cl__plan_cache_clear(fa_cl_context *ctx)
     fa_cl__plan_entry *e = ctx->plans;
     while (e) {
         fa_cl__plan_entry *next = e->next;
-        e->unref(e->plan);
+        fa_cl__plan_unref(e->plan);
         free(e);
         e = next;
     }

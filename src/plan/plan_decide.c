@@ -108,9 +108,25 @@ static fa_cl_status choose_splits(const fa_cl__plan_device *dev, const fa_cl__vi
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__plan_request(const fa_cl__plan_device *dev, const fa_cl__views *v, int pack, fa_cl__limits *lim,
-                                 fa_cl__tile_request *req, char *msg, size_t msg_size)
+int fa_cl__plan_pack(const fa_cl__plan_device *dev, fa_cl__operation op, const fa_cl__views *v)
 {
+    /* GQA packing: where seqlen_q is small (below the tensor-core kernels' 64-row block), one
+     * work-group takes every query head of a kv head, so K/V are read once per kv head
+     * (FA_CL_GQA_PACK=0 never, =1 wherever heads share a kv head); the backward's kernels take one */
+    return op == FA_CL_OP_FORWARD ? fa_cl__gqa_pack(v->group, v->d.seqlen_q, dev->env->gqa_pack) : 1;
+}
+
+fa_cl_status fa_cl__plan_request(const fa_cl__plan_device *dev, fa_cl__operation op, const fa_cl__backward_views *bv,
+                                 int pack, fa_cl__limits *lim, fa_cl__tile_request *req, char *msg, size_t msg_size)
+{
+    const fa_cl__views *v = &bv->fwd;
+    if (op == FA_CL_OP_BACKWARD) {
+        const fa_cl_attention_desc *d = &v->d;
+        const fa_cl__tile_request r = {(int)d->head_dim, d->dtype, d->seqlen_q, d->seqlen_k, bv->aligned16,
+                                       v->row_keys};
+        *req = r;
+        return FA_CL_SUCCESS;
+    }
     if (!fa_cl__forced_forward(lim)) {
         /* FA_CL_KERNEL_VARIANT naming a backward family: neither it nor FA_CL_TILE, which goes with it,
          * is this plan's */
@@ -194,9 +210,27 @@ fa_cl_status fa_cl__plan_request(const fa_cl__plan_device *dev, const fa_cl__vie
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__plan_decide(const fa_cl__plan_device *dev, const fa_cl__views *v, int pack, fa_cl__limits *lim,
-                                fa_cl__tile_request *req, fa_cl__tiles *t, char *msg, size_t msg_size)
+/* A backward plan's tiles (the backward families' walk) and the features its kernels are built with. */
+static fa_cl_status backward_decide(const fa_cl__backward_views *bv, const fa_cl__limits *lim,
+                                    const fa_cl__tile_request *req, fa_cl__tiles *t, char *msg, size_t msg_size)
 {
+    const fa_cl_attention_desc *d = &bv->fwd.d;
+    fa_cl_status st = fa_cl__plan_backward_tiles(lim, req, t, msg, msg_size);
+    if (st != FA_CL_SUCCESS)
+        return st;
+    t->varlen_q = d->total_q > 0; /* -DFA_VARLEN_Q, _K, FA_SEQLENS (cl/fa_backward_common.cl) */
+    t->varlen_k = d->total_k > 0;
+    t->seqlens = d->kv_seqlens != 0;
+    return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl__plan_decide(const fa_cl__plan_device *dev, fa_cl__operation op, const fa_cl__backward_views *bv,
+                                int pack, fa_cl__limits *lim, fa_cl__tile_request *req, fa_cl__tiles *t, char *msg,
+                                size_t msg_size)
+{
+    if (op == FA_CL_OP_BACKWARD)
+        return backward_decide(bv, lim, req, t, msg, msg_size);
+    const fa_cl__views *v = &bv->fwd;
     const fa_cl_attention_desc *d = &v->d;
     for (;;) { /* at most three rounds: each retry below clears what caused it */
         fa_cl_status st = fa_cl__plan_tiles(lim, req, t, msg, msg_size);

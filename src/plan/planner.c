@@ -27,6 +27,12 @@ size_t fa_cl__local_budget(const fa_cl__limits *lim, const char **source)
     return budget > lim->kernel_other_local ? budget - lim->kernel_other_local : 0;
 }
 
+/* Not turned off on the context by a failed build. */
+static int family_on(const fa_cl__limits *lim, const fa_cl__kernel_family *f)
+{
+    return !(lim->families_off & ((uint64_t)1 << f->id));
+}
+
 fa_cl_status fa_cl__plan_tiles(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                               size_t msg_size)
 {
@@ -41,7 +47,7 @@ fa_cl_status fa_cl__plan_tiles(const fa_cl__limits *lim, const fa_cl__tile_reque
     char why[400] = "no kernel applies";
     for (int i = 0; i < fa_cl__kernel_count(); i++) {
         const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
-        if (f->op != FA_CL_OP_FORWARD || (forced ? f != forced : !f->applies(lim, req)))
+        if (f->op != FA_CL_OP_FORWARD || (forced ? f != forced : !family_on(lim, f) || !f->applies(lim, req)))
             continue; /* a forward plan's tiles: other operations' kernels are planned by their plans */
         memset(out, 0, sizeof *out);
         out->head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
@@ -89,7 +95,7 @@ fa_cl_status fa_cl__plan_backward_tiles(const fa_cl__limits *lim, const fa_cl__t
     for (int i = 0; i < fa_cl__kernel_count(); i++) {
         const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
         if (f->op != FA_CL_OP_BACKWARD || f == portable ||
-            (forced ? f != forced : !f->applies(lim, req)))
+            (forced ? f != forced : !family_on(lim, f) || !f->applies(lim, req)))
             continue;
         tiles_start(lim, req, out);
         char why[256] = "";

@@ -5,7 +5,7 @@
  * entry stacks the `group` query heads of one kv head as (group * seqlen_q) rows, so dK and dV come
  * out summed over the group (GQA) without a reduction of their own. Chunks of whole groups whose
  * scratch fits the device go through one after another. */
-#include "backward/backward.h"
+#include "plan/plan.h"
 #include "reference/reference_common.h"
 
 #include <stdio.h>

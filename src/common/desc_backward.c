@@ -2,7 +2,7 @@
 /* The backward's views: the forward's descriptor checks, what the backward does not take, the
  * gradients' layouts (all-zero strides: those of the tensor each is the gradient of), and the
  * checks of the buffers a backward call gets. */
-#include "backward/backward.h"
+#include "fa_cl_internal.h"
 
 #include <stdio.h>
 #include <string.h>
