@@ -40,15 +40,6 @@ const char *fa_cl__cl_error_name(cl_int err);
 
 /* ---- device properties (device.c) ------------------------------------------------------------ */
 
-/* Vendor queries the Khronos headers may lack (device.c and fa_cl_info ask for them). */
-#ifndef CL_DEVICE_SUB_GROUP_SIZES_INTEL
-#define CL_DEVICE_SUB_GROUP_SIZES_INTEL 0x4108 /* cl_intel_required_subgroup_size */
-#endif
-#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
-#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000 /* cl_nv_device_attribute_query */
-#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
-#endif
-
 typedef struct fa_cl__device_props {
     char name[256], vendor[256], driver_version[128], device_version[128], c_version[128];
     char platform_name[256], platform_version[256];
@@ -60,9 +51,6 @@ typedef struct fa_cl__device_props {
     cl_ulong global_mem_size, max_alloc_size, global_cache_size;
     cl_uint mem_base_addr_align_bits;
     int has_fp16, has_fp64, has_subgroups;
-    int is_nvidia, is_amd, is_intel;
-    int nv_cc_major, nv_cc_minor; /* cl_nv_device_attribute_query; 0 when absent */
-    int min_subgroup;             /* narrowest of CL_DEVICE_SUB_GROUP_SIZES_INTEL; 0 when absent */
     char extensions[8192];        /* truncated if longer */
 } fa_cl__device_props;
 
@@ -71,7 +59,8 @@ int fa_cl__contains_nocase(const char *hay, const char *needle);
 /* ext is a whole word of list, a space-separated extension string (CL_DEVICE_EXTENSIONS). */
 int fa_cl__has_extension(const char *list, const char *ext);
 
-/* Query everything above; on a failing query records on ctx (may be NULL) and returns FA_CL_ERROR_OPENCL. */
+/* Query everything above (the generic facts; what a vendor adds is src/devices/'s); on a failing
+ * query records on ctx (may be NULL) and returns FA_CL_ERROR_OPENCL. */
 fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl__device_props *out);
 
 /* ---- no platform (no_platform.c) ------------------------------------------------------------- */
@@ -88,6 +77,15 @@ void fa_cl__no_platform_message(cl_int err, cl_uint count, char *buf, size_t siz
 #define FA_CL_MAX_SPLITS 1024
 /* nvidia-mma's deepest K/V pipeline (FA_CL_MMA_STAGES's bound; src/kernels/nvidia_mma.h). */
 #define FA_CL_ENV_MAX_STAGES 4
+
+/* The tuning values a context's plans are made under (FA_CL_TUNE, docs/tuning.md): numbers by
+ * kernel family id (id 0: the planner's own keys) and by the key's place in that family's list
+ * (src/kernels/family.h); set[id] has bit k where key k was given, else the key's default holds. */
+#define FA_CL_TUNE_KEYS 8
+typedef struct fa_cl__tune {
+    int value[64][FA_CL_TUNE_KEYS];
+    unsigned char set[64];
+} fa_cl__tune;
 
 typedef struct fa_cl__env {
     size_t local_mem_cap; /* FA_CL_LOCAL_MEM_BYTES, 0 = none */
@@ -114,6 +112,7 @@ typedef struct fa_cl__env {
     int persistent_groups;    /* FA_CL_PERSISTENT=n: a persistent plan's work-groups at most, 0 = a compute unit's */
     int tma;                  /* FA_CL_TMA: what nvidia-wgmma's producer copies by TMA, bits FA_CL_TMA_MASK and
                                  FA_CL_TMA_KV (unset: both; 0 none, "mask", "kv"); cp.async the rest */
+    fa_cl__tune tune;         /* the families' tuning values (src/plan/limits.c sets them) */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */
     int cache_off;            /* FA_CL_CACHE_DIR=off */
 } fa_cl__env;

@@ -58,13 +58,17 @@ static int check_family;
 
 /* The family a case must get: the tensor cores wherever they run (natively, or emulated with
  * FA_CL_MMA_EMULATE=1) and take the case -- f32 too, unless FA_CL_NV_TF32=0 -- else portable-backward.
- * (Under emulation f32 needs FA_CL_NV_TF32=1: without it this says nvidia-tf32x3-backward and the
+ * (Under emulation f32 needs its enabled=1: without it this says nvidia-tf32x3-backward and the
  * planner portable-backward, and the case fails, as it should: it would not test the kernel.) */
 static const char *expected_family(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t head_dim)
 {
     fa_cl__limits lim;
     fa_cl__context_limits(ctx, &lim);
-    if (!lim.nv_mma || head_dim > FA_CL_MMA_BACKWARD_MAX_DIM || (dtype == FA_CL_F32 && ctx->env.nv_tf32 == 0))
+    const fa_cl__kernel_family *tf32 = fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_TF32_BACKWARD);
+    char why[300];
+    if (!fa_cl__family_available(&lim, fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_MMA_BACKWARD), why, sizeof why) ||
+        head_dim > FA_CL_MMA_BACKWARD_MAX_DIM ||
+        (dtype == FA_CL_F32 && fa_cl__tune_given(&lim, tf32, 0) && !fa_cl__tune_value(&lim, tf32, 0)))
         return "portable-backward";
     return dtype == FA_CL_F32 ? "nvidia-tf32x3-backward" : "nvidia-mma-backward";
 }
@@ -77,8 +81,11 @@ static int family_matches(fa_cl_context *ctx, const char *want, const char *got)
     fa_cl__context_limits(ctx, &lim);
     if (!got)
         return 0;
-    return strcmp(got, want) == 0 || (lim.nv_wgmma && strcmp(want, "nvidia-mma-backward") == 0 &&
-                                      strcmp(got, "nvidia-wgmma-backward") == 0);
+    char why[300];
+    const int wgmma =
+        fa_cl__family_available(&lim, fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD), why, sizeof why);
+    return strcmp(got, want) == 0 ||
+           (wgmma && strcmp(want, "nvidia-mma-backward") == 0 && strcmp(got, "nvidia-wgmma-backward") == 0);
 }
 
 typedef struct bw_case {
@@ -494,7 +501,7 @@ static const bw_case wgmma_cases[] = {
 static int run_wgmma(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    if (!(ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0)) {
+    if (!tu_hopper(ctx)) {
         printf("SKIP: nvidia-wgmma-backward needs an NVIDIA GPU of compute capability 9.0 (this device: %s)\n",
                ctx->props.name);
         return TU_EXIT_SKIP;

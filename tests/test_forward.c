@@ -25,6 +25,7 @@
  */
 #include "kernels/nvidia_mma.h"  /* the head_dims the tensor-core kernels take */
 #include "kernels/nvidia_tf32.h"
+#include "kernels/nvidia_wgmma.h" /* its producer, its tiles that only copies by TMA feed */
 #include "plan/plan.h"
 #include "test_util.h"
 
@@ -42,6 +43,7 @@ static fa_cl__limits dev_limits; /* this device and the environment, as the libr
 static int env_tile_q, env_tile_kv, env_variant;
 static size_t env_cap;
 static fa_cl__env lib_env; /* the switches as the library read them (any of their words) */
+static fa_cl__plan_device lib_device; /* what the library's plans read of the device besides the limits */
 
 /* The limits the library plans with (fa_cl__context_limits), checked against the device's own
  * answers and the environment, so that comparing plans against fa_cl__plan_tiles means something. */
@@ -68,6 +70,8 @@ static void read_limits(fa_cl_context *ctx)
         env_variant = fa_cl__kernel_by_name(s)->id;
     fa_cl__context_limits(ctx, &dev_limits);
     lib_env = ctx->env;
+    lib_device = (fa_cl__plan_device){(ctx->props.type & CL_DEVICE_TYPE_GPU) != 0, ctx->props.compute_units,
+                                      ctx->props.max_alloc_size, &lib_env};
     const fa_cl__limits *l = &dev_limits;
     /* the budget is the reported size, or more where the library knows the device gives more
      * (NVIDIA's static local memory), and then it says where the number came from */
@@ -75,14 +79,14 @@ static void read_limits(fa_cl_context *ctx)
     int ok = budget_ok && l->local_mem_is_global == (type == CL_GLOBAL) &&
              l->max_work_group == wg && l->local_mem_cap == env_cap && l->forced_q == env_tile_q &&
              l->forced_kv == env_tile_kv && l->forced_rows == rows &&
-             l->forced_variant == env_variant && l->prefer_tiled == ((dtype & CL_DEVICE_TYPE_GPU) != 0);
+             l->forced_variant == env_variant && l->dev.is_gpu == ((dtype & CL_DEVICE_TYPE_GPU) != 0);
     tu_expect(&tally, ok,
               "planner limits of the context: local memory %zu (device %llu, %s), max work-group %zu (device %zu), "
               "cap %zu (FA_CL_LOCAL_MEM_BYTES %zu), tile %dx%dx%d (FA_CL_TILE %dx%dx%dx%d), variant %d (env %d), "
               "prefer tiled %d",
               l->local_mem_size, (unsigned long long)local, l->local_mem_is_global ? "global" : "local",
               l->max_work_group, wg, l->local_mem_cap, env_cap, l->forced_q, l->forced_kv, l->forced_rows,
-              env_tile_q, env_tile_kv, rows, cols, l->forced_variant, env_variant, l->prefer_tiled);
+              env_tile_q, env_tile_kv, rows, cols, l->forced_variant, env_variant, l->dev.is_gpu);
 }
 
 /* NULL when the plan info is sane for this case, else what is wrong. */
@@ -141,40 +145,37 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         snprintf(why, sizeof why, "plan info: gqa_pack %d, expected %d", in->gqa_pack, pack);
         return why;
     }
-    fa_cl__tile_request req = {(int)c->D, c->dtype, pack * c->Sq, c->Sk, views.aligned16, views.row_keys};
+    /* the request as the library makes it (the descriptor's features and layout), then the walk */
+    fa_cl__backward_views bv;
+    memset(&bv, 0, sizeof bv);
+    bv.fwd = views;
+    fa_cl__limits lim = dev_limits;
+    fa_cl__tile_request req;
     fa_cl__tiles t;
     char msg[256];
-    if (fa_cl__plan_tiles(&dev_limits, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
+    if (fa_cl__plan_request(&lib_device, FA_CL_OP_FORWARD, &bv, pack, &lim, &req, msg, sizeof msg) != FA_CL_SUCCESS ||
+        fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
         return "the planner refuses what the plan accepted";
     /* head_dim % 8 != 0, dense, more than 64 rows: a tensor-core plan copies q, k, v into zero-padded
      * rows first (3 launches, their copies in the scratch) and takes the aligned kernel's tiles */
-    int padded = 0;
-    size_t pad_bytes = 0;
-    if (!views.aligned16 && c->D % 8 != 0 && c->dtype != F32 && c->Sq > 64 && !lib_env.pad_rows_off) {
-        fa_cl__tile_request preq = req;
-        fa_cl__tiles pt;
-        preq.aligned16 = 1;
-        if (fa_cl__plan_tiles(&dev_limits, &preq, &pt, msg, sizeof msg) == FA_CL_SUCCESS &&
-            (pt.variant == FA_CL_KERNEL_NVIDIA_MMA || pt.variant == FA_CL_KERNEL_NVIDIA_WGMMA)) {
-            padded = 1;
-            t = pt;
-            pad_bytes = (size_t)c->B * (size_t)(c->Hq * c->Sq + 2 * c->Hkv * c->Sk) * (size_t)((c->D + 7) / 8 * 8) * 2;
-        }
-    }
+    const int padded = t.rows_padded;
+    const size_t pad_bytes =
+        padded ? (size_t)c->B * (size_t)(c->Hq * c->Sq + 2 * c->Hkv * c->Sk) * (size_t)((c->D + 7) / 8 * 8) * 2 : 0;
+    if (padded && (c->D % 8 == 0 || c->dtype == F32 || c->Sq <= 64))
+        return "padded rows where head_dim % 8 == 0, f32, or 64 rows or fewer";
     if (padded != (in->scratch_bytes >= pad_bytes && pad_bytes > 0 && in->launches >= 4))
         return "plan info: the padded q/k/v copies (head_dim % 8 != 0) are not as the rules say";
     /* nvidia-wgmma's tiles that only copies by TMA feed (at d_pad 256 the producer and blocks of 80
      * keys): a plan whose copies cannot go by TMA takes the planner's tiles without them */
     int tma_tiles = 0;
-    if (t.variant == FA_CL_KERNEL_NVIDIA_WGMMA && ((t.block_kv & (t.block_kv - 1)) || (t.producer && t.head_dim_padded > 128))) {
-        fa_cl__limits no_tma = dev_limits;
+    if (t.variant == FA_CL_KERNEL_NVIDIA_WGMMA &&
+        ((t.block_kv & (t.block_kv - 1)) || (FA_CL_NV(&t, PRODUCER) && t.head_dim_padded > 128))) {
         fa_cl__tile_request creq = req;
         fa_cl__tiles ct;
-        no_tma.wg_tma_tiles = 0;
-        creq.aligned16 = creq.aligned16 || padded;
+        creq.narrowed = FA_CL_WGMMA_NO_TMA_TILES;
         tma_tiles = 1;
         if ((in->block_kv != t.block_kv || in->work_group_size != t.work_group_size) &&
-            fa_cl__plan_tiles(&no_tma, &creq, &ct, msg, sizeof msg) == FA_CL_SUCCESS) {
+            fa_cl__plan_tiles(&lim, &creq, &ct, msg, sizeof msg) == FA_CL_SUCCESS) {
             t = ct;
             tma_tiles = 0;
         }

@@ -53,12 +53,16 @@ int main(void)
            "WG", "bytes", "of budget");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const doc_row *r = &rows[i];
+        /* a GPU (or not) of no vendor the families know: the portable kernels */
+        const fa_cl__device_traits dev = {.is_gpu = r->gpu, .local_mem_size = r->local, .max_work_group = 1024};
         fa_cl__limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = r->local;
-        lim.max_work_group = 1024;
-        lim.prefer_tiled = r->gpu;
-        fa_cl__tile_request req = {r->d, FA_CL_F16, 4096, 4096, 1, 0};
+        fa_cl__limits_for_device(&dev, &lim);
+        fa_cl__tile_request req;
+        memset(&req, 0, sizeof req);
+        req.head_dim = r->d;
+        req.dtype = FA_CL_F16;
+        req.seqlen_q = req.seqlen_k = 4096;
+        req.aligned16 = 1;
         fa_cl__tiles t;
         char msg[256] = "";
         fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);

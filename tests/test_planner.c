@@ -28,13 +28,103 @@
 #include "kernels/portable.h"
 #include "kernels/portable_backward.h"
 #include "kernels/portable_tiled.h"
-#include "plan/planner.h"
+#include "kernels/nvidia.h"
+#include "plan/plan.h"
 #include "test_util.h"
 
 #include <string.h>
 
+/* A plan's request names its shape first; the rest (the operation, the features, the views) is zero
+ * where a case says nothing: a forward of no feature. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+
 /* Synthetic devices. */
 #define KIB ((size_t)1024)
+
+/* The FA_CL_TUNE values of the case being planned (device_limits clears them). */
+static fa_cl__tune case_tune;
+
+/* A synthetic device's limits as the library derives them from its traits (src/devices/): a GPU or
+ * not, its vendor and architecture (NVIDIA's compute capability: 8.0 mma.sync, 9.0 Hopper's wgmma);
+ * then the case's own local memory (whatever the vendor's table gives) and no register budget (the
+ * cases that have one name it). */
+static fa_cl__limits device_limits(int gpu, fa_cl__vendor vendor, int major, int minor, size_t local, size_t max_wg)
+{
+    fa_cl__device_traits d;
+    memset(&d, 0, sizeof d);
+    d.is_gpu = gpu;
+    d.vendor = vendor;
+    d.arch_major = major;
+    d.arch_minor = minor;
+    d.local_mem_size = local;
+    d.max_work_group = max_wg;
+    fa_cl__limits lim;
+    fa_cl__limits_for_device(&d, &lim);
+    lim.local_mem_size = local;
+    lim.local_mem_source = NULL;
+    lim.private_floats = 0;
+    memset(&case_tune, 0, sizeof case_tune);
+    return lim;
+}
+
+/* An NVIDIA GPU of compute capability major.minor with local bytes of local memory, 1024 work-items. */
+static fa_cl__limits nvidia_gpu(int major, int minor, size_t local)
+{
+    return device_limits(1, FA_CL_VENDOR_NVIDIA, major, minor, local, 1024);
+}
+
+/* FA_CL_TUNE=family:key=value for the case being planned. */
+static void tune(fa_cl__limits *lim, const char *family, const char *key, int value)
+{
+    if (!fa_cl__tune_set(&case_tune, family, key, value))
+        printf("test bug: no tuning key %s:%s\n", family, key);
+    lim->tune = &case_tune;
+}
+
+/* FA_CL_TUNE emulate=1 on lim's device, with nvidia-tf32x3's (forward and backward) enabled=1 where
+ * tf32 says so: the vendor families' code emulated. */
+static void emulate(fa_cl__limits *lim, int tf32)
+{
+    lim->emulate = 1;
+    if (tf32) {
+        tune(lim, "nvidia-tf32x3", "enabled", 1);
+        tune(lim, "nvidia-tf32x3-backward", "enabled", 1);
+    }
+}
+
+/* A backward plan's tiles: the same walk over the backward's families. */
+static fa_cl_status backward_tiles(const fa_cl__limits *lim, fa_cl__tile_request req, fa_cl__tiles *t, char *msg,
+                                   size_t msg_size)
+{
+    req.op = FA_CL_OP_BACKWARD;
+    return fa_cl__plan_tiles(lim, &req, t, msg, msg_size);
+}
+
+/* A descriptor's views for the layouts the families read (src/common/desc.c): one head of sq query
+ * rows and sk keys, contiguous; a mask of type mask (its entries 16-byte aligned rows unless
+ * mask_offset breaks them); K and V in storage kv_type (FA_CL_STORAGE_DTYPE: the dtype) from
+ * element kv_offset. */
+static fa_cl__views test_views(int d, fa_cl_dtype t, int64_t sq, int64_t sk, fa_cl_mask_type mask, size_t mask_offset,
+                               fa_cl_storage kv_type, size_t kv_offset)
+{
+    fa_cl_attention_desc desc;
+    fa_cl_attention_desc_init(&desc, 1, 1, sq, sk, d, t);
+    desc.mask = mask;
+    desc.mask_offset = mask_offset;
+    if (mask) {
+        desc.mask_stride[0] = desc.mask_stride[1] = sq * sk;
+        desc.mask_stride[2] = sk;
+    }
+    desc.k_type = desc.v_type = kv_type;
+    desc.k_offset = desc.v_offset = kv_offset;
+    fa_cl__views v;
+    char msg[256];
+    if (fa_cl__desc_resolve(&desc, &v, msg, sizeof msg) != FA_CL_SUCCESS)
+        printf("test bug: %s\n", msg);
+    return v;
+}
 enum { NV48, AMD64, MOB32, MOB16, POCL, DEV8K };
 static const struct {
     const char *name;
@@ -347,9 +437,10 @@ static const pcase cases[] = {
 
 static fa_cl__limits limits_of(const pcase *c)
 {
-    fa_cl__limits lim;
-    memset(&lim, 0, sizeof lim);
-    lim.local_mem_size = devices[c->dev].local;
+    /* the 48 KiB device stands for NVIDIA's OpenCL (no compute capability reported: no tensor-core
+     * family): as a GPU it gets the 16-key rows plans at d <= 64 */
+    const fa_cl__vendor vendor = c->prefer_tiled && c->dev == NV48 ? FA_CL_VENDOR_NVIDIA : FA_CL_VENDOR_OTHER;
+    fa_cl__limits lim = device_limits(c->prefer_tiled, vendor, 0, 0, devices[c->dev].local, devices[c->dev].max_wg);
     lim.local_mem_is_global = devices[c->dev].global;
     lim.cache_bytes = c->cache;
     lim.max_work_group = c->max_wg ? c->max_wg : devices[c->dev].max_wg;
@@ -358,22 +449,16 @@ static fa_cl__limits limits_of(const pcase *c)
     lim.forced_q = c->forced_q;
     lim.forced_kv = c->forced_kv;
     lim.forced_rows = c->frows;
-    lim.prefer_tiled = c->prefer_tiled;
-    /* the 48 KiB device stands for NVIDIA's OpenCL: as a GPU it gets the 16-key rows plans at d <= 64 */
-    lim.rows_small_dims = c->prefer_tiled && c->dev == NV48;
     lim.forced_variant = c->variant;
     lim.private_floats = c->regs;
     return lim;
 }
 
-/* a Hopper's limits (227 KiB, tensor cores and tf32) with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward */
+/* an NVIDIA GPU of compute capability 8.0 with a Hopper's local memory (227 KiB: tensor cores and
+ * tf32) with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward */
 static fa_cl__limits hopper_tf32_backward_forced(void)
 {
-    fa_cl__limits lim;
-    memset(&lim, 0, sizeof lim);
-    lim.local_mem_size = 227 * KIB;
-    lim.max_work_group = 1024;
-    lim.nv_mma = lim.nv_tf32 = 1;
+    fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
     lim.forced_variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
     return lim;
 }
@@ -466,7 +551,7 @@ static const char *invariants(const fa_cl__limits *lim, const fa_cl__tile_reques
         return "tile larger than the sequence needs";
     const size_t row = (size_t)4 * (size_t)dpad;
     /* GPUs at d_padded <= FA_CL_GPU_ROWS_MAX_DIM take 16-key blocks */
-    const int64_t bc_max = lim->prefer_tiled && lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM
+    const int64_t bc_max = lim->dev.is_gpu && lim->dev.rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM
                                ? FA_CL_GPU_ROWS_BLOCK_KV
                                : FA_CL_MAX_BLOCK_KV;
     if (t->block_kv > bc_max)
@@ -590,7 +675,7 @@ static void sweep_one(tu_tally *tally, int prefer_tiled, int regs)
                             const int dpad = round_up(d, 4);
                             const int64_t nkv = (seqs[s][1] + 7) / 8 * 8;
                             const int bc = nkv < 32 ? (int)nkv : 32;
-                            if (!(lim.rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM) &&
+                            if (!(lim.dev.rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM) &&
                                 (dpad <= FA_CL_TILED_MAX_DIM || regs > 0) &&
                                 tiled_bytes(16, bc, dpad, 4) <= t.local_mem_budget &&
                                 (size_t)(16 / 4) * (size_t)(bc / 4) <= lim.max_work_group)
@@ -691,14 +776,10 @@ static void mma_cases(tu_tally *tally)
 #pragma GCC diagnostic pop
 #endif
     for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++) {
-        fa_cl__limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = mc[i].local ? mc[i].local : 227 * KIB;
-        lim.max_work_group = 1024;
-        lim.prefer_tiled = 1;
-        lim.rows_small_dims = 1;
-        lim.nv_mma = 1;
-        lim.nv_tf32 = mc[i].tf32;
+        /* an NVIDIA GPU of compute capability 8.0, nvidia-tf32x3 enabled=0 where tf32 is 0 */
+        fa_cl__limits lim = nvidia_gpu(8, 0, mc[i].local ? mc[i].local : 227 * KIB);
+        if (!mc[i].tf32)
+            tune(&lim, "nvidia-tf32x3", "enabled", 0);
         lim.private_floats = 128;
         lim.forced_q = mc[i].fq;
         lim.forced_kv = mc[i].fkv;
@@ -722,8 +803,9 @@ static void mma_cases(tu_tally *tally)
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
                  t.local_mem_bytes == mc[i].bytes &&
                  t.local_mem_bytes == fa_cl__mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
-                                                            t.rows_per_item, mc[i].aligned ? 2 : 1, t.kv_warps, 0) &&
-                 t.stages == (mc[i].aligned ? 2 : 1);
+                                                            t.rows_per_item, mc[i].aligned ? 2 : 1,
+                                                            FA_CL_NV(&t, KV_WARPS), 0) &&
+                 FA_CL_NV(&t, STAGES) == (mc[i].aligned ? 2 : 1);
         else if (ok)
             ok = msg[0] != '\0';
         tu_expect(tally, ok, "tensor-core plan, %s: %s %s %dx%d, %d rows/warp, wg %d, d_pad %d, %zu bytes%s%s",
@@ -834,26 +916,37 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
         {"FA_CL_TILE=128x64x16 (rows per warp): nvidia-mma's", 128, 1, LONG, 128, 64, 16, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
-        {"FA_CL_WGMMA=0 with nvidia-wgmma forced: refused, naming what it needs", 128, 1, LONG, 0, 0, 0,
+        {"FA_CL_WGMMA=0 with nvidia-wgmma forced: refused, naming the key that turned it off", 128, 1, LONG, 0, 0, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 1, FA_CL_F16, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0},
     };
-    const fa_cl__device_traits hopper = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+    const fa_cl__device_traits hopper = {.is_gpu = 1, .vendor = FA_CL_VENDOR_NVIDIA, .local_mem_size = 48 * KIB,
+                                         .max_work_group = 1024, .arch_major = 9};
     for (size_t i = 0; i < sizeof wc / sizeof wc[0]; i++) {
         fa_cl__limits lim;
         fa_cl__limits_for_device(&hopper, &lim);
+        memset(&case_tune, 0, sizeof case_tune);
         if (wc[i].local)
             lim.local_mem_size = wc[i].local;
-        lim.nv_wgmma = wc[i].off != 1; /* off: 1 FA_CL_WGMMA=0, 2 copies not by TMA (plan.c's second plan) */
-        lim.wg_tma_tiles = lim.wg_tma_tiles && wc[i].off != 2;
-        lim.mma_mask = wc[i].mask != 0; /* entry bytes with 16-byte rows, -1 without */
-        lim.mma_mask_bytes = wc[i].mask > 0 ? wc[i].mask : 0;
-        lim.mma_kv_q8 = wc[i].q8;
+        if (wc[i].off == 1) /* FA_CL_TUNE nvidia-wgmma:enabled=0 */
+            tune(&lim, "nvidia-wgmma", "enabled", 0);
         lim.forced_q = wc[i].fq;
         lim.forced_kv = wc[i].fkv;
         lim.forced_rows = wc[i].frows;
         lim.forced_variant = wc[i].variant;
         /* rows of 512 keys where "rows" says 512 (the short-row rule at head_dim <= 64) */
-        fa_cl__tile_request req = {wc[i].d, wc[i].dtype, wc[i].rows, wc[i].rows == 512 ? 512 : LONG, wc[i].aligned, 0};
+        const int64_t sk = wc[i].rows == 512 ? 512 : LONG;
+        fa_cl__tile_request req = {wc[i].d, wc[i].dtype, wc[i].rows, sk, wc[i].aligned, 0};
+        /* a mask of entries of that many bytes with 16-byte aligned rows (-1: an f16 mask whose rows are
+         * not: offset 1); q8_0 K/V */
+        const fa_cl_mask_type mask = wc[i].mask == 1 ? FA_CL_MASK_BOOL : wc[i].mask == 4 ? FA_CL_MASK_F32
+                                     : wc[i].mask ? FA_CL_MASK_F16 : FA_CL_MASK_NONE;
+        const fa_cl__views v = test_views(wc[i].d, wc[i].dtype, wc[i].rows, sk, mask, wc[i].mask < 0,
+                                          wc[i].q8 ? FA_CL_STORAGE_Q8_0 : FA_CL_STORAGE_DTYPE, 0);
+        req.mask = mask;
+        req.features = wc[i].q8 ? FA_CL_FEAT_KV_Q8 : 0;
+        req.views = mask || wc[i].q8 ? &v : NULL;
+        if (wc[i].off == 2) /* copies not by TMA: the second plan (the family's finish asked for it) */
+            req.narrowed = FA_CL_WGMMA_NO_TMA_TILES;
         fa_cl__tiles t;
         memset(&t, 0, sizeof t);
         char msg[256] = "";
@@ -863,13 +956,14 @@ static void wgmma_cases(tu_tally *tally)
             ok = t.variant == wc[i].kernel;
         if (ok && st == FA_CL_SUCCESS && wc[i].kernel == FA_CL_KERNEL_NVIDIA_WGMMA)
             ok = t.block_q == wc[i].br && t.block_kv == wc[i].bc && t.rows_per_item == 16 &&
-                 t.work_group_size == wc[i].br * 2 + (t.producer ? 128 : 0) && t.producer == (wc[i].br >= 128 && (wc[i].dp <= 128 || wc[i].off != 2)) &&
+                 t.work_group_size == wc[i].br * 2 + (FA_CL_NV(&t, PRODUCER) ? 128 : 0) &&
+                 FA_CL_NV(&t, PRODUCER) == (wc[i].br >= 128 && (wc[i].dp <= 128 || wc[i].off != 2)) &&
                  t.head_dim_padded == wc[i].dp && t.local_mem_bytes == wc[i].bytes &&
                  t.local_mem_bytes == fa_cl__wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2,
-                                                              lim.mma_mask_bytes, t.producer) &&
-                 t.mask_async == (wc[i].mask > 0);
-        if (ok && st == FA_CL_ERROR_UNSUPPORTED)
-            ok = strstr(msg, "compute capability 9.0") != NULL;
+                                                              wc[i].mask > 0 ? wc[i].mask : 0, FA_CL_NV(&t, PRODUCER)) &&
+                 FA_CL_NV(&t, MASK_ASYNC) == (wc[i].mask > 0);
+        if (ok && st == FA_CL_ERROR_UNSUPPORTED) /* forced where it is off: the message names the key */
+            ok = strstr(msg, "nvidia-wgmma:enabled=0") != NULL;
         if (ok && st == FA_CL_ERROR_INVALID_ARGUMENT)
             ok = strstr(msg, "B_r 64, 128 or 192") != NULL || strstr(msg, "copies by TMA") != NULL;
         tu_expect(tally, ok, "wgmma: %s: %s %s %dx%d d_pad %d, %zu bytes %s", wc[i].what, fa_cl_status_string(st),
@@ -897,8 +991,8 @@ static void chunk_cases(tu_tally *tally)
     for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
         fa_cl__limits lim = limits_of(&cases[0]);
         lim.chunk_keys = fc[i].forced_keys;
-        lim.o_f32 = fc[i].o_f32;
         fa_cl__tile_request req = {64, fc[i].dtype, 256, fc[i].sk, 0, fc[i].row_keys};
+        req.o_f32 = fc[i].o_f32;
         fa_cl__tiles t;
         char msg[256] = "";
         fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
@@ -971,41 +1065,41 @@ int main(void)
      * rows a block up to 8 (FA_KEYS_M, its local memory a floor), else 16; with
      * a mask at d = 128, 32-key blocks */
     {
-        fa_cl__limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = 227 * KIB;
-        lim.max_work_group = 1024;
-        lim.prefer_tiled = 1;
-        lim.nv_mma = 1;
-        lim.mma_kv_q8 = 1;
+        fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
+        /* copies: what the K/V rows' alignment allows (kernels/nvidia.h): 8 bytes where rows start at
+         * multiples of 128 elements (d = 128 from offset 0), 4 at 64 (d = 64), 0 elsewhere (offset 32) */
         const struct { int d; int64_t sq; int copy, aligned, br, bc, kvw, stages; size_t bytes; } qc[] = {
             /* at most 8 rows: FA_KEYS_M, asking for a third of the local memory and 16 bytes, so that
              * at most two work-groups share an SM: (227 KiB / 3 / 16 + 1) * 16 = 77488 */
             {128, 1, 8, 0, 8, 128, 4, 2, 77488},
             {128, 8, 8, 0, 8, 128, 4, 2, 77488},
             {128, 9, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 136},
-            {64, 1, 8, 0, 8, 128, 4, 2, 77488},
-            {64, 9, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 68},
+            {64, 1, 4, 0, 8, 128, 4, 2, 77488},
+            {64, 9, 4, 0, 16, 128, 4, 2, 2 * 2 * 128 * 68},
             {128, 1, 0, 0, 16, 64, 4, 1, 2 * 64 * 136 * 2},
             {128, 4096, 8, 1, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 136},
         };
         for (size_t i = 0; i < sizeof qc / sizeof qc[0]; i++) {
-            lim.mma_q8_copy = qc[i].copy;
+            const fa_cl__views v =
+                test_views(qc[i].d, FA_CL_F16, qc[i].sq, 8192, FA_CL_MASK_NONE, 0, FA_CL_STORAGE_Q8_0, qc[i].copy ? 0 : 32);
             fa_cl__tile_request req = {qc[i].d, FA_CL_F16, qc[i].sq, 8192, qc[i].aligned, 8192};
+            req.features = FA_CL_FEAT_KV_Q8;
+            req.views = &v;
             fa_cl__tiles t;
             char msg[256] = "";
             fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
             tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == qc[i].br &&
-                      t.block_kv == qc[i].bc && t.kv_warps == qc[i].kvw && t.stages == qc[i].stages &&
-                      t.q8_copy == qc[i].copy && t.local_mem_bytes == qc[i].bytes,
+                      t.block_kv == qc[i].bc && FA_CL_NV(&t, KV_WARPS) == qc[i].kvw &&
+                      FA_CL_NV(&t, STAGES) == qc[i].stages && FA_CL_NV(&t, Q8_COPY) == qc[i].copy &&
+                      t.local_mem_bytes == qc[i].bytes,
                       "q8_0 K/V, d %d, Sq %lld, copies %d: %s %dx%d kv_warps %d stages %d q8_copy %d, %zu bytes "
                       "(want %dx%d, %d, %d, %zu) %s", qc[i].d, (long long)qc[i].sq, qc[i].copy, fa_cl_status_string(st), t.block_q,
-                      t.block_kv, t.kv_warps, t.stages, t.q8_copy, t.local_mem_bytes, qc[i].br, qc[i].bc, qc[i].kvw,
+                      t.block_kv, FA_CL_NV(&t, KV_WARPS), FA_CL_NV(&t, STAGES), FA_CL_NV(&t, Q8_COPY), t.local_mem_bytes,
+                      qc[i].br, qc[i].bc, qc[i].kvw,
                       qc[i].stages, qc[i].bytes, msg);
         }
-        lim.mma_kv_q8 = lim.mma_q8_copy = 0;
-        fa_cl__limits_for_modifiers(&lim, 0, 1);
         fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+        req.mask = FA_CL_MASK_F16; /* rows not known to be 16-byte aligned: no views */
         fa_cl__tiles t;
         char msg[256] = "";
         fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
@@ -1018,15 +1112,17 @@ int main(void)
      * portable-tiled, not the rows kernel NVIDIA gets there otherwise (it failed the H200's varlen
      * mask cases: CHANGELOG, 0.4.0) */
     {
-        const fa_cl__device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+        const fa_cl__device_traits h200 = {.is_gpu = 1, .vendor = FA_CL_VENDOR_NVIDIA, .local_mem_size = 48 * KIB,
+                                           .max_work_group = 1024, .arch_major = 9};
         fa_cl__limits lim;
         fa_cl__limits_for_device(&h200, &lim);
-        lim.nv_tf32 = 0; /* FA_CL_NV_TF32=0: the portable kernels for f32 */
-        const fa_cl__tile_request req = {64, FA_CL_F32, 63, 120, 1, 120};
+        memset(&case_tune, 0, sizeof case_tune);
+        tune(&lim, "nvidia-tf32x3", "enabled", 0); /* the portable kernels for f32 */
+        fa_cl__tile_request req = {64, FA_CL_F32, 63, 120, 1, 120};
         fa_cl__tiles plain, masked;
         char msg[256] = "";
         fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &plain, msg, sizeof msg);
-        fa_cl__limits_for_modifiers(&lim, 0, 1);
+        req.mask = FA_CL_MASK_BOOL;
         fa_cl_status sm = fa_cl__plan_tiles(&lim, &req, &masked, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && sm == FA_CL_SUCCESS && plain.variant == FA_CL_KERNEL_PORTABLE &&
                   masked.variant == FA_CL_KERNEL_PORTABLE_TILED, "NVIDIA, f32 d = 64: %s without a mask, %s with one "
@@ -1038,8 +1134,9 @@ int main(void)
      * with tiles sized to each budget; d = 256 stays on the tensor cores (the control: nvidia-wgmma on
      * the H200, nvidia-mma emulated on PoCL) */
     {
-        const fa_cl__device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
-        const fa_cl__device_traits pocl = {0, FA_CL_VENDOR_OTHER, 1024 * KIB, 1, 4096, 0, 0, 0};
+        const fa_cl__device_traits h200 = {.is_gpu = 1, .vendor = FA_CL_VENDOR_NVIDIA, .local_mem_size = 48 * KIB,
+                                           .max_work_group = 1024, .arch_major = 9};
+        const fa_cl__device_traits pocl = {.local_mem_size = 1024 * KIB, .local_mem_is_global = 1, .max_work_group = 4096};
         static const struct {
             const char *device, *arith;
             int d, aligned, emulated, forced_variant;
@@ -1087,8 +1184,9 @@ int main(void)
                 fa_cl__profile_limits(prof, &lim);
             else
                 fa_cl__limits_for_device(strcmp(wc[i].device, "H200") == 0 ? &h200 : &pocl, &lim);
-            if (wc[i].emulated) /* what FA_CL_MMA_EMULATE=1 sets (src/common/context.c) */
-                lim.nv_mma = lim.nv_tf32 = lim.mma_emulated = 1;
+            memset(&case_tune, 0, sizeof case_tune);
+            if (wc[i].emulated) /* FA_CL_TUNE emulate=1 with the tf32 families enabled=1 */
+                emulate(&lim, 1);
             lim.forced_variant = wc[i].forced_variant;
             const fa_cl__tile_request req = {wc[i].d, wc[i].t, 4096, 4096, wc[i].aligned, 4096};
             fa_cl__tiles t;
@@ -1117,12 +1215,7 @@ int main(void)
 
     /* few query rows (decode): the 64-row tensor-core block with 16 rows per warp, not 128 x 64 */
     {
-        fa_cl__limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = 227 * KIB;
-        lim.max_work_group = 1024;
-        lim.prefer_tiled = 1;
-        lim.nv_mma = 1;
+        fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
         /* decoding rows: up to 16 one row tile of 4 warps sharing each block's keys (16 each; not
          * without 16-byte rows, nor above d = 128); up to 32 two warps of 16; up to 64: 64 x 64 x 16;
          * beyond, 128 x 32 x 32 */
@@ -1138,33 +1231,33 @@ int main(void)
             char msg[256] = "";
             fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
             tu_expect(&tally, st == FA_CL_SUCCESS && t.block_q == dc[i].br && t.rows_per_item == dc[i].wr &&
-                                  t.kv_warps == dc[i].kvw && t.work_group_size == dc[i].wg &&
+                                  FA_CL_NV(&t, KV_WARPS) == dc[i].kvw && t.work_group_size == dc[i].wg &&
                                   t.local_mem_bytes == dc[i].bytes,
                       "tensor-core plan, %lld query rows, d %d%s: %dx%d, %d rows per warp, %d key-slice warps, "
                       "wg %d, %zu bytes (want %dx..x%d, %d, wg %d, %zu) %s", (long long)dc[i].sq, dc[i].d,
-                      dc[i].aligned ? "" : " unaligned", t.block_q, t.block_kv, t.rows_per_item, t.kv_warps,
+                      dc[i].aligned ? "" : " unaligned", t.block_q, t.block_kv, t.rows_per_item, FA_CL_NV(&t, KV_WARPS),
                       t.work_group_size, t.local_mem_bytes, dc[i].br, dc[i].wr, dc[i].kvw, dc[i].wg, dc[i].bytes, msg);
         }
-        /* FA_CL_MMA_KV_WARPS: 2 slices; a forced 16-row tile keeps one warp unless it is set;
+        /* nvidia-mma:kv_warps=2: 2 slices; a forced 16-row tile keeps one warp unless it is set;
          * slices that would be under 16 keys are refused */
-        lim.mma_kv_warps = 2;
+        tune(&lim, "nvidia-mma", "kv_warps", 2);
         fa_cl__tile_request req = {128, FA_CL_F16, 4, 1 << 20, 1, 0};
         fa_cl__tiles t;
         char msg[256] = "";
         fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
-        tu_expect(&tally, st == FA_CL_SUCCESS && t.kv_warps == 2 && t.work_group_size == 64,
-                  "FA_CL_MMA_KV_WARPS=2: %d warps, wg %d %s", t.kv_warps, t.work_group_size, msg);
-        lim.mma_kv_warps = 0;
+        tu_expect(&tally, st == FA_CL_SUCCESS && FA_CL_NV(&t, KV_WARPS) == 2 && t.work_group_size == 64,
+                  "nvidia-mma:kv_warps=2: %d warps, wg %d %s", FA_CL_NV(&t, KV_WARPS), t.work_group_size, msg);
+        tune(&lim, "nvidia-mma", "kv_warps", 0);
         lim.forced_q = 16;
         lim.forced_kv = 32;
         st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
-        tu_expect(&tally, st == FA_CL_SUCCESS && t.kv_warps == 1 && t.work_group_size == 32,
-                  "FA_CL_TILE=16x32: one warp (%d), wg %d %s", t.kv_warps, t.work_group_size, msg);
-        lim.mma_kv_warps = 4;
+        tu_expect(&tally, st == FA_CL_SUCCESS && FA_CL_NV(&t, KV_WARPS) == 1 && t.work_group_size == 32,
+                  "FA_CL_TILE=16x32: one warp (%d), wg %d %s", FA_CL_NV(&t, KV_WARPS), t.work_group_size, msg);
+        tune(&lim, "nvidia-mma", "kv_warps", 4);
         msg[0] = '\0';
         st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
-        tu_expect(&tally, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "FA_CL_MMA_KV_WARPS=4"),
-                  "FA_CL_TILE=16x32 with FA_CL_MMA_KV_WARPS=4 (8 keys a warp): refused: %s", msg);
+        tu_expect(&tally, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "kv_warps=4"),
+                  "FA_CL_TILE=16x32 with nvidia-mma:kv_warps=4 (8 keys a warp): refused: %s", msg);
     }
     /* msg may be small: truncated, NUL-terminated, no overflow */
     {
@@ -1216,18 +1309,18 @@ int main(void)
             {227 * KIB, 0, 3, 128, 1, FA_CL_F16, 64, 16, 105472, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
         };
         for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
-            fa_cl__limits lim;
-            memset(&lim, 0, sizeof lim);
-            lim.local_mem_size = bc[i].local;
+            /* nv: 0 a CPU or GPU of no vendor the families know, 1 an NVIDIA GPU of compute capability
+             * 8.0, 2 of 9.0 (Hopper), 3 the same where nvidia-wgmma-backward did not build */
+            fa_cl__limits lim = bc[i].nv ? nvidia_gpu(bc[i].nv >= 2 ? 9 : 8, 0, bc[i].local)
+                                         : device_limits(0, FA_CL_VENDOR_OTHER, 0, 0, bc[i].local, 1024);
             lim.local_mem_is_global = bc[i].global;
-            lim.max_work_group = 1024;
-            lim.nv_mma = bc[i].nv > 0;
-            lim.nv_wgmma = bc[i].nv >= 2;
             lim.families_off = bc[i].nv == 3 ? (uint64_t)1 << FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD : 0;
+            if (bc[i].nv) /* f32 on tensor cores has its own cases below */
+                tune(&lim, "nvidia-tf32x3-backward", "enabled", 0);
             const fa_cl__tile_request req = {bc[i].d, bc[i].t, 4096, 4096, bc[i].aligned, 4096};
             fa_cl__tiles t;
             char msg[256] = "";
-            const fa_cl_status st = fa_cl__plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+            const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
             const int ok = bc[i].want_b == 0 ? st == FA_CL_ERROR_UNSUPPORTED
                                              : st == FA_CL_SUCCESS && t.variant == bc[i].k && t.block_q == bc[i].want_b &&
                                                    t.block_kv == bc[i].want_b && t.rows_per_item == bc[i].tm &&
@@ -1239,16 +1332,12 @@ int main(void)
                       bc[i].want_b, bc[i].bytes, msg);
         }
         /* a forced tile other than 64 x 64 on Hopper: nvidia-mma-backward takes it */
-        fa_cl__limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = 227 * KIB;
-        lim.max_work_group = 1024;
-        lim.nv_mma = lim.nv_wgmma = 1;
+        fa_cl__limits lim = nvidia_gpu(9, 0, 227 * KIB);
         lim.forced_q = lim.forced_kv = 32;
         const fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
         fa_cl__tiles t;
         char msg[256] = "";
-        const fa_cl_status st = fa_cl__plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+        const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA_BACKWARD && t.block_q == 32 &&
                   t.forced, "backward, Hopper, FA_CL_TILE=32x32: %s %s %dx%d %s", fa_cl_status_string(st),
                   st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, msg);
@@ -1282,10 +1371,10 @@ int main(void)
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
             {227 * KIB, 1, 128, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 32, 12, FA_CL_ERROR_INVALID_ARGUMENT, 0,
              0, 0, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
-            /* FA_CL_KERNEL_VARIANT: the tf32 family forced where FA_CL_NV_TF32 leaves it out; refused for
-             * what it cannot take; portable-backward forced; nvidia-mma-backward forced on f32; a forward
+            /* FA_CL_KERNEL_VARIANT: the tf32 family forced where its enabled=0 turned it off: refused
+             * (the message names the key); refused for what it cannot take; portable-backward forced; nvidia-mma-backward forced on f32; a forward
              * family: portable ones give the portable backward, the others change nothing */
-            {227 * KIB, 0, 64, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 0, 0, FA_CL_SUCCESS, 64, 64, 105472,
+            {227 * KIB, 0, 64, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 0, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0,
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
             {227 * KIB, 1, 64, 1, FA_CL_F16, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 0, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0,
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
@@ -1301,25 +1390,22 @@ int main(void)
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
         };
         for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
-            fa_cl__limits lim;
-            memset(&lim, 0, sizeof lim);
-            lim.local_mem_size = tc[i].local;
-            lim.max_work_group = 1024;
-            lim.nv_mma = 1;
-            lim.nv_tf32 = tc[i].tf32;
+            fa_cl__limits lim = nvidia_gpu(8, 0, tc[i].local);
+            if (!tc[i].tf32) /* FA_CL_TUNE nvidia-tf32x3-backward:enabled=0 */
+                tune(&lim, "nvidia-tf32x3-backward", "enabled", 0);
             lim.forced_variant = tc[i].forced_variant;
             lim.forced_q = lim.forced_kv = tc[i].tile;
             lim.forced_rows = tc[i].pass;
             const fa_cl__tile_request req = {tc[i].d, tc[i].t, 4096, 4096, tc[i].aligned, 4096};
             fa_cl__tiles t;
             char msg[256] = "";
-            const fa_cl_status st = fa_cl__plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+            const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
             const char *forced = tc[i].forced_variant ? fa_cl__kernel_by_id(tc[i].forced_variant)->name : "";
             int ok = st == tc[i].want;
             if (ok && st == FA_CL_SUCCESS)
                 ok = t.variant == tc[i].k && t.block_q == tc[i].want_b && t.block_kv == tc[i].want_b &&
-                     t.pass_rows == tc[i].want_pass && t.local_mem_bytes == tc[i].bytes &&
-                     t.dkdv_roles == (tc[i].k == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD && tc[i].d > 64) &&
+                     FA_CL_NV(&t, PASS_ROWS) == tc[i].want_pass && t.local_mem_bytes == tc[i].bytes &&
+                     FA_CL_NV(&t, DKDV_ROLES) == (tc[i].k == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD && tc[i].d > 64) &&
                      t.work_group_size == (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD ? 256 : tc[i].want_b * 2) &&
                      (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD || t.elem_bytes == (tc[i].t == FA_CL_F32 ? 4 : 2));
             else if (ok) /* refused: the message names the forced family and why */
@@ -1329,7 +1415,7 @@ int main(void)
                       "%zu bytes (want %s %dx%d pass %d, %zu) %s", tc[i].local / KIB, tc[i].tf32 ? " tf32" : "",
                       tc[i].d, tu_dtype_name(tc[i].t), tc[i].aligned ? "" : " unaligned", *forced ? ", forced " : "",
                       forced, tc[i].tile, tc[i].pass, fa_cl_status_string(st),
-                      st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.pass_rows,
+                      st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, FA_CL_NV(&t, PASS_ROWS),
                       t.local_mem_bytes, fa_cl_status_string(tc[i].want), tc[i].want_b, tc[i].want_b, tc[i].want_pass,
                       tc[i].bytes, msg);
         }
@@ -1342,11 +1428,12 @@ int main(void)
             const fa_cl__tile_request req = {128, FA_CL_F32, 4096, 4096, 1, 4096};
             fa_cl__tiles t;
             char msg[256] = "";
-            const fa_cl_status st = fa_cl__plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
-            tu_expect(&tally, w <= 2 ? st == FA_CL_SUCCESS && t.dkdv_roles == (w == 2) && t.pass_rows == 32
+            const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
+            tu_expect(&tally, w <= 2 ? st == FA_CL_SUCCESS && FA_CL_NV(&t, DKDV_ROLES) == (w == 2) &&
+                                           FA_CL_NV(&t, PASS_ROWS) == 32
                                      : st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "1 or 2") != NULL,
                       "backward, tf32 forced 64x64x32x%d: %s (roles %d) %s", w, fa_cl_status_string(st),
-                      st == FA_CL_SUCCESS ? t.dkdv_roles : 0, msg);
+                      st == FA_CL_SUCCESS ? FA_CL_NV(&t, DKDV_ROLES) : 0, msg);
         }
         /* a forward plan is not constrained by a backward family's name */
         const fa_cl__limits lim = hopper_tf32_backward_forced();

@@ -8,6 +8,7 @@
  *  - fa_cl__build_options: the exact -D string the library passes, and its files per variant.
  */
 #include "program/build_options.h"
+#include "kernels/nvidia.h"
 #include "kernels/portable.h"
 #include "kernels/portable_tiled.h"
 #include "plan/planner.h"
@@ -19,19 +20,22 @@
 
 static void limits(tu_tally *t)
 {
-    fa_cl__device_traits cpu = {0, FA_CL_VENDOR_OTHER, 1024 * KIB, 1, 4096, 0, 0, 0};
+    fa_cl__device_traits cpu = {.local_mem_size = 1024 * KIB, .local_mem_is_global = 1, .max_work_group = 4096};
     fa_cl__limits l;
     fa_cl__limits_for_device(&cpu, &l);
     tu_expect(t, l.local_mem_size == 1024 * KIB && l.local_mem_is_global && l.max_work_group == 4096 &&
-                     !l.prefer_tiled && l.private_floats == 0 && l.local_mem_source == NULL && l.forced_q == 0,
+                     !l.dev.is_gpu && l.private_floats == 0 && l.local_mem_source == NULL && l.forced_q == 0,
               "CPU: limits are the properties, rows variant, no register budget");
 
-    fa_cl__device_traits h100 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+    fa_cl__device_traits h100 = {.is_gpu = 1, .vendor = FA_CL_VENDOR_NVIDIA, .local_mem_size = 48 * KIB,
+                                 .max_work_group = 1024, .arch_major = 9};
     fa_cl__limits_for_device(&h100, &l);
     tu_expect(t, l.local_mem_size == 227 * KIB && l.local_mem_source && strstr(l.local_mem_source, "NVIDIA") &&
-                     l.prefer_tiled && l.private_floats == 200 && l.nv_mma,
-              "NVIDIA cc 9.0: 48 KiB reported -> 227 KiB static (%zu), tiled, register budget 200 (%d), tensor cores",
-              l.local_mem_size, l.private_floats);
+                     l.dev.is_gpu && l.private_floats == 200 && l.dev.rows_small_dims &&
+                     fa_cl__family_available(&l, fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_MMA), (char[8]){0}, 8) &&
+                     fa_cl__family_available(&l, fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_WGMMA), (char[8]){0}, 8),
+              "NVIDIA cc 9.0: 48 KiB reported -> 227 KiB static (%zu), tiled, register budget 200 (%d), tensor cores "
+              "(nvidia-mma, nvidia-wgmma)", l.local_mem_size, l.private_floats);
 
     static const struct {
         fa_cl__vendor v;
@@ -69,16 +73,24 @@ static void profiles(tu_tally *t)
                          (p->compiler == NULL) == (p->target == NULL),
                   "%s: every field set, a source cited", p->name);
         fa_cl__limits a, b;
+        fa_cl__device_traits traits;
         fa_cl__profile_limits(p, &a);
-        fa_cl__limits_for_device(&p->traits, &b);
-        tu_expect(t, memcmp(&a, &b, sizeof a) == 0, "%s: limits come from fa_cl__limits_for_device", p->name);
+        fa_cl__profile_traits(p, &traits);
+        fa_cl__limits_for_device(&traits, &b);
+        tu_expect(t, memcmp(&a, &b, sizeof a) == 0 && a.dev.extensions == p->extensions,
+                  "%s: limits come from fa_cl__limits_for_device of its traits (its extensions)", p->name);
         /* every plan the offline checks build: planned, within the device, and spill-free by the
          * register model except where not even one row per work-item fits (documented) */
         static const int dims[] = {64, 128, 256};
         for (size_t dd = 0; dd < 6; dd++) {
             const size_t d = dd % 3;
             const fa_cl_dtype dtype = dd < 3 ? FA_CL_F16 : FA_CL_F32; /* f16: NVIDIA's tensor-core plans */
-            fa_cl__tile_request req = {dims[d], dtype, 4096, 4096, 1, 0};
+            fa_cl__tile_request req;
+            memset(&req, 0, sizeof req);
+            req.head_dim = dims[d];
+            req.dtype = dtype;
+            req.seqlen_q = req.seqlen_k = 4096;
+            req.aligned16 = 1;
             fa_cl__tiles tl;
             char msg[256];
             fa_cl_status st = fa_cl__plan_tiles(&a, &req, &tl, msg, sizeof msg);
@@ -127,9 +139,26 @@ static void profiles(tu_tally *t)
     }
 }
 
+/* Tiles as a family's plan gives them (the fields build options read). */
+static fa_cl__tiles tiles_of(fa_cl__kernel_id variant, int block_q, int block_kv, int rows, int cols, int wg, int dpad)
+{
+    fa_cl__tiles t;
+    memset(&t, 0, sizeof t);
+    t.variant = variant;
+    t.kernel = fa_cl__kernel_by_id(variant)->name;
+    t.block_q = block_q;
+    t.block_kv = block_kv;
+    t.rows_per_item = rows;
+    t.cols_per_item = cols;
+    t.work_group_size = wg;
+    t.head_dim_padded = dpad;
+    t.splits = 1;
+    return t;
+}
+
 static void build_options(tu_tally *t)
 {
-    fa_cl__tiles tiled = {FA_CL_KERNEL_PORTABLE_TILED, "portable-tiled", 64, 32, 2, 4, 256, 128, 4, 61568, 65536, "", 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    fa_cl__tiles tiled = tiles_of(FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 2, 4, 256, 128);
     char buf[512];
     int n = fa_cl__build_options(&tiled, FA_CL_BF16, 128, 1, buf, sizeof buf);
     const char *want = "-DFA_DTYPE=2 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=32 -DTM=2 -DTN=4 -DFA_UNROLL "
@@ -146,19 +175,20 @@ static void build_options(tu_tally *t)
     tu_expect(t, n > 0 && strstr(buf, " -DFA_UNROLL ") != NULL, "tiled, GPU, d = 384 (unrolled): '%s'", buf);
     tiled.head_dim_padded = 128;
 
-    fa_cl__tiles rows = {FA_CL_KERNEL_PORTABLE, "portable", 128, 32, 2, 32, 64, 44, 4, 0, 0, "", 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    fa_cl__tiles rows = tiles_of(FA_CL_KERNEL_PORTABLE, 128, 32, 2, 32, 64, 44);
     n = fa_cl__build_options(&rows, FA_CL_F32, 41, 0, buf, sizeof buf);
     want = "-DFA_DTYPE=0 -DHEAD_DIM=41 -DD_PAD=44 -DBLOCK_Q=128 -DBLOCK_KV=32 -DROWS=2";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "rows, CPU (no GPU flags): '%s'", buf);
 
     /* the tensor-core kernel: rows per warp, aligned rows, and the emulated primitives for tests */
-    fa_cl__tiles mma = {FA_CL_KERNEL_NVIDIA_MMA, "nvidia-mma", 128, 32, 32, 8, 128, 128, 2, 69632, 232448, "", 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    fa_cl__tiles mma = tiles_of(FA_CL_KERNEL_NVIDIA_MMA, 128, 32, 32, 8, 128, 128);
+    FA_CL_NV(&mma, ALIGNED16) = 1;
     n = fa_cl__build_options(&mma, FA_CL_F16, 128, 1, buf, sizeof buf);
     want = "-DFA_DTYPE=1 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=128 -DBLOCK_KV=32 -DWARP_ROWS=32 -DFA_ALIGNED16 -DFA_CP_L2=128 "
            "-DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "tensor-core, GPU: '%s'", buf);
-    mma.aligned16 = 0;
-    mma.ptx_emulated = 1;
+    FA_CL_NV(&mma, ALIGNED16) = 0;
+    mma.emulated = 1;
     n = fa_cl__build_options(&mma, FA_CL_BF16, 40, 0, buf, sizeof buf);
     want = "-DFA_DTYPE=2 -DHEAD_DIM=40 -DD_PAD=128 -DBLOCK_Q=128 -DBLOCK_KV=32 -DWARP_ROWS=32 -DFA_PTX_EMULATE";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "tensor-core emulated, CPU: '%s'", buf);
@@ -176,7 +206,8 @@ static void build_options(tu_tally *t)
     want = "-DFA_DTYPE=1 -DHEAD_DIM=64 -DD_PAD=44 -DBLOCK_Q=128 -DBLOCK_KV=32 -DROWS=2 -DFA_MASK=3";
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "boolean mask: '%s'", buf);
 
-    fa_cl__tiles tf32 = {FA_CL_KERNEL_NVIDIA_TF32X3, "nvidia-tf32x3", 64, 32, 16, 8, 128, 128, 4, 103424, 232448, "", 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0, 0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    fa_cl__tiles tf32 = tiles_of(FA_CL_KERNEL_NVIDIA_TF32X3, 64, 32, 16, 8, 128, 128);
+    FA_CL_NV(&tf32, ALIGNED16) = 1;
     n = fa_cl__build_options(&tf32, FA_CL_F32, 128, 1, buf, sizeof buf);
     want = "-DFA_DTYPE=0 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=32 -DFA_ALIGNED16 -DFA_UNROLL "
            "-DFA_NATIVE_EXP -cl-mad-enable";
@@ -188,8 +219,8 @@ static void build_options(tu_tally *t)
     /* the f32 backward on tensor cores: the f16 backward's kernel file with FA_DTYPE 0 and its pass */
     tf32.variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
     tf32.block_kv = 64;
-    tf32.pass_rows = 64;
-    tf32.dkdv_roles = 1;
+    FA_CL_NV(&tf32, PASS_ROWS) = 64;
+    FA_CL_NV(&tf32, DKDV_ROLES) = 1;
     n = fa_cl__build_options(&tf32, FA_CL_F32, 128, 1, buf, sizeof buf);
     want = "-DFA_DTYPE=0 -DHEAD_DIM=128 -DD_PAD=128 -DBLOCK_Q=64 -DBLOCK_KV=64 -DPASS_ROWS=64 -DFA_BW_ROLES -DFA_ALIGNED16 "
            "-DFA_UNROLL -DFA_NATIVE_EXP -cl-mad-enable";

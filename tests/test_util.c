@@ -2,7 +2,7 @@
 /* Shared helpers of the fa_cl test suite (see test_util.h). */
 #include "test_util.h"
 
-#include "fa_cl_internal.h" /* fa_cl__dtype_name */
+#include "devices/devices.h" /* fa_cl__dtype_name, the device's vendor */
 
 #include <math.h>
 #include <stdarg.h>
@@ -57,18 +57,20 @@ int tu_context(fa_cl_context **out)
     printf("device: %s (%s)\n", name, version);
     /* The emulated tensor-core build exists to test those kernels where they cannot run natively;
      * on a GPU that runs them natively the other device tests cover them, ~100x faster. */
-    const fa_cl_context *ctx = *out;
-    if (ctx->env.mma_emulate && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8) {
+    fa_cl_context *ctx = *out;
+    fa_cl__device_traits dev;
+    fa_cl__device_traits_query(ctx->device, &ctx->props, &dev);
+    if (ctx->env.mma_emulate && dev.vendor == FA_CL_VENDOR_NVIDIA && dev.arch_major >= 8) {
         printf("SKIP: the tensor-core kernels run natively on %s (compute capability %d.%d); the PTX "
-               "emulation (FA_CL_MMA_EMULATE) is tested on devices without them\n", name, ctx->props.nv_cc_major,
-               ctx->props.nv_cc_minor);
+               "emulation (FA_CL_MMA_EMULATE) is tested on devices without them\n", name, dev.arch_major,
+               dev.arch_minor);
         fa_cl_context_release(*out);
         *out = NULL;
         return TU_EXIT_SKIP;
     }
     /* FA_CL_PERSISTENT changes only Hopper's plans (nvidia-wgmma): elsewhere a run would repeat another */
     const char *persistent = getenv("FA_CL_PERSISTENT");
-    if (persistent && *persistent && !(ctx->props.is_nvidia && ctx->props.nv_cc_major == 9)) {
+    if (persistent && *persistent && !(dev.vendor == FA_CL_VENDOR_NVIDIA && dev.arch_major == 9)) {
         printf("SKIP: FA_CL_PERSISTENT=%s changes only Hopper's plans (nvidia-wgmma)\n", persistent);
         fa_cl_context_release(*out);
         *out = NULL;
@@ -823,6 +825,20 @@ int tu_refused_by_design(fa_cl_context *ctx, fa_cl_status st, const char *name)
     printf("skipped, refused by design: %s: %s\n", name, why);
     refused_cases++;
     return 1;
+}
+
+int tu_nvidia(fa_cl_context *ctx)
+{
+    fa_cl__device_traits dev;
+    fa_cl__device_traits_query(ctx->device, &ctx->props, &dev);
+    return dev.vendor == FA_CL_VENDOR_NVIDIA;
+}
+
+int tu_hopper(fa_cl_context *ctx)
+{
+    fa_cl__device_traits dev;
+    fa_cl__device_traits_query(ctx->device, &ctx->props, &dev);
+    return dev.vendor == FA_CL_VENDOR_NVIDIA && dev.arch_major == 9 && dev.arch_minor == 0;
 }
 
 double tu_now_ms(void)

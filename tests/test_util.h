@@ -221,6 +221,10 @@ void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_c
  * "takes no", "takes one storage type", "not verified"): logged as skipped, returns 1; else 0. */
 int tu_refused_by_design(fa_cl_context *ctx, fa_cl_status st, const char *name);
 
+/* The context's device is an NVIDIA GPU (tu_nvidia), of compute capability 9.0 (tu_hopper: wgmma, TMA). */
+int tu_nvidia(fa_cl_context *ctx);
+int tu_hopper(fa_cl_context *ctx);
+
 /* Milliseconds since an arbitrary start. */
 double tu_now_ms(void);
 

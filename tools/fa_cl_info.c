@@ -162,6 +162,12 @@ static void fmt_local_mem_type(cl_device_id dev, cl_device_info param, value *ou
     set_text(out, t == CL_LOCAL ? "local" : t == CL_GLOBAL ? "global" : "none");
 }
 
+/* cl_nv_device_attribute_query's queries (the Khronos headers may lack them). */
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#endif
+
 /* cl_nv_device_attribute_query: MAJOR is param, MINOR the next enum. */
 static void fmt_nv_compute_capability(cl_device_id dev, cl_device_info param, value *out)
 {
@@ -296,6 +302,7 @@ typedef struct options {
     const char *profile;    /* --profile: plan for a named profile instead of the devices */
     const char *emit_dir;   /* --emit: with --profile, write sources and build options there */
     int kernels;            /* --kernels: the kernel registry, no OpenCL */
+    int features;           /* --features: which families take each feature, no OpenCL */
 } options;
 
 /* The FA_CL_* environment, read once (the library reads it the same way per context). */
@@ -351,6 +358,22 @@ static fa_cl_context *context_on(cl_platform_id plat, cl_device_id dev, char *wh
     return ctx;
 }
 
+/* A request of the planner's (src/kernels/family.h): the shape, no feature. */
+static fa_cl__tile_request request(fa_cl__operation op, int head_dim, fa_cl_dtype dtype, int64_t seqlen_q,
+                                   int64_t seqlen_k, int aligned16, int64_t row_keys)
+{
+    fa_cl__tile_request r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    r.head_dim = head_dim;
+    r.dtype = dtype;
+    r.seqlen_q = seqlen_q;
+    r.seqlen_k = seqlen_k;
+    r.aligned16 = aligned16;
+    r.row_keys = row_keys;
+    return r;
+}
+
 /* The library's notes (where the program cache is, or why it is off) and, if asked, the plan table. */
 /* The decode rows: the planner's GQA packing, tiles and split count for the device's compute units
  * (two work-groups each on GPUs), as fa_cl_plan_create decides them (src/plan/plan.c). */
@@ -363,7 +386,7 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
         row->batch = decode_shapes[i][0];
         row->seqlen_k = decode_shapes[i][1];
         row->pack = fa_cl__gqa_pack(4, 1, ctx->env.gqa_pack);
-        fa_cl__tile_request req = {128, FA_CL_F16, row->pack, row->seqlen_k, 1, row->seqlen_k};
+        const fa_cl__tile_request req = request(FA_CL_OP_FORWARD, 128, FA_CL_F16, row->pack, row->seqlen_k, 1, 0);
         row->status = fa_cl__plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
         if (row->status != FA_CL_SUCCESS)
             continue;
@@ -371,19 +394,16 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
                                          row->seqlen_k, slots, ctx->env.splits);
         row->scratch = row->splits > 1 ? (uint64_t)row->splits * (uint64_t)row->batch * 32u * (128u + 1u) * 4u : 0;
     }
-    /* with each feature: the kernels that take it (src/plan/planner.h; plan.c applies the same) */
-    for (int f = 0; f < 3; f++) {
-        fa_cl__limits lim = r->limits;
-        fa_cl__limits_for_modifiers(&lim, f == 0, f == 1);
-        if (f == 2) /* several storage types: the portable kernels */
-            lim.nv_mma = lim.nv_tf32 = 0;
-        fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, f != 2, 4096};
-        r->feat_status[f] = fa_cl__plan_tiles(&lim, &req, &r->feat_tiles[f], r->feat_msg[f], sizeof r->feat_msg[f]);
+    /* with each feature: the family that takes it (the walk of src/plan/planner.c, on the families'
+     * data); then the backward's key-block tiles */
+    for (int f = 0; f < N_FEATURES; f++) {
+        fa_cl__tile_request req = request(f == 3 ? FA_CL_OP_BACKWARD : FA_CL_OP_FORWARD, 128, FA_CL_F16, 4096, 4096,
+                                          f != 2, 0);
+        req.features = f == 0 ? FA_CL_FEAT_MODIFIERS : f == 2 ? FA_CL_FEAT_MIXED_TYPES : 0;
+        req.mask = f == 1 ? FA_CL_MASK_F16 : FA_CL_MASK_NONE;
+        r->feat_status[f] = fa_cl__plan_tiles(&r->limits, &req, &r->feat_tiles[f], r->feat_msg[f],
+                                              sizeof r->feat_msg[f]);
     }
-    /* the backward's key-block tiles (src/plan/plan_decide.c plans the same) */
-    const fa_cl__tile_request breq = {128, FA_CL_F16, 4096, 4096, 1, 4096};
-    r->feat_status[3] = fa_cl__plan_backward_tiles(&r->limits, &breq, &r->feat_tiles[3], r->feat_msg[3],
-                                                  sizeof r->feat_msg[3]);
 }
 
 /* the features of device_report.feat_*: the table's label and the JSON key */
@@ -417,7 +437,8 @@ static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, de
             row->head_dim = plan_head_dims[h];
             row->dtype = plan_dtypes[t];
             /* contiguous tensors: 16-byte rows whenever head_dim is a multiple of 8 */
-            fa_cl__tile_request req = {row->head_dim, row->dtype, PLAN_SEQLEN, PLAN_SEQLEN, row->head_dim % 8 == 0, 0};
+            const fa_cl__tile_request req =
+                request(FA_CL_OP_FORWARD, row->head_dim, row->dtype, PLAN_SEQLEN, PLAN_SEQLEN, row->head_dim % 8 == 0, 0);
             row->status = fa_cl__plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
         }
     }
@@ -878,6 +899,8 @@ static void usage(FILE *f)
                "                     tools/fa_cl_info_emit.c's cases x head_dims x f32, f16, bf16)\n"
                "  --kernels          the kernel registry in the order the planner tries it: name, vendor-only\n"
                "                     (0/1), operation, entry point, cl/ files (tab-separated; scripts read it)\n"
+               "  --features         which kernel families take each feature, dtype and mask type, and what\n"
+               "                     device each needs (the families' own data; no OpenCL)\n"
                "  --version          the tool and library version\n"
                "  -h, --help         this text\n"
                "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TILE in the device plan table, as the library does;\n"
@@ -903,7 +926,7 @@ static int parse_device(const char *s, int *p, int *d)
 }
 
 /* values >= 256, so that optopt after an error tells a long option from a short one */
-enum { OPT_DEVICE = 256, OPT_JSON, OPT_NO_PLANS, OPT_PROFILE, OPT_EMIT, OPT_KERNELS, OPT_VERSION, OPT_HELP };
+enum { OPT_DEVICE = 256, OPT_JSON, OPT_NO_PLANS, OPT_PROFILE, OPT_EMIT, OPT_KERNELS, OPT_FEATURES, OPT_VERSION, OPT_HELP };
 
 static const struct option long_options[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
@@ -912,6 +935,7 @@ static const struct option long_options[] = {
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"emit", required_argument, NULL, OPT_EMIT},
     {"kernels", no_argument, NULL, OPT_KERNELS},
+    {"features", no_argument, NULL, OPT_FEATURES},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -939,6 +963,7 @@ static int parse_options(int argc, char **argv, options *o)
         case OPT_PROFILE: o->profile = optarg; break;
         case OPT_EMIT: o->emit_dir = optarg; break;
         case OPT_KERNELS: o->kernels = 1; break;
+        case OPT_FEATURES: o->features = 1; break;
         case 'd':
         case OPT_DEVICE:
             if (!parse_device(optarg, &o->want_p, &o->want_d)) {
@@ -1077,11 +1102,15 @@ int main(int argc, char **argv)
     if (o.kernels) { /* no OpenCL: scripts read the names and files from here */
         for (int i = 0; i < fa_cl__kernel_count(); i++) {
             const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
-            printf("%s\t%d\t%s\t%s\t", f->name, f->vendor, f->op == FA_CL_OP_FORWARD ? "forward" : f->op == FA_CL_OP_COMBINE ? "combine" : f->op == FA_CL_OP_APPEND ? "append" : f->op == FA_CL_OP_BACKWARD ? "backward" : f->op == FA_CL_OP_PAD_ROWS ? "pad-rows" : f->op == FA_CL_OP_CHECK ? "check" : "?", f->entry);
+            printf("%s\t%d\t%s\t%s\t", f->name, fa_cl__family_vendor(f), f->op == FA_CL_OP_FORWARD ? "forward" : f->op == FA_CL_OP_COMBINE ? "combine" : f->op == FA_CL_OP_APPEND ? "append" : f->op == FA_CL_OP_BACKWARD ? "backward" : f->op == FA_CL_OP_PAD_ROWS ? "pad-rows" : f->op == FA_CL_OP_CHECK ? "check" : "?", f->entry);
             for (int j = 0; j < f->nfiles; j++)
                 printf("%s%s", j ? " " : "", f->files[j]);
             printf("\t%s\n", f->summary);
         }
+        return 0;
+    }
+    if (o.features) { /* no OpenCL */
+        fa_cl_info_features();
         return 0;
     }
     if (o.profile) /* no OpenCL at all: the offline checks run where no device is */
@@ -1133,6 +1162,8 @@ int main(int argc, char **argv)
         human_env(&env);
         if (!default_dev)
             printf("Default device: none (%s)\n", default_why);
+        printf("\n");
+        fa_cl_info_features();
     }
     for (cl_uint p = 0; p < inv.num_platforms; p++)
         if (o.want_p < 0 || (cl_uint)o.want_p == p)

@@ -381,7 +381,7 @@ static int emit_row(emit_out *out, const emit_build *b, fa_cl__kernel_id variant
     const fa_cl__device_profile *p = b->p;
     fprintf(out->builds, "%s\t%s\t%s\t%s\t%d\t%s\tboth\t%d\t%zu\t%zu\t%s.cl\t%s\t%d\t%s\t%s\t%s\t%d\n", p->name,
             p->compiler ? p->compiler : "-", p->target ? p->target : "-", f->name, b->head_dim,
-            fa_cl__dtype_name(b->dtype), work_group, local_bytes, local_budget, f->name, full, f->vendor, b->c->name,
+            fa_cl__dtype_name(b->dtype), work_group, local_bytes, local_budget, f->name, full, fa_cl__family_vendor(f), b->c->name,
             launch_name(f->op), options, f->ptx_sm90a);
     out->rows++;
     return 0;

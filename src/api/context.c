@@ -7,27 +7,27 @@
 
 #include <stdio.h>
 
-/* Notes a context starts with: which vendor kernels its plans may use. */
+/* Notes a context starts with: for each family of vendor code this device's vendor has (or that
+ * tests build emulated), whether plans may take it and, where not, why (the families' own data). */
 static void context_notes(fa_cl_context *ctx)
 {
-    if (ctx->env.nv_tf32 == 0 && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
-        fa_cl__note(ctx, "fp32 on tensor cores (nvidia-tf32x3): off (FA_CL_NV_TF32=0): f32 takes the portable kernels");
-    if (ctx->env.mma_emulate && !ctx->env.vendor_path_off)
-        fa_cl__note(ctx, "tensor-core kernel (nvidia-mma): planned for f16/bf16 with its PTX emulated in portable "
-                         "OpenCL C (FA_CL_MMA_EMULATE=1, for tests: slow)");
-    else if (ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
-        fa_cl__note(ctx, ctx->env.vendor_path_off
-                             ? "tensor-core kernel (nvidia-mma): off (FA_CL_VENDOR_PATH=0), portable kernels only"
-                             : "tensor-core kernel (nvidia-mma): planned for f16/bf16, head_dim <= 256");
-    if (ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0 && !ctx->env.mma_emulate)
-        fa_cl__note(ctx, ctx->env.wgmma != 0 && !ctx->env.vendor_path_off
-                             ? "Hopper kernel (nvidia-wgmma): planned for f16/bf16 with head_dim 41..64 (rows of "
-                               "more than 512 keys) or 97..256 and more than 64 query rows (wgmma through sm_90a "
-                               "PTX; a producer warpgroup copies, by TMA in dense plans (at head_dim 129..256 only "
-                               "there), FA_CL_WGMMA_PRODUCER=0 turns it off, FA_CL_TMA=0 copies by cp.async; "
-                               "FA_CL_WGMMA=0 turns the kernel off)"
-                             : ctx->env.vendor_path_off ? "Hopper kernel (nvidia-wgmma): off (FA_CL_VENDOR_PATH=0)"
-                                                        : "Hopper kernel (nvidia-wgmma): off (FA_CL_WGMMA=0)");
+    fa_cl__limits lim;
+    fa_cl__context_limits(ctx, &lim);
+    for (int i = 0; i < fa_cl__kernel_count(); i++) {
+        const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
+        if (!fa_cl__family_walked(f) || !fa_cl__family_vendor(f) ||
+            (f->needs.vendor != lim.dev.vendor && !(lim.emulate && f->needs.emulation)))
+            continue;
+        char why[300];
+        if (fa_cl__family_available(&lim, f, why, sizeof why))
+            fa_cl__note(ctx, "kernel family %s: planned where it applies%s (%s)", f->name,
+                        lim.emulate ? ", its vendor code emulated in portable OpenCL C (FA_CL_MMA_EMULATE=1, for tests: "
+                                      "slow)"
+                                    : "",
+                        f->summary);
+        else
+            fa_cl__note(ctx, "kernel family %s: not planned: %s", f->name, why);
+    }
 }
 
 fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_command_queue queue,

@@ -1,58 +1,84 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What fa_cl knows of devices by vendor (src/devices/): the traits a device's planning starts from,
- * what a vendor's hardware gives beyond what its OpenCL driver reports, and named device profiles
- * to plan for without the device. Below the kernel families, which read these traits. */
+/* What fa_cl knows of devices by vendor (src/devices/): the traits a device's planning starts from
+ * (queried from a live device, or written down in a named profile), and what a vendor's hardware
+ * gives beyond what its OpenCL driver reports (one file per vendor: nvidia.c, intel.c, amd.c).
+ * Below the kernel families, whose needs are stated in these traits. */
 #ifndef FA_CL_DEVICES_H
 #define FA_CL_DEVICES_H
 
-#include "fa_cl.h"
+#include "fa_cl_internal.h"
 
-#include <stddef.h>
-
-/* GPU vendors whose compilers the planner knows something about. */
+/* GPU vendors whose devices the families and the planner know something about. */
 typedef enum fa_cl__vendor {
-    FA_CL_VENDOR_OTHER = 0,
+    FA_CL_VENDOR_OTHER = 0, /* any vendor, and every CPU */
     FA_CL_VENDOR_NVIDIA = 1,
     FA_CL_VENDOR_AMD = 2,
     FA_CL_VENDOR_INTEL = 3,
 } fa_cl__vendor;
 
-/* The device properties the planner's limits come from: queried from a live device (context.c)
- * or read from a named profile (profiles.c). Both go through fa_cl__limits_for_device so that the
- * offline checks plan exactly as the library would on the device. */
+/* A device as planning sees it: what the driver reports (the first fields: a profile writes them
+ * down), then what the device's vendor module adds (fa_cl__traits_complete). A live device and a
+ * profile go through the same completion, so that the offline checks plan exactly as the library
+ * would on the device. */
 typedef struct fa_cl__device_traits {
-    int is_gpu;                /* CL_DEVICE_TYPE_GPU */
-    fa_cl__vendor vendor;       /* FA_CL_VENDOR_OTHER for CPUs whatever their maker */
-    size_t local_mem_size;     /* CL_DEVICE_LOCAL_MEM_SIZE */
-    int local_mem_is_global;   /* CL_DEVICE_LOCAL_MEM_TYPE == CL_GLOBAL */
-    size_t max_work_group;     /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
-    int nv_cc_major, nv_cc_minor; /* cl_nv_device_attribute_query; 0 when absent */
-    int min_subgroup;          /* Intel: narrowest of CL_DEVICE_SUB_GROUP_SIZES_INTEL; 0 when unknown */
+    int is_gpu;              /* CL_DEVICE_TYPE_GPU */
+    fa_cl__vendor vendor;    /* FA_CL_VENDOR_OTHER for CPUs whatever their maker */
+    size_t local_mem_size;   /* CL_DEVICE_LOCAL_MEM_SIZE */
+    int local_mem_is_global; /* CL_DEVICE_LOCAL_MEM_TYPE == CL_GLOBAL */
+    size_t max_work_group;   /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    int arch_major, arch_minor; /* the vendor's architecture version through its query extension
+                                   (NVIDIA: the compute capability); 0 when unknown */
+    int min_subgroup;        /* narrowest sub-group size the vendor's query reports (Intel); 0 unknown */
+    const char *extensions;  /* CL_DEVICE_EXTENSIONS, space separated; NULL: unknown */
+    /* ---- added by the vendor module (fa_cl__traits_complete) ---- */
+    size_t local_usable;       /* local memory a work-group really gets (>= local_mem_size) */
+    const char *local_source;  /* where local_usable comes from: "device local memory" or the vendor's table */
+    int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 unknown */
+    int rows_small_dims;       /* the portable rows kernel with 16-key blocks runs faster than the tiled one
+                                  up to head_dim 64 (measured on NVIDIA GPUs; kernels/portable.h) */
 } fa_cl__device_traits;
 
+/* Fill in the vendor module's part of t from its first fields (idempotent). */
+void fa_cl__traits_complete(fa_cl__device_traits *t);
+
+/* A live device's traits, completed: the generic facts of props and the vendor's queries
+ * (NVIDIA's compute capability, Intel's sub-group sizes). props (and its extensions) must outlive
+ * out. */
+void fa_cl__device_traits_query(cl_device_id device, const fa_cl__device_props *props, fa_cl__device_traits *out);
+
+/* "NVIDIA", "AMD", "Intel" or "any vendor". */
+const char *fa_cl__vendor_name(fa_cl__vendor v);
+
+/* ---- the vendor modules ------------------------------------------------------------------------ */
+
+/* NVIDIA (nvidia.c): the compute capability (cl_nv_device_attribute_query; 0.0 when absent); the
+ * local memory a work-group really gets when the kernel declares it statically: NVIDIA's OpenCL
+ * reports 48 KiB, the hardware gives a block more (checked on an H200 up to 200 KiB with
+ * scripts/probe_local.c); 0 = no larger value known. */
+void fa_cl__nvidia_query(cl_device_id device, const fa_cl__device_props *props, fa_cl__device_traits *out);
+size_t fa_cl__nvidia_static_local_bytes(int major, int minor);
+void fa_cl__nvidia_complete(fa_cl__device_traits *t);
+/* Intel (intel.c): the narrowest of CL_DEVICE_SUB_GROUP_SIZES_INTEL (cl_intel_required_subgroup_size). */
+void fa_cl__intel_query(cl_device_id device, const fa_cl__device_props *props, fa_cl__device_traits *out);
+void fa_cl__intel_complete(fa_cl__device_traits *t);
+/* AMD (amd.c). */
+void fa_cl__amd_complete(fa_cl__device_traits *t);
+
 /* 32-bit registers a work-item of these kernels can hold before the vendor's compiler spills, or 0
- * when unknown (NVIDIA: no offline compiler checks it here; the tiles measured there stay).
- * Intel: IGC gives a hardware thread 128 GRFs (no large-GRF mode); it compiles these kernels SIMD8
- * where the device has 8-wide sub-groups (32-byte GRFs: 128 floats a work-item) and SIMD32 on
- * Xe-HPC, whose narrowest sub-group is 16 (64-byte GRFs: 64). AMD: 256 VGPRs a lane, of which
- * the compiler keeps about a quarter for addresses and loads in flight (clang 19 spills the tiled
- * kernel at d = 256, TM = 4, which the model puts at 228): 192. */
+ * when unknown (each vendor module says how it counts). */
 int fa_cl__private_floats(fa_cl__vendor vendor, int min_subgroup);
 
-/* Local memory a work-group really gets on NVIDIA GPUs of compute capability major.minor when the
- * kernel declares it statically: NVIDIA's OpenCL reports 48 KiB, the hardware gives a block more
- * (checked on an H200 up to 200 KiB with scripts/probe_local.c). 0 = no larger value known. */
-size_t fa_cl__nvidia_static_local_bytes(int major, int minor);
+/* ---- device profiles (profiles.c) ---------------------------------------------------------------- */
 
-/* A named device the planner can plan for without having it (profiles.c): what the device's
- * OpenCL driver reports, and which offline compiler builds for it. */
+/* A named device the planner can plan for without having it: what the device's OpenCL driver
+ * reports, and which offline compiler builds for it. */
 typedef struct fa_cl__device_profile {
     const char *name;            /* "intel-arc-a770" */
     const char *description;     /* "Intel Arc A770 (Xe-HPG, DG2-512)" */
-    fa_cl__device_traits traits;  /* what fa_cl__limits_for_device needs */
+    fa_cl__device_traits traits; /* the driver's part (fa_cl__profile_traits completes it) */
     unsigned compute_units;      /* CL_DEVICE_MAX_COMPUTE_UNITS */
     int preferred_multiple;      /* SIMD / wave width work-groups should be a multiple of */
-    const char *extensions;      /* the CL_DEVICE_EXTENSIONS that matter to fa_cl (none is used) */
+    const char *extensions;      /* the CL_DEVICE_EXTENSIONS that matter to fa_cl */
     const char *compiler;        /* offline compiler family: "ocloc", "amdgcn" or NULL (none here) */
     const char *target;          /* its target: "dg2", "gfx1100", ... */
     const char *source;          /* where the numbers come from */
@@ -63,4 +89,7 @@ int fa_cl__profile_count(void);
 const fa_cl__device_profile *fa_cl__profile_get(int i);
 /* By name, or NULL. */
 const fa_cl__device_profile *fa_cl__profile_find(const char *name);
+/* The profile's traits as the library would complete them on that device. */
+void fa_cl__profile_traits(const fa_cl__device_profile *p, fa_cl__device_traits *out);
+
 #endif /* FA_CL_DEVICES_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia-mma: FlashAttention-2 on NVIDIA tensor cores (mma.sync through inline PTX), f16/bf16 storage,
- * compute capability >= 8.0 (cl/fa_forward_nv_mma.cl). Its tile rules. */
+ * compute capability >= 8.0 (cl/fa_forward_nv_mma.cl): what it takes, its tuning keys, its rules. */
 #include "kernels/nvidia_mma.h"
 
 #include <stdio.h>
@@ -52,34 +52,28 @@ size_t fa_cl__mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int sta
            (size_t)block_q * 8;
 }
 
-/* FA_CL_MMA_EMULATE's scratch (cl/fa_nv_ptx.cl FA_EMU_WORDS: 192 words per warp), so that an emulated
- * plan fits the budget the native one would */
-static size_t emulation_bytes(const fa_cl__limits *lim, int warps)
-{
-    return lim->mma_emulated ? (size_t)warps * 192 * 4 : 0;
-}
+/* Its tuning keys (FA_CL_TUNE=nvidia-mma:key=value; docs/tuning.md). */
+enum { KEY_ENABLED, KEY_STAGES, KEY_KV_WARPS, KEY_PAD_ROWS };
+static const fa_cl__tune_name kv_warps_names[] = {{"1", 1}, {"2", 2}, {"4", 4}, {NULL, 0}};
+static const fa_cl__tune_key tune[] = {
+    FA_CL_TUNE_ENABLED,
+    {"stages", FA_CL_MMA_STAGES, 2, FA_CL_MMA_MAX_STAGES, NULL,
+     "K/V buffers each with asynchronous copies: a pipeline of that many blocks"},
+    {"kv_warps", 0, 1, 0, kv_warps_names,
+     "warps sharing one warp's rows, each a slice of every key block, where one warp has all the rows "
+     "(default 0: the planner's, 4 for up to 16 rows)"},
+    {"pad_rows", 1, 0, 1, NULL, "0: no zero-padded q/k/v copies where head_dim % 8 != 0 (synchronous loads)"},
+};
 
-static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
-{
-    (void)req;
-    return lim->nv_mma;
-}
-
-static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
-                         size_t msg_size)
+/* The tiles for req (its rows 16-byte aligned or not, as given). */
+static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
+                              size_t msg_size)
 {
     const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_MMA;
-    if (!lim->nv_mma || req->dtype == FA_CL_F32) {
-        snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability >= 8.0, f16 or bf16 data and head_dim <= %d",
-                 FA_CL_MMA_MAX_DIM);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
-    if (fa_cl__mma_dim_padded(req->head_dim) == 0) {
-        /* O stays in registers (DT = D_PAD / 8 accumulator tiles a warp): 244 registers at 256 */
-        snprintf(msg, msg_size, "head_dim %d: the tensor-core kernel keeps O in registers and takes head_dim <= %d",
-                 req->head_dim, FA_CL_MMA_MAX_DIM);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
+    /* q8_0 K/V dequantised as they load; an attention mask (32-key blocks at d = 128), its tiles copied
+     * with K/V where every mask row is 16-byte aligned */
+    const int kv_q8 = (req->features & FA_CL_FEAT_KV_Q8) != 0, has_mask = req->mask != FA_CL_MASK_NONE;
+    const int q8_copy = fa_cl__nv_q8_copy(req);
     const size_t budget = out->local_mem_budget;
     const int dp = fa_cl__mma_dim_padded(req->head_dim);
     /* With asynchronous copies up to d = 128, 128 x 64 with 32 rows per warp where the rows fill it:
@@ -94,8 +88,8 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
     if (req->seqlen_q <= FA_CL_MMA_DECODE_BLOCK_Q)
         br = FA_CL_MMA_DECODE_BLOCK_Q;
     int kv_warps = 1;
-    /* q8_0 K/V (lim->mma_kv_q8): synchronous dequantising loads, the aligned plans' tiles */
-    const int kv_wide = req->aligned16 || lim->mma_kv_q8;
+    /* q8_0 K/V (kv_q8): synchronous dequantising loads, the aligned plans' tiles */
+    const int kv_wide = req->aligned16 || kv_q8;
     if (req->seqlen_q <= 16 && kv_wide && dp <= 128) {
         br = 16;
         kv_warps = FA_CL_MMA_DECODE_KV_WARPS;
@@ -105,14 +99,14 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
     /* keys per block with asynchronous copies: 32 at d = 128, 64 at d <= 96 (once Q joined the first
      * copy group), each the fastest of an H200 sweep, plain, causal and masked (commits 7f30fab,
      * 197d707, 8624118). q8_0 K/V keep 64. */
-    if (async_wide && dp > 96 && (!lim->mma_kv_q8 || lim->mma_mask))
+    if (async_wide && dp > 96 && (!kv_q8 || has_mask))
         bc = 32;
     /* above d = 128, 128 rows of 8 warps (16 each: the O accumulator takes the registers) against
      * 64 keys where the local memory holds them: a K/V tile then feeds twice the rows (faster than
      * 64 x 32 on an H200, commit 7f30fab); a smaller budget keeps 64 x 32 and shrinks that */
-    if (req->aligned16 && dp > 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q && !lim->mma_kv_q8 && !lim->mma_mask &&
+    if (req->aligned16 && dp > 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q && !kv_q8 && !has_mask &&
         fa_cl__mma_local_bytes(FA_CL_MMA_ASYNC_BLOCK_Q, FA_CL_MMA_BLOCK_KV, dp, FA_CL_MMA_WARP_ROWS, FA_CL_MMA_STAGES,
-                              1, 0) + emulation_bytes(lim, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
+                              1, 0) + fa_cl__nv_emulation_bytes(lim, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
             out->local_mem_budget) {
         br = FA_CL_MMA_ASYNC_BLOCK_Q;
         bc = FA_CL_MMA_BLOCK_KV;
@@ -135,35 +129,37 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
         forced = 1;
         kv_warps = 1;
     }
-    /* FA_CL_MMA_KV_WARPS (experiments): key slices wherever one warp has all the rows */
-    if (lim->mma_kv_warps > 0 && br <= 16 && wr == 16)
-        kv_warps = lim->mma_kv_warps;
+    /* kv_warps (experiments): key slices wherever one warp has all the rows */
+    const int tuned_kv_warps = fa_cl__tune_value(lim, &fa_cl__kernel_nvidia_mma, KEY_KV_WARPS);
+    if (tuned_kv_warps > 0 && br <= 16 && wr == 16)
+        kv_warps = tuned_kv_warps;
     if (bc % (16 * kv_warps)) {
-        snprintf(msg, msg_size, "FA_CL_MMA_KV_WARPS=%d: B_c %d is not a multiple of 16 keys per warp", kv_warps, bc);
+        snprintf(msg, msg_size, "FA_CL_TUNE nvidia-mma:kv_warps=%d: B_c %d is not a multiple of 16 keys per warp",
+                 kv_warps, bc);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
-    /* K/V buffers each: one with synchronous copies; with asynchronous ones FA_CL_MMA_STAGES or the
-     * default, double buffering */
-    const int async = lim->mma_kv_q8 ? lim->mma_q8_copy > 0 : req->aligned16;
-    const int stages = !async ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
-    const int q8_row_bytes = lim->mma_kv_q8 && async ? req->head_dim / 32 * 34 : 0;
+    /* K/V buffers each: one with synchronous copies; with asynchronous ones its stages key (default
+     * FA_CL_MMA_STAGES, double buffering) */
+    const int async = kv_q8 ? q8_copy > 0 : req->aligned16;
+    const int stages = !async ? 1 : fa_cl__tune_value(lim, &fa_cl__kernel_nvidia_mma, KEY_STAGES);
+    const int q8_row_bytes = kv_q8 && async ? req->head_dim / 32 * 34 : 0;
     if (q8_row_bytes > 0 && !forced && br == 16 && kv_warps == FA_CL_MMA_DECODE_KV_WARPS) {
         bc = FA_CL_MMA_DECODE_Q8_BLOCK_KV;
         /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M), half the
          * products and half O's accumulators of a 16-row block (faster on an H200, commit bf774ae;
          * paged: see the floor below) */
-        if (req->seqlen_q <= 8 && !lim->mma_mask)
+        if (req->seqlen_q <= 8 && !has_mask)
             br = 8;
     }
-    if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || lim->mma_mask)) {
+    if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || has_mask)) {
         snprintf(msg, msg_size, "FA_CL_TILE=8x%d: B_r 8 takes q8_0 K/V copied asynchronously, head_dim <= %d and "
                  "no mask", bc, FA_CL_MMA_Q_REGS_MAX_DIM);
         return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
     /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
-    const int mask_bytes = async && !lim->mma_kv_q8 ? lim->mma_mask_bytes : 0;
+    const int mask_bytes = async && !kv_q8 ? fa_cl__nv_mask_row_bytes(req) : 0;
     const int warps = (br + wr - 1) / wr * kv_warps;
-    const size_t emu = emulation_bytes(lim, warps);
+    const size_t emu = fa_cl__nv_emulation_bytes(lim, warps);
     size_t bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
                    (mask_bytes ? fa_cl__mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
@@ -192,32 +188,49 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
         }
     }
     fa_cl__tensor_core_tiles(lim, req, &fa_cl__kernel_nvidia_mma, br, bc, wr, dp, bytes, out);
-    out->local_floor = floor_bytes;
+    FA_CL_NV(out, LOCAL_FLOOR) = floor_bytes;
     out->forced = forced;
-    out->stages = stages;
-    out->kv_warps = kv_warps;
-    out->q8_copy = q8_row_bytes > 0 ? lim->mma_q8_copy : 0;
-    out->mask_async = mask_bytes > 0;
+    FA_CL_NV(out, STAGES) = stages;
+    FA_CL_NV(out, KV_WARPS) = kv_warps;
+    FA_CL_NV(out, Q8_COPY) = q8_row_bytes > 0 ? q8_copy : 0;
+    FA_CL_NV(out, MASK_ASYNC) = mask_bytes > 0;
     out->work_group_size = wg;
+    return FA_CL_SUCCESS;
+}
+
+/* Padded rows first where they are worth it (kernels/nvidia.h), then req's rows. */
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
+                         size_t msg_size)
+{
+    return fa_cl__nv_plan_padded_first(lim, req, out, msg, msg_size, &fa_cl__kernel_nvidia_mma, KEY_PAD_ROWS,
+                                       plan_rows);
+}
+
+static fa_cl_status finish(const fa_cl__limits *lim, fa_cl__tile_request *req, fa_cl__tiles *t, char *msg,
+                           size_t msg_size)
+{
+    (void)lim, (void)msg, (void)msg_size;
+    fa_cl__nv_mask_pairs(req, t);
     return FA_CL_SUCCESS;
 }
 
 static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     char stages[128] = "";
-    if (t->stages > 2)
-        snprintf(stages, sizeof stages, " -DFA_STAGES=%d", t->stages);
-    if (t->kv_warps > 1)
-        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_KV_WARPS=%d", t->kv_warps);
-    if (t->q8_copy > 0)
-        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_Q8_COPY=%d", t->q8_copy);
-    if (t->local_floor > 0)
-        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_SMEM_FLOOR=%d", t->local_floor);
+    if (FA_CL_NV(t, STAGES) > 2)
+        snprintf(stages, sizeof stages, " -DFA_STAGES=%d", FA_CL_NV(t, STAGES));
+    if (FA_CL_NV(t, KV_WARPS) > 1)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_KV_WARPS=%d", FA_CL_NV(t, KV_WARPS));
+    if (FA_CL_NV(t, Q8_COPY) > 0)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_Q8_COPY=%d", FA_CL_NV(t, Q8_COPY));
+    if (FA_CL_NV(t, LOCAL_FLOOR) > 0)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_SMEM_FLOOR=%d",
+                 FA_CL_NV(t, LOCAL_FLOOR));
     /* cp.async with the L2 fetching 128 bytes around each 16 (faster decoding on an H200, prefill
      * unchanged; 256 bytes was slower on paged rows: commit 6ee0d2c) */
     return snprintf(out, n, " -DWARP_ROWS=%d%s%s%s%s", t->rows_per_item,
-                    t->aligned16 ? " -DFA_ALIGNED16 -DFA_CP_L2=128" : "", t->rows_padded ? " -DFA_ROWS_PADDED" : "",
-                    stages, t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+                    FA_CL_NV(t, ALIGNED16) ? " -DFA_ALIGNED16 -DFA_CP_L2=128" : "",
+                    t->rows_padded ? " -DFA_ROWS_PADDED" : "", stages, t->emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
 const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
@@ -226,11 +239,17 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
     .op = FA_CL_OP_FORWARD,
     .entry = "fa_forward",
     .files = files,
-    .nfiles = 4,
-    .vendor = 1,
+    .nfiles = sizeof files / sizeof files[0],
     .summary = "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
-    .applies = applies,
+    /* O lives in registers (DT = D_PAD / 8 accumulator tiles a warp: 244 registers at 256): no
+     * head_dim beyond FA_CL_MMA_MAX_DIM */
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, FA_CL_MMA_MAX_DIM},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80, .emulation = FA_CL_EMULATION_DEFAULT},
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,
+    .finish = finish,
     .options = options,
+    .late_options = fa_cl__nv_late_options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
 };

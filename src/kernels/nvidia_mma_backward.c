@@ -24,15 +24,7 @@ size_t fa_cl__tf32_backward_local_bytes(int block, int dim_padded, int aligned16
                 (size_t)block * (size_t)exchange_rows);
 }
 
-static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
-{
-    return lim->nv_mma && req->dtype != FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM;
-}
-
-static int applies_tf32(const fa_cl__limits *lim, const fa_cl__tile_request *req)
-{
-    return lim->nv_mma && lim->nv_tf32 && req->dtype == FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM;
-}
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
 
 /* dkdv's rows a pass (tf32; PASS_ROWS) for blocks of b: forced, or the block, but
  * FA_CL_TF32_BACKWARD_PASS where one warp holds dK and dV of d_padded 128 */
@@ -100,8 +92,9 @@ static fa_cl_status plan_family(const fa_cl__limits *lim, const fa_cl__tile_requ
     out->forced = forced;
     if (tf32) { /* S^T and dP^T of a pass beside dK and dV in the registers: the whole block at once
                  * with roles (faster than passes of 32 rows at d = 128, commit 73b31f1) */
-        out->pass_rows = tf32_pass(pass, b, dp, roles);
-        out->dkdv_roles = roles;
+        FA_CL_NV(out, PASS_ROWS) = tf32_pass(pass, b, dp, roles);
+        FA_CL_NV(out, DKDV_ROLES) = roles;
+        out->main_wg_scale = roles ? 2 : 0; /* dkdv's work-group: two warps per 16 keys */
     }
     return FA_CL_SUCCESS;
 }
@@ -109,35 +102,24 @@ static fa_cl_status plan_family(const fa_cl__limits *lim, const fa_cl__tile_requ
 static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
-    if (!applies(lim, req)) {
-        snprintf(msg, msg_size, "the tensor-core backward needs an NVIDIA GPU of compute capability >= 8.0, f16 or "
-                 "bf16 data and head_dim <= %d", FA_CL_MMA_BACKWARD_MAX_DIM);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
     return plan_family(lim, req, &fa_cl__kernel_nvidia_mma_backward, out, msg, msg_size);
 }
 
-/* (FA_CL_NV_TF32 is not asked: it decides where the planner tries the family, as for the forward) */
 static fa_cl_status plan_tf32(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                               size_t msg_size)
 {
-    if (!lim->nv_mma || req->dtype != FA_CL_F32 || req->head_dim > FA_CL_MMA_BACKWARD_MAX_DIM) {
-        snprintf(msg, msg_size, "the fp32 tensor-core backward needs an NVIDIA GPU of compute capability >= 8.0, f32 "
-                 "data and head_dim <= %d", FA_CL_MMA_BACKWARD_MAX_DIM);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
     return plan_family(lim, req, &fa_cl__kernel_nvidia_tf32_backward, out, msg, msg_size);
 }
 
 static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     char pass[48] = "";
-    if (t->pass_rows > 0)
-        snprintf(pass, sizeof pass, " -DPASS_ROWS=%d", t->pass_rows);
-    if (t->dkdv_roles)
+    if (FA_CL_NV(t, PASS_ROWS) > 0)
+        snprintf(pass, sizeof pass, " -DPASS_ROWS=%d", FA_CL_NV(t, PASS_ROWS));
+    if (FA_CL_NV(t, DKDV_ROLES))
         snprintf(pass + strlen(pass), sizeof pass - strlen(pass), " -DFA_BW_ROLES");
-    return snprintf(out, n, "%s%s%s", pass, t->aligned16 ? " -DFA_ALIGNED16" : "",
-                    t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+    return snprintf(out, n, "%s%s%s", pass, FA_CL_NV(t, ALIGNED16) ? " -DFA_ALIGNED16" : "",
+                    t->emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
 const fa_cl__kernel_family fa_cl__kernel_nvidia_mma_backward = {
@@ -146,11 +128,14 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma_backward = {
     .op = FA_CL_OP_BACKWARD,
     .entry = "fa_backward_dkdv",
     .files = files,
-    .nfiles = 4,
-    .vendor = 1,
-    .summary = "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in its own "
-               "pass",
-    .applies = applies,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in "
+               "its own pass",
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
+              FA_CL_MMA_BACKWARD_MAX_DIM},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80, .emulation = FA_CL_EMULATION_DEFAULT},
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,
     .options = options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
@@ -162,11 +147,14 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32_backward = {
     .op = FA_CL_OP_BACKWARD,
     .entry = "fa_backward_dkdv",
     .files = files,
-    .nfiles = 4,
-    .vendor = 1,
-    .summary = "the f32 backward on NVIDIA tensor cores (head_dim <= 128), fp32 accuracy through 3xTF32 mma, P and dS unrounded, "
-               "dQ in its own pass",
-    .applies = applies_tf32,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "the f32 backward on NVIDIA tensor cores (head_dim <= 128), fp32 accuracy through 3xTF32 mma, P and dS "
+               "unrounded, dQ in its own pass",
+    .takes = {1u << FA_CL_F32, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
+              FA_CL_MMA_BACKWARD_MAX_DIM},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80, .emulation = FA_CL_EMULATION_ENABLED},
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
     .plan = plan_tf32,
     .options = options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,

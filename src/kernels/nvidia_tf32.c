@@ -14,20 +14,11 @@ size_t fa_cl__tf32_local_bytes(int block_q, int block_kv, int dim_padded, int al
                 nbuf * (size_t)block_kv * (size_t)(2 * dim_padded + 12));
 }
 
-static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
-{
-    (void)req;
-    return lim->nv_mma && lim->nv_tf32;
-}
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
 
 static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
-    if (!lim->nv_mma || req->dtype != FA_CL_F32 || req->head_dim > FA_CL_TF32_MAX_DIM) {
-        snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability >= 8.0, f32 data and head_dim <= %d (got %d)",
-                 FA_CL_TF32_MAX_DIM, req->head_dim);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
     const size_t budget = out->local_mem_budget;
     const int dp = req->head_dim <= 64 ? 64 : 128;
     int br = FA_CL_TF32_BLOCK_Q, bc = FA_CL_TF32_BLOCK_KV, forced = 0;
@@ -58,7 +49,7 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
 
 static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
-    return snprintf(out, n, "%s%s", t->aligned16 ? " -DFA_ALIGNED16" : "", t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+    return snprintf(out, n, "%s%s", FA_CL_NV(t, ALIGNED16) ? " -DFA_ALIGNED16" : "", t->emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
 const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32x3 = {
@@ -67,10 +58,13 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32x3 = {
     .op = FA_CL_OP_FORWARD,
     .entry = "fa_forward",
     .files = files,
-    .nfiles = 4,
-    .vendor = 1,
+    .nfiles = sizeof files / sizeof files[0],
     .summary = "f32 on NVIDIA tensor cores (compute capability >= 8.0, head_dim <= 128), fp32 accuracy through 3xTF32 mma",
-    .applies = applies,
+    .takes = {1u << FA_CL_F32, FA_CL_FEAT_SERVING, 0, FA_CL_TF32_MAX_DIM},
+    /* emulated only where asked for: its 3xTF32 products are three times the emulation's work */
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80, .emulation = FA_CL_EMULATION_ENABLED},
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,
     .options = options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,

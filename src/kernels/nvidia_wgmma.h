@@ -35,4 +35,15 @@ extern const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma;
 size_t fa_cl__wgmma_local_bytes(int block_q, int block_kv, int dim_padded, int stages, int mask_entry_bytes,
                                int producer);
 
+/* Its bit of fa_cl__tile_request.narrowed: no tiles that only copies by TMA feed (its finish found
+ * the copies are not by TMA, and asked to re-plan). */
+#define FA_CL_WGMMA_NO_TMA_TILES 1u
+/* Its tma key's bits: what the producer copies by TMA. */
+#define FA_CL_WGMMA_TMA_MASK 1
+#define FA_CL_WGMMA_TMA_KV 2
+/* A tensor map's bytes (CUDA's CUtensorMap; cl/fa_nv_tma.cl writes them on the device). */
+#define FA_CL_TMA_MAP_BYTES 128
+#define FA_CL_TMA_MAPS 4 /* Q, K, V, the mask (cl/fa_forward_nv_mma.cl's FA_TMA_MAP_*) */
+#define FA_CL_TILE_COUNTER_BYTES 64 /* after the maps: a persistent plan's tile counter (FA_TILE_COUNTER) */
+
 #endif /* FA_CL_KERNELS_NVIDIA_WGMMA_H */

@@ -18,11 +18,7 @@ size_t fa_cl__wgmma_backward_local_bytes(int dim_padded)
     return 6 * b * (size_t)dim_padded * 2 + 4 * b * 4;
 }
 
-static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
-{
-    return lim->nv_wgmma && lim->nv_mma && req->dtype != FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM &&
-           req->head_dim % 8 == 0 && req->aligned16;
-}
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
 
 static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
@@ -30,16 +26,16 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
     const int dp = req->head_dim <= 64 ? 64 : 128;
     const int b = FA_CL_WGMMA_BACKWARD_BLOCK;
     const size_t bytes = fa_cl__wgmma_backward_local_bytes(dp);
-    if (!applies(lim, req) || (lim->forced_q > 0 && (lim->forced_q != b || lim->forced_kv != b)) ||
+    if (req->head_dim % 8 != 0 || !req->aligned16 || (lim->forced_q > 0 && (lim->forced_q != b || lim->forced_kv != b)) ||
         bytes > out->local_mem_budget || (size_t)(b / 16 * 32) > lim->max_work_group) {
-        snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability 9.0, f16/bf16 data with 16-byte aligned "
-                 "rows, head_dim a multiple of 8 up to %d, %d x %d tiles (%zu bytes of local memory; the budget is "
-                 "%zu)", FA_CL_MMA_BACKWARD_MAX_DIM, b, b, bytes, out->local_mem_budget);
+        snprintf(msg, msg_size, "needs 16-byte aligned rows, head_dim a multiple of 8 up to %d, %d x %d tiles (%zu "
+                 "bytes of local memory; the budget is %zu)", FA_CL_MMA_BACKWARD_MAX_DIM, b, b, bytes,
+                 out->local_mem_budget);
         return FA_CL_ERROR_UNSUPPORTED;
     }
     fa_cl__tensor_core_tiles(lim, req, &fa_cl__kernel_nvidia_wgmma_backward, b, b, 16, dp, bytes, out);
     out->forced = lim->forced_q > 0;
-    out->ptx_emulated = 0;
+    out->emulated = 0;
     return FA_CL_SUCCESS;
 }
 
@@ -59,11 +55,14 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma_backward = {
     .op = FA_CL_OP_BACKWARD,
     .entry = "fa_backward_dkdv",
     .files = files,
-    .nfiles = 5,
-    .vendor = 1,
-    .summary = "the backward on Hopper tensor cores (compute capability 9.0, f16/bf16, head_dim <= 128): wgmma through sm_90a "
-               "PTX for the five products, dQ in its own pass",
-    .applies = applies,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "the backward on Hopper tensor cores (compute capability 9.0, f16/bf16, head_dim <= 128): wgmma through "
+               "sm_90a PTX for the five products, dQ in its own pass",
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
+              FA_CL_MMA_BACKWARD_MAX_DIM},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 90, .arch_max = 90},
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,
     .options = options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,

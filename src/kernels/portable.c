@@ -28,11 +28,12 @@ static int rows_per_item(int block_q, int block_kv, int head_dim_padded, size_t 
     return tm;
 }
 
-/* Anywhere: the last family the planner tries. */
-static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
+
+int fa_cl__rows_kernel_preferred(const fa_cl__limits *lim, const fa_cl__tile_request *req, int head_dim_padded)
 {
-    (void)lim, (void)req;
-    return 1;
+    return lim->dev.is_gpu && lim->dev.rows_small_dims && head_dim_padded <= FA_CL_GPU_ROWS_MAX_DIM &&
+           !(req->features & FA_CL_FEAT_MODIFIERS) && req->mask == FA_CL_MASK_NONE;
 }
 
 /* A forced FA_CL_TILE: the rows per work-item given (or the fewest the work-group limit allows). */
@@ -70,6 +71,12 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
                          size_t msg_size)
 {
     const int dpad = out->head_dim_padded;
+    const int mods_or_mask = (req->features & FA_CL_FEAT_MODIFIERS) || req->mask != FA_CL_MASK_NONE;
+    if (lim->forced_variant == FA_CL_KERNEL_PORTABLE && lim->dev.is_gpu && lim->dev.rows_small_dims && mods_or_mask) {
+        snprintf(msg, msg_size, "with %s it is not verified on this GPU (it failed the H200's tests): portable-tiled "
+                 "takes them", req->features & FA_CL_FEAT_MODIFIERS ? "score modifiers" : "an attention mask");
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     const size_t budget = out->local_mem_budget;
     const size_t row_bytes = (size_t)out->elem_bytes * (size_t)dpad;
     const int64_t rows_fit = (int64_t)(budget / row_bytes);
@@ -85,7 +92,7 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
         const int64_t need_kv = round_up(req->seqlen_k > 0 ? req->seqlen_k : 1, FA_CL_TILE_ALIGN);
         /* GPUs at head_dim <= 64: 16-key blocks leave room for two rows per work-item in registers
          * (faster than the tiled kernel there on an H200: docs/design.md, "portable") */
-        const int small_gpu_rows = lim->prefer_tiled && lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM;
+        const int small_gpu_rows = fa_cl__rows_kernel_preferred(lim, req, dpad);
         int64_t c = min64(small_gpu_rows ? FA_CL_GPU_ROWS_BLOCK_KV : FA_CL_MAX_BLOCK_KV, need_kv);
         int64_t r_budget = (rows_fit - c) / FA_CL_TILE_ALIGN * FA_CL_TILE_ALIGN;
         int64_t r_max = min64(FA_CL_MAX_BLOCK_Q, (int64_t)max_wg * 2);
@@ -103,7 +110,7 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
         }
         br = (int)min64(min64(r_budget, r_max), need_q);
         bc = (int)c;
-        tm = rows_per_item(br, bc, dpad, max_wg, lim->prefer_tiled);
+        tm = rows_per_item(br, bc, dpad, max_wg, lim->dev.is_gpu);
         if ((size_t)(br / tm) > max_wg) {
             br = (int)(max_wg * (size_t)tm) / FA_CL_TILE_ALIGN * FA_CL_TILE_ALIGN;
             if (br < 1)
@@ -126,9 +133,13 @@ const fa_cl__kernel_family fa_cl__kernel_portable = {
     .op = FA_CL_OP_FORWARD,
     .entry = "fa_forward",
     .files = files,
-    .nfiles = 3,
+    .nfiles = sizeof files / sizeof files[0],
     .summary = "portable OpenCL C for any device: each work-item owns whole query rows, P stays in registers",
-    .applies = applies,
+    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_MIXED_TYPES | FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING,
+              FA_CL_MASKS_ALL, FA_CL_MAX_HEAD_DIM},
+    .needs = {.device = FA_CL_ANY_DEVICE}, /* anywhere: the last family the planner tries */
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,
     .options = options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,

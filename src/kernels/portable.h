@@ -30,4 +30,10 @@ extern const fa_cl__kernel_family fa_cl__kernel_portable;
 /* O (ROWS x D_PAD), scores (ROWS x B_c), Q operands and row state (8 x ROWS), one K chunk (4). */
 int fa_cl__rows_private_floats(int rows, int block_kv, int head_dim_padded);
 
+/* Where this device's measurements prefer the rows kernel with 16-key blocks to the tiled one (its
+ * rows_small_dims trait, head_dim_padded up to FA_CL_GPU_ROWS_MAX_DIM): not with score modifiers or
+ * a mask, whose two-row form failed the H200's tests at head_dim 64 (the softcap and ALiBi: commit
+ * 414359c; a boolean mask over varlen f32 rows: CHANGELOG, 0.4.0), which take the tiled kernel. */
+int fa_cl__rows_kernel_preferred(const fa_cl__limits *lim, const fa_cl__tile_request *req, int head_dim_padded);
+
 #endif /* FA_CL_KERNELS_PORTABLE_H */

@@ -85,16 +85,21 @@ static int options(const fa_cl__tiles *t, char *out, size_t n)
     return snprintf(out, n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
 }
 
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
+
 const fa_cl__kernel_family fa_cl__kernel_portable_backward = {
     .name = "portable-backward",
     .id = FA_CL_KERNEL_PORTABLE_BACKWARD,
     .op = FA_CL_OP_BACKWARD,
     .entry = "fa_backward_dkdv",
     .files = files,
-    .nfiles = 3,
-    .summary = "the backward pass (dQ, dK, dV) on every device: D = rowsum(dO o O), then dK/dV per key block, dQ per query "
-               "block, no atomics",
-    .applies = fa_cl__never_applies,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "the backward pass (dQ, dK, dV) on every device: D = rowsum(dO o O), then dK/dV per key block, dQ per "
+               "query block, no atomics",
+    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0, FA_CL_MAX_HEAD_DIM},
+    .needs = {.device = FA_CL_ANY_DEVICE}, /* anywhere: the backward's last family */
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,
     .options = options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,

@@ -37,17 +37,17 @@ static int tiled_block_q(const fa_cl__limits *lim, int tm, int tn, int bc, int d
     return 0;
 }
 
-/* GPUs, except NVIDIA's at head_dim <= 64, where portable with two rows per work-item is faster. */
-static int applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
-{
-    const int dpad = (int)round_up(req->head_dim, FA_CL_VEC);
-    return lim->prefer_tiled && !(lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM);
-}
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
 
 static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
     const int dpad = out->head_dim_padded;
+    /* GPUs take it (its needs), except where the device's measurements prefer the rows kernel */
+    if (lim->forced_variant != FA_CL_KERNEL_PORTABLE_TILED && fa_cl__rows_kernel_preferred(lim, req, dpad)) {
+        snprintf(msg, msg_size, "the rows kernel (portable) runs faster on this GPU at head_dim %d", req->head_dim);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     const size_t budget = out->local_mem_budget;
     const int tn = lim->forced_cols > 0 ? lim->forced_cols : FA_CL_TILED_TN;
     const size_t max_wg = lim->max_work_group ? lim->max_work_group : 1;
@@ -115,9 +115,13 @@ const fa_cl__kernel_family fa_cl__kernel_portable_tiled = {
     .op = FA_CL_OP_FORWARD,
     .entry = "fa_forward",
     .files = files,
-    .nfiles = 3,
+    .nfiles = sizeof files / sizeof files[0],
     .summary = "portable OpenCL C for GPUs: TM x TN register tiles per work-item, P through local memory",
-    .applies = applies,
+    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_MIXED_TYPES | FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING,
+              FA_CL_MASKS_ALL, FA_CL_MAX_HEAD_DIM},
+    .needs = {.device = FA_CL_PREFERS_GPU},
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,
     .options = options,
     /* unrolled up to padded head_dim 384: faster there unrolled, slower at 512 (H200, commit 4ced9f9) */

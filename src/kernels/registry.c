@@ -28,44 +28,78 @@
 FA_CL_FAMILIES(FA_CL_DECLARE)
 static const fa_cl__kernel_family *const families[] = {FA_CL_FAMILIES(FA_CL_ENTRY)};
 
-int fa_cl__kernel_count(void) { return (int)(sizeof families / sizeof families[0]); }
+/* A test's family, tried first (fa_cl__registry_push_test_family); NULL in the shipped library. */
+static const fa_cl__kernel_family *test_family;
 
-const fa_cl__kernel_family *fa_cl__kernel_at(int i) { return i >= 0 && i < fa_cl__kernel_count() ? families[i] : NULL; }
+void fa_cl__registry_push_test_family(const fa_cl__kernel_family *f) { test_family = f; }
+
+#define SHIPPED ((int)(sizeof families / sizeof families[0]))
+
+int fa_cl__kernel_count(void) { return SHIPPED + (test_family != NULL); }
+
+const fa_cl__kernel_family *fa_cl__kernel_at(int i)
+{
+    if (test_family && i-- == 0)
+        return test_family;
+    return i >= 0 && i < SHIPPED ? families[i] : NULL;
+}
 
 const fa_cl__kernel_family *fa_cl__kernel_by_name(const char *name)
 {
     for (int i = 0; name && i < fa_cl__kernel_count(); i++)
-        if (strcmp(families[i]->name, name) == 0)
-            return families[i];
+        if (strcmp(fa_cl__kernel_at(i)->name, name) == 0)
+            return fa_cl__kernel_at(i);
     return NULL;
 }
 
 const fa_cl__kernel_family *fa_cl__kernel_by_id(fa_cl__kernel_id id)
 {
     for (int i = 0; i < fa_cl__kernel_count(); i++)
-        if (families[i]->id == id)
-            return families[i];
+        if (fa_cl__kernel_at(i)->id == id)
+            return fa_cl__kernel_at(i);
     return NULL;
 }
 
-const fa_cl__kernel_family *fa_cl__forced_forward(const fa_cl__limits *lim)
+int fa_cl__family_vendor(const fa_cl__kernel_family *f) { return f->needs.vendor != FA_CL_VENDOR_OTHER; }
+
+int fa_cl__family_walked(const fa_cl__kernel_family *f)
 {
-    const fa_cl__kernel_family *f = lim->forced_variant ? fa_cl__kernel_by_id((fa_cl__kernel_id)lim->forced_variant)
-                                                       : NULL;
-    return f && f->op == FA_CL_OP_FORWARD ? f : NULL;
+    return f->op == FA_CL_OP_FORWARD || f->op == FA_CL_OP_BACKWARD;
 }
 
-int fa_cl__never_applies(const fa_cl__limits *lim, const fa_cl__tile_request *req)
+int fa_cl__tune_given(const fa_cl__limits *lim, const fa_cl__kernel_family *f, int k)
 {
-    (void)lim, (void)req;
-    return 0;
+    return lim->tune && k < FA_CL_TUNE_KEYS && (lim->tune->set[f->id] >> k & 1);
+}
+
+int fa_cl__tune_value(const fa_cl__limits *lim, const fa_cl__kernel_family *f, int k)
+{
+    return fa_cl__tune_given(lim, f, k) ? lim->tune->value[f->id][k] : k < f->ntune ? f->tune[k].def : 0;
+}
+
+const char *fa_cl__feature_name(unsigned feature)
+{
+    switch (feature) {
+    case FA_CL_FEAT_MIXED_TYPES: return "storage types other than desc.dtype (desc.q_type .. o_type)";
+    case FA_CL_FEAT_KV_Q8: return "q8_0 K and V (desc.k_type, v_type)";
+    case FA_CL_FEAT_SOFTCAP: return "the score modifier desc.softcap";
+    case FA_CL_FEAT_ALIBI: return "the score modifier desc.alibi";
+    case FA_CL_FEAT_SINKS: return "the score modifier desc.sinks";
+    case FA_CL_FEAT_PAGED: return "paged K/V (desc.page_size)";
+    case FA_CL_FEAT_SEQLENS: return "per-sequence key counts (desc.kv_seqlens)";
+    case FA_CL_FEAT_VARLEN_Q: return "packed query rows (desc.total_q)";
+    case FA_CL_FEAT_VARLEN_K: return "packed key rows (desc.total_k)";
+    case FA_CL_FEAT_APPEND: return "appended keys (desc.seqlen_new)";
+    case FA_CL_FEAT_GQA_PACK: return "GQA packing (query heads of a kv head in one work-group)";
+    }
+    return "?";
 }
 
 fa_cl_status fa_cl__no_tiles(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                              size_t msg_size)
 {
     (void)lim, (void)req, (void)out;
-    snprintf(msg, msg_size, "not a forward kernel: it is a launch of split-KV or appending plans");
+    snprintf(msg, msg_size, "not a forward or backward kernel: a helper launch of some plans");
     return FA_CL_ERROR_UNSUPPORTED;
 }
 
@@ -88,4 +122,5 @@ void fa_cl__tiles_set(fa_cl__tiles *out, const fa_cl__kernel_family *f, int bloc
     out->cols_per_item = cols_per_item;
     out->work_group_size = work_group_size;
     out->local_mem_bytes = local_mem_bytes;
+    out->item_rows = rows_per_item;
 }

@@ -66,12 +66,9 @@ int fa_cl__build_options(const fa_cl__tiles *t, fa_cl_dtype dtype, int head_dim,
         if (t->types[i])
             APPEND(snprintf(out + len, n - (size_t)len, " -DFA_%c_DTYPE=%d", tensor[i], t->types[i] - 1));
     if (t->mask)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d%s%s", t->mask, t->mask_pairs ? " -DFA_MASK_PAIRS" : "",
-                              t->mask_async ? " -DFA_MASK_ASYNC" : ""));
-    if (t->mask_tma)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK_TMA"));
-    if (t->kv_tma)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_KV_TMA"));
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d", t->mask));
+    if (f->late_options)
+        APPEND(f->late_options(t, out + len, n - (size_t)len)); /* the family's own, on the mask's */
     if (t->persistent)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PERSISTENT"));
     /* FA_UNROLL unrolls the loops over head_dim so that a work-item's private arrays stay in

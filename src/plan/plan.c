@@ -96,14 +96,30 @@ static fa_cl_status build_main(fa_cl_context *ctx, fa_cl_plan *plan)
     return st;
 }
 
-/* The one rule for a family whose program did not build here: unless FA_CL_KERNEL_VARIANT forced it
- * or the build is emulated (tests: its failure is reported, not hidden), or it is the last resort of
- * its operation, it is off on this context (one note, the first time) and the plan is re-decided
- * without it. Returns 1 to re-decide. */
+/* Whether a family of f's operation comes after f in the registry (f is not its last resort). */
+static int family_follows(const fa_cl__kernel_family *f)
+{
+    int after = 0;
+    for (int i = 0; i < fa_cl__kernel_count(); i++) {
+        const fa_cl__kernel_family *g = fa_cl__kernel_at(i);
+        if (g == f)
+            after = 1;
+        else if (after && g->op == f->op)
+            return 1;
+    }
+    return 0;
+}
+
+/* The one rule for a family whose program did not build here (FA_CL_ERROR_BUILD_FAILED): unless
+ * FA_CL_KERNEL_VARIANT forced it, or the build is emulated (tests: its failure is reported, not
+ * hidden), or it is the last family of its operation, it is off on this context (one note, the
+ * first time) and the plan is re-decided without it: the next family that takes the plan serves.
+ * Returns 1 to re-decide. */
 static int family_failed(fa_cl_context *ctx, fa_cl__limits *lim, const fa_cl__tiles *t, fa_cl_status st)
 {
     const fa_cl__kernel_family *f = fa_cl__kernel_by_id(t->variant);
-    if (st != FA_CL_ERROR_BUILD_FAILED || lim->forced_variant == (int)t->variant || t->ptx_emulated || !f->vendor)
+    if (st != FA_CL_ERROR_BUILD_FAILED || lim->forced_variant == (int)t->variant || t->emulated ||
+        !family_follows(f))
         return 0;
     if (fa_cl__context_family_off(ctx, (int)f->id))
         fa_cl__note(ctx, "kernel family %s: its program did not build on this driver, off on this context: the next "
@@ -129,8 +145,8 @@ static fa_cl_status compiled_limits(fa_cl_context *ctx, const fa_cl_plan *plan, 
             err = clGetKernelWorkGroupInfo(k, ctx->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof l, &l, NULL);
         if (err != CL_SUCCESS)
             return fa_cl__fail_cl(ctx, err, "clGetKernelWorkGroupInfo");
-        if (i == 0 && plan->tiles.dkdv_roles) /* dkdv's work-group is twice the tile's */
-            w /= 2;
+        if (i == 0 && plan->tiles.main_wg_scale > 1) /* dkdv's work-group is that many times the tile's */
+            w /= (size_t)plan->tiles.main_wg_scale;
         *kwg = w < *kwg ? w : *kwg;
         *klocal = l > *klocal ? l : *klocal;
     }
@@ -171,10 +187,10 @@ static fa_cl_status plan_and_compile(fa_cl_context *ctx, fa_cl_plan *plan)
         if (st != FA_CL_SUCCESS)
             return st;
         int wg_ok = (size_t)t->work_group_size <= kwg;
-        if (!wg_ok && t->producer) {
-            /* nvidia-wgmma's producer warpgroup gives its registers to the computing ones
-             * (setmaxnreg): the driver may count the latter's for every work-item. The entry's
-             * .maxnreg is what the launch needs; the size the kernel was compiled for decides. */
+        if (!wg_ok && t->compiled_wg) {
+            /* a kernel that moves registers between its work-items (the family says so): the driver
+             * may count the most any holds for every work-item; the size the kernel was compiled
+             * for decides */
             size_t cwg[3] = {0, 0, 0};
             wg_ok = clGetKernelWorkGroupInfo(plan->kernels[FA_CL_PK_MAIN], ctx->device,
                                              CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof cwg, cwg, NULL) == CL_SUCCESS &&
@@ -184,7 +200,7 @@ static fa_cl_status plan_and_compile(fa_cl_context *ctx, fa_cl_plan *plan)
         if (wg_ok && local_ok) {
             /* the vendor kernels' local arrays depend on alignment (double-buffered copies): report
              * what they use */
-            if (fa_cl__kernel_by_id(t->variant)->vendor && plan->op == FA_CL_OP_FORWARD)
+            if (fa_cl__family_vendor(fa_cl__kernel_by_id(t->variant)) && plan->op == FA_CL_OP_FORWARD)
                 t->local_mem_bytes = (size_t)klocal;
             return FA_CL_SUCCESS;
         }

@@ -10,11 +10,6 @@
 
 typedef struct fa_cl__launch fa_cl__launch;
 
-/* A tensor map's bytes (CUDA's CUtensorMap; cl/fa_nv_tma.cl writes them on the device). */
-#define FA_CL_TMA_MAP_BYTES 128
-#define FA_CL_TMA_MAPS 4 /* Q, K, V, the mask (cl/fa_forward_nv_mma.cl's FA_TMA_MAP_*) */
-#define FA_CL_TILE_COUNTER_BYTES 64 /* after the maps: a persistent plan's tile counter (FA_TILE_COUNTER) */
-
 /* The events a plan keeps between its calls (fa_cl__enqueue_chain), guarded by the plan's lock. */
 typedef struct fa_cl__held_chain fa_cl__held_chain;
 typedef struct fa_cl__chain_state {
@@ -45,7 +40,7 @@ enum {
     FA_CL_PK_COMBINE,  /* split-KV: fa_combine */
     FA_CL_PK_APPEND,   /* appending plans (desc.seqlen_new): fa_append */
     FA_CL_PK_PAD,      /* tiles.rows_padded: fa_pad_rows */
-    FA_CL_PK_MAPS,     /* tiles.mask_tma or kv_tma: fa_tma_maps, the tensor maps into the scratch */
+    FA_CL_PK_PROLOGUE, /* tiles.prologue: the family's prologue entry (its first launch, writing the scratch) */
     FA_CL_PK_CHECK,    /* plans with per-sequence lengths or pages: fa_check_serving, a call's device checks
                           into its status (cl/fa_check_serving.cl) */
     FA_CL_PLAN_KERNELS
@@ -66,8 +61,8 @@ struct fa_cl_plan {
     fa_cl__launch *launches; /* nlaunches of them */
     int nlaunches;
     fa_cl__launch check;    /* kernels[FA_CL_PK_CHECK]'s launch, first where a call asks for the checks */
-    cl_mem scratch;         /* what a long row's chunk leaves the next (cl/fa_forward_common.cl), or
-                               (tiles.mask_tma, kv_tma) the tensor maps, or the backward's D; else NULL */
+    cl_mem scratch;         /* what a long row's chunk leaves the next (cl/fa_forward_common.cl), or what
+                               the family's prologue writes, or the backward's D; else NULL */
     cl_mem part_o, part_lse; /* split-KV: each chunk's partial O [splits, B, Hq, Sq, D] and LSE (fp32) */
     size_t scratch_bytes;   /* all the plan's device memory */
     size_t pad_bytes;       /* of which the padded q/k/v copies */
@@ -170,8 +165,12 @@ fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, con
 fa_cl_status fa_cl__env_resolve(fa_cl__env *env, char *msg, size_t msg_size);
 fa_cl_status fa_cl__settings_parse(fa_cl__env *out, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size);
 
+/* Sets tuning key `key` of the family named `family` to value in tune (as FA_CL_TUNE would,
+ * unchecked): 1, or 0 where there is no such family or key. */
+int fa_cl__tune_set(fa_cl__tune *tune, const char *family, const char *key, int value);
+
 /* Planner limits for this context's device and environment. */
-void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl__limits *out);
+void fa_cl__context_limits(fa_cl_context *ctx, fa_cl__limits *out);
 /* The environment's part of a context's planner limits, on top of fa_cl__limits_for_device's, with
  * the kernel families whose build failed on the context (bits 1 << id; 0 where none did). */
 void fa_cl__env_limits(const fa_cl__env *env, uint64_t families_off, fa_cl__limits *out);
@@ -183,8 +182,8 @@ void fa_cl__env_limits(const fa_cl__env *env, uint64_t families_off, fa_cl__limi
 typedef struct fa_cl__plan_device {
     int is_gpu;
     unsigned compute_units;  /* split-KV's slots */
-    uint64_t max_alloc_size; /* split-KV's partial results and padded rows must fit one allocation */
-    const fa_cl__env *env;    /* FA_CL_SPLITS, FA_CL_TMA, FA_CL_PERSISTENT, FA_CL_PAD_ROWS */
+    uint64_t max_alloc_size; /* split-KV's partial results and a family's copies must fit one allocation */
+    const fa_cl__env *env;   /* the planner's own settings (splits, gqa_pack) */
 } fa_cl__plan_device;
 
 /* Query heads a work-group of a plan of op for v takes together (fa_cl__gqa_pack; 1 for backward plans). */

@@ -69,7 +69,7 @@ fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan)
                                (uint64_t)d->heads_kv;
     const uint64_t q_groups = (uint64_t)((d->seqlen_q + t->block_q - 1) / t->block_q) * (uint64_t)d->batch *
                               (uint64_t)d->heads_q;
-    const uint64_t most = ((uint64_t)1 << 40) / (uint64_t)t->work_group_size / 2; /* (dkdv_roles: twice) */
+    const uint64_t most = ((uint64_t)1 << 40) / (uint64_t)t->work_group_size / 2; /* (main_wg_scale: twice) */
     if (rows > ((uint64_t)1 << 40) || kv_groups > most || q_groups > most || rows > (uint64_t)SIZE_MAX / 4)
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_backward_plan_create: %llu rows is too many to launch",
                            (unsigned long long)rows);
@@ -77,7 +77,7 @@ fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     if (!plan->launches)
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_backward_plan_create: out of host memory");
     plan->nlaunches = 3;
-    const size_t dkdv_wg = (size_t)t->work_group_size * (t->dkdv_roles ? 2 : 1);
+    const size_t dkdv_wg = (size_t)t->work_group_size * (size_t)(t->main_wg_scale > 1 ? t->main_wg_scale : 1);
     const struct {
         int role;
         size_t global, local; /* local 0: the driver's choice */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A forward plan's launches: the helper programs it builds beside its forward (combine, pad-rows,
- * the tensor maps, append, the device checks), its launch list and scratch, and every kernel's
- * arguments for one call's buffers. */
+ * the family's prologue, append, the device checks), its launch list and scratch, and every
+ * kernel's arguments for one call's buffers. */
 #include "plan/plan.h"
 
 #include <stdio.h>
@@ -215,40 +215,16 @@ static fa_cl_status append_args(const fa_cl_plan *plan, const fa_cl__launch *l, 
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_append)");
 }
 
-/* Arguments of fa_tma_maps (cl/fa_forward_nv_mma.cl): the tensor maps into the scratch. */
-static fa_cl_status tma_maps_args(const fa_cl_plan *plan, const fa_cl__launch *l, const void *args)
+/* Arguments of the family's prologue (its program's prologue_entry): what it writes into the scratch. */
+static fa_cl_status prologue_args(const fa_cl_plan *plan, const fa_cl__launch *l, const void *args)
 {
-    const fa_cl_forward_args *a = (const fa_cl_forward_args *)args;
-    const fa_cl_attention_desc *d = &plan->views.fwd.d;
-    cl_mem mems[4] = {plan->scratch, a->q, a->k, a->v};
-    const cl_ulong offs[3] = {d->q_offset, d->k_offset, d->v_offset};
-    const int64_t *strides[3] = {d->q_stride, d->k_stride, d->v_stride};
-    const cl_int ints[5] = {(cl_int)d->batch, (cl_int)d->heads_q, (cl_int)d->heads_kv, (cl_int)d->seqlen_q,
-                            (cl_int)d->seqlen_k};
-    cl_mem mask = d->mask ? a->mask : NULL;
-    const cl_ulong moff = d->mask_offset;
-    cl_uint n = 0;
-    cl_int err = CL_SUCCESS;
-    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(l->kernel, n++, sizeof(cl_mem), &mems[i]);
-    for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(l->kernel, n++, sizeof(cl_ulong), &offs[i]);
-    for (int t = 0; t < 3; t++)
-        for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
-            cl_long s = strides[t][i];
-            err = clSetKernelArg(l->kernel, n++, sizeof(cl_long), &s);
-        }
-    for (int i = 0; i < 5 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(l->kernel, n++, sizeof(cl_int), &ints[i]);
+    const fa_cl__kernel_family *f = fa_cl__kernel_by_id(plan->tiles.variant);
+    const cl_int err = f->prologue_args(l->kernel, &plan->views.fwd, (const fa_cl_forward_args *)args, plan->scratch);
     if (err == CL_SUCCESS)
-        err = clSetKernelArg(l->kernel, n++, sizeof(cl_mem), &mask);
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(l->kernel, n++, sizeof(cl_ulong), &moff);
-    for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
-        cl_long s = d->mask ? d->mask_stride[i] : 0;
-        err = clSetKernelArg(l->kernel, n++, sizeof(cl_long), &s);
-    }
-    return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_tma_maps)");
+        return FA_CL_SUCCESS;
+    char what[96];
+    snprintf(what, sizeof what, "clSetKernelArg(%s)", l->name);
+    return fa_cl__fail_cl(plan->ctx, err, what);
 }
 
 /* Arguments of fa_combine (cl/fa_combine.cl): the partial results into the caller's o and LSE. */
@@ -301,8 +277,8 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     if (groups > (uint64_t)SIZE_MAX / (uint64_t)t->work_group_size || groups > ((uint64_t)1 << 40))
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_plan_create: %llu work-groups is too many to launch",
                            (unsigned long long)groups);
-    /* persistent: a work-group a compute unit (FA_CL_PERSISTENT=n: n), at most one a tile */
-    const uint64_t cus = ctx->env.persistent_groups > 0   ? (uint64_t)ctx->env.persistent_groups
+    /* persistent: a work-group a compute unit (or the family's count), at most one a tile */
+    const uint64_t cus = t->persistent_groups > 0   ? (uint64_t)t->persistent_groups
                          : ctx->props.compute_units > 0 ? ctx->props.compute_units
                                                         : 1;
     const uint64_t launched = t->persistent && groups > cus ? cus : groups;
@@ -310,10 +286,10 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     plan->lpt_columns = lpt_columns(ctx, plan, groups / (uint64_t)plan->num_q_blocks);
     const int64_t step = t->chunk_keys > 0 ? t->chunk_keys : d->seqlen_k;
     const int forwards = (int)((d->seqlen_k + step - 1) / step);
-    /* an appending plan writes the new keys first; a padded one copies q, k, v first; then, with
-     * copies by TMA, the tensor maps are written */
-    const int tma = t->mask_tma || t->kv_tma;
-    const int pre = plan->kernels[FA_CL_PK_APPEND] != NULL ? 1 : t->rows_padded ? 3 : 0, first = pre + tma;
+    /* an appending plan writes the new keys first; a padded one copies q, k, v first; then the
+     * family's prologue writes its scratch */
+    const int prologue = t->prologue;
+    const int pre = plan->kernels[FA_CL_PK_APPEND] != NULL ? 1 : t->rows_padded ? 3 : 0, first = pre + prologue;
     plan->nlaunches = first + forwards + (plan->splits > 1);
     plan->launches = (fa_cl__launch *)calloc((size_t)plan->nlaunches, sizeof *plan->launches);
     if (!plan->launches)
@@ -339,18 +315,18 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         fa_cl__helper_launch(l, plan->kernels[FA_CL_PK_APPEND], FA_CL_KERNEL_APPEND, items, append_args);
     }
     fa_cl_status st = FA_CL_SUCCESS;
-    if (tma) {
+    if (prologue) { /* one work-item: the family's prologue runs no chunks */
+        const fa_cl__kernel_family *f = fa_cl__kernel_by_id(t->variant);
         fa_cl__launch *l = &plan->launches[pre];
-        l->kernel = plan->kernels[FA_CL_PK_MAPS];
-        l->name = "fa_tma_maps";
+        l->kernel = plan->kernels[FA_CL_PK_PROLOGUE];
+        l->name = f->prologue_entry;
         l->global[0] = l->global[1] = l->local = 1;
-        l->set_args = tma_maps_args;
-        const size_t bytes = FA_CL_TMA_MAPS * FA_CL_TMA_MAP_BYTES + (t->persistent ? FA_CL_TILE_COUNTER_BYTES : 0);
-        st = fa_cl__plan_alloc(ctx, bytes, &plan->scratch,
-                           "fa_cl_plan_create: clCreateBuffer (tensor maps)");
+        l->set_args = prologue_args;
+        const size_t bytes = f->prologue_scratch(t);
+        st = fa_cl__plan_alloc(ctx, bytes, &plan->scratch, "fa_cl_plan_create: clCreateBuffer (the prologue's scratch)");
         if (st != FA_CL_SUCCESS)
             return st;
-        plan->scratch_bytes = bytes; /* plan_tma: no chunks */
+        plan->scratch_bytes = bytes;
     }
     for (int c = 0; c < forwards; c++) {
         fa_cl__launch *l = &plan->launches[first + c];
@@ -377,9 +353,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         plan->scratch_bytes += o_bytes + lse_bytes;
     }
     if (t->chunk_keys > 0 && st == FA_CL_SUCCESS) {
-        const int item_rows = fa_cl__kernel_by_id(t->variant)->vendor
-                                  ? t->rows_per_item / 8 /* a lane holds 2 rows of each 16-row m-tile */
-                                  : t->rows_per_item;
+        const int item_rows = t->item_rows;
         /* a slot (m, l, l's compensation, -) per work-item row, then per element of o its sum's
          * compensation, and (not f32: o itself holds an f32 o's sums) the sum */
         plan->scratch_bytes = 4 * sizeof(float) * global * (size_t)item_rows;
@@ -476,7 +450,7 @@ fa_cl_status fa_cl__forward_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     } helpers[] = {
         {t->splits > 1, FA_CL_PK_COMBINE, FA_CL_KERNEL_COMBINE, NULL},
         {t->rows_padded, FA_CL_PK_PAD, FA_CL_KERNEL_PAD_ROWS, NULL},
-        {t->mask_tma || t->kv_tma, FA_CL_PK_MAPS, 0, "fa_tma_maps"},
+        {t->prologue, FA_CL_PK_PROLOGUE, 0, fa_cl__kernel_by_id(t->variant)->prologue_entry},
         {d->seqlen_new > 0, FA_CL_PK_APPEND, FA_CL_KERNEL_APPEND, NULL},
         {d->kv_seqlens || d->page_size > 0, FA_CL_PK_CHECK, FA_CL_KERNEL_CHECK_SERVING, NULL},
     };

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The tile planner: the local-memory budget, then the first kernel family of the registry that
- * applies and fits (or the one FA_CL_KERNEL_VARIANT forces), then long rows' chunks of keys. */
+/* The tile planner: the local-memory budget, then the walk over the registry's families of the
+ * plan's operation: each is tried where the device meets its needs and it takes the request (data:
+ * src/kernels/family.h), the first whose rules give tiles wins (or the one FA_CL_KERNEL_VARIANT
+ * forces); then long rows' chunks of keys. */
 #include "plan/planner.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,10 +30,149 @@ size_t fa_cl__local_budget(const fa_cl__limits *lim, const char **source)
     return budget > lim->kernel_other_local ? budget - lim->kernel_other_local : 0;
 }
 
-/* Not turned off on the context by a failed build. */
-static int family_on(const fa_cl__limits *lim, const fa_cl__kernel_family *f)
+/* Appends to msg (n bytes) what fmt gives. */
+static void append(char *msg, size_t n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void append(char *msg, size_t n, const char *fmt, ...)
 {
-    return !(lim->families_off & ((uint64_t)1 << f->id));
+    const size_t len = strlen(msg);
+    if (len + 1 >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + len, n - len, fmt, ap);
+    va_end(ap);
+}
+
+/* The families of op that take feature (or dtype bit / mask bit: which = 0, 1, 2), for messages. */
+static void families_taking(fa_cl__operation op, int which, unsigned bit, char *msg, size_t n)
+{
+    int k = 0;
+    for (int i = 0; i < fa_cl__kernel_count(); i++) {
+        const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
+        const unsigned have = which == 0 ? f->takes.features : which == 1 ? f->takes.dtypes : f->takes.masks;
+        if (f->op == op && (have & bit))
+            append(msg, n, "%s%s", k++ ? ", " : ": ", f->name);
+    }
+    append(msg, n, k ? (k > 1 ? " take it" : " takes it") : ": no family takes it");
+}
+
+/* Whether f takes req (data: its fa_cl__takes); else why, in why. */
+static int takes(const fa_cl__kernel_family *f, const fa_cl__tile_request *req, char *why, size_t n)
+{
+    const fa_cl__takes *t = &f->takes;
+    static const char *const dtype_names[3] = {"f32", "f16", "bf16"};
+    why[0] = '\0';
+    if (!(t->dtypes & (1u << req->dtype))) {
+        append(why, n, "takes no %s data", (unsigned)req->dtype < 3 ? dtype_names[req->dtype] : "such");
+        families_taking(f->op, 1, 1u << req->dtype, why, n);
+        return 0;
+    }
+    const unsigned missing = req->features & ~t->features;
+    if (missing) {
+        const unsigned bit = missing & (0u - missing);
+        append(why, n, "takes no %s", fa_cl__feature_name(bit));
+        families_taking(f->op, 0, bit, why, n);
+        return 0;
+    }
+    if (req->mask != FA_CL_MASK_NONE && !(t->masks & (1u << req->mask))) {
+        append(why, n, "takes no attention mask of %s entries (desc.mask)",
+               fa_cl__mask_entry_size(req->mask) == 1 ? "bool" : fa_cl__mask_entry_size(req->mask) == 4 ? "f32"
+               : req->mask == FA_CL_MASK_BF16 ? "bf16" : "f16");
+        families_taking(f->op, 2, 1u << req->mask, why, n);
+        return 0;
+    }
+    if (req->head_dim > t->max_head_dim) {
+        append(why, n, "takes head_dim up to %d, not head_dim %d", t->max_head_dim, req->head_dim);
+        return 0;
+    }
+    return 1;
+}
+
+/* Whether lim's device meets f's needs (data: its fa_cl__needs), emulated where the vendor code may
+ * be (FA_CL_TUNE emulate=1); else why, in why. forced: FA_CL_KERNEL_VARIANT names f (a preference
+ * for GPUs does not count then). */
+static int device_meets(const fa_cl__limits *lim, const fa_cl__kernel_family *f, int forced, char *why, size_t n)
+{
+    const fa_cl__needs *nd = &f->needs;
+    const fa_cl__device_traits *d = &lim->dev;
+    why[0] = '\0';
+    if (fa_cl__tune_value(lim, f, 0) == 0) {
+        append(why, n, "off (FA_CL_TUNE %s:enabled=0)", f->name);
+        return 0;
+    }
+    if (lim->families_off & ((uint64_t)1 << f->id)) {
+        append(why, n, "off: its program did not build on this context");
+        return 0;
+    }
+    if (nd->device == FA_CL_NEEDS_GPU && !d->is_gpu) {
+        append(why, n, "needs a GPU");
+        return 0;
+    }
+    if (nd->device == FA_CL_PREFERS_GPU && !d->is_gpu && !forced) {
+        append(why, n, "is for GPUs (FA_CL_KERNEL_VARIANT takes it anywhere)");
+        return 0;
+    }
+    if (!fa_cl__family_vendor(f))
+        return 1;
+    if (lim->vendor_path_off) {
+        append(why, n, "off (FA_CL_VENDOR_PATH=0: no vendor kernels)");
+        return 0;
+    }
+    if (lim->emulate) { /* tests: the vendor code emulated on any device, or not at all */
+        if (nd->emulation == FA_CL_EMULATION_DEFAULT ||
+            (nd->emulation == FA_CL_EMULATION_ENABLED && (forced || fa_cl__tune_given(lim, f, 0))))
+            return 1;
+        append(why, n, nd->emulation == FA_CL_EMULATION_ENABLED
+                           ? "emulated only where FA_CL_TUNE gives %s:enabled=1 too (FA_CL_TUNE emulate=1)"
+                           : "has no emulated build (FA_CL_TUNE emulate=1)", f->name);
+        return 0;
+    }
+    const int arch = d->arch_major * 10 + d->arch_minor;
+    const int ok = d->is_gpu && d->vendor == nd->vendor && (!nd->arch_min || arch >= nd->arch_min) &&
+                   (!nd->arch_max || arch <= nd->arch_max) &&
+                   (!nd->extension || (d->extensions && fa_cl__has_extension(d->extensions, nd->extension))) &&
+                   (!nd->subgroup || (d->min_subgroup && d->min_subgroup <= nd->subgroup));
+    if (ok)
+        return 1;
+    append(why, n, "needs an %s GPU", fa_cl__vendor_name(nd->vendor));
+    if (nd->arch_min && nd->arch_min == nd->arch_max)
+        append(why, n, " of architecture %d.%d", nd->arch_min / 10, nd->arch_min % 10);
+    else if (nd->arch_min)
+        append(why, n, " of architecture %d.%d or later", nd->arch_min / 10, nd->arch_min % 10);
+    if (nd->extension)
+        append(why, n, " with %s", nd->extension);
+    if (nd->subgroup)
+        append(why, n, " with sub-groups of %d", nd->subgroup);
+    append(why, n, " (this device: %s%s, architecture %d.%d)", d->is_gpu ? "a GPU of " : "not a GPU; ",
+           fa_cl__vendor_name(d->vendor), d->arch_major, d->arch_minor);
+    return 0;
+}
+
+int fa_cl__family_available(const fa_cl__limits *lim, const fa_cl__kernel_family *f, char *why, size_t n)
+{
+    return device_meets(lim, f, 0, why, n);
+}
+
+/* The family FA_CL_KERNEL_VARIANT forces for a plan of op, or NULL: a family of op itself; for a
+ * backward plan a forward family that needs no vendor forces the backward's family that needs none
+ * (the last of the registry); any other name forces nothing here. */
+static const fa_cl__kernel_family *forced_family(const fa_cl__limits *lim, fa_cl__operation op)
+{
+    const fa_cl__kernel_family *f = lim->forced_variant ? fa_cl__kernel_by_id((fa_cl__kernel_id)lim->forced_variant)
+                                                        : NULL;
+    if (!f || f->op == op)
+        return f;
+    const fa_cl__kernel_family *portable = NULL;
+    for (int i = 0; op == FA_CL_OP_BACKWARD && f->op == FA_CL_OP_FORWARD && !fa_cl__family_vendor(f) &&
+                    i < fa_cl__kernel_count();
+         i++)
+        if (fa_cl__kernel_at(i)->op == op && !fa_cl__family_vendor(fa_cl__kernel_at(i)))
+            portable = fa_cl__kernel_at(i);
+    return portable;
 }
 
 fa_cl_status fa_cl__plan_tiles(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
@@ -42,74 +184,47 @@ fa_cl_status fa_cl__plan_tiles(const fa_cl__limits *lim, const fa_cl__tile_reque
                  FA_CL_MAX_HEAD_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
-    const fa_cl__kernel_family *forced = fa_cl__forced_forward(lim);
+    const fa_cl__operation op = req->op ? req->op : FA_CL_OP_FORWARD;
+    const fa_cl__kernel_family *forced = forced_family(lim, op);
     fa_cl_status st = FA_CL_ERROR_UNSUPPORTED;
-    char why[400] = "no kernel applies";
+    char why[400] = "", skipped[600] = "";
+    int tried = 0;
     for (int i = 0; i < fa_cl__kernel_count(); i++) {
         const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
-        if (f->op != FA_CL_OP_FORWARD || (forced ? f != forced : !family_on(lim, f) || !f->applies(lim, req)))
-            continue; /* a forward plan's tiles: other operations' kernels are planned by their plans */
+        if (f->op != op || (forced && f != forced))
+            continue; /* a plan of op: other operations' kernels are helper launches */
+        if (!device_meets(lim, f, forced != NULL, why, sizeof why) || !takes(f, req, why, sizeof why)) {
+            if (forced)
+                break;
+            append(skipped, sizeof skipped, "%s%s %s", skipped[0] ? "; " : "", f->name, why);
+            continue;
+        }
         memset(out, 0, sizeof *out);
         out->head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
         out->elem_bytes = 4; /* the portable kernels hold fp32 in local memory; the tensor-core ones set theirs */
         out->local_mem_budget = fa_cl__local_budget(lim, &out->budget_source);
+        out->splits = 1;
+        tried = 1;
         st = f->plan(lim, req, out, why, sizeof why);
         if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT || forced)
             break;
     }
     if (st != FA_CL_SUCCESS) {
         if (forced && st == FA_CL_ERROR_UNSUPPORTED)
-            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=%s: %s", forced->name, why);
-        else
+            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=%s%s%s", forced->name, tried ? ": " : " ", why);
+        else if (tried)
             snprintf(msg, msg_size, "%s", why);
+        else /* every family skipped: why each was */
+            snprintf(msg, msg_size, "no kernel family takes this plan: %s", skipped);
         return st;
     }
     /* long rows: chunks of keys, one launch each (cl/fa_forward_common.cl) */
     const int64_t keys = req->row_keys > 0 ? req->row_keys : req->seqlen_k;
-    const int most = fa_cl__chunk_keys(lim->o_f32 ? FA_CL_F32 : req->dtype);
+    const int most = fa_cl__chunk_keys(req->o_f32 ? FA_CL_F32 : req->dtype);
     const int want = lim->chunk_keys > 0 ? lim->chunk_keys : keys > most ? most : 0;
-    if (want > 0) /* whole blocks: a launch's blocks never straddle two chunks */
+    if (want > 0 && op == FA_CL_OP_FORWARD) /* whole blocks: a launch's blocks never straddle two chunks */
         out->chunk_keys = want > out->block_kv ? want / out->block_kv * out->block_kv : out->block_kv;
     return FA_CL_SUCCESS;
-}
-
-/* out as a backward family's plan receives it (src/kernels/family.h) */
-static void tiles_start(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out)
-{
-    memset(out, 0, sizeof *out);
-    out->head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
-    out->elem_bytes = 4;
-    out->local_mem_budget = fa_cl__local_budget(lim, &out->budget_source);
-    out->splits = 1;
-}
-
-fa_cl_status fa_cl__plan_backward_tiles(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out,
-                                       char *msg, size_t msg_size)
-{
-    const fa_cl__kernel_family *forced = lim->forced_variant ? fa_cl__kernel_by_id((fa_cl__kernel_id)lim->forced_variant)
-                                                            : NULL;
-    const fa_cl__kernel_family *portable = fa_cl__kernel_by_id(FA_CL_KERNEL_PORTABLE_BACKWARD);
-    if (forced && forced->op != FA_CL_OP_BACKWARD) /* a forward kernel's name */
-        forced = forced->id == FA_CL_KERNEL_PORTABLE || forced->id == FA_CL_KERNEL_PORTABLE_TILED ? portable : NULL;
-    /* the tensor-core families, in the registry's order */
-    for (int i = 0; i < fa_cl__kernel_count(); i++) {
-        const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
-        if (f->op != FA_CL_OP_BACKWARD || f == portable ||
-            (forced ? f != forced : !family_on(lim, f) || !f->applies(lim, req)))
-            continue;
-        tiles_start(lim, req, out);
-        char why[256] = "";
-        const fa_cl_status st = f->plan(lim, req, out, why, sizeof why);
-        if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT || forced) {
-            if (st == FA_CL_ERROR_UNSUPPORTED)
-                snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=%s: %s", f->name, why);
-            else
-                snprintf(msg, msg_size, "%s", why);
-            return st;
-        }
-    }
-    tiles_start(lim, req, out);
-    return portable->plan(lim, req, out, msg, msg_size);
 }
 
 int fa_cl__gqa_pack(int64_t group, int64_t seqlen_q, int env)
@@ -152,17 +267,4 @@ int fa_cl__splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks)
             return (int)n;
     }
     return 1;
-}
-
-void fa_cl__limits_for_modifiers(fa_cl__limits *lim, int score_mods, int mask)
-{
-    if (score_mods)
-        lim->nv_mma = 0;
-    /* the rows kernel's NVIDIA fault (two rows per work-item, head_dim 64) also hit masks: varlen
-     * f32 with a boolean mask on the H200 (CHANGELOG, 0.4.0) */
-    if (score_mods || mask)
-        lim->rows_small_dims = 0;
-    if (score_mods || mask)
-        lim->nv_tf32 = 0;
-    lim->mma_mask = mask;
 }

@@ -29,13 +29,6 @@ int fa_cl__gqa_pack(int64_t group, int64_t seqlen_q, int env);
 int64_t fa_cl__split_count(const fa_cl__tiles *t, int64_t batch, int64_t head_columns, int64_t column_rows,
                           int64_t row_keys, int64_t seqlen_k, int slots, int forced);
 
-/* The limits a plan with score modifiers (softcap, ALiBi, sinks: the portable kernels) or an
- * attention mask (the portable kernels and nvidia-mma) is made under; on NVIDIA GPUs either takes
- * portable-tiled, not the rows kernel for small head_dims: that failed the H200's tests at
- * head_dim 64 with the softcap and ALiBi (commit 414359c) and with a boolean mask over varlen
- * f32 rows (CHANGELOG, 0.4.0). */
-void fa_cl__limits_for_modifiers(fa_cl__limits *lim, int score_mods, int mask);
-
 /* Long rows: an fp32 accumulator that adds c terms p v of one value (identical keys: every weight
  * 1) drifts by about 1e-8 c relative where the value's digits do not fit (0.3, 1.1): 6.6e-4 at
  * 65536 keys, six times the f32 bar, and a sum of ones stops growing at 2^24 terms. No fp32 sum
@@ -62,19 +55,20 @@ void fa_cl__profile_limits(const fa_cl__device_profile *p, fa_cl__limits *out);
  * and what a compiled kernel reported using beside its tiles; *source says which limit it is. */
 size_t fa_cl__local_budget(const fa_cl__limits *lim, const char **source);
 
-/* Tiles for req on lim: the first kernel family of the registry (src/kernels/registry.c) that
- * applies and has a tile that fits, or the one FA_CL_KERNEL_VARIANT forces; then the chunks of keys
- * long rows take. FA_CL_ERROR_UNSUPPORTED or FA_CL_ERROR_INVALID_ARGUMENT with a message otherwise. */
+/* Whether the walk may try f on lim's device (its needs, its enabled key, a failed build, the vendor
+ * path, emulation): else why, in why. */
+int fa_cl__family_available(const fa_cl__limits *lim, const fa_cl__kernel_family *f, char *why, size_t n);
+
+/* Tiles for req on lim (a forward's, or a backward's where req->op says so): the first family of
+ * req's operation in the registry (src/kernels/registry.c) whose needs the device meets, that takes
+ * the request (its data, src/kernels/family.h) and whose rules give tiles; or the one
+ * FA_CL_KERNEL_VARIANT forces (a forward family that needs no vendor forces the backward's that
+ * needs none; another operation's family forces nothing), refused with what it lacks; then (forward)
+ * the chunks of keys long rows take. FA_CL_ERROR_UNSUPPORTED or FA_CL_ERROR_INVALID_ARGUMENT with a
+ * message otherwise: the last tried family's reason, or every family's reason for being skipped. */
 fa_cl_status fa_cl__plan_tiles(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                               size_t msg_size);
 
-/* A backward plan's tiles for req on lim (the budget as a forward's; FA_CL_TILE forces them): the
- * first tensor-core family of the registry that applies (nvidia-mma-backward: lim->nv_mma, f16/bf16;
- * nvidia-tf32x3-backward: lim->nv_tf32, f32; head_dim <= 128) and fits, else portable-backward.
- * FA_CL_KERNEL_VARIANT naming a backward family plans that one alone (UNSUPPORTED where it cannot);
- * naming portable or portable-tiled, portable-backward; any other forward kernel changes nothing. */
-fa_cl_status fa_cl__plan_backward_tiles(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out,
-                                       char *msg, size_t msg_size);
 
 /* The -D options (and GPU flags) of the forward kernel for these tiles, storage type and head_dim.
  * Returns the length written, or -1 when out (n bytes, NUL-terminated) is too small. */
