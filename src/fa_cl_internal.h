@@ -13,9 +13,6 @@
 
 #define FA_CL_ERROR_CAPACITY 16384
 #define FA_CL_NOTES_CAPACITY 4096
-/* FA_CL_TMA's bits: what nvidia-wgmma's producer may copy by TMA */
-#define FA_CL_TMA_MASK 1
-#define FA_CL_TMA_KV 2
 
 /* ---- errors (error.c) ------------------------------------------------------------------------ */
 
@@ -37,6 +34,12 @@ void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)
 fa_cl_status fa_cl__fail_cl(fa_cl_context *ctx, cl_int err, const char *what);
 /* "CL_INVALID_VALUE" etc., or "CL_UNKNOWN_ERROR". */
 const char *fa_cl__cl_error_name(cl_int err);
+/* Append what fmt gives to the string in buf (size bytes), truncated; nothing once it is full. */
+void fa_cl__append(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /* ---- device properties (device.c) ------------------------------------------------------------ */
 
@@ -63,20 +66,10 @@ int fa_cl__has_extension(const char *list, const char *ext);
  * query records on ctx (may be NULL) and returns FA_CL_ERROR_OPENCL. */
 fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl__device_props *out);
 
-/* ---- no platform (no_platform.c) ------------------------------------------------------------- */
-
-/* Why clGetPlatformIDs found no platform (err, or CL_SUCCESS with count platforms) and what to
- * install or register (ICD loader, drivers, an unregistered NVIDIA library): lines joined by '\n',
- * no final newline, truncated to size. The library's FA_CL_ERROR_NO_DEVICE message and fa_cl_info
- * both print it. */
-void fa_cl__no_platform_message(cl_int err, cl_uint count, char *buf, size_t size);
-
 /* ---- environment (context.c) ----------------------------------------------------------------- */
 
-/* The most chunks a plan splits keys into (FA_CL_SPLITS's bound). */
+/* The most chunks a plan splits keys into (FA_CL_TUNE splits='s bound). */
 #define FA_CL_MAX_SPLITS 1024
-/* nvidia-mma's deepest K/V pipeline (FA_CL_MMA_STAGES's bound; src/kernels/nvidia_mma.h). */
-#define FA_CL_ENV_MAX_STAGES 4
 
 /* The tuning values a context's plans are made under (FA_CL_TUNE, docs/tuning.md): numbers by
  * kernel family id (id 0: the planner's own keys) and by the key's place in that family's list
@@ -88,41 +81,35 @@ typedef struct fa_cl__tune {
 } fa_cl__tune;
 
 typedef struct fa_cl__env {
-    size_t local_mem_cap; /* FA_CL_LOCAL_MEM_BYTES, 0 = none */
-    size_t local_mem_override; /* FA_CL_LOCAL_MEM_OVERRIDE (experiments), 0 = none */
-    int tile_q, tile_kv, tile_rows, tile_cols; /* FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]], 0 = none */
-    int chunk_keys;           /* FA_CL_KV_CHUNK (tests): every plan sums keys in chunks of n (whole blocks) */
-    int splits;               /* FA_CL_SPLITS: split-KV chunks of every plan, 0 = the planner's */
-    int lpt_columns;          /* FA_CL_LPT_COLUMNS: causal plans' longest-first sections, 0 = the planner's */
-    int mma_stages;           /* FA_CL_MMA_STAGES: nvidia-mma K/V pipeline depth 2..4, 0 = the planner's */
-    int mma_kv_warps;         /* FA_CL_MMA_KV_WARPS: 1, 2 or 4 warps sharing 16 rows' key blocks, 0 = planner's */
-    int gqa_pack;             /* FA_CL_GQA_PACK: -1 = off (0), 1 = on wherever heads share a kv head, 0 = planner's */
+    size_t local_mem_cap;     /* FA_CL_LOCAL_MEM_BYTES, 0 = none */
     char kernel_dir[1024];    /* FA_CL_KERNEL_DIR, "" = embedded sources */
     char build_options[1024]; /* FA_CL_BUILD_OPTIONS */
     int print_build_log;      /* FA_CL_DEBUG_BUILD_LOG: print every build log to stderr (tuning) */
     char variant_name[64];    /* FA_CL_KERNEL_VARIANT as given, "" = none */
-    int variant;              /* that family's fa_cl__kernel_id (fa_cl__env_resolve), 0 = the planner's choice */
+    int variant;              /* that family's id (fa_cl__env_resolve), 0 = the planner's choice */
     int vendor_path_off;      /* FA_CL_VENDOR_PATH=0: portable kernels only */
-    int pad_rows_off;         /* FA_CL_PAD_ROWS=0: no zero-padded q/k/v copies (tensor-core plans at d % 8 != 0) */
-    int mma_emulate;          /* FA_CL_MMA_EMULATE=1 (tests): the tensor-core kernel on any device, PTX emulated */
-    int nv_tf32;              /* FA_CL_NV_TF32: -1 unset (on where tensor cores run natively), 0 off, 1 on */
-    int wgmma;                /* FA_CL_WGMMA: -1 unset (the planner's default), 0 off, 1 on (nvidia-wgmma) */
-    int wgmma_producer_off;   /* FA_CL_WGMMA_PRODUCER=0: nvidia-wgmma without its copying warpgroup */
-    int persistent_off;       /* FA_CL_PERSISTENT=0: nvidia-wgmma a work-group a tile, not a compute unit */
-    int persistent_groups;    /* FA_CL_PERSISTENT=n: a persistent plan's work-groups at most, 0 = a compute unit's */
-    int tma;                  /* FA_CL_TMA: what nvidia-wgmma's producer copies by TMA, bits FA_CL_TMA_MASK and
-                                 FA_CL_TMA_KV (unset: both; 0 none, "mask", "kv"); cp.async the rest */
-    fa_cl__tune tune;         /* the families' tuning values (src/plan/limits.c sets them) */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */
     int cache_off;            /* FA_CL_CACHE_DIR=off */
+    char tune_text[1024];     /* FA_CL_TUNE as given (docs/tuning.md): parsed by the planner into what follows */
+    /* ---- FA_CL_TUNE: the planner's keys (src/plan/tune.c), then the families' values ---- */
+    size_t local_mem_override; /* local_mem_override=, 0 = none */
+    int tile_q, tile_kv, tile_rows, tile_cols; /* tile=<Br>x<Bc>[x<rows>[x<keys>]], 0 = none */
+    int chunk_keys;           /* kv_chunk= (tests): every plan sums keys in chunks of n (whole blocks) */
+    int splits;               /* splits=: split-KV chunks of every plan, 0 = the planner's */
+    int lpt_columns;          /* lpt_columns=: causal plans' longest-first sections, 0 = the planner's */
+    int gqa_pack;             /* gqa_pack=: -1 = off (0), 1 = on wherever heads share a kv head, 0 = planner's */
+    fa_cl__tune tune;         /* every family's keys */
 } fa_cl__env;
 
-/* Parse the environment; a malformed value is an FA_CL_ERROR_INVALID_ARGUMENT naming the variable. */
+/* Parse the environment's stable variables (docs/usage.md), FA_CL_KERNEL_VARIANT's and FA_CL_TUNE's
+ * text (the planner resolves them: fa_cl__env_resolve); a malformed value is an
+ * FA_CL_ERROR_INVALID_ARGUMENT naming the variable. */
 fa_cl_status fa_cl__env_read(fa_cl__env *out, char *msg, size_t msg_size);
 /* The same from lookup(data, name) instead of getenv (NULL: unset): fa_cl_info --emit plans with
- * settings of its own, whatever the process environment holds. */
+ * settings of its own, whatever the process environment holds. fa_cl__env_getenv is getenv's. */
 typedef const char *(*fa_cl__env_lookup)(void *data, const char *name);
 fa_cl_status fa_cl__env_parse(fa_cl__env *out, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size);
+const char *fa_cl__env_getenv(void *data, const char *name);
 /* ---- context (context.c; created and released by src/api/context.c) --------------------------- */
 
 typedef struct fa_cl__program_entry fa_cl__program_entry;
@@ -168,9 +155,6 @@ struct fa_cl_context {
 fa_cl_status fa_cl__context_open(cl_context context, cl_device_id device, cl_command_queue queue,
                                 fa_cl_context **out);
 void fa_cl__context_close(fa_cl_context *ctx);
-/* The device fa_cl_context_create_default takes: FA_CL_DEVICE's (p:d or a name substring), else the
- * first GPU, else the first device. FA_CL_ERROR_NO_DEVICE with the reason recorded otherwise. */
-fa_cl_status fa_cl__default_device(cl_platform_id *platform, cl_device_id *device);
 
 /* Turns kernel family `id` (an fa_cl__kernel_id, below 64) off on ctx, under its lock: 1 the first
  * time (the caller notes why), 0 when it was off already. */
@@ -246,6 +230,15 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl__views
 
 /* Check num_wait / wait consistency (OpenCL's rule: NULL list iff count 0). */
 fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const cl_event *wait);
+
+/* A call's argument struct (given, of the caller's size given_size, non-NULL) as this library's
+ * (fa_cl__struct_copy into out, out_size bytes); a failure recorded on ctx under call's name. */
+fa_cl_status fa_cl__args_copy(fa_cl_context *ctx, const char *call, const void *given, size_t given_size, void *out,
+                              size_t out_size);
+/* args of the caller's size as this library's struct, then the buffer and wait-list checks
+ * against the views; the failure is recorded on ctx under call's name. */
+fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__views *views,
+                                       const fa_cl_forward_args *given, fa_cl_forward_args *out);
 
 /* ---- the backward's descriptors (desc_backward.c): the forward's views, extended --------------- */
 

@@ -9,7 +9,7 @@
  *   test_forward layouts  BSHD, padded strides with offsets, mixed and broadcast layouts, q and o in
  *                         one buffer, the one-shot plan cache past its 64 entries
  *   test_forward tiles    head_dim 40, 64, 128 over several shapes; CTest runs it under
- *                         FA_CL_LOCAL_MEM_BYTES=16384 and several FA_CL_TILE values
+ *                         FA_CL_LOCAL_MEM_BYTES=16384 and several FA_CL_TUNE tile values
  *   test_forward wide     head_dim 257..512 (300, 320, 384, 457, 512) x f32/f16/bf16: causal and not,
  *                         tails, GQA/MQA, windows, layouts, a decoding row; the tensor-core kernels
  *                         decline these (CTest runs it emulated too), tiles shrink with the budget
@@ -62,7 +62,8 @@ static void read_limits(fa_cl_context *ctx)
     if (s && *s)
         env_cap = (size_t)strtoull(s, NULL, 10);
     int rows = 0, cols = 0;
-    s = getenv("FA_CL_TILE");
+    char tile[64];
+    s = tu_tune("tile", tile, sizeof tile);
     if (s && *s && sscanf(s, "%dx%dx%dx%d", &env_tile_q, &env_tile_kv, &rows, &cols) < 2)
         env_tile_q = env_tile_kv = 0;
     s = getenv("FA_CL_KERNEL_VARIANT");
@@ -82,7 +83,7 @@ static void read_limits(fa_cl_context *ctx)
              l->forced_variant == env_variant && l->dev.is_gpu == ((dtype & CL_DEVICE_TYPE_GPU) != 0);
     tu_expect(&tally, ok,
               "planner limits of the context: local memory %zu (device %llu, %s), max work-group %zu (device %zu), "
-              "cap %zu (FA_CL_LOCAL_MEM_BYTES %zu), tile %dx%dx%d (FA_CL_TILE %dx%dx%dx%d), variant %d (env %d), "
+              "cap %zu (FA_CL_LOCAL_MEM_BYTES %zu), tile %dx%dx%d (FA_CL_TUNE tile %dx%dx%dx%d), variant %d (env %d), "
               "prefer tiled %d",
               l->local_mem_size, (unsigned long long)local, l->local_mem_is_global ? "global" : "local",
               l->max_work_group, wg, l->local_mem_cap, env_cap, l->forced_q, l->forced_kv, l->forced_rows,
@@ -106,7 +107,7 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         return "work_group_size outside 1..device maximum";
     const int mma_variant = strcmp(in->kernel, "nvidia-mma") == 0;
     /* O lives in the tensor-core kernels' registers: above their head_dim limits the plan must have
-     * fallen back to a portable kernel (with FA_CL_MMA_EMULATE=1 as on an NVIDIA GPU) */
+     * fallen back to a portable kernel (with nvidia-mma:emulate=1 as on an NVIDIA GPU) */
     if ((mma_variant && c->D > FA_CL_MMA_MAX_DIM) ||
         (strcmp(in->kernel, "nvidia-tf32x3") == 0 && c->D > FA_CL_TF32_MAX_DIM)) {
         snprintf(why, sizeof why, "%s planned at head_dim %lld, beyond what it takes", in->kernel, (long long)c->D);
@@ -128,7 +129,7 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     if (env_variant == FA_CL_KERNEL_PORTABLE && !rows_variant)
         return "FA_CL_KERNEL_VARIANT=portable not honoured";
     if (env_tile_q && (in->block_q != env_tile_q || in->block_kv != env_tile_kv))
-        return "FA_CL_TILE not honoured";
+        return "FA_CL_TUNE tile not honoured";
     if (env_cap && in->local_mem_budget > env_cap)
         return "FA_CL_LOCAL_MEM_BYTES not honoured";
     fa_cl__views views;
@@ -136,7 +137,7 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     if (fa_cl__desc_resolve(desc, &views, vmsg, sizeof vmsg) != FA_CL_SUCCESS)
         return "the descriptor of an accepted plan does not resolve";
     /* GQA packing: every query head of a kv head in one work-group where seqlen_q < 64
-     * (FA_CL_GQA_PACK=0 never, =1 always) */
+     * (FA_CL_TUNE gqa_pack=0 never, =1 always) */
     const int64_t group = c->Hq / c->Hkv;
     const int pack = group > 1 && lib_env.gqa_pack >= 0 && (lib_env.gqa_pack > 0 || c->Sq < 64)
                          ? (int)group
@@ -180,9 +181,10 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
             tma_tiles = 0;
         }
     }
-    const char *splits_env = getenv("FA_CL_SPLITS");
+    char splits_buf[32];
+    const char *splits_env = tu_tune("splits", splits_buf, sizeof splits_buf);
     if (splits_env && *splits_env && atoi(splits_env) > 1 && in->splits < atoi(splits_env)) {
-        snprintf(why, sizeof why, "plan info: %d splits, FA_CL_SPLITS=%s not honoured", in->splits, splits_env);
+        snprintf(why, sizeof why, "plan info: %d splits, FA_CL_TUNE splits=%s not honoured", in->splits, splits_env);
         return why;
     }
     if (in->splits > 1) /* split-KV: no chunked launches, one forward and the combine */
@@ -193,14 +195,15 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
                in->local_mem_budget == t.local_mem_budget &&
                (in->local_mem_bytes == t.local_mem_bytes || tensor_cores) &&
                strcmp(in->kernel, t.kernel) == 0;
-    /* one launch, or one per chunk of keys (FA_CL_KV_CHUNK, long rows) with scratch of its own */
+    /* one launch, or one per chunk of keys (FA_CL_TUNE kv_chunk, long rows) with scratch of its own */
     const int launches = 3 * padded + (in->splits > 1           ? 2
                                        : t.chunk_keys > 0 ? (int)((c->Sk + t.chunk_keys - 1) / t.chunk_keys)
                                                           : 1);
     /* Hopper's copies by TMA (dense plans of nvidia-wgmma's producer): one more launch, writing
      * 512 bytes of tensor maps into the plan's scratch; a persistent plan's (head_dim_padded 128,
-     * not split, FA_CL_PERSISTENT not 0) 64 more, its tile counter */
-    const char *persistent_env = getenv("FA_CL_PERSISTENT");
+     * not split, nvidia-wgmma:persistent not 0) 64 more, its tile counter */
+    char persistent_buf[32];
+    const char *persistent_env = tu_tune("persistent", persistent_buf, sizeof persistent_buf);
     const int persistent = in->head_dim_padded == 128 && in->splits == 1 &&
                            !(persistent_env && strcmp(persistent_env, "0") == 0);
     const size_t tma_bytes = 512 + (persistent ? 64 : 0);
@@ -372,7 +375,7 @@ static void run_case(fa_cl_context *ctx, const char *label, int idx, const tu_ca
         ok = 0;
         snprintf(why, sizeof why, "read back failed");
     }
-    if (!ok && env_tile_q && strstr(why, "FA_CL_TILE=") && strstr(why, "budget")) {
+    if (!ok && env_tile_q && strstr(why, "tile=") && strstr(why, "budget")) {
         /* a tile forced for the whole run that this case's head_dim cannot fit: the refusal is the
          * contract (test_planner checks it); the case is not run, and says so */
         printf("[SKIP] %s #%d D=%lld: %s\n", label, idx, (long long)c->D, why);

@@ -83,14 +83,15 @@ static void tune(fa_cl__limits *lim, const char *family, const char *key, int va
     lim->tune = &case_tune;
 }
 
-/* FA_CL_TUNE emulate=1 on lim's device, with nvidia-tf32x3's (forward and backward) enabled=1 where
- * tf32 says so: the vendor families' code emulated. */
+/* FA_CL_TUNE emulate=1 for nvidia-mma and nvidia-mma-backward, and where tf32 says so nvidia-tf32x3
+ * and nvidia-tf32x3-backward: their vendor code emulated on lim's device. */
 static void emulate(fa_cl__limits *lim, int tf32)
 {
-    lim->emulate = 1;
+    tune(lim, "nvidia-mma", "emulate", 1);
+    tune(lim, "nvidia-mma-backward", "emulate", 1);
     if (tf32) {
-        tune(lim, "nvidia-tf32x3", "enabled", 1);
-        tune(lim, "nvidia-tf32x3-backward", "enabled", 1);
+        tune(lim, "nvidia-tf32x3", "emulate", 1);
+        tune(lim, "nvidia-tf32x3-backward", "emulate", 1);
     }
 }
 
@@ -286,7 +287,7 @@ static const pcase cases[] = {
     {"PoCL d=59 (d_padded 60), Sq=65 Sk=17: B_c = 24, B_r = 72; 1 row (CPUs), wg 72; 4*96*60 = 23040",
      POCL, 0, 0, 0, 0, 0, 0, 59, 65, 17, FA_CL_SUCCESS, 72, 24, 72, 23040, 131072, SRC_CACHE},
 
-    /* ---- forced tiles (FA_CL_TILE) ---- */
+    /* ---- forced tiles (FA_CL_TUNE tile) ---- */
     {"48K d=128, forced 64x32: 4*96*128 = 49152 fits exactly",
      NV48, 0, 0, 0, 0, 64, 32, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 49152, 49152, SRC_DEV},
     {"PoCL d=64, forced 16x8, Sq = Sk = 1: forced tiles are not clamped -> 16x8, 4*24*64 = 6144",
@@ -307,7 +308,7 @@ static const pcase cases[] = {
      DEV8K, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL},
     {"8K device, d=128: rows_fit = 16 -> equal 8 -> 8x8, 8192",
      DEV8K, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 8, 8, 8, 8192, 8192, SRC_DEV},
-    /* ---- forced rows per work-item (FA_CL_TILE's third field), rows variant ---- */
+    /* ---- forced rows per work-item (tile's third field), rows variant ---- */
     {"PoCL d=64, forced 64x32x2: 2 rows per work-item -> wg 32; 4*96*64 = 24576",
      POCL, 0, 0, 0, 0, 64, 32, 64, LONG, LONG, FA_CL_SUCCESS, 64, 32, 32, 24576, 131072, SRC_CACHE, 0, 0, 2, 0, NULL},
     {"PoCL d=64, forced 64x32x3: 64 is not a multiple of 3",
@@ -612,8 +613,8 @@ static void run_case(tu_tally *tally, const pcase *c)
             else if (c->want == FA_CL_ERROR_UNSUPPORTED && c->d >= 1 && c->d <= FA_CL_MAX_HEAD_DIM && !c->variant &&
                      !strstr(msg, "budget"))
                 why = "message does not mention the budget";
-            else if (c->forced_q && !strstr(msg, "FA_CL_TILE"))
-                why = "message does not name FA_CL_TILE";
+            else if (c->forced_q && !strstr(msg, "tile="))
+                why = "message does not name the tile key";
             else if (c->variant && c->want == FA_CL_ERROR_UNSUPPORTED && !strstr(msg, "FA_CL_KERNEL_VARIANT"))
                 why = "message does not name FA_CL_KERNEL_VARIANT";
         }
@@ -717,7 +718,7 @@ static void mma_cases(tu_tally *tally)
         int br, bc, wr, wg, dp;
         size_t bytes;
         size_t local; /* the budget; 0: the H200's 227 KiB */
-        int tf32;     /* f32 on the 3xTF32 kernel (FA_CL_NV_TF32 not 0) */
+        int tf32;     /* f32 on the 3xTF32 kernel (nvidia-tf32x3:enabled not 0) */
     } mc[] = {
         {"d=128 aligned: 128x32, 32 rows per warp, (128 + 4*32) rows * 136 * 2 = 69632", 128, 1, 0, 0, 0, 0,
          FA_CL_F16, FA_CL_SUCCESS, 128, 32, 32, 128, 128, 69632},
@@ -725,21 +726,21 @@ static void mma_cases(tu_tally *tally)
          FA_CL_SUCCESS, 64, 32, 16, 128, 128, 17408},
         {"d=40 aligned: padded to 64, 128x64x32, (128 + 4*64) rows * 72 * 2 = 55296", 40, 1, 0, 0, 0, 0, FA_CL_F16,
          FA_CL_SUCCESS, 128, 64, 32, 128, 64, 55296},
-        {"FA_CL_TILE=128x32x32, d=128 aligned: (128 + 4*32) rows * 136 * 2 = 69632, 4 warps", 128, 1, 128, 32, 32, 0,
+        {"tile=128x32x32, d=128 aligned: (128 + 4*32) rows * 136 * 2 = 69632, 4 warps", 128, 1, 128, 32, 32, 0,
          FA_CL_F16, FA_CL_SUCCESS, 128, 32, 32, 128, 128, 69632},
-        {"FA_CL_TILE=128x64x32, d=64 unaligned: (128 + 2*64) rows * 72 * 2 = 36864", 64, 0, 128, 64, 32, 0,
+        {"tile=128x64x32, d=64 unaligned: (128 + 2*64) rows * 72 * 2 = 36864", 64, 0, 128, 64, 32, 0,
          FA_CL_F16, FA_CL_SUCCESS, 128, 64, 32, 128, 64, 36864},
-        {"FA_CL_TILE=128x64 (16 rows per warp): 8 warps, max(128, 256) rows * 136 * 2 = 69632", 128, 1, 128, 64, 0,
+        {"tile=128x64 (16 rows per warp): 8 warps, max(128, 256) rows * 136 * 2 = 69632", 128, 1, 128, 64, 0,
          0, FA_CL_F16, FA_CL_SUCCESS, 128, 64, 16, 256, 128, 69632},
-        {"FA_CL_TILE=256x128x32: (256 + 512) rows * 136 * 2 = 208896 <= 227 KiB", 128, 1, 256, 128, 32, 0,
+        {"tile=256x128x32: (256 + 512) rows * 136 * 2 = 208896 <= 227 KiB", 128, 1, 256, 128, 32, 0,
          FA_CL_F16, FA_CL_SUCCESS, 256, 128, 32, 256, 128, 208896},
-        {"FA_CL_TILE=48x32x32 with nvidia-mma forced: 32 does not divide 48", 128, 1, 48, 32, 32,
+        {"tile=48x32x32 with nvidia-mma forced: 32 does not divide 48", 128, 1, 48, 32, 32,
          FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=64x64x8 with nvidia-mma forced: 8 rows per warp", 128, 1, 64, 64, 8, FA_CL_KERNEL_NVIDIA_MMA,
+        {"tile=64x64x8 with nvidia-mma forced: 8 rows per warp", 128, 1, 64, 64, 8, FA_CL_KERNEL_NVIDIA_MMA,
          FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=8x64 with f16 K/V and nvidia-mma forced: 8 rows a block are q8_0's", 128, 1, 8, 64, 0,
+        {"tile=8x64 with f16 K/V and nvidia-mma forced: 8 rows a block are q8_0's", 128, 1, 8, 64, 0,
          FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=8x64 with f16 K/V: the portable kernels", 128, 1, 8, 64, 0, 0, FA_CL_F16, FA_CL_SUCCESS, -1, 0,
+        {"tile=8x64 with f16 K/V: the portable kernels", 128, 1, 8, 64, 0, 0, FA_CL_F16, FA_CL_SUCCESS, -1, 0,
          0, 0, 0, 0},
         {"f32 is not the tensor-core kernel's", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0},
         {"d=160 aligned: padded to 160, 128x64x16, Q in its own tile: (128 + 4*64) rows * 168 * 2 = 129024", 160, 1,
@@ -756,7 +757,7 @@ static void mma_cases(tu_tally *tally)
          0, FA_CL_F16, FA_CL_SUCCESS, 64, 16, 16, 128, 256, 67584, 80 * KIB},
         {"d=256 in 64 KiB: even 16 keys need 67584 > 65536: the portable kernels", 256, 1, 0, 0, 0, 0, FA_CL_F16,
          FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0, 64 * KIB},
-        {"FA_CL_TILE=64x64 at d=256 in 80 KiB with nvidia-mma forced: not shrunk, refused", 256, 1, 64, 64, 0,
+        {"tile=64x64 at d=256 in 80 KiB with nvidia-mma forced: not shrunk, refused", 256, 1, 64, 64, 0,
          FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0, 80 * KIB},
         /* f32 on the 3xTF32 kernel (tf32 = 1, the default): 4 * (B_r (d + 8) + bufs B_c (2 d + 12)) */
         {"f32 tf32 d=128 aligned: 4 * (128*136 + 2*32*268) = 138240", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
@@ -765,7 +766,7 @@ static void mma_cases(tu_tally *tally)
          128, 32, 16, 256, 128, 103936, 0, 1},
         {"f32 tf32 d=40: padded to 64, 4 * (128*72 + 2*32*140) = 72704", 40, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
          128, 32, 16, 256, 64, 72704, 0, 1},
-        {"f32 tf32 FA_CL_TILE=32x16: 4 * (32*136 + 2*16*268) = 51712", 128, 1, 32, 16, 0, 0, FA_CL_F32,
+        {"f32 tf32 tile=32x16: 4 * (32*136 + 2*16*268) = 51712", 128, 1, 32, 16, 0, 0, FA_CL_F32,
          FA_CL_SUCCESS, 32, 16, 16, 64, 128, 51712, 0, 1},
         {"f32 tf32 d=160 > 128: the portable kernels", 160, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0,
          0, 1},
@@ -816,7 +817,7 @@ static void mma_cases(tu_tally *tally)
 
 /* Long rows in chunks of keys: only where a row sees more keys than one fp32 sum may add for the
  * output's type (masks counted: fa_cl__chunk_keys, 2^12 f32, 2^16 f16, 2^19 bf16, an f32 o of f16
- * inputs as f32), that many keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
+ * inputs as f32), that many keys a launch; kv_chunk=n in every plan, whole blocks. */
 /* nvidia-wgmma on Hopper's limits (fa_cl__limits_for_device of compute capability 9.0, as the
  * library derives them): where it is planned, its tiles and bytes (2 (B_r + 4 B_c) d_padded, by
  * hand, + 64 for the producer warpgroup's mbarriers at B_r = 128, whose work-group is 384; at
@@ -842,12 +843,12 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_BF16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
         {"d=97: padded to 128", 97, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
-        {"FA_CL_TILE=128x80 at d=256 with copies not by TMA: refused", 256, 1, LONG, 128, 80, 0, 0, 0, 0, 2, FA_CL_F16,
+        {"tile=128x80 at d=256 with copies not by TMA: refused", 256, 1, LONG, 128, 80, 0, 0, 0, 0, 2, FA_CL_F16,
          0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=128x176 at d=128 with nvidia-wgmma forced: refused", 128, 1, LONG, 128, 176, 0,
+        {"tile=128x176 at d=128 with nvidia-wgmma forced: refused", 128, 1, LONG, 128, 176, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16,
          0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=128x64 at d=256 by TMA: the producer, 64 keys", 256, 1, LONG, 128, 64, 0, 0, 0, 0, 0, FA_CL_F16,
+        {"tile=128x64 at d=256 by TMA: the producer, 64 keys", 256, 1, LONG, 128, 64, 0, 0, 0, 0, 0, FA_CL_F16,
          0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 196672},
         {"d=96: nvidia-mma (as fast there)", 96, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
@@ -859,13 +860,13 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 148544},
         {"d=64, 128 rows: one block of two warpgroups", 64, 1, 128, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81984},
-        {"FA_CL_TILE=192x64 at d=128: three warpgroups, 2*(192 + 4*64)*128 = 114688", 128, 1, LONG, 192, 64, 0, 0,
+        {"tile=192x64 at d=128: three warpgroups, 2*(192 + 4*64)*128 = 114688", 128, 1, LONG, 192, 64, 0, 0,
          0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 192, 64, 128, 114752},
-        {"FA_CL_TILE=192x64 at d=256: refused", 256, 1, LONG, 192, 64, 0, 0, 0, 0, 0, FA_CL_F16, 0,
+        {"tile=192x64 at d=256: refused", 256, 1, LONG, 192, 64, 0, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=192x128 at d=64, copies not by TMA: refused", 64, 1, LONG, 192, 128, 0, 0, 0, 0, 2, FA_CL_F16,
+        {"tile=192x128 at d=64, copies not by TMA: refused", 64, 1, LONG, 192, 128, 0, 0, 0, 0, 2, FA_CL_F16,
          0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=192x128 at d=64 with a mask: refused", 64, 1, LONG, 192, 128, 0, 0, 2, 0, 0, FA_CL_F16, 0,
+        {"tile=192x128 at d=64 with a mask: refused", 64, 1, LONG, 192, 128, 0, 0, 2, 0, 0, FA_CL_F16, 0,
          FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
         {"d=64, 512 keys: nvidia-mma", 64, 1, 512, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
@@ -890,7 +891,7 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 230464},
         {"d=256 f32 mask: 32 keys, 2*(128 + 4*32)*256 + 2*128*32*4 + 1024 = 164864", 256, 1, LONG, 0, 0, 0, 0, 4, 0, 0,
          FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 32, 256, 164928},
-        {"FA_CL_TILE=128x128 at d=256 with nvidia-wgmma forced: B_c 32..64 there, refused", 256, 1, LONG, 128, 128, 0,
+        {"tile=128x128 at d=256 with nvidia-wgmma forced: B_c 32..64 there, refused", 256, 1, LONG, 128, 128, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
         {"d=257: nvidia-wgmma declines, portable-tiled", 257, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 0, 0, 0, 0},
@@ -906,17 +907,17 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 164928},
         {"q8_0 K/V: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 1, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
-        {"FA_CL_WGMMA=0: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 1, FA_CL_F16, 0, FA_CL_SUCCESS,
+        {"nvidia-wgmma:enabled=0: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 1, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"100 KiB: 128 keys need 163840, 64 keys 2*(128 + 4*64)*128 = 98304", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 0,
          FA_CL_F16, 100 * KIB, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 98368},
-        {"FA_CL_TILE=64x128: one warpgroup, 2*(64 + 4*128)*128 = 147456", 128, 1, LONG, 64, 128, 0, 0, 0, 0, 0,
+        {"tile=64x128: one warpgroup, 2*(64 + 4*128)*128 = 147456", 128, 1, LONG, 64, 128, 0, 0, 0, 0, 0,
          FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 64, 128, 128, 147456},
-        {"FA_CL_TILE=96x64 with nvidia-wgmma forced: B_r not 64 or 128, refused", 128, 1, LONG, 96, 64, 0,
+        {"tile=96x64 with nvidia-wgmma forced: B_r not 64 or 128, refused", 128, 1, LONG, 96, 64, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=128x64x16 (rows per warp): nvidia-mma's", 128, 1, LONG, 128, 64, 16, 0, 0, 0, 0, FA_CL_F16, 0,
+        {"tile=128x64x16 (rows per warp): nvidia-mma's", 128, 1, LONG, 128, 64, 16, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
-        {"FA_CL_WGMMA=0 with nvidia-wgmma forced: refused, naming the key that turned it off", 128, 1, LONG, 0, 0, 0,
+        {"nvidia-wgmma:enabled=0 with nvidia-wgmma forced: refused, naming the key that turned it off", 128, 1, LONG, 0, 0, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 1, FA_CL_F16, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0},
     };
     const fa_cl__device_traits hopper = {.is_gpu = 1, .vendor = FA_CL_VENDOR_NVIDIA, .local_mem_size = 48 * KIB,
@@ -985,7 +986,7 @@ static void chunk_cases(tu_tally *tally)
         {FA_CL_F16, 1 << 16, 0, 0, 0, 0},       {FA_CL_F16, (1 << 16) + 1, 0, 0, 1 << 16, 0},
         {FA_CL_F16, (1 << 16) + 1, 0, 0, 4096, 1}, /* an f32 o: f32's chunks */
         {FA_CL_BF16, 1 << 19, 0, 0, 0, 0},      {FA_CL_BF16, (1 << 19) + 1, 0, 0, 1 << 19, 0},
-        {FA_CL_F16, 100, 0, 40, 32, 0},         /* FA_CL_KV_CHUNK=40 with 32-key blocks: one block */
+        {FA_CL_F16, 100, 0, 40, 32, 0},         /* kv_chunk=40 with 32-key blocks: one block */
         {FA_CL_F32, 100, 0, 8, 32, 0},          /* fewer keys than a block: still every block */
     };
     for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
@@ -999,7 +1000,7 @@ static void chunk_cases(tu_tally *tally)
         const int keys = t.chunk_keys;
         const int want = fc[i].want_keys && fc[i].want_keys < t.block_kv ? t.block_kv : fc[i].want_keys;
         tu_expect(tally, st == FA_CL_SUCCESS && keys == want && keys % t.block_kv == 0,
-                  "chunks: %s%s, %lld keys (a row sees %lld), FA_CL_KV_CHUNK %d: %d blocks of %d (%d keys), want %d "
+                  "chunks: %s%s, %lld keys (a row sees %lld), kv_chunk %d: %d blocks of %d (%d keys), want %d "
                   "keys %s", tu_dtype_name(fc[i].dtype), fc[i].o_f32 ? " (o f32)" : "", (long long)fc[i].sk,
                   (long long)fc[i].row_keys,
                   fc[i].forced_keys, t.chunk_keys / t.block_kv, t.block_kv, keys, want, msg);
@@ -1027,9 +1028,9 @@ static void split_cases(tu_tally *tally)
     t.block_q = 8, t.block_kv = 32, t.chunk_keys = fa_cl__chunk_keys(FA_CL_F32);
     const struct { const char *what; int forced; int64_t want; } c[] = {
         {"long f32 row (140000 keys) on 2 cores: at least one chunk per 4096 keys", 0, 35},
-        {"FA_CL_SPLITS=100 above that minimum", 100, 100},
-        {"FA_CL_SPLITS=5 below it: the minimum", 5, 35},
-        {"FA_CL_SPLITS=1: never split (the plan chunks its launches instead)", 1, 1},
+        {"splits=100 above that minimum", 100, 100},
+        {"splits=5 below it: the minimum", 5, 35},
+        {"splits=1: never split (the plan chunks its launches instead)", 1, 1},
     };
     for (int i = 0; i < (int)(sizeof c / sizeof c[0]); i++) {
         const int64_t n = fa_cl__split_count(&t, 1, 1, 4, 140000, 140000, 2, c[i].forced);
@@ -1040,7 +1041,7 @@ static void split_cases(tu_tally *tally)
         {4, 1, 0, 4}, {4, 63, 0, 4}, {4, 64, 0, 1}, {4, 64, 1, 4}, {4, 1, -1, 1}, {1, 1, 1, 1}};
     for (int i = 0; i < (int)(sizeof g / sizeof g[0]); i++) {
         const int pack = fa_cl__gqa_pack(g[i].group, g[i].sq, g[i].env);
-        tu_expect(tally, pack == g[i].want, "GQA pack: group %lld, %lld query rows, FA_CL_GQA_PACK %d: %d (want %d)",
+        tu_expect(tally, pack == g[i].want, "GQA pack: group %lld, %lld query rows, gqa_pack %d: %d (want %d)",
                   (long long)g[i].group, (long long)g[i].sq, g[i].env, pack, g[i].want);
     }
 }
@@ -1162,11 +1163,11 @@ int main(void)
              229440},
             {"H200", "FA_CL_KERNEL_VARIANT=nvidia-mma at d=512: refused, naming the head_dim and the limit", 512, 1, 0,
              FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, 0},
-            {"PoCL", "FA_CL_MMA_EMULATE=1: nvidia-mma and tf32x3 decline, portable 32x32 (4*64*512 = 131072)", 512, 1, 1,
+            {"PoCL", "emulate=1: nvidia-mma and tf32x3 decline, portable 32x32 (4*64*512 = 131072)", 512, 1, 1,
              0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE, 32, 32, 1, 32, 131072},
-            {"PoCL", "FA_CL_MMA_EMULATE=1 f32: the same", 512, 1, 1, 0, FA_CL_F32, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE,
+            {"PoCL", "emulate=1 f32: the same", 512, 1, 1, 0, FA_CL_F32, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE,
              32, 32, 1, 32, 131072},
-            {"PoCL", "FA_CL_MMA_EMULATE=1 d=256 (the control): nvidia-mma", 256, 1, 1, 0, FA_CL_BF16, FA_CL_SUCCESS,
+            {"PoCL", "emulate=1 d=256 (the control): nvidia-mma", 256, 1, 1, 0, FA_CL_BF16, FA_CL_SUCCESS,
              FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0, 0},
             {"intel-max-1550", "64 registers: TM 1 (fewest); 128 KiB: 32 rows 137856 > 131072, 16 rows 102272, wg 16*8",
              512, 1, 0, 0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 16, 32, 1, 128, 102272},
@@ -1252,12 +1253,12 @@ int main(void)
         lim.forced_kv = 32;
         st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && FA_CL_NV(&t, KV_WARPS) == 1 && t.work_group_size == 32,
-                  "FA_CL_TILE=16x32: one warp (%d), wg %d %s", FA_CL_NV(&t, KV_WARPS), t.work_group_size, msg);
+                  "tile=16x32: one warp (%d), wg %d %s", FA_CL_NV(&t, KV_WARPS), t.work_group_size, msg);
         tune(&lim, "nvidia-mma", "kv_warps", 4);
         msg[0] = '\0';
         st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "kv_warps=4"),
-                  "FA_CL_TILE=16x32 with nvidia-mma:kv_warps=4 (8 keys a warp): refused: %s", msg);
+                  "tile=16x32 with nvidia-mma:kv_warps=4 (8 keys a warp): refused: %s", msg);
     }
     /* msg may be small: truncated, NUL-terminated, no overflow */
     {
@@ -1339,7 +1340,7 @@ int main(void)
         char msg[256] = "";
         const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA_BACKWARD && t.block_q == 32 &&
-                  t.forced, "backward, Hopper, FA_CL_TILE=32x32: %s %s %dx%d %s", fa_cl_status_string(st),
+                  t.forced, "backward, Hopper, tile=32x32: %s %s %dx%d %s", fa_cl_status_string(st),
                   st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, msg);
     }
     /* f32 on tensor cores (nvidia-tf32x3-backward, where nv_tf32): fp32 tiles with rows of d + 4,
@@ -1364,7 +1365,7 @@ int main(void)
             {227 * KIB, 1, 160, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 0, 4 * ((2 * 32 + 2 * 32) * 164 + 2 * 32 * 33 + 64),
              FA_CL_KERNEL_PORTABLE_BACKWARD}, /* above 128: declines */
             {227 * KIB, 0, 64, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 0, 4 * ((2 * 32 + 2 * 32) * 68 + 2 * 32 * 33 + 64),
-             FA_CL_KERNEL_PORTABLE_BACKWARD}, /* FA_CL_NV_TF32=0 (or emulated without =1) */
+             FA_CL_KERNEL_PORTABLE_BACKWARD}, /* nvidia-tf32x3-backward:enabled=0 (or emulated without =1) */
             {227 * KIB, 1, 64, 1, FA_CL_F16, 0, 0, 0, FA_CL_SUCCESS, 64, 0, 56320, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
             /* forced tiles: 32 x 32 in passes of 16; a pass that does not divide B */
             {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 32, 16, FA_CL_SUCCESS, 32, 16, 101888 + 4 * 32 * 16,
@@ -1419,7 +1420,7 @@ int main(void)
                       t.local_mem_bytes, fa_cl_status_string(tc[i].want), tc[i].want_b, tc[i].want_b, tc[i].want_pass,
                       tc[i].bytes, msg);
         }
-        /* FA_CL_TILE's fourth field: dkdv's warps per 16 keys, 1 or 2 (by role, the default at d = 128) */
+        /* tile's fourth field: dkdv's warps per 16 keys, 1 or 2 (by role, the default at d = 128) */
         for (int w = 1; w <= 3; w++) {
             fa_cl__limits lim = hopper_tf32_backward_forced();
             lim.forced_q = lim.forced_kv = 64;

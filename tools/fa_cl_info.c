@@ -303,6 +303,7 @@ typedef struct options {
     const char *emit_dir;   /* --emit: with --profile, write sources and build options there */
     int kernels;            /* --kernels: the kernel registry, no OpenCL */
     int features;           /* --features: which families take each feature, no OpenCL */
+    int tune;               /* --tune: every FA_CL_TUNE key, no OpenCL */
 } options;
 
 /* The FA_CL_* environment, read once (the library reads it the same way per context). */
@@ -333,7 +334,7 @@ static int device_has_extension(const device_report *r, const char *ext)
 }
 
 /* An fa_cl context on one device, so that the planner gets exactly the limits a user's context
- * would (fa_cl__context_limits: device properties plus FA_CL_LOCAL_MEM_BYTES / FA_CL_TILE), with
+ * would (fa_cl__context_limits: device properties plus FA_CL_LOCAL_MEM_BYTES / FA_CL_TUNE), with
  * no copy of that logic here to drift. NULL with the library's message in why on failure. */
 static fa_cl_context *context_on(cl_platform_id plat, cl_device_id dev, char *why, size_t size)
 {
@@ -423,13 +424,14 @@ static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, de
     }
     snprintf(r->notes, sizeof r->notes, "%s", fa_cl_context_notes(ctx));
     fa_cl__context_limits(ctx, &r->limits);
-    if (plans)
-        collect_decode(ctx, r);
-    fa_cl_context_release(ctx);
     if (!plans) {
+        fa_cl_context_release(ctx);
         snprintf(r->plans_error, sizeof r->plans_error, "not computed (--no-plans)");
         return;
     }
+    /* the limits point into the context (its tuning values, the device's extensions): planned
+     * before it goes */
+    collect_decode(ctx, r);
     size_t i = 0;
     for (size_t h = 0; h < COUNT_OF(plan_head_dims); h++) {
         for (size_t t = 0; t < COUNT_OF(plan_dtypes); t++, i++) {
@@ -442,6 +444,9 @@ static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, de
             row->status = fa_cl__plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
         }
     }
+    fa_cl_context_release(ctx);
+    r->limits.tune = NULL;
+    r->limits.dev.extensions = NULL;
     r->planned = 1;
 }
 
@@ -518,7 +523,7 @@ static void human_row(const char *indent, const char *label, const value *v)
 
 static void human_env(const env_state *env)
 {
-    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TILE", "FA_CL_KERNEL_DIR",
+    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TUNE", "FA_CL_KERNEL_DIR",
                                         "FA_CL_BUILD_OPTIONS", "FA_CL_KERNEL_VARIANT", "FA_CL_CACHE_DIR"};
     int any = 0;
     printf("Environment:");
@@ -558,7 +563,7 @@ static void human_plan_row(const plan_row *row)
     char used[48];
     snprintf(used, sizeof used, "%zu / %zu", t->local_mem_bytes, t->local_mem_budget);
     printf("%4d %4d %9d %7d %19s  %-14s %s%s\n", t->block_q, t->block_kv, t->rows_per_item, t->work_group_size, used,
-           t->kernel, t->budget_source, t->forced ? " (FA_CL_TILE)" : "");
+           t->kernel, t->budget_source, t->forced ? " (FA_CL_TUNE tile=)" : "");
 }
 
 static void human_plans(const device_report *r)
@@ -577,9 +582,8 @@ static void human_plans(const device_report *r)
         printf(", %d registers a work-item", l->private_floats);
     if (l->local_mem_cap)
         printf(", FA_CL_LOCAL_MEM_BYTES %zu", l->local_mem_cap);
-    const char *tile = getenv("FA_CL_TILE"); /* as typed: its fields are the library's to parse */
-    if (tile && *tile)
-        printf(", FA_CL_TILE %s", tile);
+    if (l->forced_q > 0)
+        printf(", FA_CL_TUNE tile=%dx%d", l->forced_q, l->forced_kv);
     printf("\n      head_dim dtype  B_r  B_c rows/item WG size  local bytes/budget  kernel         budget source\n");
     for (size_t i = 0; i < N_PLANS; i++)
         human_plan_row(&r->plans[i]);
@@ -726,7 +730,7 @@ static void json_value(json *w, const char *key, const value *v)
 
 static void json_env(json *w, const env_state *env)
 {
-    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TILE", "FA_CL_KERNEL_DIR",
+    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TUNE", "FA_CL_KERNEL_DIR",
                                         "FA_CL_BUILD_OPTIONS", "FA_CL_KERNEL_VARIANT", "FA_CL_CACHE_DIR"};
     json_open(w, "environment", '{');
     for (size_t i = 0; i < COUNT_OF(names); i++) {
@@ -777,8 +781,9 @@ static void json_plans(json *w, const device_report *r)
         json_num(w, "max_work_group", l->max_work_group);
         json_num(w, "local_mem_cap", l->local_mem_cap);
         json_num(w, "private_floats", (unsigned long long)l->private_floats);
-        const char *tile = getenv("FA_CL_TILE");
-        json_str(w, "forced_tile", tile && *tile ? tile : NULL);
+        char tile[64];
+        snprintf(tile, sizeof tile, "%dx%d", l->forced_q, l->forced_kv);
+        json_str(w, "forced_tile", l->forced_q > 0 ? tile : NULL);
         json_close(w, '}');
         json_open(w, "rows", '[');
         for (size_t i = 0; i < N_PLANS; i++)
@@ -901,9 +906,10 @@ static void usage(FILE *f)
                "                     (0/1), operation, entry point, cl/ files (tab-separated; scripts read it)\n"
                "  --features         which kernel families take each feature, dtype and mask type, and what\n"
                "                     device each needs (the families' own data; no OpenCL)\n"
+               "  --tune             every FA_CL_TUNE key: the planner's and each family's (docs/tuning.md)\n"
                "  --version          the tool and library version\n"
                "  -h, --help         this text\n"
-               "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TILE in the device plan table, as the library does;\n"
+               "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TUNE in the device plan table, as the library does;\n"
                "profiles are planned as the library would with no FA_CL_* variable set.\n"
                "Exit status: 0 listed; 1 no platform or no such device; 2 bad usage.\n");
 }
@@ -926,7 +932,10 @@ static int parse_device(const char *s, int *p, int *d)
 }
 
 /* values >= 256, so that optopt after an error tells a long option from a short one */
-enum { OPT_DEVICE = 256, OPT_JSON, OPT_NO_PLANS, OPT_PROFILE, OPT_EMIT, OPT_KERNELS, OPT_FEATURES, OPT_VERSION, OPT_HELP };
+enum {
+    OPT_DEVICE = 256, OPT_JSON, OPT_NO_PLANS, OPT_PROFILE, OPT_EMIT, OPT_KERNELS, OPT_FEATURES, OPT_TUNE, OPT_VERSION,
+    OPT_HELP
+};
 
 static const struct option long_options[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
@@ -936,6 +945,7 @@ static const struct option long_options[] = {
     {"emit", required_argument, NULL, OPT_EMIT},
     {"kernels", no_argument, NULL, OPT_KERNELS},
     {"features", no_argument, NULL, OPT_FEATURES},
+    {"tune", no_argument, NULL, OPT_TUNE},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -964,6 +974,7 @@ static int parse_options(int argc, char **argv, options *o)
         case OPT_EMIT: o->emit_dir = optarg; break;
         case OPT_KERNELS: o->kernels = 1; break;
         case OPT_FEATURES: o->features = 1; break;
+        case OPT_TUNE: o->tune = 1; break;
         case 'd':
         case OPT_DEVICE:
             if (!parse_device(optarg, &o->want_p, &o->want_d)) {
@@ -1109,6 +1120,10 @@ int main(int argc, char **argv)
         }
         return 0;
     }
+    if (o.tune) { /* no OpenCL */
+        fa_cl_info_tune();
+        return 0;
+    }
     if (o.features) { /* no OpenCL */
         fa_cl_info_features();
         return 0;
@@ -1138,7 +1153,7 @@ int main(int argc, char **argv)
     env_state env;
     env.status = fa_cl__env_read(&env.env, env.error, sizeof env.error);
     if (env.status == FA_CL_SUCCESS)
-        env.status = fa_cl__env_resolve(&env.env, env.error, sizeof env.error);
+        env.status = fa_cl__env_resolve(&env.env, fa_cl__env_getenv, NULL, env.error, sizeof env.error);
     char default_why[FA_CL_ERROR_CAPACITY] = "";
     cl_device_id default_dev = default_device(default_why, sizeof default_why);
     /* a report holds a large error buffer: one on the heap, reused for every device */

@@ -177,7 +177,7 @@ static void shape_varlen_decode(fa_cl_attention_desc *d) /* the combine kernel's
 }
 /* the builds fa_cl_info emitted before cases existed: decoding with every serving option, either a
  * paged cache with lengths, appends, score modifiers and an f16 mask, or varlen keys with a
- * boolean mask and q8_0 K/V; FA_CL_SPLITS=4 */
+ * boolean mask and q8_0 K/V; FA_CL_TUNE splits=4 */
 static void shape_serving_paged(fa_cl_attention_desc *d)
 {
     shape_paged_append(d);
@@ -201,6 +201,9 @@ static void shape_long_rows(fa_cl_attention_desc *d) /* more keys than one accum
 
 #define PLANS PASS_FORWARD | PASS_BACKWARD
 #define NV "nvidia-h100"
+/* the NVIDIA families' code emulated (tests on any device): nvidia-mma's, and all four */
+#define EMULATE_MMA "FA_CL_TUNE=nvidia-mma:emulate=1,nvidia-mma-backward:emulate=1"
+#define EMULATE_ALL EMULATE_MMA ",nvidia-tf32x3:emulate=1,nvidia-tf32x3-backward:emulate=1"
 
 static const emit_case cases[] = {
     /* dense prefill: every family's plain build, forward and backward */
@@ -243,32 +246,32 @@ static const emit_case cases[] = {
     {"chunked-prefill", PASS_FORWARD, {0}, NULL, "", shape_chunked_prefill},
     {"varlen", PLANS, {0}, NULL, "", shape_varlen},
     {"varlen-decode-sinks", PASS_FORWARD, {0}, NULL, "", shape_varlen_decode},
-    {"serving-paged", PASS_FORWARD, {128, 0}, NULL, "FA_CL_SPLITS=4", shape_serving_paged},
-    {"serving-varlen", PASS_FORWARD, {128, 0}, NULL, "FA_CL_SPLITS=4", shape_serving_varlen},
+    {"serving-paged", PASS_FORWARD, {128, 0}, NULL, "FA_CL_TUNE=splits=4", shape_serving_paged},
+    {"serving-varlen", PASS_FORWARD, {128, 0}, NULL, "FA_CL_TUNE=splits=4", shape_serving_varlen},
     {"backward-seqlens", PASS_BACKWARD, {0}, NULL, "", shape_seqlens},
     /* settings a user (or a test) can choose: the NVIDIA experiment switches, the emulated PTX */
-    {"env-kv-chunk", PLANS, {0}, NULL, "FA_CL_KV_CHUNK=1024", NULL},
-    {"env-gqa-pack", PASS_FORWARD, {0}, NV, "FA_CL_GQA_PACK=1", shape_gqa_prefill},
-    {"env-wgmma-off", PLANS, {0}, NV, "FA_CL_WGMMA=0", NULL},
-    {"env-wgmma-off-mask", PASS_FORWARD, {0}, NV, "FA_CL_WGMMA=0", shape_mask_f16},
-    {"env-mma-stages-3", PASS_FORWARD, {0}, NV, "FA_CL_WGMMA=0 FA_CL_MMA_STAGES=3", NULL},
-    {"env-producer-off", PASS_FORWARD, {0}, NV, "FA_CL_WGMMA_PRODUCER=0", NULL},
-    {"env-producer-off-mask", PASS_FORWARD, {0}, NV, "FA_CL_WGMMA_PRODUCER=0", shape_mask_f16},
-    {"env-tma-off", PASS_FORWARD, {0}, NV, "FA_CL_TMA=0", NULL},
-    {"env-tma-mask-only", PASS_FORWARD, {0}, NV, "FA_CL_TMA=mask", shape_mask_f16},
-    {"env-tma-kv-only", PASS_FORWARD, {0}, NV, "FA_CL_TMA=kv", shape_mask_f16},
-    {"env-persistent-off", PASS_FORWARD, {0}, NV, "FA_CL_PERSISTENT=0", NULL},
-    {"env-tf32-off", PLANS, {0}, NV, "FA_CL_NV_TF32=0", NULL},
-    {"env-emulate", PLANS, {0}, "cpu-pocl", "FA_CL_MMA_EMULATE=1 FA_CL_NV_TF32=1", NULL},
-    {"env-emulate-mask", PASS_FORWARD, {0}, "cpu-pocl", "FA_CL_MMA_EMULATE=1", shape_mask_f16},
-    {"env-emulate-kv-q8", PASS_FORWARD, {0}, "cpu-pocl", "FA_CL_MMA_EMULATE=1", shape_kv_q8_decode},
-    {"env-emulate-paged", PASS_FORWARD, {0}, "cpu-pocl", "FA_CL_MMA_EMULATE=1", shape_paged_append},
+    {"env-kv-chunk", PLANS, {0}, NULL, "FA_CL_TUNE=kv_chunk=1024", NULL},
+    {"env-gqa-pack", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=gqa_pack=1", shape_gqa_prefill},
+    {"env-wgmma-off", PLANS, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:enabled=0,nvidia-wgmma-backward:enabled=0", NULL},
+    {"env-wgmma-off-mask", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:enabled=0,nvidia-wgmma-backward:enabled=0", shape_mask_f16},
+    {"env-mma-stages-3", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:enabled=0,nvidia-mma:stages=3", NULL},
+    {"env-producer-off", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:producer=0", NULL},
+    {"env-producer-off-mask", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:producer=0", shape_mask_f16},
+    {"env-tma-off", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:tma=none", NULL},
+    {"env-tma-mask-only", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:tma=mask", shape_mask_f16},
+    {"env-tma-kv-only", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:tma=kv", shape_mask_f16},
+    {"env-persistent-off", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:persistent=0", NULL},
+    {"env-tf32-off", PLANS, {0}, NV, "FA_CL_TUNE=nvidia-tf32x3:enabled=0,nvidia-tf32x3-backward:enabled=0", NULL},
+    {"env-emulate", PLANS, {0}, "cpu-pocl", EMULATE_ALL, NULL},
+    {"env-emulate-mask", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_mask_f16},
+    {"env-emulate-kv-q8", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_kv_q8_decode},
+    {"env-emulate-paged", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_paged_append},
 };
 
 /* The case's FA_CL_* settings for fa_cl__env_parse: "NAME=value" words of c->env. */
 typedef struct case_env {
     const char *settings;
-    char value[64];
+    char value[256];
 } case_env;
 
 static const char *case_lookup(void *data, const char *name)

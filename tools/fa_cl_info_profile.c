@@ -6,7 +6,7 @@
 #include "fa_cl_info_profile.h"
 
 #include "kernels/portable_tiled.h" /* the tiled kernel's TM and head_dim limit, printed */
-#include "plan/planner.h"          /* the planner, the registry, the device profiles, dtype names */
+#include "plan/plan.h"             /* the planner, the registry, the device profiles, FA_CL_TUNE's keys */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,10 +180,31 @@ void fa_cl_info_features(void)
                 printf(" of architecture %d.%d or later", nd->arch_min / 10, nd->arch_min % 10);
             if (nd->extension)
                 printf(" with %s", nd->extension);
-            printf("%s", nd->emulation == FA_CL_EMULATION_DEFAULT   ? "; emulated anywhere for tests"
-                         : nd->emulation == FA_CL_EMULATION_ENABLED ? "; emulated anywhere for tests where enabled=1"
-                                                                    : "");
+            if (fa_cl__tune_key_index(f, "emulate") >= 0)
+                printf("; any device with its emulate=1 (tests)");
         }
         printf("\n");
+    }
+}
+
+void fa_cl_info_tune(void)
+{
+    char line[1024];
+    const fa_cl__tune_key *keys;
+    const int n = fa_cl__planner_tune_keys(&keys);
+    printf("### The planner (items before any `family:`)\n\n");
+    for (int k = 0; k < n; k++) {
+        fa_cl__tune_key_line(NULL, &keys[k], line, sizeof line);
+        printf("%s\n", line);
+    }
+    for (int i = 0; i < fa_cl__kernel_count(); i++) {
+        const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
+        if (!f->ntune)
+            continue;
+        printf("\n### %s\n\n", f->name);
+        for (int k = 0; k < f->ntune; k++) {
+            fa_cl__tune_key_line(f->name, &f->tune[k], line, sizeof line);
+            printf("%s\n", line);
+        }
     }
 }

@@ -16,4 +16,7 @@ int fa_cl_info_emit(const char *which, const char *dir);
  * that take it, and what device each family needs: the families' own registry data. */
 void fa_cl_info_features(void);
 
+/* --tune: every FA_CL_TUNE key (the planner's, then each family's) as docs/tuning.md lists it. */
+void fa_cl_info_tune(void);
+
 #endif /* FA_CL_INFO_PROFILE_H */

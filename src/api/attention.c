@@ -15,7 +15,8 @@ static fa_cl_status cached_plan(fa_cl_context *ctx, fa_cl__operation op, const f
     *out = fa_cl__plan_cache_find(ctx, key, words);
     if (*out)
         return FA_CL_SUCCESS;
-    fa_cl_status st = fa_cl__plan_make(ctx, op, bv, out);
+    fa_cl_status st = fa_cl__plan_make(
+        ctx, op, bv, op == FA_CL_OP_BACKWARD ? fa_cl__backward_launches : fa_cl__forward_launches, out);
     if (st == FA_CL_SUCCESS)
         *out = fa_cl__plan_cache_insert(ctx, *out);
     return st;

@@ -15,15 +15,15 @@ static void context_notes(fa_cl_context *ctx)
     fa_cl__context_limits(ctx, &lim);
     for (int i = 0; i < fa_cl__kernel_count(); i++) {
         const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
-        if (!fa_cl__family_walked(f) || !fa_cl__family_vendor(f) ||
-            (f->needs.vendor != lim.dev.vendor && !(lim.emulate && f->needs.emulation)))
+        const int emulated = fa_cl__family_emulated(&lim, f);
+        if (!fa_cl__family_walked(f) || !fa_cl__family_vendor(f) || (f->needs.vendor != lim.dev.vendor && !emulated))
             continue;
         char why[300];
         if (fa_cl__family_available(&lim, f, why, sizeof why))
             fa_cl__note(ctx, "kernel family %s: planned where it applies%s (%s)", f->name,
-                        lim.emulate ? ", its vendor code emulated in portable OpenCL C (FA_CL_MMA_EMULATE=1, for tests: "
-                                      "slow)"
-                                    : "",
+                        emulated ? ", its vendor code emulated in portable OpenCL C (FA_CL_TUNE emulate=1: for tests, "
+                                   "slow)"
+                                 : "",
                         f->summary);
         else
             fa_cl__note(ctx, "kernel family %s: not planned: %s", f->name, why);
@@ -38,7 +38,7 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
         return st;
     fa_cl_context *ctx = *out;
     char msg[512];
-    if ((st = fa_cl__env_resolve(&ctx->env, msg, sizeof msg)) != FA_CL_SUCCESS) {
+    if ((st = fa_cl__env_resolve(&ctx->env, fa_cl__env_getenv, NULL, msg, sizeof msg)) != FA_CL_SUCCESS) {
         fa_cl__context_close(ctx);
         *out = NULL;
         return fa_cl__fail(NULL, st, "fa_cl_context_create: %s", msg);

@@ -28,24 +28,6 @@ static fa_cl_status env_bytes(fa_cl__env_lookup lookup, void *data, const char *
     return FA_CL_SUCCESS;
 }
 
-/* name=n, a decimal count in [1, max]; what names the count in the message ("a key count"). */
-static fa_cl_status env_count(fa_cl__env_lookup lookup, void *data, const char *name, long max, const char *what,
-                             int *out, char *msg, size_t msg_size)
-{
-    const char *s = lookup(data, name);
-    if (!s || !*s)
-        return FA_CL_SUCCESS;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < 1 || v > max || !isdigit((unsigned char)s[0])) {
-        snprintf(msg, msg_size, "%s='%s' is not %s in 1..%ld", name, s, what, max);
-        return FA_CL_ERROR_INVALID_ARGUMENT;
-    }
-    *out = (int)v;
-    return FA_CL_SUCCESS;
-}
-
 /* One word of an on/off switch and what it sets. */
 typedef struct env_word {
     const char *word;
@@ -125,27 +107,6 @@ static int check_build_options(const char *s, char *msg, size_t msg_size)
     return 0;
 }
 
-/* "<a>x<b>[x<c>[x<d>]]" of positive decimal integers, nothing else; returns the field count or 0. */
-static int parse_tile(const char *s, int f[4])
-{
-    int n = 0;
-    while (n < 4) {
-        if (!isdigit((unsigned char)*s))
-            return 0;
-        long v = 0;
-        while (isdigit((unsigned char)*s) && v <= 100000)
-            v = v * 10 + (*s++ - '0');
-        if (v <= 0 || v > 100000)
-            return 0;
-        f[n++] = (int)v;
-        if (*s == '\0')
-            return n;
-        if (*s++ != 'x')
-            return 0;
-    }
-    return 0; /* a fifth field, or a trailing 'x' */
-}
-
 /* fa_cl__env_read's lookup: the process environment. */
 static const char *process_env(void *data, const char *name)
 {
@@ -158,121 +119,49 @@ fa_cl_status fa_cl__env_read(fa_cl__env *out, char *msg, size_t msg_size)
     return fa_cl__env_parse(out, process_env, NULL, msg, msg_size);
 }
 
+/* name's text, at most size - 1 characters, into out (unset or empty: left ""). */
+static fa_cl_status env_text(fa_cl__env_lookup lookup, void *data, const char *name, char *out, size_t size, char *msg,
+                             size_t msg_size)
+{
+    const char *s = lookup(data, name);
+    if (!s || !*s)
+        return FA_CL_SUCCESS;
+    if (strlen(s) >= size) {
+        snprintf(msg, msg_size, "%s is longer than %zu characters", name, size - 1);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    strcpy(out, s);
+    return FA_CL_SUCCESS;
+}
+
+const char *fa_cl__env_getenv(void *data, const char *name) { return process_env(data, name); }
+
 fa_cl_status fa_cl__env_parse(fa_cl__env *out, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size)
 {
     memset(out, 0, sizeof *out);
     fa_cl_status st = env_bytes(lookup, data, "FA_CL_LOCAL_MEM_BYTES", &out->local_mem_cap, msg, msg_size);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    /* Experiments only: plan for more local memory than the device reports. */
-    st = env_bytes(lookup, data, "FA_CL_LOCAL_MEM_OVERRIDE", &out->local_mem_override, msg, msg_size);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    const char *s;
-    st = env_count(lookup, data, "FA_CL_KV_CHUNK", 1L << 30, "a key count", &out->chunk_keys, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_count(lookup, data, "FA_CL_SPLITS", FA_CL_MAX_SPLITS, "a split count", &out->splits, msg,
-                       msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_count(lookup, data, "FA_CL_LPT_COLUMNS", 1L << 30, "a head-column count", &out->lpt_columns, msg,
-                       msg_size);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    s = lookup(data, "FA_CL_MMA_STAGES");
-    if (s && *s) {
-        if (strlen(s) != 1 || s[0] < '2' || s[0] > '0' + FA_CL_ENV_MAX_STAGES) {
-            snprintf(msg, msg_size, "FA_CL_MMA_STAGES='%s' is not a pipeline depth in 2..%d", s, FA_CL_ENV_MAX_STAGES);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->mma_stages = s[0] - '0';
-    }
-    s = lookup(data, "FA_CL_MMA_KV_WARPS");
-    if (s && *s) {
-        if (strcmp(s, "1") && strcmp(s, "2") && strcmp(s, "4")) {
-            snprintf(msg, msg_size, "FA_CL_MMA_KV_WARPS='%s' is not 1, 2 or 4 (warps sharing a block's keys)", s);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->mma_kv_warps = s[0] - '0';
-    }
     /* switches: any of the words of env_switch, nothing else; unset keeps each default */
-    int gqa_pack = -1, vendor_path = 1, pad_rows = 1, producer = 1, tma = 1;
-    /* FA_CL_TMA's own words: one kind only (values past the on/off ones: 2 + the kind's bit) */
-    static const env_word tma_words[] = {{"mask", 2 + FA_CL_TMA_MASK}, {"kv", 2 + FA_CL_TMA_KV}};
-    out->nv_tf32 = out->wgmma = -1;
-    st = env_switch(lookup, data, "FA_CL_GQA_PACK", NULL, 0, &gqa_pack, msg, msg_size);
+    int vendor_path = 1;
     if (st == FA_CL_SUCCESS)
         st = env_switch(lookup, data, "FA_CL_VENDOR_PATH", NULL, 0, &vendor_path, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_PAD_ROWS", NULL, 0, &pad_rows, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_NV_TF32", NULL, 0, &out->nv_tf32, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_WGMMA", NULL, 0, &out->wgmma, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_WGMMA_PRODUCER", NULL, 0, &producer, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_TMA", tma_words, 2, &tma, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_MMA_EMULATE", NULL, 0, &out->mma_emulate, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
         st = env_switch(lookup, data, "FA_CL_DEBUG_BUILD_LOG", NULL, 0, &out->print_build_log, msg, msg_size);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    out->gqa_pack = gqa_pack < 0 ? 0 : gqa_pack ? 1 : -1;
     out->vendor_path_off = !vendor_path;
-    out->pad_rows_off = !pad_rows;
-    out->wgmma_producer_off = !producer;
-    out->tma = tma == 1 ? FA_CL_TMA_MASK | FA_CL_TMA_KV : tma == 0 ? 0 : tma - 2;
-    s = lookup(data, "FA_CL_TILE");
-    if (s && *s) {
-        int f[4] = {0, 0, 0, 0};
-        int n = parse_tile(s, f);
-        int q = f[0], kv = f[1], rows = f[2], cols = f[3];
-        if (n < 2 || q > 4096 || kv > 4096 || (n >= 3 && q % rows) || (n == 4 && kv % cols)) {
-            snprintf(msg, msg_size, "FA_CL_TILE='%s' is not <B_r>x<B_c>[x<rows>[x<keys>]] per work-item with positive "
-                     "sizes (e.g. 64x32 or 64x32x4x4; B_r a multiple of the rows, B_c of the keys)", s);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->tile_q = q;
-        out->tile_kv = kv;
-        out->tile_rows = rows;
-        out->tile_cols = cols;
-    }
-    s = lookup(data, "FA_CL_KERNEL_DIR");
-    if (s && *s) {
-        if (strlen(s) >= sizeof out->kernel_dir) {
-            snprintf(msg, msg_size, "FA_CL_KERNEL_DIR is longer than %zu characters", sizeof out->kernel_dir - 1);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        strcpy(out->kernel_dir, s);
-    }
-    s = lookup(data, "FA_CL_BUILD_OPTIONS");
-    if (s && *s) {
-        if (strlen(s) >= sizeof out->build_options) {
-            snprintf(msg, msg_size, "FA_CL_BUILD_OPTIONS is longer than %zu characters",
-                     sizeof out->build_options - 1);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        if (check_build_options(s, msg, msg_size) != 0)
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        strcpy(out->build_options, s);
-    }
-    s = lookup(data, "FA_CL_KERNEL_VARIANT"); /* resolved against the registry by the planner */
-    if (s && *s) {
-        if (strlen(s) >= sizeof out->variant_name) {
-            snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT is longer than %zu characters", sizeof out->variant_name - 1);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        strcpy(out->variant_name, s);
-    }
-    s = lookup(data, "FA_CL_PERSISTENT"); /* a count: 0, or at most n work-groups */
-    out->persistent_off = s && strcmp(s, "0") == 0;
-    if (!out->persistent_off &&
-        env_count(lookup, data, "FA_CL_PERSISTENT", 1L << 30, "0 or a work-group count", &out->persistent_groups,
-                  msg, msg_size) != FA_CL_SUCCESS)
-        return FA_CL_ERROR_INVALID_ARGUMENT;
-    s = lookup(data, "FA_CL_CACHE_DIR");
-    if (s && *s) {
+    if (st == FA_CL_SUCCESS)
+        st = env_text(lookup, data, "FA_CL_KERNEL_DIR", out->kernel_dir, sizeof out->kernel_dir, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_text(lookup, data, "FA_CL_BUILD_OPTIONS", out->build_options, sizeof out->build_options, msg,
+                      msg_size);
+    if (st == FA_CL_SUCCESS && check_build_options(out->build_options, msg, msg_size) != 0)
+        st = FA_CL_ERROR_INVALID_ARGUMENT;
+    /* the planner resolves these against the registry (FA_CL_TUNE: docs/tuning.md) */
+    if (st == FA_CL_SUCCESS)
+        st = env_text(lookup, data, "FA_CL_KERNEL_VARIANT", out->variant_name, sizeof out->variant_name, msg,
+                      msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_text(lookup, data, "FA_CL_TUNE", out->tune_text, sizeof out->tune_text, msg, msg_size);
+    const char *s = lookup(data, "FA_CL_CACHE_DIR");
+    if (st == FA_CL_SUCCESS && s && *s) {
         if (strlen(s) >= sizeof out->cache_dir - 64) { /* room for "/<entry name>" */
             snprintf(msg, msg_size, "FA_CL_CACHE_DIR is longer than %zu characters", sizeof out->cache_dir - 65);
             return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -282,7 +171,7 @@ fa_cl_status fa_cl__env_parse(fa_cl__env *out, fa_cl__env_lookup lookup, void *d
         else
             strcpy(out->cache_dir, s);
     }
-    return FA_CL_SUCCESS;
+    return st;
 }
 
 fa_cl_status fa_cl__context_open(cl_context context, cl_device_id device, cl_command_queue queue,
@@ -336,87 +225,6 @@ fa_cl_status fa_cl__context_open(cl_context context, cl_device_id device, cl_com
     return FA_CL_SUCCESS;
 }
 
-/* FA_CL_ERROR_NO_DEVICE with why there is no platform and what to install. */
-static fa_cl_status no_platform(cl_int err, cl_uint count)
-{
-    char msg[2048];
-    fa_cl__no_platform_message(err, count, msg, sizeof msg);
-    return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE, "%s", msg);
-}
-
-/* A device as fa_cl_info numbers them: platform index p, device index d within it. */
-typedef struct device_ref {
-    cl_platform_id platform;
-    cl_device_id device;
-} device_ref;
-
-static fa_cl_status pick_device(device_ref *out)
-{
-    cl_uint np = 0;
-    cl_int err = clGetPlatformIDs(0, NULL, &np);
-    if (err != CL_SUCCESS || np == 0)
-        return no_platform(err, np);
-    cl_platform_id platforms[32];
-    if (np > 32)
-        np = 32;
-    err = clGetPlatformIDs(np, platforms, NULL);
-    if (err != CL_SUCCESS)
-        return no_platform(err, 0);
-
-    const char *want = getenv("FA_CL_DEVICE");
-    int want_p = -1, want_d = -1;
-    if (want && *want) {
-        char tail = 0;
-        if (sscanf(want, "%d:%d%c", &want_p, &want_d, &tail) != 2)
-            want_p = want_d = -1;
-    } else {
-        want = NULL;
-    }
-
-    device_ref first = {0}, first_gpu = {0};
-    for (cl_uint p = 0; p < np; p++) {
-        cl_device_id devs[64];
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd) != CL_SUCCESS)
-            continue;
-        if (nd > 64)
-            nd = 64;
-        for (cl_uint d = 0; d < nd; d++) {
-            cl_device_type type = 0;
-            char name[256] = "";
-            clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof type, &type, NULL);
-            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof name, name, NULL);
-            device_ref ref = {platforms[p], devs[d]};
-            if (want) {
-                int match;
-                if (want_p >= 0) {
-                    match = ((int)p == want_p && (int)d == want_d);
-                } else {
-                    match = fa_cl__contains_nocase(name, want);
-                }
-                if (match) {
-                    *out = ref;
-                    return FA_CL_SUCCESS;
-                }
-                continue;
-            }
-            if (!first.device)
-                first = ref;
-            if (!first_gpu.device && (type & CL_DEVICE_TYPE_GPU))
-                first_gpu = ref;
-        }
-    }
-    if (want)
-        return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE,
-                           "FA_CL_DEVICE='%s' matches no device (use p:d indices or a name substring; "
-                           "fa_cl_info lists them)", want);
-    *out = first_gpu.device ? first_gpu : first;
-    if (!out->device)
-        return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE,
-                           "OpenCL platforms were found but they list no devices (is the driver loaded?)");
-    return FA_CL_SUCCESS;
-}
-
 cl_context fa_cl_context_cl_context(const fa_cl_context *ctx) { return ctx ? ctx->cl_ctx : NULL; }
 cl_command_queue fa_cl_context_queue(const fa_cl_context *ctx) { return ctx ? ctx->queue : NULL; }
 cl_device_id fa_cl_context_device(const fa_cl_context *ctx) { return ctx ? ctx->device : NULL; }
@@ -429,15 +237,6 @@ int fa_cl__context_family_off(fa_cl_context *ctx, int id)
     ctx->families_off |= bit;
     fa_cl__lock_release(&ctx->lock);
     return first;
-}
-
-fa_cl_status fa_cl__default_device(cl_platform_id *platform, cl_device_id *device)
-{
-    device_ref ref;
-    fa_cl_status st = pick_device(&ref);
-    *platform = st == FA_CL_SUCCESS ? ref.platform : NULL;
-    *device = st == FA_CL_SUCCESS ? ref.device : NULL;
-    return st;
 }
 
 void fa_cl__context_close(fa_cl_context *ctx)

@@ -17,7 +17,7 @@
  * A new descriptor field must join the canonical key (desc_key below) and be checked here. */
 #define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, o_type) + sizeof(fa_cl_storage))
 /* 0.4 added the backward's gradient views (dout_stride .. dv_offset): the forward ignores them, the
- * backward checks them and adds them to its key (src/backward/backward_views.c). */
+ * backward checks them and adds them to its key (desc_backward.c). */
 #define FA_CL_DESC_V4_END (offsetof(fa_cl_attention_desc, dv_offset) + sizeof(size_t))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
 _Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V4_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
@@ -727,4 +727,25 @@ fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const 
                            num_wait ? "num_wait is %u but the wait list is NULL"
                                     : "a wait list is given but num_wait is %u", num_wait);
     return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl__args_copy(fa_cl_context *ctx, const char *call, const void *given, size_t given_size, void *out,
+                              size_t out_size)
+{
+    if (!given)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args is NULL", call);
+    char msg[300];
+    const fa_cl_status st = fa_cl__struct_copy(given, given_size, out, out_size, out_size, "args", msg, sizeof msg);
+    return st == FA_CL_SUCCESS ? st : fa_cl__fail(ctx, st, "%s: %s", call, msg);
+}
+
+fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__views *views,
+                                       const fa_cl_forward_args *given, fa_cl_forward_args *out)
+{
+    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out);
+    if (st == FA_CL_SUCCESS)
+        st = fa_cl__check_buffers(ctx, views, out->q, out->k, out->v, out->o, out->lse);
+    if (st == FA_CL_SUCCESS)
+        st = fa_cl__check_serving_buffers(ctx, views, out);
+    return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
 }

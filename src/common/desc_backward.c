@@ -109,13 +109,9 @@ fa_cl_status fa_cl__backward_resolve_call(fa_cl_context *ctx, const char *call, 
 fa_cl_status fa_cl__backward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__backward_views *bv,
                                         const fa_cl_backward_args *given, fa_cl_backward_args *out)
 {
-    if (!given)
-        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args is NULL", call);
-    char msg[300];
-    fa_cl_status st = fa_cl__struct_copy(given, given->struct_size, out, sizeof *out, sizeof *out, "args", msg,
-                                         sizeof msg);
+    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out);
     if (st != FA_CL_SUCCESS)
-        return fa_cl__fail(ctx, st, "%s: %s", call, msg);
+        return st;
     const fa_cl__views *v = &bv->fwd;
     const struct { const char *name; cl_mem m; uint64_t begin, end; int written; } bufs[9] = {
         {"q", out->q, v->q_begin, v->q_bytes, 0},           {"k", out->k, v->k_begin, v->k_bytes, 0},

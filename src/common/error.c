@@ -2,6 +2,7 @@
 /* Status names, OpenCL error names, and where failure messages and informational notes are recorded. */
 #include "fa_cl_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -124,6 +125,17 @@ fa_cl_status fa_cl__fail(fa_cl_context *ctx, fa_cl_status status, const char *fm
     va_end(ap);
     record(ctx, text);
     return status;
+}
+
+void fa_cl__append(char *buf, size_t size, const char *fmt, ...)
+{
+    const size_t used = strlen(buf);
+    if (used + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
 }
 
 fa_cl_status fa_cl__fail_cl(fa_cl_context *ctx, cl_int err, const char *what)

@@ -92,4 +92,16 @@ const fa_cl__device_profile *fa_cl__profile_find(const char *name);
 /* The profile's traits as the library would complete them on that device. */
 void fa_cl__profile_traits(const fa_cl__device_profile *p, fa_cl__device_traits *out);
 
+/* ---- finding a device (discover.c) ---------------------------------------------------------- */
+
+/* The device fa_cl_context_create_default takes: FA_CL_DEVICE's (p:d or a name substring), else the
+ * first GPU, else the first device. FA_CL_ERROR_NO_DEVICE with the reason recorded otherwise. */
+fa_cl_status fa_cl__default_device(cl_platform_id *platform, cl_device_id *device);
+
+/* Why clGetPlatformIDs found no platform (err, or CL_SUCCESS with count platforms) and what to
+ * install or register (ICD loader, drivers, an unregistered NVIDIA library): lines joined by '\n',
+ * no final newline, truncated to size. The library's FA_CL_ERROR_NO_DEVICE message and fa_cl_info
+ * both print it. */
+void fa_cl__no_platform_message(cl_int err, cl_uint count, char *buf, size_t size);
+
 #endif /* FA_CL_DEVICES_H */

@@ -5,6 +5,12 @@
 
 static const char *const files[] = {"fa_append.cl"};
 
+static int helper_options(const fa_cl__views *v, char *out, size_t n)
+{
+    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", (int)v->d.dtype, (int)v->d.head_dim,
+                                 v->d.page_size > 0 ? " -DFA_PAGED" : "", FA_CL_STATUS_OPTIONS);
+}
+
 const fa_cl__kernel_family fa_cl__kernel_append = {
     .name = "append",
     .id = FA_CL_KERNEL_APPEND,
@@ -15,6 +21,7 @@ const fa_cl__kernel_family fa_cl__kernel_append = {
     .summary = "k_new/v_new rows into the KV cache at each sequence's length (an appending plan's first launch)",
     .plan = fa_cl__no_tiles,
     .options = fa_cl__no_options,
+    .helper_options = helper_options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
     .work_group = 64,
 };

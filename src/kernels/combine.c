@@ -5,6 +5,13 @@
 
 static const char *const files[] = {"fa_common.cl", "fa_combine.cl"};
 
+/* o's storage type and the row width only */
+static int helper_options(const fa_cl__views *v, char *out, size_t n)
+{
+    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", v->type[3], (int)v->d.head_dim,
+                                 v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "", v->d.sinks ? " -DFA_SINKS" : "");
+}
+
 const fa_cl__kernel_family fa_cl__kernel_combine = {
     .name = "combine",
     .id = FA_CL_KERNEL_COMBINE,
@@ -15,6 +22,7 @@ const fa_cl__kernel_family fa_cl__kernel_combine = {
     .summary = "split-KV: merges the chunks' partial outputs and LSEs (a split plan's second launch)",
     .plan = fa_cl__no_tiles,
     .options = fa_cl__no_options,
+    .helper_options = helper_options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
     .work_group = 64,
 };

@@ -98,7 +98,7 @@ typedef struct fa_cl__tiles {
     size_t local_mem_budget;  /* what the tiles had to fit */
     const char *budget_source;/* "device local memory", "FA_CL_LOCAL_MEM_BYTES", "cache (local memory is global)" */
     int forced;               /* FA_CL_TUNE tile= decided it */
-    int emulated;             /* the family's vendor code emulated in portable OpenCL C (FA_CL_TUNE emulate=1) */
+    int emulated;             /* the family's vendor code emulated in portable OpenCL C (its emulate key) */
     int item_rows;            /* rows a work-item keeps a long row's running state for (the chunks' scratch) */
     int chunk_keys;           /* long rows: keys per launch (a multiple of block_kv); 0 = one launch */
     int splits;               /* split-KV: chunks of keys computed in parallel, then combined (FA_SPLIT); 1 = none */
@@ -139,7 +139,6 @@ typedef struct fa_cl__limits {
     int chunk_keys;            /* FA_CL_TUNE kv_chunk= (tests): keys in chunks of n in every plan; 0 = the policy */
     int private_floats;        /* 32-bit registers a work-item holds before the compiler spills; 0 = unknown */
     int vendor_path_off;       /* FA_CL_VENDOR_PATH=0: no family that needs a vendor */
-    int emulate;               /* FA_CL_TUNE emulate=1: vendor families planned with their vendor code emulated */
     fa_cl__device_traits dev;  /* the device (completed traits: src/devices/) */
     const fa_cl__tune *tune;   /* the tuning values; NULL = every key's default */
 } fa_cl__limits;
@@ -169,18 +168,12 @@ typedef struct fa_cl__takes {
 
 /* What device a family needs (data, compared by the planner: it never names a vendor). */
 enum { FA_CL_ANY_DEVICE = 0, FA_CL_NEEDS_GPU = 1, FA_CL_PREFERS_GPU = 2 /* forced: any device */ };
-enum {
-    FA_CL_EMULATION_NONE = 0,      /* vendor code that cannot be emulated: off under FA_CL_TUNE emulate=1 */
-    FA_CL_EMULATION_DEFAULT = 1,   /* emulate=1 plans it with its vendor code emulated, on any device */
-    FA_CL_EMULATION_ENABLED = 2,   /* the same, where its enabled=1 is given as well (slow: tests ask) */
-};
 typedef struct fa_cl__needs {
     int device;                /* FA_CL_ANY_DEVICE, FA_CL_NEEDS_GPU or FA_CL_PREFERS_GPU */
     fa_cl__vendor vendor;      /* FA_CL_VENDOR_OTHER: any */
     int arch_min, arch_max;    /* the vendor's architecture, major * 10 + minor, within [min, max]; 0: unbounded */
     const char *extension;     /* an extension the device must report; NULL: none */
     int subgroup;              /* a sub-group size the device must offer (the narrowest, at most this); 0: none */
-    int emulation;             /* FA_CL_EMULATION_*: whether tests may build it emulated anywhere */
 } fa_cl__needs;
 
 /* One tuning key of a family (FA_CL_TUNE=family:key=value): an integer in [min, max], or one of
@@ -192,9 +185,10 @@ typedef struct fa_cl__tune_name {
 typedef struct fa_cl__tune_key {
     const char *key;
     int def;                         /* its default (may be a named value outside [min, max]) */
-    int min, max;
+    int min, max;                    /* min > max: only the named values */
     const fa_cl__tune_name *names;   /* named values (NULL-terminated list), or NULL */
-    const char *doc;                 /* what it does, for docs/tuning.md and fa_cl_info */
+    const char *doc;                 /* what it does, for docs/tuning.md and fa_cl_info --tune */
+    const char *replaces;            /* the environment variable it replaced (refused, naming this key), or NULL */
 } fa_cl__tune_key;
 
 /* The outcome of a family's finish that asks the planner to walk the families again with what the
@@ -242,6 +236,9 @@ struct fa_cl__kernel_family {
     /* a helper launch's fixed work-group size (combine, append, pad-rows, check-serving); 0 where
      * the tiles decide it */
     int work_group;
+    /* A helper launch's whole -D options, from the descriptor alone (NULL for the families the
+     * planner walks, whose options come from their tiles); the length, or -1 when out is short. */
+    int (*helper_options)(const fa_cl__views *v, char *out, size_t n);
 };
 
 /* ---- the registry (registry.c) ----------------------------------------------------------------- */
@@ -266,8 +263,19 @@ int fa_cl__tune_value(const fa_cl__limits *lim, const fa_cl__kernel_family *f, i
 int fa_cl__tune_given(const fa_cl__limits *lim, const fa_cl__kernel_family *f, int k);
 /* The FA_CL_FEAT_* bit's name ("score modifier desc.softcap", ...) for messages and fa_cl_info. */
 const char *fa_cl__feature_name(unsigned feature);
-/* The key every walked family has first: enabled=0|1. */
-#define FA_CL_TUNE_ENABLED {"enabled", 1, 0, 1, NULL, "0: never planned on this context (1: planned where it applies)"}
+/* The key every walked family has first: enabled=0|1 (replaces: the variable it replaced, or NULL). */
+#define FA_CL_TUNE_ENABLED_REPLACING(replaces)                                                            \
+    {"enabled", 1, 0, 1, NULL, "0: never planned on this context (1: planned where it applies)", replaces}
+#define FA_CL_TUNE_ENABLED FA_CL_TUNE_ENABLED_REPLACING(NULL)
+/* The key of a vendor family whose code can be emulated in portable OpenCL C (its tests on any
+ * device): emulate=1 plans it on any device, the vendor code emulated (slow). */
+#define FA_CL_TUNE_EMULATE                                                                                \
+    {"emulate", 0, 0, 1, NULL, "1: planned on any device with its vendor code emulated in portable OpenCL C (tests; slow)", \
+     "FA_CL_MMA_EMULATE"}
+/* Whether f's emulate key is 1 under lim (0 for a family without one). */
+int fa_cl__family_emulated(const fa_cl__limits *lim, const fa_cl__kernel_family *f);
+/* f's key named key, or -1. */
+int fa_cl__tune_key_index(const fa_cl__kernel_family *f, const char *key);
 
 /* Fill the tiles every family's plan shares the shape of. */
 void fa_cl__tiles_set(fa_cl__tiles *out, const fa_cl__kernel_family *f, int block_q, int block_kv, int rows_per_item,
@@ -276,5 +284,11 @@ void fa_cl__tiles_set(fa_cl__tiles *out, const fa_cl__kernel_family *f, int bloc
 fa_cl_status fa_cl__no_tiles(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                              size_t msg_size);
 int fa_cl__no_options(const fa_cl__tiles *t, char *out, size_t n);
+/* snprintf into out (n bytes): the length, or -1 when out is short (helper_options). */
+int fa_cl__options_printf(char *out, size_t n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 #endif /* FA_CL_KERNELS_FAMILY_H */

@@ -18,12 +18,12 @@ void fa_cl__tensor_core_tiles(const fa_cl__limits *lim, const fa_cl__tile_reques
     out->elem_bytes = req->dtype == FA_CL_F32 ? 4 : 2; /* the 3xTF32 families hold fp32 */
     out->item_rows = warp_rows / 8;                    /* a lane holds 2 rows of each 16-row m-tile */
     FA_CL_NV(out, ALIGNED16) = req->aligned16;
-    out->emulated = lim->emulate;
+    out->emulated = fa_cl__family_emulated(lim, f);
 }
 
-size_t fa_cl__nv_emulation_bytes(const fa_cl__limits *lim, int warps)
+size_t fa_cl__nv_emulation_bytes(const fa_cl__limits *lim, const fa_cl__kernel_family *f, int warps)
 {
-    return lim->emulate ? (size_t)warps * 192 * 4 : 0;
+    return fa_cl__family_emulated(lim, f) ? (size_t)warps * 192 * 4 : 0;
 }
 
 int fa_cl__nv_mask_row_bytes(const fa_cl__tile_request *req)

@@ -31,12 +31,12 @@ enum {
 
 /* A tensor-core plan's tiles: rows_per_item counts a warp's rows, one warp per 32 work-items; a
  * lane holds 2 rows of each 16-row m-tile (item_rows), and the family's vendor code is emulated
- * under FA_CL_TUNE emulate=1. */
+ * where its emulate key is 1. */
 void fa_cl__tensor_core_tiles(const fa_cl__limits *lim, const fa_cl__tile_request *req, const fa_cl__kernel_family *f,
                               int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl__tiles *out);
-/* The emulation's scratch (cl/fa_nv_ptx.cl FA_EMU_WORDS: 192 words per warp) under emulate=1, so
- * that an emulated plan fits the budget the native one would; 0 otherwise. */
-size_t fa_cl__nv_emulation_bytes(const fa_cl__limits *lim, int warps);
+/* The emulation's scratch (cl/fa_nv_ptx.cl FA_EMU_WORDS: 192 words per warp) where f's emulate key
+ * is 1, so that an emulated plan fits the budget the native one would; 0 otherwise. */
+size_t fa_cl__nv_emulation_bytes(const fa_cl__limits *lim, const fa_cl__kernel_family *f, int warps);
 
 /* A mask entry's bytes where every mask row starts 16-byte aligned (its tiles can be copied with K
  * and V); 0 otherwise or without a mask. */

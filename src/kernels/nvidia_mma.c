@@ -53,16 +53,18 @@ size_t fa_cl__mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int sta
 }
 
 /* Its tuning keys (FA_CL_TUNE=nvidia-mma:key=value; docs/tuning.md). */
-enum { KEY_ENABLED, KEY_STAGES, KEY_KV_WARPS, KEY_PAD_ROWS };
+enum { KEY_ENABLED, KEY_STAGES, KEY_KV_WARPS, KEY_PAD_ROWS, KEY_EMULATE };
 static const fa_cl__tune_name kv_warps_names[] = {{"1", 1}, {"2", 2}, {"4", 4}, {NULL, 0}};
 static const fa_cl__tune_key tune[] = {
     FA_CL_TUNE_ENABLED,
     {"stages", FA_CL_MMA_STAGES, 2, FA_CL_MMA_MAX_STAGES, NULL,
-     "K/V buffers each with asynchronous copies: a pipeline of that many blocks"},
+     "K/V buffers each with asynchronous copies: a pipeline of that many blocks", "FA_CL_MMA_STAGES"},
     {"kv_warps", 0, 1, 0, kv_warps_names,
      "warps sharing one warp's rows, each a slice of every key block, where one warp has all the rows "
-     "(default 0: the planner's, 4 for up to 16 rows)"},
-    {"pad_rows", 1, 0, 1, NULL, "0: no zero-padded q/k/v copies where head_dim % 8 != 0 (synchronous loads)"},
+     "(default 0: the planner's, 4 for up to 16 rows)", "FA_CL_MMA_KV_WARPS"},
+    {"pad_rows", 1, 0, 1, NULL, "0: no zero-padded q/k/v copies where head_dim % 8 != 0 (synchronous loads)",
+     "FA_CL_PAD_ROWS"},
+    FA_CL_TUNE_EMULATE,
 };
 
 /* The tiles for req (its rows 16-byte aligned or not, as given). */
@@ -106,7 +108,7 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
      * 64 x 32 on an H200, commit 7f30fab); a smaller budget keeps 64 x 32 and shrinks that */
     if (req->aligned16 && dp > 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q && !kv_q8 && !has_mask &&
         fa_cl__mma_local_bytes(FA_CL_MMA_ASYNC_BLOCK_Q, FA_CL_MMA_BLOCK_KV, dp, FA_CL_MMA_WARP_ROWS, FA_CL_MMA_STAGES,
-                              1, 0) + fa_cl__nv_emulation_bytes(lim, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
+                              1, 0) + fa_cl__nv_emulation_bytes(lim, &fa_cl__kernel_nvidia_mma, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
             out->local_mem_budget) {
         br = FA_CL_MMA_ASYNC_BLOCK_Q;
         bc = FA_CL_MMA_BLOCK_KV;
@@ -121,7 +123,7 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
         if ((br % 16 && !eight) || bc % 16 || br > 256 || bc > 128 || (wr != 16 && wr != 32) || (br % wr && !eight) ||
             lim->forced_cols > 0) {
             /* a tile this kernel cannot take is meant for the portable kernels, unless it was asked for */
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tensor-core kernel: B_r a multiple of 16 up to 256 "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%dx%d for the tensor-core kernel: B_r a multiple of 16 up to 256 "
                      "(or 8 with q8_0 K/V), B_c a multiple of 16 up to 128, optional rows per warp 16 or 32 dividing "
                      "B_r, no fourth field", br, bc, wr);
             return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
@@ -152,14 +154,14 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
             br = 8;
     }
     if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || has_mask)) {
-        snprintf(msg, msg_size, "FA_CL_TILE=8x%d: B_r 8 takes q8_0 K/V copied asynchronously, head_dim <= %d and "
+        snprintf(msg, msg_size, "FA_CL_TUNE tile=8x%d: B_r 8 takes q8_0 K/V copied asynchronously, head_dim <= %d and "
                  "no mask", bc, FA_CL_MMA_Q_REGS_MAX_DIM);
         return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
     /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
     const int mask_bytes = async && !kv_q8 ? fa_cl__nv_mask_row_bytes(req) : 0;
     const int warps = (br + wr - 1) / wr * kv_warps;
-    const size_t emu = fa_cl__nv_emulation_bytes(lim, warps);
+    const size_t emu = fa_cl__nv_emulation_bytes(lim, &fa_cl__kernel_nvidia_mma, warps);
     size_t bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
                    (mask_bytes ? fa_cl__mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
@@ -171,7 +173,7 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
     const int wg = warps * 32;
     if (bytes > budget || (size_t)wg > lim->max_work_group) {
         snprintf(msg, msg_size, "%s%dx%dx%d: the tensor-core kernel needs %zu bytes of local memory and %d work-items "
-                 "at head_dim %d; the budget is %zu bytes, the device takes %zu work-items", forced ? "FA_CL_TILE=" : "",
+                 "at head_dim %d; the budget is %zu bytes, the device takes %zu work-items", forced ? "FA_CL_TUNE tile=" : "",
                  br, bc, wr, bytes, wg, req->head_dim, budget, lim->max_work_group);
         return forced ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
@@ -244,7 +246,7 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
     /* O lives in registers (DT = D_PAD / 8 accumulator tiles a warp: 244 registers at 256): no
      * head_dim beyond FA_CL_MMA_MAX_DIM */
     .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, FA_CL_MMA_MAX_DIM},
-    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80, .emulation = FA_CL_EMULATION_DEFAULT},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,

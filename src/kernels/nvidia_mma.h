@@ -8,7 +8,7 @@
 /* 16 query rows per warp, 4 warps; keys per block (32 above head_dim 128); head_dim padded to a
  * multiple of 32 (fa_cl__mma_dim_padded), at most FA_CL_MMA_MAX_DIM: O lives in registers (DT =
  * D_PAD / 8 accumulator tiles per m16 tile), so beyond it the plan declines and the portable
- * kernels take the head_dim. FA_CL_TILE=BrxBcxW sets W query rows per warp (16, or 32:
+ * kernels take the head_dim. FA_CL_TUNE tile=BrxBcxW sets W query rows per warp (16, or 32:
  * two m16 tiles per warp). */
 #define FA_CL_MMA_BLOCK_Q 64
 #define FA_CL_MMA_BLOCK_KV 64
@@ -23,7 +23,7 @@
  * mostly empty; faster on an H200, commit 27e43e3). */
 #define FA_CL_MMA_DECODE_BLOCK_Q 32
 /* Up to 16 rows (with asynchronous copies, padded head_dim <= 128): B_r = 16 and this many warps,
- * each taking a slice of every key block (FA_KV_WARPS), merged at the end (FA_CL_MMA_KV_WARPS=n
+ * each taking a slice of every key block (FA_KV_WARPS), merged at the end (FA_CL_TUNE nvidia-mma:kv_warps=n
  * for experiments). */
 #define FA_CL_MMA_DECODE_KV_WARPS 4
 /* Keys a block there with q8_0 K/V (each warp dequantises its slice's B fragments): 128, faster
@@ -37,7 +37,7 @@ extern const fa_cl__kernel_family fa_cl__kernel_nvidia_mma;
  * 1..FA_CL_MMA_MAX_DIM. */
 int fa_cl__mma_dim_padded(int head_dim);
 /* K/V buffers each with asynchronous copies (rows 16-byte aligned): a pipeline of FA_CL_MMA_STAGES
- * blocks, STAGES - 1 in flight while one is computed (FA_CL_MMA_STAGES=n for experiments). */
+ * blocks, STAGES - 1 in flight while one is computed (FA_CL_TUNE nvidia-mma:stages=n for experiments). */
 #define FA_CL_MMA_STAGES 2
 #define FA_CL_MMA_MAX_STAGES 4
 /* Local bytes (cl/fa_forward_nv_mma.cl's SMEM_HALVES): K and V tiles of 16-bit values with rows

@@ -3,7 +3,7 @@
  * capability >= 8.0: two families of one kernel file (cl/fa_backward_nv_mma.cl) and their tile rules,
  *   nvidia-mma-backward     f16/bf16 (m16n8k16; P and dS rounded to the storage type), and
  *   nvidia-tf32x3-backward  f32, fp32-accurate: every product 3xTF32 (m16n8k8), P and dS split too.
- * Backward plans call them (src/backward/backward_plan.c), never the forward planner. */
+ * The planner walks them for backward plans only (their op). */
 #include "kernels/nvidia_mma_backward.h"
 
 #include <stdio.h>
@@ -24,7 +24,8 @@ size_t fa_cl__tf32_backward_local_bytes(int block, int dim_padded, int aligned16
                 (size_t)block * (size_t)exchange_rows);
 }
 
-static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED, FA_CL_TUNE_EMULATE};
+static const fa_cl__tune_key tune_tf32[] = {FA_CL_TUNE_ENABLED_REPLACING("FA_CL_NV_TF32"), FA_CL_TUNE_EMULATE};
 
 /* dkdv's rows a pass (tf32; PASS_ROWS) for blocks of b: forced, or the block, but
  * FA_CL_TF32_BACKWARD_PASS where one warp holds dK and dV of d_padded 128 */
@@ -41,7 +42,7 @@ static size_t family_bytes(int tf32, int b, int dp, int aligned, int pass, int r
 }
 
 /* Either family's tiles: B_r = B_c = B, FA_CL_MMA_BACKWARD_BLOCK halved while its local memory does
- * not fit the budget, or FA_CL_TILE=BxB (the tf32 family: BxBxPxW, P rows a pass, W warps per 16
+ * not fit the budget, or FA_CL_TUNE tile=BxB (the tf32 family: BxBxPxW, P rows a pass, W warps per 16
  * keys in dkdv). A forced tile this kernel cannot take is UNSUPPORTED, meant for the portable
  * backward (which checks it), unless FA_CL_KERNEL_VARIANT forces this family: then
  * INVALID_ARGUMENT. */
@@ -72,7 +73,7 @@ static fa_cl_status plan_family(const fa_cl__limits *lim, const fa_cl__tile_requ
                 snprintf(more, sizeof more, "x%d", pass);
             if (tf32 && lim->forced_cols > 0)
                 snprintf(more + strlen(more), sizeof more - strlen(more), "x%d", lim->forced_cols);
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d%s for %s: B_r = B_c, a multiple of 16 up to 128, in %zu bytes "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d%s for %s: B_r = B_c, a multiple of 16 up to 128, in %zu bytes "
                      "of local memory%s", lim->forced_q, lim->forced_kv, more, f->name, budget,
                      tf32 ? "; the third field (rows a pass) a multiple of 8 dividing it, the fourth (warps per 16 "
                             "keys in dkdv) 1 or 2" : "");
@@ -133,7 +134,7 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma_backward = {
                "its own pass",
     .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
               FA_CL_MMA_BACKWARD_MAX_DIM},
-    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80, .emulation = FA_CL_EMULATION_DEFAULT},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,
@@ -152,9 +153,9 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32_backward = {
                "unrounded, dQ in its own pass",
     .takes = {1u << FA_CL_F32, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
               FA_CL_MMA_BACKWARD_MAX_DIM},
-    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80, .emulation = FA_CL_EMULATION_ENABLED},
-    .tune = tune,
-    .ntune = sizeof tune / sizeof tune[0],
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
+    .tune = tune_tf32,
+    .ntune = sizeof tune_tf32 / sizeof tune_tf32[0],
     .plan = plan_tf32,
     .options = options,
     .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,

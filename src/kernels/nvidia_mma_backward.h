@@ -27,7 +27,7 @@ size_t fa_cl__mma_backward_local_bytes(int block, int dim_padded, int aligned16)
  * d_padded 128 dkdv has two warps per 16 keys by role (dkdv_roles, FA_BW_ROLES: one S^T, P^T, dV,
  * the other dP^T, dS^T, dK; one warp's 128 floats of dK and dV spilled). dkdv takes a query block
  * in passes of PASS_ROWS rows: B, but FA_CL_TF32_BACKWARD_PASS at d_padded 128 with one warp per 16
- * keys (S^T and dP^T of 64 rows would add 64 to its 128). FA_CL_TILE=BxBxPxW forces B, the pass and
+ * keys (S^T and dP^T of 64 rows would add 64 to its 128). FA_CL_TUNE tile=BxBxPxW forces B, the pass and
  * the warps per 16 keys (1 or 2). */
 #define FA_CL_TF32_BACKWARD_PASS 32
 extern const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32_backward;

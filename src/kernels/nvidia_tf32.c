@@ -14,7 +14,7 @@ size_t fa_cl__tf32_local_bytes(int block_q, int block_kv, int dim_padded, int al
                 nbuf * (size_t)block_kv * (size_t)(2 * dim_padded + 12));
 }
 
-static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED_REPLACING("FA_CL_NV_TF32"), FA_CL_TUNE_EMULATE};
 
 static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
@@ -27,7 +27,7 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
         bc = lim->forced_kv;
         if (br % 16 || bc % 8 || br > 256 || bc > 128 || (lim->forced_rows > 0 && lim->forced_rows != 16) ||
             lim->forced_cols > 0) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for the fp32 tensor-core kernel: B_r a multiple of 16 up to 256, "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d for the fp32 tensor-core kernel: B_r a multiple of 16 up to 256, "
                      "B_c a multiple of 8 up to 128, 16 rows per warp", br, bc);
             return lim->forced_variant == FA_CL_KERNEL_NVIDIA_TF32X3 ? FA_CL_ERROR_INVALID_ARGUMENT
                                                                      : FA_CL_ERROR_UNSUPPORTED;
@@ -38,7 +38,7 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
     const int wg = br / 16 * 32;
     if (bytes > budget || (size_t)wg > lim->max_work_group) {
         snprintf(msg, msg_size, "%s%dx%d: the fp32 tensor-core kernel needs %zu bytes of local memory and %d "
-                 "work-items at head_dim %d; the budget is %zu bytes", forced ? "FA_CL_TILE=" : "", br, bc, bytes, wg,
+                 "work-items at head_dim %d; the budget is %zu bytes", forced ? "FA_CL_TUNE tile=" : "", br, bc, bytes, wg,
                  req->head_dim, budget);
         return forced ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
@@ -61,8 +61,7 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32x3 = {
     .nfiles = sizeof files / sizeof files[0],
     .summary = "f32 on NVIDIA tensor cores (compute capability >= 8.0, head_dim <= 128), fp32 accuracy through 3xTF32 mma",
     .takes = {1u << FA_CL_F32, FA_CL_FEAT_SERVING, 0, FA_CL_TF32_MAX_DIM},
-    /* emulated only where asked for: its 3xTF32 products are three times the emulation's work */
-    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80, .emulation = FA_CL_EMULATION_ENABLED},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],
     .plan = plan,

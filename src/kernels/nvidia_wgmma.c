@@ -30,13 +30,16 @@ static const fa_cl__tune_name tma_names[] = {{"none", 0}, {"mask", FA_CL_WGMMA_T
                                              {"both", FA_CL_WGMMA_TMA_MASK | FA_CL_WGMMA_TMA_KV}, {NULL, 0}};
 static const fa_cl__tune_name persistent_names[] = {{"cu", -1}, {NULL, 0}};
 static const fa_cl__tune_key tune[] = {
-    FA_CL_TUNE_ENABLED,
-    {"producer", 1, 0, 1, NULL, "0: no producer warpgroup (the computing warpgroups copy by cp.async)"},
+    FA_CL_TUNE_ENABLED_REPLACING("FA_CL_WGMMA"),
+    {"producer", 1, 0, 1, NULL, "0: no producer warpgroup (the computing warpgroups copy by cp.async)",
+     "FA_CL_WGMMA_PRODUCER"},
     {"tma", FA_CL_WGMMA_TMA_MASK | FA_CL_WGMMA_TMA_KV, 0, 3, tma_names,
-     "what the producer copies by TMA in dense plans: none, mask, kv or both (0..3); the rest by cp.async"},
+     "what the producer copies by TMA in dense plans: none, mask, kv or both (0..3); the rest by cp.async",
+     "FA_CL_TMA"},
     {"persistent", -1, 0, 1 << 30, persistent_names,
-     "the persistent kernel's work-groups: cu (one a compute unit), n (at most n), 0 (not persistent)"},
-    {"pad_rows", 1, 0, 1, NULL, "0: no zero-padded q/k/v copies where head_dim % 8 != 0"},
+     "the persistent kernel's work-groups: cu (one a compute unit), n (at most n), 0 (not persistent)",
+     "FA_CL_PERSISTENT"},
+    {"pad_rows", 1, 0, 1, NULL, "0: no zero-padded q/k/v copies where head_dim % 8 != 0", "FA_CL_PAD_ROWS"},
 };
 
 /* The tiles for req (its rows 16-byte aligned or not, as given). */
@@ -49,7 +52,7 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
     /* tiles only copies by TMA feed: at d_pad 256 the producer and 80 keys a block, 192 rows at 64
      * (finish narrows this where the copies are not by TMA) */
     const int tma_tiles_on = !(req->narrowed & FA_CL_WGMMA_NO_TMA_TILES);
-    /* The default head_dims: where wgmma beat nvidia-mma (FA_CL_WGMMA=0) in the same H200 run
+    /* The default head_dims: where wgmma beat nvidia-mma (nvidia-wgmma:enabled=0) in the same H200 run
      * (commits ab18c05, 316670d): 129..256 padded to 256, 97..128, and 41..64 padded to 64 where
      * rows have more than 512 keys (at 512 it lost). Not 65..96, where
      * the padding to 128 costs what wgmma gains, nor 40 and below (even). */
@@ -88,7 +91,7 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
         if ((br != 64 && br != 128 && br != FA_CL_WGMMA_TALL_Q) ||
             ((bc < bc_min || bc > bc_max || (bc & (bc - 1))) && bc != bc_wide) || lim->forced_rows > 0 ||
             lim->forced_cols > 0) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: B_r 64, 128 or %d (warpgroups of 64 rows), "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d for nvidia-wgmma: B_r 64, 128 or %d (warpgroups of 64 rows), "
                      "B_c %d..%d (a power of two) or %d at head_dim %d, no third or fourth field", br, bc,
                      FA_CL_WGMMA_TALL_Q, bc_min, bc_max, bc_wide, req->head_dim);
             return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
@@ -98,7 +101,7 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
     const int stages = 2;
     /* a producer warpgroup copying for the two computing ones (FlashAttention-3's warp
      * specialisation) with 128-row blocks up to d_padded 128: faster at every d_pad 64 and 128
-     * shape measured against FA_CL_WGMMA_PRODUCER=0 on an H200 (commit a70c4c0). At d_padded 256
+     * shape measured against producer=0 on an H200 (commit a70c4c0). At d_padded 256
      * the computing warpgroups' 224 registers beside a cp.async producer are too few for O's 128
      * accumulators. With copies by TMA the producer needs fewer than 24 registers, so at 256 it
      * takes 24/240 where the plan's copies go by TMA (tma_tiles_on; plan.c clears it
@@ -109,8 +112,8 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
         fa_cl__wgmma_local_bytes(br, bc_wide, dp, stages, 0, producer) <= out->local_mem_budget)
         bc = bc_wide;
     if ((bc == bc_wide || br == FA_CL_WGMMA_TALL_Q) && (!producer || !tma_tiles)) {
-        snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for nvidia-wgmma: %s need the producer warpgroup's copies by TMA "
-                 "(a dense plan, FA_CL_TMA not 0), no mask%s", br, bc,
+        snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d for nvidia-wgmma: %s need the producer warpgroup's copies by TMA "
+                 "(a dense plan, its tma key not none), no mask%s", br, bc,
                  br == FA_CL_WGMMA_TALL_Q ? "three computing warpgroups" : "these keys a block",
                  br == FA_CL_WGMMA_TALL_Q ? " and head_dim up to 128" : "");
         return FA_CL_ERROR_INVALID_ARGUMENT;

@@ -15,11 +15,11 @@
  * K and V, unpadded rows; a mask adds its tiles, fa_cl__wgmma_local_bytes):
  *     local_mem_bytes = 2 * (B_r + 4 B_c) * d_padded (+ 64 with the producer warpgroup's mbarriers)
  * (d = 128, 128 x 128: 160 KiB; d = 256, 128 x 64: 192 KiB). With B_r = 128 a third warpgroup
- * copies for the two that compute (FA_WG_PRODUCER, 384 work-items; FA_CL_WGMMA_PRODUCER=0: not),
+ * copies for the two that compute (FA_WG_PRODUCER, 384 work-items; FA_CL_TUNE nvidia-wgmma:producer=0: not),
  * at d_padded 256 only by TMA; there, without a mask, blocks of FA_CL_WGMMA_WIDE_KV keys
  * (FlashAttention-3's: 128 x 80, 224 KiB). At d_padded 64, where it copies by TMA without a mask,
  * B_r = FA_CL_WGMMA_TALL_Q: three computing warpgroups and the producer, 512 work-items
- * (FlashAttention-3's 192 x 128, 88 KiB); FA_CL_TILE may ask for it at d_padded 128 too. */
+ * (FlashAttention-3's 192 x 128, 88 KiB); FA_CL_TUNE tile may ask for it at d_padded 128 too. */
 #define FA_CL_WGMMA_BLOCK_Q 128
 #define FA_CL_WGMMA_BLOCK_KV 128
 #define FA_CL_WGMMA_WIDE_KV 80

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia-wgmma-backward: the tensor-core backward with Hopper's warpgroup MMA (cl/fa_backward_nv_mma.cl
  * built with FA_WGMMA, cl/fa_nv_wgmma.cl), compute capability 9.0, through the sm_90a PTX
- * retargeting (src/program/ptx_retarget.h). Its tile rules; backward plans call them
- * (fa_cl__plan_backward_tiles), never the forward planner. */
+ * retargeting (src/program/ptx_retarget.h). Its tile rules; the planner walks it
+ * for backward plans only (its op). */
 #include "kernels/nvidia_wgmma_backward.h"
 
 #include <stdio.h>
@@ -18,7 +18,7 @@ size_t fa_cl__wgmma_backward_local_bytes(int dim_padded)
     return 6 * b * (size_t)dim_padded * 2 + 4 * b * 4;
 }
 
-static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED_REPLACING("FA_CL_WGMMA")};
 
 static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)

@@ -10,7 +10,7 @@
  * of 8 up to 128 padded to 64 or 128, 16-byte aligned rows (cp.async). Local (the dkdv kernel's):
  *     local_mem_bytes = 2 * 6 B * d_padded + 16 B
  * (K, V and two buffers each of Q and dO in wgmma's unpadded layout; the rows' LSE and D). Taken
- * before nvidia-mma-backward where it applies; FA_CL_WGMMA=0 turns it off. */
+ * before nvidia-mma-backward where it applies; FA_CL_TUNE nvidia-wgmma-backward:enabled=0 turns it off. */
 #define FA_CL_WGMMA_BACKWARD_BLOCK 64
 extern const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma_backward;
 size_t fa_cl__wgmma_backward_local_bytes(int dim_padded);

@@ -36,7 +36,7 @@ int fa_cl__rows_kernel_preferred(const fa_cl__limits *lim, const fa_cl__tile_req
            !(req->features & FA_CL_FEAT_MODIFIERS) && req->mask == FA_CL_MASK_NONE;
 }
 
-/* A forced FA_CL_TILE: the rows per work-item given (or the fewest the work-group limit allows). */
+/* A forced tile (FA_CL_TUNE tile): the rows per work-item given (or the fewest the work-group limit allows). */
 static fa_cl_status forced_tile(const fa_cl__limits *lim, const fa_cl__tiles *out, int64_t rows_fit, size_t max_wg,
                                 int *br, int *bc, int *tm, char *msg, size_t msg_size)
 {
@@ -44,24 +44,24 @@ static fa_cl_status forced_tile(const fa_cl__limits *lim, const fa_cl__tiles *ou
     *br = lim->forced_q;
     *bc = lim->forced_kv;
     if (*bc > 256 || *br > 4096) {
-        snprintf(msg, msg_size, "FA_CL_TILE=%dx%d: B_c must be <= 256 and B_r <= 4096", *br, *bc);
+        snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d: B_c must be <= 256 and B_r <= 4096", *br, *bc);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     if ((int64_t)*br + *bc > rows_fit) {
-        snprintf(msg, msg_size, "FA_CL_TILE=%dx%d needs %zu bytes of local memory (e=%d, d_padded=%d) but the "
+        snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d needs %zu bytes of local memory (e=%d, d_padded=%d) but the "
                  "budget (%s) is %zu", *br, *bc, (size_t)(*br + *bc) * row_bytes, out->elem_bytes,
                  out->head_dim_padded, out->budget_source, out->local_mem_budget);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     *tm = lim->forced_rows > 0 ? lim->forced_rows : 1;
     if (*br % *tm) {
-        snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d: B_r must be a multiple of the rows per work-item", *br, *bc, *tm);
+        snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%dx%d: B_r must be a multiple of the rows per work-item", *br, *bc, *tm);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     while (lim->forced_rows <= 0 && (size_t)(*br / *tm) > max_wg && *br % (*tm * 2) == 0)
         *tm *= 2;
     if ((size_t)(*br / *tm) > max_wg) {
-        snprintf(msg, msg_size, "FA_CL_TILE=%dx%d needs a work-group larger than the device's %zu", *br, *bc, max_wg);
+        snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d needs a work-group larger than the device's %zu", *br, *bc, max_wg);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     return FA_CL_SUCCESS;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* portable-backward: the backward pass's kernels (cl/fa_backward.cl) and their tile rules. Not a
- * forward kernel: backward plans (src/backward/backward_plan.c) call its plan directly. */
+ * forward kernel: the planner walks it for backward plans only (its op), the last of them. */
 #include "kernels/portable_backward.h"
 
 #include <stdio.h>
@@ -52,7 +52,7 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
         const size_t wg = tm > 0 && b % tm == 0 ? (size_t)(b / tm) * (size_t)(b / tm) : 0;
         if (lim->forced_kv != b || b % 8 || b > 64 || tm <= 0 || b % tm || wg % (size_t)b || wg > max_wg ||
             fa_cl__backward_local_bytes(b, b, dpad) > budget) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for the backward: B_r = B_c, a multiple of 8 up to 64, with "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d for the backward: B_r = B_c, a multiple of 8 up to 64, with "
                      "(B / rows)^2 work-items a multiple of B and at most %zu, in %zu bytes of local memory",
                      lim->forced_q, lim->forced_kv, max_wg, budget);
             return FA_CL_ERROR_INVALID_ARGUMENT;

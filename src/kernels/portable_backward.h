@@ -11,7 +11,7 @@
  * (Q, dO, K, V with padded rows; P and dS; the rows' LSE and D). Scores in TM x TN tiles per
  * work-item, TM = TN = 2 (1 at B = 8, and where the device's registers are known to be too few for
  * TM = 2: (B / TM)^2 work-items then share the accumulators).
- * FA_CL_TILE=BxB[xTM] forces the tile. */
+ * FA_CL_TUNE tile=BxB[xTM] forces the tile. */
 #define FA_CL_BACKWARD_MAX_BLOCK 32
 extern const fa_cl__kernel_family fa_cl__kernel_portable_backward;
 size_t fa_cl__backward_local_bytes(int block_q, int block_kv, int head_dim_padded);

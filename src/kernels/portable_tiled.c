@@ -58,12 +58,12 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
         tm = lim->forced_rows > 0 ? lim->forced_rows : FA_CL_TILED_TM;
         size_t need = fa_cl__tiled_local_bytes(br, bc, dpad, tn);
         if (bc % tn || br % tm || tm > 8 || tn > 16) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel: B_c must be a multiple of %d and B_r "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%dx%d for the tiled kernel: B_c must be a multiple of %d and B_r "
                      "of the rows (at most 8)", br, bc, tm, tn);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
         if (need > budget || (size_t)(br / tm) * (size_t)(bc / tn) > max_wg) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel needs %zu bytes of local memory and %d "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%dx%d for the tiled kernel needs %zu bytes of local memory and %d "
                      "work-items; the budget is %zu bytes and %zu work-items", br, bc, tm, need,
                      (br / tm) * (bc / tn), budget, max_wg);
             return FA_CL_ERROR_INVALID_ARGUMENT;

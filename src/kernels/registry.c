@@ -4,6 +4,7 @@
  * tests (docs/design.md, "Adding a kernel"). */
 #include "kernels/family.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,6 +78,20 @@ int fa_cl__tune_value(const fa_cl__limits *lim, const fa_cl__kernel_family *f, i
     return fa_cl__tune_given(lim, f, k) ? lim->tune->value[f->id][k] : k < f->ntune ? f->tune[k].def : 0;
 }
 
+int fa_cl__tune_key_index(const fa_cl__kernel_family *f, const char *key)
+{
+    for (int k = 0; k < f->ntune; k++)
+        if (strcmp(f->tune[k].key, key) == 0)
+            return k;
+    return -1;
+}
+
+int fa_cl__family_emulated(const fa_cl__limits *lim, const fa_cl__kernel_family *f)
+{
+    const int k = fa_cl__tune_key_index(f, "emulate");
+    return k >= 0 && fa_cl__tune_value(lim, f, k) == 1;
+}
+
 const char *fa_cl__feature_name(unsigned feature)
 {
     switch (feature) {
@@ -109,6 +124,15 @@ int fa_cl__no_options(const fa_cl__tiles *t, char *out, size_t n)
     if (n)
         out[0] = '\0';
     return 0;
+}
+
+int fa_cl__options_printf(char *out, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const int len = vsnprintf(out, n, fmt, ap);
+    va_end(ap);
+    return len < 0 || (size_t)len >= n ? -1 : len;
 }
 
 void fa_cl__tiles_set(fa_cl__tiles *out, const fa_cl__kernel_family *f, int block_q, int block_kv, int rows_per_item,

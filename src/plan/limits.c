@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The planner's limits of a device (fa_cl__limits_for_device: from its traits, src/devices/), of a
- * context (its device and environment), the environment's planner part (FA_CL_KERNEL_VARIANT, the
- * families' tuning values), and the long rows' chunks. */
+ * context (its device and environment), the environment's planner part (FA_CL_KERNEL_VARIANT,
+ * FA_CL_TUNE: tune.c), and the long rows' chunks. */
 #include "plan/plan.h"
 
 #include <stdio.h>
@@ -42,7 +42,7 @@ void fa_cl__env_limits(const fa_cl__env *env, uint64_t families_off, fa_cl__limi
 {
     if (env->local_mem_override) {
         out->local_mem_size = env->local_mem_override;
-        out->local_mem_source = "FA_CL_LOCAL_MEM_OVERRIDE";
+        out->local_mem_source = "FA_CL_TUNE local_mem_override";
     }
     out->local_mem_cap = env->local_mem_cap;
     out->forced_q = env->tile_q;
@@ -52,7 +52,6 @@ void fa_cl__env_limits(const fa_cl__env *env, uint64_t families_off, fa_cl__limi
     out->forced_variant = env->variant;
     out->chunk_keys = env->chunk_keys;
     out->vendor_path_off = env->vendor_path_off;
-    out->emulate = env->mma_emulate;
     out->families_off = families_off;
     out->tune = &env->tune;
 }
@@ -69,37 +68,13 @@ int fa_cl__tune_set(fa_cl__tune *tune, const char *family, const char *key, int 
     return 0;
 }
 
-/* The experiment switches as the families' tuning keys. */
-static void tune_from_switches(fa_cl__env *env)
+fa_cl_status fa_cl__env_resolve(fa_cl__env *env, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size)
 {
-    fa_cl__tune *t = &env->tune;
-    memset(t, 0, sizeof *t);
-    if (env->mma_stages > 0)
-        fa_cl__tune_set(t, "nvidia-mma", "stages", env->mma_stages);
-    if (env->mma_kv_warps > 0)
-        fa_cl__tune_set(t, "nvidia-mma", "kv_warps", env->mma_kv_warps);
-    if (env->pad_rows_off) {
-        fa_cl__tune_set(t, "nvidia-mma", "pad_rows", 0);
-        fa_cl__tune_set(t, "nvidia-wgmma", "pad_rows", 0);
-    }
-    if (env->nv_tf32 >= 0) {
-        fa_cl__tune_set(t, "nvidia-tf32x3", "enabled", env->nv_tf32);
-        fa_cl__tune_set(t, "nvidia-tf32x3-backward", "enabled", env->nv_tf32);
-    }
-    if (env->wgmma >= 0) {
-        fa_cl__tune_set(t, "nvidia-wgmma", "enabled", env->wgmma);
-        fa_cl__tune_set(t, "nvidia-wgmma-backward", "enabled", env->wgmma);
-    }
-    if (env->wgmma_producer_off)
-        fa_cl__tune_set(t, "nvidia-wgmma", "producer", 0);
-    fa_cl__tune_set(t, "nvidia-wgmma", "tma", env->tma);
-    if (env->persistent_off || env->persistent_groups > 0)
-        fa_cl__tune_set(t, "nvidia-wgmma", "persistent", env->persistent_off ? 0 : env->persistent_groups);
-}
-
-fa_cl_status fa_cl__env_resolve(fa_cl__env *env, char *msg, size_t msg_size)
-{
-    tune_from_switches(env);
+    fa_cl_status st = fa_cl__removed_variables(lookup, data, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = fa_cl__tune_parse(env, env->tune_text, msg, msg_size);
+    if (st != FA_CL_SUCCESS)
+        return st;
     env->variant = 0;
     if (!env->variant_name[0])
         return FA_CL_SUCCESS;
@@ -123,13 +98,13 @@ fa_cl_status fa_cl__env_resolve(fa_cl__env *env, char *msg, size_t msg_size)
 fa_cl_status fa_cl__settings_parse(fa_cl__env *out, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size)
 {
     fa_cl_status st = fa_cl__env_parse(out, lookup, data, msg, msg_size);
-    return st == FA_CL_SUCCESS ? fa_cl__env_resolve(out, msg, msg_size) : st;
+    return st == FA_CL_SUCCESS ? fa_cl__env_resolve(out, lookup, data, msg, msg_size) : st;
 }
 
 int fa_cl__chunk_keys(fa_cl_dtype dtype)
 {
     /* a row of identical keys (the worst case: every rounding the same way) on PoCL (test_edges
-     * long_values, chunks forced by FA_CL_KV_CHUNK) stays within 0.39 of the bar for f32, 0.31 for
+     * long_values, chunks forced by FA_CL_TUNE kv_chunk) stays within 0.39 of the bar for f32, 0.31 for
      * f16, 0.29 for bf16; one power of two more gives 0.57 for f16 and 0.41 for bf16. f32 takes 2^12
      * rather than 2^11 (0.19 of the bar) so that f32 rows of up to 4096 keys run in one launch: on
      * an H100 the chunks cost f32 tensor-core plans 6-11% */

@@ -207,7 +207,7 @@ static fa_cl_status plan_and_compile(fa_cl_context *ctx, fa_cl_plan *plan)
         release_main(plan);
         if (t->forced)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
-                               "FA_CL_TILE=%dx%d: the compiled kernel allows %zu work-items and uses %llu bytes of "
+                               "FA_CL_TUNE tile=%dx%d: the compiled kernel allows %zu work-items and uses %llu bytes of "
                                "local memory (device: %zu work-items, %llu bytes)",
                                t->block_q, t->block_kv, kwg, (unsigned long long)klocal, (size_t)t->work_group_size,
                                (unsigned long long)lim.local_mem_size);
@@ -246,7 +246,7 @@ int fa_cl__plan_key(fa_cl__operation op, const fa_cl__backward_views *bv, uint64
 }
 
 fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, fa_cl__operation op, const fa_cl__backward_views *bv,
-                              fa_cl_plan **out)
+                              fa_cl__launches_fn launches, fa_cl_plan **out)
 {
     *out = NULL;
     /* the public backward plan's size: a backward plan is one (fa_cl_backward_plan holds the plan first) */
@@ -267,24 +267,13 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, fa_cl__operation op, const fa_
     fa_cl__lock_init(&plan->lock);
     fa_cl_status st = plan_and_compile(ctx, plan);
     if (st == FA_CL_SUCCESS)
-        st = op == FA_CL_OP_BACKWARD ? fa_cl__backward_launches(ctx, plan) : fa_cl__forward_launches(ctx, plan);
+        st = launches(ctx, plan);
     if (st != FA_CL_SUCCESS) {
         plan_free(plan);
         return st;
     }
     *out = plan;
     return FA_CL_SUCCESS;
-}
-
-fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *desc, fa_cl_plan **out)
-{
-    if (!out)
-        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_plan_create: out is NULL");
-    *out = NULL;
-    fa_cl__backward_views bv;
-    memset(&bv, 0, sizeof bv);
-    fa_cl_status st = fa_cl__resolve_call(ctx, "fa_cl_plan_create", desc, &bv.fwd);
-    return st == FA_CL_SUCCESS ? fa_cl__plan_make(ctx, FA_CL_OP_FORWARD, &bv, out) : st;
 }
 
 /* A plan's info (either operation's): the caller's struct of struct_size bytes. */

@@ -84,10 +84,16 @@ struct fa_cl_backward_plan {
  * 1 + FA_CL_BACKWARD_KEY_WORDS); a backward plan's views are bv's, a forward one's bv->fwd. */
 int fa_cl__plan_key(fa_cl__operation op, const fa_cl__backward_views *bv, uint64_t *key);
 
+/* The operation's part of a plan: the kernels besides the main program's (their programs built)
+ * and the launch list with its scratch (fa_cl__forward_launches in plan_forward.c,
+ * fa_cl__backward_launches in plan_backward.c). */
+typedef fa_cl_status (*fa_cl__launches_fn)(fa_cl_context *ctx, fa_cl_plan *plan);
+
 /* A plan of op for already normalised views (fa_cl_plan_create and fa_cl_backward_plan_create
- * resolve them first; a forward plan reads bv->fwd only). */
+ * resolve them first; a forward plan reads bv->fwd only): the engine decides and compiles it,
+ * then launches adds the operation's launch list. */
 fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, fa_cl__operation op, const fa_cl__backward_views *bv,
-                              fa_cl_plan **out);
+                              fa_cl__launches_fn launches, fa_cl_plan **out);
 
 /* Drop one reference; the last frees the plan. */
 void fa_cl__plan_unref(fa_cl_plan *plan);
@@ -100,8 +106,7 @@ fa_cl_status fa_cl__plan_enqueue(fa_cl_plan *plan, const void *args, cl_uint num
 fa_cl_status fa_cl__plan_run_forward(fa_cl_plan *plan, const fa_cl_forward_args *args);
 fa_cl_status fa_cl__plan_run_backward(fa_cl_plan *plan, const fa_cl_backward_args *args);
 
-/* The operations' parts of a plan: the kernels besides the main program's (their programs built)
- * and the launch list with its scratch (plan_forward.c, plan_backward.c). */
+/* The operations' parts of a plan (fa_cl__launches_fn). */
 fa_cl_status fa_cl__forward_launches(fa_cl_context *ctx, fa_cl_plan *plan);
 fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan);
 /* A helper launch of kernel k (of family id: its fixed work-group size) over items work-items. */
@@ -152,18 +157,29 @@ static inline fa_cl_forward_args fa_cl__positional_args(cl_mem q, cl_mem k, cl_m
     return a;
 }
 
-/* args of the caller's size as this library's struct (fa_cl__struct_copy), then the buffer and
- * wait-list checks against plan's views; the failure is recorded on ctx under call's name. */
-fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__views *views,
-                                       const fa_cl_forward_args *given, fa_cl_forward_args *out);
-
 /* ---- limits of a context (limits.c) ------------------------------------------------------------ */
 
-/* The planner's part of the environment: FA_CL_KERNEL_VARIANT named in env->variant_name resolved
- * against the registry into env->variant (INVALID_ARGUMENT with msg set for a name that is no
- * forward or backward family). fa_cl__settings_parse: fa_cl__env_parse, then this (fa_cl_info). */
-fa_cl_status fa_cl__env_resolve(fa_cl__env *env, char *msg, size_t msg_size);
+/* The planner's part of the environment (lookup's: fa_cl__env_getenv for the process's): a removed
+ * variable still set is refused naming its FA_CL_TUNE keys; FA_CL_TUNE parsed and checked
+ * (fa_cl__tune_parse); FA_CL_KERNEL_VARIANT named in env->variant_name resolved against the
+ * registry into env->variant. INVALID_ARGUMENT with msg set otherwise. fa_cl__settings_parse:
+ * fa_cl__env_parse, then this (fa_cl_info). */
+fa_cl_status fa_cl__env_resolve(fa_cl__env *env, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size);
 fa_cl_status fa_cl__settings_parse(fa_cl__env *out, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size);
+
+/* ---- FA_CL_TUNE (tune.c; docs/tuning.md) --------------------------------------------------------- */
+
+/* text (FA_CL_TUNE's value) into env: the planner's keys into its fields, the families' into env->tune
+ * (cleared first). INVALID_ARGUMENT with msg naming the item, the family or key and what it takes. */
+fa_cl_status fa_cl__tune_parse(fa_cl__env *env, const char *text, char *msg, size_t msg_size);
+/* A variable a tuning key replaced (its `replaces`) that lookup finds set: INVALID_ARGUMENT with msg
+ * naming the keys to use instead. */
+fa_cl_status fa_cl__removed_variables(fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size);
+/* The planner's own keys (FA_CL_TUNE items before any family), for fa_cl_info --tune and the docs. */
+int fa_cl__planner_tune_keys(const fa_cl__tune_key **keys);
+/* Key k of family (NULL: the planner's) as docs/tuning.md lists it: "- `family:key=`: values;
+ * default ...; was VARIABLE. What it does." Returns the length. */
+int fa_cl__tune_key_line(const char *family, const fa_cl__tune_key *k, char *out, size_t n);
 
 /* Sets tuning key `key` of the family named `family` to value in tune (as FA_CL_TUNE would,
  * unchecked): 1, or 0 where there is no such family or key. */

@@ -113,7 +113,7 @@ fa_cl_status fa_cl_backward_plan_create(fa_cl_context *ctx, const fa_cl_attentio
     fa_cl_status st = fa_cl__backward_resolve_call(ctx, "fa_cl_backward_plan_create", desc, &bv);
     fa_cl_plan *plan = NULL;
     if (st == FA_CL_SUCCESS)
-        st = fa_cl__plan_make(ctx, FA_CL_OP_BACKWARD, &bv, &plan);
+        st = fa_cl__plan_make(ctx, FA_CL_OP_BACKWARD, &bv, fa_cl__backward_launches, &plan);
     *out = (fa_cl_backward_plan *)plan; /* the public backward plan holds the plan first */
     return st;
 }

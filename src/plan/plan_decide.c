@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Split-KV: how many chunks each row's keys are computed in (FA_CL_SPLITS, or FlashAttention-2's
+/* Split-KV: how many chunks each row's keys are computed in (FA_CL_TUNE splits, or FlashAttention-2's
  * heuristic on the work-groups the device runs at once: two per compute unit on GPUs, one on
  * CPUs). A split plan sums at most fa_cl__chunk_keys keys per chunk where long rows need it, so
  * it never chunks launches too; its partial results must fit the device's largest allocation, or
@@ -31,7 +31,7 @@ static fa_cl_status choose_splits(const fa_cl__plan_device *dev, const fa_cl__vi
     if (part_rows > UINT64_MAX / 4 / ((uint64_t)d->head_dim + 1) / (uint64_t)n ||
         (uint64_t)n * part_rows * (uint64_t)d->head_dim * sizeof(float) > dev->max_alloc_size || n > INT32_MAX / 2) {
         if (dev->env->splits) {
-            snprintf(msg, msg_size, "FA_CL_SPLITS=%d: the partial results (%llu bytes) exceed the device's largest "
+            snprintf(msg, msg_size, "FA_CL_TUNE splits=%d: the partial results (%llu bytes) exceed the device's largest "
                      "allocation (%llu bytes)", dev->env->splits, (unsigned long long)bytes,
                      (unsigned long long)dev->max_alloc_size);
             return FA_CL_ERROR_UNSUPPORTED;
@@ -47,7 +47,7 @@ int fa_cl__plan_pack(const fa_cl__plan_device *dev, fa_cl__operation op, const f
 {
     /* GQA packing: where seqlen_q is small (below the tensor-core kernels' 64-row block), one
      * work-group takes every query head of a kv head, so K/V are read once per kv head
-     * (FA_CL_GQA_PACK=0 never, =1 wherever heads share a kv head); the backward's kernels take one */
+     * (FA_CL_TUNE gqa_pack=0 never, =1 wherever heads share a kv head); the backward's kernels take one */
     return op == FA_CL_OP_FORWARD ? fa_cl__gqa_pack(v->group, v->d.seqlen_q, dev->env->gqa_pack) : 1;
 }
 
@@ -142,25 +142,8 @@ fa_cl_status fa_cl__plan_decide(const fa_cl__plan_device *dev, fa_cl__operation 
 
 int fa_cl__plan_options(const fa_cl__tiles *t, const fa_cl__views *v, int is_gpu, char *out, size_t n)
 {
-    const fa_cl_attention_desc *d = &v->d;
-    int len;
-    switch (t->variant) {
-    case FA_CL_KERNEL_COMBINE: /* o's storage type and the row width only */
-        len = snprintf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", v->type[3], (int)d->head_dim,
-                       d->total_q > 0 ? " -DFA_VARLEN_Q" : "", d->sinks ? " -DFA_SINKS" : "");
-        break;
-    case FA_CL_KERNEL_APPEND:
-        len = snprintf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", (int)d->dtype, (int)d->head_dim,
-                       d->page_size > 0 ? " -DFA_PAGED" : "", FA_CL_STATUS_OPTIONS);
-        break;
-    case FA_CL_KERNEL_CHECK_SERVING: /* one program for every plan */
-        len = snprintf(out, n, "%s", FA_CL_STATUS_OPTIONS + 1);
-        break;
-    case FA_CL_KERNEL_PAD_ROWS:
-        len = snprintf(out, n, "-DHEAD_DIM=%d", (int)d->head_dim);
-        break;
-    default:
-        return fa_cl__build_options(t, d->dtype, (int)d->head_dim, is_gpu, out, n);
-    }
-    return len < 0 || (size_t)len >= n ? -1 : len;
+    const fa_cl__kernel_family *f = fa_cl__kernel_by_id(t->variant);
+    if (f && f->helper_options)
+        return f->helper_options(v, out, n);
+    return fa_cl__build_options(t, v->d.dtype, (int)v->d.head_dim, is_gpu, out, n);
 }

@@ -15,7 +15,6 @@
 #define FA_CL_MODS_ARGS 4    /* FA_MODS_PARAMS: softcap in and out, the ALiBi slopes, the sinks */
 #define FA_CL_MASK_ARGS 6    /* FA_MASK_PARAMS: the mask, its offset and 3 strides, 1 / scale */
 
-
 /* The serving arguments of a FA_SERVING build (cl/fa_forward_common.cl's FA_SERVING_PARAMS), from
  * argument *n on. NULL buffers for the features a plan does not use: the kernel never reads them. */
 static cl_int serving_args(const fa_cl_plan *plan, cl_kernel kr, const fa_cl_forward_args *a, cl_uint *n)
@@ -49,7 +48,7 @@ static cl_int serving_args(const fa_cl_plan *plan, cl_kernel kr, const fa_cl_for
  * wave of work-groups, one a compute unit: the blocks running together still read the K/V of
  * about as many columns as each column's blocks in turn would (1, the order before); many more
  * columns at once push their K/V out of L2. Swept and measured against 1 on an H200 (commit
- * 3623823): faster at d = 128 and 256, even at d = 64. FA_CL_LPT_COLUMNS=n sets it (tests,
+ * 3623823): faster at d = 128 and 256, even at d = 64. FA_CL_TUNE lpt_columns=n sets it (tests,
  * experiments). */
 static int lpt_columns(const fa_cl_context *ctx, const fa_cl_plan *plan, uint64_t columns)
 {
@@ -366,24 +365,6 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     return st;
 }
 
-
-fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__views *views,
-                                       const fa_cl_forward_args *given, fa_cl_forward_args *out)
-{
-    if (!given)
-        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args is NULL", call);
-    char msg[300];
-    fa_cl_status st = fa_cl__struct_copy(given, given->struct_size, out, sizeof *out, sizeof *out, "args", msg,
-                                         sizeof msg);
-    if (st != FA_CL_SUCCESS)
-        return fa_cl__fail(ctx, st, "%s: %s", call, msg);
-    st = fa_cl__check_buffers(ctx, views, out->q, out->k, out->v, out->o, out->lse);
-    if (st == FA_CL_SUCCESS)
-        st = fa_cl__check_serving_buffers(ctx, views, out);
-    return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
-}
-
-
 /* Arguments of fa_check_serving (cl/fa_check_serving.cl): a call's device checks into args.status,
  * one work-item per block-table entry (paged) or per sequence (check_items). */
 static cl_ulong check_items(const fa_cl_attention_desc *d)
@@ -467,4 +448,15 @@ fa_cl_status fa_cl__forward_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         fa_cl__helper_launch(&plan->check, plan->kernels[FA_CL_PK_CHECK], FA_CL_KERNEL_CHECK_SERVING,
                              (size_t)check_items(d), check_args);
     return st == FA_CL_SUCCESS ? make_launches(ctx, plan) : st;
+}
+
+fa_cl_status fa_cl_plan_create(fa_cl_context *ctx, const fa_cl_attention_desc *desc, fa_cl_plan **out)
+{
+    if (!out)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_plan_create: out is NULL");
+    *out = NULL;
+    fa_cl__backward_views bv;
+    memset(&bv, 0, sizeof bv);
+    fa_cl_status st = fa_cl__resolve_call(ctx, "fa_cl_plan_create", desc, &bv.fwd);
+    return st == FA_CL_SUCCESS ? fa_cl__plan_make(ctx, FA_CL_OP_FORWARD, &bv, fa_cl__forward_launches, out) : st;
 }

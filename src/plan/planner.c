@@ -6,7 +6,6 @@
 #include "plan/planner.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,23 +29,6 @@ size_t fa_cl__local_budget(const fa_cl__limits *lim, const char **source)
     return budget > lim->kernel_other_local ? budget - lim->kernel_other_local : 0;
 }
 
-/* Appends to msg (n bytes) what fmt gives. */
-static void append(char *msg, size_t n, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static void append(char *msg, size_t n, const char *fmt, ...)
-{
-    const size_t len = strlen(msg);
-    if (len + 1 >= n)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg + len, n - len, fmt, ap);
-    va_end(ap);
-}
-
 /* The families of op that take feature (or dtype bit / mask bit: which = 0, 1, 2), for messages. */
 static void families_taking(fa_cl__operation op, int which, unsigned bit, char *msg, size_t n)
 {
@@ -55,9 +37,9 @@ static void families_taking(fa_cl__operation op, int which, unsigned bit, char *
         const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
         const unsigned have = which == 0 ? f->takes.features : which == 1 ? f->takes.dtypes : f->takes.masks;
         if (f->op == op && (have & bit))
-            append(msg, n, "%s%s", k++ ? ", " : ": ", f->name);
+            fa_cl__append(msg, n, "%s%s", k++ ? ", " : ": ", f->name);
     }
-    append(msg, n, k ? (k > 1 ? " take it" : " takes it") : ": no family takes it");
+    fa_cl__append(msg, n, k ? (k > 1 ? " take it" : " takes it") : ": no family takes it");
 }
 
 /* Whether f takes req (data: its fa_cl__takes); else why, in why. */
@@ -67,26 +49,26 @@ static int takes(const fa_cl__kernel_family *f, const fa_cl__tile_request *req, 
     static const char *const dtype_names[3] = {"f32", "f16", "bf16"};
     why[0] = '\0';
     if (!(t->dtypes & (1u << req->dtype))) {
-        append(why, n, "takes no %s data", (unsigned)req->dtype < 3 ? dtype_names[req->dtype] : "such");
+        fa_cl__append(why, n, "takes no %s data", (unsigned)req->dtype < 3 ? dtype_names[req->dtype] : "such");
         families_taking(f->op, 1, 1u << req->dtype, why, n);
         return 0;
     }
     const unsigned missing = req->features & ~t->features;
     if (missing) {
         const unsigned bit = missing & (0u - missing);
-        append(why, n, "takes no %s", fa_cl__feature_name(bit));
+        fa_cl__append(why, n, "takes no %s", fa_cl__feature_name(bit));
         families_taking(f->op, 0, bit, why, n);
         return 0;
     }
     if (req->mask != FA_CL_MASK_NONE && !(t->masks & (1u << req->mask))) {
-        append(why, n, "takes no attention mask of %s entries (desc.mask)",
+        fa_cl__append(why, n, "takes no attention mask of %s entries (desc.mask)",
                fa_cl__mask_entry_size(req->mask) == 1 ? "bool" : fa_cl__mask_entry_size(req->mask) == 4 ? "f32"
                : req->mask == FA_CL_MASK_BF16 ? "bf16" : "f16");
         families_taking(f->op, 2, 1u << req->mask, why, n);
         return 0;
     }
     if (req->head_dim > t->max_head_dim) {
-        append(why, n, "takes head_dim up to %d, not head_dim %d", t->max_head_dim, req->head_dim);
+        fa_cl__append(why, n, "takes head_dim up to %d, not head_dim %d", t->max_head_dim, req->head_dim);
         return 0;
     }
     return 1;
@@ -101,36 +83,29 @@ static int device_meets(const fa_cl__limits *lim, const fa_cl__kernel_family *f,
     const fa_cl__device_traits *d = &lim->dev;
     why[0] = '\0';
     if (fa_cl__tune_value(lim, f, 0) == 0) {
-        append(why, n, "off (FA_CL_TUNE %s:enabled=0)", f->name);
+        fa_cl__append(why, n, "off (FA_CL_TUNE %s:enabled=0)", f->name);
         return 0;
     }
     if (lim->families_off & ((uint64_t)1 << f->id)) {
-        append(why, n, "off: its program did not build on this context");
+        fa_cl__append(why, n, "off: its program did not build on this context");
         return 0;
     }
     if (nd->device == FA_CL_NEEDS_GPU && !d->is_gpu) {
-        append(why, n, "needs a GPU");
+        fa_cl__append(why, n, "needs a GPU");
         return 0;
     }
     if (nd->device == FA_CL_PREFERS_GPU && !d->is_gpu && !forced) {
-        append(why, n, "is for GPUs (FA_CL_KERNEL_VARIANT takes it anywhere)");
+        fa_cl__append(why, n, "is for GPUs (FA_CL_KERNEL_VARIANT takes it anywhere)");
         return 0;
     }
     if (!fa_cl__family_vendor(f))
         return 1;
     if (lim->vendor_path_off) {
-        append(why, n, "off (FA_CL_VENDOR_PATH=0: no vendor kernels)");
+        fa_cl__append(why, n, "off (FA_CL_VENDOR_PATH=0: no vendor kernels)");
         return 0;
     }
-    if (lim->emulate) { /* tests: the vendor code emulated on any device, or not at all */
-        if (nd->emulation == FA_CL_EMULATION_DEFAULT ||
-            (nd->emulation == FA_CL_EMULATION_ENABLED && (forced || fa_cl__tune_given(lim, f, 0))))
-            return 1;
-        append(why, n, nd->emulation == FA_CL_EMULATION_ENABLED
-                           ? "emulated only where FA_CL_TUNE gives %s:enabled=1 too (FA_CL_TUNE emulate=1)"
-                           : "has no emulated build (FA_CL_TUNE emulate=1)", f->name);
-        return 0;
-    }
+    if (fa_cl__family_emulated(lim, f)) /* tests: the vendor code emulated, on any device */
+        return 1;
     const int arch = d->arch_major * 10 + d->arch_minor;
     const int ok = d->is_gpu && d->vendor == nd->vendor && (!nd->arch_min || arch >= nd->arch_min) &&
                    (!nd->arch_max || arch <= nd->arch_max) &&
@@ -138,16 +113,16 @@ static int device_meets(const fa_cl__limits *lim, const fa_cl__kernel_family *f,
                    (!nd->subgroup || (d->min_subgroup && d->min_subgroup <= nd->subgroup));
     if (ok)
         return 1;
-    append(why, n, "needs an %s GPU", fa_cl__vendor_name(nd->vendor));
+    fa_cl__append(why, n, "needs an %s GPU", fa_cl__vendor_name(nd->vendor));
     if (nd->arch_min && nd->arch_min == nd->arch_max)
-        append(why, n, " of architecture %d.%d", nd->arch_min / 10, nd->arch_min % 10);
+        fa_cl__append(why, n, " of architecture %d.%d", nd->arch_min / 10, nd->arch_min % 10);
     else if (nd->arch_min)
-        append(why, n, " of architecture %d.%d or later", nd->arch_min / 10, nd->arch_min % 10);
+        fa_cl__append(why, n, " of architecture %d.%d or later", nd->arch_min / 10, nd->arch_min % 10);
     if (nd->extension)
-        append(why, n, " with %s", nd->extension);
+        fa_cl__append(why, n, " with %s", nd->extension);
     if (nd->subgroup)
-        append(why, n, " with sub-groups of %d", nd->subgroup);
-    append(why, n, " (this device: %s%s, architecture %d.%d)", d->is_gpu ? "a GPU of " : "not a GPU; ",
+        fa_cl__append(why, n, " with sub-groups of %d", nd->subgroup);
+    fa_cl__append(why, n, " (this device: %s%s, architecture %d.%d)", d->is_gpu ? "a GPU of " : "not a GPU; ",
            fa_cl__vendor_name(d->vendor), d->arch_major, d->arch_minor);
     return 0;
 }
@@ -196,7 +171,7 @@ fa_cl_status fa_cl__plan_tiles(const fa_cl__limits *lim, const fa_cl__tile_reque
         if (!device_meets(lim, f, forced != NULL, why, sizeof why) || !takes(f, req, why, sizeof why)) {
             if (forced)
                 break;
-            append(skipped, sizeof skipped, "%s%s %s", skipped[0] ? "; " : "", f->name, why);
+            fa_cl__append(skipped, sizeof skipped, "%s%s %s", skipped[0] ? "; " : "", f->name, why);
             continue;
         }
         memset(out, 0, sizeof *out);

@@ -13,7 +13,7 @@ int fa_cl__tiles_serving(const fa_cl__tiles *t);
 int fa_cl__tiles_mods(const fa_cl__tiles *t);
 
 /* Split-KV: FlashAttention-2's heuristic for the count of chunks (FA_CL_MAX_SPLITS, fa_cl_internal.h,
- * bounds FA_CL_SPLITS; long rows may need more for accuracy: one per fa_cl__chunk_keys keys): 1 where blocks work-groups fill 80% of a wave of `slots` (work-groups the device runs at
+ * bounds FA_CL_TUNE splits; long rows may need more for accuracy: one per fa_cl__chunk_keys keys): 1 where blocks work-groups fill 80% of a wave of `slots` (work-groups the device runs at
  * once), else the fewest chunks whose waves are within 85% of the best efficiency, at most
  * min(128, slots, kv_blocks). */
 int fa_cl__splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks);
@@ -21,7 +21,7 @@ int fa_cl__splits_heuristic(int64_t blocks, int slots, int64_t kv_blocks);
 /* A serving plan's shape decisions, shared by the library (src/plan/plan.c) and fa_cl_info:
  * fa_cl__gqa_pack: query heads one work-group takes (group where seqlen_q < 64, or env 1: always,
  * env -1: never); fa_cl__split_count: chunks for tiles t over batch x head_columns columns of
- * column_rows rows each, rows seeing row_keys keys of seqlen_k (forced = FA_CL_SPLITS, 0 = the
+ * column_rows rows each, rows seeing row_keys keys of seqlen_k (forced = FA_CL_TUNE splits, 0 = the
  * heuristic), at least one chunk per t->chunk_keys keys where t chunks long rows; before the
  * partial results' allocation limit, which the plan applies. */
 #define FA_CL_GQA_PACK_ROWS 64 /* below the tensor-core kernels' 64-row block: pack */
@@ -44,7 +44,7 @@ int fa_cl__chunk_keys(fa_cl_dtype dtype);
  * share, not the whole last-level cache the device reports. */
 #define FA_CL_CPU_CACHE_BUDGET (128u * 1024u)
 
-/* Planner limits of a device before the environment (FA_CL_LOCAL_MEM_BYTES, FA_CL_TILE, ...) is
+/* Planner limits of a device before the environment (FA_CL_LOCAL_MEM_BYTES, FA_CL_TUNE tile, ...) is
  * applied: the whole of out is written. */
 void fa_cl__limits_for_device(const fa_cl__device_traits *dev, fa_cl__limits *out);
 
