@@ -208,31 +208,20 @@ typedef struct fa_cl_context fa_cl_context;
  * this OpenCL context.
  *
  * Environment read here (once; later changes do not affect this context): FA_CL_LOCAL_MEM_BYTES
- * (cap the local-memory budget), FA_CL_LOCAL_MEM_OVERRIDE (experiments: plan for that many bytes of
- * local memory whatever the device reports; a kernel that then does not fit fails to build or
- * launch), FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]] (force the tile), FA_CL_KERNEL_VARIANT (force a
- * kernel variant), FA_CL_VENDOR_PATH=0 (portable kernels only), FA_CL_PAD_ROWS=0 (no zero-padded
- * copies of q/k/v for the tensor-core kernel at head_dim % 8 != 0), FA_CL_NV_TF32=0 (f32 on the portable
- * kernels on NVIDIA GPUs, not on tensor cores), FA_CL_WGMMA=0 (no "nvidia-wgmma" or
- * "nvidia-wgmma-backward" on Hopper: their plans take nvidia-mma, nvidia-mma-backward), FA_CL_WGMMA_PRODUCER=0 (nvidia-wgmma without its producer warpgroup: every
- * work-item copies, a work-group barrier a block), FA_CL_TMA=0|kv|mask (nvidia-wgmma's producer
- * copies Q/K/V and mask tiles by TMA in dense plans: 0 by cp.async instead, kv or mask only that
- * kind by TMA; at head_dim 129..256 the producer and 80-key blocks need TMA, so there 0 plans
- * without them), FA_CL_SPLITS=n (split-KV chunks of every plan), FA_CL_LPT_COLUMNS=n (causal plans
- * start the longest query blocks of n head columns at a time; default about a wave of work-groups),
- * FA_CL_PERSISTENT=0|n (nvidia-wgmma's persistent plans, head_dim 97..128, dense, masks too: 0 a
- * work-group a tile instead, n at most n work-groups; default one a compute unit),
- * FA_CL_GQA_PACK=0|1 (GQA packing never / always), FA_CL_KV_CHUNK=n (tests: every plan sums keys in
- * chunks of n, see "Long rows"), FA_CL_MMA_EMULATE=1 (tests), FA_CL_KERNEL_DIR (read the kernel .cl
- * files from a directory instead of the embedded copy; regular files only), FA_CL_BUILD_OPTIONS
- * (extra compiler flags; a -D or -I without its argument is refused), FA_CL_DEBUG_BUILD_LOG (print
- * build logs), and FA_CL_CACHE_DIR: the on-disk program cache directory, default
- * $XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl, "off" to disable it. An empty value is unset. The
- * on/off switches (FA_CL_VENDOR_PATH, FA_CL_PAD_ROWS, FA_CL_NV_TF32, FA_CL_WGMMA,
- * FA_CL_WGMMA_PRODUCER, FA_CL_TMA, FA_CL_GQA_PACK, FA_CL_MMA_EMULATE, FA_CL_DEBUG_BUILD_LOG) take
- * 1, on, yes, true or 0, off, no, false in any case (FA_CL_TMA also mask, kv); anything else, like
- * a malformed count, is FA_CL_ERROR_INVALID_ARGUMENT naming the variable, the value and the accepted
- * words. The directory is created (mode 0700)
+ * (cap the local-memory budget), FA_CL_KERNEL_VARIANT (force a kernel family; one that does not take
+ * the plan or whose device needs are not met is refused naming what it lacks), FA_CL_VENDOR_PATH=0
+ * (portable kernels only), FA_CL_KERNEL_DIR (read the kernel .cl files from a directory instead of
+ * the embedded copy; regular files only), FA_CL_BUILD_OPTIONS (extra compiler flags; a -D or -I
+ * without its argument is refused), FA_CL_DEBUG_BUILD_LOG (print build logs), FA_CL_CACHE_DIR: the
+ * on-disk program cache directory, default $XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl, "off" to
+ * disable it; and FA_CL_TUNE=family:key=value,... (experiments and tests, NOT a stable interface:
+ * forced tiles, split-KV counts, kernel families on or off, the emulated tensor-core builds;
+ * docs/tuning.md lists its keys). An empty value is unset. The on/off switches (FA_CL_VENDOR_PATH,
+ * FA_CL_DEBUG_BUILD_LOG) take 1, on, yes, true or 0, off, no, false in any case; anything else,
+ * like a malformed count, an unknown FA_CL_TUNE family or key, or a value outside a key's range, is
+ * FA_CL_ERROR_INVALID_ARGUMENT naming the variable, the value and what is accepted; so is a
+ * variable of earlier versions that an FA_CL_TUNE key replaced (FA_CL_TILE, FA_CL_SPLITS,
+ * FA_CL_WGMMA, ...), naming the key to set instead. The cache directory is created (mode 0700)
  * here if missing; if that fails, it is not writable, or it is not private (below), the context
  * works without the cache and fa_cl_context_notes() says why.
  *
@@ -486,7 +475,7 @@ typedef struct fa_cl_attention_desc {
  *    cache_seqlens and the block table (not counted in fa_cl_plan_info.launches); other plans,
  *    and the reference, have nothing to check and leave the word alone. The results (o, the LSE,
  *    the cache) are the same with and without a status.
- *  - Split-KV (chosen by the planner, FA_CL_SPLITS=n forces n): where one work-group per query
+ *  - Split-KV (chosen by the planner, FA_CL_TUNE=splits=n forces n): where one work-group per query
  *    block would leave the device under-filled (decoding), each row's keys are cut into n chunks
  *    computed in parallel; their partial O (fp32) and LSE go to scratch the plan owns and a second
  *    kernel merges them by LSE in a fixed order (deterministic run to run, within the same
@@ -564,7 +553,7 @@ typedef struct fa_cl_plan fa_cl_plan;
  * @param ctx  the context whose device and queue the plan uses
  * @param desc what to compute (see fa_cl_attention_desc)
  * @param out  receives the plan (NULL on failure); release it with fa_cl_plan_release()
- * @return FA_CL_SUCCESS; FA_CL_ERROR_INVALID_ARGUMENT (bad desc, NULL ctx/out, a forced FA_CL_TILE
+ * @return FA_CL_SUCCESS; FA_CL_ERROR_INVALID_ARGUMENT (bad desc, NULL ctx/out, a forced tile (FA_CL_TUNE)
  *         that does not fit); FA_CL_ERROR_UNSUPPORTED (valid but beyond the kernels or the device);
  *         FA_CL_ERROR_BUILD_FAILED (build log in fa_cl_last_error(ctx)); FA_CL_ERROR_OPENCL;
  *         FA_CL_ERROR_OUT_OF_MEMORY.
@@ -728,10 +717,10 @@ FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const f
  *    one family: D = rowsum(dO o O) into the plan's scratch (4 bytes per row of the LSE), dK and dV
  *    per block of keys, dQ per block of queries. "nvidia-wgmma-backward" (Hopper's wgmma, compute
  *    capability 9.0, f16/bf16 with 16-byte aligned rows, head_dim a multiple of 8 up to 128;
- *    FA_CL_WGMMA=0 turns it off), "nvidia-mma-backward" (cl/fa_backward_nv_mma.cl: NVIDIA tensor
+ *    FA_CL_TUNE=nvidia-wgmma-backward:enabled=0 turns it off), "nvidia-mma-backward" (cl/fa_nv_bwd_*.cl: NVIDIA tensor
  *    cores, compute capability >= 8.0, f16/bf16, head_dim <= 128) and "nvidia-tf32x3-backward"
  *    (the same kernels for f32 there, every product as three TF32 mma: fp32-like accuracy, within
- *    16x the error of an fp32 computation; also off with FA_CL_NV_TF32=0) where they apply (FA_CL_VENDOR_PATH=0 or FA_CL_KERNEL_VARIANT=portable /
+ *    16x the error of an fp32 computation; also off with FA_CL_TUNE=nvidia-tf32x3-backward:enabled=0) where they apply (FA_CL_VENDOR_PATH=0 or FA_CL_KERNEL_VARIANT=portable /
  *    portable-tiled turn them off), else "portable-backward" (cl/fa_backward.cl, every device);
  *    FA_CL_KERNEL_VARIANT naming one of the four forces it. fa_cl_plan_info (kernel, block_q and
  *    block_kv: the tiles of docs/design.md "The backward", scratch_bytes) says which. A device whose

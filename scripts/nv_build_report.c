@@ -17,7 +17,8 @@
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #endif
 
-#include "fa_cl_internal.h"
+#include "devices/devices.h" /* the device's vendor */
+#include "program/program.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -274,7 +275,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "fa_cl_nv_build_report: %s\n", fa_cl_last_error(NULL));
         return 1;
     }
-    if (!ctx->props.is_nvidia)
+    fa_cl__device_traits traits;
+    fa_cl__device_traits_query(ctx->device, &ctx->props, &traits);
+    if (traits.vendor != FA_CL_VENDOR_NVIDIA)
         fprintf(stderr, "fa_cl_nv_build_report: %s is not an NVIDIA device: expect build failures\n", ctx->props.name);
     job_list j = {ctx, rows, n, 0, PTHREAD_MUTEX_INITIALIZER};
     pthread_t threads[64];

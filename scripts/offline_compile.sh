@@ -15,7 +15,7 @@
 #        libraries (Debian: rocm-device-libs), as ROCm's OpenCL compiles (--clang picks another).
 # SPIR:  clang -target spir / spir64 with every extension switched off (-cl-ext=-all), -Werror.
 # Builds: head_dim 64, 128, 256 x f32, f16, bf16; causal masks and windows are kernel arguments,
-# not build options, so one build serves both (fa_cl_tile_request has no mask field). Identical
+# not build options, so one build serves both (fa_cl__tile_request has no mask field). Identical
 # builds (same target, source and options) are compiled once.
 #
 # Spills: Intel, the bytes IGC reports spilled per hardware thread ("spilled around N"); AMD, the

@@ -1,21 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Internal interfaces of the fa_cl host library. Not installed. The one internal header tools
- * include (with the planner and the build options it brings in). */
+/* Internal interfaces of the fa_cl host library's lowest layer, common (src/common/: errors, device
+ * properties, the environment, contexts, descriptors). Not installed. Every layer above has its own
+ * header (src/program/program.h, src/devices/devices.h, src/kernels/family.h, src/plan/plan.h,
+ * ...), including the ones below it; calls only go down. */
 #ifndef FA_CL_INTERNAL_H
 #define FA_CL_INTERNAL_H
 
 #include "fa_cl.h"
 #include "common/lock.h"
-#include "plan/planner.h"
-#include "program/build_options.h"
 
 #include <stdarg.h>
 
 #define FA_CL_ERROR_CAPACITY 16384
 #define FA_CL_NOTES_CAPACITY 4096
-/* FA_CL_TMA's bits: what nvidia-wgmma's producer may copy by TMA */
-#define FA_CL_TMA_MASK 1
-#define FA_CL_TMA_KV 2
 
 /* ---- errors (error.c) ------------------------------------------------------------------------ */
 
@@ -37,19 +34,16 @@ void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)
 fa_cl_status fa_cl__fail_cl(fa_cl_context *ctx, cl_int err, const char *what);
 /* "CL_INVALID_VALUE" etc., or "CL_UNKNOWN_ERROR". */
 const char *fa_cl__cl_error_name(cl_int err);
+/* Append what fmt gives to the string in buf (size bytes), truncated; nothing once it is full. */
+void fa_cl__append(char *buf, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /* ---- device properties (device.c) ------------------------------------------------------------ */
 
-/* Vendor queries the Khronos headers may lack (device.c and fa_cl_info ask for them). */
-#ifndef CL_DEVICE_SUB_GROUP_SIZES_INTEL
-#define CL_DEVICE_SUB_GROUP_SIZES_INTEL 0x4108 /* cl_intel_required_subgroup_size */
-#endif
-#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
-#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000 /* cl_nv_device_attribute_query */
-#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
-#endif
-
-typedef struct fa_cl_device_props {
+typedef struct fa_cl__device_props {
     char name[256], vendor[256], driver_version[128], device_version[128], c_version[128];
     char platform_name[256], platform_version[256];
     cl_device_type type;
@@ -60,83 +54,75 @@ typedef struct fa_cl_device_props {
     cl_ulong global_mem_size, max_alloc_size, global_cache_size;
     cl_uint mem_base_addr_align_bits;
     int has_fp16, has_fp64, has_subgroups;
-    int is_nvidia, is_amd, is_intel;
-    int nv_cc_major, nv_cc_minor; /* cl_nv_device_attribute_query; 0 when absent */
-    int min_subgroup;             /* narrowest of CL_DEVICE_SUB_GROUP_SIZES_INTEL; 0 when absent */
     char extensions[8192];        /* truncated if longer */
-} fa_cl_device_props;
+} fa_cl__device_props;
 
 /* Case-insensitive substring test. */
 int fa_cl__contains_nocase(const char *hay, const char *needle);
 /* ext is a whole word of list, a space-separated extension string (CL_DEVICE_EXTENSIONS). */
 int fa_cl__has_extension(const char *list, const char *ext);
 
-/* Query everything above; on a failing query records on ctx (may be NULL) and returns FA_CL_ERROR_OPENCL. */
-fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_device_props *out);
-
-/* ---- no platform (no_platform.c) ------------------------------------------------------------- */
-
-/* Why clGetPlatformIDs found no platform (err, or CL_SUCCESS with count platforms) and what to
- * install or register (ICD loader, drivers, an unregistered NVIDIA library): lines joined by '\n',
- * no final newline, truncated to size. The library's FA_CL_ERROR_NO_DEVICE message and fa_cl_info
- * both print it. */
-void fa_cl__no_platform_message(cl_int err, cl_uint count, char *buf, size_t size);
+/* Query everything above (the generic facts; what a vendor adds is src/devices/'s); on a failing
+ * query records on ctx (may be NULL) and returns FA_CL_ERROR_OPENCL. */
+fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl__device_props *out);
 
 /* ---- environment (context.c) ----------------------------------------------------------------- */
 
-typedef struct fa_cl_env {
-    size_t local_mem_cap; /* FA_CL_LOCAL_MEM_BYTES, 0 = none */
-    size_t local_mem_override; /* FA_CL_LOCAL_MEM_OVERRIDE (experiments), 0 = none */
-    int tile_q, tile_kv, tile_rows, tile_cols; /* FA_CL_TILE=<Br>x<Bc>[x<rows>[x<keys>]], 0 = none */
-    int chunk_keys;           /* FA_CL_KV_CHUNK (tests): every plan sums keys in chunks of n (whole blocks) */
-    int splits;               /* FA_CL_SPLITS: split-KV chunks of every plan, 0 = the planner's */
-    int lpt_columns;          /* FA_CL_LPT_COLUMNS: causal plans' longest-first sections, 0 = the planner's */
-    int mma_stages;           /* FA_CL_MMA_STAGES: nvidia-mma K/V pipeline depth 2..4, 0 = the planner's */
-    int mma_kv_warps;         /* FA_CL_MMA_KV_WARPS: 1, 2 or 4 warps sharing 16 rows' key blocks, 0 = planner's */
-    int gqa_pack;             /* FA_CL_GQA_PACK: -1 = off (0), 1 = on wherever heads share a kv head, 0 = planner's */
+/* The most chunks a plan splits keys into (FA_CL_TUNE splits='s bound). */
+#define FA_CL_MAX_SPLITS 1024
+
+/* The tuning values a context's plans are made under (FA_CL_TUNE, docs/tuning.md): numbers by
+ * kernel family id (id 0: the planner's own keys) and by the key's place in that family's list
+ * (src/kernels/family.h); set[id] has bit k where key k was given, else the key's default holds. */
+#define FA_CL_TUNE_KEYS 8
+typedef struct fa_cl__tune {
+    int value[64][FA_CL_TUNE_KEYS];
+    unsigned char set[64];
+} fa_cl__tune;
+
+typedef struct fa_cl__env {
+    size_t local_mem_cap;     /* FA_CL_LOCAL_MEM_BYTES, 0 = none */
     char kernel_dir[1024];    /* FA_CL_KERNEL_DIR, "" = embedded sources */
     char build_options[1024]; /* FA_CL_BUILD_OPTIONS */
     int print_build_log;      /* FA_CL_DEBUG_BUILD_LOG: print every build log to stderr (tuning) */
-    int variant;              /* FA_CL_KERNEL_VARIANT: 0 = planner's choice, else an fa_cl_kernel_id */
+    char variant_name[64];    /* FA_CL_KERNEL_VARIANT as given, "" = none */
+    int variant;              /* that family's id (fa_cl__env_resolve), 0 = the planner's choice */
     int vendor_path_off;      /* FA_CL_VENDOR_PATH=0: portable kernels only */
-    int pad_rows_off;         /* FA_CL_PAD_ROWS=0: no zero-padded q/k/v copies (tensor-core plans at d % 8 != 0) */
-    int mma_emulate;          /* FA_CL_MMA_EMULATE=1 (tests): the tensor-core kernel on any device, PTX emulated */
-    int nv_tf32;              /* FA_CL_NV_TF32: -1 unset (on where tensor cores run natively), 0 off, 1 on */
-    int wgmma;                /* FA_CL_WGMMA: -1 unset (the planner's default), 0 off, 1 on (nvidia-wgmma) */
-    int wgmma_producer_off;   /* FA_CL_WGMMA_PRODUCER=0: nvidia-wgmma without its copying warpgroup */
-    int persistent_off;       /* FA_CL_PERSISTENT=0: nvidia-wgmma a work-group a tile, not a compute unit */
-    int persistent_groups;    /* FA_CL_PERSISTENT=n: a persistent plan's work-groups at most, 0 = a compute unit's */
-    int tma;                  /* FA_CL_TMA: what nvidia-wgmma's producer copies by TMA, bits FA_CL_TMA_MASK and
-                                 FA_CL_TMA_KV (unset: both; 0 none, "mask", "kv"); cp.async the rest */
     char cache_dir[1024];     /* FA_CL_CACHE_DIR, "" = the default ($XDG_CACHE_HOME/fa_cl or ~/.cache/fa_cl) */
     int cache_off;            /* FA_CL_CACHE_DIR=off */
-} fa_cl_env;
+    char tune_text[1024];     /* FA_CL_TUNE as given (docs/tuning.md): parsed by the planner into what follows */
+    /* ---- FA_CL_TUNE: the planner's keys (src/plan/tune.c), then the families' values ---- */
+    size_t local_mem_override; /* local_mem_override=, 0 = none */
+    int tile_q, tile_kv, tile_rows, tile_cols; /* tile=<Br>x<Bc>[x<rows>[x<keys>]], 0 = none */
+    int chunk_keys;           /* kv_chunk= (tests): every plan sums keys in chunks of n (whole blocks) */
+    int splits;               /* splits=: split-KV chunks of every plan, 0 = the planner's */
+    int lpt_columns;          /* lpt_columns=: causal plans' longest-first sections, 0 = the planner's */
+    int gqa_pack;             /* gqa_pack=: -1 = off (0), 1 = on wherever heads share a kv head, 0 = planner's */
+    fa_cl__tune tune;         /* every family's keys */
+} fa_cl__env;
 
-/* Parse the environment; a malformed value is an FA_CL_ERROR_INVALID_ARGUMENT naming the variable. */
-fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size);
+/* Parse the environment's stable variables (docs/usage.md), FA_CL_KERNEL_VARIANT's and FA_CL_TUNE's
+ * text (the planner resolves them: fa_cl__env_resolve); a malformed value is an
+ * FA_CL_ERROR_INVALID_ARGUMENT naming the variable. */
+fa_cl_status fa_cl__env_read(fa_cl__env *out, char *msg, size_t msg_size);
 /* The same from lookup(data, name) instead of getenv (NULL: unset): fa_cl_info --emit plans with
- * settings of its own, whatever the process environment holds. */
-typedef const char *(*fa_cl_env_lookup)(void *data, const char *name);
-fa_cl_status fa_cl__env_parse(fa_cl_env *out, fa_cl_env_lookup lookup, void *data, char *msg, size_t msg_size);
-/* The environment's part of a context's planner limits, on top of fa_cl_limits_for_device's, with
- * the vendor builds that failed on the context (its mma_failed, wgmma_failed,
- * wgmma_backward_failed; 0 where none did). */
-void fa_cl__env_limits(const fa_cl_env *env, int mma_failed, int wgmma_failed, int wgmma_backward_failed,
-                       fa_cl_limits *out);
+ * settings of its own, whatever the process environment holds. fa_cl__env_getenv is getenv's. */
+typedef const char *(*fa_cl__env_lookup)(void *data, const char *name);
+fa_cl_status fa_cl__env_parse(fa_cl__env *out, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size);
+const char *fa_cl__env_getenv(void *data, const char *name);
+/* ---- context (context.c; created and released by src/api/context.c) --------------------------- */
 
-/* ---- context (context.c) --------------------------------------------------------------------- */
-
-typedef struct fa_cl_program_entry fa_cl_program_entry;
-typedef struct fa_cl_plan_entry fa_cl_plan_entry;
+typedef struct fa_cl__program_entry fa_cl__program_entry;
+typedef struct fa_cl__plan_entry fa_cl__plan_entry;
 
 /* Where the programs of a context came from (guarded by the context's lock): tests and fa_cl_bench
  * read them to tell a cold plan creation from a warm one. */
-typedef struct fa_cl_program_stats {
+typedef struct fa_cl__program_stats {
     unsigned built_from_source; /* clBuildProgram from the kernel text */
     unsigned loaded_from_disk;  /* from the on-disk binary cache */
     unsigned cache_stored;      /* cache files written */
     unsigned cache_rejected;    /* cache files found but not used: corrupt, truncated, foreign, refused */
-} fa_cl_program_stats;
+} fa_cl__program_stats;
 
 struct fa_cl_context {
     cl_context cl_ctx;
@@ -148,122 +134,42 @@ struct fa_cl_context {
      * whose 3.1 aborts when an event it made for a launch without one is freed while a failure
      * propagates through it */
     int hold_events;
-    fa_cl_device_props props;
-    fa_cl_env env;
-    fa_cl_lock lock; /* guards the caches and last_error */
-    fa_cl_program_entry *programs; /* most recently used first, at most FA_CL_PROGRAM_CACHE_MAX */
+    fa_cl__device_props props;
+    fa_cl__env env;
+    fa_cl__lock lock; /* guards the caches and last_error */
+    fa_cl__program_entry *programs; /* most recently used first, at most FA_CL_PROGRAM_CACHE_MAX */
     int program_count;
-    fa_cl_plan_entry *plans;
+    fa_cl__plan_entry *plans;
     int plan_count;
-    int mma_failed;        /* the tensor-core kernel did not compile here: plan portable kernels (under lock) */
-    int wgmma_failed;      /* nvidia-wgmma's sm_90a build failed here: plan nvidia-mma instead (under lock) */
-    int wgmma_backward_failed; /* the same for nvidia-wgmma-backward: plan nvidia-mma-backward (under lock) */
+    uint64_t families_off; /* bit 1 << id: a kernel family whose build failed here, not planned again (under lock) */
     char cache_dir[1024];  /* the on-disk program cache; "" = disabled (the notes say why) */
-    fa_cl_program_stats stats;
+    fa_cl__program_stats stats;
     int used_clblast; /* guarded by lock: the reference ran CLBlast on this context */
     char last_error[FA_CL_ERROR_CAPACITY];
     char notes[FA_CL_NOTES_CAPACITY]; /* only appended to: a pointer handed out stays valid */
 };
 
-/* Release every plan of the context's one-shot cache (context teardown; src/plan/plan_cache.c). */
-void fa_cl__plan_cache_clear(fa_cl_context *ctx);
+/* The common part of fa_cl_context_create: the arguments checked, the environment read, the
+ * device queried, the OpenCL objects retained. On failure nothing is left and the failure is
+ * recorded (thread slot). fa_cl__context_close undoes it (the last step of fa_cl_context_release). */
+fa_cl_status fa_cl__context_open(cl_context context, cl_device_id device, cl_command_queue queue,
+                                fa_cl_context **out);
+void fa_cl__context_close(fa_cl_context *ctx);
 
-/* Planner limits for this context's device and environment. */
-void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out);
-/* Sets one of the context's flags for a vendor kernel that did not build (mma_failed, wgmma_failed,
- * wgmma_backward_failed); 1 the first time (one note). */
-int fa_cl__first_failure(fa_cl_context *ctx, int *flag);
-
-/* ---- kernel sources and programs (kernel_source.c, program.c) -------------------------------- */
-
-/* Compiled programs a context keeps (each holds 1-2 MB of host memory on PoCL); the least recently
- * used goes first. Plans keep their own program alive whatever the cache drops. */
-#define FA_CL_PROGRAM_CACHE_MAX 64
-
-/* Source text of cl/<name> (e.g. "fa_forward.cl"): embedded, or read from FA_CL_KERNEL_DIR.
- * *owned is set to a heap copy the caller frees when the text came from disk (NULL otherwise).
- * The text starts with a #line directive naming cl/<name>. */
-fa_cl_status fa_cl__kernel_source(fa_cl_context *ctx, const char *name, const char **text, char **owned);
-
-/* The copy of cl/<name> embedded at build time (starting with its #line directive), or NULL. */
-const char *fa_cl__embedded_text(const char *name);
-
-/* Build (or fetch from the context cache) a program from the named cl/ files, concatenated in order,
- * with the options given (the library adds -cl-std=CL1.2 and FA_CL_BUILD_OPTIONS). sm90a: the
- * program's PTX is retargeted to sm_90a and built again (src/program/ptx_retarget.h; NVIDIA,
- * compute capability 9.0), its options gaining -DFA_PTX_SM90A. On success *out holds a reference
- * the caller releases. A build failure (any step of sm90a's) is FA_CL_ERROR_BUILD_FAILED with the
- * reason in last_error and is not cached. */
-fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, int nfiles, const char *options,
-                                int sm90a, cl_program *out);
-
-/* A kernel of a cached program: a pooled one left by a released plan, else a new one. The plan
- * gives it back with fa_cl__kernel_give (which releases it when the pool is full or the program is
- * not cached); its arguments are set again before every launch. */
-cl_kernel fa_cl__kernel_take(fa_cl_context *ctx, cl_program prog, const char *name, cl_int *err);
-void fa_cl__kernel_give(fa_cl_context *ctx, cl_kernel k);
-
-/* Release every cached program (context teardown). */
-void fa_cl__program_cache_clear(fa_cl_context *ctx);
-
-/* ---- on-disk program binary cache (binary_cache.c) ------------------------------------------- */
-
-/* Choose the cache directory at context creation (FA_CL_CACHE_DIR, $XDG_CACHE_HOME/fa_cl,
- * ~/.cache/fa_cl), create it and check it is writable; sets ctx->cache_dir, or leaves it "" and
- * says why in the notes. Never fails: without a cache, programs are built from source. */
-void fa_cl__binary_cache_open(fa_cl_context *ctx);
-
-/* A program built for ctx's device from the cached binary of (texts, options), or NULL on a miss.
- * A file that is corrupt, truncated, written for another key, or refused by the driver is ignored
- * (and noted); it is replaced by the next store. */
-cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options);
-
-/* Write prog's binary for ctx's device to the cache: a temporary file in the cache directory,
- * renamed over the entry (atomic; concurrent writers are safe). Failures are noted, not returned. */
-void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
-                               cl_program prog);
-
-/* The cache file format, exposed for tests. Fields of the key, all compared byte for byte on load: */
-enum {
-    FA_CL_KEY_SOURCE,
-    FA_CL_KEY_OPTIONS,
-    FA_CL_KEY_DEVICE_NAME,
-    FA_CL_KEY_DEVICE_VENDOR,
-    FA_CL_KEY_DEVICE_VERSION,
-    FA_CL_KEY_DRIVER_VERSION,
-    FA_CL_KEY_PLATFORM_NAME,
-    FA_CL_KEY_PLATFORM_VERSION,
-    FA_CL_KEY_FIELDS
-};
-
-/* One entry: key fields and the program binary, as pointers into someone else's memory. */
-typedef struct fa_cl_cache_entry {
-    const char *field[FA_CL_KEY_FIELDS];
-    size_t field_len[FA_CL_KEY_FIELDS];
-    const unsigned char *binary;
-    size_t binary_len;
-} fa_cl_cache_entry;
-
-/* The file's bytes for an entry (malloc'd, *size set), or NULL when out of memory. */
-unsigned char *fa_cl__cache_entry_encode(const fa_cl_cache_entry *e, size_t *size);
-/* Parse a file's bytes: magic, format version, field lengths within the file, binary length equal
- * to what is left, binary checksum. Returns 0 (out points into data) or -1 with *why set. */
-int fa_cl__cache_entry_decode(const unsigned char *data, size_t size, fa_cl_cache_entry *out, const char **why);
-/* The entry's file name: two independent 64-bit hashes of the key fields, in hex, + ".bin". */
-void fa_cl__cache_entry_name(const fa_cl_cache_entry *e, char name[64]);
-
-/* ---- the reference (reference.c) ------------------------------------------------------------ */
-
-/* Context teardown: drop what CLBlast cached for this context (see fa_cl_context_release). */
-void fa_cl__reference_release(fa_cl_context *ctx);
+/* Turns kernel family `id` (an fa_cl__kernel_id, below 64) off on ctx, under its lock: 1 the first
+ * time (the caller notes why), 0 when it was off already. */
+int fa_cl__context_family_off(fa_cl_context *ctx, int id);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
 #define FA_CL_DESC_KEY_WORDS 43
+/* The largest head_dim any kernel family takes (the portable kernels: forward and backward; the
+ * tensor-core families take less and decline beyond their own limits). */
+#define FA_CL_MAX_HEAD_DIM 512
 
 /* A descriptor checked and normalised once (desc.c): strides explicit, every extent computed, and
  * what the planner, the kernels' arguments, the plan cache and the reference take from it. */
-typedef struct fa_cl_views {
+typedef struct fa_cl__views {
     fa_cl_attention_desc d; /* this library's struct (struct_size as given); strides never all zero */
     float scale;            /* resolved: 1/sqrt(head_dim) when desc.scale == 0 */
     float scale_log2;       /* scale * log2(e), kept a normal finite float (the kernels' exponent factor) */
@@ -284,9 +190,9 @@ typedef struct fa_cl_views {
     /* byte ranges [begin, end) each view touches, for overlap checks */
     uint64_t q_begin, k_begin, v_begin, o_begin;
     uint64_t key[FA_CL_DESC_KEY_WORDS]; /* every plan-changing field in a fixed order: compared bytewise */
-} fa_cl_views;
+} fa_cl__views;
 
-fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl_views *out, char *msg, size_t msg_size);
+fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *desc, fa_cl__views *out, char *msg, size_t msg_size);
 
 /* A caller's struct of in_size bytes (its struct_size) into this library's out_size-byte struct:
  * fields the caller lacks become 0; a size below min_size is refused (INVALID_ARGUMENT), and so are
@@ -297,14 +203,14 @@ fa_cl_status fa_cl__struct_copy(const void *in, size_t in_size, void *out, size_
 /* The start of every call that takes (ctx, desc): both non-NULL and desc resolved, a failure
  * recorded on ctx with the call's name ("fa_cl_plan_create: desc.batch must be positive ..."). */
 fa_cl_status fa_cl__resolve_call(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
-                                 fa_cl_views *out);
+                                 fa_cl__views *out);
 
 /* Every q, k, v and o row of the (normalised) descriptor starts on a 16-byte boundary. */
 int fa_cl__rows_aligned16(const fa_cl_attention_desc *d);
 
 /* Check the buffers a forward call gets against the views: non-NULL, same context, large enough,
  * o not overlapping q/k/v, lse large enough if given. Records the message on ctx. */
-fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem q, cl_mem k, cl_mem v_mem,
+fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl__views *v, cl_mem q, cl_mem k, cl_mem v_mem,
                                   cl_mem o, cl_mem lse);
 
 /* Pieces of the descriptor and buffer checks the backward's views reuse (desc.c): the byte range
@@ -320,41 +226,52 @@ fa_cl_status fa_cl__check_one_buffer(fa_cl_context *ctx, const char *name, cl_me
 
 /* Check the serving buffers of a call (cache_seqlens, block_table, cu_seqlens_q/k) against the views:
  * given iff the descriptor uses them, large enough, not overlapping o or lse. */
-fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_forward_args *a);
+fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl__views *v, const fa_cl_forward_args *a);
 
 /* Check num_wait / wait consistency (OpenCL's rule: NULL list iff count 0). */
 fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const cl_event *wait);
 
-/* ---- a plan's decisions without a device (plan_decide.c, backward_plan.c) ------------------------ */
+/* A call's argument struct (given, of the caller's size given_size, non-NULL) as this library's
+ * (fa_cl__struct_copy into out, out_size bytes); a failure recorded on ctx under call's name. */
+fa_cl_status fa_cl__args_copy(fa_cl_context *ctx, const char *call, const void *given, size_t given_size, void *out,
+                              size_t out_size);
+/* args of the caller's size as this library's struct, then the buffer and wait-list checks
+ * against the views; the failure is recorded on ctx under call's name. */
+fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__views *views,
+                                       const fa_cl_forward_args *given, fa_cl_forward_args *out);
 
-/* What a forward plan's decisions read of the device and the environment besides the limits: a
- * context's (plan.c), or a device profile's with settings of fa_cl_info's own (--emit). */
-typedef struct fa_cl_plan_device {
-    int is_gpu;
-    unsigned compute_units;  /* split-KV's slots */
-    uint64_t max_alloc_size; /* split-KV's partial results and padded rows must fit one allocation */
-    const fa_cl_env *env;    /* FA_CL_SPLITS, FA_CL_TMA, FA_CL_PERSISTENT, FA_CL_PAD_ROWS */
-} fa_cl_plan_device;
+/* ---- the backward's descriptors (desc_backward.c): the forward's views, extended --------------- */
 
-/* The limits (lim: the context's, adjusted here for the descriptor's storage types, modifiers and
- * mask) and the tile request of views v, whose query heads work-groups take pack at a time
- * (fa_cl_gqa_pack). Once per plan; an error status with msg set for a forced kernel that cannot. */
-fa_cl_status fa_cl__plan_request(const fa_cl_plan_device *dev, const fa_cl_views *v, int pack, fa_cl_limits *lim,
-                                 fa_cl_tile_request *req, char *msg, size_t msg_size);
-/* The tiles for them (fa_cl_plan_tiles) and every feature the kernel is built with: the
- * descriptor's, split-KV, padded rows, copies by TMA, the persistent kernel. lim and req may be
- * narrowed on the way (padded rows or nvidia-wgmma's TMA tiles declined): the library re-decides
- * after a build with them. An error status with msg set where no tile fits. */
-fa_cl_status fa_cl__plan_decide(const fa_cl_plan_device *dev, const fa_cl_views *v, int pack, fa_cl_limits *lim,
-                                fa_cl_tile_request *req, fa_cl_tiles *t, char *msg, size_t msg_size);
-/* The build options (before FA_CL_STD_OPTION) of the program of t->variant a plan of v compiles:
- * its forward kernel's, or the combine, append and pad-rows kernels' own. Returns the length, or
- * -1 when out (n bytes) is too small. */
-int fa_cl__plan_options(const fa_cl_tiles *t, const fa_cl_views *v, int is_gpu, char *out, size_t n);
-/* A backward plan's tiles and features for desc under lim (the descriptor resolved as
- * fa_cl_backward_plan_create does): an error status with msg set where it cannot be planned. */
-fa_cl_status fa_cl__backward_decide(const fa_cl_limits *lim, const fa_cl_attention_desc *desc, fa_cl_tiles *t,
-                                    char *msg, size_t msg_size);
+#define FA_CL_BACKWARD_KEY_WORDS (FA_CL_DESC_KEY_WORDS + 16)
+
+/* A descriptor normalised for the backward: the forward's views (q, k, v, o, lse as the forward
+ * reads and writes them) and the gradients' (dout like o, dq like q, dk like k, dv like v, each in
+ * desc.dtype), with strides explicit (fwd.d.dout_stride ... never all zero). */
+typedef struct fa_cl__backward_views {
+    fa_cl__views fwd;
+    /* bytes each gradient buffer must hold, and the byte range [begin, end) each view touches */
+    uint64_t dout_begin, dout_bytes, dq_begin, dq_bytes, dk_begin, dk_bytes, dv_begin, dv_bytes;
+    uint64_t key[FA_CL_BACKWARD_KEY_WORDS]; /* the forward's key, then the gradients' strides and offsets */
+    int aligned16; /* every row of q, k, v, o, dout, dq, dk, dv starts 16-byte aligned (16-byte loads, paired stores) */
+} fa_cl__backward_views;
+
+/* desc resolved as the forward's and then for the backward (fa_cl__backward_resolve_call's checks,
+ * no context): an error status with msg set. */
+fa_cl_status fa_cl__backward_resolve(const fa_cl_attention_desc *desc, fa_cl__backward_views *out, char *msg,
+                                     size_t msg_size);
+
+/* ctx and desc non-NULL, desc resolved as the forward's and then for the backward: the features it
+ * does not take refused (UNSUPPORTED, naming the field), the gradient views checked (negative
+ * strides, overflowing extents, overlapping rows of dq/dk/dv: INVALID_ARGUMENT). A failure is
+ * recorded on ctx with the call's name. */
+fa_cl_status fa_cl__backward_resolve_call(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
+                                          fa_cl__backward_views *out);
+
+/* args of the caller's size as this library's struct, then every buffer checked against bv (all
+ * required; inputs readable, outputs writable, large enough; dq, dk, dv overlapping neither each
+ * other nor an input) and the wait list; failures recorded on ctx under call's name. */
+fa_cl_status fa_cl__backward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__backward_views *bv,
+                                        const fa_cl_backward_args *given, fa_cl_backward_args *out);
 
 /* Small helpers. */
 size_t fa_cl__dtype_size(fa_cl_dtype t); /* 0 for an unknown dtype */

@@ -169,7 +169,7 @@ static cl_mem make_buffer(cl_context c, cl_mem_flags flags, size_t bytes, uint8_
     return m;
 }
 
-static void device_part(rd *r, const fa_cl_attention_desc *d, const fa_cl_views *v)
+static void device_part(rd *r, const fa_cl_attention_desc *d, const fa_cl__views *v)
 {
     if (!g_ctx_tried) {
         g_ctx_tried = 1;
@@ -375,7 +375,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (fa_cl_attention_desc_validate(&d, NULL, 0) != vs)
         fail("validate's status depends on the message buffer", &d, vs, NULL);
     char full[600];
-    fa_cl_views v;
+    fa_cl__views v;
     fa_cl_status rs = fa_cl__desc_resolve(&d, &v, full, sizeof full);
     if (rs != vs)
         fail("fa_cl__desc_resolve and validate disagree", &d, rs, full);

@@ -21,7 +21,7 @@
  *   tiny N       case N of a tiny set, one per process (oclgrind)
  *   mma [f32]    small cases for the tensor-core backward (emulated here, native on NVIDIA GPUs), each
  *                checked to run on the family the planner must give it (f32: nvidia-tf32x3-backward,
- *                which the emulation plans with FA_CL_NV_TF32=1); "f32": those cases alone
+ *                which the emulation plans with nvidia-tf32x3-backward:enabled=1); "f32": those cases alone
  *   varlen       packed variable-length batches (cu_seqlens) and per-sequence key counts, each
  *                sequence against the oracle on its own rows; rows no sequence owns never written
  */
@@ -30,9 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fa_cl_internal.h" /* the device's compute capability (the wgmma subset) */
+#include "kernels/nvidia_mma_backward.h" /* the head_dims the tensor-core backward takes */
 #include "oracle.h"
-#include "plan/planner.h"
+#include "plan/plan.h" /* the context's limits, the device's compute capability (the wgmma subset) */
 #include "test_util.h"
 
 #define K_STORAGE 2.0
@@ -57,14 +57,18 @@ static const char *expect_kernel;
 static int check_family;
 
 /* The family a case must get: the tensor cores wherever they run (natively, or emulated with
- * FA_CL_MMA_EMULATE=1) and take the case -- f32 too, unless FA_CL_NV_TF32=0 -- else portable-backward.
- * (Under emulation f32 needs FA_CL_NV_TF32=1: without it this says nvidia-tf32x3-backward and the
+ * emulate=1) and take the case -- f32 too, unless nvidia-tf32x3-backward:enabled=0 -- else portable-backward.
+ * (Under emulation f32 needs its enabled=1: without it this says nvidia-tf32x3-backward and the
  * planner portable-backward, and the case fails, as it should: it would not test the kernel.) */
 static const char *expected_family(fa_cl_context *ctx, fa_cl_dtype dtype, int64_t head_dim)
 {
-    fa_cl_limits lim;
+    fa_cl__limits lim;
     fa_cl__context_limits(ctx, &lim);
-    if (!lim.nv_mma || head_dim > FA_CL_MMA_BACKWARD_MAX_DIM || (dtype == FA_CL_F32 && ctx->env.nv_tf32 == 0))
+    const fa_cl__kernel_family *tf32 = fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_TF32_BACKWARD);
+    char why[300];
+    if (!fa_cl__family_available(&lim, fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_MMA_BACKWARD), why, sizeof why) ||
+        head_dim > FA_CL_MMA_BACKWARD_MAX_DIM ||
+        (dtype == FA_CL_F32 && fa_cl__tune_given(&lim, tf32, 0) && !fa_cl__tune_value(&lim, tf32, 0)))
         return "portable-backward";
     return dtype == FA_CL_F32 ? "nvidia-tf32x3-backward" : "nvidia-mma-backward";
 }
@@ -73,12 +77,15 @@ static const char *expected_family(fa_cl_context *ctx, fa_cl_dtype dtype, int64_
  * (which takes the cases whose rows allow it: the wgmma subset requires it where it must) */
 static int family_matches(fa_cl_context *ctx, const char *want, const char *got)
 {
-    fa_cl_limits lim;
+    fa_cl__limits lim;
     fa_cl__context_limits(ctx, &lim);
     if (!got)
         return 0;
-    return strcmp(got, want) == 0 || (lim.nv_wgmma && strcmp(want, "nvidia-mma-backward") == 0 &&
-                                      strcmp(got, "nvidia-wgmma-backward") == 0);
+    char why[300];
+    const int wgmma =
+        fa_cl__family_available(&lim, fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD), why, sizeof why);
+    return strcmp(got, want) == 0 ||
+           (wgmma && strcmp(want, "nvidia-mma-backward") == 0 && strcmp(got, "nvidia-wgmma-backward") == 0);
 }
 
 typedef struct bw_case {
@@ -444,8 +451,8 @@ static int run_reference(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
-/* the tensor-core backward's paths (emulated in CTest, FA_CL_MMA_EMULATE=1 with FA_CL_NV_TF32=1, with
- * FA_CL_TILE=16x16 too): f16, bf16 and f32, head dims padded to 64 and 128, tails of rows, keys and
+/* the tensor-core backward's paths (emulated in CTest, emulate=1 with
+ * nvidia-tf32x3-backward:enabled=1, with tile=16x16 too): f16, bf16 and f32, head dims padded to 64 and 128, tails of rows, keys and
  * head_dim, causal and windows (blocks with and without the per-element mask), GQA, strided and
  * unaligned views (synchronous loads: offsets or head_dim not whole 16-byte units) */
 static const bw_case mma_cases[] = {
@@ -479,7 +486,7 @@ static int run_mma(fa_cl_context *ctx, int argc, char **argv)
 /* nvidia-wgmma-backward (Hopper only; skipped elsewhere): 16-byte aligned f16/bf16 rows, head_dim a
  * multiple of 8 up to 128, several 64-row and 64-key blocks each way with tails, causal (rows that
  * see nothing too), windows, GQA/MQA, both dtypes, head_dim padded to 64 and 128, strided views.
- * Every plan must be that kernel unless FA_CL_WGMMA=0. */
+ * Every plan must be that kernel unless nvidia-wgmma-backward:enabled=0. */
 static const bw_case wgmma_cases[] = {
     {{1, 2, 2, 300, 300, 128, F16, 0, -1, -1, "CCCC", 0.0f, 1}, NULL},
     {{2, 4, 2, 257, 391, 64, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL},
@@ -494,12 +501,16 @@ static const bw_case wgmma_cases[] = {
 static int run_wgmma(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    if (!(ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0)) {
+    if (!tu_hopper(ctx)) {
         printf("SKIP: nvidia-wgmma-backward needs an NVIDIA GPU of compute capability 9.0 (this device: %s)\n",
                ctx->props.name);
         return TU_EXIT_SKIP;
     }
-    expect_kernel = ctx->env.wgmma == 0 ? "nvidia-mma-backward" : "nvidia-wgmma-backward";
+    /* FA_CL_TUNE nvidia-wgmma-backward:enabled=0 (the wgmma_off test): nvidia-mma-backward's plans */
+    fa_cl__limits lim;
+    fa_cl__context_limits(ctx, &lim);
+    const fa_cl__kernel_family *wg = fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD);
+    expect_kernel = fa_cl__tune_value(&lim, wg, 0) == 0 ? "nvidia-mma-backward" : "nvidia-wgmma-backward";
     for (int i = 0; i < TU_COUNT(wgmma_cases); i++)
         check_case(&backward_tally, ctx, &wgmma_cases[i], 900 + (uint64_t)i, 0);
     expect_kernel = NULL;
@@ -773,7 +784,7 @@ static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
-/* oclgrind: small shapes that still cross blocks (FA_CL_TILE=8x8 in CTest) */
+/* oclgrind: small shapes that still cross blocks (FA_CL_TUNE=tile=8x8 in CTest) */
 static const bw_case tiny_cases[] = {
     {{1, 2, 1, 13, 19, 12, F32, 1, -1, -1, "CCCC", 0.0f, 1}, NULL},
     {{1, 1, 1, 17, 9, 5, F16, 0, 3, 2, "SPCC", 0.0f, 1}, "QCSP"},

@@ -22,7 +22,7 @@
  */
 #include "test_util.h"
 
-#include "fa_cl_internal.h"
+#include "program/program.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -134,7 +134,7 @@ static int context_on(const char *dir, fa_cl_context **ctx)
 
 typedef struct outcome {
     int correct;
-    fa_cl_program_stats stats; /* after the plan */
+    fa_cl__program_stats stats; /* after the plan */
     char detail[700];
     char notes[FA_CL_NOTES_CAPACITY];
 } outcome;
@@ -178,7 +178,7 @@ static void print_notes(const outcome *o) { printf("  notes: %s", o->notes[0] ? 
 
 /* ---- format: no device ------------------------------------------------------------------------- */
 
-static void sample_entry(fa_cl_cache_entry *e, const unsigned char *bin, size_t bin_len)
+static void sample_entry(fa_cl__cache_entry *e, const unsigned char *bin, size_t bin_len)
 {
     static const char *const f[FA_CL_KEY_FIELDS] = {"__kernel void k(void) {}", "-cl-std=CL1.2 -DX=1", "dev",
                                                     "vendor", "OpenCL 1.2", "1.0", "platform", "OpenCL 3.0"};
@@ -191,7 +191,7 @@ static void sample_entry(fa_cl_cache_entry *e, const unsigned char *bin, size_t 
     e->binary_len = bin_len;
 }
 
-static int same_key(const fa_cl_cache_entry *a, const fa_cl_cache_entry *b)
+static int same_key(const fa_cl__cache_entry *a, const fa_cl__cache_entry *b)
 {
     for (int i = 0; i < FA_CL_KEY_FIELDS; i++)
         if (a->field_len[i] != b->field_len[i] || memcmp(a->field[i], b->field[i], a->field_len[i]) != 0)
@@ -205,7 +205,7 @@ static int subset_format(fa_cl_context *unused, int argc, char **argv)
     unsigned char bin[300];
     for (size_t i = 0; i < sizeof bin; i++)
         bin[i] = (unsigned char)(i * 37 + 11);
-    fa_cl_cache_entry e, d;
+    fa_cl__cache_entry e, d;
     sample_entry(&e, bin, sizeof bin);
     size_t size = 0;
     unsigned char *file = fa_cl__cache_entry_encode(&e, &size);
@@ -246,12 +246,12 @@ static int subset_format(fa_cl_context *unused, int argc, char **argv)
     fa_cl__cache_entry_name(&e, base);
     int distinct = 1;
     for (int i = 0; i < FA_CL_KEY_FIELDS; i++) {
-        fa_cl_cache_entry x = e;
+        fa_cl__cache_entry x = e;
         x.field_len[i] = e.field_len[i] - 1; /* drop the last character of one field */
         fa_cl__cache_entry_name(&x, other);
         distinct &= strcmp(base, other) != 0;
     }
-    fa_cl_cache_entry ab = e, ab2 = e;
+    fa_cl__cache_entry ab = e, ab2 = e;
     ab.field[2] = "ab", ab.field_len[2] = 2, ab.field[3] = "c", ab.field_len[3] = 1;
     ab2.field[2] = "a", ab2.field_len[2] = 1, ab2.field[3] = "bc", ab2.field_len[3] = 2;
     fa_cl__cache_entry_name(&ab, base);
@@ -334,7 +334,7 @@ static int apply_damage(const char *path, damage how)
     unsigned char *data = read_file(path, &size);
     if (!data)
         return -1;
-    fa_cl_cache_entry e;
+    fa_cl__cache_entry e;
     const char *why = "";
     int rc = -1;
     switch (how) {
@@ -616,7 +616,7 @@ static int forge(const char *path, const unsigned char *bin, size_t len)
 {
     size_t size = 0;
     unsigned char *data = read_file(path, &size);
-    fa_cl_cache_entry e;
+    fa_cl__cache_entry e;
     const char *why = "";
     int rc = -1;
     if (data && fa_cl__cache_entry_decode(data, size, &e, &why) == 0) {
@@ -834,7 +834,7 @@ static int subset_concurrent(fa_cl_context *unused, int argc, char **argv)
               WRITERS, files, temporaries);
     size_t size = 0;
     unsigned char *data = read_file(path, &size);
-    fa_cl_cache_entry e;
+    fa_cl__cache_entry e;
     const char *why = "";
     tu_expect(&tally, data && fa_cl__cache_entry_decode(data, size, &e, &why) == 0, "the entry is well formed (%s)",
               data ? "decoded" : "unreadable");

@@ -3,7 +3,7 @@
  * Failed events: a call whose wait list holds an event that fails (a user event set to a negative
  * status) fails itself (its done event reports it), and leaves the plan usable: the clean calls
  * after it complete and are correct against the float64 oracle. Every plan kind: plain, split-KV
- * (FA_CL_SPLITS=3), long rows in chunks (FA_CL_KV_CHUNK=32 with FA_CL_SPLITS=1), the one-shot call
+ * (FA_CL_TUNE=splits=3), long rows in chunks (FA_CL_TUNE=kv_chunk=32,splits=1), the one-shot call
  * through the context's plan cache, dense f16 prefill (on Hopper a plan with tensor maps), the
  * backward plan and the one-shot backward.
  *
@@ -228,14 +228,14 @@ typedef struct forward_kind {
 
 #define F32_CASE(B, Hq, Hkv, Sq, Sk, causal) {B, Hq, Hkv, Sq, Sk, 16, FA_CL_F32, causal, -1, -1, NULL, 0.0f, 1}
 static const forward_kind forward_kinds[] = {
-    {"plain", {"FA_CL_SPLITS=1", NULL}, F32_CASE(1, 2, 2, 21, 45, 0), 0, 1, 1},
-    {"split-KV", {"FA_CL_SPLITS=3", NULL}, F32_CASE(2, 4, 2, 2, 150, 0), 0, 2, 3},
-    {"long rows in chunks", {"FA_CL_KV_CHUNK=32", "FA_CL_SPLITS=1"}, F32_CASE(1, 2, 1, 19, 100, 1), 0, 3, 1},
-    {"one-shot split-KV", {"FA_CL_SPLITS=3", NULL}, F32_CASE(2, 4, 2, 2, 150, 0), 1, 2, 3},
-    {"one-shot chunks", {"FA_CL_KV_CHUNK=32", "FA_CL_SPLITS=1"}, F32_CASE(1, 2, 1, 19, 100, 1), 1, 3, 1},
+    {"plain", {"FA_CL_TUNE=splits=1", NULL}, F32_CASE(1, 2, 2, 21, 45, 0), 0, 1, 1},
+    {"split-KV", {"FA_CL_TUNE=splits=3", NULL}, F32_CASE(2, 4, 2, 2, 150, 0), 0, 2, 3},
+    {"long rows in chunks", {"FA_CL_TUNE=kv_chunk=32,splits=1", NULL}, F32_CASE(1, 2, 1, 19, 100, 1), 0, 3, 1},
+    {"one-shot split-KV", {"FA_CL_TUNE=splits=3", NULL}, F32_CASE(2, 4, 2, 2, 150, 0), 1, 2, 3},
+    {"one-shot chunks", {"FA_CL_TUNE=kv_chunk=32,splits=1", NULL}, F32_CASE(1, 2, 1, 19, 100, 1), 1, 3, 1},
     /* on Hopper a plan with tensor maps (nvidia-wgmma at head_dim 128: scratch, two launches);
      * elsewhere plain (small grids split on a GPU unless told not to) */
-    {"dense f16 prefill", {"FA_CL_SPLITS=1", NULL}, {1, 2, 2, 128, 128, 128, FA_CL_F16, 1, -1, -1, NULL, 0.0f, 1}, 0, 1,
+    {"dense f16 prefill", {"FA_CL_TUNE=splits=1", NULL}, {1, 2, 2, 128, 128, 128, FA_CL_F16, 1, -1, -1, NULL, 0.0f, 1}, 0, 1,
      1},
 };
 

@@ -9,7 +9,7 @@
  *   test_forward layouts  BSHD, padded strides with offsets, mixed and broadcast layouts, q and o in
  *                         one buffer, the one-shot plan cache past its 64 entries
  *   test_forward tiles    head_dim 40, 64, 128 over several shapes; CTest runs it under
- *                         FA_CL_LOCAL_MEM_BYTES=16384 and several FA_CL_TILE values
+ *                         FA_CL_LOCAL_MEM_BYTES=16384 and several FA_CL_TUNE tile values
  *   test_forward wide     head_dim 257..512 (300, 320, 384, 457, 512) x f32/f16/bf16: causal and not,
  *                         tails, GQA/MQA, windows, layouts, a decoding row; the tensor-core kernels
  *                         decline these (CTest runs it emulated too), tiles shrink with the budget
@@ -23,8 +23,10 @@
  * fa_cl_attention_forward (gated by a user event: the kernel must not run before it). Plan info
  * is checked against the planner on this device's limits and the environment.
  */
-#include "fa_cl_internal.h"
-#include "plan/planner.h"
+#include "kernels/nvidia_mma.h"  /* the head_dims the tensor-core kernels take */
+#include "kernels/nvidia_tf32.h"
+#include "kernels/nvidia_wgmma.h" /* its producer, its tiles that only copies by TMA feed */
+#include "plan/plan.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -37,13 +39,14 @@
 #define BF16 FA_CL_BF16
 
 static tu_tally tally = {"forward", 0, 0};
-static fa_cl_limits dev_limits; /* this device and the environment, as the library sees them */
+static fa_cl__limits dev_limits; /* this device and the environment, as the library sees them */
 static int env_tile_q, env_tile_kv, env_variant;
 static size_t env_cap;
-static fa_cl_env lib_env; /* the switches as the library read them (any of their words) */
+static fa_cl__env lib_env; /* the switches as the library read them (any of their words) */
+static fa_cl__plan_device lib_device; /* what the library's plans read of the device besides the limits */
 
 /* The limits the library plans with (fa_cl__context_limits), checked against the device's own
- * answers and the environment, so that comparing plans against fa_cl_plan_tiles means something. */
+ * answers and the environment, so that comparing plans against fa_cl__plan_tiles means something. */
 static void read_limits(fa_cl_context *ctx)
 {
     cl_device_id dev = fa_cl_context_device(ctx);
@@ -59,29 +62,32 @@ static void read_limits(fa_cl_context *ctx)
     if (s && *s)
         env_cap = (size_t)strtoull(s, NULL, 10);
     int rows = 0, cols = 0;
-    s = getenv("FA_CL_TILE");
+    char tile[64];
+    s = tu_tune("tile", tile, sizeof tile);
     if (s && *s && sscanf(s, "%dx%dx%dx%d", &env_tile_q, &env_tile_kv, &rows, &cols) < 2)
         env_tile_q = env_tile_kv = 0;
     s = getenv("FA_CL_KERNEL_VARIANT");
-    if (s && *s && fa_cl_kernel_by_name(s))
-        env_variant = fa_cl_kernel_by_name(s)->id;
+    if (s && *s && fa_cl__kernel_by_name(s))
+        env_variant = fa_cl__kernel_by_name(s)->id;
     fa_cl__context_limits(ctx, &dev_limits);
     lib_env = ctx->env;
-    const fa_cl_limits *l = &dev_limits;
+    lib_device = (fa_cl__plan_device){(ctx->props.type & CL_DEVICE_TYPE_GPU) != 0, ctx->props.compute_units,
+                                      ctx->props.max_alloc_size, &lib_env};
+    const fa_cl__limits *l = &dev_limits;
     /* the budget is the reported size, or more where the library knows the device gives more
      * (NVIDIA's static local memory), and then it says where the number came from */
     int budget_ok = l->local_mem_size == (size_t)local || (l->local_mem_source && l->local_mem_size > (size_t)local);
     int ok = budget_ok && l->local_mem_is_global == (type == CL_GLOBAL) &&
              l->max_work_group == wg && l->local_mem_cap == env_cap && l->forced_q == env_tile_q &&
              l->forced_kv == env_tile_kv && l->forced_rows == rows &&
-             l->forced_variant == env_variant && l->prefer_tiled == ((dtype & CL_DEVICE_TYPE_GPU) != 0);
+             l->forced_variant == env_variant && l->dev.is_gpu == ((dtype & CL_DEVICE_TYPE_GPU) != 0);
     tu_expect(&tally, ok,
               "planner limits of the context: local memory %zu (device %llu, %s), max work-group %zu (device %zu), "
-              "cap %zu (FA_CL_LOCAL_MEM_BYTES %zu), tile %dx%dx%d (FA_CL_TILE %dx%dx%dx%d), variant %d (env %d), "
+              "cap %zu (FA_CL_LOCAL_MEM_BYTES %zu), tile %dx%dx%d (FA_CL_TUNE tile %dx%dx%dx%d), variant %d (env %d), "
               "prefer tiled %d",
               l->local_mem_size, (unsigned long long)local, l->local_mem_is_global ? "global" : "local",
               l->max_work_group, wg, l->local_mem_cap, env_cap, l->forced_q, l->forced_kv, l->forced_rows,
-              env_tile_q, env_tile_kv, rows, cols, l->forced_variant, env_variant, l->prefer_tiled);
+              env_tile_q, env_tile_kv, rows, cols, l->forced_variant, env_variant, l->dev.is_gpu);
 }
 
 /* NULL when the plan info is sane for this case, else what is wrong. */
@@ -101,7 +107,7 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         return "work_group_size outside 1..device maximum";
     const int mma_variant = strcmp(in->kernel, "nvidia-mma") == 0;
     /* O lives in the tensor-core kernels' registers: above their head_dim limits the plan must have
-     * fallen back to a portable kernel (with FA_CL_MMA_EMULATE=1 as on an NVIDIA GPU) */
+     * fallen back to a portable kernel (with nvidia-mma:emulate=1 as on an NVIDIA GPU) */
     if ((mma_variant && c->D > FA_CL_MMA_MAX_DIM) ||
         (strcmp(in->kernel, "nvidia-tf32x3") == 0 && c->D > FA_CL_TF32_MAX_DIM)) {
         snprintf(why, sizeof why, "%s planned at head_dim %lld, beyond what it takes", in->kernel, (long long)c->D);
@@ -123,15 +129,15 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     if (env_variant == FA_CL_KERNEL_PORTABLE && !rows_variant)
         return "FA_CL_KERNEL_VARIANT=portable not honoured";
     if (env_tile_q && (in->block_q != env_tile_q || in->block_kv != env_tile_kv))
-        return "FA_CL_TILE not honoured";
+        return "FA_CL_TUNE tile not honoured";
     if (env_cap && in->local_mem_budget > env_cap)
         return "FA_CL_LOCAL_MEM_BYTES not honoured";
-    fa_cl_views views;
+    fa_cl__views views;
     char vmsg[256];
     if (fa_cl__desc_resolve(desc, &views, vmsg, sizeof vmsg) != FA_CL_SUCCESS)
         return "the descriptor of an accepted plan does not resolve";
     /* GQA packing: every query head of a kv head in one work-group where seqlen_q < 64
-     * (FA_CL_GQA_PACK=0 never, =1 always) */
+     * (FA_CL_TUNE gqa_pack=0 never, =1 always) */
     const int64_t group = c->Hq / c->Hkv;
     const int pack = group > 1 && lib_env.gqa_pack >= 0 && (lib_env.gqa_pack > 0 || c->Sq < 64)
                          ? (int)group
@@ -140,47 +146,45 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         snprintf(why, sizeof why, "plan info: gqa_pack %d, expected %d", in->gqa_pack, pack);
         return why;
     }
-    fa_cl_tile_request req = {(int)c->D, c->dtype, pack * c->Sq, c->Sk, views.aligned16, views.row_keys};
-    fa_cl_tiles t;
+    /* the request as the library makes it (the descriptor's features and layout), then the walk */
+    fa_cl__backward_views bv;
+    memset(&bv, 0, sizeof bv);
+    bv.fwd = views;
+    fa_cl__limits lim = dev_limits;
+    fa_cl__tile_request req;
+    fa_cl__tiles t;
     char msg[256];
-    if (fa_cl_plan_tiles(&dev_limits, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
+    if (fa_cl__plan_request(&lib_device, FA_CL_OP_FORWARD, &bv, pack, &lim, &req, msg, sizeof msg) != FA_CL_SUCCESS ||
+        fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg) != FA_CL_SUCCESS)
         return "the planner refuses what the plan accepted";
     /* head_dim % 8 != 0, dense, more than 64 rows: a tensor-core plan copies q, k, v into zero-padded
      * rows first (3 launches, their copies in the scratch) and takes the aligned kernel's tiles */
-    int padded = 0;
-    size_t pad_bytes = 0;
-    if (!views.aligned16 && c->D % 8 != 0 && c->dtype != F32 && c->Sq > 64 && !lib_env.pad_rows_off) {
-        fa_cl_tile_request preq = req;
-        fa_cl_tiles pt;
-        preq.aligned16 = 1;
-        if (fa_cl_plan_tiles(&dev_limits, &preq, &pt, msg, sizeof msg) == FA_CL_SUCCESS &&
-            (pt.variant == FA_CL_KERNEL_NVIDIA_MMA || pt.variant == FA_CL_KERNEL_NVIDIA_WGMMA)) {
-            padded = 1;
-            t = pt;
-            pad_bytes = (size_t)c->B * (size_t)(c->Hq * c->Sq + 2 * c->Hkv * c->Sk) * (size_t)((c->D + 7) / 8 * 8) * 2;
-        }
-    }
+    const int padded = t.rows_padded;
+    const size_t pad_bytes =
+        padded ? (size_t)c->B * (size_t)(c->Hq * c->Sq + 2 * c->Hkv * c->Sk) * (size_t)((c->D + 7) / 8 * 8) * 2 : 0;
+    if (padded && (c->D % 8 == 0 || c->dtype == F32 || c->Sq <= 64))
+        return "padded rows where head_dim % 8 == 0, f32, or 64 rows or fewer";
     if (padded != (in->scratch_bytes >= pad_bytes && pad_bytes > 0 && in->launches >= 4))
         return "plan info: the padded q/k/v copies (head_dim % 8 != 0) are not as the rules say";
     /* nvidia-wgmma's tiles that only copies by TMA feed (at d_pad 256 the producer and blocks of 80
      * keys): a plan whose copies cannot go by TMA takes the planner's tiles without them */
     int tma_tiles = 0;
-    if (t.variant == FA_CL_KERNEL_NVIDIA_WGMMA && ((t.block_kv & (t.block_kv - 1)) || (t.producer && t.head_dim_padded > 128))) {
-        fa_cl_limits no_tma = dev_limits;
-        fa_cl_tile_request creq = req;
-        fa_cl_tiles ct;
-        no_tma.wg_tma_tiles = 0;
-        creq.aligned16 = creq.aligned16 || padded;
+    if (t.variant == FA_CL_KERNEL_NVIDIA_WGMMA &&
+        ((t.block_kv & (t.block_kv - 1)) || (FA_CL_NV(&t, PRODUCER) && t.head_dim_padded > 128))) {
+        fa_cl__tile_request creq = req;
+        fa_cl__tiles ct;
+        creq.narrowed = FA_CL_WGMMA_NO_TMA_TILES;
         tma_tiles = 1;
         if ((in->block_kv != t.block_kv || in->work_group_size != t.work_group_size) &&
-            fa_cl_plan_tiles(&no_tma, &creq, &ct, msg, sizeof msg) == FA_CL_SUCCESS) {
+            fa_cl__plan_tiles(&lim, &creq, &ct, msg, sizeof msg) == FA_CL_SUCCESS) {
             t = ct;
             tma_tiles = 0;
         }
     }
-    const char *splits_env = getenv("FA_CL_SPLITS");
+    char splits_buf[32];
+    const char *splits_env = tu_tune("splits", splits_buf, sizeof splits_buf);
     if (splits_env && *splits_env && atoi(splits_env) > 1 && in->splits < atoi(splits_env)) {
-        snprintf(why, sizeof why, "plan info: %d splits, FA_CL_SPLITS=%s not honoured", in->splits, splits_env);
+        snprintf(why, sizeof why, "plan info: %d splits, FA_CL_TUNE splits=%s not honoured", in->splits, splits_env);
         return why;
     }
     if (in->splits > 1) /* split-KV: no chunked launches, one forward and the combine */
@@ -191,14 +195,15 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
                in->local_mem_budget == t.local_mem_budget &&
                (in->local_mem_bytes == t.local_mem_bytes || tensor_cores) &&
                strcmp(in->kernel, t.kernel) == 0;
-    /* one launch, or one per chunk of keys (FA_CL_KV_CHUNK, long rows) with scratch of its own */
+    /* one launch, or one per chunk of keys (FA_CL_TUNE kv_chunk, long rows) with scratch of its own */
     const int launches = 3 * padded + (in->splits > 1           ? 2
                                        : t.chunk_keys > 0 ? (int)((c->Sk + t.chunk_keys - 1) / t.chunk_keys)
                                                           : 1);
     /* Hopper's copies by TMA (dense plans of nvidia-wgmma's producer): one more launch, writing
      * 512 bytes of tensor maps into the plan's scratch; a persistent plan's (head_dim_padded 128,
-     * not split, FA_CL_PERSISTENT not 0) 64 more, its tile counter */
-    const char *persistent_env = getenv("FA_CL_PERSISTENT");
+     * not split, nvidia-wgmma:persistent not 0) 64 more, its tile counter */
+    char persistent_buf[32];
+    const char *persistent_env = tu_tune("persistent", persistent_buf, sizeof persistent_buf);
     const int persistent = in->head_dim_padded == 128 && in->splits == 1 &&
                            !(persistent_env && strcmp(persistent_env, "0") == 0);
     const size_t tma_bytes = 512 + (persistent ? 64 : 0);
@@ -370,7 +375,7 @@ static void run_case(fa_cl_context *ctx, const char *label, int idx, const tu_ca
         ok = 0;
         snprintf(why, sizeof why, "read back failed");
     }
-    if (!ok && env_tile_q && strstr(why, "FA_CL_TILE=") && strstr(why, "budget")) {
+    if (!ok && env_tile_q && strstr(why, "tile=") && strstr(why, "budget")) {
         /* a tile forced for the whole run that this case's head_dim cannot fit: the refusal is the
          * contract (test_planner checks it); the case is not run, and says so */
         printf("[SKIP] %s #%d D=%lld: %s\n", label, idx, (long long)c->D, why);

@@ -7,11 +7,11 @@
  *   test_invalid build   a kernel that fails to build (FA_CL_KERNEL_DIR pointing at a broken copy):
  *                        FA_CL_ERROR_BUILD_FAILED with the build log; the context recovers; with only
  *                        one file broken the same context keeps running every other kernel
- *   test_invalid env_trailing  FA_CL_TILE values with trailing characters must be refused
+ *   test_invalid env_trailing  FA_CL_TUNE tile values with trailing characters must be refused
  *   test_invalid env_switches  every on/off switch takes 1/on/yes/true and 0/off/no/false in any
- *                        case (FA_CL_TMA also mask, kv) and refuses anything else, naming it
+ *                        case (nvidia-wgmma:tma also mask, kv) and refuses anything else, naming it
  */
-#include "fa_cl_internal.h" /* the context's switches as read */
+#include "plan/plan.h" /* the context's switches and tuning keys as read */
 #include "test_util.h"
 
 #include <math.h>
@@ -437,17 +437,17 @@ static void env_cases(int only_trailing)
 {
     static const struct {
         const char *var, *value;
-    } bad[] = {{"FA_CL_TILE", "abc"},           {"FA_CL_TILE", "64"},            {"FA_CL_TILE", "0x32"},
-               {"FA_CL_TILE", "64x32x3"},       {"FA_CL_LOCAL_MEM_BYTES", "12"}, {"FA_CL_LOCAL_MEM_BYTES", "-4096"},
+    } bad[] = {{"FA_CL_TUNE", "tile=abc"},      {"FA_CL_TUNE", "tile=64"},       {"FA_CL_TUNE", "tile=0x32"},
+               {"FA_CL_TUNE", "tile=64x32x3"},  {"FA_CL_LOCAL_MEM_BYTES", "12"}, {"FA_CL_LOCAL_MEM_BYTES", "-4096"},
                {"FA_CL_LOCAL_MEM_BYTES", "16k"}, {"FA_CL_KERNEL_VARIANT", "fast"},
                /* options a driver would crash on rather than report (PoCL 3.1 does on a bare -D) */
                {"FA_CL_BUILD_OPTIONS", "-D"},   {"FA_CL_BUILD_OPTIONS", "-DX -I"}, {"FA_CL_BUILD_OPTIONS", "-D -w"},
                {"FA_CL_BUILD_OPTIONS", "-D=1"}, {"FA_CL_BUILD_OPTIONS", "-I  "},
-               {"FA_CL_KV_CHUNK", "0"},         {"FA_CL_LPT_COLUMNS", "0"},      {"FA_CL_SPLITS", "x"},
-               {"FA_CL_PERSISTENT", "-1"},
+               {"FA_CL_TUNE", "kv_chunk=0"},    {"FA_CL_TUNE", "lpt_columns=0"}, {"FA_CL_TUNE", "splits=x"},
+               {"FA_CL_TUNE", "nvidia-wgmma:persistent=-1"},
                /* trailing characters: subset env_trailing (test invalid_env_trailing) */
-               {"FA_CL_TILE", "64x32junk"},     {"FA_CL_TILE", "64x32 "},        {"FA_CL_TILE", "64x32x2junk"},
-               {"FA_CL_TILE", "64x32x"},        {"FA_CL_LPT_COLUMNS", "4x"},     {"FA_CL_PERSISTENT", "8x"}};
+               {"FA_CL_TUNE", "tile=64x32junk"}, {"FA_CL_TUNE", "tile=64x32 "},  {"FA_CL_TUNE", "tile=64x32x2junk"},
+               {"FA_CL_TUNE", "tile=64x32x"},   {"FA_CL_TUNE", "lpt_columns=4x"}, {"FA_CL_TUNE", "nvidia-wgmma:persistent=8x"}};
     const size_t first = only_trailing ? 17 : 0, end = only_trailing ? sizeof bad / sizeof bad[0] : 17;
     for (size_t i = first; i < end; i++) {
         setenv(bad[i].var, bad[i].value, 1);
@@ -472,7 +472,7 @@ static void env_cases(int only_trailing)
         int64_t d;
         fa_cl_status want;
         const char *word;
-    } plan_env[] = {{"FA_CL_TILE", "1024x256", 128, FA_CL_ERROR_INVALID_ARGUMENT, "FA_CL_TILE"},
+    } plan_env[] = {{"FA_CL_TUNE", "tile=1024x256", 128, FA_CL_ERROR_INVALID_ARGUMENT, "tile=1024x256"},
                     {"FA_CL_LOCAL_MEM_BYTES", "8192", 256, FA_CL_ERROR_UNSUPPORTED, "budget"},
                     {"FA_CL_LOCAL_MEM_BYTES", "16384", 512, FA_CL_ERROR_UNSUPPORTED, "head_dim 512"}};
     for (size_t i = 0; i < sizeof plan_env / sizeof plan_env[0]; i++) {
@@ -881,19 +881,18 @@ static int subset_env_trailing(fa_cl_context *unused, int argc, char **argv)
     return 0;
 }
 
-/* The on/off switches: every accepted word reads as what it says, and every other word is refused
- * with the variable, the value and the accepted words named. */
+/* The stable on/off switches: every accepted word reads as what it says, and every other word is
+ * refused with the variable, the value and the accepted words named. FA_CL_TUNE: its items read as
+ * they say; a malformed item, an unknown family or key, a value out of a key's range are refused
+ * naming them and what is accepted; a variable FA_CL_TUNE replaced, still set, is refused naming
+ * its keys. */
 static int subset_env_switches(fa_cl_context *unused, int argc, char **argv)
 {
     (void)unused, (void)argc, (void)argv;
-    static const char *const switches[] = {"FA_CL_TMA",       "FA_CL_VENDOR_PATH",    "FA_CL_NV_TF32",
-                                           "FA_CL_WGMMA",     "FA_CL_WGMMA_PRODUCER", "FA_CL_PAD_ROWS",
-                                           "FA_CL_MMA_EMULATE", "FA_CL_DEBUG_BUILD_LOG", "FA_CL_GQA_PACK"};
-    static const char *const bad[] = {"maybe", "2", "10", "-1", "onn", " 1", "1 ", "truee", "y", "kvv"};
+    static const char *const switches[] = {"FA_CL_VENDOR_PATH", "FA_CL_DEBUG_BUILD_LOG"};
+    static const char *const bad[] = {"maybe", "2", "10", "-1", "onn", " 1", "1 ", "truee", "y"};
     for (int i = 0; i < TU_COUNT(switches); i++)
         for (int j = 0; j < TU_COUNT(bad); j++) {
-            if (strcmp(bad[j], "kvv") == 0 && strcmp(switches[i], "FA_CL_TMA") != 0)
-                continue;
             setenv(switches[i], bad[j], 1);
             fa_cl_context *c = NULL;
             const fa_cl_status st = fa_cl_context_create_default(&c);
@@ -906,18 +905,19 @@ static int subset_env_switches(fa_cl_context *unused, int argc, char **argv)
             tu_expect(&tally, strstr(msg, value) != NULL, "%s: the message names the value and the words", what);
             fa_cl_context_release(c);
         }
-    /* what each accepted word reads as (read back from the context: any case) */
+    /* what each accepted word or item reads as (read back from the context) */
     static const struct {
         const char *var, *value;
-        int field, want; /* field 0 mma_emulate, 1 print_build_log, 2 vendor_path_off, 3 tma, 4 gqa_pack */
-    } good[] = {{"FA_CL_MMA_EMULATE", "false", 0, 0}, {"FA_CL_MMA_EMULATE", "OFF", 0, 0},
-                {"FA_CL_MMA_EMULATE", "No", 0, 0},    {"FA_CL_MMA_EMULATE", "0", 0, 0},
-                {"FA_CL_DEBUG_BUILD_LOG", "TRUE", 1, 1}, {"FA_CL_DEBUG_BUILD_LOG", "yes", 1, 1},
-                {"FA_CL_VENDOR_PATH", "off", 2, 1},   {"FA_CL_VENDOR_PATH", "On", 2, 0},
-                {"FA_CL_VENDOR_PATH", "1", 2, 0},     {"FA_CL_TMA", "mask", 3, 1},
-                {"FA_CL_TMA", "KV", 3, 2},            {"FA_CL_TMA", "no", 3, 0},
-                {"FA_CL_TMA", "true", 3, 3},          {"FA_CL_GQA_PACK", "false", 4, -1},
-                {"FA_CL_GQA_PACK", "on", 4, 1}};
+        int field, want; /* field 0 print_build_log, 1 vendor_path_off, 2 nvidia-wgmma's tma, 3 gqa_pack,
+                            4 nvidia-mma's emulate, 5 nvidia-mma's stages */
+    } good[] = {{"FA_CL_DEBUG_BUILD_LOG", "TRUE", 0, 1},  {"FA_CL_DEBUG_BUILD_LOG", "yes", 0, 1},
+                {"FA_CL_VENDOR_PATH", "off", 1, 1},       {"FA_CL_VENDOR_PATH", "On", 1, 0},
+                {"FA_CL_VENDOR_PATH", "1", 1, 0},         {"FA_CL_TUNE", "nvidia-wgmma:tma=mask", 2, 1},
+                {"FA_CL_TUNE", "nvidia-wgmma:tma=kv", 2, 2}, {"FA_CL_TUNE", "nvidia-wgmma:tma=none", 2, 0},
+                {"FA_CL_TUNE", "nvidia-wgmma:tma=3", 2, 3}, {"FA_CL_TUNE", "gqa_pack=0", 3, -1},
+                {"FA_CL_TUNE", "gqa_pack=1", 3, 1},       {"FA_CL_TUNE", "nvidia-mma:emulate=0", 4, 0},
+                {"FA_CL_TUNE", "splits=2,nvidia-mma:stages=3,emulate=1", 4, 1}, /* the current family's key */
+                {"FA_CL_TUNE", "nvidia-mma:emulate=1,stages=4", 5, 4}};
     for (int i = 0; i < TU_COUNT(good); i++) {
         setenv(good[i].var, good[i].value, 1);
         fa_cl_context *c = NULL;
@@ -925,24 +925,82 @@ static int subset_env_switches(fa_cl_context *unused, int argc, char **argv)
         unsetenv(good[i].var);
         int got = -9;
         if (st == FA_CL_SUCCESS) {
-            const fa_cl_env *e = &c->env;
-            const int fields[5] = {e->mma_emulate, e->print_build_log, e->vendor_path_off, e->tma, e->gqa_pack};
+            fa_cl__limits lim;
+            fa_cl__context_limits(c, &lim);
+            const fa_cl__kernel_family *wg = fa_cl__kernel_by_name("nvidia-wgmma"),
+                                       *mma = fa_cl__kernel_by_name("nvidia-mma");
+            const int fields[6] = {c->env.print_build_log, c->env.vendor_path_off,
+                                   fa_cl__tune_value(&lim, wg, fa_cl__tune_key_index(wg, "tma")), c->env.gqa_pack,
+                                   fa_cl__family_emulated(&lim, mma),
+                                   fa_cl__tune_value(&lim, mma, fa_cl__tune_key_index(mma, "stages"))};
             got = fields[good[i].field];
         }
         tu_expect(&tally, st == FA_CL_SUCCESS && got == good[i].want, "%s='%s' is accepted and reads as %d: %s, %d",
                   good[i].var, good[i].value, good[i].want, fa_cl_status_string(st), got);
         fa_cl_context_release(c);
     }
-    /* FA_CL_PERSISTENT is a count, 0 or n: words are refused */
-    static const char *const counts[] = {"off", "on", "maybe", "0x", "1.5"};
-    for (int i = 0; i < TU_COUNT(counts); i++) {
-        setenv("FA_CL_PERSISTENT", counts[i], 1);
+    /* refused FA_CL_TUNE items: the words each message must hold */
+    static const struct {
+        const char *value, *words[3];
+    } tune_bad[] = {
+        {"tile", {"'tile'", "[family:]key=value", NULL}},
+        {"nvidia-foo:enabled=0", {"no kernel family 'nvidia-foo'", "nvidia-mma", NULL}},
+        {"nvidia-mma:nope=1", {"nvidia-mma has no key 'nope'", "stages", "kv_warps"}},
+        {"nope=1", {"the planner has no key 'nope'", "splits", NULL}},
+        {"nvidia-mma:stages=9", {"nvidia-mma:stages='9'", "2..4", NULL}},
+        {"nvidia-mma:kv_warps=3", {"kv_warps='3'", "1 or 2 or 4", NULL}},
+        {"nvidia-wgmma:tma=on", {"tma='on'", "none or mask or kv or both", NULL}},
+        {"nvidia-wgmma:producer=maybe", {"producer='maybe'", "0..1", NULL}},
+        {"gqa_pack=on", {"gqa_pack='on'", "0..1", NULL}},
+        {"combine:enabled=0", {"combine has no key 'enabled'", "none", NULL}},
+        {"nvidia-mma:stages=3,nvidia-mma:emulate", {"'nvidia-mma:emulate'", NULL, NULL}},
+    };
+    for (int i = 0; i < TU_COUNT(tune_bad); i++) {
+        setenv("FA_CL_TUNE", tune_bad[i].value, 1);
         fa_cl_context *c = NULL;
         const fa_cl_status st = fa_cl_context_create_default(&c);
-        unsetenv("FA_CL_PERSISTENT");
-        char what[96];
-        snprintf(what, sizeof what, "context_create_default with FA_CL_PERSISTENT='%s'", counts[i]);
-        expect(NULL, NULL, what, st, FA_CL_ERROR_INVALID_ARGUMENT, fa_cl_last_error(NULL), "FA_CL_PERSISTENT", NULL);
+        unsetenv("FA_CL_TUNE");
+        char what[128];
+        snprintf(what, sizeof what, "context_create_default with FA_CL_TUNE='%s'", tune_bad[i].value);
+        expect(NULL, NULL, what, st, FA_CL_ERROR_INVALID_ARGUMENT, fa_cl_last_error(NULL), tune_bad[i].words[0], NULL);
+        tu_expect(&tally, strstr(fa_cl_last_error(NULL), "FA_CL_TUNE") != NULL, "%s: names FA_CL_TUNE", what);
+        for (int w = 1; w < 3 && tune_bad[i].words[w]; w++)
+            tu_expect(&tally, strstr(fa_cl_last_error(NULL), tune_bad[i].words[w]) != NULL, "%s: names %s", what,
+                      tune_bad[i].words[w]);
+        fa_cl_context_release(c);
+    }
+    /* every variable a tuning key replaced: refused, naming the key (and, where two keys replaced it, both) */
+    static const struct {
+        const char *var, *value, *key, *key2;
+    } removed[] = {
+        {"FA_CL_TILE", "64x32", "FA_CL_TUNE=tile=", NULL},
+        {"FA_CL_SPLITS", "3", "FA_CL_TUNE=splits=", NULL},
+        {"FA_CL_KV_CHUNK", "32", "FA_CL_TUNE=kv_chunk=", NULL},
+        {"FA_CL_GQA_PACK", "0", "FA_CL_TUNE=gqa_pack=", NULL},
+        {"FA_CL_LPT_COLUMNS", "3", "FA_CL_TUNE=lpt_columns=", NULL},
+        {"FA_CL_LOCAL_MEM_OVERRIDE", "65536", "FA_CL_TUNE=local_mem_override=", NULL},
+        {"FA_CL_MMA_EMULATE", "1", "nvidia-mma:emulate=", "nvidia-tf32x3-backward:emulate="},
+        {"FA_CL_MMA_STAGES", "3", "nvidia-mma:stages=", NULL},
+        {"FA_CL_MMA_KV_WARPS", "2", "nvidia-mma:kv_warps=", NULL},
+        {"FA_CL_NV_TF32", "0", "nvidia-tf32x3:enabled=", "nvidia-tf32x3-backward:enabled="},
+        {"FA_CL_WGMMA", "0", "nvidia-wgmma:enabled=", "nvidia-wgmma-backward:enabled="},
+        {"FA_CL_WGMMA_PRODUCER", "0", "nvidia-wgmma:producer=", NULL},
+        {"FA_CL_TMA", "kv", "nvidia-wgmma:tma=", NULL},
+        {"FA_CL_PERSISTENT", "0", "nvidia-wgmma:persistent=", NULL},
+        {"FA_CL_PAD_ROWS", "0", "nvidia-mma:pad_rows=", "nvidia-wgmma:pad_rows="},
+    };
+    for (int i = 0; i < TU_COUNT(removed); i++) {
+        setenv(removed[i].var, removed[i].value, 1);
+        fa_cl_context *c = NULL;
+        const fa_cl_status st = fa_cl_context_create_default(&c);
+        unsetenv(removed[i].var);
+        char what[128];
+        snprintf(what, sizeof what, "context_create_default with %s=%s (removed)", removed[i].var, removed[i].value);
+        const char *msg = fa_cl_last_error(NULL);
+        expect(NULL, NULL, what, st, FA_CL_ERROR_INVALID_ARGUMENT, msg, removed[i].key, NULL);
+        tu_expect(&tally, strstr(msg, removed[i].var) != NULL, "%s: names %s", what, removed[i].var);
+        if (removed[i].key2)
+            tu_expect(&tally, strstr(msg, removed[i].key2) != NULL, "%s: names %s too", what, removed[i].key2);
         fa_cl_context_release(c);
     }
     return 0;

@@ -6,14 +6,14 @@
  * any other device (label device).
  *
  *   test_kernels fused      the fused forward (whichever variant FA_CL_KERNEL_VARIANT / the planner
- *                           picks, tiles from FA_CL_TILE / FA_CL_LOCAL_MEM_BYTES): tails on both
+ *                           picks, tiles from FA_CL_TUNE tile / FA_CL_LOCAL_MEM_BYTES): tails on both
  *                           sides, causal with rows that see nothing, windows, GQA/MQA, f32/f16/bf16,
  *                           head_dim % 4 != 0, strided views with offsets, LSE on and off
  *   test_kernels reference  fa_cl_reference_forward: the gather / softmax / scatter kernels and
  *                           CLBlast's GEMM kernels, on the same kind of shapes
  *
  *   test_kernels fused_fresh  the fused cases, each on a fresh context (below): the runs with long
- *                           rows' chunks of keys forced (FA_CL_KV_CHUNK), whose plans write and
+ *                           rows' chunks of keys forced (FA_CL_TUNE kv_chunk), whose plans write and
  *                           re-read a scratch buffer
  *
  * The reference subset takes a fresh context for every case. With one context, Oclgrind 21.10's
@@ -27,7 +27,7 @@
  * kernel itself wrote as uninitialised, and not when the first plan's scratch is never freed (so
  * Oclgrind's shadow of reused device memory, not the kernel: a fresh context per case is clean).
  *
- * Shapes are chosen so that with FA_CL_TILE=8x8.. every kernel runs several query blocks and several
+ * Shapes are chosen so that with FA_CL_TUNE=tile=8x8.. every kernel runs several query blocks and several
  * K/V blocks (the reused K/V buffer and its barriers), including partially visible blocks.
  */
 #include "test_util.h"

@@ -25,7 +25,7 @@
  * last cycle may exceed their value after the warm-up by at most a small fixed allowance, far below
  * what one leaked context, program or plan per cycle would add over N cycles.
  */
-#include "fa_cl_internal.h" /* the program cache's count and cap */
+#include "program/program.h" /* the program cache's count and cap */
 #include "test_util.h"
 
 #include <malloc.h>
@@ -279,10 +279,10 @@ static int subset_programs(fa_cl_context *unused, int argc, char **argv)
             rss_at_cap = rss_bytes();
         }
     }
-    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl__lock_acquire(&ctx->lock);
     const int count = ctx->program_count;
     const unsigned built = ctx->stats.built_from_source;
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_release(&ctx->lock);
     tu_expect(&tally, st == FA_CL_SUCCESS && count == FA_CL_PROGRAM_CACHE_MAX && built == (unsigned)n,
               "%d distinct programs: the context keeps %d (cap %d), built %u", n, count, FA_CL_PROGRAM_CACHE_MAX,
               built);
@@ -302,9 +302,9 @@ static int subset_programs(fa_cl_context *unused, int argc, char **argv)
     fa_cl_plan *again = NULL;
     st = plan_dim(ctx, 1, &again);
     fa_cl_plan_release(again);
-    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl__lock_acquire(&ctx->lock);
     const unsigned rebuilt = ctx->stats.built_from_source - built;
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_release(&ctx->lock);
     tu_expect(&tally, st == FA_CL_SUCCESS && rebuilt == 1, "a new plan of the evicted program rebuilds it (%u builds)",
               rebuilt);
     /* not asserted: what PoCL 3.1 keeps after a program's last release varies from run to run (+8 MB

@@ -5,7 +5,7 @@
  * every layout, against the float64 oracle on the inputs as stored (tests/oracle.c), at the
  * tolerances of tests/tolerance.h. Subsets:
  *   cases      the fused path (the planner's kernel, or FA_CL_KERNEL_VARIANT; CTest also runs it
- *              with FA_CL_SPLITS and FA_CL_KV_CHUNK, so sinks meet the combine and the chunk merge)
+ *              with FA_CL_TUNE splits and kv_chunk, so sinks meet the combine and the chunk merge)
  *   reference  fa_cl_reference_run on the same cases
  *   invalid    what bad modifiers get: a status and a message naming the field
  *   tiny N     case N of a tiny set, one per process (oclgrind)

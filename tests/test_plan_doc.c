@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The worked planner numbers of docs/design.md, from the real planner (fa_cl_plan_tiles), no device.
+ * The worked planner numbers of docs/design.md, from the real planner (fa_cl__plan_tiles), no device.
  * Prints the table the document shows and fails if the planner no longer gives those numbers
  * (then docs/design.md needs the new ones). Devices: a local-memory size, 1024 work-items, and
  * whether it is a GPU (the register-tiled variant where it fits) or not (the rows variant).
@@ -53,15 +53,19 @@ int main(void)
            "WG", "bytes", "of budget");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const doc_row *r = &rows[i];
-        fa_cl_limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = r->local;
-        lim.max_work_group = 1024;
-        lim.prefer_tiled = r->gpu;
-        fa_cl_tile_request req = {r->d, FA_CL_F16, 4096, 4096, 1, 0};
-        fa_cl_tiles t;
+        /* a GPU (or not) of no vendor the families know: the portable kernels */
+        const fa_cl__device_traits dev = {.is_gpu = r->gpu, .local_mem_size = r->local, .max_work_group = 1024};
+        fa_cl__limits lim;
+        fa_cl__limits_for_device(&dev, &lim);
+        fa_cl__tile_request req;
+        memset(&req, 0, sizeof req);
+        req.head_dim = r->d;
+        req.dtype = FA_CL_F16;
+        req.seqlen_q = req.seqlen_k = 4096;
+        req.aligned16 = 1;
+        fa_cl__tiles t;
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         if (st != FA_CL_SUCCESS) {
             tu_expect(&tally, 0, "%zu bytes, d=%d: %s", r->local, r->d, msg);
             continue;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Tile planner (src/planner.h), no device: fa_cl_plan_tiles on synthetic limits, against results
+ * Tile planner (src/planner.h), no device: fa_cl__plan_tiles on synthetic limits, against results
  * computed by hand from the rule documented in src/planner.h:
  *
  *   local_mem_bytes = e * (B_r + B_c) * d_padded,  e = 4 for every storage type (fp32 tiles)
@@ -20,13 +20,112 @@
  * Note: the A100 example of the design article multiplies by 2 bytes twice; the formula as
  * implemented (e = 4 for f16/bf16 too) is what is checked here.
  */
-#include "plan/planner.h"
+#include "kernels/nvidia_mma.h"
+#include "kernels/nvidia_mma_backward.h"
+#include "kernels/nvidia_tf32.h"
+#include "kernels/nvidia_wgmma.h"
+#include "kernels/nvidia_wgmma_backward.h"
+#include "kernels/portable.h"
+#include "kernels/portable_backward.h"
+#include "kernels/portable_tiled.h"
+#include "kernels/nvidia.h"
+#include "plan/plan.h"
 #include "test_util.h"
 
 #include <string.h>
 
+/* A plan's request names its shape first; the rest (the operation, the features, the views) is zero
+ * where a case says nothing: a forward of no feature. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+
 /* Synthetic devices. */
 #define KIB ((size_t)1024)
+
+/* The FA_CL_TUNE values of the case being planned (device_limits clears them). */
+static fa_cl__tune case_tune;
+
+/* A synthetic device's limits as the library derives them from its traits (src/devices/): a GPU or
+ * not, its vendor and architecture (NVIDIA's compute capability: 8.0 mma.sync, 9.0 Hopper's wgmma);
+ * then the case's own local memory (whatever the vendor's table gives) and no register budget (the
+ * cases that have one name it). */
+static fa_cl__limits device_limits(int gpu, fa_cl__vendor vendor, int major, int minor, size_t local, size_t max_wg)
+{
+    fa_cl__device_traits d;
+    memset(&d, 0, sizeof d);
+    d.is_gpu = gpu;
+    d.vendor = vendor;
+    d.arch_major = major;
+    d.arch_minor = minor;
+    d.local_mem_size = local;
+    d.max_work_group = max_wg;
+    fa_cl__limits lim;
+    fa_cl__limits_for_device(&d, &lim);
+    lim.local_mem_size = local;
+    lim.local_mem_source = NULL;
+    lim.private_floats = 0;
+    memset(&case_tune, 0, sizeof case_tune);
+    return lim;
+}
+
+/* An NVIDIA GPU of compute capability major.minor with local bytes of local memory, 1024 work-items. */
+static fa_cl__limits nvidia_gpu(int major, int minor, size_t local)
+{
+    return device_limits(1, FA_CL_VENDOR_NVIDIA, major, minor, local, 1024);
+}
+
+/* FA_CL_TUNE=family:key=value for the case being planned. */
+static void tune(fa_cl__limits *lim, const char *family, const char *key, int value)
+{
+    if (!fa_cl__tune_set(&case_tune, family, key, value))
+        printf("test bug: no tuning key %s:%s\n", family, key);
+    lim->tune = &case_tune;
+}
+
+/* FA_CL_TUNE emulate=1 for nvidia-mma and nvidia-mma-backward, and where tf32 says so nvidia-tf32x3
+ * and nvidia-tf32x3-backward: their vendor code emulated on lim's device. */
+static void emulate(fa_cl__limits *lim, int tf32)
+{
+    tune(lim, "nvidia-mma", "emulate", 1);
+    tune(lim, "nvidia-mma-backward", "emulate", 1);
+    if (tf32) {
+        tune(lim, "nvidia-tf32x3", "emulate", 1);
+        tune(lim, "nvidia-tf32x3-backward", "emulate", 1);
+    }
+}
+
+/* A backward plan's tiles: the same walk over the backward's families. */
+static fa_cl_status backward_tiles(const fa_cl__limits *lim, fa_cl__tile_request req, fa_cl__tiles *t, char *msg,
+                                   size_t msg_size)
+{
+    req.op = FA_CL_OP_BACKWARD;
+    return fa_cl__plan_tiles(lim, &req, t, msg, msg_size);
+}
+
+/* A descriptor's views for the layouts the families read (src/common/desc.c): one head of sq query
+ * rows and sk keys, contiguous; a mask of type mask (its entries 16-byte aligned rows unless
+ * mask_offset breaks them); K and V in storage kv_type (FA_CL_STORAGE_DTYPE: the dtype) from
+ * element kv_offset. */
+static fa_cl__views test_views(int d, fa_cl_dtype t, int64_t sq, int64_t sk, fa_cl_mask_type mask, size_t mask_offset,
+                               fa_cl_storage kv_type, size_t kv_offset)
+{
+    fa_cl_attention_desc desc;
+    fa_cl_attention_desc_init(&desc, 1, 1, sq, sk, d, t);
+    desc.mask = mask;
+    desc.mask_offset = mask_offset;
+    if (mask) {
+        desc.mask_stride[0] = desc.mask_stride[1] = sq * sk;
+        desc.mask_stride[2] = sk;
+    }
+    desc.k_type = desc.v_type = kv_type;
+    desc.k_offset = desc.v_offset = kv_offset;
+    fa_cl__views v;
+    char msg[256];
+    if (fa_cl__desc_resolve(&desc, &v, msg, sizeof msg) != FA_CL_SUCCESS)
+        printf("test bug: %s\n", msg);
+    return v;
+}
 enum { NV48, AMD64, MOB32, MOB16, POCL, DEV8K };
 static const struct {
     const char *name;
@@ -188,7 +287,7 @@ static const pcase cases[] = {
     {"PoCL d=59 (d_padded 60), Sq=65 Sk=17: B_c = 24, B_r = 72; 1 row (CPUs), wg 72; 4*96*60 = 23040",
      POCL, 0, 0, 0, 0, 0, 0, 59, 65, 17, FA_CL_SUCCESS, 72, 24, 72, 23040, 131072, SRC_CACHE},
 
-    /* ---- forced tiles (FA_CL_TILE) ---- */
+    /* ---- forced tiles (FA_CL_TUNE tile) ---- */
     {"48K d=128, forced 64x32: 4*96*128 = 49152 fits exactly",
      NV48, 0, 0, 0, 0, 64, 32, 128, LONG, LONG, FA_CL_SUCCESS, 64, 32, 64, 49152, 49152, SRC_DEV},
     {"PoCL d=64, forced 16x8, Sq = Sk = 1: forced tiles are not clamped -> 16x8, 4*24*64 = 6144",
@@ -209,7 +308,7 @@ static const pcase cases[] = {
      DEV8K, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL},
     {"8K device, d=128: rows_fit = 16 -> equal 8 -> 8x8, 8192",
      DEV8K, 0, 0, 0, 0, 0, 0, 128, LONG, LONG, FA_CL_SUCCESS, 8, 8, 8, 8192, 8192, SRC_DEV},
-    /* ---- forced rows per work-item (FA_CL_TILE's third field), rows variant ---- */
+    /* ---- forced rows per work-item (tile's third field), rows variant ---- */
     {"PoCL d=64, forced 64x32x2: 2 rows per work-item -> wg 32; 4*96*64 = 24576",
      POCL, 0, 0, 0, 0, 64, 32, 64, LONG, LONG, FA_CL_SUCCESS, 64, 32, 32, 24576, 131072, SRC_CACHE, 0, 0, 2, 0, NULL},
     {"PoCL d=64, forced 64x32x3: 64 is not a multiple of 3",
@@ -245,7 +344,7 @@ static const pcase cases[] = {
     {"FA_CL_KERNEL_VARIANT=tiled, d=256 on PoCL (128K cache): 64 -> 4*(96*260 + 40*68) = 110720, wg 16*8 = 128",
      POCL, 0, 0, 0, 0, 0, 0, 256, LONG, LONG, FA_CL_SUCCESS, 64, 32, 128, 110720, 131072, SRC_CACHE, 0,
      FA_CL_KERNEL_PORTABLE_TILED, 0, 0, "portable-tiled"},
-    /* ---- known register budgets (planner.h: fa_cl_tiled_private_floats, TM the largest of 4, 2, 1 that fits):
+    /* ---- known register budgets (planner.h: fa_cl__tiled_private_floats, TM the largest of 4, 2, 1 that fits):
      * oc = D_PAD/4 / 8; floats = 4*TM*oc + 4*oc + TM*4 + 4*(TM + 4) + TM + 4*TM ---- */
     {"128 registers (Intel SIMD8), d=128: TM 4 = 64+16+16+32+4+16 = 148 > 128, TM 2 = 32+16+8+24+2+8 = 90 -> TM 2; "
      "B_r 64: wg 32*8 = 256, 61568 bytes",
@@ -337,11 +436,12 @@ static const pcase cases[] = {
 #pragma GCC diagnostic pop
 #endif
 
-static fa_cl_limits limits_of(const pcase *c)
+static fa_cl__limits limits_of(const pcase *c)
 {
-    fa_cl_limits lim;
-    memset(&lim, 0, sizeof lim);
-    lim.local_mem_size = devices[c->dev].local;
+    /* the 48 KiB device stands for NVIDIA's OpenCL (no compute capability reported: no tensor-core
+     * family): as a GPU it gets the 16-key rows plans at d <= 64 */
+    const fa_cl__vendor vendor = c->prefer_tiled && c->dev == NV48 ? FA_CL_VENDOR_NVIDIA : FA_CL_VENDOR_OTHER;
+    fa_cl__limits lim = device_limits(c->prefer_tiled, vendor, 0, 0, devices[c->dev].local, devices[c->dev].max_wg);
     lim.local_mem_is_global = devices[c->dev].global;
     lim.cache_bytes = c->cache;
     lim.max_work_group = c->max_wg ? c->max_wg : devices[c->dev].max_wg;
@@ -350,22 +450,16 @@ static fa_cl_limits limits_of(const pcase *c)
     lim.forced_q = c->forced_q;
     lim.forced_kv = c->forced_kv;
     lim.forced_rows = c->frows;
-    lim.prefer_tiled = c->prefer_tiled;
-    /* the 48 KiB device stands for NVIDIA's OpenCL: as a GPU it gets the 16-key rows plans at d <= 64 */
-    lim.rows_small_dims = c->prefer_tiled && c->dev == NV48;
     lim.forced_variant = c->variant;
     lim.private_floats = c->regs;
     return lim;
 }
 
-/* a Hopper's limits (227 KiB, tensor cores and tf32) with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward */
-static fa_cl_limits hopper_tf32_backward_forced(void)
+/* an NVIDIA GPU of compute capability 8.0 with a Hopper's local memory (227 KiB: tensor cores and
+ * tf32) with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward */
+static fa_cl__limits hopper_tf32_backward_forced(void)
 {
-    fa_cl_limits lim;
-    memset(&lim, 0, sizeof lim);
-    lim.local_mem_size = 227 * KIB;
-    lim.max_work_group = 1024;
-    lim.nv_mma = lim.nv_tf32 = 1;
+    fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
     lim.forced_variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
     return lim;
 }
@@ -378,7 +472,7 @@ static size_t tiled_bytes(int br, int bc, int dpad, int tn)
     return (size_t)4 * ((size_t)(br + bc) * (size_t)(dpad + 4) + (size_t)(bc + bc / tn) * (size_t)(br + 4));
 }
 
-static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_tiles *t)
+static const char *tiled_invariants(const fa_cl__limits *lim, const fa_cl__tile_request *req, const fa_cl__tiles *t)
 {
     const int dpad = round_up(req->head_dim, FA_CL_VEC);
     if (t->variant != FA_CL_KERNEL_PORTABLE_TILED)
@@ -407,7 +501,7 @@ static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_re
     /* TM: the default with no budget; else the largest of 4, 2, 1 whose registers fit (1 if none) */
     int want_tm = FA_CL_TILED_TM;
     while (lim->private_floats > 0 && want_tm > 1 &&
-           fa_cl_tiled_private_floats(want_tm, tn, t->block_kv / tn, dpad) > lim->private_floats)
+           fa_cl__tiled_private_floats(want_tm, tn, t->block_kv / tn, dpad) > lim->private_floats)
         want_tm /= 2;
     if (tm != want_tm)
         return "TM is not the largest whose registers fit";
@@ -421,7 +515,7 @@ static const char *tiled_invariants(const fa_cl_limits *lim, const fa_cl_tile_re
 }
 
 /* Invariants every successful plan must satisfy, whatever the inputs. Returns NULL or what broke. */
-static const char *invariants(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_tiles *t)
+static const char *invariants(const fa_cl__limits *lim, const fa_cl__tile_request *req, const fa_cl__tiles *t)
 {
     static char why[256];
     const int dpad = round_up(req->head_dim, FA_CL_VEC);
@@ -458,7 +552,7 @@ static const char *invariants(const fa_cl_limits *lim, const fa_cl_tile_request 
         return "tile larger than the sequence needs";
     const size_t row = (size_t)4 * (size_t)dpad;
     /* GPUs at d_padded <= FA_CL_GPU_ROWS_MAX_DIM take 16-key blocks */
-    const int64_t bc_max = lim->prefer_tiled && lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM
+    const int64_t bc_max = lim->dev.is_gpu && lim->dev.rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM
                                ? FA_CL_GPU_ROWS_BLOCK_KV
                                : FA_CL_MAX_BLOCK_KV;
     if (t->block_kv > bc_max)
@@ -486,12 +580,12 @@ static const fa_cl_dtype dtypes[3] = {FA_CL_F32, FA_CL_F16, FA_CL_BF16};
 
 static void run_case(tu_tally *tally, const pcase *c)
 {
-    const fa_cl_limits lim = limits_of(c);
+    const fa_cl__limits lim = limits_of(c);
     for (int ti = 0; ti < 3; ti++) {
-        fa_cl_tile_request req = {c->d, dtypes[ti], c->sq, c->sk, 0, 0};
-        fa_cl_tiles t;
+        fa_cl__tile_request req = {c->d, dtypes[ti], c->sq, c->sk, 0, 0};
+        fa_cl__tiles t;
         char msg[512] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         char got[256];
         snprintf(got, sizeof got, "%s B_r=%d B_c=%d wg=%d rows=%d bytes=%zu budget=%zu (%s)", fa_cl_status_string(st),
                  t.block_q, t.block_kv, t.work_group_size, t.rows_per_item, t.local_mem_bytes, t.local_mem_budget,
@@ -519,8 +613,8 @@ static void run_case(tu_tally *tally, const pcase *c)
             else if (c->want == FA_CL_ERROR_UNSUPPORTED && c->d >= 1 && c->d <= FA_CL_MAX_HEAD_DIM && !c->variant &&
                      !strstr(msg, "budget"))
                 why = "message does not mention the budget";
-            else if (c->forced_q && !strstr(msg, "FA_CL_TILE"))
-                why = "message does not name FA_CL_TILE";
+            else if (c->forced_q && !strstr(msg, "tile="))
+                why = "message does not name the tile key";
             else if (c->variant && c->want == FA_CL_ERROR_UNSUPPORTED && !strstr(msg, "FA_CL_KERNEL_VARIANT"))
                 why = "message does not name FA_CL_KERNEL_VARIANT";
         }
@@ -541,7 +635,7 @@ static void sweep(tu_tally *tally)
 {
     sweep_one(tally, 0, 0);
     sweep_one(tally, 1, 0);
-    /* the register budgets fa_cl_private_floats gives: Intel SIMD32 / SIMD8, AMD */
+    /* the register budgets fa_cl__private_floats gives: Intel SIMD32 / SIMD8, AMD */
     sweep_one(tally, 1, 64);
     sweep_one(tally, 1, 128);
     sweep_one(tally, 1, 192);
@@ -561,11 +655,11 @@ static void sweep_one(tu_tally *tally, int prefer_tiled, int regs)
                     c.dev = (int)dev;
                     c.prefer_tiled = prefer_tiled;
                     c.regs = regs;
-                    fa_cl_limits lim = limits_of(&c);
-                    fa_cl_tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1], 0, 0};
-                    fa_cl_tiles t;
+                    fa_cl__limits lim = limits_of(&c);
+                    fa_cl__tile_request req = {d, dtypes[ti], seqs[s][0], seqs[s][1], 0, 0};
+                    fa_cl__tiles t;
                     char msg[512];
-                    fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+                    fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
                     plans++;
                     const char *why = NULL;
                     if (st == FA_CL_ERROR_UNSUPPORTED) {
@@ -582,7 +676,7 @@ static void sweep_one(tu_tally *tally, int prefer_tiled, int regs)
                             const int dpad = round_up(d, 4);
                             const int64_t nkv = (seqs[s][1] + 7) / 8 * 8;
                             const int bc = nkv < 32 ? (int)nkv : 32;
-                            if (!(lim.rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM) &&
+                            if (!(lim.dev.rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM) &&
                                 (dpad <= FA_CL_TILED_MAX_DIM || regs > 0) &&
                                 tiled_bytes(16, bc, dpad, 4) <= t.local_mem_budget &&
                                 (size_t)(16 / 4) * (size_t)(bc / 4) <= lim.max_work_group)
@@ -624,7 +718,7 @@ static void mma_cases(tu_tally *tally)
         int br, bc, wr, wg, dp;
         size_t bytes;
         size_t local; /* the budget; 0: the H200's 227 KiB */
-        int tf32;     /* f32 on the 3xTF32 kernel (FA_CL_NV_TF32 not 0) */
+        int tf32;     /* f32 on the 3xTF32 kernel (nvidia-tf32x3:enabled not 0) */
     } mc[] = {
         {"d=128 aligned: 128x32, 32 rows per warp, (128 + 4*32) rows * 136 * 2 = 69632", 128, 1, 0, 0, 0, 0,
          FA_CL_F16, FA_CL_SUCCESS, 128, 32, 32, 128, 128, 69632},
@@ -632,21 +726,21 @@ static void mma_cases(tu_tally *tally)
          FA_CL_SUCCESS, 64, 32, 16, 128, 128, 17408},
         {"d=40 aligned: padded to 64, 128x64x32, (128 + 4*64) rows * 72 * 2 = 55296", 40, 1, 0, 0, 0, 0, FA_CL_F16,
          FA_CL_SUCCESS, 128, 64, 32, 128, 64, 55296},
-        {"FA_CL_TILE=128x32x32, d=128 aligned: (128 + 4*32) rows * 136 * 2 = 69632, 4 warps", 128, 1, 128, 32, 32, 0,
+        {"tile=128x32x32, d=128 aligned: (128 + 4*32) rows * 136 * 2 = 69632, 4 warps", 128, 1, 128, 32, 32, 0,
          FA_CL_F16, FA_CL_SUCCESS, 128, 32, 32, 128, 128, 69632},
-        {"FA_CL_TILE=128x64x32, d=64 unaligned: (128 + 2*64) rows * 72 * 2 = 36864", 64, 0, 128, 64, 32, 0,
+        {"tile=128x64x32, d=64 unaligned: (128 + 2*64) rows * 72 * 2 = 36864", 64, 0, 128, 64, 32, 0,
          FA_CL_F16, FA_CL_SUCCESS, 128, 64, 32, 128, 64, 36864},
-        {"FA_CL_TILE=128x64 (16 rows per warp): 8 warps, max(128, 256) rows * 136 * 2 = 69632", 128, 1, 128, 64, 0,
+        {"tile=128x64 (16 rows per warp): 8 warps, max(128, 256) rows * 136 * 2 = 69632", 128, 1, 128, 64, 0,
          0, FA_CL_F16, FA_CL_SUCCESS, 128, 64, 16, 256, 128, 69632},
-        {"FA_CL_TILE=256x128x32: (256 + 512) rows * 136 * 2 = 208896 <= 227 KiB", 128, 1, 256, 128, 32, 0,
+        {"tile=256x128x32: (256 + 512) rows * 136 * 2 = 208896 <= 227 KiB", 128, 1, 256, 128, 32, 0,
          FA_CL_F16, FA_CL_SUCCESS, 256, 128, 32, 256, 128, 208896},
-        {"FA_CL_TILE=48x32x32 with nvidia-mma forced: 32 does not divide 48", 128, 1, 48, 32, 32,
+        {"tile=48x32x32 with nvidia-mma forced: 32 does not divide 48", 128, 1, 48, 32, 32,
          FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=64x64x8 with nvidia-mma forced: 8 rows per warp", 128, 1, 64, 64, 8, FA_CL_KERNEL_NVIDIA_MMA,
+        {"tile=64x64x8 with nvidia-mma forced: 8 rows per warp", 128, 1, 64, 64, 8, FA_CL_KERNEL_NVIDIA_MMA,
          FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=8x64 with f16 K/V and nvidia-mma forced: 8 rows a block are q8_0's", 128, 1, 8, 64, 0,
+        {"tile=8x64 with f16 K/V and nvidia-mma forced: 8 rows a block are q8_0's", 128, 1, 8, 64, 0,
          FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=8x64 with f16 K/V: the portable kernels", 128, 1, 8, 64, 0, 0, FA_CL_F16, FA_CL_SUCCESS, -1, 0,
+        {"tile=8x64 with f16 K/V: the portable kernels", 128, 1, 8, 64, 0, 0, FA_CL_F16, FA_CL_SUCCESS, -1, 0,
          0, 0, 0, 0},
         {"f32 is not the tensor-core kernel's", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0},
         {"d=160 aligned: padded to 160, 128x64x16, Q in its own tile: (128 + 4*64) rows * 168 * 2 = 129024", 160, 1,
@@ -663,7 +757,7 @@ static void mma_cases(tu_tally *tally)
          0, FA_CL_F16, FA_CL_SUCCESS, 64, 16, 16, 128, 256, 67584, 80 * KIB},
         {"d=256 in 64 KiB: even 16 keys need 67584 > 65536: the portable kernels", 256, 1, 0, 0, 0, 0, FA_CL_F16,
          FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0, 64 * KIB},
-        {"FA_CL_TILE=64x64 at d=256 in 80 KiB with nvidia-mma forced: not shrunk, refused", 256, 1, 64, 64, 0,
+        {"tile=64x64 at d=256 in 80 KiB with nvidia-mma forced: not shrunk, refused", 256, 1, 64, 64, 0,
          FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0, 0, 80 * KIB},
         /* f32 on the 3xTF32 kernel (tf32 = 1, the default): 4 * (B_r (d + 8) + bufs B_c (2 d + 12)) */
         {"f32 tf32 d=128 aligned: 4 * (128*136 + 2*32*268) = 138240", 128, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
@@ -672,7 +766,7 @@ static void mma_cases(tu_tally *tally)
          128, 32, 16, 256, 128, 103936, 0, 1},
         {"f32 tf32 d=40: padded to 64, 4 * (128*72 + 2*32*140) = 72704", 40, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS,
          128, 32, 16, 256, 64, 72704, 0, 1},
-        {"f32 tf32 FA_CL_TILE=32x16: 4 * (32*136 + 2*16*268) = 51712", 128, 1, 32, 16, 0, 0, FA_CL_F32,
+        {"f32 tf32 tile=32x16: 4 * (32*136 + 2*16*268) = 51712", 128, 1, 32, 16, 0, 0, FA_CL_F32,
          FA_CL_SUCCESS, 32, 16, 16, 64, 128, 51712, 0, 1},
         {"f32 tf32 d=160 > 128: the portable kernels", 160, 1, 0, 0, 0, 0, FA_CL_F32, FA_CL_SUCCESS, -1, 0, 0, 0, 0, 0,
          0, 1},
@@ -683,24 +777,20 @@ static void mma_cases(tu_tally *tally)
 #pragma GCC diagnostic pop
 #endif
     for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++) {
-        fa_cl_limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = mc[i].local ? mc[i].local : 227 * KIB;
-        lim.max_work_group = 1024;
-        lim.prefer_tiled = 1;
-        lim.rows_small_dims = 1;
-        lim.nv_mma = 1;
-        lim.nv_tf32 = mc[i].tf32;
+        /* an NVIDIA GPU of compute capability 8.0, nvidia-tf32x3 enabled=0 where tf32 is 0 */
+        fa_cl__limits lim = nvidia_gpu(8, 0, mc[i].local ? mc[i].local : 227 * KIB);
+        if (!mc[i].tf32)
+            tune(&lim, "nvidia-tf32x3", "enabled", 0);
         lim.private_floats = 128;
         lim.forced_q = mc[i].fq;
         lim.forced_kv = mc[i].fkv;
         lim.forced_rows = mc[i].frows;
         lim.forced_variant = mc[i].variant;
-        fa_cl_tile_request req = {mc[i].d, mc[i].dtype, LONG, LONG, mc[i].aligned, 0};
-        fa_cl_tiles t;
+        fa_cl__tile_request req = {mc[i].d, mc[i].dtype, LONG, LONG, mc[i].aligned, 0};
+        fa_cl__tiles t;
         memset(&t, 0, sizeof t);
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         int ok = st == mc[i].want;
         if (ok && st == FA_CL_SUCCESS && mc[i].br < 0) /* another variant's plan */
             ok = t.variant != FA_CL_KERNEL_NVIDIA_MMA && t.variant != FA_CL_KERNEL_NVIDIA_TF32X3;
@@ -708,14 +798,15 @@ static void mma_cases(tu_tally *tally)
             ok = t.variant == FA_CL_KERNEL_NVIDIA_TF32X3 && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
                  t.local_mem_bytes == mc[i].bytes &&
-                 t.local_mem_bytes == fa_cl_tf32_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, mc[i].aligned);
+                 t.local_mem_bytes == fa_cl__tf32_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, mc[i].aligned);
         else if (ok && st == FA_CL_SUCCESS)
             ok = t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == mc[i].br && t.block_kv == mc[i].bc &&
                  t.rows_per_item == mc[i].wr && t.work_group_size == mc[i].wg && t.head_dim_padded == mc[i].dp &&
                  t.local_mem_bytes == mc[i].bytes &&
-                 t.local_mem_bytes == fa_cl_mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
-                                                            t.rows_per_item, mc[i].aligned ? 2 : 1, t.kv_warps, 0) &&
-                 t.stages == (mc[i].aligned ? 2 : 1);
+                 t.local_mem_bytes == fa_cl__mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
+                                                            t.rows_per_item, mc[i].aligned ? 2 : 1,
+                                                            FA_CL_NV(&t, KV_WARPS), 0) &&
+                 FA_CL_NV(&t, STAGES) == (mc[i].aligned ? 2 : 1);
         else if (ok)
             ok = msg[0] != '\0';
         tu_expect(tally, ok, "tensor-core plan, %s: %s %s %dx%d, %d rows/warp, wg %d, d_pad %d, %zu bytes%s%s",
@@ -725,9 +816,9 @@ static void mma_cases(tu_tally *tally)
 }
 
 /* Long rows in chunks of keys: only where a row sees more keys than one fp32 sum may add for the
- * output's type (masks counted: fa_cl_chunk_keys, 2^12 f32, 2^16 f16, 2^19 bf16, an f32 o of f16
- * inputs as f32), that many keys a launch; FA_CL_KV_CHUNK=n in every plan, whole blocks. */
-/* nvidia-wgmma on Hopper's limits (fa_cl_limits_for_device of compute capability 9.0, as the
+ * output's type (masks counted: fa_cl__chunk_keys, 2^12 f32, 2^16 f16, 2^19 bf16, an f32 o of f16
+ * inputs as f32), that many keys a launch; kv_chunk=n in every plan, whole blocks. */
+/* nvidia-wgmma on Hopper's limits (fa_cl__limits_for_device of compute capability 9.0, as the
  * library derives them): where it is planned, its tiles and bytes (2 (B_r + 4 B_c) d_padded, by
  * hand, + 64 for the producer warpgroup's mbarriers at B_r = 128, whose work-group is 384; at
  * d_padded 256, and there blocks of 80 keys, only where the copies are by TMA), and
@@ -740,7 +831,7 @@ static void wgmma_cases(tu_tally *tally)
         fa_cl_dtype dtype;
         size_t local;   /* the budget; 0: Hopper's 227 KiB */
         fa_cl_status want;
-        fa_cl_kernel_id kernel;
+        fa_cl__kernel_id kernel;
         int br, bc, dp;
         size_t bytes;
     } wc[] = {
@@ -752,12 +843,12 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_BF16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
         {"d=97: padded to 128", 97, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 128, 163904},
-        {"FA_CL_TILE=128x80 at d=256 with copies not by TMA: refused", 256, 1, LONG, 128, 80, 0, 0, 0, 0, 2, FA_CL_F16,
+        {"tile=128x80 at d=256 with copies not by TMA: refused", 256, 1, LONG, 128, 80, 0, 0, 0, 0, 2, FA_CL_F16,
          0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=128x176 at d=128 with nvidia-wgmma forced: refused", 128, 1, LONG, 128, 176, 0,
+        {"tile=128x176 at d=128 with nvidia-wgmma forced: refused", 128, 1, LONG, 128, 176, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16,
          0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=128x64 at d=256 by TMA: the producer, 64 keys", 256, 1, LONG, 128, 64, 0, 0, 0, 0, 0, FA_CL_F16,
+        {"tile=128x64 at d=256 by TMA: the producer, 64 keys", 256, 1, LONG, 128, 64, 0, 0, 0, 0, 0, FA_CL_F16,
          0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 196672},
         {"d=96: nvidia-mma (as fast there)", 96, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
@@ -769,13 +860,13 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 148544},
         {"d=64, 128 rows: one block of two warpgroups", 64, 1, 128, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 128, 64, 81984},
-        {"FA_CL_TILE=192x64 at d=128: three warpgroups, 2*(192 + 4*64)*128 = 114688", 128, 1, LONG, 192, 64, 0, 0,
+        {"tile=192x64 at d=128: three warpgroups, 2*(192 + 4*64)*128 = 114688", 128, 1, LONG, 192, 64, 0, 0,
          0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 192, 64, 128, 114752},
-        {"FA_CL_TILE=192x64 at d=256: refused", 256, 1, LONG, 192, 64, 0, 0, 0, 0, 0, FA_CL_F16, 0,
+        {"tile=192x64 at d=256: refused", 256, 1, LONG, 192, 64, 0, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=192x128 at d=64, copies not by TMA: refused", 64, 1, LONG, 192, 128, 0, 0, 0, 0, 2, FA_CL_F16,
+        {"tile=192x128 at d=64, copies not by TMA: refused", 64, 1, LONG, 192, 128, 0, 0, 0, 0, 2, FA_CL_F16,
          0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=192x128 at d=64 with a mask: refused", 64, 1, LONG, 192, 128, 0, 0, 2, 0, 0, FA_CL_F16, 0,
+        {"tile=192x128 at d=64 with a mask: refused", 64, 1, LONG, 192, 128, 0, 0, 2, 0, 0, FA_CL_F16, 0,
          FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
         {"d=64, 512 keys: nvidia-mma", 64, 1, 512, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
@@ -800,7 +891,7 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 256, 230464},
         {"d=256 f32 mask: 32 keys, 2*(128 + 4*32)*256 + 2*128*32*4 + 1024 = 164864", 256, 1, LONG, 0, 0, 0, 0, 4, 0, 0,
          FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 32, 256, 164928},
-        {"FA_CL_TILE=128x128 at d=256 with nvidia-wgmma forced: B_c 32..64 there, refused", 256, 1, LONG, 128, 128, 0,
+        {"tile=128x128 at d=256 with nvidia-wgmma forced: B_c 32..64 there, refused", 256, 1, LONG, 128, 128, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
         {"d=257: nvidia-wgmma declines, portable-tiled", 257, 1, LONG, 0, 0, 0, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 0, 0, 0, 0},
@@ -816,52 +907,64 @@ static void wgmma_cases(tu_tally *tally)
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 164928},
         {"q8_0 K/V: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 1, 0, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
-        {"FA_CL_WGMMA=0: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 1, FA_CL_F16, 0, FA_CL_SUCCESS,
+        {"nvidia-wgmma:enabled=0: nvidia-mma", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 1, FA_CL_F16, 0, FA_CL_SUCCESS,
          FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
         {"100 KiB: 128 keys need 163840, 64 keys 2*(128 + 4*64)*128 = 98304", 128, 1, LONG, 0, 0, 0, 0, 0, 0, 0,
          FA_CL_F16, 100 * KIB, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 128, 64, 128, 98368},
-        {"FA_CL_TILE=64x128: one warpgroup, 2*(64 + 4*128)*128 = 147456", 128, 1, LONG, 64, 128, 0, 0, 0, 0, 0,
+        {"tile=64x128: one warpgroup, 2*(64 + 4*128)*128 = 147456", 128, 1, LONG, 64, 128, 0, 0, 0, 0, 0,
          FA_CL_F16, 0, FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_WGMMA, 64, 128, 128, 147456},
-        {"FA_CL_TILE=96x64 with nvidia-wgmma forced: B_r not 64 or 128, refused", 128, 1, LONG, 96, 64, 0,
+        {"tile=96x64 with nvidia-wgmma forced: B_r not 64 or 128, refused", 128, 1, LONG, 96, 64, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 0, FA_CL_F16, 0, FA_CL_ERROR_INVALID_ARGUMENT, 0, 0, 0, 0, 0},
-        {"FA_CL_TILE=128x64x16 (rows per warp): nvidia-mma's", 128, 1, LONG, 128, 64, 16, 0, 0, 0, 0, FA_CL_F16, 0,
+        {"tile=128x64x16 (rows per warp): nvidia-mma's", 128, 1, LONG, 128, 64, 16, 0, 0, 0, 0, FA_CL_F16, 0,
          FA_CL_SUCCESS, FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0},
-        {"FA_CL_WGMMA=0 with nvidia-wgmma forced: refused, naming what it needs", 128, 1, LONG, 0, 0, 0,
+        {"nvidia-wgmma:enabled=0 with nvidia-wgmma forced: refused, naming the key that turned it off", 128, 1, LONG, 0, 0, 0,
          FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0, 1, FA_CL_F16, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0},
     };
-    const fa_cl_device_traits hopper = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
+    const fa_cl__device_traits hopper = {.is_gpu = 1, .vendor = FA_CL_VENDOR_NVIDIA, .local_mem_size = 48 * KIB,
+                                         .max_work_group = 1024, .arch_major = 9};
     for (size_t i = 0; i < sizeof wc / sizeof wc[0]; i++) {
-        fa_cl_limits lim;
-        fa_cl_limits_for_device(&hopper, &lim);
+        fa_cl__limits lim;
+        fa_cl__limits_for_device(&hopper, &lim);
+        memset(&case_tune, 0, sizeof case_tune);
         if (wc[i].local)
             lim.local_mem_size = wc[i].local;
-        lim.nv_wgmma = wc[i].off != 1; /* off: 1 FA_CL_WGMMA=0, 2 copies not by TMA (plan.c's second plan) */
-        lim.wg_tma_tiles = lim.wg_tma_tiles && wc[i].off != 2;
-        lim.mma_mask = wc[i].mask != 0; /* entry bytes with 16-byte rows, -1 without */
-        lim.mma_mask_bytes = wc[i].mask > 0 ? wc[i].mask : 0;
-        lim.mma_kv_q8 = wc[i].q8;
+        if (wc[i].off == 1) /* FA_CL_TUNE nvidia-wgmma:enabled=0 */
+            tune(&lim, "nvidia-wgmma", "enabled", 0);
         lim.forced_q = wc[i].fq;
         lim.forced_kv = wc[i].fkv;
         lim.forced_rows = wc[i].frows;
         lim.forced_variant = wc[i].variant;
         /* rows of 512 keys where "rows" says 512 (the short-row rule at head_dim <= 64) */
-        fa_cl_tile_request req = {wc[i].d, wc[i].dtype, wc[i].rows, wc[i].rows == 512 ? 512 : LONG, wc[i].aligned, 0};
-        fa_cl_tiles t;
+        const int64_t sk = wc[i].rows == 512 ? 512 : LONG;
+        fa_cl__tile_request req = {wc[i].d, wc[i].dtype, wc[i].rows, sk, wc[i].aligned, 0};
+        /* a mask of entries of that many bytes with 16-byte aligned rows (-1: an f16 mask whose rows are
+         * not: offset 1); q8_0 K/V */
+        const fa_cl_mask_type mask = wc[i].mask == 1 ? FA_CL_MASK_BOOL : wc[i].mask == 4 ? FA_CL_MASK_F32
+                                     : wc[i].mask ? FA_CL_MASK_F16 : FA_CL_MASK_NONE;
+        const fa_cl__views v = test_views(wc[i].d, wc[i].dtype, wc[i].rows, sk, mask, wc[i].mask < 0,
+                                          wc[i].q8 ? FA_CL_STORAGE_Q8_0 : FA_CL_STORAGE_DTYPE, 0);
+        req.mask = mask;
+        req.features = wc[i].q8 ? FA_CL_FEAT_KV_Q8 : 0;
+        req.views = mask || wc[i].q8 ? &v : NULL;
+        if (wc[i].off == 2) /* copies not by TMA: the second plan (the family's finish asked for it) */
+            req.narrowed = FA_CL_WGMMA_NO_TMA_TILES;
+        fa_cl__tiles t;
         memset(&t, 0, sizeof t);
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         int ok = st == wc[i].want;
         if (ok && st == FA_CL_SUCCESS)
             ok = t.variant == wc[i].kernel;
         if (ok && st == FA_CL_SUCCESS && wc[i].kernel == FA_CL_KERNEL_NVIDIA_WGMMA)
             ok = t.block_q == wc[i].br && t.block_kv == wc[i].bc && t.rows_per_item == 16 &&
-                 t.work_group_size == wc[i].br * 2 + (t.producer ? 128 : 0) && t.producer == (wc[i].br >= 128 && (wc[i].dp <= 128 || wc[i].off != 2)) &&
+                 t.work_group_size == wc[i].br * 2 + (FA_CL_NV(&t, PRODUCER) ? 128 : 0) &&
+                 FA_CL_NV(&t, PRODUCER) == (wc[i].br >= 128 && (wc[i].dp <= 128 || wc[i].off != 2)) &&
                  t.head_dim_padded == wc[i].dp && t.local_mem_bytes == wc[i].bytes &&
-                 t.local_mem_bytes == fa_cl_wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2,
-                                                              lim.mma_mask_bytes, t.producer) &&
-                 t.mask_async == (wc[i].mask > 0);
-        if (ok && st == FA_CL_ERROR_UNSUPPORTED)
-            ok = strstr(msg, "compute capability 9.0") != NULL;
+                 t.local_mem_bytes == fa_cl__wgmma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded, 2,
+                                                              wc[i].mask > 0 ? wc[i].mask : 0, FA_CL_NV(&t, PRODUCER)) &&
+                 FA_CL_NV(&t, MASK_ASYNC) == (wc[i].mask > 0);
+        if (ok && st == FA_CL_ERROR_UNSUPPORTED) /* forced where it is off: the message names the key */
+            ok = strstr(msg, "nvidia-wgmma:enabled=0") != NULL;
         if (ok && st == FA_CL_ERROR_INVALID_ARGUMENT)
             ok = strstr(msg, "B_r 64, 128 or 192") != NULL || strstr(msg, "copies by TMA") != NULL;
         tu_expect(tally, ok, "wgmma: %s: %s %s %dx%d d_pad %d, %zu bytes %s", wc[i].what, fa_cl_status_string(st),
@@ -883,21 +986,21 @@ static void chunk_cases(tu_tally *tally)
         {FA_CL_F16, 1 << 16, 0, 0, 0, 0},       {FA_CL_F16, (1 << 16) + 1, 0, 0, 1 << 16, 0},
         {FA_CL_F16, (1 << 16) + 1, 0, 0, 4096, 1}, /* an f32 o: f32's chunks */
         {FA_CL_BF16, 1 << 19, 0, 0, 0, 0},      {FA_CL_BF16, (1 << 19) + 1, 0, 0, 1 << 19, 0},
-        {FA_CL_F16, 100, 0, 40, 32, 0},         /* FA_CL_KV_CHUNK=40 with 32-key blocks: one block */
+        {FA_CL_F16, 100, 0, 40, 32, 0},         /* kv_chunk=40 with 32-key blocks: one block */
         {FA_CL_F32, 100, 0, 8, 32, 0},          /* fewer keys than a block: still every block */
     };
     for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
-        fa_cl_limits lim = limits_of(&cases[0]);
+        fa_cl__limits lim = limits_of(&cases[0]);
         lim.chunk_keys = fc[i].forced_keys;
-        lim.o_f32 = fc[i].o_f32;
-        fa_cl_tile_request req = {64, fc[i].dtype, 256, fc[i].sk, 0, fc[i].row_keys};
-        fa_cl_tiles t;
+        fa_cl__tile_request req = {64, fc[i].dtype, 256, fc[i].sk, 0, fc[i].row_keys};
+        req.o_f32 = fc[i].o_f32;
+        fa_cl__tiles t;
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         const int keys = t.chunk_keys;
         const int want = fc[i].want_keys && fc[i].want_keys < t.block_kv ? t.block_kv : fc[i].want_keys;
         tu_expect(tally, st == FA_CL_SUCCESS && keys == want && keys % t.block_kv == 0,
-                  "chunks: %s%s, %lld keys (a row sees %lld), FA_CL_KV_CHUNK %d: %d blocks of %d (%d keys), want %d "
+                  "chunks: %s%s, %lld keys (a row sees %lld), kv_chunk %d: %d blocks of %d (%d keys), want %d "
                   "keys %s", tu_dtype_name(fc[i].dtype), fc[i].o_f32 ? " (o f32)" : "", (long long)fc[i].sk,
                   (long long)fc[i].row_keys,
                   fc[i].forced_keys, t.chunk_keys / t.block_kv, t.block_kv, keys, want, msg);
@@ -917,28 +1020,28 @@ static void split_cases(tu_tally *tally)
         {"one key block: nothing to split", 1, 264, 1, 1},
     };
     for (int i = 0; i < (int)(sizeof h / sizeof h[0]); i++) {
-        const int n = fa_cl_splits_heuristic(h[i].blocks, h[i].slots, h[i].kv_blocks);
+        const int n = fa_cl__splits_heuristic(h[i].blocks, h[i].slots, h[i].kv_blocks);
         tu_expect(tally, n == h[i].want, "splits: %s: %d (want %d)", h[i].what, n, h[i].want);
     }
-    fa_cl_tiles t;
+    fa_cl__tiles t;
     memset(&t, 0, sizeof t);
-    t.block_q = 8, t.block_kv = 32, t.chunk_keys = fa_cl_chunk_keys(FA_CL_F32);
+    t.block_q = 8, t.block_kv = 32, t.chunk_keys = fa_cl__chunk_keys(FA_CL_F32);
     const struct { const char *what; int forced; int64_t want; } c[] = {
         {"long f32 row (140000 keys) on 2 cores: at least one chunk per 4096 keys", 0, 35},
-        {"FA_CL_SPLITS=100 above that minimum", 100, 100},
-        {"FA_CL_SPLITS=5 below it: the minimum", 5, 35},
-        {"FA_CL_SPLITS=1: never split (the plan chunks its launches instead)", 1, 1},
+        {"splits=100 above that minimum", 100, 100},
+        {"splits=5 below it: the minimum", 5, 35},
+        {"splits=1: never split (the plan chunks its launches instead)", 1, 1},
     };
     for (int i = 0; i < (int)(sizeof c / sizeof c[0]); i++) {
-        const int64_t n = fa_cl_split_count(&t, 1, 1, 4, 140000, 140000, 2, c[i].forced);
+        const int64_t n = fa_cl__split_count(&t, 1, 1, 4, 140000, 140000, 2, c[i].forced);
         tu_expect(tally, n == c[i].want, "split count: %s: %lld (want %lld)", c[i].what, (long long)n,
                   (long long)c[i].want);
     }
     const struct { int64_t group, sq; int env, want; } g[] = {
         {4, 1, 0, 4}, {4, 63, 0, 4}, {4, 64, 0, 1}, {4, 64, 1, 4}, {4, 1, -1, 1}, {1, 1, 1, 1}};
     for (int i = 0; i < (int)(sizeof g / sizeof g[0]); i++) {
-        const int pack = fa_cl_gqa_pack(g[i].group, g[i].sq, g[i].env);
-        tu_expect(tally, pack == g[i].want, "GQA pack: group %lld, %lld query rows, FA_CL_GQA_PACK %d: %d (want %d)",
+        const int pack = fa_cl__gqa_pack(g[i].group, g[i].sq, g[i].env);
+        tu_expect(tally, pack == g[i].want, "GQA pack: group %lld, %lld query rows, gqa_pack %d: %d (want %d)",
                   (long long)g[i].group, (long long)g[i].sq, g[i].env, pack, g[i].want);
     }
 }
@@ -963,44 +1066,44 @@ int main(void)
      * rows a block up to 8 (FA_KEYS_M, its local memory a floor), else 16; with
      * a mask at d = 128, 32-key blocks */
     {
-        fa_cl_limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = 227 * KIB;
-        lim.max_work_group = 1024;
-        lim.prefer_tiled = 1;
-        lim.nv_mma = 1;
-        lim.mma_kv_q8 = 1;
+        fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
+        /* copies: what the K/V rows' alignment allows (kernels/nvidia.h): 8 bytes where rows start at
+         * multiples of 128 elements (d = 128 from offset 0), 4 at 64 (d = 64), 0 elsewhere (offset 32) */
         const struct { int d; int64_t sq; int copy, aligned, br, bc, kvw, stages; size_t bytes; } qc[] = {
             /* at most 8 rows: FA_KEYS_M, asking for a third of the local memory and 16 bytes, so that
              * at most two work-groups share an SM: (227 KiB / 3 / 16 + 1) * 16 = 77488 */
             {128, 1, 8, 0, 8, 128, 4, 2, 77488},
             {128, 8, 8, 0, 8, 128, 4, 2, 77488},
             {128, 9, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 136},
-            {64, 1, 8, 0, 8, 128, 4, 2, 77488},
-            {64, 9, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 68},
+            {64, 1, 4, 0, 8, 128, 4, 2, 77488},
+            {64, 9, 4, 0, 16, 128, 4, 2, 2 * 2 * 128 * 68},
             {128, 1, 0, 0, 16, 64, 4, 1, 2 * 64 * 136 * 2},
             {128, 4096, 8, 1, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 136},
         };
         for (size_t i = 0; i < sizeof qc / sizeof qc[0]; i++) {
-            lim.mma_q8_copy = qc[i].copy;
-            fa_cl_tile_request req = {qc[i].d, FA_CL_F16, qc[i].sq, 8192, qc[i].aligned, 8192};
-            fa_cl_tiles t;
+            const fa_cl__views v =
+                test_views(qc[i].d, FA_CL_F16, qc[i].sq, 8192, FA_CL_MASK_NONE, 0, FA_CL_STORAGE_Q8_0, qc[i].copy ? 0 : 32);
+            fa_cl__tile_request req = {qc[i].d, FA_CL_F16, qc[i].sq, 8192, qc[i].aligned, 8192};
+            req.features = FA_CL_FEAT_KV_Q8;
+            req.views = &v;
+            fa_cl__tiles t;
             char msg[256] = "";
-            fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
             tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == qc[i].br &&
-                      t.block_kv == qc[i].bc && t.kv_warps == qc[i].kvw && t.stages == qc[i].stages &&
-                      t.q8_copy == qc[i].copy && t.local_mem_bytes == qc[i].bytes,
+                      t.block_kv == qc[i].bc && FA_CL_NV(&t, KV_WARPS) == qc[i].kvw &&
+                      FA_CL_NV(&t, STAGES) == qc[i].stages && FA_CL_NV(&t, Q8_COPY) == qc[i].copy &&
+                      t.local_mem_bytes == qc[i].bytes,
                       "q8_0 K/V, d %d, Sq %lld, copies %d: %s %dx%d kv_warps %d stages %d q8_copy %d, %zu bytes "
                       "(want %dx%d, %d, %d, %zu) %s", qc[i].d, (long long)qc[i].sq, qc[i].copy, fa_cl_status_string(st), t.block_q,
-                      t.block_kv, t.kv_warps, t.stages, t.q8_copy, t.local_mem_bytes, qc[i].br, qc[i].bc, qc[i].kvw,
+                      t.block_kv, FA_CL_NV(&t, KV_WARPS), FA_CL_NV(&t, STAGES), FA_CL_NV(&t, Q8_COPY), t.local_mem_bytes,
+                      qc[i].br, qc[i].bc, qc[i].kvw,
                       qc[i].stages, qc[i].bytes, msg);
         }
-        lim.mma_kv_q8 = lim.mma_q8_copy = 0;
-        fa_cl_limits_for_modifiers(&lim, 0, 1);
-        fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
-        fa_cl_tiles t;
+        fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+        req.mask = FA_CL_MASK_F16; /* rows not known to be 16-byte aligned: no views */
+        fa_cl__tiles t;
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == 128 &&
                   t.block_kv == 32 && t.rows_per_item == 32, "a mask at d = 128: %s %dx%dx%d (want 128x32x32) %s",
                   fa_cl_status_string(st), t.block_q, t.block_kv, t.rows_per_item, msg);
@@ -1010,16 +1113,18 @@ int main(void)
      * portable-tiled, not the rows kernel NVIDIA gets there otherwise (it failed the H200's varlen
      * mask cases: CHANGELOG, 0.4.0) */
     {
-        const fa_cl_device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
-        fa_cl_limits lim;
-        fa_cl_limits_for_device(&h200, &lim);
-        lim.nv_tf32 = 0; /* FA_CL_NV_TF32=0: the portable kernels for f32 */
-        const fa_cl_tile_request req = {64, FA_CL_F32, 63, 120, 1, 120};
-        fa_cl_tiles plain, masked;
+        const fa_cl__device_traits h200 = {.is_gpu = 1, .vendor = FA_CL_VENDOR_NVIDIA, .local_mem_size = 48 * KIB,
+                                           .max_work_group = 1024, .arch_major = 9};
+        fa_cl__limits lim;
+        fa_cl__limits_for_device(&h200, &lim);
+        memset(&case_tune, 0, sizeof case_tune);
+        tune(&lim, "nvidia-tf32x3", "enabled", 0); /* the portable kernels for f32 */
+        fa_cl__tile_request req = {64, FA_CL_F32, 63, 120, 1, 120};
+        fa_cl__tiles plain, masked;
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &plain, msg, sizeof msg);
-        fa_cl_limits_for_modifiers(&lim, 0, 1);
-        fa_cl_status sm = fa_cl_plan_tiles(&lim, &req, &masked, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &plain, msg, sizeof msg);
+        req.mask = FA_CL_MASK_BOOL;
+        fa_cl_status sm = fa_cl__plan_tiles(&lim, &req, &masked, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && sm == FA_CL_SUCCESS && plain.variant == FA_CL_KERNEL_PORTABLE &&
                   masked.variant == FA_CL_KERNEL_PORTABLE_TILED, "NVIDIA, f32 d = 64: %s without a mask, %s with one "
                   "(want portable, portable-tiled) %s", plain.kernel, masked.kernel, msg);
@@ -1030,14 +1135,15 @@ int main(void)
      * with tiles sized to each budget; d = 256 stays on the tensor cores (the control: nvidia-wgmma on
      * the H200, nvidia-mma emulated on PoCL) */
     {
-        const fa_cl_device_traits h200 = {1, FA_CL_VENDOR_NVIDIA, 48 * KIB, 0, 1024, 9, 0, 0};
-        const fa_cl_device_traits pocl = {0, FA_CL_VENDOR_OTHER, 1024 * KIB, 1, 4096, 0, 0, 0};
+        const fa_cl__device_traits h200 = {.is_gpu = 1, .vendor = FA_CL_VENDOR_NVIDIA, .local_mem_size = 48 * KIB,
+                                           .max_work_group = 1024, .arch_major = 9};
+        const fa_cl__device_traits pocl = {.local_mem_size = 1024 * KIB, .local_mem_is_global = 1, .max_work_group = 4096};
         static const struct {
             const char *device, *arith;
             int d, aligned, emulated, forced_variant;
             fa_cl_dtype t;
             fa_cl_status want;
-            fa_cl_kernel_id k;
+            fa_cl__kernel_id k;
             int br, bc, tm, wg;
             size_t bytes;
         } wc[] = {
@@ -1057,11 +1163,11 @@ int main(void)
              229440},
             {"H200", "FA_CL_KERNEL_VARIANT=nvidia-mma at d=512: refused, naming the head_dim and the limit", 512, 1, 0,
              FA_CL_KERNEL_NVIDIA_MMA, FA_CL_F16, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, 0},
-            {"PoCL", "FA_CL_MMA_EMULATE=1: nvidia-mma and tf32x3 decline, portable 32x32 (4*64*512 = 131072)", 512, 1, 1,
+            {"PoCL", "emulate=1: nvidia-mma and tf32x3 decline, portable 32x32 (4*64*512 = 131072)", 512, 1, 1,
              0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE, 32, 32, 1, 32, 131072},
-            {"PoCL", "FA_CL_MMA_EMULATE=1 f32: the same", 512, 1, 1, 0, FA_CL_F32, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE,
+            {"PoCL", "emulate=1 f32: the same", 512, 1, 1, 0, FA_CL_F32, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE,
              32, 32, 1, 32, 131072},
-            {"PoCL", "FA_CL_MMA_EMULATE=1 d=256 (the control): nvidia-mma", 256, 1, 1, 0, FA_CL_BF16, FA_CL_SUCCESS,
+            {"PoCL", "emulate=1 d=256 (the control): nvidia-mma", 256, 1, 1, 0, FA_CL_BF16, FA_CL_SUCCESS,
              FA_CL_KERNEL_NVIDIA_MMA, 0, 0, 0, 0, 0},
             {"intel-max-1550", "64 registers: TM 1 (fewest); 128 KiB: 32 rows 137856 > 131072, 16 rows 102272, wg 16*8",
              512, 1, 0, 0, FA_CL_F16, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 16, 32, 1, 128, 102272},
@@ -1073,19 +1179,20 @@ int main(void)
              FA_CL_KERNEL_PORTABLE, 8, 8, 1, 8, 32768},
         };
         for (size_t i = 0; i < sizeof wc / sizeof wc[0]; i++) {
-            fa_cl_limits lim;
-            const fa_cl_device_profile *prof = fa_cl_profile_find(wc[i].device);
+            fa_cl__limits lim;
+            const fa_cl__device_profile *prof = fa_cl__profile_find(wc[i].device);
             if (prof)
-                fa_cl_profile_limits(prof, &lim);
+                fa_cl__profile_limits(prof, &lim);
             else
-                fa_cl_limits_for_device(strcmp(wc[i].device, "H200") == 0 ? &h200 : &pocl, &lim);
-            if (wc[i].emulated) /* what FA_CL_MMA_EMULATE=1 sets (src/common/context.c) */
-                lim.nv_mma = lim.nv_tf32 = lim.mma_emulated = 1;
+                fa_cl__limits_for_device(strcmp(wc[i].device, "H200") == 0 ? &h200 : &pocl, &lim);
+            memset(&case_tune, 0, sizeof case_tune);
+            if (wc[i].emulated) /* FA_CL_TUNE emulate=1 with the tf32 families enabled=1 */
+                emulate(&lim, 1);
             lim.forced_variant = wc[i].forced_variant;
-            const fa_cl_tile_request req = {wc[i].d, wc[i].t, 4096, 4096, wc[i].aligned, 4096};
-            fa_cl_tiles t;
+            const fa_cl__tile_request req = {wc[i].d, wc[i].t, 4096, 4096, wc[i].aligned, 4096};
+            fa_cl__tiles t;
             char msg[400] = "";
-            const fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            const fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
             int ok = st == wc[i].want;
             if (ok && st != FA_CL_SUCCESS)
                 ok = strstr(msg, "head_dim 512") && strstr(msg, "256");
@@ -1100,21 +1207,16 @@ int main(void)
                       st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.rows_per_item, t.work_group_size,
                       t.local_mem_bytes, msg[0] ? "; " : "", msg);
         }
-        tu_expect(&tally, fa_cl_mma_dim_padded(256) == 256 && fa_cl_mma_dim_padded(257) == 0 &&
-                          fa_cl_mma_dim_padded(512) == 0 && fa_cl_mma_dim_padded(225) == 256,
-                  "fa_cl_mma_dim_padded: multiples of 32 up to head_dim 256, 0 (no instantiation) above: 225 -> %d, "
-                  "256 -> %d, 257 -> %d, 512 -> %d", fa_cl_mma_dim_padded(225), fa_cl_mma_dim_padded(256),
-                  fa_cl_mma_dim_padded(257), fa_cl_mma_dim_padded(512));
+        tu_expect(&tally, fa_cl__mma_dim_padded(256) == 256 && fa_cl__mma_dim_padded(257) == 0 &&
+                          fa_cl__mma_dim_padded(512) == 0 && fa_cl__mma_dim_padded(225) == 256,
+                  "fa_cl__mma_dim_padded: multiples of 32 up to head_dim 256, 0 (no instantiation) above: 225 -> %d, "
+                  "256 -> %d, 257 -> %d, 512 -> %d", fa_cl__mma_dim_padded(225), fa_cl__mma_dim_padded(256),
+                  fa_cl__mma_dim_padded(257), fa_cl__mma_dim_padded(512));
     }
 
     /* few query rows (decode): the 64-row tensor-core block with 16 rows per warp, not 128 x 64 */
     {
-        fa_cl_limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = 227 * KIB;
-        lim.max_work_group = 1024;
-        lim.prefer_tiled = 1;
-        lim.nv_mma = 1;
+        fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
         /* decoding rows: up to 16 one row tile of 4 warps sharing each block's keys (16 each; not
          * without 16-byte rows, nor above d = 128); up to 32 two warps of 16; up to 64: 64 x 64 x 16;
          * beyond, 128 x 32 x 32 */
@@ -1125,47 +1227,47 @@ int main(void)
             {33, 128, 1, 64, 16, 1, 128, 4 * 64 * 136 * 2}, {65, 128, 1, 128, 32, 1, 128, (4 * 32 + 128) * 136 * 2},
         };
         for (size_t i = 0; i < sizeof dc / sizeof dc[0]; i++) {
-            fa_cl_tile_request req = {dc[i].d, FA_CL_F16, dc[i].sq, 1 << 20, dc[i].aligned, 0};
-            fa_cl_tiles t;
+            fa_cl__tile_request req = {dc[i].d, FA_CL_F16, dc[i].sq, 1 << 20, dc[i].aligned, 0};
+            fa_cl__tiles t;
             char msg[256] = "";
-            fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
             tu_expect(&tally, st == FA_CL_SUCCESS && t.block_q == dc[i].br && t.rows_per_item == dc[i].wr &&
-                                  t.kv_warps == dc[i].kvw && t.work_group_size == dc[i].wg &&
+                                  FA_CL_NV(&t, KV_WARPS) == dc[i].kvw && t.work_group_size == dc[i].wg &&
                                   t.local_mem_bytes == dc[i].bytes,
                       "tensor-core plan, %lld query rows, d %d%s: %dx%d, %d rows per warp, %d key-slice warps, "
                       "wg %d, %zu bytes (want %dx..x%d, %d, wg %d, %zu) %s", (long long)dc[i].sq, dc[i].d,
-                      dc[i].aligned ? "" : " unaligned", t.block_q, t.block_kv, t.rows_per_item, t.kv_warps,
+                      dc[i].aligned ? "" : " unaligned", t.block_q, t.block_kv, t.rows_per_item, FA_CL_NV(&t, KV_WARPS),
                       t.work_group_size, t.local_mem_bytes, dc[i].br, dc[i].wr, dc[i].kvw, dc[i].wg, dc[i].bytes, msg);
         }
-        /* FA_CL_MMA_KV_WARPS: 2 slices; a forced 16-row tile keeps one warp unless it is set;
+        /* nvidia-mma:kv_warps=2: 2 slices; a forced 16-row tile keeps one warp unless it is set;
          * slices that would be under 16 keys are refused */
-        lim.mma_kv_warps = 2;
-        fa_cl_tile_request req = {128, FA_CL_F16, 4, 1 << 20, 1, 0};
-        fa_cl_tiles t;
+        tune(&lim, "nvidia-mma", "kv_warps", 2);
+        fa_cl__tile_request req = {128, FA_CL_F16, 4, 1 << 20, 1, 0};
+        fa_cl__tiles t;
         char msg[256] = "";
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
-        tu_expect(&tally, st == FA_CL_SUCCESS && t.kv_warps == 2 && t.work_group_size == 64,
-                  "FA_CL_MMA_KV_WARPS=2: %d warps, wg %d %s", t.kv_warps, t.work_group_size, msg);
-        lim.mma_kv_warps = 0;
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_SUCCESS && FA_CL_NV(&t, KV_WARPS) == 2 && t.work_group_size == 64,
+                  "nvidia-mma:kv_warps=2: %d warps, wg %d %s", FA_CL_NV(&t, KV_WARPS), t.work_group_size, msg);
+        tune(&lim, "nvidia-mma", "kv_warps", 0);
         lim.forced_q = 16;
         lim.forced_kv = 32;
-        st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
-        tu_expect(&tally, st == FA_CL_SUCCESS && t.kv_warps == 1 && t.work_group_size == 32,
-                  "FA_CL_TILE=16x32: one warp (%d), wg %d %s", t.kv_warps, t.work_group_size, msg);
-        lim.mma_kv_warps = 4;
+        st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_SUCCESS && FA_CL_NV(&t, KV_WARPS) == 1 && t.work_group_size == 32,
+                  "tile=16x32: one warp (%d), wg %d %s", FA_CL_NV(&t, KV_WARPS), t.work_group_size, msg);
+        tune(&lim, "nvidia-mma", "kv_warps", 4);
         msg[0] = '\0';
-        st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
-        tu_expect(&tally, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "FA_CL_MMA_KV_WARPS=4"),
-                  "FA_CL_TILE=16x32 with FA_CL_MMA_KV_WARPS=4 (8 keys a warp): refused: %s", msg);
+        st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        tu_expect(&tally, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "kv_warps=4"),
+                  "tile=16x32 with nvidia-mma:kv_warps=4 (8 keys a warp): refused: %s", msg);
     }
     /* msg may be small: truncated, NUL-terminated, no overflow */
     {
-        fa_cl_limits lim = limits_of(&cases[0]);
-        fa_cl_tile_request req = {600, FA_CL_F32, 8, 8, 0, 0};
-        fa_cl_tiles t;
+        fa_cl__limits lim = limits_of(&cases[0]);
+        fa_cl__tile_request req = {600, FA_CL_F32, 8, 8, 0, 0};
+        fa_cl__tiles t;
         char msg[8];
         memset(msg, 'x', sizeof msg);
-        fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_ERROR_UNSUPPORTED && memchr(msg, '\0', sizeof msg) != NULL,
                   "head_dim 600 with an 8-byte message buffer: %s, message '%s' (truncated)", fa_cl_status_string(st),
                   msg);
@@ -1174,7 +1276,7 @@ int main(void)
      * CPUs (the 128 KiB cache share), 64 and 32 KiB GPUs; and the tensor-core family's on NVIDIA */
     {
         const struct { size_t local; int global, nv, d, aligned; fa_cl_dtype t; int want_b, tm; size_t bytes;
-                       fa_cl_kernel_id k; } bc[] = {
+                       fa_cl__kernel_id k; } bc[] = {
             {8 * 1024 * KIB, 1, 0, 128, 1, FA_CL_F32, 32, 2, 76288, FA_CL_KERNEL_PORTABLE_BACKWARD},
             {8 * 1024 * KIB, 1, 0, 256, 1, FA_CL_F32, 16, 2, 68864, FA_CL_KERNEL_PORTABLE_BACKWARD},
             {64 * KIB, 0, 0, 64, 1, FA_CL_F16, 32, 2, 43520, FA_CL_KERNEL_PORTABLE_BACKWARD},
@@ -1208,18 +1310,18 @@ int main(void)
             {227 * KIB, 0, 3, 128, 1, FA_CL_F16, 64, 16, 105472, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
         };
         for (size_t i = 0; i < sizeof bc / sizeof bc[0]; i++) {
-            fa_cl_limits lim;
-            memset(&lim, 0, sizeof lim);
-            lim.local_mem_size = bc[i].local;
+            /* nv: 0 a CPU or GPU of no vendor the families know, 1 an NVIDIA GPU of compute capability
+             * 8.0, 2 of 9.0 (Hopper), 3 the same where nvidia-wgmma-backward did not build */
+            fa_cl__limits lim = bc[i].nv ? nvidia_gpu(bc[i].nv >= 2 ? 9 : 8, 0, bc[i].local)
+                                         : device_limits(0, FA_CL_VENDOR_OTHER, 0, 0, bc[i].local, 1024);
             lim.local_mem_is_global = bc[i].global;
-            lim.max_work_group = 1024;
-            lim.nv_mma = bc[i].nv > 0;
-            lim.nv_wgmma = bc[i].nv >= 2;
-            lim.wgmma_backward_off = bc[i].nv == 3;
-            const fa_cl_tile_request req = {bc[i].d, bc[i].t, 4096, 4096, bc[i].aligned, 4096};
-            fa_cl_tiles t;
+            lim.families_off = bc[i].nv == 3 ? (uint64_t)1 << FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD : 0;
+            if (bc[i].nv) /* f32 on tensor cores has its own cases below */
+                tune(&lim, "nvidia-tf32x3-backward", "enabled", 0);
+            const fa_cl__tile_request req = {bc[i].d, bc[i].t, 4096, 4096, bc[i].aligned, 4096};
+            fa_cl__tiles t;
             char msg[256] = "";
-            const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+            const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
             const int ok = bc[i].want_b == 0 ? st == FA_CL_ERROR_UNSUPPORTED
                                              : st == FA_CL_SUCCESS && t.variant == bc[i].k && t.block_q == bc[i].want_b &&
                                                    t.block_kv == bc[i].want_b && t.rows_per_item == bc[i].tm &&
@@ -1231,18 +1333,14 @@ int main(void)
                       bc[i].want_b, bc[i].bytes, msg);
         }
         /* a forced tile other than 64 x 64 on Hopper: nvidia-mma-backward takes it */
-        fa_cl_limits lim;
-        memset(&lim, 0, sizeof lim);
-        lim.local_mem_size = 227 * KIB;
-        lim.max_work_group = 1024;
-        lim.nv_mma = lim.nv_wgmma = 1;
+        fa_cl__limits lim = nvidia_gpu(9, 0, 227 * KIB);
         lim.forced_q = lim.forced_kv = 32;
-        const fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
-        fa_cl_tiles t;
+        const fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
+        fa_cl__tiles t;
         char msg[256] = "";
-        const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
+        const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA_BACKWARD && t.block_q == 32 &&
-                  t.forced, "backward, Hopper, FA_CL_TILE=32x32: %s %s %dx%d %s", fa_cl_status_string(st),
+                  t.forced, "backward, Hopper, tile=32x32: %s %s %dx%d %s", fa_cl_status_string(st),
                   st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, msg);
     }
     /* f32 on tensor cores (nvidia-tf32x3-backward, where nv_tf32): fp32 tiles with rows of d + 4,
@@ -1251,7 +1349,7 @@ int main(void)
      * FA_CL_KERNEL_VARIANT naming a backward family forces it alone */
     {
         const struct { size_t local; int tf32, d, aligned; fa_cl_dtype t; int forced_variant, tile, pass;
-                       fa_cl_status want; int want_b, want_pass; size_t bytes; fa_cl_kernel_id k; } tc[] = {
+                       fa_cl_status want; int want_b, want_pass; size_t bytes; fa_cl__kernel_id k; } tc[] = {
             {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 132 + 4 * 64 + 64 * 64),
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD}, /* 220160: P^T's exchange too */
             {227 * KIB, 1, 64, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 64, 64, 4 * (6 * 64 * 68 + 4 * 64),
@@ -1267,17 +1365,17 @@ int main(void)
             {227 * KIB, 1, 160, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 0, 4 * ((2 * 32 + 2 * 32) * 164 + 2 * 32 * 33 + 64),
              FA_CL_KERNEL_PORTABLE_BACKWARD}, /* above 128: declines */
             {227 * KIB, 0, 64, 1, FA_CL_F32, 0, 0, 0, FA_CL_SUCCESS, 32, 0, 4 * ((2 * 32 + 2 * 32) * 68 + 2 * 32 * 33 + 64),
-             FA_CL_KERNEL_PORTABLE_BACKWARD}, /* FA_CL_NV_TF32=0 (or emulated without =1) */
+             FA_CL_KERNEL_PORTABLE_BACKWARD}, /* nvidia-tf32x3-backward:enabled=0 (or emulated without =1) */
             {227 * KIB, 1, 64, 1, FA_CL_F16, 0, 0, 0, FA_CL_SUCCESS, 64, 0, 56320, FA_CL_KERNEL_NVIDIA_MMA_BACKWARD},
             /* forced tiles: 32 x 32 in passes of 16; a pass that does not divide B */
             {227 * KIB, 1, 128, 1, FA_CL_F32, 0, 32, 16, FA_CL_SUCCESS, 32, 16, 101888 + 4 * 32 * 16,
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
             {227 * KIB, 1, 128, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 32, 12, FA_CL_ERROR_INVALID_ARGUMENT, 0,
              0, 0, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
-            /* FA_CL_KERNEL_VARIANT: the tf32 family forced where FA_CL_NV_TF32 leaves it out; refused for
-             * what it cannot take; portable-backward forced; nvidia-mma-backward forced on f32; a forward
+            /* FA_CL_KERNEL_VARIANT: the tf32 family forced where its enabled=0 turned it off: refused
+             * (the message names the key); refused for what it cannot take; portable-backward forced; nvidia-mma-backward forced on f32; a forward
              * family: portable ones give the portable backward, the others change nothing */
-            {227 * KIB, 0, 64, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 0, 0, FA_CL_SUCCESS, 64, 64, 105472,
+            {227 * KIB, 0, 64, 1, FA_CL_F32, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 0, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0,
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
             {227 * KIB, 1, 64, 1, FA_CL_F16, FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, 0, 0, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0,
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
@@ -1293,59 +1391,57 @@ int main(void)
              FA_CL_KERNEL_NVIDIA_TF32_BACKWARD},
         };
         for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) {
-            fa_cl_limits lim;
-            memset(&lim, 0, sizeof lim);
-            lim.local_mem_size = tc[i].local;
-            lim.max_work_group = 1024;
-            lim.nv_mma = 1;
-            lim.nv_tf32 = tc[i].tf32;
+            fa_cl__limits lim = nvidia_gpu(8, 0, tc[i].local);
+            if (!tc[i].tf32) /* FA_CL_TUNE nvidia-tf32x3-backward:enabled=0 */
+                tune(&lim, "nvidia-tf32x3-backward", "enabled", 0);
             lim.forced_variant = tc[i].forced_variant;
             lim.forced_q = lim.forced_kv = tc[i].tile;
             lim.forced_rows = tc[i].pass;
-            const fa_cl_tile_request req = {tc[i].d, tc[i].t, 4096, 4096, tc[i].aligned, 4096};
-            fa_cl_tiles t;
+            const fa_cl__tile_request req = {tc[i].d, tc[i].t, 4096, 4096, tc[i].aligned, 4096};
+            fa_cl__tiles t;
             char msg[256] = "";
-            const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
-            const char *forced = tc[i].forced_variant ? fa_cl_kernel_by_id(tc[i].forced_variant)->name : "";
+            const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
+            const char *forced = tc[i].forced_variant ? fa_cl__kernel_by_id(tc[i].forced_variant)->name : "";
             int ok = st == tc[i].want;
             if (ok && st == FA_CL_SUCCESS)
                 ok = t.variant == tc[i].k && t.block_q == tc[i].want_b && t.block_kv == tc[i].want_b &&
-                     t.pass_rows == tc[i].want_pass && t.local_mem_bytes == tc[i].bytes &&
-                     t.dkdv_roles == (tc[i].k == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD && tc[i].d > 64) &&
+                     FA_CL_NV(&t, PASS_ROWS) == tc[i].want_pass && t.local_mem_bytes == tc[i].bytes &&
+                     FA_CL_NV(&t, DKDV_ROLES) == (tc[i].k == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD && tc[i].d > 64) &&
                      t.work_group_size == (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD ? 256 : tc[i].want_b * 2) &&
                      (tc[i].k == FA_CL_KERNEL_PORTABLE_BACKWARD || t.elem_bytes == (tc[i].t == FA_CL_F32 ? 4 : 2));
             else if (ok) /* refused: the message names the forced family and why */
-                ok = strstr(msg, fa_cl_kernel_by_id(tc[i].k)->name) != NULL &&
+                ok = strstr(msg, fa_cl__kernel_by_id(tc[i].k)->name) != NULL &&
                      (tc[i].want == FA_CL_ERROR_INVALID_ARGUMENT || strstr(msg, "FA_CL_KERNEL_VARIANT=") != NULL);
             tu_expect(&tally, ok, "backward, %zu KiB NVIDIA%s, head_dim %d %s%s%s%s, tile %d pass %d: %s %s %dx%d pass %d, "
                       "%zu bytes (want %s %dx%d pass %d, %zu) %s", tc[i].local / KIB, tc[i].tf32 ? " tf32" : "",
                       tc[i].d, tu_dtype_name(tc[i].t), tc[i].aligned ? "" : " unaligned", *forced ? ", forced " : "",
                       forced, tc[i].tile, tc[i].pass, fa_cl_status_string(st),
-                      st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.pass_rows,
+                      st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, FA_CL_NV(&t, PASS_ROWS),
                       t.local_mem_bytes, fa_cl_status_string(tc[i].want), tc[i].want_b, tc[i].want_b, tc[i].want_pass,
                       tc[i].bytes, msg);
         }
-        /* FA_CL_TILE's fourth field: dkdv's warps per 16 keys, 1 or 2 (by role, the default at d = 128) */
+        /* tile's fourth field: dkdv's warps per 16 keys, 1 or 2 (by role, the default at d = 128) */
         for (int w = 1; w <= 3; w++) {
-            fa_cl_limits lim = hopper_tf32_backward_forced();
+            fa_cl__limits lim = hopper_tf32_backward_forced();
             lim.forced_q = lim.forced_kv = 64;
             lim.forced_rows = 32;
             lim.forced_cols = w;
-            const fa_cl_tile_request req = {128, FA_CL_F32, 4096, 4096, 1, 4096};
-            fa_cl_tiles t;
+            const fa_cl__tile_request req = {128, FA_CL_F32, 4096, 4096, 1, 4096};
+            fa_cl__tiles t;
             char msg[256] = "";
-            const fa_cl_status st = fa_cl_plan_backward_tiles(&lim, &req, &t, msg, sizeof msg);
-            tu_expect(&tally, w <= 2 ? st == FA_CL_SUCCESS && t.dkdv_roles == (w == 2) && t.pass_rows == 32
+            const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
+            tu_expect(&tally, w <= 2 ? st == FA_CL_SUCCESS && FA_CL_NV(&t, DKDV_ROLES) == (w == 2) &&
+                                           FA_CL_NV(&t, PASS_ROWS) == 32
                                      : st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(msg, "1 or 2") != NULL,
                       "backward, tf32 forced 64x64x32x%d: %s (roles %d) %s", w, fa_cl_status_string(st),
-                      st == FA_CL_SUCCESS ? t.dkdv_roles : 0, msg);
+                      st == FA_CL_SUCCESS ? FA_CL_NV(&t, DKDV_ROLES) : 0, msg);
         }
         /* a forward plan is not constrained by a backward family's name */
-        const fa_cl_limits lim = hopper_tf32_backward_forced();
-        const fa_cl_tile_request req = {64, FA_CL_F32, 4096, 4096, 1, 4096};
-        fa_cl_tiles t;
+        const fa_cl__limits lim = hopper_tf32_backward_forced();
+        const fa_cl__tile_request req = {64, FA_CL_F32, 4096, 4096, 1, 4096};
+        fa_cl__tiles t;
         char msg[256] = "";
-        const fa_cl_status st = fa_cl_plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        const fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_TF32X3,
                   "forward with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward: %s %s (want nvidia-tf32x3) %s",
                   fa_cl_status_string(st), st == FA_CL_SUCCESS ? t.kernel : "-", msg);

@@ -85,8 +85,8 @@ static void accepted(void)
     char *in = probe(fence, NULL, NULL);
     char *out = NULL, msg[256];
     size_t out_len = 0;
-    fa_cl_ptx_patch info = {-1, -1};
-    fa_cl_status st = fa_cl_ptx_retarget_sm90a(in, strlen(in), 0, &out, &out_len, &info, msg, sizeof msg);
+    fa_cl__ptx_patch info = {-1, -1};
+    fa_cl_status st = fa_cl__ptx_retarget_sm90a(in, strlen(in), 0, &out, &out_len, &info, msg, sizeof msg);
     tu_expect(&tally, st == FA_CL_SUCCESS && out && out_len == strlen(out), "the probe's PTX: retargeted (%s)", msg);
     if (st == FA_CL_SUCCESS) {
         tu_expect(&tally, info.marked == 3 && info.entries == 1, "3 marked lines, 1 entry (got %d, %d)", info.marked,
@@ -109,7 +109,7 @@ static void accepted(void)
         /* the output is no longer sm_90 PTX: a second pass refuses it */
         char *again = NULL;
         size_t again_len = 0;
-        st = fa_cl_ptx_retarget_sm90a(out, out_len, 0, &again, &again_len, NULL, msg, sizeof msg);
+        st = fa_cl__ptx_retarget_sm90a(out, out_len, 0, &again, &again_len, NULL, msg, sizeof msg);
         tu_expect(&tally, st == FA_CL_ERROR_UNSUPPORTED && !again && strstr(msg, "sm_90a, not sm_90"),
                   "retargeted text again: refused ('%s')", msg);
     }
@@ -123,7 +123,7 @@ static void accepted(void)
     char *copy = malloc(strlen(in));
     memcpy(copy, in, strlen(in)); /* not NUL-terminated */
     out = NULL;
-    st = fa_cl_ptx_retarget_sm90a(copy, strlen(in), 0, &out, &out_len, &info, msg, sizeof msg);
+    st = fa_cl__ptx_retarget_sm90a(copy, strlen(in), 0, &out, &out_len, &info, msg, sizeof msg);
     tu_expect(&tally,
               st == FA_CL_SUCCESS && info.marked == 1 &&
                   strstr(out, "\n\twgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%f1, %f2, %f3, %f4}, %rd1, %rd2, "
@@ -136,7 +136,7 @@ static void accepted(void)
     /* .maxnreg before the entry's body (setmaxnreg needs the register count at entry) */
     in = probe("\t// @sm90a setmaxnreg.inc.sync.aligned.u32 240;\n", NULL, NULL);
     out = NULL;
-    st = fa_cl_ptx_retarget_sm90a(in, strlen(in), 240, &out, &out_len, &info, msg, sizeof msg);
+    st = fa_cl__ptx_retarget_sm90a(in, strlen(in), 240, &out, &out_len, &info, msg, sizeof msg);
     tu_expect(&tally, st == FA_CL_SUCCESS && strstr(out, " k_param_0\n)\n.maxnreg 240\n{\n") != NULL,
               ".maxnreg 240 between the parameters and the body (%s)", msg);
     free(out);
@@ -145,7 +145,7 @@ static void accepted(void)
     /* no marked line: only the target changes (the caller decides what that is worth) */
     in = probe("", NULL, NULL);
     out = NULL;
-    st = fa_cl_ptx_retarget_sm90a(in, strlen(in), 0, &out, &out_len, &info, msg, sizeof msg);
+    st = fa_cl__ptx_retarget_sm90a(in, strlen(in), 0, &out, &out_len, &info, msg, sizeof msg);
     tu_expect(&tally, st == FA_CL_SUCCESS && info.marked == 0 && out_len == strlen(in) + 1,
               "no marked line: the target alone, one byte longer (%s)", msg);
     free(out);
@@ -160,7 +160,7 @@ static void refused(const char *what, const char *marked, const char *from, cons
     char *in = probe(marked, from, to);
     char *out = (char *)1, msg[256];
     size_t out_len = 7;
-    fa_cl_status st = fa_cl_ptx_retarget_sm90a(in, strlen(in), maxnreg, &out, &out_len, NULL, msg, sizeof msg);
+    fa_cl_status st = fa_cl__ptx_retarget_sm90a(in, strlen(in), maxnreg, &out, &out_len, NULL, msg, sizeof msg);
     tu_expect(&tally, st == FA_CL_ERROR_UNSUPPORTED && out == NULL && out_len == 0 && strstr(msg, want) != NULL,
               "%s: refused, '%s' (got status %d, '%s')", what, want, (int)st, msg);
     free(in);
@@ -197,12 +197,12 @@ int main(void)
     size_t n = strlen(in), out_len = 0;
     in[n / 2] = '\0';
     tu_expect(&tally,
-              fa_cl_ptx_retarget_sm90a(in, n, 0, &out, &out_len, NULL, msg, sizeof msg) == FA_CL_ERROR_UNSUPPORTED &&
+              fa_cl__ptx_retarget_sm90a(in, n, 0, &out, &out_len, NULL, msg, sizeof msg) == FA_CL_ERROR_UNSUPPORTED &&
                   !out && strstr(msg, "NUL"),
               "a NUL byte inside: refused ('%s')", msg);
     tu_expect(&tally,
-              fa_cl_ptx_retarget_sm90a(NULL, 0, 0, &out, &out_len, NULL, msg, sizeof msg) == FA_CL_ERROR_INVALID_ARGUMENT &&
-                  fa_cl_ptx_retarget_sm90a(in, n, 0, NULL, &out_len, NULL, NULL, 0) == FA_CL_ERROR_INVALID_ARGUMENT,
+              fa_cl__ptx_retarget_sm90a(NULL, 0, 0, &out, &out_len, NULL, msg, sizeof msg) == FA_CL_ERROR_INVALID_ARGUMENT &&
+                  fa_cl__ptx_retarget_sm90a(in, n, 0, NULL, &out_len, NULL, NULL, 0) == FA_CL_ERROR_INVALID_ARGUMENT,
               "NULL ptx or out: FA_CL_ERROR_INVALID_ARGUMENT");
     free(in);
     return tu_finish(&tally);

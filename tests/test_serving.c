@@ -446,7 +446,7 @@ static int run_decode(fa_cl_context *ctx, int argc, char **argv)
         {{1, 8, 1, 4, 900, 64, FA_CL_F32, 1, 100, 0, "CCCC", 0.0f, 1}, LENS(850), 16, 0, 0},
         {{2, 4, 4, 1, 640, 96, FA_CL_F16, 0, 32, -1, "CCCP", 0.0f, 1}, LENS(640, 31), 64, 0, 0},
         /* head_dim above 256 (the portable kernels; the tensor-core ones decline): paged, GQA-packed,
-         * split under FA_CL_SPLITS */
+         * split under FA_CL_TUNE splits */
         {{2, 8, 2, 1, 600, 512, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(600, 123), 16, 0, 0},
         {{1, 4, 1, 4, 333, 320, FA_CL_F32, 1, 64, 0, "CCCC", 0.0f, 1}, LENS(300), 0, 0, 0},
         {{2, 4, 4, 1, 257, 457, FA_CL_F16, 0, -1, -1, "CCCP", 0.0f, 1}, LENS(257, 40), 64, 0, 0},
@@ -456,7 +456,7 @@ static int run_decode(fa_cl_context *ctx, int argc, char **argv)
 }
 
 /* rows longer than one fp32 sum keeps accurate (f32: 2^16 keys): chunked launches, or with
- * FA_CL_SPLITS a split plan of at least one chunk per 65536 keys */
+ * FA_CL_TUNE splits a split plan of at least one chunk per 65536 keys */
 static int run_long(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -483,7 +483,7 @@ static int run_bad_data(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
-/* split-KV forced to n chunks (FA_CL_SPLITS is read at context creation: one context each) */
+/* split-KV forced to n chunks (FA_CL_TUNE splits=n is read at context creation: one context each) */
 static int run_splits(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)ctx, (void)argc, (void)argv;
@@ -494,20 +494,20 @@ static int run_splits(fa_cl_context *ctx, int argc, char **argv)
     };
     const int counts[] = {1, 2, 3, 5, 8, 16};
     for (int n = 0; n < TU_COUNT(counts); n++) {
-        char v[16];
-        snprintf(v, sizeof v, "%d", counts[n]);
-        setenv("FA_CL_SPLITS", v, 1);
+        char v[32];
+        snprintf(v, sizeof v, "splits=%d", counts[n]);
+        setenv("FA_CL_TUNE", v, 1);
         fa_cl_context *c = NULL;
         if (fa_cl_context_create_default(&c) != FA_CL_SUCCESS) {
-            tu_expect(&serving_tally, 0, "FA_CL_SPLITS=%s: context: %s", v, fa_cl_last_error(NULL));
+            tu_expect(&serving_tally, 0, "FA_CL_TUNE=%s: context: %s", v, fa_cl_last_error(NULL));
             continue;
         }
-        printf("FA_CL_SPLITS=%s\n", v);
+        printf("FA_CL_TUNE=%s\n", v);
         for (int i = 0; i < TU_COUNT(cases); i++)
             check_case(&serving_tally, c, &cases[i], 500 + (uint64_t)i);
         fa_cl_context_release(c);
     }
-    unsetenv("FA_CL_SPLITS");
+    unsetenv("FA_CL_TUNE");
     return 0;
 }
 

@@ -290,7 +290,7 @@ static int subset_contexts(fa_cl_context *unused, int argc, char **argv)
 }
 
 /* Calls of one plan back to back on an out-of-order queue, nothing between them: a plan that owns
- * scratch (split-KV's partial results here, FA_CL_SPLITS in the test's environment; long rows'
+ * scratch (split-KV's partial results here, FA_CL_TUNE splits in the test's environment; long rows'
  * chunk state; Hopper's tensor maps) must not let the second call's launches use it while the
  * first's still do. Each call's output is checked against float64. */
 static int subset_out_of_order(fa_cl_context *unused, int argc, char **argv)

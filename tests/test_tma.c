@@ -10,7 +10,7 @@
  * side (the forward's tails: rows past Sq, keys past Sk). Byte equality, for 1-, 2- and 4-byte
  * elements, 64 and 128 rows, boxes inside, across the end of each dimension and before the start.
  */
-#include "fa_cl_internal.h"
+#include "program/program.h"
 #include "test_util.h"
 
 #include <stdio.h>
@@ -140,9 +140,9 @@ static void check_copies(fa_cl_context *ctx, int esize, int rows)
 static int run_copies(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    if (!(ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0)) {
+    if (!tu_hopper(ctx)) {
         printf("SKIP: TMA through the sm_90a retargeting needs an NVIDIA GPU of compute capability 9.0 (this "
-               "device: %s)\n", ctx->props.is_nvidia ? "NVIDIA, another compute capability" : "not NVIDIA");
+               "device: %s)\n", tu_nvidia(ctx) ? "NVIDIA, another compute capability" : "not NVIDIA");
         return TU_EXIT_SKIP;
     }
     const int sizes[3] = {2, 1, 4};

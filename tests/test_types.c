@@ -5,7 +5,7 @@
  * (q8_0: dequantised on the host, so only the attention's own error counts), at o's accuracy bar
  * (tests/tolerance.h). Subsets:
  *   cases      the fused path (the planner's kernel, or FA_CL_KERNEL_VARIANT; CTest also runs it
- *              with FA_CL_SPLITS and FA_CL_KV_CHUNK)
+ *              with FA_CL_TUNE splits and kv_chunk)
  *   reference  fa_cl_reference_run on the same cases
  *   invalid    what bad storage types get: a status and a message naming the field
  *   tiny N     case N of a tiny set, one per process (oclgrind)
@@ -128,7 +128,7 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     static const type_case tiny[] = {
         {{1, 2, 1, 9, 21, 8, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, BF16, F32}, 0},
         {{2, 2, 1, 3, 40, 32, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F32}, 1},
-        /* nvidia-mma's staging ring of q8_0 rows (FA_CL_MMA_EMULATE=1): 4-byte copies, 3 blocks */
+        /* nvidia-mma's staging ring of q8_0 rows (nvidia-mma:emulate=1): 4-byte copies, 3 blocks */
         {{1, 2, 1, 5, 150, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},
     };
     const int only = argc > 0 ? atoi(argv[0]) : -1;

@@ -2,7 +2,7 @@
 /* Shared helpers of the fa_cl test suite (see test_util.h). */
 #include "test_util.h"
 
-#include "fa_cl_internal.h" /* fa_cl__dtype_name */
+#include "plan/plan.h" /* fa_cl__dtype_name, the device's vendor, the tuning keys set */
 
 #include <math.h>
 #include <stdarg.h>
@@ -57,19 +57,27 @@ int tu_context(fa_cl_context **out)
     printf("device: %s (%s)\n", name, version);
     /* The emulated tensor-core build exists to test those kernels where they cannot run natively;
      * on a GPU that runs them natively the other device tests cover them, ~100x faster. */
-    const fa_cl_context *ctx = *out;
-    if (ctx->env.mma_emulate && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8) {
+    fa_cl_context *ctx = *out;
+    fa_cl__device_traits dev;
+    fa_cl__device_traits_query(ctx->device, &ctx->props, &dev);
+    fa_cl__limits lim;
+    fa_cl__context_limits(ctx, &lim);
+    int emulated = 0;
+    for (int i = 0; i < fa_cl__kernel_count(); i++)
+        emulated |= fa_cl__family_emulated(&lim, fa_cl__kernel_at(i));
+    if (emulated && dev.vendor == FA_CL_VENDOR_NVIDIA && dev.arch_major >= 8) {
         printf("SKIP: the tensor-core kernels run natively on %s (compute capability %d.%d); the PTX "
-               "emulation (FA_CL_MMA_EMULATE) is tested on devices without them\n", name, ctx->props.nv_cc_major,
-               ctx->props.nv_cc_minor);
+               "emulation (FA_CL_TUNE emulate=1) is tested on devices without them\n", name, dev.arch_major,
+               dev.arch_minor);
         fa_cl_context_release(*out);
         *out = NULL;
         return TU_EXIT_SKIP;
     }
-    /* FA_CL_PERSISTENT changes only Hopper's plans (nvidia-wgmma): elsewhere a run would repeat another */
-    const char *persistent = getenv("FA_CL_PERSISTENT");
-    if (persistent && *persistent && !(ctx->props.is_nvidia && ctx->props.nv_cc_major == 9)) {
-        printf("SKIP: FA_CL_PERSISTENT=%s changes only Hopper's plans (nvidia-wgmma)\n", persistent);
+    /* nvidia-wgmma:persistent= changes only Hopper's plans: elsewhere a run would repeat another */
+    const fa_cl__kernel_family *wgmma = fa_cl__kernel_by_name("nvidia-wgmma");
+    if (wgmma && fa_cl__tune_given(&lim, wgmma, fa_cl__tune_key_index(wgmma, "persistent")) &&
+        !(dev.vendor == FA_CL_VENDOR_NVIDIA && dev.arch_major == 9)) {
+        printf("SKIP: FA_CL_TUNE nvidia-wgmma:persistent= changes only Hopper's plans\n");
         fa_cl_context_release(*out);
         *out = NULL;
         return TU_EXIT_SKIP;
@@ -823,6 +831,39 @@ int tu_refused_by_design(fa_cl_context *ctx, fa_cl_status st, const char *name)
     printf("skipped, refused by design: %s: %s\n", name, why);
     refused_cases++;
     return 1;
+}
+
+const char *tu_tune(const char *key, char *buf, size_t size)
+{
+    const char *text = getenv("FA_CL_TUNE");
+    const size_t n = strlen(key);
+    for (const char *p = text; p && *p;) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        const char *colon = memchr(p, ':', (size_t)(end - p));
+        const char *k = colon ? colon + 1 : p;
+        if ((size_t)(end - k) > n && strncmp(k, key, n) == 0 && k[n] == '=') {
+            snprintf(buf, size, "%.*s", (int)(end - k - (ptrdiff_t)n - 1), k + n + 1);
+            return buf;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return NULL;
+}
+
+int tu_nvidia(fa_cl_context *ctx)
+{
+    fa_cl__device_traits dev;
+    fa_cl__device_traits_query(ctx->device, &ctx->props, &dev);
+    return dev.vendor == FA_CL_VENDOR_NVIDIA;
+}
+
+int tu_hopper(fa_cl_context *ctx)
+{
+    fa_cl__device_traits dev;
+    fa_cl__device_traits_query(ctx->device, &ctx->props, &dev);
+    return dev.vendor == FA_CL_VENDOR_NVIDIA && dev.arch_major == 9 && dev.arch_minor == 0;
 }
 
 double tu_now_ms(void)

@@ -40,7 +40,7 @@ int tu_finish(const tu_tally *t);
 /* ---- contexts --------------------------------------------------------------------------------- */
 
 /* fa_cl_context_create_default, printing the device once. Returns 0, TU_EXIT_SKIP when there is no
- * OpenCL device or FA_CL_MMA_EMULATE asks to emulate kernels the device runs natively, or 1 on
+ * OpenCL device or a family's FA_CL_TUNE emulate key asks to emulate kernels the device runs natively, or 1 on
  * another failure (message printed). */
 int tu_context(fa_cl_context **out);
 
@@ -220,6 +220,13 @@ void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_c
 /* A plan creation that a forced kernel (FA_CL_KERNEL_VARIANT) refuses by design (UNSUPPORTED:
  * "takes no", "takes one storage type", "not verified"): logged as skipped, returns 1; else 0. */
 int tu_refused_by_design(fa_cl_context *ctx, fa_cl_status st, const char *name);
+
+/* The value FA_CL_TUNE gives key (any family's, the first item of that name) in buf, or NULL. */
+const char *tu_tune(const char *key, char *buf, size_t size);
+
+/* The context's device is an NVIDIA GPU (tu_nvidia), of compute capability 9.0 (tu_hopper: wgmma, TMA). */
+int tu_nvidia(fa_cl_context *ctx);
+int tu_hopper(fa_cl_context *ctx);
 
 /* Milliseconds since an arbitrary start. */
 double tu_now_ms(void);

@@ -15,7 +15,7 @@
  * is not sm_90 PTX); it is not cached as a success, and the plain build of the same source, a key
  * of its own, still builds.
  */
-#include "fa_cl_internal.h"
+#include "program/program.h"
 #include "test_util.h"
 
 #include <stdio.h>
@@ -97,9 +97,9 @@ static int check_form(fa_cl_context *ctx, fa_cl_dtype dt, int form, int n, int k
 static int run_gemm(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    if (!(ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0)) {
+    if (!tu_hopper(ctx)) {
         printf("SKIP: wgmma needs an NVIDIA GPU of compute capability 9.0 (this device: %s)\n",
-               ctx->props.is_nvidia ? "NVIDIA, another compute capability" : "not NVIDIA");
+               tu_nvidia(ctx) ? "NVIDIA, another compute capability" : "not NVIDIA");
         return TU_EXIT_SKIP;
     }
     /* the forward's products: S at 32, 64 and 128 keys over head_dim 64 and 256 (the panels of a
@@ -120,7 +120,7 @@ static int run_build(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
     static const char *const files[] = {"fa_pad_rows.cl"};
-    const int hopper = ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0;
+    const int hopper = tu_hopper(ctx);
     for (int round = 0; round < 2; round++) {
         cl_program prog = NULL;
         fa_cl_status st = fa_cl__program_get(ctx, files, 1, "-DHEAD_DIM=8", 1, &prog);

@@ -15,7 +15,7 @@
 #endif
 
 #include "fa_cl.h"
-#include "fa_cl_internal.h" /* program stats (compiled vs loaded from the disk cache), dtype names */
+#include "program/program.h" /* program stats (compiled vs loaded from the disk cache), dtype names */
 #include "json.h"
 #include "tolerance.h"
 
@@ -341,22 +341,22 @@ static cl_mem cu_seqlens(cl_context c, const int64_t *lens, int n, cl_int *err)
 }
 
 /* The context's program stats, read under its lock (plan creation updates them under it). */
-static fa_cl_program_stats program_stats(fa_cl_context *ctx)
+static fa_cl__program_stats program_stats(fa_cl_context *ctx)
 {
-    fa_cl_lock_acquire(&ctx->lock);
-    fa_cl_program_stats s = ctx->stats;
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_acquire(&ctx->lock);
+    fa_cl__program_stats s = ctx->stats;
+    fa_cl__lock_release(&ctx->lock);
     return s;
 }
 
 /* fa_cl_plan_create, timed, with where its programs came from. The caller releases *plan. */
 static fa_cl_status timed_plan(fa_cl_context *ctx, const fa_cl_attention_desc *d, fa_cl_plan **plan, row *out)
 {
-    fa_cl_program_stats before = program_stats(ctx);
+    fa_cl__program_stats before = program_stats(ctx);
     double t0 = now_ms();
     fa_cl_status st = fa_cl_plan_create(ctx, d, plan);
     out->plan_ms = now_ms() - t0;
-    fa_cl_program_stats after = program_stats(ctx);
+    fa_cl__program_stats after = program_stats(ctx);
     out->plan_built = after.built_from_source - before.built_from_source;
     out->plan_loaded = after.loaded_from_disk - before.loaded_from_disk;
     return st;

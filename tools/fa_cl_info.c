@@ -8,7 +8,7 @@
  * Exit status: 0 listed, 1 no platform or no such device, 2 bad usage.
  */
 #include "fa_cl_info_profile.h"
-#include "fa_cl_internal.h" /* planner, environment parsing, device query, CL error names */
+#include "plan/plan.h" /* planner, environment parsing, device query, CL error names */
 #include "json.h"
 
 #include <errno.h>
@@ -162,6 +162,12 @@ static void fmt_local_mem_type(cl_device_id dev, cl_device_info param, value *ou
     set_text(out, t == CL_LOCAL ? "local" : t == CL_GLOBAL ? "global" : "none");
 }
 
+/* cl_nv_device_attribute_query's queries (the Khronos headers may lack them). */
+#ifndef CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+#define CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV 0x4000
+#define CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV 0x4001
+#endif
+
 /* cl_nv_device_attribute_query: MAJOR is param, MINOR the next enum. */
 static void fmt_nv_compute_capability(cl_device_id dev, cl_device_info param, value *out)
 {
@@ -241,7 +247,7 @@ typedef struct plan_row {
     int head_dim;
     fa_cl_dtype dtype;
     fa_cl_status status;
-    fa_cl_tiles tiles;
+    fa_cl__tiles tiles;
     char msg[512]; /* the planner's message when status != FA_CL_SUCCESS */
 } plan_row;
 
@@ -253,7 +259,7 @@ static const int64_t decode_shapes[][2] = {{1, 131072}, {16, 8192}, {64, 4096}};
 typedef struct decode_row {
     int64_t batch, seqlen_k;
     fa_cl_status status;
-    fa_cl_tiles tiles;
+    fa_cl__tiles tiles;
     int pack;           /* query heads a work-group takes */
     int64_t splits;     /* split-KV chunks */
     uint64_t scratch;   /* the partial results' bytes (a plan refuses to split past the largest allocation) */
@@ -272,12 +278,12 @@ typedef struct device_report {
     /* plans: planned is 0 when they were not asked for or could not be computed (plans_error says why) */
     int planned;
     char plans_error[FA_CL_ERROR_CAPACITY];
-    fa_cl_limits limits;
+    fa_cl__limits limits;
     plan_row plans[N_PLANS];
     decode_row decode[N_DECODE];
     /* prefill plans (head_dim 128, f16, N 4096) with a feature that not every kernel takes: score
      * modifiers, an attention mask, K/V in another storage type, the backward (feature_rows) */
-    fa_cl_tiles feat_tiles[N_FEATURES];
+    fa_cl__tiles feat_tiles[N_FEATURES];
     fa_cl_status feat_status[N_FEATURES];
     char feat_msg[N_FEATURES][256];
     char notes[FA_CL_NOTES_CAPACITY]; /* fa_cl_context_notes of a context on the device (program cache) */
@@ -296,12 +302,14 @@ typedef struct options {
     const char *profile;    /* --profile: plan for a named profile instead of the devices */
     const char *emit_dir;   /* --emit: with --profile, write sources and build options there */
     int kernels;            /* --kernels: the kernel registry, no OpenCL */
+    int features;           /* --features: which families take each feature, no OpenCL */
+    int tune;               /* --tune: every FA_CL_TUNE key, no OpenCL */
 } options;
 
 /* The FA_CL_* environment, read once (the library reads it the same way per context). */
 typedef struct env_state {
     fa_cl_status status;
-    fa_cl_env env;
+    fa_cl__env env;
     char error[512];
 } env_state;
 
@@ -326,7 +334,7 @@ static int device_has_extension(const device_report *r, const char *ext)
 }
 
 /* An fa_cl context on one device, so that the planner gets exactly the limits a user's context
- * would (fa_cl__context_limits: device properties plus FA_CL_LOCAL_MEM_BYTES / FA_CL_TILE), with
+ * would (fa_cl__context_limits: device properties plus FA_CL_LOCAL_MEM_BYTES / FA_CL_TUNE), with
  * no copy of that logic here to drift. NULL with the library's message in why on failure. */
 static fa_cl_context *context_on(cl_platform_id plat, cl_device_id dev, char *why, size_t size)
 {
@@ -351,6 +359,22 @@ static fa_cl_context *context_on(cl_platform_id plat, cl_device_id dev, char *wh
     return ctx;
 }
 
+/* A request of the planner's (src/kernels/family.h): the shape, no feature. */
+static fa_cl__tile_request request(fa_cl__operation op, int head_dim, fa_cl_dtype dtype, int64_t seqlen_q,
+                                   int64_t seqlen_k, int aligned16, int64_t row_keys)
+{
+    fa_cl__tile_request r;
+    memset(&r, 0, sizeof r);
+    r.op = op;
+    r.head_dim = head_dim;
+    r.dtype = dtype;
+    r.seqlen_q = seqlen_q;
+    r.seqlen_k = seqlen_k;
+    r.aligned16 = aligned16;
+    r.row_keys = row_keys;
+    return r;
+}
+
 /* The library's notes (where the program cache is, or why it is off) and, if asked, the plan table. */
 /* The decode rows: the planner's GQA packing, tiles and split count for the device's compute units
  * (two work-groups each on GPUs), as fa_cl_plan_create decides them (src/plan/plan.c). */
@@ -362,28 +386,25 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
         decode_row *row = &r->decode[i];
         row->batch = decode_shapes[i][0];
         row->seqlen_k = decode_shapes[i][1];
-        row->pack = fa_cl_gqa_pack(4, 1, ctx->env.gqa_pack);
-        fa_cl_tile_request req = {128, FA_CL_F16, row->pack, row->seqlen_k, 1, row->seqlen_k};
-        row->status = fa_cl_plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
+        row->pack = fa_cl__gqa_pack(4, 1, ctx->env.gqa_pack);
+        const fa_cl__tile_request req = request(FA_CL_OP_FORWARD, 128, FA_CL_F16, row->pack, row->seqlen_k, 1, 0);
+        row->status = fa_cl__plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
         if (row->status != FA_CL_SUCCESS)
             continue;
-        row->splits = fa_cl_split_count(&row->tiles, row->batch, 32 / row->pack, row->pack, row->seqlen_k,
+        row->splits = fa_cl__split_count(&row->tiles, row->batch, 32 / row->pack, row->pack, row->seqlen_k,
                                          row->seqlen_k, slots, ctx->env.splits);
         row->scratch = row->splits > 1 ? (uint64_t)row->splits * (uint64_t)row->batch * 32u * (128u + 1u) * 4u : 0;
     }
-    /* with each feature: the kernels that take it (src/plan/planner.h; plan.c applies the same) */
-    for (int f = 0; f < 3; f++) {
-        fa_cl_limits lim = r->limits;
-        fa_cl_limits_for_modifiers(&lim, f == 0, f == 1);
-        if (f == 2) /* several storage types: the portable kernels */
-            lim.nv_mma = lim.nv_tf32 = 0;
-        fa_cl_tile_request req = {128, FA_CL_F16, 4096, 4096, f != 2, 4096};
-        r->feat_status[f] = fa_cl_plan_tiles(&lim, &req, &r->feat_tiles[f], r->feat_msg[f], sizeof r->feat_msg[f]);
+    /* with each feature: the family that takes it (the walk of src/plan/planner.c, on the families'
+     * data); then the backward's key-block tiles */
+    for (int f = 0; f < N_FEATURES; f++) {
+        fa_cl__tile_request req = request(f == 3 ? FA_CL_OP_BACKWARD : FA_CL_OP_FORWARD, 128, FA_CL_F16, 4096, 4096,
+                                          f != 2, 0);
+        req.features = f == 0 ? FA_CL_FEAT_MODIFIERS : f == 2 ? FA_CL_FEAT_MIXED_TYPES : 0;
+        req.mask = f == 1 ? FA_CL_MASK_F16 : FA_CL_MASK_NONE;
+        r->feat_status[f] = fa_cl__plan_tiles(&r->limits, &req, &r->feat_tiles[f], r->feat_msg[f],
+                                              sizeof r->feat_msg[f]);
     }
-    /* the backward's key-block tiles (src/backward/backward_plan.c plans the same) */
-    const fa_cl_tile_request breq = {128, FA_CL_F16, 4096, 4096, 1, 4096};
-    r->feat_status[3] = fa_cl_plan_backward_tiles(&r->limits, &breq, &r->feat_tiles[3], r->feat_msg[3],
-                                                  sizeof r->feat_msg[3]);
 }
 
 /* the features of device_report.feat_*: the table's label and the JSON key */
@@ -403,13 +424,14 @@ static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, de
     }
     snprintf(r->notes, sizeof r->notes, "%s", fa_cl_context_notes(ctx));
     fa_cl__context_limits(ctx, &r->limits);
-    if (plans)
-        collect_decode(ctx, r);
-    fa_cl_context_release(ctx);
     if (!plans) {
+        fa_cl_context_release(ctx);
         snprintf(r->plans_error, sizeof r->plans_error, "not computed (--no-plans)");
         return;
     }
+    /* the limits point into the context (its tuning values, the device's extensions): planned
+     * before it goes */
+    collect_decode(ctx, r);
     size_t i = 0;
     for (size_t h = 0; h < COUNT_OF(plan_head_dims); h++) {
         for (size_t t = 0; t < COUNT_OF(plan_dtypes); t++, i++) {
@@ -417,10 +439,14 @@ static void collect_context(cl_platform_id plat, cl_device_id dev, int plans, de
             row->head_dim = plan_head_dims[h];
             row->dtype = plan_dtypes[t];
             /* contiguous tensors: 16-byte rows whenever head_dim is a multiple of 8 */
-            fa_cl_tile_request req = {row->head_dim, row->dtype, PLAN_SEQLEN, PLAN_SEQLEN, row->head_dim % 8 == 0, 0};
-            row->status = fa_cl_plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
+            const fa_cl__tile_request req =
+                request(FA_CL_OP_FORWARD, row->head_dim, row->dtype, PLAN_SEQLEN, PLAN_SEQLEN, row->head_dim % 8 == 0, 0);
+            row->status = fa_cl__plan_tiles(&r->limits, &req, &row->tiles, row->msg, sizeof row->msg);
         }
     }
+    fa_cl_context_release(ctx);
+    r->limits.tune = NULL;
+    r->limits.dev.extensions = NULL;
     r->planned = 1;
 }
 
@@ -497,7 +523,7 @@ static void human_row(const char *indent, const char *label, const value *v)
 
 static void human_env(const env_state *env)
 {
-    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TILE", "FA_CL_KERNEL_DIR",
+    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TUNE", "FA_CL_KERNEL_DIR",
                                         "FA_CL_BUILD_OPTIONS", "FA_CL_KERNEL_VARIANT", "FA_CL_CACHE_DIR"};
     int any = 0;
     printf("Environment:");
@@ -533,11 +559,11 @@ static void human_plan_row(const plan_row *row)
         printf("error %s: %s\n", fa_cl_status_string(row->status), row->msg);
         return;
     }
-    const fa_cl_tiles *t = &row->tiles;
+    const fa_cl__tiles *t = &row->tiles;
     char used[48];
     snprintf(used, sizeof used, "%zu / %zu", t->local_mem_bytes, t->local_mem_budget);
     printf("%4d %4d %9d %7d %19s  %-14s %s%s\n", t->block_q, t->block_kv, t->rows_per_item, t->work_group_size, used,
-           t->kernel, t->budget_source, t->forced ? " (FA_CL_TILE)" : "");
+           t->kernel, t->budget_source, t->forced ? " (FA_CL_TUNE tile=)" : "");
 }
 
 static void human_plans(const device_report *r)
@@ -546,7 +572,7 @@ static void human_plans(const device_report *r)
         printf("    Plans: %s\n", r->plans_error);
         return;
     }
-    const fa_cl_limits *l = &r->limits;
+    const fa_cl__limits *l = &r->limits;
     printf("    Plans: the planner's choice before compilation (seqlen %d); fa_cl_plan_create re-plans if the\n"
            "    compiled kernel reports fewer work-items or more local memory than planned.\n",
            PLAN_SEQLEN);
@@ -556,9 +582,8 @@ static void human_plans(const device_report *r)
         printf(", %d registers a work-item", l->private_floats);
     if (l->local_mem_cap)
         printf(", FA_CL_LOCAL_MEM_BYTES %zu", l->local_mem_cap);
-    const char *tile = getenv("FA_CL_TILE"); /* as typed: its fields are the library's to parse */
-    if (tile && *tile)
-        printf(", FA_CL_TILE %s", tile);
+    if (l->forced_q > 0)
+        printf(", FA_CL_TUNE tile=%dx%d", l->forced_q, l->forced_kv);
     printf("\n      head_dim dtype  B_r  B_c rows/item WG size  local bytes/budget  kernel         budget source\n");
     for (size_t i = 0; i < N_PLANS; i++)
         human_plan_row(&r->plans[i]);
@@ -705,7 +730,7 @@ static void json_value(json *w, const char *key, const value *v)
 
 static void json_env(json *w, const env_state *env)
 {
-    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TILE", "FA_CL_KERNEL_DIR",
+    static const char *const names[] = {"FA_CL_DEVICE", "FA_CL_LOCAL_MEM_BYTES", "FA_CL_TUNE", "FA_CL_KERNEL_DIR",
                                         "FA_CL_BUILD_OPTIONS", "FA_CL_KERNEL_VARIANT", "FA_CL_CACHE_DIR"};
     json_open(w, "environment", '{');
     for (size_t i = 0; i < COUNT_OF(names); i++) {
@@ -718,7 +743,7 @@ static void json_env(json *w, const env_state *env)
 
 static void json_plan_row(json *w, const plan_row *row)
 {
-    const fa_cl_tiles *t = &row->tiles;
+    const fa_cl__tiles *t = &row->tiles;
     json_open(w, NULL, '{');
     json_num(w, "head_dim", (unsigned long long)row->head_dim);
     json_str(w, "dtype", fa_cl__dtype_name(row->dtype));
@@ -749,15 +774,16 @@ static void json_plans(json *w, const device_report *r)
     json_num(w, "seqlen", PLAN_SEQLEN);
     json_str(w, "error", r->planned ? NULL : r->plans_error);
     if (r->planned) {
-        const fa_cl_limits *l = &r->limits;
+        const fa_cl__limits *l = &r->limits;
         json_open(w, "limits", '{');
         json_num(w, "local_mem_size", l->local_mem_size);
         json_bool(w, "local_mem_is_global", l->local_mem_is_global);
         json_num(w, "max_work_group", l->max_work_group);
         json_num(w, "local_mem_cap", l->local_mem_cap);
         json_num(w, "private_floats", (unsigned long long)l->private_floats);
-        const char *tile = getenv("FA_CL_TILE");
-        json_str(w, "forced_tile", tile && *tile ? tile : NULL);
+        char tile[64];
+        snprintf(tile, sizeof tile, "%dx%d", l->forced_q, l->forced_kv);
+        json_str(w, "forced_tile", l->forced_q > 0 ? tile : NULL);
         json_close(w, '}');
         json_open(w, "rows", '[');
         for (size_t i = 0; i < N_PLANS; i++)
@@ -878,9 +904,12 @@ static void usage(FILE *f)
                "                     tools/fa_cl_info_emit.c's cases x head_dims x f32, f16, bf16)\n"
                "  --kernels          the kernel registry in the order the planner tries it: name, vendor-only\n"
                "                     (0/1), operation, entry point, cl/ files (tab-separated; scripts read it)\n"
+               "  --features         which kernel families take each feature, dtype and mask type, and what\n"
+               "                     device each needs (the families' own data; no OpenCL)\n"
+               "  --tune             every FA_CL_TUNE key: the planner's and each family's (docs/tuning.md)\n"
                "  --version          the tool and library version\n"
                "  -h, --help         this text\n"
-               "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TILE in the device plan table, as the library does;\n"
+               "Honours FA_CL_LOCAL_MEM_BYTES and FA_CL_TUNE in the device plan table, as the library does;\n"
                "profiles are planned as the library would with no FA_CL_* variable set.\n"
                "Exit status: 0 listed; 1 no platform or no such device; 2 bad usage.\n");
 }
@@ -903,7 +932,10 @@ static int parse_device(const char *s, int *p, int *d)
 }
 
 /* values >= 256, so that optopt after an error tells a long option from a short one */
-enum { OPT_DEVICE = 256, OPT_JSON, OPT_NO_PLANS, OPT_PROFILE, OPT_EMIT, OPT_KERNELS, OPT_VERSION, OPT_HELP };
+enum {
+    OPT_DEVICE = 256, OPT_JSON, OPT_NO_PLANS, OPT_PROFILE, OPT_EMIT, OPT_KERNELS, OPT_FEATURES, OPT_TUNE, OPT_VERSION,
+    OPT_HELP
+};
 
 static const struct option long_options[] = {
     {"device", required_argument, NULL, OPT_DEVICE},
@@ -912,6 +944,8 @@ static const struct option long_options[] = {
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"emit", required_argument, NULL, OPT_EMIT},
     {"kernels", no_argument, NULL, OPT_KERNELS},
+    {"features", no_argument, NULL, OPT_FEATURES},
+    {"tune", no_argument, NULL, OPT_TUNE},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -939,6 +973,8 @@ static int parse_options(int argc, char **argv, options *o)
         case OPT_PROFILE: o->profile = optarg; break;
         case OPT_EMIT: o->emit_dir = optarg; break;
         case OPT_KERNELS: o->kernels = 1; break;
+        case OPT_FEATURES: o->features = 1; break;
+        case OPT_TUNE: o->tune = 1; break;
         case 'd':
         case OPT_DEVICE:
             if (!parse_device(optarg, &o->want_p, &o->want_d)) {
@@ -1075,13 +1111,21 @@ int main(int argc, char **argv)
     if (rc != 0)
         return rc == 1 ? 0 : 2;
     if (o.kernels) { /* no OpenCL: scripts read the names and files from here */
-        for (int i = 0; i < fa_cl_kernel_count(); i++) {
-            const fa_cl_kernel_family *f = fa_cl_kernel_at(i);
-            printf("%s\t%d\t%s\t%s\t", f->name, f->vendor, f->op == FA_CL_OP_FORWARD ? "forward" : f->op == FA_CL_OP_COMBINE ? "combine" : f->op == FA_CL_OP_APPEND ? "append" : f->op == FA_CL_OP_BACKWARD ? "backward" : f->op == FA_CL_OP_PAD_ROWS ? "pad-rows" : f->op == FA_CL_OP_CHECK ? "check" : "?", f->entry);
+        for (int i = 0; i < fa_cl__kernel_count(); i++) {
+            const fa_cl__kernel_family *f = fa_cl__kernel_at(i);
+            printf("%s\t%d\t%s\t%s\t", f->name, fa_cl__family_vendor(f), f->op == FA_CL_OP_FORWARD ? "forward" : f->op == FA_CL_OP_COMBINE ? "combine" : f->op == FA_CL_OP_APPEND ? "append" : f->op == FA_CL_OP_BACKWARD ? "backward" : f->op == FA_CL_OP_PAD_ROWS ? "pad-rows" : f->op == FA_CL_OP_CHECK ? "check" : "?", f->entry);
             for (int j = 0; j < f->nfiles; j++)
                 printf("%s%s", j ? " " : "", f->files[j]);
             printf("\t%s\n", f->summary);
         }
+        return 0;
+    }
+    if (o.tune) { /* no OpenCL */
+        fa_cl_info_tune();
+        return 0;
+    }
+    if (o.features) { /* no OpenCL */
+        fa_cl_info_features();
         return 0;
     }
     if (o.profile) /* no OpenCL at all: the offline checks run where no device is */
@@ -1108,6 +1152,8 @@ int main(int argc, char **argv)
 
     env_state env;
     env.status = fa_cl__env_read(&env.env, env.error, sizeof env.error);
+    if (env.status == FA_CL_SUCCESS)
+        env.status = fa_cl__env_resolve(&env.env, fa_cl__env_getenv, NULL, env.error, sizeof env.error);
     char default_why[FA_CL_ERROR_CAPACITY] = "";
     cl_device_id default_dev = default_device(default_why, sizeof default_why);
     /* a report holds a large error buffer: one on the heap, reused for every device */
@@ -1131,6 +1177,8 @@ int main(int argc, char **argv)
         human_env(&env);
         if (!default_dev)
             printf("Default device: none (%s)\n", default_why);
+        printf("\n");
+        fa_cl_info_features();
     }
     for (cl_uint p = 0; p < inv.num_platforms; p++)
         if (o.want_p < 0 || (cl_uint)o.want_p == p)

@@ -2,7 +2,7 @@
 /*
  * fa_cl_info --profile NAME|all --emit DIR: every program the library would build for a list of
  * representative descriptors on each device profile, planned by the library's own decisions
- * (fa_cl__plan_request, fa_cl__plan_decide, fa_cl__backward_decide) with no device: the kernel
+ * (fa_cl__plan_request, fa_cl__plan_decide, forward and backward) with no device: the kernel
  * sources (DIR/<family>.cl, the embedded cl/ files concatenated as clCreateProgramWithSource gets
  * them) and the exact clBuildProgram options (DIR/builds.tsv), for the offline compile checks
  * (scripts/offline_compile.sh) and the kernel token check (scripts/check_kernel_tokens.sh).
@@ -15,7 +15,7 @@
  */
 #include "fa_cl_info_profile.h"
 
-#include "fa_cl_internal.h" /* the planner's decisions, build options, embedded kernel sources */
+#include "plan/plan.h" /* the planner's decisions, build options, embedded kernel sources */
 
 #include <errno.h>
 #include <stdio.h>
@@ -177,7 +177,7 @@ static void shape_varlen_decode(fa_cl_attention_desc *d) /* the combine kernel's
 }
 /* the builds fa_cl_info emitted before cases existed: decoding with every serving option, either a
  * paged cache with lengths, appends, score modifiers and an f16 mask, or varlen keys with a
- * boolean mask and q8_0 K/V; FA_CL_SPLITS=4 */
+ * boolean mask and q8_0 K/V; FA_CL_TUNE splits=4 */
 static void shape_serving_paged(fa_cl_attention_desc *d)
 {
     shape_paged_append(d);
@@ -196,11 +196,14 @@ static void shape_serving_varlen(fa_cl_attention_desc *d)
 }
 static void shape_long_rows(fa_cl_attention_desc *d) /* more keys than one accumulator sums: chunks */
 {
-    d->seqlen_k = 2 * fa_cl_chunk_keys(d->dtype); /* o in the dtype */
+    d->seqlen_k = 2 * fa_cl__chunk_keys(d->dtype); /* o in the dtype */
 }
 
 #define PLANS PASS_FORWARD | PASS_BACKWARD
 #define NV "nvidia-h100"
+/* the NVIDIA families' code emulated (tests on any device): nvidia-mma's, and all four */
+#define EMULATE_MMA "FA_CL_TUNE=nvidia-mma:emulate=1,nvidia-mma-backward:emulate=1"
+#define EMULATE_ALL EMULATE_MMA ",nvidia-tf32x3:emulate=1,nvidia-tf32x3-backward:emulate=1"
 
 static const emit_case cases[] = {
     /* dense prefill: every family's plain build, forward and backward */
@@ -243,32 +246,32 @@ static const emit_case cases[] = {
     {"chunked-prefill", PASS_FORWARD, {0}, NULL, "", shape_chunked_prefill},
     {"varlen", PLANS, {0}, NULL, "", shape_varlen},
     {"varlen-decode-sinks", PASS_FORWARD, {0}, NULL, "", shape_varlen_decode},
-    {"serving-paged", PASS_FORWARD, {128, 0}, NULL, "FA_CL_SPLITS=4", shape_serving_paged},
-    {"serving-varlen", PASS_FORWARD, {128, 0}, NULL, "FA_CL_SPLITS=4", shape_serving_varlen},
+    {"serving-paged", PASS_FORWARD, {128, 0}, NULL, "FA_CL_TUNE=splits=4", shape_serving_paged},
+    {"serving-varlen", PASS_FORWARD, {128, 0}, NULL, "FA_CL_TUNE=splits=4", shape_serving_varlen},
     {"backward-seqlens", PASS_BACKWARD, {0}, NULL, "", shape_seqlens},
     /* settings a user (or a test) can choose: the NVIDIA experiment switches, the emulated PTX */
-    {"env-kv-chunk", PLANS, {0}, NULL, "FA_CL_KV_CHUNK=1024", NULL},
-    {"env-gqa-pack", PASS_FORWARD, {0}, NV, "FA_CL_GQA_PACK=1", shape_gqa_prefill},
-    {"env-wgmma-off", PLANS, {0}, NV, "FA_CL_WGMMA=0", NULL},
-    {"env-wgmma-off-mask", PASS_FORWARD, {0}, NV, "FA_CL_WGMMA=0", shape_mask_f16},
-    {"env-mma-stages-3", PASS_FORWARD, {0}, NV, "FA_CL_WGMMA=0 FA_CL_MMA_STAGES=3", NULL},
-    {"env-producer-off", PASS_FORWARD, {0}, NV, "FA_CL_WGMMA_PRODUCER=0", NULL},
-    {"env-producer-off-mask", PASS_FORWARD, {0}, NV, "FA_CL_WGMMA_PRODUCER=0", shape_mask_f16},
-    {"env-tma-off", PASS_FORWARD, {0}, NV, "FA_CL_TMA=0", NULL},
-    {"env-tma-mask-only", PASS_FORWARD, {0}, NV, "FA_CL_TMA=mask", shape_mask_f16},
-    {"env-tma-kv-only", PASS_FORWARD, {0}, NV, "FA_CL_TMA=kv", shape_mask_f16},
-    {"env-persistent-off", PASS_FORWARD, {0}, NV, "FA_CL_PERSISTENT=0", NULL},
-    {"env-tf32-off", PLANS, {0}, NV, "FA_CL_NV_TF32=0", NULL},
-    {"env-emulate", PLANS, {0}, "cpu-pocl", "FA_CL_MMA_EMULATE=1 FA_CL_NV_TF32=1", NULL},
-    {"env-emulate-mask", PASS_FORWARD, {0}, "cpu-pocl", "FA_CL_MMA_EMULATE=1", shape_mask_f16},
-    {"env-emulate-kv-q8", PASS_FORWARD, {0}, "cpu-pocl", "FA_CL_MMA_EMULATE=1", shape_kv_q8_decode},
-    {"env-emulate-paged", PASS_FORWARD, {0}, "cpu-pocl", "FA_CL_MMA_EMULATE=1", shape_paged_append},
+    {"env-kv-chunk", PLANS, {0}, NULL, "FA_CL_TUNE=kv_chunk=1024", NULL},
+    {"env-gqa-pack", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=gqa_pack=1", shape_gqa_prefill},
+    {"env-wgmma-off", PLANS, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:enabled=0,nvidia-wgmma-backward:enabled=0", NULL},
+    {"env-wgmma-off-mask", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:enabled=0,nvidia-wgmma-backward:enabled=0", shape_mask_f16},
+    {"env-mma-stages-3", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:enabled=0,nvidia-mma:stages=3", NULL},
+    {"env-producer-off", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:producer=0", NULL},
+    {"env-producer-off-mask", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:producer=0", shape_mask_f16},
+    {"env-tma-off", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:tma=none", NULL},
+    {"env-tma-mask-only", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:tma=mask", shape_mask_f16},
+    {"env-tma-kv-only", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:tma=kv", shape_mask_f16},
+    {"env-persistent-off", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:persistent=0", NULL},
+    {"env-tf32-off", PLANS, {0}, NV, "FA_CL_TUNE=nvidia-tf32x3:enabled=0,nvidia-tf32x3-backward:enabled=0", NULL},
+    {"env-emulate", PLANS, {0}, "cpu-pocl", EMULATE_ALL, NULL},
+    {"env-emulate-mask", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_mask_f16},
+    {"env-emulate-kv-q8", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_kv_q8_decode},
+    {"env-emulate-paged", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_paged_append},
 };
 
 /* The case's FA_CL_* settings for fa_cl__env_parse: "NAME=value" words of c->env. */
 typedef struct case_env {
     const char *settings;
-    char value[64];
+    char value[256];
 } case_env;
 
 static const char *case_lookup(void *data, const char *name)
@@ -310,7 +313,7 @@ static int write_file(const char *dir, const char *name, const char *text)
 }
 
 /* dir/<kernel>.cl: the family's files concatenated exactly as clCreateProgramWithSource gets them. */
-static int emit_source(const char *dir, const fa_cl_kernel_family *f)
+static int emit_source(const char *dir, const fa_cl__kernel_family *f)
 {
     size_t len = 0;
     for (int i = 0; i < f->nfiles; i++) {
@@ -347,13 +350,13 @@ typedef struct emit_out {
  * family, work-group and local memory, the exact clBuildProgram string (before FA_CL_BUILD_OPTIONS),
  * and the options and sm_90a flag fa_cl__program_get takes for it (scripts/nv_build_report.c). */
 typedef struct emit_build {
-    const fa_cl_device_profile *p;
+    const fa_cl__device_profile *p;
     const emit_case *c;
     int head_dim;
     fa_cl_dtype dtype;
 } emit_build;
 
-static const char *launch_name(fa_cl_operation op)
+static const char *launch_name(fa_cl__operation op)
 {
     switch (op) {
     case FA_CL_OP_FORWARD: return "forward";
@@ -366,22 +369,22 @@ static const char *launch_name(fa_cl_operation op)
     return "?";
 }
 
-static int emit_row(emit_out *out, const emit_build *b, fa_cl_kernel_id variant, int work_group, size_t local_bytes,
+static int emit_row(emit_out *out, const emit_build *b, fa_cl__kernel_id variant, int work_group, size_t local_bytes,
                     size_t local_budget, const char *options)
 {
-    const fa_cl_kernel_family *f = fa_cl_kernel_by_id(variant);
+    const fa_cl__kernel_family *f = fa_cl__kernel_by_id(variant);
     char with_patch[700], full[1024];
-    if (fa_cl_program_options(options, f->ptx_sm90a, with_patch, sizeof with_patch) < 0 ||
-        fa_cl_full_build_options(with_patch, "", full, sizeof full) < 0) {
+    if (fa_cl__program_options(options, f->ptx_sm90a, with_patch, sizeof with_patch) < 0 ||
+        fa_cl__full_build_options(with_patch, "", full, sizeof full) < 0) {
         fprintf(stderr, "fa_cl_info: build options too long\n");
         return 1;
     }
-    for (int k = 0; k < fa_cl_kernel_count() && k < (int)COUNT_OF(out->used); k++)
-        out->used[k] |= fa_cl_kernel_at(k) == f;
-    const fa_cl_device_profile *p = b->p;
+    for (int k = 0; k < fa_cl__kernel_count() && k < (int)COUNT_OF(out->used); k++)
+        out->used[k] |= fa_cl__kernel_at(k) == f;
+    const fa_cl__device_profile *p = b->p;
     fprintf(out->builds, "%s\t%s\t%s\t%s\t%d\t%s\tboth\t%d\t%zu\t%zu\t%s.cl\t%s\t%d\t%s\t%s\t%s\t%d\n", p->name,
             p->compiler ? p->compiler : "-", p->target ? p->target : "-", f->name, b->head_dim,
-            fa_cl__dtype_name(b->dtype), work_group, local_bytes, local_budget, f->name, full, f->vendor, b->c->name,
+            fa_cl__dtype_name(b->dtype), work_group, local_bytes, local_budget, f->name, full, fa_cl__family_vendor(f), b->c->name,
             launch_name(f->op), options, f->ptx_sm90a);
     out->rows++;
     return 0;
@@ -394,77 +397,65 @@ static void emit_unplanned(emit_out *out, const emit_build *b, const char *launc
             fa_cl__dtype_name(b->dtype), launch, msg);
 }
 
-/* The forward plan of one descriptor: its forward program, and the combine, pad-rows and append
- * programs where the plan launches them (fa_cl__plan_make builds the same; the tensor maps' entry
- * is the forward program's). */
-static int emit_forward(emit_out *out, const emit_build *b, const fa_cl_plan_device *dev, const fa_cl_limits *limits,
-                        const fa_cl_attention_desc *desc)
+/* The plan of op for one descriptor: its main program, and (forward) the combine, pad-rows, append
+ * and check-serving programs where the plan launches them (fa_cl__plan_make builds the same; the
+ * tensor maps' entry is the forward program's). */
+static int emit_plan(emit_out *out, const emit_build *b, const fa_cl__plan_device *dev, fa_cl__operation op,
+                     const fa_cl__limits *limits, const fa_cl_attention_desc *desc)
 {
-    fa_cl_views v;
+    fa_cl__backward_views bv;
     char msg[512], opts[512];
-    if (fa_cl__desc_resolve(desc, &v, msg, sizeof msg) != FA_CL_SUCCESS) {
+    memset(&bv, 0, sizeof bv);
+    const fa_cl_status resolved = op == FA_CL_OP_BACKWARD ? fa_cl__backward_resolve(desc, &bv, msg, sizeof msg)
+                                                          : fa_cl__desc_resolve(desc, &bv.fwd, msg, sizeof msg);
+    if (resolved != FA_CL_SUCCESS) {
         fprintf(stderr, "fa_cl_info: case %s, head_dim %d: %s\n", b->c->name, b->head_dim, msg);
         return 1; /* the case table is wrong */
     }
-    const int pack = fa_cl_gqa_pack(v.group, v.d.seqlen_q, dev->env->gqa_pack);
-    fa_cl_limits lim = *limits;
-    fa_cl_tile_request req;
-    fa_cl_tiles t;
-    fa_cl_status st = fa_cl__plan_request(dev, &v, pack, &lim, &req, msg, sizeof msg);
+    const fa_cl__views *v = &bv.fwd;
+    const int pack = fa_cl__plan_pack(dev, op, v);
+    fa_cl__limits lim = *limits;
+    fa_cl__tile_request req;
+    fa_cl__tiles t;
+    fa_cl_status st = fa_cl__plan_request(dev, op, &bv, pack, &lim, &req, msg, sizeof msg);
     if (st == FA_CL_SUCCESS)
-        st = fa_cl__plan_decide(dev, &v, pack, &lim, &req, &t, msg, sizeof msg);
+        st = fa_cl__plan_decide(dev, op, &bv, pack, &lim, &req, &t, msg, sizeof msg);
     if (st != FA_CL_SUCCESS) {
-        emit_unplanned(out, b, "forward", msg);
+        /* e.g. 32 KiB devices at head_dim 256: the backward is refused there (UNSUPPORTED) */
+        emit_unplanned(out, b, op == FA_CL_OP_BACKWARD ? "backward" : "forward", msg);
         return 0;
     }
-    static const fa_cl_kernel_id aux[4] = {FA_CL_KERNEL_COMBINE, FA_CL_KERNEL_PAD_ROWS, FA_CL_KERNEL_APPEND,
-                                           FA_CL_KERNEL_CHECK_SERVING};
-    const int aux_wg[4] = {FA_CL_COMBINE_WG, FA_CL_PAD_ROWS_WG, FA_CL_APPEND_WG, FA_CL_CHECK_WG};
-    const int launched[4] = {t.splits > 1, t.rows_padded, v.d.seqlen_new > 0, v.d.kv_seqlens || v.d.page_size > 0};
-    if (fa_cl__plan_options(&t, &v, dev->is_gpu, opts, sizeof opts) < 0 ||
+    if (fa_cl__plan_options(&t, v, dev->is_gpu, opts, sizeof opts) < 0 ||
         emit_row(out, b, t.variant, t.work_group_size, t.local_mem_bytes, t.local_mem_budget, opts))
         return 1;
-    for (int a = 0; a < 4; a++) {
+    static const fa_cl__kernel_id aux[4] = {FA_CL_KERNEL_COMBINE, FA_CL_KERNEL_PAD_ROWS, FA_CL_KERNEL_APPEND,
+                                           FA_CL_KERNEL_CHECK_SERVING};
+    const int launched[4] = {t.splits > 1, t.rows_padded, v->d.seqlen_new > 0, v->d.kv_seqlens || v->d.page_size > 0};
+    for (int a = 0; a < 4 && op == FA_CL_OP_FORWARD; a++) {
         if (!launched[a])
             continue;
-        fa_cl_tiles at = t;
+        fa_cl__tiles at = t;
         at.variant = aux[a];
-        if (fa_cl__plan_options(&at, &v, dev->is_gpu, opts, sizeof opts) < 0 ||
-            emit_row(out, b, aux[a], aux_wg[a], 0, t.local_mem_budget, opts))
+        if (fa_cl__plan_options(&at, v, dev->is_gpu, opts, sizeof opts) < 0 ||
+            emit_row(out, b, aux[a], fa_cl__kernel_by_id(aux[a])->work_group, 0, t.local_mem_budget, opts))
             return 1;
     }
     return 0;
 }
 
-/* The backward plan of one descriptor: one program of three kernels. */
-static int emit_backward(emit_out *out, const emit_build *b, int is_gpu, const fa_cl_limits *limits,
-                         const fa_cl_attention_desc *desc)
-{
-    fa_cl_tiles t;
-    char msg[512], opts[512];
-    if (fa_cl__backward_decide(limits, desc, &t, msg, sizeof msg) != FA_CL_SUCCESS) {
-        /* e.g. 32 KiB devices at head_dim 256: the backward is refused there (UNSUPPORTED) */
-        emit_unplanned(out, b, "backward", msg);
-        return 0;
-    }
-    if (fa_cl_build_options(&t, desc->dtype, (int)desc->head_dim, is_gpu, opts, sizeof opts) < 0)
-        return 1;
-    return emit_row(out, b, t.variant, t.work_group_size, t.local_mem_bytes, t.local_mem_budget, opts);
-}
-
-static int emit_case_plans(emit_out *out, const fa_cl_device_profile *p, const emit_case *c)
+static int emit_case_plans(emit_out *out, const fa_cl__device_profile *p, const emit_case *c)
 {
     case_env ce = {c->env, ""};
-    fa_cl_env env;
+    fa_cl__env env;
     char msg[512];
-    if (fa_cl__env_parse(&env, case_lookup, &ce, msg, sizeof msg) != FA_CL_SUCCESS) {
+    if (fa_cl__settings_parse(&env, case_lookup, &ce, msg, sizeof msg) != FA_CL_SUCCESS) {
         fprintf(stderr, "fa_cl_info: case %s: %s\n", c->name, msg);
         return 1;
     }
-    fa_cl_limits lim;
-    fa_cl_profile_limits(p, &lim);
-    fa_cl__env_limits(&env, 0, 0, 0, &lim);
-    const fa_cl_plan_device dev = {p->traits.is_gpu, p->compute_units, EMIT_MAX_ALLOC, &env};
+    fa_cl__limits lim;
+    fa_cl__profile_limits(p, &lim);
+    fa_cl__env_limits(&env, 0, &lim);
+    const fa_cl__plan_device dev = {p->traits.is_gpu, p->compute_units, EMIT_MAX_ALLOC, &env};
     static const int default_dims[] = {64, 128, 256, 0};
     const int *dims = c->dims[0] ? c->dims : default_dims;
     for (int h = 0; dims[h]; h++) {
@@ -474,9 +465,9 @@ static int emit_case_plans(emit_out *out, const fa_cl_device_profile *p, const e
             if (c->shape)
                 c->shape(&desc);
             const emit_build b = {p, c, dims[h], dtypes[d]};
-            if ((c->passes & PASS_FORWARD) && emit_forward(out, &b, &dev, &lim, &desc))
+            if ((c->passes & PASS_FORWARD) && emit_plan(out, &b, &dev, FA_CL_OP_FORWARD, &lim, &desc))
                 return 1;
-            if ((c->passes & PASS_BACKWARD) && emit_backward(out, &b, p->traits.is_gpu, &lim, &desc))
+            if ((c->passes & PASS_BACKWARD) && emit_plan(out, &b, &dev, FA_CL_OP_BACKWARD, &lim, &desc))
                 return 1;
         }
     }
@@ -504,8 +495,8 @@ int fa_cl_info_emit(const char *which, const char *dir)
                          "local_budget\tsource\toptions\tvendor_only\tcase\tlaunch\tprogram_options\tsm90a\n");
     out.unplanned = open_in(dir, "unplanned.tsv", "profile\tcase\thead_dim\tdtype\tlaunch\treason\n");
     int rc = !out.builds || !out.unplanned, n = 0;
-    for (int i = 0; i < fa_cl_profile_count() && rc == 0; i++) {
-        const fa_cl_device_profile *p = fa_cl_profile_get(i);
+    for (int i = 0; i < fa_cl__profile_count() && rc == 0; i++) {
+        const fa_cl__device_profile *p = fa_cl__profile_get(i);
         if (strcmp(which, "all") != 0 && strcmp(which, p->name) != 0)
             continue;
         n++;
@@ -517,9 +508,9 @@ int fa_cl_info_emit(const char *which, const char *dir)
         rc = 1;
     if (out.unplanned && fclose(out.unplanned) != 0)
         rc = 1;
-    for (int k = 0; k < fa_cl_kernel_count() && k < (int)COUNT_OF(out.used) && rc == 0; k++)
+    for (int k = 0; k < fa_cl__kernel_count() && k < (int)COUNT_OF(out.used) && rc == 0; k++)
         if (out.used[k])
-            rc = emit_source(dir, fa_cl_kernel_at(k));
+            rc = emit_source(dir, fa_cl__kernel_at(k));
     if (rc == 0)
         printf("fa_cl_info: %d profile%s, %zu cases: %d builds in %s/builds.tsv\n", n, n == 1 ? "" : "s",
                COUNT_OF(cases), out.rows, dir);

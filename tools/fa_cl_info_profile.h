@@ -12,4 +12,11 @@ int fa_cl_info_profile(const char *name, const char *emit_dir);
  * in DIR/<family>.cl. Returns 0, or 1 when a file cannot be written or the case table is wrong. */
 int fa_cl_info_emit(const char *which, const char *dir);
 
+/* --features (and the default output): for each dtype, feature and mask type, the kernel families
+ * that take it, and what device each family needs: the families' own registry data. */
+void fa_cl_info_features(void);
+
+/* --tune: every FA_CL_TUNE key (the planner's, then each family's) as docs/tuning.md lists it. */
+void fa_cl_info_tune(void);
+
 #endif /* FA_CL_INFO_PROFILE_H */

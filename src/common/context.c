@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Contexts: wrapping an application's OpenCL objects or choosing a default device. */
+/* Contexts, the layers' common part: the environment's stable variables, the OpenCL objects a
+ * context holds, the default device (src/api/context.c creates and releases contexts). */
 #include "fa_cl_internal.h"
 
 #include <ctype.h>
@@ -10,7 +11,7 @@
 
 
 /* A byte count >= 1024 from the environment; unset or empty leaves *out alone. */
-static fa_cl_status env_bytes(fa_cl_env_lookup lookup, void *data, const char *name, size_t *out, char *msg,
+static fa_cl_status env_bytes(fa_cl__env_lookup lookup, void *data, const char *name, size_t *out, char *msg,
                               size_t msg_size)
 {
     const char *s = lookup(data, name);
@@ -24,24 +25,6 @@ static fa_cl_status env_bytes(fa_cl_env_lookup lookup, void *data, const char *n
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     *out = (size_t)v;
-    return FA_CL_SUCCESS;
-}
-
-/* name=n, a decimal count in [1, max]; what names the count in the message ("a key count"). */
-static fa_cl_status env_count(fa_cl_env_lookup lookup, void *data, const char *name, long max, const char *what,
-                             int *out, char *msg, size_t msg_size)
-{
-    const char *s = lookup(data, name);
-    if (!s || !*s)
-        return FA_CL_SUCCESS;
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < 1 || v > max || !isdigit((unsigned char)s[0])) {
-        snprintf(msg, msg_size, "%s='%s' is not %s in 1..%ld", name, s, what, max);
-        return FA_CL_ERROR_INVALID_ARGUMENT;
-    }
-    *out = (int)v;
     return FA_CL_SUCCESS;
 }
 
@@ -65,7 +48,7 @@ static int same_word_nocase(const char *a, const char *b)
 
 /* An on/off switch name=word: *out becomes the word's value; unset or empty leaves it alone.
  * extra: the switch's own further words (nextra of them), named in the message. */
-static fa_cl_status env_switch(fa_cl_env_lookup lookup, void *data, const char *name, const env_word *extra,
+static fa_cl_status env_switch(fa_cl__env_lookup lookup, void *data, const char *name, const env_word *extra,
                                int nextra, int *out, char *msg, size_t msg_size)
 {
     const char *s = lookup(data, name);
@@ -124,27 +107,6 @@ static int check_build_options(const char *s, char *msg, size_t msg_size)
     return 0;
 }
 
-/* "<a>x<b>[x<c>[x<d>]]" of positive decimal integers, nothing else; returns the field count or 0. */
-static int parse_tile(const char *s, int f[4])
-{
-    int n = 0;
-    while (n < 4) {
-        if (!isdigit((unsigned char)*s))
-            return 0;
-        long v = 0;
-        while (isdigit((unsigned char)*s) && v <= 100000)
-            v = v * 10 + (*s++ - '0');
-        if (v <= 0 || v > 100000)
-            return 0;
-        f[n++] = (int)v;
-        if (*s == '\0')
-            return n;
-        if (*s++ != 'x')
-            return 0;
-    }
-    return 0; /* a fifth field, or a trailing 'x' */
-}
-
 /* fa_cl__env_read's lookup: the process environment. */
 static const char *process_env(void *data, const char *name)
 {
@@ -152,134 +114,54 @@ static const char *process_env(void *data, const char *name)
     return getenv(name);
 }
 
-fa_cl_status fa_cl__env_read(fa_cl_env *out, char *msg, size_t msg_size)
+fa_cl_status fa_cl__env_read(fa_cl__env *out, char *msg, size_t msg_size)
 {
     return fa_cl__env_parse(out, process_env, NULL, msg, msg_size);
 }
 
-fa_cl_status fa_cl__env_parse(fa_cl_env *out, fa_cl_env_lookup lookup, void *data, char *msg, size_t msg_size)
+/* name's text, at most size - 1 characters, into out (unset or empty: left ""). */
+static fa_cl_status env_text(fa_cl__env_lookup lookup, void *data, const char *name, char *out, size_t size, char *msg,
+                             size_t msg_size)
+{
+    const char *s = lookup(data, name);
+    if (!s || !*s)
+        return FA_CL_SUCCESS;
+    if (strlen(s) >= size) {
+        snprintf(msg, msg_size, "%s is longer than %zu characters", name, size - 1);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    strcpy(out, s);
+    return FA_CL_SUCCESS;
+}
+
+const char *fa_cl__env_getenv(void *data, const char *name) { return process_env(data, name); }
+
+fa_cl_status fa_cl__env_parse(fa_cl__env *out, fa_cl__env_lookup lookup, void *data, char *msg, size_t msg_size)
 {
     memset(out, 0, sizeof *out);
     fa_cl_status st = env_bytes(lookup, data, "FA_CL_LOCAL_MEM_BYTES", &out->local_mem_cap, msg, msg_size);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    /* Experiments only: plan for more local memory than the device reports. */
-    st = env_bytes(lookup, data, "FA_CL_LOCAL_MEM_OVERRIDE", &out->local_mem_override, msg, msg_size);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    const char *s;
-    st = env_count(lookup, data, "FA_CL_KV_CHUNK", 1L << 30, "a key count", &out->chunk_keys, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_count(lookup, data, "FA_CL_SPLITS", FA_CL_MAX_SPLITS, "a split count", &out->splits, msg,
-                       msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_count(lookup, data, "FA_CL_LPT_COLUMNS", 1L << 30, "a head-column count", &out->lpt_columns, msg,
-                       msg_size);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    s = lookup(data, "FA_CL_MMA_STAGES");
-    if (s && *s) {
-        if (strlen(s) != 1 || s[0] < '2' || s[0] > '0' + FA_CL_MMA_MAX_STAGES) {
-            snprintf(msg, msg_size, "FA_CL_MMA_STAGES='%s' is not a pipeline depth in 2..%d", s, FA_CL_MMA_MAX_STAGES);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->mma_stages = s[0] - '0';
-    }
-    s = lookup(data, "FA_CL_MMA_KV_WARPS");
-    if (s && *s) {
-        if (strcmp(s, "1") && strcmp(s, "2") && strcmp(s, "4")) {
-            snprintf(msg, msg_size, "FA_CL_MMA_KV_WARPS='%s' is not 1, 2 or 4 (warps sharing a block's keys)", s);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->mma_kv_warps = s[0] - '0';
-    }
     /* switches: any of the words of env_switch, nothing else; unset keeps each default */
-    int gqa_pack = -1, vendor_path = 1, pad_rows = 1, producer = 1, tma = 1;
-    /* FA_CL_TMA's own words: one kind only (values past the on/off ones: 2 + the kind's bit) */
-    static const env_word tma_words[] = {{"mask", 2 + FA_CL_TMA_MASK}, {"kv", 2 + FA_CL_TMA_KV}};
-    out->nv_tf32 = out->wgmma = -1;
-    st = env_switch(lookup, data, "FA_CL_GQA_PACK", NULL, 0, &gqa_pack, msg, msg_size);
+    int vendor_path = 1;
     if (st == FA_CL_SUCCESS)
         st = env_switch(lookup, data, "FA_CL_VENDOR_PATH", NULL, 0, &vendor_path, msg, msg_size);
     if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_PAD_ROWS", NULL, 0, &pad_rows, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_NV_TF32", NULL, 0, &out->nv_tf32, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_WGMMA", NULL, 0, &out->wgmma, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_WGMMA_PRODUCER", NULL, 0, &producer, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_TMA", tma_words, 2, &tma, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
-        st = env_switch(lookup, data, "FA_CL_MMA_EMULATE", NULL, 0, &out->mma_emulate, msg, msg_size);
-    if (st == FA_CL_SUCCESS)
         st = env_switch(lookup, data, "FA_CL_DEBUG_BUILD_LOG", NULL, 0, &out->print_build_log, msg, msg_size);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    out->gqa_pack = gqa_pack < 0 ? 0 : gqa_pack ? 1 : -1;
     out->vendor_path_off = !vendor_path;
-    out->pad_rows_off = !pad_rows;
-    out->wgmma_producer_off = !producer;
-    out->tma = tma == 1 ? FA_CL_TMA_MASK | FA_CL_TMA_KV : tma == 0 ? 0 : tma - 2;
-    s = lookup(data, "FA_CL_TILE");
-    if (s && *s) {
-        int f[4] = {0, 0, 0, 0};
-        int n = parse_tile(s, f);
-        int q = f[0], kv = f[1], rows = f[2], cols = f[3];
-        if (n < 2 || q > 4096 || kv > 4096 || (n >= 3 && q % rows) || (n == 4 && kv % cols)) {
-            snprintf(msg, msg_size, "FA_CL_TILE='%s' is not <B_r>x<B_c>[x<rows>[x<keys>]] per work-item with positive "
-                     "sizes (e.g. 64x32 or 64x32x4x4; B_r a multiple of the rows, B_c of the keys)", s);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->tile_q = q;
-        out->tile_kv = kv;
-        out->tile_rows = rows;
-        out->tile_cols = cols;
-    }
-    s = lookup(data, "FA_CL_KERNEL_DIR");
-    if (s && *s) {
-        if (strlen(s) >= sizeof out->kernel_dir) {
-            snprintf(msg, msg_size, "FA_CL_KERNEL_DIR is longer than %zu characters", sizeof out->kernel_dir - 1);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        strcpy(out->kernel_dir, s);
-    }
-    s = lookup(data, "FA_CL_BUILD_OPTIONS");
-    if (s && *s) {
-        if (strlen(s) >= sizeof out->build_options) {
-            snprintf(msg, msg_size, "FA_CL_BUILD_OPTIONS is longer than %zu characters",
-                     sizeof out->build_options - 1);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        if (check_build_options(s, msg, msg_size) != 0)
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        strcpy(out->build_options, s);
-    }
-    s = lookup(data, "FA_CL_KERNEL_VARIANT");
-    if (s && *s) {
-        /* a forward family forces forward plans (portable ones the portable backward too); a backward
-         * family forces backward plans */
-        const fa_cl_kernel_family *f = fa_cl_kernel_by_name(s);
-        if (!f || (f->op != FA_CL_OP_FORWARD && f->op != FA_CL_OP_BACKWARD)) {
-            int n = snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT='%s' is not a forward or backward kernel (", s);
-            for (int i = 0, k = 0; i < fa_cl_kernel_count() && n > 0 && (size_t)n < msg_size; i++)
-                if (fa_cl_kernel_at(i)->op == FA_CL_OP_FORWARD || fa_cl_kernel_at(i)->op == FA_CL_OP_BACKWARD)
-                    n += snprintf(msg + n, msg_size - (size_t)n, "%s%s", k++ ? ", " : "", fa_cl_kernel_at(i)->name);
-            if (n > 0 && (size_t)n < msg_size)
-                snprintf(msg + n, msg_size - (size_t)n, ")");
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
-        out->variant = f->id;
-    }
-    s = lookup(data, "FA_CL_PERSISTENT"); /* a count: 0, or at most n work-groups */
-    out->persistent_off = s && strcmp(s, "0") == 0;
-    if (!out->persistent_off &&
-        env_count(lookup, data, "FA_CL_PERSISTENT", 1L << 30, "0 or a work-group count", &out->persistent_groups,
-                  msg, msg_size) != FA_CL_SUCCESS)
-        return FA_CL_ERROR_INVALID_ARGUMENT;
-    s = lookup(data, "FA_CL_CACHE_DIR");
-    if (s && *s) {
+    if (st == FA_CL_SUCCESS)
+        st = env_text(lookup, data, "FA_CL_KERNEL_DIR", out->kernel_dir, sizeof out->kernel_dir, msg, msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_text(lookup, data, "FA_CL_BUILD_OPTIONS", out->build_options, sizeof out->build_options, msg,
+                      msg_size);
+    if (st == FA_CL_SUCCESS && check_build_options(out->build_options, msg, msg_size) != 0)
+        st = FA_CL_ERROR_INVALID_ARGUMENT;
+    /* the planner resolves these against the registry (FA_CL_TUNE: docs/tuning.md) */
+    if (st == FA_CL_SUCCESS)
+        st = env_text(lookup, data, "FA_CL_KERNEL_VARIANT", out->variant_name, sizeof out->variant_name, msg,
+                      msg_size);
+    if (st == FA_CL_SUCCESS)
+        st = env_text(lookup, data, "FA_CL_TUNE", out->tune_text, sizeof out->tune_text, msg, msg_size);
+    const char *s = lookup(data, "FA_CL_CACHE_DIR");
+    if (st == FA_CL_SUCCESS && s && *s) {
         if (strlen(s) >= sizeof out->cache_dir - 64) { /* room for "/<entry name>" */
             snprintf(msg, msg_size, "FA_CL_CACHE_DIR is longer than %zu characters", sizeof out->cache_dir - 65);
             return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -289,11 +171,11 @@ fa_cl_status fa_cl__env_parse(fa_cl_env *out, fa_cl_env_lookup lookup, void *dat
         else
             strcpy(out->cache_dir, s);
     }
-    return FA_CL_SUCCESS;
+    return st;
 }
 
-fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_command_queue queue,
-                                  fa_cl_context **out)
+fa_cl_status fa_cl__context_open(cl_context context, cl_device_id device, cl_command_queue queue,
+                                fa_cl_context **out)
 {
     if (!out)
         return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_context_create: out is NULL");
@@ -330,7 +212,7 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
         free(ctx);
         return st;
     }
-    fa_cl_lock_init(&ctx->lock);
+    fa_cl__lock_init(&ctx->lock);
     clRetainContext(context);
     clRetainDevice(device);
     clRetainCommandQueue(queue);
@@ -339,211 +221,29 @@ fa_cl_status fa_cl_context_create(cl_context context, cl_device_id device, cl_co
     ctx->queue = queue;
     ctx->queue_in_order = !(qprops & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
     ctx->hold_events = !ctx->queue_in_order || fa_cl__contains_nocase(ctx->props.platform_version, "pocl");
-    fa_cl__binary_cache_open(ctx);
-    if (ctx->env.nv_tf32 == 0 && ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
-        fa_cl__note(ctx, "fp32 on tensor cores (nvidia-tf32x3): off (FA_CL_NV_TF32=0): f32 takes the portable kernels");
-    if (ctx->env.mma_emulate && !ctx->env.vendor_path_off)
-        fa_cl__note(ctx, "tensor-core kernel (nvidia-mma): planned for f16/bf16 with its PTX emulated in portable "
-                         "OpenCL C (FA_CL_MMA_EMULATE=1, for tests: slow)");
-    else if (ctx->props.is_nvidia && ctx->props.nv_cc_major >= 8)
-        fa_cl__note(ctx, ctx->env.vendor_path_off
-                             ? "tensor-core kernel (nvidia-mma): off (FA_CL_VENDOR_PATH=0), portable kernels only"
-                             : "tensor-core kernel (nvidia-mma): planned for f16/bf16, head_dim <= 256");
-    if (ctx->props.is_nvidia && ctx->props.nv_cc_major == 9 && ctx->props.nv_cc_minor == 0 && !ctx->env.mma_emulate)
-        fa_cl__note(ctx, ctx->env.wgmma != 0 && !ctx->env.vendor_path_off
-                             ? "Hopper kernel (nvidia-wgmma): planned for f16/bf16 with head_dim 41..64 (rows of "
-                               "more than 512 keys) or 97..256 and more than 64 query rows (wgmma through sm_90a "
-                               "PTX; a producer warpgroup copies, by TMA in dense plans (at head_dim 129..256 only "
-                               "there), FA_CL_WGMMA_PRODUCER=0 turns it off, FA_CL_TMA=0 copies by cp.async; "
-                               "FA_CL_WGMMA=0 turns the kernel off)"
-                             : ctx->env.vendor_path_off ? "Hopper kernel (nvidia-wgmma): off (FA_CL_VENDOR_PATH=0)"
-                                                        : "Hopper kernel (nvidia-wgmma): off (FA_CL_WGMMA=0)");
     *out = ctx;
     return FA_CL_SUCCESS;
-}
-
-/* FA_CL_ERROR_NO_DEVICE with why there is no platform and what to install. */
-static fa_cl_status no_platform(cl_int err, cl_uint count)
-{
-    char msg[2048];
-    fa_cl__no_platform_message(err, count, msg, sizeof msg);
-    return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE, "%s", msg);
-}
-
-/* A device as fa_cl_info numbers them: platform index p, device index d within it. */
-typedef struct device_ref {
-    cl_platform_id platform;
-    cl_device_id device;
-} device_ref;
-
-static fa_cl_status pick_device(device_ref *out)
-{
-    cl_uint np = 0;
-    cl_int err = clGetPlatformIDs(0, NULL, &np);
-    if (err != CL_SUCCESS || np == 0)
-        return no_platform(err, np);
-    cl_platform_id platforms[32];
-    if (np > 32)
-        np = 32;
-    err = clGetPlatformIDs(np, platforms, NULL);
-    if (err != CL_SUCCESS)
-        return no_platform(err, 0);
-
-    const char *want = getenv("FA_CL_DEVICE");
-    int want_p = -1, want_d = -1;
-    if (want && *want) {
-        char tail = 0;
-        if (sscanf(want, "%d:%d%c", &want_p, &want_d, &tail) != 2)
-            want_p = want_d = -1;
-    } else {
-        want = NULL;
-    }
-
-    device_ref first = {0}, first_gpu = {0};
-    for (cl_uint p = 0; p < np; p++) {
-        cl_device_id devs[64];
-        cl_uint nd = 0;
-        if (clGetDeviceIDs(platforms[p], CL_DEVICE_TYPE_ALL, 64, devs, &nd) != CL_SUCCESS)
-            continue;
-        if (nd > 64)
-            nd = 64;
-        for (cl_uint d = 0; d < nd; d++) {
-            cl_device_type type = 0;
-            char name[256] = "";
-            clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof type, &type, NULL);
-            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof name, name, NULL);
-            device_ref ref = {platforms[p], devs[d]};
-            if (want) {
-                int match;
-                if (want_p >= 0) {
-                    match = ((int)p == want_p && (int)d == want_d);
-                } else {
-                    match = fa_cl__contains_nocase(name, want);
-                }
-                if (match) {
-                    *out = ref;
-                    return FA_CL_SUCCESS;
-                }
-                continue;
-            }
-            if (!first.device)
-                first = ref;
-            if (!first_gpu.device && (type & CL_DEVICE_TYPE_GPU))
-                first_gpu = ref;
-        }
-    }
-    if (want)
-        return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE,
-                           "FA_CL_DEVICE='%s' matches no device (use p:d indices or a name substring; "
-                           "fa_cl_info lists them)", want);
-    *out = first_gpu.device ? first_gpu : first;
-    if (!out->device)
-        return fa_cl__fail(NULL, FA_CL_ERROR_NO_DEVICE,
-                           "OpenCL platforms were found but they list no devices (is the driver loaded?)");
-    return FA_CL_SUCCESS;
-}
-
-fa_cl_status fa_cl_context_create_default(fa_cl_context **out)
-{
-    if (!out)
-        return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_context_create_default: out is NULL");
-    *out = NULL;
-    device_ref ref;
-    fa_cl_status st = pick_device(&ref);
-    if (st != FA_CL_SUCCESS)
-        return st;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)ref.platform, 0};
-    cl_int err = CL_SUCCESS;
-    cl_context clctx = clCreateContext(props, 1, &ref.device, NULL, NULL, &err);
-    if (!clctx)
-        return fa_cl__fail_cl(NULL, err, "clCreateContext");
-    cl_command_queue q = clCreateCommandQueue(clctx, ref.device, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (!q) {
-        clReleaseContext(clctx);
-        return fa_cl__fail_cl(NULL, err, "clCreateCommandQueue");
-    }
-    st = fa_cl_context_create(clctx, ref.device, q, out);
-    /* the fa_cl context holds its own references */
-    clReleaseCommandQueue(q);
-    clReleaseContext(clctx);
-    return st;
-}
-
-void fa_cl_context_release(fa_cl_context *ctx)
-{
-    if (!ctx)
-        return;
-    fa_cl__plan_cache_clear(ctx);
-    fa_cl__program_cache_clear(ctx);
-    fa_cl__reference_release(ctx);
-    clReleaseCommandQueue(ctx->queue);
-    clReleaseDevice(ctx->device);
-    clReleaseContext(ctx->cl_ctx);
-    fa_cl_lock_destroy(&ctx->lock);
-    free(ctx);
 }
 
 cl_context fa_cl_context_cl_context(const fa_cl_context *ctx) { return ctx ? ctx->cl_ctx : NULL; }
 cl_command_queue fa_cl_context_queue(const fa_cl_context *ctx) { return ctx ? ctx->queue : NULL; }
 cl_device_id fa_cl_context_device(const fa_cl_context *ctx) { return ctx ? ctx->device : NULL; }
 
-int fa_cl__first_failure(fa_cl_context *ctx, int *flag)
+int fa_cl__context_family_off(fa_cl_context *ctx, int id)
 {
-    fa_cl_lock_acquire(&ctx->lock);
-    const int first = !*flag;
-    *flag = 1;
-    fa_cl_lock_release(&ctx->lock);
+    const uint64_t bit = (uint64_t)1 << id;
+    fa_cl__lock_acquire(&ctx->lock);
+    const int first = !(ctx->families_off & bit);
+    ctx->families_off |= bit;
+    fa_cl__lock_release(&ctx->lock);
     return first;
 }
 
-void fa_cl__context_limits(const fa_cl_context *ctx, fa_cl_limits *out)
+void fa_cl__context_close(fa_cl_context *ctx)
 {
-    const fa_cl_device_props *p = &ctx->props;
-    fa_cl_device_traits dev = {0};
-    dev.is_gpu = (p->type & CL_DEVICE_TYPE_GPU) != 0;
-    /* device.c clears the vendor flags of CPUs: they take the generic path */
-    dev.vendor = p->is_nvidia ? FA_CL_VENDOR_NVIDIA
-                 : p->is_amd  ? FA_CL_VENDOR_AMD
-                 : p->is_intel ? FA_CL_VENDOR_INTEL
-                               : FA_CL_VENDOR_OTHER;
-    dev.local_mem_size = (size_t)p->local_mem_size;
-    dev.local_mem_is_global = p->local_mem_is_global;
-    dev.max_work_group = p->max_work_group_size;
-    dev.nv_cc_major = p->nv_cc_major;
-    dev.nv_cc_minor = p->nv_cc_minor;
-    dev.min_subgroup = p->min_subgroup;
-    fa_cl_limits_for_device(&dev, out);
-    /* the environment, read at context creation */
-    fa_cl__env_limits(&ctx->env, ctx->mma_failed, ctx->wgmma_failed, ctx->wgmma_backward_failed, out);
-}
-
-void fa_cl__env_limits(const fa_cl_env *env, int mma_failed, int wgmma_failed, int wgmma_backward_failed,
-                       fa_cl_limits *out)
-{
-    if (env->local_mem_override) {
-        out->local_mem_size = env->local_mem_override;
-        out->local_mem_source = "FA_CL_LOCAL_MEM_OVERRIDE";
-    }
-    out->local_mem_cap = env->local_mem_cap;
-    out->forced_q = env->tile_q;
-    out->forced_kv = env->tile_kv;
-    out->forced_rows = env->tile_rows;
-    out->forced_cols = env->tile_cols;
-    out->forced_variant = env->variant;
-    out->chunk_keys = env->chunk_keys;
-    out->mma_stages = env->mma_stages;
-    out->mma_kv_warps = env->mma_kv_warps;
-    /* FA_CL_MMA_EMULATE=1: the tensor-core kernel's logic on any device, its PTX in portable C */
-    if (env->mma_emulate) {
-        out->nv_mma = 1;
-        out->mma_emulated = 1;
-    }
-    /* FA_CL_VENDOR_PATH=0, or a tensor-core build that failed here: portable kernels only */
-    out->nv_mma = out->nv_mma && !env->vendor_path_off && !mma_failed;
-    /* wgmma: never emulated; FA_CL_WGMMA=0 or a failed sm_90a build turn it off */
-    out->nv_wgmma = out->nv_wgmma && out->nv_mma && !env->mma_emulate && env->wgmma != 0 && !wgmma_failed;
-    out->wg_producer = out->wg_producer && !env->wgmma_producer_off;
-    out->wgmma_backward_off = wgmma_backward_failed;
-    /* f32 on tensor cores: the default where they run natively; emulated only when asked for */
-    out->nv_tf32 = out->nv_mma && (env->mma_emulate ? env->nv_tf32 == 1 : env->nv_tf32 != 0);
+    clReleaseCommandQueue(ctx->queue);
+    clReleaseDevice(ctx->device);
+    clReleaseContext(ctx->cl_ctx);
+    fa_cl__lock_destroy(&ctx->lock);
+    free(ctx);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Descriptors: checked once (sizes, strides, byte extents, overflow) and normalised once into what
- * the planner, the kernels' arguments, the plan cache and the reference all use (fa_cl_views); and
+ * the planner, the kernels' arguments, the plan cache and the reference all use (fa_cl__views); and
  * the checks of the buffers a call gets. */
 #include "fa_cl_internal.h"
 
@@ -17,7 +17,7 @@
  * A new descriptor field must join the canonical key (desc_key below) and be checked here. */
 #define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, o_type) + sizeof(fa_cl_storage))
 /* 0.4 added the backward's gradient views (dout_stride .. dv_offset): the forward ignores them, the
- * backward checks them and adds them to its key (src/backward/backward_views.c). */
+ * backward checks them and adds them to its key (desc_backward.c). */
 #define FA_CL_DESC_V4_END (offsetof(fa_cl_attention_desc, dv_offset) + sizeof(size_t))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
 _Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V4_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
@@ -164,7 +164,7 @@ fa_cl_status fa_cl__struct_copy(const void *in, size_t in_size, void *out, size_
 
 /* The canonical key of a normalised descriptor: every field that changes a plan, in a fixed order,
  * so that the plan cache compares descriptors bytewise (padding never enters). */
-static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
+static void desc_key(const fa_cl__views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
 {
     const fa_cl_attention_desc *d = &v->d;
     uint32_t scale_bits;
@@ -198,7 +198,7 @@ static void desc_key(const fa_cl_views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     memcpy(key, k, sizeof k);
 }
 
-fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl_views *out, char *msg, size_t msg_size)
+fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views *out, char *msg, size_t msg_size)
 {
     if (!given) {
         snprintf(msg, msg_size, "desc is NULL");
@@ -554,7 +554,7 @@ int fa_cl__rows_aligned16(const fa_cl_attention_desc *d)
 }
 
 fa_cl_status fa_cl__resolve_call(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
-                                 fa_cl_views *out)
+                                 fa_cl__views *out)
 {
     if (!ctx)
         return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
@@ -567,7 +567,7 @@ fa_cl_status fa_cl__resolve_call(fa_cl_context *ctx, const char *call, const fa_
 
 fa_cl_status fa_cl_attention_desc_validate(const fa_cl_attention_desc *desc, char *msg, size_t msg_size)
 {
-    fa_cl_views v;
+    fa_cl__views v;
     char local[512];
     fa_cl_status st = fa_cl__desc_resolve(desc, &v, local, sizeof local);
     if (msg && msg_size)
@@ -630,7 +630,7 @@ fa_cl_status fa_cl__check_one_buffer(fa_cl_context *ctx, const char *name, cl_me
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_mem q, cl_mem k, cl_mem v_mem,
+fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl__views *v, cl_mem q, cl_mem k, cl_mem v_mem,
                                   cl_mem o, cl_mem lse)
 {
     fa_cl_status st;
@@ -656,7 +656,7 @@ fa_cl_status fa_cl__check_buffers(fa_cl_context *ctx, const fa_cl_views *v, cl_m
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl_views *v, const fa_cl_forward_args *a)
+fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl__views *v, const fa_cl_forward_args *a)
 {
     const struct { const char *name, *field; cl_mem m; uint64_t bytes; } in[] = {
         {"cache_seqlens", "desc.kv_seqlens", a->cache_seqlens, v->seqlens_bytes},
@@ -727,4 +727,25 @@ fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const 
                            num_wait ? "num_wait is %u but the wait list is NULL"
                                     : "a wait list is given but num_wait is %u", num_wait);
     return FA_CL_SUCCESS;
+}
+
+fa_cl_status fa_cl__args_copy(fa_cl_context *ctx, const char *call, const void *given, size_t given_size, void *out,
+                              size_t out_size)
+{
+    if (!given)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args is NULL", call);
+    char msg[300];
+    const fa_cl_status st = fa_cl__struct_copy(given, given_size, out, out_size, out_size, "args", msg, sizeof msg);
+    return st == FA_CL_SUCCESS ? st : fa_cl__fail(ctx, st, "%s: %s", call, msg);
+}
+
+fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__views *views,
+                                       const fa_cl_forward_args *given, fa_cl_forward_args *out)
+{
+    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out);
+    if (st == FA_CL_SUCCESS)
+        st = fa_cl__check_buffers(ctx, views, out->q, out->k, out->v, out->o, out->lse);
+    if (st == FA_CL_SUCCESS)
+        st = fa_cl__check_serving_buffers(ctx, views, out);
+    return st == FA_CL_SUCCESS ? fa_cl__check_wait_list(ctx, out->num_wait, out->wait) : st;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Device properties the planner, the kernels' build options and fa_cl_info need. */
+/* Device properties the planner, the kernels' build options and fa_cl_info need: the generic facts
+ * every OpenCL device reports (src/devices/ adds what a vendor's device is). */
 #include "fa_cl_internal.h"
 
 #include <ctype.h>
@@ -52,7 +53,7 @@ static cl_int device_string(cl_device_id dev, cl_device_info what, char *buf, si
     return err;
 }
 
-fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_device_props *out)
+fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl__device_props *out)
 {
     memset(out, 0, sizeof *out);
     cl_platform_id platform = NULL;
@@ -102,27 +103,5 @@ fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_
     out->has_fp64 = fa_cl__has_extension(out->extensions, "cl_khr_fp64");
     out->has_subgroups = fa_cl__has_extension(out->extensions, "cl_khr_subgroups") ||
                          fa_cl__has_extension(out->extensions, "cl_intel_subgroups");
-    out->is_nvidia = fa_cl__contains_nocase(out->vendor, "nvidia");
-    out->is_amd = fa_cl__contains_nocase(out->vendor, "advanced micro devices") || fa_cl__contains_nocase(out->vendor, "amd");
-    out->is_intel = fa_cl__contains_nocase(out->vendor, "intel");
-    if (out->type & CL_DEVICE_TYPE_CPU)
-        out->is_amd = out->is_intel = 0; /* vendor tuning is for GPUs; a CPU runs the generic path */
-    if (fa_cl__has_extension(out->extensions, "cl_nv_device_attribute_query")) {
-        cl_uint major = 0, minor = 0;
-        if (clGetDeviceInfo(device, CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, sizeof major, &major, NULL) == CL_SUCCESS &&
-            clGetDeviceInfo(device, CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV, sizeof minor, &minor, NULL) == CL_SUCCESS) {
-            out->nv_cc_major = (int)major;
-            out->nv_cc_minor = (int)minor;
-        }
-    }
-    /* the narrowest SIMD width IGC may compile for: it sets the register budget (planner.h) */
-    if (fa_cl__has_extension(out->extensions, "cl_intel_required_subgroup_size")) {
-        size_t sizes[16], bytes = 0;
-        if (clGetDeviceInfo(device, CL_DEVICE_SUB_GROUP_SIZES_INTEL, sizeof sizes, sizes, &bytes) == CL_SUCCESS) {
-            for (size_t i = 0; i < bytes / sizeof sizes[0] && i < 16; i++)
-                if (sizes[i] > 0 && (out->min_subgroup == 0 || (int)sizes[i] < out->min_subgroup))
-                    out->min_subgroup = (int)sizes[i];
-        }
-    }
     return FA_CL_SUCCESS;
 }

@@ -2,6 +2,7 @@
 /* Status names, OpenCL error names, and where failure messages and informational notes are recorded. */
 #include "fa_cl_internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,9 +108,9 @@ const char *fa_cl__cl_error_name(cl_int err)
 static void record(fa_cl_context *ctx, const char *text)
 {
     if (ctx) {
-        fa_cl_lock_acquire(&ctx->lock);
+        fa_cl__lock_acquire(&ctx->lock);
         snprintf(ctx->last_error, sizeof ctx->last_error, "%s", text);
-        fa_cl_lock_release(&ctx->lock);
+        fa_cl__lock_release(&ctx->lock);
     } else {
         snprintf(thread_error, sizeof thread_error, "%s", text);
     }
@@ -126,6 +127,17 @@ fa_cl_status fa_cl__fail(fa_cl_context *ctx, fa_cl_status status, const char *fm
     return status;
 }
 
+void fa_cl__append(char *buf, size_t size, const char *fmt, ...)
+{
+    const size_t used = strlen(buf);
+    if (used + 1 >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
 fa_cl_status fa_cl__fail_cl(fa_cl_context *ctx, cl_int err, const char *what)
 {
     fa_cl_status s = FA_CL_ERROR_OPENCL;
@@ -139,9 +151,9 @@ const char *fa_cl_last_error(const fa_cl_context *ctx)
     if (!ctx)
         return thread_error;
     fa_cl_context *c = (fa_cl_context *)ctx; /* the lock is not part of the context's value */
-    fa_cl_lock_acquire(&c->lock);
+    fa_cl__lock_acquire(&c->lock);
     memcpy(thread_copy, c->last_error, sizeof thread_copy);
-    fa_cl_lock_release(&c->lock);
+    fa_cl__lock_release(&c->lock);
     return thread_copy;
 }
 
@@ -155,7 +167,7 @@ void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl__lock_acquire(&ctx->lock);
     size_t used = strlen(ctx->notes), n = strlen(line);
     /* keep room for the "dropped" line, so the notes never end mid-sentence */
     if (used + n + 1 + sizeof full <= sizeof ctx->notes) {
@@ -165,7 +177,7 @@ void fa_cl__note(fa_cl_context *ctx, const char *fmt, ...)
     } else if (used + sizeof full <= sizeof ctx->notes && !strstr(ctx->notes, full)) {
         memcpy(ctx->notes + used, full, sizeof full);
     }
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_release(&ctx->lock);
 }
 
 const char *fa_cl_context_notes(const fa_cl_context *ctx)

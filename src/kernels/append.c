@@ -1,11 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* append: the first launch of a plan that appends new keys to the cache before attending
  * (cl/fa_append.cl). Not a forward kernel: the planner never picks it for a forward's tiles. */
-#include "fa_cl_internal.h"
+#include "kernels/family.h"
 
 static const char *const files[] = {"fa_append.cl"};
 
-const fa_cl_kernel_family fa_cl_kernel_append = {
-    "append", FA_CL_KERNEL_APPEND, FA_CL_OP_APPEND, "fa_append", files, 1, 0,
-    "k_new/v_new rows into the KV cache at each sequence's length (an appending plan's first launch)",
-    fa_cl__never_applies, fa_cl__no_tiles, fa_cl__no_options, FA_CL_UNROLL_MAX_DIM, 0};
+static int helper_options(const fa_cl__views *v, char *out, size_t n)
+{
+    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", (int)v->d.dtype, (int)v->d.head_dim,
+                                 v->d.page_size > 0 ? " -DFA_PAGED" : "", FA_CL_STATUS_OPTIONS);
+}
+
+const fa_cl__kernel_family fa_cl__kernel_append = {
+    .name = "append",
+    .id = FA_CL_KERNEL_APPEND,
+    .op = FA_CL_OP_APPEND,
+    .entry = "fa_append",
+    .files = files,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "k_new/v_new rows into the KV cache at each sequence's length (an appending plan's first launch)",
+    .plan = fa_cl__no_tiles,
+    .options = fa_cl__no_options,
+    .helper_options = helper_options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+    .work_group = 64,
+};

@@ -1,11 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* combine: the second launch of a split-KV plan, merging the chunks' partial outputs by their LSE
  * (cl/fa_combine.cl). Not a forward kernel: the planner never picks it for a forward's tiles. */
-#include "fa_cl_internal.h"
+#include "kernels/family.h"
 
 static const char *const files[] = {"fa_common.cl", "fa_combine.cl"};
 
-const fa_cl_kernel_family fa_cl_kernel_combine = {
-    "combine", FA_CL_KERNEL_COMBINE, FA_CL_OP_COMBINE, "fa_combine", files, 2, 0,
-    "split-KV: merges the chunks' partial outputs and LSEs (a split plan's second launch)",
-    fa_cl__never_applies, fa_cl__no_tiles, fa_cl__no_options, FA_CL_UNROLL_MAX_DIM, 0};
+/* o's storage type and the row width only */
+static int helper_options(const fa_cl__views *v, char *out, size_t n)
+{
+    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", v->type[3], (int)v->d.head_dim,
+                                 v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "", v->d.sinks ? " -DFA_SINKS" : "");
+}
+
+const fa_cl__kernel_family fa_cl__kernel_combine = {
+    .name = "combine",
+    .id = FA_CL_KERNEL_COMBINE,
+    .op = FA_CL_OP_COMBINE,
+    .entry = "fa_combine",
+    .files = files,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "split-KV: merges the chunks' partial outputs and LSEs (a split plan's second launch)",
+    .plan = fa_cl__no_tiles,
+    .options = fa_cl__no_options,
+    .helper_options = helper_options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+    .work_group = 64,
+};

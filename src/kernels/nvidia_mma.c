@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia-mma: FlashAttention-2 on NVIDIA tensor cores (mma.sync through inline PTX), f16/bf16 storage,
- * compute capability >= 8.0 (the cl/fa_nv_fwd_*.cl units, mainloop _sm80). Its tile rules. */
-#include "fa_cl_internal.h"
+ * compute capability >= 8.0 (the cl/fa_nv_fwd_*.cl units, mainloop _sm80): what it takes, its tuning keys, its rules. */
+#include "kernels/nvidia_mma.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -13,7 +13,7 @@ static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_
                                     "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl", "fa_nv_fwd_tile.cl",
                                     "fa_nv_fwd_mma.cl", "fa_nv_fwd_mainloop_sm80.cl"};
 
-int fa_cl_mma_dim_padded(int head_dim)
+int fa_cl__mma_dim_padded(int head_dim)
 {
     /* a multiple of 32: k-steps of 16 taken in pairs (Q in registers), n-tiles of O in pairs; 32
      * rather than a power of two so that d = 80, 96, 160, 224 waste at most 16 columns of 32. The O
@@ -23,7 +23,7 @@ int fa_cl_mma_dim_padded(int head_dim)
     return (head_dim + 31) / 32 * 32;
 }
 
-size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
+size_t fa_cl__mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
                              int q8_row_bytes)
 {
     /* q8_0 K/V copied asynchronously (q8_row_bytes > 0): a ring of stages of raw rows after
@@ -50,53 +50,39 @@ size_t fa_cl_mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp
     return most;
 }
 
-size_t fa_cl_mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stages)
+size_t fa_cl__mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int stages)
 {
     /* the ring of tiles, and each row's first entry (an 8-byte index) */
     return (size_t)stages * (size_t)block_q * (size_t)(block_kv * entry_bytes + (entry_bytes == 4 ? 32 : 16)) +
            (size_t)block_q * 8;
 }
 
-void fa_cl__tensor_core_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
-                              int br, int bc, int warp_rows, int dim_padded, size_t bytes, fa_cl_tiles *out)
-{
-    fa_cl__tiles_set(out, f, br, bc, warp_rows, 8, (br + warp_rows - 1) / warp_rows * 32, bytes);
-    out->head_dim_padded = dim_padded;
-    out->elem_bytes = f->id == FA_CL_KERNEL_NVIDIA_TF32X3 || f->id == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD ? 4 : 2;
-    out->aligned16 = req->aligned16;
-    out->ptx_emulated = lim->mma_emulated;
-}
+/* Its tuning keys (FA_CL_TUNE=nvidia-mma:key=value; docs/tuning.md). */
+enum { KEY_ENABLED, KEY_STAGES, KEY_KV_WARPS, KEY_PAD_ROWS, KEY_EMULATE };
+static const fa_cl__tune_name kv_warps_names[] = {{"1", 1}, {"2", 2}, {"4", 4}, {NULL, 0}};
+static const fa_cl__tune_key tune[] = {
+    FA_CL_TUNE_ENABLED,
+    {"stages", FA_CL_MMA_STAGES, 2, FA_CL_MMA_MAX_STAGES, NULL,
+     "K/V buffers each with asynchronous copies: a pipeline of that many blocks", "FA_CL_MMA_STAGES"},
+    {"kv_warps", 0, 1, 0, kv_warps_names,
+     "warps sharing one warp's rows, each a slice of every key block, where one warp has all the rows "
+     "(default 0: the planner's, 4 for up to 16 rows)", "FA_CL_MMA_KV_WARPS"},
+    {"pad_rows", 1, 0, 1, NULL, "0: no zero-padded q/k/v copies where head_dim % 8 != 0 (synchronous loads)",
+     "FA_CL_PAD_ROWS"},
+    FA_CL_TUNE_EMULATE,
+};
 
-/* FA_CL_MMA_EMULATE's scratch (cl/fa_nv_ptx.cl FA_EMU_WORDS: 192 words per warp), so that an emulated
- * plan fits the budget the native one would */
-static size_t emulation_bytes(const fa_cl_limits *lim, int warps)
-{
-    return lim->mma_emulated ? (size_t)warps * 192 * 4 : 0;
-}
-
-static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
-{
-    (void)req;
-    return lim->nv_mma;
-}
-
-static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
-                         size_t msg_size)
+/* The tiles for req (its rows 16-byte aligned or not, as given). */
+static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
+                              size_t msg_size)
 {
     const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_MMA;
-    if (!lim->nv_mma || req->dtype == FA_CL_F32) {
-        snprintf(msg, msg_size, "needs an NVIDIA GPU of compute capability >= 8.0, f16 or bf16 data and head_dim <= %d",
-                 FA_CL_MMA_MAX_DIM);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
-    if (fa_cl_mma_dim_padded(req->head_dim) == 0) {
-        /* O stays in registers (DT = D_PAD / 8 accumulator tiles a warp): 244 registers at 256 */
-        snprintf(msg, msg_size, "head_dim %d: the tensor-core kernel keeps O in registers and takes head_dim <= %d",
-                 req->head_dim, FA_CL_MMA_MAX_DIM);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
+    /* q8_0 K/V dequantised as they load; an attention mask (32-key blocks at d = 128), its tiles copied
+     * with K/V where every mask row is 16-byte aligned */
+    const int kv_q8 = (req->features & FA_CL_FEAT_KV_Q8) != 0, has_mask = req->mask != FA_CL_MASK_NONE;
+    const int q8_copy = fa_cl__nv_q8_copy(req);
     const size_t budget = out->local_mem_budget;
-    const int dp = fa_cl_mma_dim_padded(req->head_dim);
+    const int dp = fa_cl__mma_dim_padded(req->head_dim);
     /* With asynchronous copies up to d = 128, 128 x 64 with 32 rows per warp where the rows fill it:
      * each K/V fragment then feeds two mma (a few rows against many keys leave such a tile empty and
      * run faster at 64 x 64 x 16); with synchronous copies 64 x 32 at d = 128. Above 128, 64 x 32:
@@ -109,8 +95,8 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     if (req->seqlen_q <= FA_CL_MMA_DECODE_BLOCK_Q)
         br = FA_CL_MMA_DECODE_BLOCK_Q;
     int kv_warps = 1;
-    /* q8_0 K/V (lim->mma_kv_q8): synchronous dequantising loads, the aligned plans' tiles */
-    const int kv_wide = req->aligned16 || lim->mma_kv_q8;
+    /* q8_0 K/V (kv_q8): synchronous dequantising loads, the aligned plans' tiles */
+    const int kv_wide = req->aligned16 || kv_q8;
     if (req->seqlen_q <= 16 && kv_wide && dp <= 128) {
         br = 16;
         kv_warps = FA_CL_MMA_DECODE_KV_WARPS;
@@ -120,14 +106,14 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
     /* keys per block with asynchronous copies: 32 at d = 128, 64 at d <= 96 (once Q joined the first
      * copy group), each the fastest of an H200 sweep, plain, causal and masked (commits 7f30fab,
      * 197d707, 8624118). q8_0 K/V keep 64. */
-    if (async_wide && dp > 96 && (!lim->mma_kv_q8 || lim->mma_mask))
+    if (async_wide && dp > 96 && (!kv_q8 || has_mask))
         bc = 32;
     /* above d = 128, 128 rows of 8 warps (16 each: the O accumulator takes the registers) against
      * 64 keys where the local memory holds them: a K/V tile then feeds twice the rows (faster than
      * 64 x 32 on an H200, commit 7f30fab); a smaller budget keeps 64 x 32 and shrinks that */
-    if (req->aligned16 && dp > 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q && !lim->mma_kv_q8 && !lim->mma_mask &&
-        fa_cl_mma_local_bytes(FA_CL_MMA_ASYNC_BLOCK_Q, FA_CL_MMA_BLOCK_KV, dp, FA_CL_MMA_WARP_ROWS, FA_CL_MMA_STAGES,
-                              1, 0) + emulation_bytes(lim, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
+    if (req->aligned16 && dp > 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q && !kv_q8 && !has_mask &&
+        fa_cl__mma_local_bytes(FA_CL_MMA_ASYNC_BLOCK_Q, FA_CL_MMA_BLOCK_KV, dp, FA_CL_MMA_WARP_ROWS, FA_CL_MMA_STAGES,
+                              1, 0) + fa_cl__nv_emulation_bytes(lim, &fa_cl__kernel_nvidia_mma, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
             out->local_mem_budget) {
         br = FA_CL_MMA_ASYNC_BLOCK_Q;
         bc = FA_CL_MMA_BLOCK_KV;
@@ -142,7 +128,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         if ((br % 16 && !eight) || bc % 16 || br > 256 || bc > 128 || (wr != 16 && wr != 32) || (br % wr && !eight) ||
             lim->forced_cols > 0) {
             /* a tile this kernel cannot take is meant for the portable kernels, unless it was asked for */
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tensor-core kernel: B_r a multiple of 16 up to 256 "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%dx%d for the tensor-core kernel: B_r a multiple of 16 up to 256 "
                      "(or 8 with q8_0 K/V), B_c a multiple of 16 up to 128, optional rows per warp 16 or 32 dividing "
                      "B_r, no fourth field", br, bc, wr);
             return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
@@ -150,47 +136,49 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         forced = 1;
         kv_warps = 1;
     }
-    /* FA_CL_MMA_KV_WARPS (experiments): key slices wherever one warp has all the rows */
-    if (lim->mma_kv_warps > 0 && br <= 16 && wr == 16)
-        kv_warps = lim->mma_kv_warps;
+    /* kv_warps (experiments): key slices wherever one warp has all the rows */
+    const int tuned_kv_warps = fa_cl__tune_value(lim, &fa_cl__kernel_nvidia_mma, KEY_KV_WARPS);
+    if (tuned_kv_warps > 0 && br <= 16 && wr == 16)
+        kv_warps = tuned_kv_warps;
     if (bc % (16 * kv_warps)) {
-        snprintf(msg, msg_size, "FA_CL_MMA_KV_WARPS=%d: B_c %d is not a multiple of 16 keys per warp", kv_warps, bc);
+        snprintf(msg, msg_size, "FA_CL_TUNE nvidia-mma:kv_warps=%d: B_c %d is not a multiple of 16 keys per warp",
+                 kv_warps, bc);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
-    /* K/V buffers each: one with synchronous copies; with asynchronous ones FA_CL_MMA_STAGES or the
-     * default, double buffering */
-    const int async = lim->mma_kv_q8 ? lim->mma_q8_copy > 0 : req->aligned16;
-    const int stages = !async ? 1 : lim->mma_stages > 0 ? lim->mma_stages : FA_CL_MMA_STAGES;
-    const int q8_row_bytes = lim->mma_kv_q8 && async ? req->head_dim / 32 * 34 : 0;
+    /* K/V buffers each: one with synchronous copies; with asynchronous ones its stages key (default
+     * FA_CL_MMA_STAGES, double buffering) */
+    const int async = kv_q8 ? q8_copy > 0 : req->aligned16;
+    const int stages = !async ? 1 : fa_cl__tune_value(lim, &fa_cl__kernel_nvidia_mma, KEY_STAGES);
+    const int q8_row_bytes = kv_q8 && async ? req->head_dim / 32 * 34 : 0;
     if (q8_row_bytes > 0 && !forced && br == 16 && kv_warps == FA_CL_MMA_DECODE_KV_WARPS) {
         bc = FA_CL_MMA_DECODE_Q8_BLOCK_KV;
         /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M), half the
          * products and half O's accumulators of a 16-row block (faster on an H200, commit bf774ae;
          * paged: see the floor below) */
-        if (req->seqlen_q <= 8 && !lim->mma_mask)
+        if (req->seqlen_q <= 8 && !has_mask)
             br = 8;
     }
-    if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || lim->mma_mask)) {
-        snprintf(msg, msg_size, "FA_CL_TILE=8x%d: B_r 8 takes q8_0 K/V copied asynchronously, head_dim <= %d and "
+    if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || has_mask)) {
+        snprintf(msg, msg_size, "FA_CL_TUNE tile=8x%d: B_r 8 takes q8_0 K/V copied asynchronously, head_dim <= %d and "
                  "no mask", bc, FA_CL_MMA_Q_REGS_MAX_DIM);
         return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
     /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
-    const int mask_bytes = async && !lim->mma_kv_q8 ? lim->mma_mask_bytes : 0;
+    const int mask_bytes = async && !kv_q8 ? fa_cl__nv_mask_row_bytes(req) : 0;
     const int warps = (br + wr - 1) / wr * kv_warps;
-    const size_t emu = emulation_bytes(lim, warps);
-    size_t bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
-                   (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
+    const size_t emu = fa_cl__nv_emulation_bytes(lim, &fa_cl__kernel_nvidia_mma, warps);
+    size_t bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
+                   (mask_bytes ? fa_cl__mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
     while (!forced && bytes > budget && bc > 16 * kv_warps) {
         bc /= 2;
-        bytes = fa_cl_mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
-                (mask_bytes ? fa_cl_mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
+        bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
+                (mask_bytes ? fa_cl__mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     }
     const int wg = warps * 32;
     if (bytes > budget || (size_t)wg > lim->max_work_group) {
         snprintf(msg, msg_size, "%s%dx%dx%d: the tensor-core kernel needs %zu bytes of local memory and %d work-items "
-                 "at head_dim %d; the budget is %zu bytes, the device takes %zu work-items", forced ? "FA_CL_TILE=" : "",
+                 "at head_dim %d; the budget is %zu bytes, the device takes %zu work-items", forced ? "FA_CL_TUNE tile=" : "",
                  br, bc, wr, bytes, wg, req->head_dim, budget, lim->max_work_group);
         return forced ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
@@ -206,37 +194,69 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
             bytes = third + emu;
         }
     }
-    fa_cl__tensor_core_tiles(lim, req, &fa_cl_kernel_nvidia_mma, br, bc, wr, dp, bytes, out);
-    out->local_floor = floor_bytes;
+    fa_cl__tensor_core_tiles(lim, req, &fa_cl__kernel_nvidia_mma, br, bc, wr, dp, bytes, out);
+    FA_CL_NV(out, LOCAL_FLOOR) = floor_bytes;
     out->forced = forced;
-    out->stages = stages;
-    out->kv_warps = kv_warps;
-    out->q8_copy = q8_row_bytes > 0 ? lim->mma_q8_copy : 0;
-    out->mask_async = mask_bytes > 0;
+    FA_CL_NV(out, STAGES) = stages;
+    FA_CL_NV(out, KV_WARPS) = kv_warps;
+    FA_CL_NV(out, Q8_COPY) = q8_row_bytes > 0 ? q8_copy : 0;
+    FA_CL_NV(out, MASK_ASYNC) = mask_bytes > 0;
     out->work_group_size = wg;
     return FA_CL_SUCCESS;
 }
 
-static int options(const fa_cl_tiles *t, char *out, size_t n)
+/* Padded rows first where they are worth it (kernels/nvidia.h), then req's rows. */
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
+                         size_t msg_size)
+{
+    return fa_cl__nv_plan_padded_first(lim, req, out, msg, msg_size, &fa_cl__kernel_nvidia_mma, KEY_PAD_ROWS,
+                                       plan_rows);
+}
+
+static fa_cl_status finish(const fa_cl__limits *lim, fa_cl__tile_request *req, fa_cl__tiles *t, char *msg,
+                           size_t msg_size)
+{
+    (void)lim, (void)msg, (void)msg_size;
+    fa_cl__nv_mask_pairs(req, t);
+    return FA_CL_SUCCESS;
+}
+
+static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     char stages[128] = "";
-    if (t->stages > 2)
-        snprintf(stages, sizeof stages, " -DFA_STAGES=%d", t->stages);
-    if (t->kv_warps > 1)
-        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_KV_WARPS=%d", t->kv_warps);
-    if (t->q8_copy > 0)
-        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_Q8_COPY=%d", t->q8_copy);
-    if (t->local_floor > 0)
-        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_SMEM_FLOOR=%d", t->local_floor);
+    if (FA_CL_NV(t, STAGES) > 2)
+        snprintf(stages, sizeof stages, " -DFA_STAGES=%d", FA_CL_NV(t, STAGES));
+    if (FA_CL_NV(t, KV_WARPS) > 1)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_KV_WARPS=%d", FA_CL_NV(t, KV_WARPS));
+    if (FA_CL_NV(t, Q8_COPY) > 0)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_Q8_COPY=%d", FA_CL_NV(t, Q8_COPY));
+    if (FA_CL_NV(t, LOCAL_FLOOR) > 0)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_SMEM_FLOOR=%d",
+                 FA_CL_NV(t, LOCAL_FLOOR));
     /* cp.async with the L2 fetching 128 bytes around each 16 (faster decoding on an H200, prefill
      * unchanged; 256 bytes was slower on paged rows: commit 6ee0d2c) */
     return snprintf(out, n, " -DWARP_ROWS=%d%s%s%s%s", t->rows_per_item,
-                    t->aligned16 ? " -DFA_ALIGNED16 -DFA_CP_L2=128" : "", t->rows_padded ? " -DFA_ROWS_PADDED" : "",
-                    stages, t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+                    FA_CL_NV(t, ALIGNED16) ? " -DFA_ALIGNED16 -DFA_CP_L2=128" : "",
+                    t->rows_padded ? " -DFA_ROWS_PADDED" : "", stages, t->emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
-const fa_cl_kernel_family fa_cl_kernel_nvidia_mma = {
-    "nvidia-mma", FA_CL_KERNEL_NVIDIA_MMA, FA_CL_OP_FORWARD, "fa_forward",
-    files, (int)(sizeof files / sizeof files[0]), 1,
-    "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
-    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};
+const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
+    .name = "nvidia-mma",
+    .id = FA_CL_KERNEL_NVIDIA_MMA,
+    .op = FA_CL_OP_FORWARD,
+    .entry = "fa_forward",
+    .files = files,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
+    /* O lives in registers (DT = D_PAD / 8 accumulator tiles a warp: 244 registers at 256): no
+     * head_dim beyond FA_CL_MMA_MAX_DIM */
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, FA_CL_MMA_MAX_DIM},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
+    .plan = plan,
+    .finish = finish,
+    .options = options,
+    .late_options = fa_cl__nv_late_options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+};

@@ -3,8 +3,8 @@
  * capability >= 8.0: two families of one kernel (the cl/fa_nv_bwd_*.cl units) and their tile rules,
  *   nvidia-mma-backward     f16/bf16 (m16n8k16; P and dS rounded to the storage type), and
  *   nvidia-tf32x3-backward  f32, fp32-accurate: every product 3xTF32 (m16n8k8), P and dS split too.
- * Backward plans call them (src/backward/backward_plan.c), never the forward planner. */
-#include "fa_cl_internal.h"
+ * The planner walks them for backward plans only (their op). */
+#include "kernels/nvidia_mma_backward.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -16,28 +16,21 @@ static const char *const files_tf32[] = {"fa_common.cl", "fa_nv_ptx.cl", "fa_bac
                                          "fa_nv_bwd_config.cl", "fa_nv_bwd_io.cl", "fa_nv_bwd_softmax.cl",
                                          "fa_nv_bwd_tf32.cl", "fa_nv_bwd_dkdv.cl", "fa_nv_bwd_dq.cl"};
 
-size_t fa_cl_mma_backward_local_bytes(int block, int dim_padded, int aligned16)
+size_t fa_cl__mma_backward_local_bytes(int block, int dim_padded, int aligned16)
 {
     const size_t nbuf = aligned16 ? 2 : 1; /* cl/fa_nv_bwd_io.cl's NBUF: the streamed tiles' buffers */
     return (size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 8) * 2 + 2 * nbuf * (size_t)block * 4;
 }
 
-size_t fa_cl_tf32_backward_local_bytes(int block, int dim_padded, int aligned16, int exchange_rows)
+size_t fa_cl__tf32_backward_local_bytes(int block, int dim_padded, int aligned16, int exchange_rows)
 {
     const size_t nbuf = aligned16 ? 2 : 1;
     return 4 * ((size_t)(2 + 2 * nbuf) * (size_t)block * (size_t)(dim_padded + 4) + 2 * nbuf * (size_t)block +
                 (size_t)block * (size_t)exchange_rows);
 }
 
-static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
-{
-    return lim->nv_mma && req->dtype != FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM;
-}
-
-static int applies_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req)
-{
-    return lim->nv_mma && lim->nv_tf32 && req->dtype == FA_CL_F32 && req->head_dim <= FA_CL_MMA_BACKWARD_MAX_DIM;
-}
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED, FA_CL_TUNE_EMULATE};
+static const fa_cl__tune_key tune_tf32[] = {FA_CL_TUNE_ENABLED_REPLACING("FA_CL_NV_TF32"), FA_CL_TUNE_EMULATE};
 
 /* dkdv's rows a pass (tf32; PASS_ROWS) for blocks of b: forced, or the block, but
  * FA_CL_TF32_BACKWARD_PASS where one warp holds dK and dV of d_padded 128 */
@@ -49,17 +42,17 @@ static int tf32_pass(int forced_pass, int b, int dp, int roles)
 /* local memory of either family's kernels at blocks of b (tf32 with roles: P^T's exchange too) */
 static size_t family_bytes(int tf32, int b, int dp, int aligned, int pass, int roles)
 {
-    return tf32 ? fa_cl_tf32_backward_local_bytes(b, dp, aligned, roles ? pass : 0)
-                : fa_cl_mma_backward_local_bytes(b, dp, aligned);
+    return tf32 ? fa_cl__tf32_backward_local_bytes(b, dp, aligned, roles ? pass : 0)
+                : fa_cl__mma_backward_local_bytes(b, dp, aligned);
 }
 
 /* Either family's tiles: B_r = B_c = B, FA_CL_MMA_BACKWARD_BLOCK halved while its local memory does
- * not fit the budget, or FA_CL_TILE=BxB (the tf32 family: BxBxPxW, P rows a pass, W warps per 16
+ * not fit the budget, or FA_CL_TUNE tile=BxB (the tf32 family: BxBxPxW, P rows a pass, W warps per 16
  * keys in dkdv). A forced tile this kernel cannot take is UNSUPPORTED, meant for the portable
  * backward (which checks it), unless FA_CL_KERNEL_VARIANT forces this family: then
  * INVALID_ARGUMENT. */
-static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_request *req, const fa_cl_kernel_family *f,
-                                fa_cl_tiles *out, char *msg, size_t msg_size)
+static fa_cl_status plan_family(const fa_cl__limits *lim, const fa_cl__tile_request *req, const fa_cl__kernel_family *f,
+                                fa_cl__tiles *out, char *msg, size_t msg_size)
 {
     const int tf32 = f->id == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
     const int dp = req->head_dim <= 64 ? 64 : 128;
@@ -85,7 +78,7 @@ static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_reques
                 snprintf(more, sizeof more, "x%d", pass);
             if (tf32 && lim->forced_cols > 0)
                 snprintf(more + strlen(more), sizeof more - strlen(more), "x%d", lim->forced_cols);
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d%s for %s: B_r = B_c, a multiple of 16 up to 128, in %zu bytes "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d%s for %s: B_r = B_c, a multiple of 16 up to 128, in %zu bytes "
                      "of local memory%s", lim->forced_q, lim->forced_kv, more, f->name, budget,
                      tf32 ? "; the third field (rows a pass) a multiple of 8 dividing it, the fourth (warps per 16 "
                             "keys in dkdv) 1 or 2" : "");
@@ -105,56 +98,70 @@ static fa_cl_status plan_family(const fa_cl_limits *lim, const fa_cl_tile_reques
     out->forced = forced;
     if (tf32) { /* S^T and dP^T of a pass beside dK and dV in the registers: the whole block at once
                  * with roles (faster than passes of 32 rows at d = 128, commit 73b31f1) */
-        out->pass_rows = tf32_pass(pass, b, dp, roles);
-        out->dkdv_roles = roles;
+        FA_CL_NV(out, PASS_ROWS) = tf32_pass(pass, b, dp, roles);
+        FA_CL_NV(out, DKDV_ROLES) = roles;
+        out->main_wg_scale = roles ? 2 : 0; /* dkdv's work-group: two warps per 16 keys */
     }
     return FA_CL_SUCCESS;
 }
 
-static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
-    if (!applies(lim, req)) {
-        snprintf(msg, msg_size, "the tensor-core backward needs an NVIDIA GPU of compute capability >= 8.0, f16 or "
-                 "bf16 data and head_dim <= %d", FA_CL_MMA_BACKWARD_MAX_DIM);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
-    return plan_family(lim, req, &fa_cl_kernel_nvidia_mma_backward, out, msg, msg_size);
+    return plan_family(lim, req, &fa_cl__kernel_nvidia_mma_backward, out, msg, msg_size);
 }
 
-/* (FA_CL_NV_TF32 is not asked: it decides where the planner tries the family, as for the forward) */
-static fa_cl_status plan_tf32(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan_tf32(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                               size_t msg_size)
 {
-    if (!lim->nv_mma || req->dtype != FA_CL_F32 || req->head_dim > FA_CL_MMA_BACKWARD_MAX_DIM) {
-        snprintf(msg, msg_size, "the fp32 tensor-core backward needs an NVIDIA GPU of compute capability >= 8.0, f32 "
-                 "data and head_dim <= %d", FA_CL_MMA_BACKWARD_MAX_DIM);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
-    return plan_family(lim, req, &fa_cl_kernel_nvidia_tf32_backward, out, msg, msg_size);
+    return plan_family(lim, req, &fa_cl__kernel_nvidia_tf32_backward, out, msg, msg_size);
 }
 
-static int options(const fa_cl_tiles *t, char *out, size_t n)
+static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     char pass[48] = "";
-    if (t->pass_rows > 0)
-        snprintf(pass, sizeof pass, " -DPASS_ROWS=%d", t->pass_rows);
-    if (t->dkdv_roles)
+    if (FA_CL_NV(t, PASS_ROWS) > 0)
+        snprintf(pass, sizeof pass, " -DPASS_ROWS=%d", FA_CL_NV(t, PASS_ROWS));
+    if (FA_CL_NV(t, DKDV_ROLES))
         snprintf(pass + strlen(pass), sizeof pass - strlen(pass), " -DFA_BW_ROLES");
-    return snprintf(out, n, "%s%s%s", pass, t->aligned16 ? " -DFA_ALIGNED16" : "",
-                    t->ptx_emulated ? " -DFA_PTX_EMULATE" : "");
+    return snprintf(out, n, "%s%s%s", pass, FA_CL_NV(t, ALIGNED16) ? " -DFA_ALIGNED16" : "",
+                    t->emulated ? " -DFA_PTX_EMULATE" : "");
 }
 
-const fa_cl_kernel_family fa_cl_kernel_nvidia_mma_backward = {
-    "nvidia-mma-backward", FA_CL_KERNEL_NVIDIA_MMA_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv",
-    files, (int)(sizeof files / sizeof files[0]), 1,
-    "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in its own "
-    "pass",
-    applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};
+const fa_cl__kernel_family fa_cl__kernel_nvidia_mma_backward = {
+    .name = "nvidia-mma-backward",
+    .id = FA_CL_KERNEL_NVIDIA_MMA_BACKWARD,
+    .op = FA_CL_OP_BACKWARD,
+    .entry = "fa_backward_dkdv",
+    .files = files,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in "
+               "its own pass",
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
+              FA_CL_MMA_BACKWARD_MAX_DIM},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
+    .plan = plan,
+    .options = options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+};
 
-const fa_cl_kernel_family fa_cl_kernel_nvidia_tf32_backward = {
-    "nvidia-tf32x3-backward", FA_CL_KERNEL_NVIDIA_TF32_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv",
-    files_tf32, (int)(sizeof files_tf32 / sizeof files_tf32[0]), 1,
-    "the f32 backward on NVIDIA tensor cores (head_dim <= 128), fp32 accuracy through 3xTF32 mma, P and dS unrounded, "
-    "dQ in its own pass",
-    applies_tf32, plan_tf32, options, FA_CL_UNROLL_MAX_DIM, 0};
+const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32_backward = {
+    .name = "nvidia-tf32x3-backward",
+    .id = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD,
+    .op = FA_CL_OP_BACKWARD,
+    .entry = "fa_backward_dkdv",
+    .files = files_tf32,
+    .nfiles = sizeof files_tf32 / sizeof files_tf32[0],
+    .summary = "the f32 backward on NVIDIA tensor cores (head_dim <= 128), fp32 accuracy through 3xTF32 mma, P and dS "
+               "unrounded, dQ in its own pass",
+    .takes = {1u << FA_CL_F32, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
+              FA_CL_MMA_BACKWARD_MAX_DIM},
+    .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
+    .tune = tune_tf32,
+    .ntune = sizeof tune_tf32 / sizeof tune_tf32[0],
+    .plan = plan_tf32,
+    .options = options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+};

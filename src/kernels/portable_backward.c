@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* portable-backward: the backward pass's kernels (cl/fa_backward.cl) and their tile rules. Not a
- * forward kernel: backward plans (src/backward/backward_plan.c) call its plan directly. */
-#include "fa_cl_internal.h"
+ * forward kernel: the planner walks it for backward plans only (its op), the last of them. */
+#include "kernels/portable_backward.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static const char *const files[] = {"fa_common.cl", "fa_backward_common.cl", "fa_backward.cl"};
 
-size_t fa_cl_backward_local_bytes(int block_q, int block_kv, int head_dim_padded)
+size_t fa_cl__backward_local_bytes(int block_q, int block_kv, int head_dim_padded)
 {
     const size_t bq = (size_t)block_q, bk = (size_t)block_kv;
     return 4 * ((2 * bq + 2 * bk) * (size_t)(head_dim_padded + 4) + 2 * bq * (bk + 1) + 2 * bq);
 }
 
-int fa_cl_backward_private_floats(int block, int tm, int head_dim_padded)
+int fa_cl__backward_private_floats(int block, int tm, int head_dim_padded)
 {
     const int wg = (block / tm) * (block / tm), ng = wg / block, ac = (head_dim_padded / 4 + ng - 1) / ng;
     return 8 * ac + 2 * tm * tm + 16 * tm + 16; /* + addresses and loop state */
@@ -30,7 +30,7 @@ static int backward_tm(int b, size_t max_wg, int head_dim_padded, int private_fl
         const size_t wg = (size_t)(b / tm) * (size_t)(b / tm);
         if (wg > max_wg || wg % (size_t)b)
             continue;
-        const int floats = fa_cl_backward_private_floats(b, tm, head_dim_padded);
+        const int floats = fa_cl__backward_private_floats(b, tm, head_dim_padded);
         if (private_floats <= 0 || floats <= private_floats)
             return tm;
         if (!best || floats < best_floats)
@@ -39,7 +39,7 @@ static int backward_tm(int b, size_t max_wg, int head_dim_padded, int private_fl
     return best;
 }
 
-static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
     const int dpad = out->head_dim_padded;
@@ -51,8 +51,8 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         tm = lim->forced_rows > 0 ? lim->forced_rows : backward_tm(b, max_wg, dpad, lim->private_floats);
         const size_t wg = tm > 0 && b % tm == 0 ? (size_t)(b / tm) * (size_t)(b / tm) : 0;
         if (lim->forced_kv != b || b % 8 || b > 64 || tm <= 0 || b % tm || wg % (size_t)b || wg > max_wg ||
-            fa_cl_backward_local_bytes(b, b, dpad) > budget) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%d for the backward: B_r = B_c, a multiple of 8 up to 64, with "
+            fa_cl__backward_local_bytes(b, b, dpad) > budget) {
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d for the backward: B_r = B_c, a multiple of 8 up to 64, with "
                      "(B / rows)^2 work-items a multiple of B and at most %zu, in %zu bytes of local memory",
                      lim->forced_q, lim->forced_kv, max_wg, budget);
             return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -65,68 +65,42 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
             if (c > need && c > 8)
                 continue;
             const int t = backward_tm(c, max_wg, dpad, lim->private_floats);
-            if (t > 0 && fa_cl_backward_local_bytes(c, c, dpad) <= budget)
+            if (t > 0 && fa_cl__backward_local_bytes(c, c, dpad) <= budget)
                 b = c, tm = t;
         }
         if (!b) {
             snprintf(msg, msg_size, "no tile of the backward fits head_dim %d in %zu bytes (%s; it needs %zu at 8 x 8)",
-                     req->head_dim, budget, out->budget_source, fa_cl_backward_local_bytes(8, 8, dpad));
+                     req->head_dim, budget, out->budget_source, fa_cl__backward_local_bytes(8, 8, dpad));
             return FA_CL_ERROR_UNSUPPORTED;
         }
     }
-    fa_cl__tiles_set(out, &fa_cl_kernel_portable_backward, b, b, tm, tm, (b / tm) * (b / tm),
-                     fa_cl_backward_local_bytes(b, b, dpad));
+    fa_cl__tiles_set(out, &fa_cl__kernel_portable_backward, b, b, tm, tm, (b / tm) * (b / tm),
+                     fa_cl__backward_local_bytes(b, b, dpad));
     out->forced = forced;
     return FA_CL_SUCCESS;
 }
 
-static int options(const fa_cl_tiles *t, char *out, size_t n)
+static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     return snprintf(out, n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
 }
 
-/* out as a family's plan receives it (kernels.h) */
-static void tiles_start(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out)
-{
-    memset(out, 0, sizeof *out);
-    out->head_dim_padded = (req->head_dim + FA_CL_VEC - 1) / FA_CL_VEC * FA_CL_VEC;
-    out->elem_bytes = 4;
-    out->local_mem_budget = fa_cl_local_budget(lim, &out->budget_source);
-    out->splits = 1;
-}
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
 
-fa_cl_status fa_cl_plan_backward_tiles(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out,
-                                       char *msg, size_t msg_size)
-{
-    const fa_cl_kernel_family *forced = lim->forced_variant ? fa_cl_kernel_by_id((fa_cl_kernel_id)lim->forced_variant)
-                                                            : NULL;
-    if (forced && forced->op != FA_CL_OP_BACKWARD) /* a forward kernel's name */
-        forced = forced->id == FA_CL_KERNEL_PORTABLE || forced->id == FA_CL_KERNEL_PORTABLE_TILED
-                     ? &fa_cl_kernel_portable_backward
-                     : NULL;
-    /* the tensor-core families, in the registry's order */
-    for (int i = 0; i < fa_cl_kernel_count(); i++) {
-        const fa_cl_kernel_family *f = fa_cl_kernel_at(i);
-        if (f->op != FA_CL_OP_BACKWARD || f == &fa_cl_kernel_portable_backward ||
-            (forced ? f != forced : !f->applies(lim, req)))
-            continue;
-        tiles_start(lim, req, out);
-        char why[256] = "";
-        const fa_cl_status st = f->plan(lim, req, out, why, sizeof why);
-        if (st == FA_CL_SUCCESS || st == FA_CL_ERROR_INVALID_ARGUMENT || forced) {
-            if (st == FA_CL_ERROR_UNSUPPORTED)
-                snprintf(msg, msg_size, "FA_CL_KERNEL_VARIANT=%s: %s", f->name, why);
-            else
-                snprintf(msg, msg_size, "%s", why);
-            return st;
-        }
-    }
-    tiles_start(lim, req, out);
-    return plan(lim, req, out, msg, msg_size);
-}
-
-const fa_cl_kernel_family fa_cl_kernel_portable_backward = {
-    "portable-backward", FA_CL_KERNEL_PORTABLE_BACKWARD, FA_CL_OP_BACKWARD, "fa_backward_dkdv", files, 3, 0,
-    "the backward pass (dQ, dK, dV) on every device: D = rowsum(dO o O), then dK/dV per key block, dQ per query "
-    "block, no atomics",
-    fa_cl__never_applies, plan, options, FA_CL_UNROLL_MAX_DIM, 0};
+const fa_cl__kernel_family fa_cl__kernel_portable_backward = {
+    .name = "portable-backward",
+    .id = FA_CL_KERNEL_PORTABLE_BACKWARD,
+    .op = FA_CL_OP_BACKWARD,
+    .entry = "fa_backward_dkdv",
+    .files = files,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "the backward pass (dQ, dK, dV) on every device: D = rowsum(dO o O), then dK/dV per key block, dQ per "
+               "query block, no atomics",
+    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0, FA_CL_MAX_HEAD_DIM},
+    .needs = {.device = FA_CL_ANY_DEVICE}, /* anywhere: the backward's last family */
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
+    .plan = plan,
+    .options = options,
+    .unroll_max_dim = FA_CL_UNROLL_MAX_DIM,
+};

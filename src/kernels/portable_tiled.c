@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* portable-tiled: the register-tiled portable kernel GPUs get (cl/fa_forward_tiled.cl). Its tile rules. */
-#include "fa_cl_internal.h"
+#include "kernels/portable.h"
+#include "kernels/portable_tiled.h"
 
 #include <stdio.h>
 
@@ -13,13 +14,13 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 /* O accumulators (TM x OC float4), the V chunks of one key (OC float4), scores (TM x TN), the Q and
  * K operands (TM + TN float4), P of one key (TM) and the row state m, l, lo, hi (4 x TM). IGC
  * (ocloc 22.43) spills exactly where this exceeds its budget (docs/portability.md). */
-int fa_cl_tiled_private_floats(int tm, int tn, int nx, int head_dim_padded)
+int fa_cl__tiled_private_floats(int tm, int tn, int nx, int head_dim_padded)
 {
     int oc = (head_dim_padded / 4 + nx - 1) / nx;
     return 4 * tm * oc + 4 * oc + tm * tn + 4 * (tm + tn) + tm + 4 * tm;
 }
 
-size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item)
+size_t fa_cl__tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, int cols_per_item)
 {
     size_t pitch_q = (size_t)block_q + 4;
     return 4 * ((size_t)(block_q + block_kv) * (size_t)(head_dim_padded + 4) +
@@ -28,26 +29,26 @@ size_t fa_cl_tiled_local_bytes(int block_q, int block_kv, int head_dim_padded, i
 
 /* Largest multiple of 16 rows (up to the tiled cap) whose tile fits the local budget and whose
  * work-group the device takes, for TM rows per work-item; 0 when none does. */
-static int tiled_block_q(const fa_cl_limits *lim, int tm, int tn, int bc, int dpad, size_t budget)
+static int tiled_block_q(const fa_cl__limits *lim, int tm, int tn, int bc, int dpad, size_t budget)
 {
     const size_t max_wg = lim->max_work_group ? lim->max_work_group : 1;
     for (int r = FA_CL_TILED_MAX_BLOCK_Q; r >= 16; r -= 16)
-        if ((size_t)(r / tm) * (size_t)(bc / tn) <= max_wg && fa_cl_tiled_local_bytes(r, bc, dpad, tn) <= budget)
+        if ((size_t)(r / tm) * (size_t)(bc / tn) <= max_wg && fa_cl__tiled_local_bytes(r, bc, dpad, tn) <= budget)
             return r;
     return 0;
 }
 
-/* GPUs, except NVIDIA's at head_dim <= 64, where portable with two rows per work-item is faster. */
-static int applies(const fa_cl_limits *lim, const fa_cl_tile_request *req)
-{
-    const int dpad = (int)round_up(req->head_dim, FA_CL_VEC);
-    return lim->prefer_tiled && !(lim->rows_small_dims && dpad <= FA_CL_GPU_ROWS_MAX_DIM);
-}
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED};
 
-static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req, fa_cl_tiles *out, char *msg,
+static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg,
                          size_t msg_size)
 {
     const int dpad = out->head_dim_padded;
+    /* GPUs take it (its needs), except where the device's measurements prefer the rows kernel */
+    if (lim->forced_variant != FA_CL_KERNEL_PORTABLE_TILED && fa_cl__rows_kernel_preferred(lim, req, dpad)) {
+        snprintf(msg, msg_size, "the rows kernel (portable) runs faster on this GPU at head_dim %d", req->head_dim);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     const size_t budget = out->local_mem_budget;
     const int tn = lim->forced_cols > 0 ? lim->forced_cols : FA_CL_TILED_TN;
     const size_t max_wg = lim->max_work_group ? lim->max_work_group : 1;
@@ -56,14 +57,14 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         br = lim->forced_q;
         bc = lim->forced_kv;
         tm = lim->forced_rows > 0 ? lim->forced_rows : FA_CL_TILED_TM;
-        size_t need = fa_cl_tiled_local_bytes(br, bc, dpad, tn);
+        size_t need = fa_cl__tiled_local_bytes(br, bc, dpad, tn);
         if (bc % tn || br % tm || tm > 8 || tn > 16) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel: B_c must be a multiple of %d and B_r "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%dx%d for the tiled kernel: B_c must be a multiple of %d and B_r "
                      "of the rows (at most 8)", br, bc, tm, tn);
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
         if (need > budget || (size_t)(br / tm) * (size_t)(bc / tn) > max_wg) {
-            snprintf(msg, msg_size, "FA_CL_TILE=%dx%dx%d for the tiled kernel needs %zu bytes of local memory and %d "
+            snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%dx%d for the tiled kernel needs %zu bytes of local memory and %d "
                      "work-items; the budget is %zu bytes and %zu work-items", br, bc, tm, need,
                      (br / tm) * (bc / tn), budget, max_wg);
             return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -84,7 +85,7 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         br = 0;
         tm = FA_CL_TILED_TM;
         for (int t = FA_CL_TILED_TM; t >= 1 && br == 0; t /= 2) {
-            if (regs > 0 && t > 1 && fa_cl_tiled_private_floats(t, tn, bc / tn, dpad) > regs)
+            if (regs > 0 && t > 1 && fa_cl__tiled_private_floats(t, tn, bc / tn, dpad) > regs)
                 continue;
             tm = t;
             br = tiled_block_q(lim, t, tn, bc, dpad, budget);
@@ -98,21 +99,32 @@ static fa_cl_status plan(const fa_cl_limits *lim, const fa_cl_tile_request *req,
         }
         br = (int)min64(br, need_q);
     }
-    fa_cl__tiles_set(out, &fa_cl_kernel_portable_tiled, br, bc, tm, tn, (br / tm) * (bc / tn),
-                     fa_cl_tiled_local_bytes(br, bc, dpad, tn));
+    fa_cl__tiles_set(out, &fa_cl__kernel_portable_tiled, br, bc, tm, tn, (br / tm) * (bc / tn),
+                     fa_cl__tiled_local_bytes(br, bc, dpad, tn));
     out->forced = forced;
     return FA_CL_SUCCESS;
 }
 
-static int options(const fa_cl_tiles *t, char *out, size_t n)
+static int options(const fa_cl__tiles *t, char *out, size_t n)
 {
     return snprintf(out, n, " -DTM=%d -DTN=%d", t->rows_per_item, t->cols_per_item);
 }
 
-const fa_cl_kernel_family fa_cl_kernel_portable_tiled = {
-    "portable-tiled", FA_CL_KERNEL_PORTABLE_TILED, FA_CL_OP_FORWARD, "fa_forward",
-    files, (int)(sizeof files / sizeof files[0]), 0,
-    "portable OpenCL C for GPUs: TM x TN register tiles per work-item, P through local memory",
-    applies, plan, options,
+const fa_cl__kernel_family fa_cl__kernel_portable_tiled = {
+    .name = "portable-tiled",
+    .id = FA_CL_KERNEL_PORTABLE_TILED,
+    .op = FA_CL_OP_FORWARD,
+    .entry = "fa_forward",
+    .files = files,
+    .nfiles = sizeof files / sizeof files[0],
+    .summary = "portable OpenCL C for GPUs: TM x TN register tiles per work-item, P through local memory",
+    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_MIXED_TYPES | FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING,
+              FA_CL_MASKS_ALL, FA_CL_MAX_HEAD_DIM},
+    .needs = {.device = FA_CL_PREFERS_GPU},
+    .tune = tune,
+    .ntune = sizeof tune / sizeof tune[0],
+    .plan = plan,
+    .options = options,
     /* unrolled up to padded head_dim 384: faster there unrolled, slower at 512 (H200, commit 4ced9f9) */
-    384, 0};
+    .unroll_max_dim = 384,
+};

@@ -28,7 +28,7 @@
 #define _XOPEN_SOURCE 700 /* mkstemp, realpath, getgrgid_r, S_ISVTX */
 #endif
 
-#include "fa_cl_internal.h"
+#include "program/program.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -81,7 +81,7 @@ static uint64_t mix_final(uint64_t z)
     return z ^ (z >> 31);
 }
 
-void fa_cl__cache_entry_name(const fa_cl_cache_entry *e, char name[64])
+void fa_cl__cache_entry_name(const fa_cl__cache_entry *e, char name[64])
 {
     /* the format version is hashed too: a new format never reads an old file's name */
     uint64_t h1 = 14695981039346656037ull ^ CACHE_FORMAT_VERSION, h2 = 0x6a09e667f3bcc909ull + CACHE_FORMAT_VERSION;
@@ -126,7 +126,7 @@ static uint64_t get_u64(const unsigned char *p)
     return v;
 }
 
-unsigned char *fa_cl__cache_entry_encode(const fa_cl_cache_entry *e, size_t *size)
+unsigned char *fa_cl__cache_entry_encode(const fa_cl__cache_entry *e, size_t *size)
 {
     size_t n = 8 + 4 + 4 + 8 + 8 + e->binary_len;
     for (int i = 0; i < FA_CL_KEY_FIELDS; i++) {
@@ -154,7 +154,7 @@ unsigned char *fa_cl__cache_entry_encode(const fa_cl_cache_entry *e, size_t *siz
     return buf;
 }
 
-int fa_cl__cache_entry_decode(const unsigned char *data, size_t size, fa_cl_cache_entry *out, const char **why)
+int fa_cl__cache_entry_decode(const unsigned char *data, size_t size, fa_cl__cache_entry *out, const char **why)
 {
     memset(out, 0, sizeof *out);
     size_t at = 16;
@@ -205,7 +205,7 @@ int fa_cl__cache_entry_decode(const unsigned char *data, size_t size, fa_cl_cach
 /* Fills e's key fields from ctx's device and the program; *source is a malloc'd concatenation of
  * the texts the caller frees. Returns 0, or -1 when out of memory. */
 static int make_key(const fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
-                    fa_cl_cache_entry *e, char **source)
+                    fa_cl__cache_entry *e, char **source)
 {
     size_t total = 0;
     for (int i = 0; i < ntexts; i++)
@@ -219,7 +219,7 @@ static int make_key(const fa_cl_context *ctx, const char *const *texts, int ntex
         p += n;
     }
     *p = '\0';
-    const fa_cl_device_props *d = &ctx->props;
+    const fa_cl__device_props *d = &ctx->props;
     const char *f[FA_CL_KEY_FIELDS] = {src, options, d->name, d->vendor, d->device_version, d->driver_version,
                                        d->platform_name, d->platform_version};
     memset(e, 0, sizeof *e);
@@ -470,9 +470,9 @@ static int read_entry(const char *path, unsigned char **out, size_t *size, const
 
 static void count(fa_cl_context *ctx, unsigned *counter)
 {
-    fa_cl_lock_acquire(&ctx->lock);
+    fa_cl__lock_acquire(&ctx->lock);
     (*counter)++;
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_release(&ctx->lock);
 }
 
 static void rejected(fa_cl_context *ctx, const char *name, const char *why)
@@ -485,7 +485,7 @@ cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts
 {
     if (!ctx->cache_dir[0])
         return NULL;
-    fa_cl_cache_entry want, got;
+    fa_cl__cache_entry want, got;
     char *source = NULL, name[64], path[1100], why_buf[256];
     if (make_key(ctx, texts, ntexts, options, &want, &source) != 0)
         return NULL;
@@ -589,7 +589,7 @@ void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int
 {
     if (!ctx->cache_dir[0])
         return;
-    fa_cl_cache_entry e;
+    fa_cl__cache_entry e;
     char *source = NULL, name[64], path[1100], tmp[1100], why[256];
     if (make_key(ctx, texts, ntexts, options, &e, &source) != 0)
         return;

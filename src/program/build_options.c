@@ -1,90 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Build options of the forward kernels: what the planner chose, as -D options. */
+/* The option strings of a program build: the sm_90a build's patch version, then the standard and the
+ * user's options around the plan's. */
 #include "program/build_options.h"
 #include "program/ptx_retarget.h"
 
 #include <stdio.h>
 
-int fa_cl_kernel_files(fa_cl_kernel_id id, const char *const **files)
-{
-    const fa_cl_kernel_family *f = fa_cl_kernel_by_id(id);
-    *files = f ? f->files : NULL;
-    return f ? f->nfiles : 0;
-}
-
-int fa_cl_tiles_serving(const fa_cl_tiles *t)
-{
-    return t->splits > 1 || t->paged || t->seqlens || t->packed || t->varlen_q || t->varlen_k || t->append_rows > 0;
-}
-
-int fa_cl_tiles_mods(const fa_cl_tiles *t)
-{
-    return t->softcap || t->alibi || t->sinks;
-}
-
-/* Append what fmt gives at out + *len; -1 when it does not fit. */
-#define APPEND(call)                                                                                      \
-    do {                                                                                                  \
-        int k_ = (call);                                                                                  \
-        if (k_ < 0 || (size_t)k_ >= n - (size_t)len)                                                      \
-            return -1;                                                                                    \
-        len += k_;                                                                                        \
-    } while (0)
-
-int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, int is_gpu, char *out, size_t n)
-{
-    const fa_cl_kernel_family *f = fa_cl_kernel_by_id(t->variant);
-    if (!f || n == 0)
-        return -1;
-    int len = 0;
-    APPEND(snprintf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DD_PAD=%d -DBLOCK_Q=%d -DBLOCK_KV=%d", (int)dtype, head_dim,
-                    t->head_dim_padded, t->block_q, t->block_kv));
-    APPEND(f->options(t, out + len, n - (size_t)len)); /* the family's own */
-    if (t->chunk_keys > 0)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_KV_CHUNKED"));
-    if (fa_cl_tiles_serving(t))
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SERVING"));
-    if (t->splits > 1)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SPLIT"));
-    if (t->paged > 0)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PAGED -DFA_PAGE_SIZE=%d", t->paged));
-    if (t->seqlens)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_SEQLENS"));
-    if (t->packed)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PACK"));
-    if (t->varlen_q)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_VARLEN_Q"));
-    if (t->varlen_k)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_VARLEN_K"));
-    if (t->append_rows > 0)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_APPEND_ROWS=%d", t->append_rows));
-    if (fa_cl_tiles_mods(t))
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MODS%s%s%s", t->softcap ? " -DFA_SOFTCAP" : "",
-                        t->alibi ? " -DFA_ALIBI" : "", t->sinks ? " -DFA_SINKS" : ""));
-    static const char tensor[4] = {'Q', 'K', 'V', 'O'};
-    for (int i = 0; i < 4; i++)
-        if (t->types[i])
-            APPEND(snprintf(out + len, n - (size_t)len, " -DFA_%c_DTYPE=%d", tensor[i], t->types[i] - 1));
-    if (t->mask)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d%s%s", t->mask, t->mask_pairs ? " -DFA_MASK_PAIRS" : "",
-                              t->mask_async ? " -DFA_MASK_ASYNC" : ""));
-    if (t->mask_tma)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK_TMA"));
-    if (t->kv_tma)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_KV_TMA"));
-    if (t->persistent)
-        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_PERSISTENT"));
-    /* FA_UNROLL unrolls the loops over head_dim so that a work-item's private arrays stay in
-     * registers. Beyond the family's limit they cannot, and unrolling costs speed and compile time:
-     * on the H200 NVIDIA's compiler took over a minute for one such program, and the tiled kernel ran
-     * d = 512 slower unrolled (commit 4ced9f9). */
-    if (is_gpu)
-        APPEND(snprintf(out + len, n - (size_t)len, "%s -DFA_NATIVE_EXP -cl-mad-enable",
-                        t->head_dim_padded <= f->unroll_max_dim ? " -DFA_UNROLL" : ""));
-    return len;
-}
-
-int fa_cl_program_options(const char *options, int sm90a, char *out, size_t n)
+int fa_cl__program_options(const char *options, int sm90a, char *out, size_t n)
 {
     /* the sm_90a build's options name the patch's version: the caches keep it apart from a plain
      * build of the same text, and from another version of the patch */
@@ -93,7 +15,7 @@ int fa_cl_program_options(const char *options, int sm90a, char *out, size_t n)
     return len < 0 || (size_t)len >= n ? -1 : len;
 }
 
-int fa_cl_full_build_options(const char *options, const char *extra, char *out, size_t n)
+int fa_cl__full_build_options(const char *options, const char *extra, char *out, size_t n)
 {
     int len = snprintf(out, n, "%s %s %s", FA_CL_STD_OPTION, options, extra);
     return len < 0 || (size_t)len >= n ? -1 : len;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The OpenCL build options and kernel files of a planned kernel: pure functions, so that the
- * library (attention.c, program.c) and the offline compile checks (fa_cl_info --emit) pass the
+/* The option strings of a program build around the planner's -D options (src/plan/build_options.c):
+ * pure functions, so that the library and the offline compile checks (fa_cl_info --emit) pass the
  * compiler exactly the same thing. */
 #ifndef FA_CL_BUILD_OPTIONS_H
 #define FA_CL_BUILD_OPTIONS_H
 
-#include "plan/planner.h"
+#include "fa_cl.h"
 
 #include <stddef.h>
 
@@ -20,21 +20,13 @@
 /* Every kernel is OpenCL C 1.2; program.c puts this first. */
 #define FA_CL_STD_OPTION "-cl-std=CL1.2"
 
-/* The -D options (and GPU flags) of the forward kernel for these tiles, storage type and head_dim.
- * Returns the length written, or -1 when out (n bytes, NUL-terminated) is too small. */
-int fa_cl_build_options(const fa_cl_tiles *t, fa_cl_dtype dtype, int head_dim, int is_gpu, char *out, size_t n);
-
 /* The options a family's program is built with (fa_cl__program_get): options, and for a family
  * built through the sm_90a PTX retargeting (its ptx_sm90a) -DFA_PTX_SM90A=<the patch's version>.
  * Returns the length written, or -1 when out (n bytes) is too small. */
-int fa_cl_program_options(const char *options, int sm90a, char *out, size_t n);
+int fa_cl__program_options(const char *options, int sm90a, char *out, size_t n);
 
 /* The whole string clBuildProgram gets: FA_CL_STD_OPTION, the options, then FA_CL_BUILD_OPTIONS
  * (extra, may be ""). Returns the length written, or -1 when out is too small. */
-int fa_cl_full_build_options(const char *options, const char *extra, char *out, size_t n);
-
-/* The cl/ files of a kernel family, concatenated in this order into one program (the registry's);
- * returns their count (0 for an unknown id). */
-int fa_cl_kernel_files(fa_cl_kernel_id id, const char *const **files);
+int fa_cl__full_build_options(const char *options, const char *extra, char *out, size_t n);
 
 #endif /* FA_CL_BUILD_OPTIONS_H */

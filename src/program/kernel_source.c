@@ -4,7 +4,7 @@
 #define _POSIX_C_SOURCE 200809L /* fdopen, O_CLOEXEC */
 #endif
 
-#include "fa_cl_internal.h"
+#include "program/program.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Program builds and the per-context program cache (keyed by source text and build options); misses
  * go to the on-disk binary cache (binary_cache.c) before compiling from source. */
-#include "program/build_options.h"
+#include "program/program.h"
 #include "program/ptx_retarget.h"
-#include "fa_cl_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,13 +12,13 @@
  * destroying a cl_kernel per plan costs some drivers memory they keep (PoCL: ~4.7 KB a kernel). */
 #define FA_CL_KERNEL_POOL 4
 
-struct fa_cl_program_entry {
+struct fa_cl__program_entry {
     uint64_t source_hash;
     char *options;
     cl_program program;
     cl_kernel pool[FA_CL_KERNEL_POOL]; /* guarded by ctx->lock */
     int pooled;
-    fa_cl_program_entry *next;
+    fa_cl__program_entry *next;
 };
 
 /* FNV-1a, enough to tell kernel texts apart in the cache. */
@@ -64,10 +63,10 @@ static fa_cl_status build_failed(fa_cl_context *ctx, cl_program prog, cl_int err
 }
 
 /* Under ctx->lock: the entry of (h, options), moved to the front (most recently used), or NULL. */
-static fa_cl_program_entry *find_entry(fa_cl_context *ctx, uint64_t h, const char *options)
+static fa_cl__program_entry *find_entry(fa_cl_context *ctx, uint64_t h, const char *options)
 {
-    for (fa_cl_program_entry **pp = &ctx->programs; *pp; pp = &(*pp)->next) {
-        fa_cl_program_entry *e = *pp;
+    for (fa_cl__program_entry **pp = &ctx->programs; *pp; pp = &(*pp)->next) {
+        fa_cl__program_entry *e = *pp;
         if (e->source_hash == h && strcmp(e->options, options) == 0) {
             *pp = e->next;
             e->next = ctx->programs;
@@ -78,7 +77,7 @@ static fa_cl_program_entry *find_entry(fa_cl_context *ctx, uint64_t h, const cha
     return NULL;
 }
 
-static void free_entry(fa_cl_program_entry *e)
+static void free_entry(fa_cl__program_entry *e)
 {
     for (int i = 0; i < e->pooled; i++)
         clReleaseKernel(e->pool[i]);
@@ -89,14 +88,14 @@ static void free_entry(fa_cl_program_entry *e)
 
 /* Under ctx->lock: unlink the least recently used entry if the cache holds more than
  * FA_CL_PROGRAM_CACHE_MAX; the caller frees it outside the lock. */
-static fa_cl_program_entry *evict_entry(fa_cl_context *ctx)
+static fa_cl__program_entry *evict_entry(fa_cl_context *ctx)
 {
     if (ctx->program_count <= FA_CL_PROGRAM_CACHE_MAX)
         return NULL;
-    fa_cl_program_entry **pp = &ctx->programs;
+    fa_cl__program_entry **pp = &ctx->programs;
     while ((*pp)->next)
         pp = &(*pp)->next;
-    fa_cl_program_entry *e = *pp;
+    fa_cl__program_entry *e = *pp;
     *pp = NULL;
     ctx->program_count--;
     return e;
@@ -131,7 +130,7 @@ static cl_program build_sm90a(fa_cl_context *ctx, cl_program src_prog, const cha
     /* the binary may end in a NUL: the PTX is the text before it */
     const unsigned char *nul = (const unsigned char *)memchr(ptx, 0, len);
     const size_t text_len = nul ? (size_t)(nul - ptx) : len;
-    *st = fa_cl_ptx_retarget_sm90a((const char *)ptx, text_len, options_maxnreg(options), &patched, &patched_len, NULL, msg, sizeof msg);
+    *st = fa_cl__ptx_retarget_sm90a((const char *)ptx, text_len, options_maxnreg(options), &patched, &patched_len, NULL, msg, sizeof msg);
     if (*st != FA_CL_SUCCESS) {
         *st = fa_cl__fail(ctx, FA_CL_ERROR_BUILD_FAILED, "sm_90a build: the compiler's PTX was not retargeted: %s", msg);
         goto done;
@@ -181,23 +180,23 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
     }
 
     char full[4096], with_patch[600];
-    if (st == FA_CL_SUCCESS && fa_cl_program_options(options, sm90a, with_patch, sizeof with_patch) < 0)
+    if (st == FA_CL_SUCCESS && fa_cl__program_options(options, sm90a, with_patch, sizeof with_patch) < 0)
         st = fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "build options longer than %zu characters",
                          sizeof with_patch - 1);
     if (st == FA_CL_SUCCESS) {
-        if (fa_cl_full_build_options(with_patch, ctx->env.build_options, full, sizeof full) < 0)
+        if (fa_cl__full_build_options(with_patch, ctx->env.build_options, full, sizeof full) < 0)
             st = fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "build options longer than %zu characters",
                              sizeof full - 1);
     }
 
     if (st == FA_CL_SUCCESS) {
-        fa_cl_lock_acquire(&ctx->lock);
-        fa_cl_program_entry *e = find_entry(ctx, h, full);
+        fa_cl__lock_acquire(&ctx->lock);
+        fa_cl__program_entry *e = find_entry(ctx, h, full);
         if (e) {
             clRetainProgram(e->program);
             *out = e->program;
         }
-        fa_cl_lock_release(&ctx->lock);
+        fa_cl__lock_release(&ctx->lock);
     }
 
     if (st == FA_CL_SUCCESS && !*out) {
@@ -223,16 +222,16 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
                     prog = retargeted;
                 }
                 if (prog) {
-                    fa_cl_lock_acquire(&ctx->lock);
+                    fa_cl__lock_acquire(&ctx->lock);
                     ctx->stats.built_from_source++;
-                    fa_cl_lock_release(&ctx->lock);
+                    fa_cl__lock_release(&ctx->lock);
                     fa_cl__binary_cache_store(ctx, texts, nfiles, full, prog);
                 }
             }
         }
         if (prog) {
             *out = prog;
-            fa_cl_program_entry *e = (fa_cl_program_entry *)calloc(1, sizeof *e);
+            fa_cl__program_entry *e = (fa_cl__program_entry *)calloc(1, sizeof *e);
             char *opts = e ? (char *)malloc(strlen(full) + 1) : NULL;
             if (!e || !opts) {
                 free(e); /* still usable, just not cached */
@@ -241,9 +240,9 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
                 e->source_hash = h;
                 e->options = opts;
                 e->program = prog;
-                fa_cl_lock_acquire(&ctx->lock);
+                fa_cl__lock_acquire(&ctx->lock);
                 /* another thread may have built the same program meanwhile: keep one entry */
-                fa_cl_program_entry *x = find_entry(ctx, h, full), *evicted = NULL;
+                fa_cl__program_entry *x = find_entry(ctx, h, full), *evicted = NULL;
                 if (x) {
                     clRetainProgram(x->program);
                     *out = x->program;
@@ -254,7 +253,7 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
                     ctx->program_count++;
                     evicted = evict_entry(ctx);
                 }
-                fa_cl_lock_release(&ctx->lock);
+                fa_cl__lock_release(&ctx->lock);
                 if (evicted)
                     free_entry(evicted);
                 if (x) {
@@ -273,8 +272,8 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
 cl_kernel fa_cl__kernel_take(fa_cl_context *ctx, cl_program prog, const char *name, cl_int *err)
 {
     cl_kernel k = NULL;
-    fa_cl_lock_acquire(&ctx->lock);
-    for (fa_cl_program_entry *e = ctx->programs; e && !k; e = e->next) {
+    fa_cl__lock_acquire(&ctx->lock);
+    for (fa_cl__program_entry *e = ctx->programs; e && !k; e = e->next) {
         if (e->program != prog)
             continue;
         /* a program may hold several entry points (the backward's three): the pooled kernel of this one */
@@ -287,7 +286,7 @@ cl_kernel fa_cl__kernel_take(fa_cl_context *ctx, cl_program prog, const char *na
             }
         }
     }
-    fa_cl_lock_release(&ctx->lock);
+    fa_cl__lock_release(&ctx->lock);
     *err = CL_SUCCESS;
     return k ? k : clCreateKernel(prog, name, err);
 }
@@ -298,14 +297,14 @@ void fa_cl__kernel_give(fa_cl_context *ctx, cl_kernel k)
     if (!k)
         return;
     if (clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof prog, &prog, NULL) == CL_SUCCESS) {
-        fa_cl_lock_acquire(&ctx->lock);
-        for (fa_cl_program_entry *e = ctx->programs; e; e = e->next)
+        fa_cl__lock_acquire(&ctx->lock);
+        for (fa_cl__program_entry *e = ctx->programs; e; e = e->next)
             if (e->program == prog && e->pooled < FA_CL_KERNEL_POOL) {
                 e->pool[e->pooled++] = k;
                 k = NULL;
                 break;
             }
-        fa_cl_lock_release(&ctx->lock);
+        fa_cl__lock_release(&ctx->lock);
     }
     if (k)
         clReleaseKernel(k);
@@ -313,9 +312,9 @@ void fa_cl__kernel_give(fa_cl_context *ctx, cl_kernel k)
 
 void fa_cl__program_cache_clear(fa_cl_context *ctx)
 {
-    fa_cl_program_entry *e = ctx->programs;
+    fa_cl__program_entry *e = ctx->programs;
     while (e) {
-        fa_cl_program_entry *next = e->next;
+        fa_cl__program_entry *next = e->next;
         free_entry(e);
         e = next;
     }

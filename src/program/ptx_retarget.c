@@ -64,8 +64,8 @@ static const char *find(const char *s, size_t n, const char *what)
     return NULL;
 }
 
-fa_cl_status fa_cl_ptx_retarget_sm90a(const char *ptx, size_t len, int maxnreg, char **out, size_t *out_len,
-                                      fa_cl_ptx_patch *info, char *msg, size_t msg_size)
+fa_cl_status fa_cl__ptx_retarget_sm90a(const char *ptx, size_t len, int maxnreg, char **out, size_t *out_len,
+                                      fa_cl__ptx_patch *info, char *msg, size_t msg_size)
 {
     if (msg && msg_size)
         msg[0] = '\0';

@@ -22,10 +22,10 @@
 /* The marker a kernel's comment line starts with (after the line's indentation). */
 #define FA_CL_PTX_MARK "// @sm90a "
 
-typedef struct fa_cl_ptx_patch {
+typedef struct fa_cl__ptx_patch {
     int marked;  /* marked lines un-commented */
     int entries; /* .entry directives (kernels) */
-} fa_cl_ptx_patch;
+} fa_cl__ptx_patch;
 
 /* ptx: len bytes of PTX text (a NUL at len is not needed). On success *out is a malloc'd,
  * NUL-terminated copy with `.target sm_90` changed to `.target sm_90a` (the rest of that line
@@ -41,7 +41,7 @@ typedef struct fa_cl_ptx_patch {
  * nowhere but at a line's start; with maxnreg > 0, no entry declaring .maxnreg already and
  * maxnreg in 24..256. FA_CL_ERROR_INVALID_ARGUMENT for NULL ptx/out/out_len;
  * FA_CL_ERROR_OUT_OF_MEMORY. */
-fa_cl_status fa_cl_ptx_retarget_sm90a(const char *ptx, size_t len, int maxnreg, char **out, size_t *out_len,
-                                      fa_cl_ptx_patch *info, char *msg, size_t msg_size);
+fa_cl_status fa_cl__ptx_retarget_sm90a(const char *ptx, size_t len, int maxnreg, char **out, size_t *out_len,
+                                      fa_cl__ptx_patch *info, char *msg, size_t msg_size);
 
 #endif /* FA_CL_PTX_RETARGET_H */

@@ -2,8 +2,8 @@
 /* The unfused reference: q, k, v gathered to fp32, S = Q K^T and O = P V through CLBlast, a softmax
  * kernel in between, O scattered back to its view. Heads go through in chunks whose scratch fits the
  * device, so the only hard limit is one head's N x N score matrix. */
-#include "fa_cl_internal.h"
 #include "plan/plan.h"
+#include "reference/reference.h"
 #include "reference/reference_common.h"
 
 #include <stdio.h>
@@ -44,7 +44,7 @@ static void chunk_cost(const fa_cl_attention_desc *d, uint64_t n, uint64_t group
 
 /* Does a chunk of n heads fit the device, using at most mem_budget bytes in all? If not and why is
  * given, says which limit (phrased for one head: only n == 1 failures are reported). */
-static int chunk_fits(const fa_cl_device_props *p, const fa_cl_attention_desc *d, uint64_t n, uint64_t group,
+static int chunk_fits(const fa_cl__device_props *p, const fa_cl_attention_desc *d, uint64_t n, uint64_t group,
                       uint64_t mem_budget, ref_chunk *c, char *why, size_t why_size)
 {
     chunk_cost(d, n, group, c);
@@ -104,7 +104,7 @@ static int chunk_fits(const fa_cl_device_props *p, const fa_cl_attention_desc *d
 /* Choose the chunk: as many heads as fit the per-allocation limits and half the device memory (the
  * caller's tensors live there too), at least one head if it fits at all. On failure *c still holds
  * the one-head cost and msg says why. */
-static fa_cl_status plan_chunks(const fa_cl_device_props *p, const fa_cl_attention_desc *d, ref_chunk *c, char *msg,
+static fa_cl_status plan_chunks(const fa_cl__device_props *p, const fa_cl_attention_desc *d, ref_chunk *c, char *msg,
                                 size_t msg_size)
 {
     const uint64_t heads = (uint64_t)d->batch * (uint64_t)d->heads_q;
@@ -198,7 +198,7 @@ static fa_cl_status gather(ref_run *r, int which, cl_mem src, size_t offset, con
     return FA_CL_SUCCESS;
 }
 
-static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64_t head0, uint64_t count,
+static fa_cl_status softmax(ref_run *r, const fa_cl__views *v, cl_mem lse, uint64_t head0, uint64_t count,
                             size_t local, const fa_cl_forward_args *a)
 {
     const fa_cl_attention_desc *d = &v->d;
@@ -251,7 +251,7 @@ static fa_cl_status softmax(ref_run *r, const fa_cl_views *v, cl_mem lse, uint64
     return FA_CL_SUCCESS;
 }
 
-static fa_cl_status scatter(ref_run *r, const fa_cl_views *v, cl_mem o, uint64_t head0, uint64_t count,
+static fa_cl_status scatter(ref_run *r, const fa_cl__views *v, cl_mem o, uint64_t head0, uint64_t count,
                             cl_event *done)
 {
     const fa_cl_attention_desc *d = &v->d;
@@ -282,7 +282,7 @@ static fa_cl_status scatter(ref_run *r, const fa_cl_views *v, cl_mem o, uint64_t
 }
 
 /* Compile (through the context's cache), create the kernels and the scratch; nothing is enqueued. */
-static fa_cl_status run_setup(ref_run *r, const fa_cl_views *v, const ref_chunk *c, size_t *softmax_local)
+static fa_cl_status run_setup(ref_run *r, const fa_cl__views *v, const ref_chunk *c, size_t *softmax_local)
 {
     fa_cl_context *ctx = r->seq.ctx;
     /* each kernel from the program of its tensor's storage type (the context caches programs by
@@ -339,7 +339,7 @@ static fa_cl_status run_setup(ref_run *r, const fa_cl_views *v, const ref_chunk 
 }
 
 /* Enqueue every chunk: gather, S = Q K^T, softmax, O = P V, scatter. */
-static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk *c, size_t local,
+static fa_cl_status run_chunks(ref_run *r, const fa_cl__views *v, const ref_chunk *c, size_t local,
                                const fa_cl_forward_args *a)
 {
     cl_mem q = a->q, k = a->k, v_mem = a->v, o = a->o, lse = a->lse;
@@ -382,7 +382,7 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl_views *v, const ref_chunk
 static fa_cl_status reference_run(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
                                   const fa_cl_forward_args *given)
 {
-    fa_cl_views views;
+    fa_cl__views views;
     fa_cl_status st = fa_cl__resolve_call(ctx, call, desc, &views);
     if (st != FA_CL_SUCCESS)
         return st;
@@ -446,7 +446,7 @@ void fa_cl__reference_release(fa_cl_context *ctx)
 
 size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const fa_cl_attention_desc *desc)
 {
-    fa_cl_views views;
+    fa_cl__views views;
     char msg[512];
     if (!ctx || fa_cl__desc_resolve(desc, &views, msg, sizeof msg) != FA_CL_SUCCESS)
         return 0;

@@ -5,7 +5,7 @@
  * entry stacks the `group` query heads of one kv head as (group * seqlen_q) rows, so dK and dV come
  * out summed over the group (GQA) without a reduction of their own. Chunks of whole groups whose
  * scratch fits the device go through one after another. */
-#include "backward/backward.h"
+#include "plan/plan.h"
 #include "reference/reference_common.h"
 
 #include <stdio.h>
@@ -49,7 +49,7 @@ static void chunk_cost(const fa_cl_attention_desc *d, uint64_t group, uint64_t n
 /* Does a chunk of nkv groups fit: every buffer within the allocation limit and CLBlast's int
  * indexing, everything within budget bytes? why (if not NULL) says which limit failed, phrased for
  * one group. */
-static int chunk_fits(const fa_cl_device_props *p, const fa_cl_attention_desc *d, uint64_t group, uint64_t nkv,
+static int chunk_fits(const fa_cl__device_props *p, const fa_cl_attention_desc *d, uint64_t group, uint64_t nkv,
                       uint64_t budget, bwd_chunk *c, char *why, size_t why_size)
 {
     chunk_cost(d, group, nkv, c);
@@ -82,7 +82,7 @@ static int chunk_fits(const fa_cl_device_props *p, const fa_cl_attention_desc *d
 
 /* As many whole groups per chunk as fit half the device memory (the caller's tensors live there
  * too; the cost grows with the count); one group may have all of it. */
-static fa_cl_status plan_chunks(const fa_cl_device_props *p, const fa_cl_attention_desc *d, bwd_chunk *c, char *msg,
+static fa_cl_status plan_chunks(const fa_cl__device_props *p, const fa_cl_attention_desc *d, bwd_chunk *c, char *msg,
                                 size_t msg_size)
 {
     const uint64_t group = (uint64_t)(d->heads_q / d->heads_kv);
@@ -168,7 +168,7 @@ static fa_cl_status convert(bwd_run *r, int to_view, const char *what, cl_mem vi
 }
 
 /* Compile (through the context's cache) and create the kernels and the scratch; nothing enqueued. */
-static fa_cl_status run_setup(bwd_run *r, const fa_cl_views *v, const bwd_chunk *c)
+static fa_cl_status run_setup(bwd_run *r, const fa_cl__views *v, const bwd_chunk *c)
 {
     fa_cl_context *ctx = r->seq.ctx;
     cl_program prog;
@@ -201,7 +201,7 @@ static fa_cl_status run_setup(bwd_run *r, const fa_cl_views *v, const bwd_chunk 
 }
 
 /* One chunk: kv heads kv0 .. kv0 + nkv - 1 and their query heads. done: the last scatter's event. */
-static fa_cl_status run_chunk(bwd_run *r, const fa_cl_views *v, const fa_cl_backward_args *a, uint64_t kv0,
+static fa_cl_status run_chunk(bwd_run *r, const fa_cl__views *v, const fa_cl_backward_args *a, uint64_t kv0,
                               uint64_t nkv, cl_event *done)
 {
     const fa_cl_attention_desc *d = &v->d;
@@ -275,7 +275,7 @@ static fa_cl_status run_chunk(bwd_run *r, const fa_cl_views *v, const fa_cl_back
 fa_cl_status fa_cl_reference_backward(fa_cl_context *ctx, const fa_cl_attention_desc *desc,
                                       const fa_cl_backward_args *given)
 {
-    fa_cl_backward_views bv;
+    fa_cl__backward_views bv;
     fa_cl_status st = fa_cl__backward_resolve_call(ctx, CALL, desc, &bv);
     if (st != FA_CL_SUCCESS)
         return st;
@@ -286,7 +286,7 @@ fa_cl_status fa_cl_reference_backward(fa_cl_context *ctx, const fa_cl_attention_
     st = fa_cl__backward_args_check(ctx, CALL, &bv, given, &args);
     if (st != FA_CL_SUCCESS)
         return st;
-    const fa_cl_views *v = &bv.fwd;
+    const fa_cl__views *v = &bv.fwd;
     bwd_chunk chunk;
     char msg[512];
     st = plan_chunks(&ctx->props, &v->d, &chunk, msg, sizeof msg);

@@ -75,9 +75,9 @@ fa_cl_status fa_cl__ref_gemm(fa_cl__ref_seq *s, const char *what, CLBlastTranspo
     if (st != FA_CL_SUCCESS)
         return st;
     cl_command_queue queue = s->ctx->queue;
-    fa_cl_lock_acquire(&s->ctx->lock);
+    fa_cl__lock_acquire(&s->ctx->lock);
     s->ctx->used_clblast = 1; /* context release clears CLBlast's caches */
-    fa_cl_lock_release(&s->ctx->lock);
+    fa_cl__lock_release(&s->ctx->lock);
     CLBlastStatusCode bs = CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, 1.0f, a, 0, lda, sa, b,
                                                       0, ldb, sb, 0.0f, c, 0, ldc, sc, batch, &queue, NULL);
     if (bs == CLBlastSuccess)

@@ -5,7 +5,7 @@
 #ifndef FA_CL_REFERENCE_COMMON_H
 #define FA_CL_REFERENCE_COMMON_H
 
-#include "fa_cl_internal.h"
+#include "program/program.h"
 
 #ifdef FA_CL_WITH_CLBLAST
 #include <clblast_c.h>
@@ -26,7 +26,7 @@ static inline uint64_t pad_up(uint64_t x)
 static inline uint64_t max3(uint64_t a, uint64_t b, uint64_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 static inline unsigned long long ull(uint64_t x) { return (unsigned long long)x; }
 /* The largest buffer the device allows, capped to what this host's size_t can ask for. */
-static inline uint64_t max_alloc_of(const fa_cl_device_props *p)
+static inline uint64_t max_alloc_of(const fa_cl__device_props *p)
 {
     return p->max_alloc_size > (uint64_t)SIZE_MAX ? (uint64_t)SIZE_MAX : p->max_alloc_size;
 }

@@ -2,13 +2,13 @@
 /* The backward's views: the forward's descriptor checks, what the backward does not take, the
  * gradients' layouts (all-zero strides: those of the tensor each is the gradient of), and the
  * checks of the buffers a backward call gets. */
-#include "backward/backward.h"
+#include "fa_cl_internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* The first feature of the descriptor the backward does not take, or NULL. */
-static const char *unsupported_feature(const fa_cl_views *v)
+static const char *unsupported_feature(const fa_cl__views *v)
 {
     const fa_cl_attention_desc *d = &v->d;
     if (d->page_size > 0)
@@ -28,7 +28,7 @@ static const char *unsupported_feature(const fa_cl_views *v)
     return NULL;
 }
 
-fa_cl_status fa_cl__backward_resolve(const fa_cl_attention_desc *desc, fa_cl_backward_views *out, char *msg,
+fa_cl_status fa_cl__backward_resolve(const fa_cl_attention_desc *desc, fa_cl__backward_views *out, char *msg,
                                      size_t msg_size)
 {
     memset(out, 0, sizeof *out);
@@ -95,7 +95,7 @@ fa_cl_status fa_cl__backward_resolve(const fa_cl_attention_desc *desc, fa_cl_bac
 }
 
 fa_cl_status fa_cl__backward_resolve_call(fa_cl_context *ctx, const char *call, const fa_cl_attention_desc *desc,
-                                          fa_cl_backward_views *out)
+                                          fa_cl__backward_views *out)
 {
     if (!ctx)
         return fa_cl__fail(NULL, FA_CL_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", call);
@@ -106,17 +106,13 @@ fa_cl_status fa_cl__backward_resolve_call(fa_cl_context *ctx, const char *call, 
     return st == FA_CL_SUCCESS ? st : fa_cl__fail(ctx, st, "%s: %s", call, msg);
 }
 
-fa_cl_status fa_cl__backward_args_check(fa_cl_context *ctx, const char *call, const fa_cl_backward_views *bv,
+fa_cl_status fa_cl__backward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__backward_views *bv,
                                         const fa_cl_backward_args *given, fa_cl_backward_args *out)
 {
-    if (!given)
-        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args is NULL", call);
-    char msg[300];
-    fa_cl_status st = fa_cl__struct_copy(given, given->struct_size, out, sizeof *out, sizeof *out, "args", msg,
-                                         sizeof msg);
+    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out);
     if (st != FA_CL_SUCCESS)
-        return fa_cl__fail(ctx, st, "%s: %s", call, msg);
-    const fa_cl_views *v = &bv->fwd;
+        return st;
+    const fa_cl__views *v = &bv->fwd;
     const struct { const char *name; cl_mem m; uint64_t begin, end; int written; } bufs[9] = {
         {"q", out->q, v->q_begin, v->q_bytes, 0},           {"k", out->k, v->k_begin, v->k_bytes, 0},
         {"v", out->v, v->v_begin, v->v_bytes, 0},           {"o", out->o, v->o_begin, v->o_bytes, 0},
