@@ -53,7 +53,7 @@ inline void fa_tf_load_tile_async(__local float *tile, int pitch, __global const
 #define NBUF 1
 #endif
 
-/* local memory in floats: Q, then NBUF K tiles and NBUF V tiles (src/planner.c: fa_cl_tf32_local_bytes) */
+/* local memory in floats: Q, then NBUF K tiles and NBUF V tiles (src/kernels/nvidia_tf32.c: fa_cl__tf32_local_bytes) */
 #define KT (BLOCK_KV * QP)
 #define VT (BLOCK_KV * VP)
 #define SMEM_FLOATS (BLOCK_Q * QP + NBUF * (KT + VT))

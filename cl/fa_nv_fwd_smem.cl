@@ -3,8 +3,8 @@
  * partial results and (persistent) the O tile live, and how much the kernel declares. */
 /* Local memory, in 16-bit elements: K and V tiles (NBUF each), and Q. Q lives in registers with
  * 16 rows per warp up to D_PAD 128 (beyond, its fragments would take the O accumulator's
- * registers), and is then staged in the K/V space before the first K/V copy; src/planner.c's
- * fa_cl_mma_local_bytes is the same sum. */
+ * registers), and is then staged in the K/V space before the first K/V copy; src/kernels/nvidia_mma.c's
+ * fa_cl__mma_local_bytes is the same sum. */
 #define TILE (BLOCK_KV * TILE_ROW)
 #if defined(FA_KV_Q8) && defined(FA_ASYNC) && BLOCK_Q <= 16 && D_PAD <= FA_MMA_Q_REGS_MAX_DIM && !defined(FA_WGMMA)
 /* q8_0 K/V while decoding (one warp's 16 rows of Q in registers, each warp its own slice of the

@@ -2,7 +2,7 @@
 /* Warp-level primitives of the tensor-core kernels (cl/fa_nv_*.cl): mma.sync m16n8k16,
  * ldmatrix, shfl.sync, cvt to f16x2/bf16x2 and cp.async, as inline PTX for NVIDIA's OpenCL.
  *
- * FA_PTX_EMULATE (FA_CL_MMA_EMULATE=1, for tests) builds the same functions in portable OpenCL C,
+ * FA_PTX_EMULATE (FA_CL_TUNE=<family>:emulate=1, for tests) builds the same functions in portable OpenCL C,
  * following the fragment layouts of the PTX ISA, so that the kernel's indexing, masking and online
  * softmax run and are checked on any device (PoCL in CI, oclgrind). A warp's lanes exchange their
  * registers through a local scratch between two work-group barriers: every call must be reached by

@@ -6,7 +6,7 @@
  * a_small*b_small is below fp32's rounding), each an mma.sync m16n8k8 with fp32 accumulation.
  *
  * NVIDIA-only through cl/fa_nv_ptx.cl (inline PTX; FA_PTX_EMULATE runs it anywhere, for tests).
- * Planned for f32 on NVIDIA >= 8.0 with FA_CL_NV_TF32=1 (src/planner.c).
+ * Planned for f32 where src/kernels/nvidia_tf32.c says (FA_CL_TUNE=nvidia-tf32x3:enabled=0 turns it off).
  *
  * Each warp owns 16 query rows; Q, K and V blocks are fp32 in local memory and fragments are read
  * with 64-bit (Q, K) and 32-bit (V) local loads. The k index of an mma is free to permute as long

@@ -9,7 +9,7 @@
  *   if B_r < B_c: B_r = B_c = largest multiple of 8 <= rows_fit / 2; neither above the sequence
  *   rounded up to 8.
  *
- * and the rows-per-item rule of src/planner.c: a work-item owns 2 query rows when B_r is even,
+ * and the rows-per-item rule of the planner: a work-item owns 2 query rows when B_r is even,
  * B_r / 2 >= 32 and 2 * (B_c + d_padded) <= 192 (FA_CL_PRIVATE_FLOATS), else 1 (doubled further
  * only while B_r / rows exceeds max_work_group); work_group_size = B_r / rows.
  *
@@ -701,7 +701,7 @@ static void sweep_one(tu_tally *tally, int prefer_tiled, int regs)
 }
 
 /* The tensor-core plan (NVIDIA >= 8.0, f16/bf16), on the H200's limits (227 KiB of static local
- * memory, 1024 work-items) unless a case names a smaller budget. Bytes by hand from cl/fa_forward_nv_mma.cl's SMEM_HALVES: rows of
+ * memory, 1024 work-items) unless a case names a smaller budget. Bytes by hand from cl/fa_nv_fwd_smem.cl's SMEM_HALVES: rows of
  * (d_padded + 8) 16-bit values; K and V, two tiles each when the rows are 16-byte aligned (cp.async),
  * and Q, staged in the K/V space with 16 rows per warp, in its own tile with 32. */
 #if defined(__GNUC__)
