@@ -426,7 +426,8 @@ typedef struct fa_cl_attention_desc {
  *  - Kernels: mixed types run on the portable kernels; nvidia-mma takes q8_0 k and v with q and o
  *    in desc.dtype (f16/bf16), dequantising each block into f16/bf16 (one rounding of d * q_i)
  *    before its products; other combinations fall back (fa_cl_plan_info.kernel says which).
- *  - Appending (seqlen_new) needs k and v in desc.dtype (k_new / v_new are in dtype).
+ *  - Appending (seqlen_new) needs k and v in desc.dtype (k_new / v_new are in dtype) or in fp8
+ *    ("fp8 K/V" below: the new rows are rounded to it).
  *  - The reference (fa_cl_reference_run) takes every combination; the LSE is float32 as always.
  * A q8_0 block's scale is read as stored: a NaN or Inf scale makes the keys of its block NaN.
  */

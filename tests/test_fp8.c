@@ -17,6 +17,7 @@
  *   tiny N     case N of a tiny set, one per process (oclgrind)
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,6 +512,20 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
         const char *e = st == FA_CL_SUCCESS ? "" : fa_cl_last_error(ctx);
         tu_expect(t, st == runs[i].want && strstr(e, runs[i].says), "factor buffers %d: %s: %s", i,
                   fa_cl_status_string(st), e);
+    }
+    /* args of a caller built before the factors' fields: accepted (its factors NULL), a shorter one not */
+    const size_t old_size = offsetof(fa_cl_forward_args, k_descale);
+    for (int i = 0; i < 3; i++) {
+        fa_cl_forward_args a;
+        fa_cl_forward_args_init(&a);
+        a.struct_size = old_size - (i == 2);
+        a.q = p.mem[0], a.k = p.mem[1], a.v = p.mem[2], a.o = p.mem[3];
+        p.desc.k_descale = i == 1 ? DS_TENSOR : DS_NONE, p.desc.v_descale = DS_NONE;
+        const fa_cl_status st = fa_cl_attention_run(ctx, &p.desc, &a);
+        const fa_cl_status want = i == 0 ? FA_CL_SUCCESS : FA_CL_ERROR_INVALID_ARGUMENT;
+        tu_expect(t, st == want && (i != 1 || strstr(fa_cl_last_error(ctx), "args.k_descale is NULL")),
+                  "args.struct_size %zu%s: %s: %s", a.struct_size, i == 1 ? " with desc.k_descale" : "",
+                  fa_cl_status_string(st), st ? fa_cl_last_error(ctx) : "ok");
     }
     /* the backward takes no fp8 */
     fa_cl_backward_plan *bp = NULL;
