@@ -425,7 +425,8 @@ typedef struct fa_cl_attention_desc {
  *    tensor (strides 0) is B * H * S * D / 32 blocks. Paged pools are the same in pages.
  *  - Kernels: mixed types run on the portable kernels; nvidia-mma takes q8_0 k and v with q and o
  *    in desc.dtype (f16/bf16), dequantising each block into f16/bf16 (one rounding of d * q_i)
- *    before its products; other combinations fall back (fa_cl_plan_info.kernel says which).
+ *    before its products, and fp8 k/v ("fp8 K/V" below); other combinations fall back
+ *    (fa_cl_plan_info.kernel says which).
  *  - Appending (seqlen_new) needs k and v in desc.dtype (k_new / v_new are in dtype) or in fp8
  *    ("fp8 K/V" below: the new rows are rounded to it).
  *  - The reference (fa_cl_reference_run) takes every combination; the LSE is float32 as always.
@@ -451,10 +452,13 @@ typedef struct fa_cl_attention_desc {
  *    stores +-Inf in e5m2 and NaN in e4m3, which has no Inf (an infinity never becomes finite).
  *    The quotient is OpenCL's float division (correctly rounded on the CPU devices tested; a GPU
  *    may differ by an ulp of the quotient).
- *  - Kernels: the portable kernels (portable, portable-tiled; decode with split-KV) take fp8 K/V;
- *    the NVIDIA tensor-core families do not yet, and the planner goes on to the portable ones
- *    (fa_cl_plan_info.kernel says which ran; FA_CL_KERNEL_VARIANT forcing one of them is
- *    FA_CL_ERROR_UNSUPPORTED naming the families that take fp8 K/V).
+ *  - Kernels: the portable kernels (portable, portable-tiled; decode with split-KV) take fp8 K/V
+ *    with q and o in any type; nvidia-mma takes it with q, o (and a K or V not in fp8) in
+ *    desc.dtype, f16 or bf16, rounding each element's value x factor once more, to desc.dtype,
+ *    as it loads a tile (synchronous loads, as q8_0's unaligned rows; its products are f16/bf16,
+ *    as for every f16/bf16 plan there). nvidia-wgmma and nvidia-tf32x3 do not take fp8: the
+ *    planner goes on to the next family (fa_cl_plan_info.kernel says which ran; FA_CL_KERNEL_VARIANT
+ *    forcing one of them is FA_CL_ERROR_UNSUPPORTED naming the families that take fp8 K/V).
  *  - Checks: a descale mode other than NONE with a k / v type that is not fp8, fp8 for q or o:
  *    FA_CL_ERROR_INVALID_ARGUMENT; args.k_descale / v_descale NULL where required, given where
  *    not, or smaller than 4 (TENSOR) or 4 * batch * heads_kv bytes (HEAD): INVALID_ARGUMENT or

@@ -9,11 +9,13 @@
  *              (every value, every tie between neighbours and an ulp either side, overflow, Inf,
  *              NaN, float32 subnormals, random floats)
  *   cases      the fused path (the planner's kernel, or FA_CL_KERNEL_VARIANT; CTest also runs it
- *              with splits, kv_chunk and the emulated tensor-core families, which decline fp8)
+ *              with splits, kv_chunk and the emulated tensor-core families: nvidia-mma takes fp8
+ *              with q and o in f16/bf16, its oracle on the values rounded as it rounds them)
  *   reference  fa_cl_reference_run on the same cases
  *   serving    a paged fp8 cache: appended rows rounded to fp8 (the bytes compared with the host's
  *              nearest code) and decoding against it, factors per (sequence, kv head)
- *   invalid    bad descale modes and buffers, fp8 for q / o, families that decline fp8
+ *   invalid    bad descale modes and buffers, fp8 for q / o, families that decline fp8 (nvidia-tf32x3,
+ *              and nvidia-wgmma on the planner alone), args of callers built before the factors
  *   tiny N     case N of a tiny set, one per process (oclgrind)
  */
 #include <math.h>
@@ -29,7 +31,9 @@
 #error "FA_CL_CHECK_KERNEL_DIR: the directory of tests/kernels/fa_fp8_check.cl and cl/fa_common.cl"
 #endif
 
-/* the library's internal program builder (the check kernel is not one of its families) */
+/* the library's internal program builder (the check kernel is not one of its families), and the
+ * planner alone on a device this machine has not (Hopper) */
+#include "plan/planner.h"
 #include "program/program.h"
 
 static tu_tally fp8_tally = {"fp8", 0, 0};
@@ -194,9 +198,9 @@ static void make_factors(float *f, int64_t n, fa_cl_dtype type, int outliers, in
         f[i] = base * (0.71f + 0.137f * (float)((i + salt) % 5));
 }
 
-/* Tensor i of p: (outliers) every code of its view redrawn, then its logical values made the
- * dequantised ones, code value x factor of its (batch, kv head) in float32, and the buffer
- * written again. */
+/* Tensor i of p: (outliers, with a factor: tests/tolerance.h's bars hold values up to about 1) every
+ * code of its view redrawn, then its logical values made the dequantised ones, code value x factor
+ * of its (batch, kv head) in float32, and the buffer written again. */
 static int dequantise(tu_problem *p, fa_cl_context *ctx, int i, fa_cl_descale mode, const float *f, int outliers,
                       tu_rng *rng)
 {
@@ -209,7 +213,7 @@ static int dequantise(tu_problem *p, fa_cl_context *ctx, int i, fa_cl_descale mo
             for (int64_t s = 0; s < S; s++)
                 for (int64_t d = 0; d < D; d++, n++) {
                     const size_t at = tu_tensor_index(t, b, h, s, d);
-                    if (outliers)
+                    if (outliers && mode != DS_NONE)
                         tu_store_bits(t->dtype, t->img, at, (uint32_t)(tu_rng_next(rng) % (top + 1)) |
                                                                 (tu_rng_next(rng) & 0x80u));
                     const float x = tu_load(t->dtype, t->img, at);
@@ -217,6 +221,25 @@ static int dequantise(tu_problem *p, fa_cl_context *ctx, int i, fa_cl_descale mo
                     p->x[i][n] = mode == DS_NONE ? x : x * factor;
                 }
     return ctx ? tu_write(ctx, p->mem[i], tu_tensor_bytes(t), t->img) : 0;
+}
+
+/* Whether desc plans on nvidia-mma (the tensor-core kernel rounds each dequantised K/V element once
+ * more, to desc.dtype, before its products: include/fa_cl.h "fp8 K/V"). */
+static int plans_on_mma(fa_cl_context *ctx, const fa_cl_attention_desc *d)
+{
+    fa_cl_plan *plan = NULL;
+    fa_cl_plan_info info;
+    const int mma = fa_cl_plan_create(ctx, d, &plan) == FA_CL_SUCCESS && fa_cl_plan_get_info(plan, &info) == FA_CL_SUCCESS &&
+                    strcmp(info.kernel, "nvidia-mma") == 0;
+    fa_cl_plan_release(plan);
+    return mma;
+}
+
+/* the values nvidia-mma multiplies: x rounded to the dtype where it runs (n of them) */
+static void round_for(fa_cl_dtype dtype, int mma, float *x, size_t n)
+{
+    for (size_t i = 0; i < n && mma; i++)
+        x[i] = tu_round(dtype, x[i]);
 }
 
 static void check_case(tu_tally *t, fa_cl_context *ctx, const fp8_case *fc, uint64_t seed, int reference)
@@ -247,8 +270,12 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const fp8_case *fc, uint
     }
     if (!tu_expect(t, ok, "%s: setup of the fp8 data", name))
         goto done;
-    tu_attention_f64(&p.c, p.x[0], p.x[1], p.x[2], ref_o, ref_lse);
     p.desc.k_descale = fc->ds[0], p.desc.v_descale = fc->ds[1];
+    const int mma = !reference && plans_on_mma(ctx, &p.desc);
+    const size_t nkv = (size_t)(fc->c.B * fc->c.Hkv * fc->c.Sk * fc->c.D);
+    for (int i = 1; i < 3; i++)
+        round_for(fc->c.dtype, mma && tu_is_fp8(fc->ty[i]), p.x[i], nkv);
+    tu_attention_f64(&p.c, p.x[0], p.x[1], p.x[2], ref_o, ref_lse);
     fa_cl_forward_args a;
     fa_cl_forward_args_init(&a);
     a.q = p.mem[0], a.k = p.mem[1], a.v = p.mem[2], a.o = p.mem[3], a.lse = p.lse_mem;
@@ -365,8 +392,11 @@ static int run_serving(fa_cl_context *ctx, int argc, char **argv)
     fa_cl_plan_info info;
     fa_cl_status st = ok ? fa_cl_plan_create(ctx, &d, &plan) : FA_CL_ERROR_OUT_OF_MEMORY;
     ok = tu_expect(t, st == FA_CL_SUCCESS, "paged fp8 cache: plan (%s)", st ? fa_cl_last_error(ctx) : "ok");
-    if (ok && fa_cl_plan_get_info(plan, &info) == FA_CL_SUCCESS)
+    int mma = 0;
+    if (ok && fa_cl_plan_get_info(plan, &info) == FA_CL_SUCCESS) {
         printf("  paged fp8 cache: kernel %s, splits %d, gqa_pack %d\n", info.kernel, info.splits, info.gqa_pack);
+        mma = strcmp(info.kernel, "nvidia-mma") == 0;
+    }
     st = ok ? fa_cl_plan_run(plan, &a) : st;
     ok = ok && tu_expect(t, st == FA_CL_SUCCESS, "paged fp8 cache: run (%s)", st ? fa_cl_last_error(ctx) : "ok") &&
          tu_read(ctx, m[1], pool, kp_out) == 0 && tu_read(ctx, m[2], pool, vp) == 0 &&
@@ -410,6 +440,8 @@ static int run_serving(fa_cl_context *ctx, int argc, char **argv)
                     kx[((size_t)h * L + (size_t)j) * D + (size_t)c] = (float)tu_fp8_value(E4, kp_out[at]) * kf[b * HKV + h];
                     vx[((size_t)h * L + (size_t)j) * D + (size_t)c] = (float)tu_fp8_value(E5, vp[at]) * vf[0];
                 }
+        round_for(F16, mma, kx, (size_t)HKV * L * D);
+        round_for(F16, mma, vx, (size_t)HKV * L * D);
         for (size_t i = 0; i < (size_t)HQ * SQ * D; i++)
             qx[i] = tu_f16_to_f32(q16[(size_t)b * HQ * SQ * D + i]);
         const tu_case c = {1, HQ, HKV, SQ, L, D, F16, 1, -1, -1, "CCCC", 0.0f, 1};
@@ -533,17 +565,47 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     tu_expect(t, st == FA_CL_ERROR_UNSUPPORTED, "backward of fp8 k/v: %s: %s", fa_cl_status_string(st),
               st ? fa_cl_last_error(ctx) : "planned");
     fa_cl_backward_plan_release(bp);
-    /* families that decline fp8: the planner goes on to a portable kernel; forcing one is refused */
+    /* nvidia-mma takes fp8 K/V (q and o in f16/bf16); nvidia-tf32x3 and nvidia-wgmma decline it: the
+     * planner goes on to another family, and forcing one is refused naming the families that take it */
     char what[400];
     p.desc.seqlen_q = 1, p.desc.k_descale = DS_TENSOR, p.desc.v_descale = DS_NONE;
-    p.desc.dtype = F16; /* q and o in f16, what nvidia-mma takes */
     const char *emulate = "nvidia-mma:emulate=1,nvidia-tf32x3:emulate=1";
-    st = plan_with_env(&p.desc, emulate, "", what, sizeof what);
+    st = plan_with_env(&p.desc, emulate, "", what, sizeof what); /* f32: nvidia-tf32x3's dtype */
     tu_expect(t, st == FA_CL_SUCCESS && strncmp(what, "portable", 8) == 0,
-              "tensor-core families emulated: fp8 K/V planned on %s", what);
-    st = plan_with_env(&p.desc, emulate, "nvidia-mma", what, sizeof what);
-    tu_expect(t, st == FA_CL_ERROR_UNSUPPORTED && strstr(what, "fp8") && strstr(what, "portable"),
-              "FA_CL_KERNEL_VARIANT=nvidia-mma on fp8 K/V: %s: %s", fa_cl_status_string(st), what);
+              "f32 q/o, tensor-core families emulated: fp8 K/V planned on %s", what);
+    st = plan_with_env(&p.desc, emulate, "nvidia-tf32x3", what, sizeof what);
+    tu_expect(t, st == FA_CL_ERROR_UNSUPPORTED && strstr(what, "fp8") && strstr(what, "nvidia-mma"),
+              "FA_CL_KERNEL_VARIANT=nvidia-tf32x3 on fp8 K/V: %s: %s", fa_cl_status_string(st), what);
+    p.desc.dtype = F16; /* q and o in f16, what nvidia-mma takes */
+    st = plan_with_env(&p.desc, emulate, "", what, sizeof what);
+    tu_expect(t, st == FA_CL_SUCCESS && strcmp(what, "nvidia-mma") == 0,
+              "f16 q/o, tensor-core families emulated: fp8 K/V planned on %s", what);
+    /* Hopper (the planner alone): nvidia-wgmma declines fp8, nvidia-mma takes the plan */
+    fa_cl__views hv;
+    fa_cl_attention_desc hd;
+    fa_cl_attention_desc_init(&hd, 1, 1, 4096, 4096, 128, F16);
+    hd.k_type = hd.v_type = FA_CL_STORAGE_E4M3;
+    if (fa_cl__desc_resolve(&hd, &hv, msg, sizeof msg) == FA_CL_SUCCESS) {
+        const fa_cl__device_traits hopper = {.is_gpu = 1, .vendor = FA_CL_VENDOR_NVIDIA, .local_mem_size = 228 * 1024,
+                                             .max_work_group = 1024, .arch_major = 9};
+        for (int forced = 0; forced < 2; forced++) {
+            fa_cl__limits lim;
+            fa_cl__limits_for_device(&hopper, &lim);
+            lim.forced_variant = forced ? FA_CL_KERNEL_NVIDIA_WGMMA : 0;
+            fa_cl__tile_request req;
+            memset(&req, 0, sizeof req);
+            req.head_dim = 128, req.dtype = F16, req.seqlen_q = req.seqlen_k = req.row_keys = 4096;
+            req.features = FA_CL_FEAT_KV_FP8;
+            req.views = &hv;
+            fa_cl__tiles tl;
+            msg[0] = '\0';
+            st = fa_cl__plan_tiles(&lim, &req, &tl, msg, sizeof msg);
+            tu_expect(t, forced ? st == FA_CL_ERROR_UNSUPPORTED && strstr(msg, "fp8")
+                                : st == FA_CL_SUCCESS && tl.variant == FA_CL_KERNEL_NVIDIA_MMA,
+                      "Hopper, fp8 K/V%s: %s %s", forced ? ", nvidia-wgmma forced" : "", fa_cl_status_string(st),
+                      st ? msg : tl.kernel);
+        }
+    }
     if (small)
         clReleaseMemObject(small);
     if (four)
