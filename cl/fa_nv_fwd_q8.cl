@@ -15,10 +15,18 @@
             uint4 x = (uint4)(0);                                                                         \
             if (first + r < limit && 8 * c < HEAD_DIM) {                                                  \
                 __global const uchar *p = src + fa_kv_row(map, first + r) + 8 * c;                         \
-                float y[8];                                                                               \
-                for (int i = 0; i < 8; i++)                                                               \
-                    y[i] = 8 * c + i < HEAD_DIM ? FA_LD1(id)(p, i) * map.scale : 0.0f;                    \
-                x = (uint4)(fa_pack2(y[0], y[1]), fa_pack2(y[2], y[3]), fa_pack2(y[4], y[5]), fa_pack2(y[6], y[7])); \
+                float4 y0, y1;                                                                            \
+                if (HEAD_DIM % 8 == 0) { /* two 4-byte loads (the rows need only byte alignment) */       \
+                    y0 = FA_LD4(id)(p, 0) * map.scale;                                                    \
+                    y1 = FA_LD4(id)(p, 4) * map.scale;                                                    \
+                } else {                                                                                  \
+                    float y[8];                                                                           \
+                    for (int i = 0; i < 8; i++)                                                           \
+                        y[i] = 8 * c + i < HEAD_DIM ? FA_LD1(id)(p, i) * map.scale : 0.0f;                \
+                    y0 = (float4)(y[0], y[1], y[2], y[3]);                                                \
+                    y1 = (float4)(y[4], y[5], y[6], y[7]);                                                \
+                }                                                                                         \
+                x = (uint4)(fa_pack2(y0.x, y0.y), fa_pack2(y0.z, y0.w), fa_pack2(y1.x, y1.y), fa_pack2(y1.z, y1.w)); \
             }                                                                                             \
             *(__local uint4 *)(tile + r * ROW + 8 * c) = x;                                               \
         }                                                                                                 \
