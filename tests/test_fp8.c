@@ -8,7 +8,7 @@
  *              definition of the formats: all 256 codes of each to float32, and float32 to each
  *              (every value, every tie between neighbours and an ulp either side, overflow, Inf,
  *              NaN, float32 subnormals, random floats)
- *   cases      the fused path (the planner's kernel, or FA_CL_KERNEL_VARIANT; CTest also runs it
+ *   cases      (random and outlier-heavy codes, a NaN code) the fused path (the planner's kernel, or FA_CL_KERNEL_VARIANT; CTest also runs it
  *              with splits, kv_chunk and the emulated tensor-core families: nvidia-mma takes fp8
  *              with q and o in f16/bf16, its oracle on the values rounded as it rounds them)
  *   reference  fa_cl_reference_run on the same cases
@@ -177,6 +177,7 @@ typedef struct fp8_case {
     fa_cl_dtype ty[4];    /* q, k, v, o storage (k, v: TU_E4M3 / TU_E5M2 or a float type) */
     fa_cl_descale ds[2];  /* k's and v's descale modes */
     int outliers;         /* codes drawn over the format's whole range (log-uniform), normalised by the factor */
+    int nan_key;          /* a NaN code in k (batch 0, head 0, key 5): only the rows that see it are NaN */
 } fp8_case;
 
 static void case_name(const fp8_case *fc, char *buf, size_t size)
@@ -184,9 +185,9 @@ static void case_name(const fp8_case *fc, char *buf, size_t size)
     static const char *const ds[3] = {"none", "tensor", "head"};
     char c[256];
     tu_case_format(&fc->c, c, sizeof c);
-    snprintf(buf, size, "%s q=%s k=%s v=%s o=%s descale=%s/%s%s", c, tu_dtype_name(fc->ty[0]),
+    snprintf(buf, size, "%s q=%s k=%s v=%s o=%s descale=%s/%s%s%s", c, tu_dtype_name(fc->ty[0]),
              tu_dtype_name(fc->ty[1]), tu_dtype_name(fc->ty[2]), tu_dtype_name(fc->ty[3]), ds[fc->ds[0]],
-             ds[fc->ds[1]], fc->outliers ? " outliers" : "");
+             ds[fc->ds[1]], fc->outliers ? " outliers" : "", fc->nan_key ? " NaN key" : "");
 }
 
 /* The factors of one tensor, [B, Hkv] (a TENSOR mode uses the first): around 1, or 1 / the format's
@@ -268,6 +269,11 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const fp8_case *fc, uint
             ok = (fm[i] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(fc->ds[i] == DS_HEAD ? nf : 1) * sizeof(float),
                                     f[i])) != NULL;
     }
+    if (ok && fc->nan_key) { /* 0x7f: NaN in both formats */
+        tu_store_bits(fc->ty[1], p.t[1].img, tu_tensor_index(&p.t[1], 0, 0, 5, 3), 0x7fu);
+        p.x[1][5 * (size_t)fc->c.D + 3] = NAN;
+        ok = tu_write(ctx, p.mem[1], tu_tensor_bytes(&p.t[1]), p.t[1].img) == 0;
+    }
     if (!tu_expect(t, ok, "%s: setup of the fp8 data", name))
         goto done;
     p.desc.k_descale = fc->ds[0], p.desc.v_descale = fc->ds[1];
@@ -294,17 +300,17 @@ done:
 
 static const fp8_case all_cases[] = {
     /* prefill, causal, tails in both sequences; one factor each */
-    {{2, 4, 2, 45, 77, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E4, F32}, {DS_TENSOR, DS_TENSOR}, 0},
-    {{2, 4, 2, 45, 77, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E5, F16}, {DS_TENSOR, DS_TENSOR}, 1},
+    {{2, 4, 2, 45, 77, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E4, F32}, {DS_TENSOR, DS_TENSOR}, 0, 1},
+    {{2, 4, 2, 45, 77, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E5, F16}, {DS_TENSOR, DS_TENSOR}, 1, 0},
     /* a factor per (batch, kv head), strided and padded views, head_dim 40, outliers */
-    {{2, 4, 4, 33, 70, 40, F16, 0, -1, -1, "CSPC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_HEAD, DS_HEAD}, 1},
-    {{2, 4, 4, 33, 70, 40, BF16, 0, -1, -1, "CQSC", 0.0f, 1}, {BF16, E4, E5, BF16}, {DS_HEAD, DS_HEAD}, 0},
+    {{2, 4, 4, 33, 70, 40, F16, 0, -1, -1, "CSPC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_HEAD, DS_HEAD}, 1, 0},
+    {{2, 4, 4, 33, 70, 40, BF16, 0, -1, -1, "CQSC", 0.0f, 1}, {BF16, E4, E5, BF16}, {DS_HEAD, DS_HEAD}, 0, 0},
     /* decode rows: GQA packing, split-KV; K scaled, V without a factor */
-    {{3, 8, 2, 1, 300, 128, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, {BF16, E4, E4, BF16}, {DS_HEAD, DS_NONE}, 1},
-    {{2, 8, 2, 2, 257, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E5, F16}, {DS_NONE, DS_TENSOR}, 0},
+    {{3, 8, 2, 1, 300, 128, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, {BF16, E4, E4, BF16}, {DS_HEAD, DS_NONE}, 1, 0},
+    {{2, 8, 2, 2, 257, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E5, F16}, {DS_NONE, DS_TENSOR}, 0, 1},
     /* head_dim 59 (tails of the 4-wide loads), only K in fp8; q in f32 under a bf16 o */
-    {{1, 2, 1, 20, 50, 59, F32, 0, 8, 3, "CCCC", 0.0f, 1}, {F32, E5, F32, F32}, {DS_TENSOR, DS_NONE}, 1},
-    {{1, 4, 2, 17, 90, 96, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E5, BF16}, {DS_TENSOR, DS_HEAD}, 1},
+    {{1, 2, 1, 20, 50, 59, F32, 0, 8, 3, "CCCC", 0.0f, 1}, {F32, E5, F32, F32}, {DS_TENSOR, DS_NONE}, 1, 0},
+    {{1, 4, 2, 17, 90, 96, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E5, BF16}, {DS_TENSOR, DS_HEAD}, 1, 0},
 };
 
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)
@@ -326,8 +332,8 @@ static int run_reference(fa_cl_context *ctx, int argc, char **argv)
 static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
 {
     static const fp8_case tiny[] = {
-        {{2, 2, 1, 5, 21, 8, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E5, F32}, {DS_HEAD, DS_TENSOR}, 1},
-        {{2, 4, 2, 1, 40, 12, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_TENSOR, DS_HEAD}, 0},
+        {{2, 2, 1, 5, 21, 8, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E5, F32}, {DS_HEAD, DS_TENSOR}, 1, 0},
+        {{2, 4, 2, 1, 40, 12, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_TENSOR, DS_HEAD}, 0, 0},
     };
     const int only = argc > 0 ? atoi(argv[0]) : -1;
     for (int i = 0; i < TU_COUNT(tiny); i++)
