@@ -10,19 +10,53 @@
  *
  * One work-item per 4 elements of one new row of one kv head; defined by the planner: FA_DTYPE,
  * HEAD_DIM, FA_PAGED for a paged cache, FA_STATUS_DROPPED_ROWS (include/fa_cl.h's bit). Elements
- * are copied as bits. */
+ * are copied as bits, or (FA_K_STORE / FA_V_STORE: an fp8 cache, 4 e4m3, 5 e5m2; built after
+ * cl/fa_common.cl) stored as the fp8 nearest x / descale (FA_K_DESCALE / FA_V_DESCALE: the
+ * fa_cl_descale of that cache; include/fa_cl.h "fp8 K/V"). */
 #if FA_DTYPE == 0
 typedef uint fa_bits_t;
 #else
 typedef ushort fa_bits_t;
 #endif
 #define D4 ((HEAD_DIM + 3) / 4)
+#define FA_TO_FP8(id) FA_CAT(fa_f32_to_, FA_CAT(FA_SUFFIX_, id))
+/* factor f of sequence b, kv head hk (mode 2), or the tensor's (mode 1) */
+#define FA_APPEND_FACTOR(f, mode) ((f)[(mode) == 2 ? b * (ulong)heads_kv + (ulong)hk : 0])
 
-__kernel void fa_append(__global const fa_bits_t *k_new, __global const fa_bits_t *v_new, __global fa_bits_t *k,
-                        __global fa_bits_t *v, ulong k_off, long ks0, long ks1, long ks2, ulong v_off, long vs0,
+/* element e of a new row (src) into cache element at: its bits, or its value rounded to fp8 */
+#ifdef FA_K_STORE
+typedef uchar fa_kc_t;
+#ifdef FA_K_DESCALE
+#define FA_K_PUT(at, e) k[at] = (uchar)FA_TO_FP8(FA_K_STORE)(fa_load1((__global const fa_store_t *)k_new, e) / kf)
+#else
+#define FA_K_PUT(at, e) k[at] = (uchar)FA_TO_FP8(FA_K_STORE)(fa_load1((__global const fa_store_t *)k_new, e))
+#endif
+#else
+typedef fa_bits_t fa_kc_t;
+#define FA_K_PUT(at, e) k[at] = k_new[e]
+#endif
+#ifdef FA_V_STORE
+typedef uchar fa_vc_t;
+#ifdef FA_V_DESCALE
+#define FA_V_PUT(at, e) v[at] = (uchar)FA_TO_FP8(FA_V_STORE)(fa_load1((__global const fa_store_t *)v_new, e) / vf)
+#else
+#define FA_V_PUT(at, e) v[at] = (uchar)FA_TO_FP8(FA_V_STORE)(fa_load1((__global const fa_store_t *)v_new, e))
+#endif
+#else
+typedef fa_bits_t fa_vc_t;
+#define FA_V_PUT(at, e) v[at] = v_new[e]
+#endif
+#if defined(FA_K_DESCALE) || defined(FA_V_DESCALE)
+#define FA_APPEND_DESCALE_PARAMS , __global const float *k_descale, __global const float *v_descale
+#else
+#define FA_APPEND_DESCALE_PARAMS
+#endif
+
+__kernel void fa_append(__global const fa_bits_t *k_new, __global const fa_bits_t *v_new, __global fa_kc_t *k,
+                        __global fa_vc_t *v, ulong k_off, long ks0, long ks1, long ks2, ulong v_off, long vs0,
                         long vs1, long vs2, __global const int *seqlens, __global const int *block_table,
                         int pages_per_seq, int page_size, int num_pages, int capacity, int heads_kv, int seqlen_new,
-                        ulong rows, __global uint *status)
+                        ulong rows, __global uint *status FA_APPEND_DESCALE_PARAMS)
 {
     const ulong gid = get_global_id(0);
     if (gid >= rows * D4)
@@ -54,8 +88,14 @@ __kernel void fa_append(__global const fa_bits_t *k_new, __global const fa_bits_
     const ulong vr = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1 + (ulong)pos * (ulong)vs2;
 #endif
     const ulong src = r * HEAD_DIM;
+#ifdef FA_K_DESCALE
+    const float kf = FA_APPEND_FACTOR(k_descale, FA_K_DESCALE);
+#endif
+#ifdef FA_V_DESCALE
+    const float vf = FA_APPEND_FACTOR(v_descale, FA_V_DESCALE);
+#endif
     for (int e = 4 * c; e < 4 * c + 4 && e < HEAD_DIM; e++) {
-        k[kr + (ulong)e] = k_new[src + (ulong)e];
-        v[vr + (ulong)e] = v_new[src + (ulong)e];
+        FA_K_PUT(kr + (ulong)e, src + (ulong)e);
+        FA_V_PUT(vr + (ulong)e, src + (ulong)e);
     }
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Storage-type helpers shared by every fa_cl kernel, and the compensated sum that merges partial
  * results. The host defines FA_DTYPE: 0 = f32, 1 = f16 (read with vload_half: no cl_khr_fp16
- * needed), 2 = bf16 (bit shifts), 3 = q8_0 (loads only: the reference's gather). Arithmetic is
- * always fp32. */
+ * needed), 2 = bf16 (bit shifts), 3 = q8_0, 4 = fp8 e4m3, 5 = fp8 e5m2 (3..5 loads only: the
+ * reference's gather). Arithmetic is always fp32. */
 #ifndef FA_DTYPE
-#error "FA_DTYPE must be defined by the host (0 f32, 1 f16, 2 bf16, 3 q8_0)"
+#error "FA_DTYPE must be defined by the host (0 f32, 1 f16, 2 bf16, 3 q8_0, 4 e4m3, 5 e5m2)"
 #endif
 
 inline float fa_bf16_to_f32(ushort x) { return as_float((uint)x << 16); }
@@ -19,6 +19,55 @@ inline ushort fa_f32_to_bf16(float f)
         return (ushort)((u >> 16) | 0x40u);
     u += 0x7fffu + ((u >> 16) & 1u);
     return (ushort)(u >> 16);
+}
+
+/* OCP FP8 (include/fa_cl.h FA_CL_STORAGE_E4M3 / _E5M2), exactly, by bit manipulation: every fp8
+ * value is a normal float32 (the smallest subnormals are 2^-9 and 2^-16), so the conversion to
+ * float32 never rounds and no device's flushing of float32 subnormals can touch it.
+ * e4m3 (PyTorch's float8_e4m3fn): S.EEEE.MMM, bias 7, no Inf, S.1111.111 NaN, largest 448. */
+inline float fa_e4m3_to_f32(uint x)
+{
+    const uint s = (x & 0x80u) << 24, em = x & 0x7fu;
+    /* a normal's exponent rebiased 7 -> 127 (+120); exponent 0: m units of 2^-9 */
+    const float mag = em >= 0x08u ? as_float((em << 20) + (120u << 23)) : (float)em * 0x1p-9f;
+    return as_float(s | (em == 0x7fu ? 0x7fc00000u : as_uint(mag)));
+}
+/* e5m2 (float8_e5m2, a binary16's top byte): S.EEEEE.MM, bias 15, S.11111.00 Inf, S.11111.xx NaN */
+inline float fa_e5m2_to_f32(uint x)
+{
+    const uint s = (x & 0x80u) << 24, em = x & 0x7fu;
+    const float mag = em > 0x7cu    ? as_float(0x7fc00000u | (em & 3u) << 21)       /* NaN (quiet) */
+                      : em == 0x7cu ? INFINITY
+                      : em >= 0x04u ? as_float((em << 21) + (112u << 23)) /* rebias 15 -> 127 */
+                                    : (float)em * 0x1p-16f;                 /* m units of 2^-16 */
+    return as_float(s | as_uint(mag));
+}
+/* float32 -> fp8, rounding to nearest even and saturating: a finite value beyond the largest
+ * finite one gives +-448 / +-57344 (CUDA's __NV_SATFINITE); NaN gives NaN; +-Inf gives +-Inf in
+ * e5m2 and NaN in e4m3, which has none (an infinity never becomes finite). Below the smallest
+ * normal, rint (round half to even) counts units of the subnormal step; above, the float32's
+ * mantissa is rounded to 3 (2) bits by the bf16 trick, a carry stepping into the exponent. */
+inline uint fa_f32_to_e4m3(float f)
+{
+    const uint u = as_uint(f), s = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+    if (a >= 0x7f800000u)
+        return s | 0x7fu;
+    if (a >= 0x43e00000u) /* >= 448 */
+        return s | 0x7eu;
+    if (a < 0x3c800000u) /* < 2^-6 */
+        return s | (uint)rint(as_float(a) * 0x1p9f);
+    return s | ((a + 0x7ffffu + ((a >> 20) & 1u) - (120u << 23)) >> 20);
+}
+inline uint fa_f32_to_e5m2(float f)
+{
+    const uint u = as_uint(f), s = (u >> 24) & 0x80u, a = u & 0x7fffffffu;
+    if (a >= 0x7f800000u)
+        return s | (a == 0x7f800000u ? 0x7cu : 0x7fu);
+    if (a >= 0x47600000u) /* >= 57344 */
+        return s | 0x7bu;
+    if (a < 0x38800000u) /* < 2^-14 */
+        return s | (uint)rint(as_float(a) * 0x1p16f);
+    return s | ((a + 0xfffffu + ((a >> 21) & 1u) - (112u << 23)) >> 21);
 }
 
 /* Loads and stores by storage type: f32, f16 (vload_half), bf16 (bit shifts), and (loads only)
@@ -45,6 +94,18 @@ inline float4 fa_ld4_q8(__global const uchar *p, ulong i)
     __global const uchar *blk = p + (i >> 5) * 34;
     return vload_half(0, (__global const half *)blk) * convert_float4(vload4(0, (__global const char *)blk + 2 + (i & 31)));
 }
+inline float fa_ld1_e4m3(__global const uchar *p, ulong i) { return fa_e4m3_to_f32(p[i]); }
+inline float4 fa_ld4_e4m3(__global const uchar *p, ulong i)
+{
+    const uchar4 u = vload4(0, p + i);
+    return (float4)(fa_e4m3_to_f32(u.x), fa_e4m3_to_f32(u.y), fa_e4m3_to_f32(u.z), fa_e4m3_to_f32(u.w));
+}
+inline float fa_ld1_e5m2(__global const uchar *p, ulong i) { return fa_e5m2_to_f32(p[i]); }
+inline float4 fa_ld4_e5m2(__global const uchar *p, ulong i)
+{
+    const uchar4 u = vload4(0, p + i);
+    return (float4)(fa_e5m2_to_f32(u.x), fa_e5m2_to_f32(u.y), fa_e5m2_to_f32(u.z), fa_e5m2_to_f32(u.w));
+}
 inline void fa_st1_f32(__global float *p, ulong i, float x) { p[i] = x; }
 inline void fa_st4_f32(__global float *p, ulong i, float4 x) { vstore4(x, 0, p + i); }
 inline void fa_st1_f16(__global half *p, ulong i, float x) { vstore_half_rte(x, 0, p + i); }
@@ -57,17 +118,21 @@ inline void fa_st4_bf16(__global ushort *p, ulong i, float4 x)
 
 /* A storage type id's element type and its loaders' suffix (FA_ELEM(FA_DTYPE), FA_LD4(id)...):
  * 0 f32, 1 f16 (half only ever behind a pointer, as OpenCL 1.2 allows without cl_khr_fp16),
- * 2 bf16, 3 q8_0 (bytes). */
+ * 2 bf16, 3 q8_0 (bytes), 4 e4m3 and 5 e5m2 (a byte each). */
 #define FA_CAT_(a, b) a##b
 #define FA_CAT(a, b) FA_CAT_(a, b)
 #define FA_ELEM_0 float
 #define FA_ELEM_1 half
 #define FA_ELEM_2 ushort
 #define FA_ELEM_3 uchar
+#define FA_ELEM_4 uchar
+#define FA_ELEM_5 uchar
 #define FA_SUFFIX_0 f32
 #define FA_SUFFIX_1 f16
 #define FA_SUFFIX_2 bf16
 #define FA_SUFFIX_3 q8
+#define FA_SUFFIX_4 e4m3
+#define FA_SUFFIX_5 e5m2
 #define FA_ELEM(id) FA_CAT(FA_ELEM_, id)
 #define FA_LD1(id) FA_CAT(fa_ld1_, FA_CAT(FA_SUFFIX_, id))
 #define FA_LD4(id) FA_CAT(fa_ld4_, FA_CAT(FA_SUFFIX_, id))

@@ -29,7 +29,7 @@
             int key = kv0 + j;                                                                            \
             float4 x = (float4)(0.0f);                                                                    \
             if (key < seqlen_k)                                                                           \
-                x = chunk(src, fa_kv_row(map, key), c);                                                   \
+                x = FA_DESCALED(chunk(src, fa_kv_row(map, key), c), map);                                  \
             tile[j * D4 + c] = x;                                                                         \
         }                                                                                                 \
     }

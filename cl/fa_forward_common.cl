@@ -21,7 +21,7 @@
 #endif
 
 /* Each tensor's storage type (include/fa_cl.h desc.q_type ... o_type): the descriptor's FA_DTYPE
- * unless the planner says otherwise (the portable kernels; K and V may be q8_0). */
+ * unless the planner says otherwise (the portable kernels; K and V may be q8_0, e4m3 or e5m2). */
 #ifndef FA_Q_DTYPE
 #define FA_Q_DTYPE FA_DTYPE
 #endif
@@ -55,13 +55,13 @@ typedef FA_ELEM(FA_O_DTYPE) fa_out_t;
         long os1, long os2, int heads_q, int group, int seqlen_q_max, int seqlen_k_cap, int num_q_blocks, \
         float scale_log2, int win_left, int win_right, int lpt_columns, int has_lse, float scale,         \
         __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS FA_MODS_PARAMS FA_MASK_PARAMS \
-        FA_PERSISTENT_PARAMS
+        FA_PERSISTENT_PARAMS FA_DESCALE_PARAMS
 /* the same, as the arguments of a helper that takes FA_FORWARD_PARAMS */
 #define FA_FORWARD_NAMES                                                                                  \
     q, k, v, o, lse, q_off, k_off, v_off, o_off, qs0, qs1, qs2, ks0, ks1, ks2, vs0, vs1, vs2, os0, os1,   \
         os2, heads_q, group, seqlen_q_max, seqlen_k_cap, num_q_blocks, scale_log2, win_left, win_right,   \
         lpt_columns, has_lse, scale, scratch, kv_begin, kv_end FA_SERVING_NAMES FA_MODS_NAMES              \
-        FA_MASK_NAMES FA_PERSISTENT_NAMES
+        FA_MASK_NAMES FA_PERSISTENT_NAMES FA_DESCALE_NAMES
 
 /* The serving arguments exist only in builds with a serving feature (FA_SERVING, set by the planner
  * with any of the options below): elsewhere they are constants, so that other plans keep the
@@ -143,4 +143,14 @@ typedef ushort fa_mask_t;
 #else
 #define FA_PERSISTENT_PARAMS
 #define FA_PERSISTENT_NAMES
+#endif
+
+/* fp8 K/V's descale factors (FA_K_DESCALE / FA_V_DESCALE: include/fa_cl.h "fp8 K/V"), only in
+ * builds with one: both buffers, NULL where that tensor has none (cl/fa_fwd_coords.cl reads them). */
+#if defined(FA_K_DESCALE) || defined(FA_V_DESCALE)
+#define FA_DESCALE_PARAMS , __global const float *k_descale, __global const float *v_descale
+#define FA_DESCALE_NAMES , k_descale, v_descale
+#else
+#define FA_DESCALE_PARAMS
+#define FA_DESCALE_NAMES
 #endif

@@ -43,7 +43,7 @@
             int j = e / D4, c = e % D4;                                                                   \
             float4 x = (float4)(0.0f);                                                                    \
             if (first + j < limit)                                                                        \
-                x = chunk(src, fa_kv_row(map, first + j), c);                                             \
+                x = FA_DESCALED(chunk(src, fa_kv_row(map, first + j), c), map);                           \
             tile[j * ROW4 + c] = x;                                                                       \
         }                                                                                                 \
     }

@@ -44,14 +44,29 @@
     const int q0 = qb * BLOCK_Q;                                                                          \
     FA_SPLIT_INDEX                                                                                        \
     const fa_row_map kmap = fa_kv_map(k_off + FA_K_BATCH_OFFSET(ks0, ks2), hk, ks0, ks1, ks2, block_table,  \
-                                      b, pages_per_seq, page_size, num_pages);                            \
+                                      b, pages_per_seq, page_size, num_pages, FA_K_FACTOR);               \
     const fa_row_map vmap = fa_kv_map(v_off + FA_K_BATCH_OFFSET(vs0, vs2), hk, vs0, vs1, vs2, block_table,  \
-                                      b, pages_per_seq, page_size, num_pages);                            \
+                                      b, pages_per_seq, page_size, num_pages, FA_V_FACTOR);               \
     FA_KV_SPAN                                                                                            \
     (void)scratch, (void)kv_begin, (void)kv_end, (void)kmap, (void)vmap, (void)seqlens,   \
         (void)pack, (void)num_splits, (void)split_stride, (void)cu_seqlens_q, (void)cu_seqlens_k,        \
         (void)total_q, (void)total_k, (void)nrows_max, (void)qs0, (void)os0, (void)ks0, (void)vs0;          \
     FA_MODS_UNUSED FA_MASK_UNUSED
+
+/* fp8 K/V's descale factor of this sequence and kv head (FA_K_DESCALE / FA_V_DESCALE = the
+ * fa_cl_descale: 1 one factor, 2 one per (batch, kv head), b * heads_kv + hk; the host checked the
+ * buffers hold them); 1 without one */
+#define FA_DESCALE_AT(f, mode) ((f)[(mode) == 2 ? b * (ulong)(heads_q / group) + (ulong)hk : 0])
+#ifdef FA_K_DESCALE
+#define FA_K_FACTOR FA_DESCALE_AT(k_descale, FA_K_DESCALE)
+#else
+#define FA_K_FACTOR 1.0f
+#endif
+#ifdef FA_V_DESCALE
+#define FA_V_FACTOR FA_DESCALE_AT(v_descale, FA_V_DESCALE)
+#else
+#define FA_V_FACTOR 1.0f
+#endif
 
 /* Where the head column's first q and o rows are (expressions, not variables: a 64-bit value kept
  * live through the key loop costs the registers a kernel is tuned to; Intel's compiler spilled) */

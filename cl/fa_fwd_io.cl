@@ -17,6 +17,14 @@ inline float4 fa_q_chunk(__global const fa_q_t *p, ulong row_base, int c) { FA_C
 inline float4 fa_k_chunk(__global const fa_k_t *p, ulong row_base, int c) { FA_CHUNK_BODY(FA_K_DTYPE) }
 inline float4 fa_v_chunk(__global const fa_v_t *p, ulong row_base, int c) { FA_CHUNK_BODY(FA_V_DTYPE) }
 
+/* fp8 K/V: a chunk of a K or V row times the rows' descale factor (the map's), one float32
+ * rounding, as it is loaded; builds without a factor leave the chunk alone */
+#if defined(FA_K_DESCALE) || defined(FA_V_DESCALE)
+#define FA_DESCALED(x, map) ((x) * (map).scale)
+#else
+#define FA_DESCALED(x, map) (x)
+#endif
+
 /* One and four output elements in the output's storage (o, or FA_SPLIT's fp32 partials). */
 #define fa_ostore1 FA_ST1(FA_OUT_DTYPE)
 #define fa_ostore4 FA_ST4(FA_OUT_DTYPE)

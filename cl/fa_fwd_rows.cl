@@ -8,13 +8,15 @@ typedef struct fa_row_map {
     long stride, outer;
     int div, last;
     __global const int *table;
+    float scale; /* fp8 K/V: the rows' descale factor (FA_K_DESCALE, FA_V_DESCALE); else 1 */
 } fa_row_map;
 
 /* off: the view's offset plus this sequence's (not used with pages: the table places the rows) */
 inline fa_row_map fa_kv_map(ulong off, int hk, long s0, long s1, long s2, __global const int *table, ulong b,
-                            int per_seq, int rows_per_page, int pages)
+                            int per_seq, int rows_per_page, int pages, float scale)
 {
     fa_row_map m;
+    m.scale = scale;
 #ifdef FA_PAGED
     m.base = off + (ulong)hk * (ulong)s1;
     m.outer = s0;
@@ -41,6 +43,7 @@ inline fa_row_map fa_q_map(ulong base, long s1, long s2, int seqlen_q)
     m.div = seqlen_q;
     m.last = 0;
     m.table = 0;
+    m.scale = 1.0f;
     return m;
 }
 

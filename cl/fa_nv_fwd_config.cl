@@ -60,6 +60,16 @@
 #endif
 #define FA_KV_Q8 1
 #endif
+/* K and/or V in fp8 (FA_K_DTYPE / FA_V_DTYPE 4 e4m3, 5 e5m2; the other in FA_DTYPE): each element's
+ * exact value times its rows' descale factor, rounded once to FA_DTYPE as the tile is loaded
+ * (synchronous loads: cl/fa_nv_fwd_q8.cl) */
+#if FA_K_DTYPE >= 4 || FA_V_DTYPE >= 4
+#if FA_Q_DTYPE != FA_DTYPE || FA_O_DTYPE != FA_DTYPE || (FA_K_DTYPE < 4 && FA_K_DTYPE != FA_DTYPE) || \
+    (FA_V_DTYPE < 4 && FA_V_DTYPE != FA_DTYPE)
+#error "the tensor-core kernel takes fp8 K and/or V with everything else in FA_DTYPE"
+#endif
+#define FA_KV_FP8 1
+#endif
 #if WARP_ROWS != 16 && WARP_ROWS != 32
 #error "WARP_ROWS is 16 or 32"
 #endif
@@ -199,7 +209,8 @@
 #define WG_ALL WG
 #endif
 
-#if (defined(FA_ALIGNED16) && (HEAD_DIM % 8 == 0 || defined(FA_ROWS_PADDED)) && !defined(FA_KV_Q8)) || \
+#if (defined(FA_ALIGNED16) && (HEAD_DIM % 8 == 0 || defined(FA_ROWS_PADDED)) && !defined(FA_KV_Q8) && \
+     !defined(FA_KV_FP8)) || \
     (defined(FA_KV_Q8) && defined(FA_Q8_COPY))
 /* K/V blocks are copied asynchronously (cp.async) through a ring of FA_STAGES buffers each: while
  * one block is computed, the next STAGES - 1 are in flight (decoding is bound by how many bytes

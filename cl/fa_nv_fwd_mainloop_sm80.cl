@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The tensor-core forward's mainloop on mma.sync (nvidia-mma; compute capability >= 8.0, emulated
  * with FA_PTX_EMULATE): one tile's key loop (S = Q K^T, the mask, the online softmax, O += P V; Q in
- * registers or local memory, q8_0 K/V, key slices, the transposed decode products) composed of the
+ * registers or local memory, q8_0 or fp8 K/V, key slices, the transposed decode products) composed of the
  * units before this one, its epilogue, and the kernel. */
 #if defined(FA_WGMMA) || defined(FA_WG_PRODUCER) || defined(FA_PERSISTENT) || defined(FA_KV_TMA) || defined(FA_MASK_TMA)
 #error "the mma.sync mainloop takes none of nvidia-wgmma's options"
@@ -115,6 +115,17 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
 #ifdef FA_KV_Q8
         fa_load_tile_q8(k_s, (__global const uchar *)k, kmap, kv0, BLOCK_KV, seqlen_k, lid);
         fa_load_tile_q8(v_s, (__global const uchar *)v, vmap, kv0, BLOCK_KV, seqlen_k, lid);
+#elif defined(FA_KV_FP8) /* fp8 K and/or V; the other as it is */
+#if FA_K_DTYPE >= 4
+        fa_load_k_fp8(k_s, (__global const uchar *)k, kmap, kv0, BLOCK_KV, seqlen_k, lid);
+#else
+        fa_load_tile(k_s, kg, kmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
+#endif
+#if FA_V_DTYPE >= 4
+        fa_load_v_fp8(v_s, (__global const uchar *)v, vmap, kv0, BLOCK_KV, seqlen_k, lid);
+#else
+        fa_load_tile(v_s, vg, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
+#endif
 #else
         fa_load_tile(k_s, kg, kmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
         fa_load_tile(v_s, vg, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);

@@ -1,7 +1,43 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The tensor-core forward's q8_0 K/V (nvidia-mma only): the synchronous loader, and with cp.async
  * the staging of raw rows, their dequantisation into tiles, and the fragments read straight from the
- * stages (FA_Q8_FRAGS). */
+ * stages (FA_Q8_FRAGS); and fp8 K/V's synchronous loaders. */
+#ifdef FA_KV_FP8
+/* rows [first, first + count) of an fp8 K or V (storage type id) into a local tile of FA_DTYPE
+ * values, zero past `limit` and past HEAD_DIM: 8 elements a step, each the code's exact value
+ * (cl/fa_common.cl) times the rows' descale factor (1 without one), rounded once to FA_DTYPE */
+#define FA_DEFINE_TILE_FP8(name, id)                                                                      \
+    inline void name(__local ushort *tile, __global const uchar *src, fa_row_map map, int first, int count, \
+                     int limit, int lid)                                                                  \
+    {                                                                                                     \
+        for (int e = lid; e < count * CH; e += WG) {                                                      \
+            const int r = e / CH, c = e % CH;                                                             \
+            uint4 x = (uint4)(0);                                                                         \
+            if (first + r < limit && 8 * c < HEAD_DIM) {                                                  \
+                __global const uchar *p = src + fa_kv_row(map, first + r) + 8 * c;                         \
+                float4 y0, y1;                                                                            \
+                if (HEAD_DIM % 8 == 0) { /* two 4-byte loads (the rows need only byte alignment) */       \
+                    y0 = FA_LD4(id)(p, 0) * map.scale;                                                    \
+                    y1 = FA_LD4(id)(p, 4) * map.scale;                                                    \
+                } else {                                                                                  \
+                    float y[8];                                                                           \
+                    for (int i = 0; i < 8; i++)                                                           \
+                        y[i] = 8 * c + i < HEAD_DIM ? FA_LD1(id)(p, i) * map.scale : 0.0f;                \
+                    y0 = (float4)(y[0], y[1], y[2], y[3]);                                                \
+                    y1 = (float4)(y[4], y[5], y[6], y[7]);                                                \
+                }                                                                                         \
+                x = (uint4)(fa_pack2(y0.x, y0.y), fa_pack2(y0.z, y0.w), fa_pack2(y1.x, y1.y), fa_pack2(y1.z, y1.w)); \
+            }                                                                                             \
+            *(__local uint4 *)(tile + r * ROW + 8 * c) = x;                                               \
+        }                                                                                                 \
+    }
+#if FA_K_DTYPE >= 4
+FA_DEFINE_TILE_FP8(fa_load_k_fp8, FA_K_DTYPE)
+#endif
+#if FA_V_DTYPE >= 4
+FA_DEFINE_TILE_FP8(fa_load_v_fp8, FA_V_DTYPE)
+#endif
+#endif
 #ifdef FA_KV_Q8
 /* rows [first, first + count) of a q8_0 K or V into a local tile of FA_DTYPE values, zero past
  * `limit`: 8 elements a step (one block's scale, 8 of its int8 values), each d * q_i rounded once */

@@ -7,18 +7,28 @@
  * exactly exp(0) = 1 (no fused multiply-subtract). */
 #pragma OPENCL FP_CONTRACT OFF
 
+/* fp8 (FA_DTYPE 4, 5): each element times its descale factor (include/fa_cl.h "fp8 K/V"): mode 0
+ * none, 1 descale[0], 2 descale[b * heads + h] (the flattened head) */
+#if FA_DTYPE >= 4
+#define FA_REF_DESCALE_PARAMS , __global const float *descale, int mode
+#define FA_REF_DESCALED(x, fh) (mode ? (x) * descale[mode == 2 ? (fh) : 0] : (x))
+#else
+#define FA_REF_DESCALE_PARAMS
+#define FA_REF_DESCALED(x, fh) (x)
+#endif
+
 /* One element of a [B, H, S, D] view -> contiguous fp32 [heads, S, D], for the flattened heads
  * head0 .. (b * heads + h). Work-item (d, r): r = local head * seq + s. */
 __kernel void fa_ref_gather(__global const fa_store_t *src, ulong off, long s0, long s1, long s2, ulong heads,
-                            ulong seq, ulong head0, __global float *dst)
+                            ulong seq, ulong head0, __global float *dst FA_REF_DESCALE_PARAMS)
 {
     const ulong d = get_global_id(0), r = get_global_id(1), dim = get_global_size(0);
     const ulong s = r % seq, fh = head0 + r / seq;
     const ulong b = fh / heads, h = fh % heads;
-    dst[r * dim + d] = fa_load1(src, off + b * (ulong)s0 + h * (ulong)s1 + s * (ulong)s2 + d);
+    dst[r * dim + d] = FA_REF_DESCALED(fa_load1(src, off + b * (ulong)s0 + h * (ulong)s1 + s * (ulong)s2 + d), fh);
 }
 
-#if FA_DTYPE != 3 /* q8_0: an input type only */
+#if FA_DTYPE < 3 /* q8_0, fp8: input types only */
 /* The inverse: contiguous fp32 [heads, S, D] -> the output view, rounded to the storage type. */
 __kernel void fa_ref_scatter(__global const float *src, __global fa_store_t *dst, ulong off, long s0, long s1,
                              long s2, ulong heads, ulong seq, ulong head0)

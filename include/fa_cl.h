@@ -179,9 +179,24 @@ typedef enum fa_cl_storage {
     FA_CL_STORAGE_F32 = 1,   /**< IEEE binary32 */
     FA_CL_STORAGE_F16 = 2,   /**< IEEE binary16 */
     FA_CL_STORAGE_BF16 = 3,  /**< bfloat16 */
-    FA_CL_STORAGE_Q8_0 = 4   /**< k and v only: ggml's q8_0, blocks of 32 elements (an f16 scale d, then 32 int8
+    FA_CL_STORAGE_Q8_0 = 4,  /**< k and v only: ggml's q8_0, blocks of 32 elements (an f16 scale d, then 32 int8
                                   q_i; element = d * q_i), 34 bytes each */
+    FA_CL_STORAGE_E4M3 = 5,  /**< k and v only: OCP FP8 E4M3 as PyTorch's float8_e4m3fn (CUDA's __nv_fp8_e4m3), one
+                                  byte: sign, 4 exponent bits (bias 7), 3 mantissa bits; no Inf; S.1111.111 is NaN
+                                  (0x7f, 0xff); largest finite +-448; subnormals m * 2^-9. Times desc.k_descale /
+                                  v_descale ("fp8 K/V" below) */
+    FA_CL_STORAGE_E5M2 = 6   /**< k and v only: OCP FP8 E5M2 as PyTorch's float8_e5m2 (CUDA's __nv_fp8_e5m2): IEEE-like,
+                                  the top byte of a binary16: 5 exponent bits (bias 15), 2 mantissa bits; S.11111.00 is
+                                  +-Inf, S.11111.{01,10,11} NaN; largest finite +-57344; subnormals m * 2^-16 */
 } fa_cl_storage;
+
+/** How fp8 K or V is scaled (desc.k_descale, desc.v_descale; "fp8 K/V" below): FlashAttention-3's
+ *  k_descale / v_descale, element value = fp8 value * descale. Values are ABI. */
+typedef enum fa_cl_descale {
+    FA_CL_DESCALE_NONE = 0,   /**< no factor (1) */
+    FA_CL_DESCALE_TENSOR = 1, /**< one float32 for the whole tensor: args.k_descale / v_descale[0] */
+    FA_CL_DESCALE_HEAD = 2    /**< one float32 per (batch, kv head): [batch, heads_kv], element b * heads_kv + h */
+} fa_cl_descale;
 
 /** The element type of an attention mask (desc.mask, "Score modifiers"). Values are ABI. */
 typedef enum fa_cl_mask_type {
@@ -360,6 +375,9 @@ typedef struct fa_cl_attention_desc {
     int64_t dout_stride[3], dq_stride[3], dk_stride[3], dv_stride[3]; /**< elements, [batch, head, seq] of dO, dQ,
                                                                            dK, dV; all 0 = the strides of o, q, k, v */
     size_t dout_offset, dq_offset, dk_offset, dv_offset;              /**< elements from the buffer's start */
+    /* ---- fp8 K/V (see "fp8 K/V" below); 0 = no factor ---- */
+    fa_cl_descale k_descale, v_descale; /**< fp8 k's / v's descale factors: args.k_descale / v_descale; only with
+                                             k_type / v_type e4m3 or e5m2 */
 } fa_cl_attention_desc;
 
 /**
@@ -407,10 +425,45 @@ typedef struct fa_cl_attention_desc {
  *    tensor (strides 0) is B * H * S * D / 32 blocks. Paged pools are the same in pages.
  *  - Kernels: mixed types run on the portable kernels; nvidia-mma takes q8_0 k and v with q and o
  *    in desc.dtype (f16/bf16), dequantising each block into f16/bf16 (one rounding of d * q_i)
- *    before its products; other combinations fall back (fa_cl_plan_info.kernel says which).
- *  - Appending (seqlen_new) needs k and v in desc.dtype (k_new / v_new are in dtype).
+ *    before its products, and fp8 k/v ("fp8 K/V" below); other combinations fall back
+ *    (fa_cl_plan_info.kernel says which).
+ *  - Appending (seqlen_new) needs k and v in desc.dtype (k_new / v_new are in dtype) or in fp8
+ *    ("fp8 K/V" below: the new rows are rounded to it).
  *  - The reference (fa_cl_reference_run) takes every combination; the LSE is float32 as always.
  * A q8_0 block's scale is read as stored: a NaN or Inf scale makes the keys of its block NaN.
+ */
+
+/**
+ * fp8 K/V (issue 51): k and/or v in OCP FP8 (desc.k_type / v_type = FA_CL_STORAGE_E4M3 or
+ * FA_CL_STORAGE_E5M2; q and o in f32, f16 or bf16), as serving engines store KV caches.
+ *  - Values: element = fp8 value * descale (FlashAttention-3's k_descale / v_descale). desc.k_descale
+ *    / v_descale say which factor (FA_CL_DESCALE_NONE: 1; _TENSOR: args.k_descale[0]; _HEAD:
+ *    args.k_descale[b * heads_kv + h], a float32 per sequence and kv head, also with pages and
+ *    varlen rows). Each element is converted exactly to float32 (every fp8 value is a float32)
+ *    and multiplied by its factor in float32 (one rounding) as the kernel loads it; arithmetic is
+ *    fp32 throughout, as for every storage type. A NaN/Inf code or factor is a NaN/Inf value (the
+ *    NaN/Inf rules above apply to it). Factors are read from the device: nothing checks them.
+ *  - Layout: one byte per element; strides and offsets count elements (bytes) as for every type,
+ *    any head_dim; paged pools, cache lengths, varlen and split-KV as for f16 caches.
+ *  - Appending (desc.seqlen_new): k_new / v_new stay in desc.dtype; each new element x is stored
+ *    as the fp8 nearest x / descale (computed in float32; the factor 1 without one), ties to even,
+ *    both formats saturating: a finite x / descale beyond the largest finite value stores +-448
+ *    (e4m3) or +-57344 (e5m2), as CUDA's __NV_SATFINITE and vLLM's caches do. NaN stores NaN; +-Inf
+ *    stores +-Inf in e5m2 and NaN in e4m3, which has no Inf (an infinity never becomes finite).
+ *    The quotient is OpenCL's float division (correctly rounded on the CPU devices tested; a GPU
+ *    may differ by an ulp of the quotient).
+ *  - Kernels: the portable kernels (portable, portable-tiled; decode with split-KV) take fp8 K/V
+ *    with q and o in any type; nvidia-mma takes it with q, o (and a K or V not in fp8) in
+ *    desc.dtype, f16 or bf16, rounding each element's value x factor once more, to desc.dtype,
+ *    as it loads a tile (synchronous loads, as q8_0's unaligned rows; its products are f16/bf16,
+ *    as for every f16/bf16 plan there). nvidia-wgmma and nvidia-tf32x3 do not take fp8: the
+ *    planner goes on to the next family (fa_cl_plan_info.kernel says which ran; FA_CL_KERNEL_VARIANT
+ *    forcing one of them is FA_CL_ERROR_UNSUPPORTED naming the families that take fp8 K/V).
+ *  - Checks: a descale mode other than NONE with a k / v type that is not fp8, fp8 for q or o:
+ *    FA_CL_ERROR_INVALID_ARGUMENT; args.k_descale / v_descale NULL where required, given where
+ *    not, or smaller than 4 (TENSOR) or 4 * batch * heads_kv bytes (HEAD): INVALID_ARGUMENT or
+ *    FA_CL_ERROR_BUFFER_TOO_SMALL, named in the message. The backward does not take fp8 (UNSUPPORTED).
+ *  - The reference (fa_cl_reference_run) dequantises the same way before its GEMMs.
  */
 
 /**
@@ -595,6 +648,9 @@ typedef struct fa_cl_forward_args {
     cl_mem mask;            /**< 0.3: the attention mask desc.mask describes; required iff desc.mask */
     cl_mem status;          /**< 0.4: NULL, or a cl_uint the call ORs FA_CL_DEVICE_STATUS_* bits into where it
                                  finds bad device data ("Serving", device status) */
+    cl_mem k_descale;       /**< float32 descale factors of fp8 k: 1 float (FA_CL_DESCALE_TENSOR) or [batch, heads_kv]
+                                 (FA_CL_DESCALE_HEAD); required iff desc.k_descale ("fp8 K/V") */
+    cl_mem v_descale;       /**< the same for fp8 v; required iff desc.v_descale */
 } fa_cl_forward_args;
 
 /* The bits of fa_cl_forward_args.status ("Serving"); values are ABI. */
@@ -607,7 +663,7 @@ static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
         const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL,
-                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }

@@ -66,6 +66,9 @@ SUITES = {
         '-b 16 -h 32 --heads-kv 8 -q 8 -k 32768 -d 128 --dtype f16 --causal',
         '-b 16 -h 32 --heads-kv 8 -q 1 -k 32768 -d 128 --dtype f16 --page-size 16',
         '-b 16 -h 32 --heads-kv 8 -q 1 -k 32768 -d 128 --dtype f16 --kv-dtype q8_0',
+        # issue 51's decode target: fp8 K/V at most 0.55x the f16 row, pages of 16 within 1.1x contiguous
+        '-b 16 -h 32 --heads-kv 8 -q 1 -k 32768 -d 128 --dtype f16 --kv-dtype e4m3',
+        '-b 16 -h 32 --heads-kv 8 -q 1 -k 32768 -d 128 --dtype f16 --kv-dtype e4m3 --page-size 16',
     ],
     # a CPU beside PyTorch's CPU kernels
     'cpu': [

@@ -187,6 +187,7 @@ typedef struct fa_cl__views {
     uint64_t new_bytes;                  /* args.k_new and v_new each (append); 0 = not used */
     uint64_t per_head_bytes;             /* args.alibi_slopes / args.sinks (heads_q floats), where used */
     uint64_t mask_bytes;                 /* args.mask: (mask_offset + last element + 1) x its size; 0 = none */
+    uint64_t k_descale_bytes, v_descale_bytes; /* args.k_descale / v_descale (fp8); 0 = not used */
     /* byte ranges [begin, end) each view touches, for overlap checks */
     uint64_t q_begin, k_begin, v_begin, o_begin;
     uint64_t key[FA_CL_DESC_KEY_WORDS]; /* every plan-changing field in a fixed order: compared bytewise */
@@ -232,9 +233,10 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl__views
 fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const cl_event *wait);
 
 /* A call's argument struct (given, of the caller's size given_size, non-NULL) as this library's
- * (fa_cl__struct_copy into out, out_size bytes); a failure recorded on ctx under call's name. */
+ * (fa_cl__struct_copy into out, out_size bytes; below min_size refused); a failure recorded on ctx
+ * under call's name. */
 fa_cl_status fa_cl__args_copy(fa_cl_context *ctx, const char *call, const void *given, size_t given_size, void *out,
-                              size_t out_size);
+                              size_t out_size, size_t min_size);
 /* args of the caller's size as this library's struct, then the buffer and wait-list checks
  * against the views; the failure is recorded on ctx under call's name. */
 fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__views *views,
@@ -277,8 +279,10 @@ fa_cl_status fa_cl__backward_args_check(fa_cl_context *ctx, const char *call, co
 size_t fa_cl__dtype_size(fa_cl_dtype t); /* 0 for an unknown dtype */
 size_t fa_cl__mask_entry_size(fa_cl_mask_type t); /* bytes a mask entry; 0 for none or an unknown type */
 /* Storage type ids of the kernels (cl/fa_common.cl FA_DTYPE, FA_K_DTYPE ...): fa_cl_dtype's values,
- * then q8_0. */
-enum { FA_CL_TYPE_F32 = 0, FA_CL_TYPE_F16 = 1, FA_CL_TYPE_BF16 = 2, FA_CL_TYPE_Q8_0 = 3 };
+ * then q8_0, e4m3, e5m2 (fa_cl_storage - 1). */
+enum { FA_CL_TYPE_F32 = 0, FA_CL_TYPE_F16 = 1, FA_CL_TYPE_BF16 = 2, FA_CL_TYPE_Q8_0 = 3, FA_CL_TYPE_E4M3 = 4,
+       FA_CL_TYPE_E5M2 = 5 };
+static inline int fa_cl__type_is_fp8(int type) { return type == FA_CL_TYPE_E4M3 || type == FA_CL_TYPE_E5M2; }
 const char *fa_cl__dtype_name(fa_cl_dtype t);
 
 #endif /* FA_CL_INTERNAL_H */

@@ -200,12 +200,57 @@ float tu_round(fa_cl_dtype t, float x)
     }
 }
 
-size_t tu_dtype_size(fa_cl_dtype t) { return t == FA_CL_F32 ? 4 : 2; }
+size_t tu_dtype_size(fa_cl_dtype t) { return t == FA_CL_F32 ? 4 : tu_is_fp8(t) ? 1 : 2; }
 
-const char *tu_dtype_name(fa_cl_dtype t) { return t == TU_Q8_0 ? "q8_0" : fa_cl__dtype_name(t); }
+const char *tu_dtype_name(fa_cl_dtype t)
+{
+    return t == TU_Q8_0 ? "q8_0" : t == TU_E4M3 ? "e4m3" : t == TU_E5M2 ? "e5m2" : fa_cl__dtype_name(t);
+}
+
+int tu_is_fp8(fa_cl_dtype t) { return t == TU_E4M3 || t == TU_E5M2; }
+
+double tu_fp8_value(fa_cl_dtype t, unsigned code)
+{
+    const int mbits = t == TU_E4M3 ? 3 : 2, ebits = 7 - mbits, bias = t == TU_E4M3 ? 7 : 15;
+    const unsigned e = (code >> mbits) & ((1u << ebits) - 1u), m = code & ((1u << mbits) - 1u);
+    const double sign = (code & 0x80u) ? -1.0 : 1.0;
+    if (t == TU_E4M3 && e == 15 && m == 7)
+        return NAN;
+    if (t == TU_E5M2 && e == 31)
+        return m ? NAN : sign * INFINITY;
+    if (e == 0) /* subnormal: 0.m x 2^(1 - bias) */
+        return sign * ldexp((double)m, 1 - bias - mbits);
+    return sign * ldexp((double)((1u << mbits) + m), (int)e - bias - mbits);
+}
+
+unsigned tu_fp8_nearest(fa_cl_dtype t, float x)
+{
+    const unsigned sign = signbit(x) ? 0x80u : 0u;
+    if (isnan(x) || (isinf(x) && t == TU_E4M3))
+        return sign | 0x7fu;
+    if (isinf(x))
+        return sign | 0x7cu;
+    const double a = fabs((double)x);
+    const unsigned top = t == TU_E4M3 ? 0x7eu : 0x7bu; /* the largest finite code */
+    if (a >= tu_fp8_value(t, top)) /* saturation (and no distances too large for a double's digits) */
+        return sign | top;
+    unsigned best = 0;
+    double best_d = INFINITY;
+    for (unsigned c = 0; c < 0x80u; c++) { /* the magnitudes, in increasing order */
+        const double v = tu_fp8_value(t, c);
+        if (!isfinite(v))
+            break;
+        const double d = fabs(v - a);
+        if (d < best_d || (d == best_d && (c & 1u) == 0)) /* a tie goes to the even code */
+            best = c, best_d = d;
+    }
+    return sign | best;
+}
 
 uint32_t tu_load_bits(fa_cl_dtype t, const void *img, size_t i)
 {
+    if (tu_is_fp8(t))
+        return ((const unsigned char *)img)[i];
     if (t == FA_CL_F32) {
         uint32_t u;
         memcpy(&u, (const unsigned char *)img + 4 * i, 4);
@@ -218,7 +263,9 @@ uint32_t tu_load_bits(fa_cl_dtype t, const void *img, size_t i)
 
 void tu_store_bits(fa_cl_dtype t, void *img, size_t i, uint32_t bits)
 {
-    if (t == FA_CL_F32) {
+    if (tu_is_fp8(t)) {
+        ((unsigned char *)img)[i] = (unsigned char)bits;
+    } else if (t == FA_CL_F32) {
         memcpy((unsigned char *)img + 4 * i, &bits, 4);
     } else {
         uint16_t h = (uint16_t)bits;
@@ -229,6 +276,8 @@ void tu_store_bits(fa_cl_dtype t, void *img, size_t i, uint32_t bits)
 float tu_load(fa_cl_dtype t, const void *img, size_t i)
 {
     uint32_t b = tu_load_bits(t, img, i);
+    if (tu_is_fp8(t))
+        return (float)tu_fp8_value(t, b);
     switch (t) {
     case FA_CL_F16: return tu_f16_to_f32((uint16_t)b);
     case FA_CL_BF16: return tu_bf16_to_f32((uint16_t)b);
@@ -238,6 +287,10 @@ float tu_load(fa_cl_dtype t, const void *img, size_t i)
 
 void tu_store(fa_cl_dtype t, void *img, size_t i, float x)
 {
+    if (tu_is_fp8(t)) {
+        tu_store_bits(t, img, i, tu_fp8_nearest(t, x));
+        return;
+    }
     switch (t) {
     case FA_CL_F16: tu_store_bits(t, img, i, tu_f32_to_f16(x)); break;
     case FA_CL_BF16: tu_store_bits(t, img, i, tu_f32_to_bf16(x)); break;
@@ -256,6 +309,8 @@ uint32_t tu_sentinel_bits(fa_cl_dtype t)
 
 uint32_t tu_nan_bits(fa_cl_dtype t)
 {
+    if (tu_is_fp8(t))
+        return 0x7fu; /* NaN in both formats */
     switch (t) {
     case FA_CL_F16: return 0x7e00u;
     case FA_CL_BF16: return 0x7fc0u;

@@ -83,6 +83,18 @@ void tu_kernel_dir_default(const char *dir);
 void tu_q8_encode(float *x, int64_t n, unsigned char *dst);
 float tu_q8_load(const unsigned char *img, size_t e);
 
+/* OCP FP8 as a tensor's storage in the tests (K and V; desc.k_type / v_type = FA_CL_STORAGE_E4M3 /
+ * _E5M2): the kernels' type ids 4 and 5, a byte an element. The host's own conversions, from the
+ * formats' definitions (not the kernels' bit manipulation): the value of a code (ldexp; NaN codes
+ * NaN, e5m2's Inf codes Inf), and the code nearest x by exhaustive search over the finite codes, ties
+ * to the even code, saturating at the largest finite value, NaN -> NaN, Inf -> Inf (e5m2) or NaN
+ * (e4m3). */
+#define TU_E4M3 ((fa_cl_dtype)4)
+#define TU_E5M2 ((fa_cl_dtype)5)
+int tu_is_fp8(fa_cl_dtype t);
+double tu_fp8_value(fa_cl_dtype t, unsigned code);
+unsigned tu_fp8_nearest(fa_cl_dtype t, float x);
+
 uint16_t tu_f32_to_f16(float f);  /* round to nearest even; overflow -> inf; NaN stays NaN */
 float tu_f16_to_f32(uint16_t h);
 uint16_t tu_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */

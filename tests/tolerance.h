@@ -13,6 +13,11 @@
  *   f16  : 1e-3 + 2e-3   * |ref|   (f16 has 11 significant bits: half an ulp is 2.4e-4 relative)
  *   bf16 : 8e-3 + 1.6e-2 * |ref|   (bf16 has 8: half an ulp is 2e-3 relative)
  *
+ * fp8 K/V (e4m3, e5m2): the same bars, o's type's, with ref computed from the dequantised values
+ * (each code's value times its descale factor, rounded to float32 as the kernels form it): fp8's
+ * own rounding is in the data, not in the bar. tests/test_fp8.c uses random values and
+ * outlier-heavy codes (drawn over the format's whole range, the factor bringing the largest to 1).
+ *
  * LSE (always float32): relative 1e-4, i.e. |got - ref| <= 1e-4 * max(|ref|, 1). The floor of 1
  * makes it absolute near LSE = 0 (a row that sees one key whose score is ~0), where a relative bar
  * would ask for more than float32 can give. A row that sees no key must give -inf exactly, and

@@ -50,7 +50,7 @@ typedef struct shape {
 } shape;
 
 /* the storage types as --kv-dtype takes them (fa_cl_storage's order) */
-static const char *const storage_names[] = {"", "f32", "f16", "bf16", "q8_0"};
+static const char *const storage_names[] = {"", "f32", "f16", "bf16", "q8_0", "e4m3", "e5m2"};
 
 /* the mask types as the table prints them (and, from the 8th character, as --mask takes them) */
 static const char *const mask_names[] = {"", ", mask f32", ", mask f16", ", mask bool", ", mask bf16"};
@@ -102,6 +102,7 @@ static const char *fill_source =
     "    for (uint j = 0; j < 4; j++) { uint at = (uint)((4 * i + j) % 34);\n"
     "      w |= (at == 0 ? 0x08u : at == 1 ? 0x20u : (x >> (8 * j)) & 0xffu) << (8 * j); }\n"
     "    p[i] = w; return; }\n"
+    "  if (dtype >= 4) { p[i] = x & 0xbfbfbfbfu; return; } /* fp8: |value| < 2, never NaN or Inf */\n"
     "  uint y = x * 1664525u + 1013904223u; float a = (float)(x >> 8) * (2.0f / 16777216.0f) - 1.0f;\n"
     "  float b = (float)(y >> 8) * (2.0f / 16777216.0f) - 1.0f; uint lo, hi;\n"
     "  if (dtype == 2) { lo = as_uint(a) >> 16; hi = as_uint(b) >> 16; }\n"
@@ -188,15 +189,15 @@ static void visible(const shape *s, int64_t sq, int64_t sk, double *pairs, int64
 
 /* FLOPs (4 * Hq * pairs * d) and K/V bytes (2 * Hkv * keys * d * element size), summed over the
  * sequences, each with its own length. */
-/* Bytes per element of a storage (q8_0: 34 per 32) */
+/* Bytes per element of a storage (q8_0: 34 per 32; fp8: 1) */
 static double storage_bytes(fa_cl_storage t, fa_cl_dtype dtype)
 {
     if (t == FA_CL_STORAGE_DTYPE)
         return dtype == FA_CL_F32 ? 4 : 2;
-    return t == FA_CL_STORAGE_F32 ? 4 : t == FA_CL_STORAGE_Q8_0 ? 34.0 / 32.0 : 2;
+    return t == FA_CL_STORAGE_F32 ? 4 : t == FA_CL_STORAGE_Q8_0 ? 34.0 / 32.0 : t >= FA_CL_STORAGE_E4M3 ? 1 : 2;
 }
 
-/* The fill kernel's type id of a storage (0 f32, 1 f16, 2 bf16, 3 q8_0) */
+/* The fill kernel's type id of a storage (0 f32, 1 f16, 2 bf16, 3 q8_0, 4 e4m3, 5 e5m2) */
 static fa_cl_dtype storage_id(fa_cl_storage t, fa_cl_dtype dtype)
 {
     return t == FA_CL_STORAGE_DTYPE ? dtype : (fa_cl_dtype)((int)t - 1);
@@ -1065,7 +1066,8 @@ static void usage(FILE *f)
             "  --softcap C       scores s -> C tanh(s / C), C an integer >= 0 (0: none, the default)\n"
             "  --alibi           ALiBi, slopes 2^(-8 (h + 1) / Hq) for query head h\n"
             "  --sinks           attention sinks, the logit (h %% 4) / 2 for query head h\n"
-            "  --kv-dtype T      K and V stored as T (f32, f16, bf16 or q8_0: ggml's 34-byte blocks of 32)\n"
+            "  --kv-dtype T      K and V stored as T (f32, f16, bf16, q8_0: ggml's 34-byte blocks of 32, or fp8\n"
+            "                    e4m3 / e5m2, without descale factors)\n"
             "                    instead of --dtype's type; q and o stay in --dtype's\n"
             "  --mask T          an attention mask of type T (f32, f16, bf16 or bool), [1, 1, Sq, Sk]\n"
             "                    broadcast over batches and heads: biases 0 .. -1, one entry in 17 masked\n"
@@ -1365,11 +1367,11 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_SINKS: s->sinks = 1; break;
         case OPT_KV_DTYPE: {
             int t = 0;
-            for (int i = 1; i < 5; i++)
+            for (int i = 1; i < (int)(sizeof storage_names / sizeof storage_names[0]); i++)
                 if (strcmp(optarg, storage_names[i]) == 0)
                     t = i;
             if (!t) {
-                fprintf(stderr, "fa_cl_bench: --kv-dtype %s: not f32, f16, bf16 or q8_0\n", optarg);
+                fprintf(stderr, "fa_cl_bench: --kv-dtype %s: not f32, f16, bf16, q8_0, e4m3 or e5m2\n", optarg);
                 return PARSE_ERROR;
             }
             s->kv_type = (fa_cl_storage)t;

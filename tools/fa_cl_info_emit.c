@@ -157,6 +157,19 @@ static void shape_cache_append(fa_cl_attention_desc *d)
     d->kv_seqlens = 1;
     d->seqlen_new = 4;
 }
+static void shape_kv_fp8(fa_cl_attention_desc *d) /* e4m3 K with a factor per tensor, e5m2 V without */
+{
+    d->k_type = FA_CL_STORAGE_E4M3;
+    d->v_type = FA_CL_STORAGE_E5M2;
+    d->k_descale = FA_CL_DESCALE_TENSOR;
+}
+static void shape_kv_fp8_paged_append(fa_cl_attention_desc *d) /* a paged fp8 cache appended to, factors per head */
+{
+    shape_paged_append(d);
+    d->k_type = FA_CL_STORAGE_E5M2;
+    d->v_type = FA_CL_STORAGE_E4M3;
+    d->k_descale = d->v_descale = FA_CL_DESCALE_HEAD;
+}
 static void shape_seqlens(fa_cl_attention_desc *d) { d->kv_seqlens = 1; }
 static void shape_chunked_prefill(fa_cl_attention_desc *d) /* varlen queries into a paged cache */
 {
@@ -235,6 +248,8 @@ static const emit_case cases[] = {
     {"kv-q8-loads", PASS_FORWARD, {0}, NULL, "", shape_kv_q8_sync},
     {"kv-q8-decode", PASS_FORWARD, {0}, NULL, "", shape_kv_q8_decode},
     {"kv-q8-paged", PASS_FORWARD, {0}, NULL, "", shape_kv_q8_paged},
+    {"kv-fp8", PASS_FORWARD, {0}, NULL, "", shape_kv_fp8},
+    {"kv-fp8-paged-append", PASS_FORWARD, {0}, NULL, "", shape_kv_fp8_paged_append},
     {"mixed-types", PASS_FORWARD, {0}, NULL, "", shape_mixed},
     /* serving */
     {"decode", PASS_FORWARD, {0}, NULL, "", shape_decode},

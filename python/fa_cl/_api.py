@@ -5,7 +5,7 @@ import ctypes
 import numpy as np
 
 from . import _checks, _lib
-from ._arrays import Call, c_contiguous, fa_dtype, is_bf16, is_device_array, mem
+from ._arrays import Call, c_contiguous, fa_dtype, fp8_host, is_bf16, is_device_array, is_fp8_storage, kv_storage, mem
 from ._checks import INT32_MAX, INT64_MAX
 from ._lib import lib
 
@@ -120,6 +120,45 @@ def _mask(call, desc, args, mask, b, hq, sq, sk):
     args.mask = mem(mask)
 
 
+def _fp8_inputs(k, v, kv_dtype):
+    """k and v with PyTorch float8 tensors as their uint8 codes (fp8_host), and the kv_dtype that
+    names them (the caller's, or the tensors' own)."""
+    (k, kn), (v, vn) = fp8_host(k), fp8_host(v)
+    if kn and vn and kn != vn and kv_dtype is None:
+        raise TypeError("fa_cl: k is %s and v %s: one kv_dtype names uint8 codes; pass ml_dtypes arrays to mix "
+                        "formats" % (kn, vn))
+    return k, v, kv_dtype if kv_dtype is not None else (kn or vn)
+
+
+def _descales(call, desc, args, k_descale, v_descale, kv_types, b, hkv):
+    """fp8 K/V's descale factors (FlashAttention-3's k_descale / v_descale: value = fp8 x factor)
+    into desc and args: None (none), one float (per tensor), or float32 [B, Hkv] (per sequence and
+    kv head)."""
+    for which, f, t in (("k", k_descale, kv_types[0]), ("v", v_descale, kv_types[1])):
+        if f is None:
+            continue
+        if not is_fp8_storage(t):
+            raise ValueError("fa_cl: %s_descale scales fp8 (e4m3, e5m2) %s only" % (which, which))
+        if not is_device_array(f) and np.ndim(f) == 0:
+            a = np.array([_checks.real(f, which + "_descale", positive=False)], np.float32)
+        else:
+            a = call.host(f, which + "_descale")
+        shape = tuple(a.shape)
+        if shape not in ((1,), (b, hkv)):
+            raise ValueError("fa_cl: %s_descale has shape %s; expected a float, (1,) or [B, Hkv] = (%d, %d)"
+                             % (which, shape, b, hkv))
+        if is_device_array(a):
+            if a.dtype != np.float32 or not a.flags.c_contiguous or a.offset:
+                raise ValueError("fa_cl: %s_descale must be a contiguous float32 array from the start of its buffer"
+                                 % which)
+        elif not np.issubdtype(a.dtype, np.floating):
+            raise TypeError("fa_cl: %s_descale must hold floats, not %s" % (which, a.dtype))
+        else:
+            a = call.device(np.ascontiguousarray(a, np.float32))
+        setattr(desc, which + "_descale", _lib.DESCALE["FA_CL_DESCALE_" + ("TENSOR" if shape == (1,) else "HEAD")])
+        setattr(args, which + "_descale", mem(a))
+
+
 def _finish(call, desc, args, o, lse):
     call.ctx.run(desc, args)
     return (call.result(o), call.result(lse)) if lse is not None else call.result(o)
@@ -138,11 +177,11 @@ def _heads(hq, hkv):
 
 
 def _attention_bshd(call, q, k, v, scale, causal, window, return_lse, sk_view=None, softcap=0.0,
-                    alibi_slopes=None, sinks=None, attn_mask=None):
+                    alibi_slopes=None, sinks=None, attn_mask=None, kv_dtype=None, k_descale=None, v_descale=None):
     """The forward on device arrays q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] (each checked by call.tensor)."""
-    # q and o in q's dtype; k and v each in its own (include/fa_cl.h "Storage types")
+    # q and o in q's dtype; k and v each in its own (include/fa_cl.h "Storage types", "fp8 K/V")
     dtype = fa_dtype(q.dtype, "q")
-    kv_types = [fa_dtype(k.dtype, "k"), fa_dtype(v.dtype, "v")]
+    kv_types = [kv_storage(k.dtype, "k", kv_dtype, dtype), kv_storage(v.dtype, "v", kv_dtype, dtype)]
     b, sq, hq, d = q.shape
     _, sk, hkv, _ = k.shape
     if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d:
@@ -152,16 +191,17 @@ def _attention_bshd(call, q, k, v, scale, causal, window, return_lse, sk_view=No
     return_lse = _checks.flag(return_lse, "return_lse")
     sk = sk if sk_view is None else sk_view
     desc = _desc(b, hq, hkv, sq, sk, d, dtype, scale, causal, window)
-    # fa_cl_storage is the dtype's value + 1 (0 = the descriptor's dtype)
-    desc.k_type, desc.v_type = (t + 1 if t != dtype else 0 for t in kv_types)
+    desc.k_type, desc.v_type = kv_types
     o, lse, args = _prepare(call, desc, q, k, v, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None)
+    _descales(call, desc, args, k_descale, v_descale, kv_types, b, hkv)
     _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks)
     _mask(call, desc, args, attn_mask, b, hq, sq, sk)
     return _finish(call, desc, args, o, lse)
 
 
 def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-                    sinks=None, return_lse=False, attn_mask=None, context=None):
+                    sinks=None, return_lse=False, attn_mask=None, context=None, k_descale=None, v_descale=None,
+                    kv_dtype=None):
     """FlashAttention's flash_attn_func: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] (Hq a multiple of
     Hkv: GQA/MQA), out [B, Sq, Hq, D]; causal is bottom-right aligned (key j visible to query i iff
     j <= i + Sk - Sq); window_size (left, right), -1 unbounded, around the same diagonal;
@@ -171,13 +211,19 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, 
     float32 / float16 added to the scaled scores after the softcap and ALiBi; broadcastable to
     [B, Hq, Sq, Sk], the key dimension contiguous). Every one combines with every other. k and v may
     each be in another dtype than q (ggml's q in float32 with a float16 cache); o is in q's.
+    fp8 k / v (include/fa_cl.h "fp8 K/V"): ml_dtypes float8_e4m3fn / float8_e5m2 arrays, PyTorch
+    float8 tensors, or uint8 codes with kv_dtype="e4m3" / "e5m2"; k_descale / v_descale (FlashAttention-3's:
+    value = fp8 x factor) a float or float32 [B, Hkv].
     return_lse adds the natural-log LSE, float32 [B, Hq, Sq]. Arrays: pyopencl (any strides with a
     contiguous last dimension; results on their queue, not waited for) or numpy (copied; results as
     numpy)."""
+    k, v, kv_dtype = _fp8_inputs(k, v, kv_dtype)
     with Call([q, k, v, alibi_slopes, sinks, attn_mask], context) as call:
-        q, k, v = (call.tensor(a, n, 4) for a, n in ((q, "q"), (k, "k"), (v, "v")))
+        q = call.tensor(q, "q", 4)
+        k, v = (call.tensor(a, n, 4, fp8=True) for a, n in ((k, "k"), (v, "v")))
         return _attention_bshd(call, q, k, v, softmax_scale, causal, window_size, return_lse, softcap=softcap,
-                               alibi_slopes=alibi_slopes, sinks=sinks, attn_mask=attn_mask)
+                               alibi_slopes=alibi_slopes, sinks=sinks, attn_mask=attn_mask, kv_dtype=kv_dtype,
+                               k_descale=k_descale, v_descale=v_descale)
 
 
 def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale=None, causal=False, window_size=(-1, -1),
@@ -325,7 +371,8 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, block_table=None,
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-                            sinks=None, return_lse=False, attn_mask=None, context=None):
+                            sinks=None, return_lse=False, attn_mask=None, context=None, k_descale=None,
+                            v_descale=None, kv_dtype=None):
     """FlashAttention's flash_attn_with_kvcache: q [B, Sq, Hq, D] against a cache k_cache / v_cache
     [B, capacity, Hkv, D], or with block_table (integers [B, pages_per_seq]) a paged pool
     [num_pages, page_size, Hkv, D]. cache_seqlens (integers [B], or one int for all, each in
@@ -335,7 +382,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
     must fit the capacity), then attended to; cache_seqlens is not advanced. numpy block tables:
     the entries of pages a sequence reaches must be page numbers (others, e.g. -1 padding, are not
     read). attn_mask as flash_attn_func's, its keys the capacity's. pyopencl lengths and tables are
-    device data the kernels clamp (include/fa_cl.h "Serving")."""
+    device data the kernels clamp (include/fa_cl.h "Serving"). An fp8 cache (ml_dtypes / PyTorch
+    float8, or uint8 codes with kv_dtype) with k_descale / v_descale as flash_attn_func's; appended
+    rows (k, v in q's dtype) are rounded to it (nearest even, saturating: include/fa_cl.h "fp8 K/V")."""
+    k_cache, v_cache, kv_dtype = _fp8_inputs(k_cache, v_cache, kv_dtype)
     if (k is None) != (v is None):
         raise ValueError("fa_cl: k and v (new rows to append) come together: %s is None" % ("v" if v is None else "k"))
     scalar_lens = cache_seqlens is not None and not is_device_array(cache_seqlens) and np.ndim(cache_seqlens) == 0
@@ -345,12 +395,13 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
         if numpy_caches and not all(isinstance(c, np.ndarray) and c.flags.writeable for c in numpy_caches):
             raise ValueError("fa_cl: appending k and v updates k_cache and v_cache in place: they must be writable "
                              "numpy arrays")
-        q, kc, vc = (call.tensor(a, n, 4) for a, n in ((q, "q"), (k_cache, "k_cache"), (v_cache, "v_cache")))
+        q = call.tensor(q, "q", 4)
+        kc, vc = (call.tensor(a, n, 4, fp8=True) for a, n in ((k_cache, "k_cache"), (v_cache, "v_cache")))
         if k is not None and call.host(k, "k").shape[1:2] == (0,) and call.host(v, "v").shape[1:2] == (0,):
             k = v = numpy_caches = None  # no new rows: seqlen_new 0 is no append (include/fa_cl.h)
         kn, vn = (call.tensor(a, n, 4) if a is not None else None for a, n in ((k, "k"), (v, "v")))
-        dtype = _same_dtype([q, kc, vc] + ([kn, vn] if kn is not None else []),
-                            ["q", "k_cache", "v_cache"] + (["k", "v"] if kn is not None else []))
+        dtype = _same_dtype([q] + ([kn, vn] if kn is not None else []), ["q"] + (["k", "v"] if kn is not None else []))
+        kv_types = [kv_storage(kc.dtype, "k_cache", kv_dtype, dtype), kv_storage(vc.dtype, "v_cache", kv_dtype, dtype)]
         b, sq, hq, d = q.shape
         if kc.shape != vc.shape or kc.shape[3] != d:
             raise ValueError("fa_cl: q %s, k_cache %s and v_cache %s disagree"
@@ -398,6 +449,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
             desc.page_size, desc.num_pages, desc.pages_per_seq = page_size, num_pages, table_shape[1]
         desc.kv_seqlens = 1 if lens is not None else 0
         desc.seqlen_new = seqlen_new
+        desc.k_type, desc.v_type = kv_types
         # the cache: [B, S, H, D] -> {batch, head, seq}; a pool [pages, page_size, H, D] -> {page, head, slot}
         o, lse, args = _prepare(call, desc, q, kc, vc, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None,
                                 names=("q", "k_cache", "v_cache"))
@@ -407,6 +459,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
             args.block_table = mem(table)
         if kn is not None:
             args.k_new, args.v_new = mem(kn), mem(vn)
+        _descales(call, desc, args, k_descale, v_descale, kv_types, b, hkv)
         _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks)
         _mask(call, desc, args, attn_mask, b, hq, sq, capacity)
         result = _finish(call, desc, args, o, lse)

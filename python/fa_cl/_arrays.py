@@ -38,6 +38,47 @@ def fa_dtype(dt, name):
                     "ml_dtypes.bfloat16)" % (name, dt))
 
 
+# fp8 K/V (include/fa_cl.h "fp8 K/V"): the fa_cl_storage names of e4m3 and e5m2, as PyTorch's,
+# ml_dtypes' and a caller's kv_dtype spell them
+_FP8_NAMES = {"e4m3": "FA_CL_STORAGE_E4M3", "float8_e4m3fn": "FA_CL_STORAGE_E4M3",
+              "e5m2": "FA_CL_STORAGE_E5M2", "float8_e5m2": "FA_CL_STORAGE_E5M2"}
+
+
+def fp8_host(a):
+    """A PyTorch float8_e4m3fn / float8_e5m2 tensor as its uint8 codes in numpy (numpy has no fp8)
+    and the format's name; anything else as it is, with None."""
+    name = str(getattr(a, "dtype", "")).replace("torch.", "")
+    if type(a).__module__.startswith("torch") and name in ("float8_e4m3fn", "float8_e5m2"):
+        import torch  # only when the caller passed a torch tensor
+        return a.detach().view(torch.uint8).cpu().numpy(), name
+    return a, None
+
+
+def kv_storage(dt, name, kv_dtype, dtype):
+    """The fa_cl_storage of a K or V array (0: the descriptor's dtype): an ml_dtypes float8_e4m3fn /
+    float8_e5m2 array, uint8 codes with kv_dtype ("e4m3" / "e5m2", or PyTorch's names), or a
+    float dtype fa_cl stores."""
+    dt = np.dtype(dt)
+    fp8 = dt.name if dt.name in ("float8_e4m3fn", "float8_e5m2") else None
+    if dt == np.uint8 and kv_dtype is not None:
+        fp8 = kv_dtype
+    elif fp8 is None and kv_dtype is not None:
+        raise TypeError("fa_cl: kv_dtype=%r takes %s as uint8 codes, not %s" % (kv_dtype, name, dt))
+    if fp8 is not None:
+        if fp8 not in _FP8_NAMES:
+            raise ValueError("fa_cl: kv_dtype %r is not an fp8 format: e4m3 (float8_e4m3fn) or e5m2 (float8_e5m2)"
+                             % (fp8,))
+        return _lib.STORAGE[_FP8_NAMES[fp8]]
+    if dt == np.uint8:
+        raise TypeError("fa_cl: %s is uint8: fp8 codes need kv_dtype='e4m3' or 'e5m2'" % name)
+    t = fa_dtype(dt, name)
+    return t + 1 if t != dtype else 0  # fa_cl_storage is the dtype's value + 1
+
+
+def is_fp8_storage(storage):
+    return storage in (_lib.STORAGE["FA_CL_STORAGE_E4M3"], _lib.STORAGE["FA_CL_STORAGE_E5M2"])
+
+
 def is_bf16(dt):
     return np.dtype(dt) in _bf16_dtypes()
 
@@ -87,16 +128,17 @@ class Call:
             raise TypeError("fa_cl: %s is required (an array), not None" % name)
         return a if self.on_device else np.asarray(a)
 
-    def tensor(self, a, name, ndim):
+    def tensor(self, a, name, ndim, fp8=False):
         """A q/k/v-like tensor: ndim dimensions, every one positive (fa_cl_attention_desc takes no empty
-        problem), a dtype fa_cl stores; on the device."""
+        problem), a dtype fa_cl stores (fp8: also K/V codes, checked by kv_storage); on the device."""
         a = self.host(a, name)
         if len(a.shape) != ndim:
             raise ValueError("fa_cl: %s has shape %s; expected %d dimensions" % (name, tuple(a.shape), ndim))
         if any(n == 0 for n in a.shape):
             raise ValueError("fa_cl: %s has shape %s: fa_cl takes no empty dimension (include/fa_cl.h: all sizes "
                              "must be positive)" % (name, tuple(a.shape)))
-        fa_dtype(a.dtype, name)
+        if not (fp8 and (np.dtype(a.dtype) == np.uint8 or np.dtype(a.dtype).name.startswith("float8"))):
+            fa_dtype(a.dtype, name)
         return self.device(a)
 
     def device(self, a):

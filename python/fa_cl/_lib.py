@@ -143,6 +143,7 @@ PlanInfo = STRUCTS["fa_cl_plan_info"]
 STATUS = _parse_enum(_HEADER, "fa_cl_status")
 DTYPE = _parse_enum(_HEADER, "fa_cl_dtype")
 STORAGE = _parse_enum(_HEADER, "fa_cl_storage")
+DESCALE = _parse_enum(_HEADER, "fa_cl_descale")
 MASK = _parse_enum(_HEADER, "fa_cl_mask_type")
 HEADER_VERSION = re.search(r'#define\s+FA_CL_VERSION_STRING\s+"([^"]+)"', _HEADER).group(1)
 

@@ -351,3 +351,91 @@ def test_pyopencl_kvcache_append_with_one_length(cla, queue):
     assert np.array_equal(kc.get(), kcn) and np.array_equal(vc.get(), vcn)
     ref, _ = oracle(value(qn, "f16"), value(kcn, "f16"), value(vcn, "f16"), causal=True, lens=[10, 10])
     assert_close(value(o, "f16"), ref, "f16", "pyopencl kvcache append")
+
+
+def fp8_values(fmt):
+    """The 256 codes of an OCP FP8 format as float64, from its definition (NaN codes NaN)."""
+    m_bits, bias = (3, 7) if fmt == "e4m3" else (2, 15)
+    c = np.arange(256)
+    e, m = (c >> m_bits) & ((1 << (7 - m_bits)) - 1), c & ((1 << m_bits) - 1)
+    mag = np.where(e == 0, np.ldexp(m.astype(np.float64), 1 - bias - m_bits),
+                   np.ldexp(((1 << m_bits) + m).astype(np.float64), e - bias - m_bits))
+    if fmt == "e4m3":
+        mag[(c & 0x7F) == 0x7F] = np.nan
+    else:
+        mag[(e == 31) & (m == 0)] = np.inf
+        mag[(e == 31) & (m != 0)] = np.nan
+    return np.where(c & 0x80, -mag, mag)
+
+
+def fp8_codes(shape, fmt, rng):
+    """Random finite codes of fmt, over its whole range."""
+    top = 0x7E if fmt == "e4m3" else 0x7B
+    return (rng.integers(0, top + 1, shape) | (rng.integers(0, 2, shape) << 7)).astype(np.uint8)
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_fp8_kv_with_descale(fmt):
+    rng = np.random.default_rng(51)
+    b, sq, sk, hq, hkv, d = 2, 9, 37, 4, 2, 32
+    q = make((b, sq, hq, d), "f16", rng)
+    k, v = fp8_codes((b, sk, hkv, d), fmt, rng), fp8_codes((b, sk, hkv, d), fmt, rng)
+    top = fp8_values(fmt)[0x7E if fmt == "e4m3" else 0x7B]
+    vf = (rng.uniform(0.5, 1.5, (b, hkv)) / top).astype(np.float32)  # per (batch, kv head)
+    kf = np.float32(0.8 / top)  # one for the tensor
+    o = fa_cl.flash_attn_func(q, k, v, causal=True, kv_dtype=fmt, k_descale=kf, v_descale=vf)
+    table = fp8_values(fmt)
+    kx = (table[k].astype(np.float32) * kf).astype(np.float64)
+    vx = (table[v].astype(np.float32) * vf[:, None, :, None]).astype(np.float64)
+    ref, _ = oracle(value(q, "f16"), kx, vx, causal=True)
+    assert_close(o.astype(np.float64), ref, "f16", "fp8 %s k and v with descale factors" % fmt)
+
+
+def test_fp8_kvcache_paged_append():
+    rng = np.random.default_rng(52)
+    b, hq, hkv, d, page, per_seq = 2, 4, 2, 32, 16, 3
+    num_pages = b * per_seq + 1
+    table = rng.permutation(num_pages)[: b * per_seq].reshape(b, per_seq).astype(np.int32)
+    kpool, vpool = fp8_codes((num_pages, page, hkv, d), "e5m2", rng), fp8_codes((num_pages, page, hkv, d), "e5m2", rng)
+    kpool &= 0xBF  # small values: the new rows' products below stay in range
+    vpool &= 0xBF
+    lens = np.array([5, 30], np.int32)
+    values = fp8_values("e5m2")
+    # new rows whose value / factor is a code (factor 0.5, exact): appending must store exactly it
+    new_k, new_v = fp8_codes((b, 1, hkv, d), "e5m2", rng) & 0xBF, fp8_codes((b, 1, hkv, d), "e5m2", rng) & 0xBF
+    kn, vn = (values[new_k] * 0.5).astype(np.float32), (values[new_v] * 0.5).astype(np.float32)
+    q = make((b, 1, hq, d), "f32", rng)
+    o = fa_cl.flash_attn_with_kvcache(q, kpool, vpool, k=kn, v=vn, cache_seqlens=lens, block_table=table,
+                                      kv_dtype="e5m2", k_descale=0.5, v_descale=np.full((1,), 0.5, np.float32))
+    for bi in range(b):
+        p, s = table[bi, lens[bi] // page], lens[bi] % page
+        assert np.array_equal(kpool[p, s], new_k[bi, 0]) and np.array_equal(vpool[p, s], new_v[bi, 0])
+    kseq = np.stack([np.concatenate([kpool[p] for p in table[bi]]) for bi in range(b)])
+    vseq = np.stack([np.concatenate([vpool[p] for p in table[bi]]) for bi in range(b)])
+    ref, _ = oracle(q.astype(np.float64), values[kseq] * 0.5, values[vseq] * 0.5, lens=lens + 1)
+    assert_close(o.astype(np.float64), ref, "f32", "paged e5m2 cache with an append")
+
+
+def test_fp8_bad_arguments():
+    rng = np.random.default_rng(53)
+    q = make((1, 4, 2, 16), "f32", rng)
+    k = fp8_codes((1, 8, 2, 16), "e4m3", rng)
+    with pytest.raises(TypeError, match="kv_dtype"):
+        fa_cl.flash_attn_func(q, k, k)  # uint8 codes without their format
+    with pytest.raises(ValueError, match="not an fp8 format"):
+        fa_cl.flash_attn_func(q, k, k, kv_dtype="e3m4")
+    with pytest.raises(ValueError, match="k_descale"):
+        fa_cl.flash_attn_func(q, q, q, k_descale=2.0)  # f32 k has no factor
+    with pytest.raises(ValueError, match=r"v_descale has shape"):
+        fa_cl.flash_attn_func(q, k, k, kv_dtype="e4m3", v_descale=np.ones((2, 2), np.float32))
+
+
+def test_fp8_ml_dtypes_arrays():
+    ml = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(54)
+    q = make((1, 3, 2, 16), "f32", rng)
+    k = rng.standard_normal((1, 10, 2, 16)).astype(ml.float8_e4m3fn)
+    v = rng.standard_normal((1, 10, 2, 16)).astype(ml.float8_e5m2)
+    o = fa_cl.flash_attn_func(q, k, v, v_descale=0.25)
+    ref, _ = oracle(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64) * 0.25)
+    assert_close(o.astype(np.float64), ref, "f32", "ml_dtypes float8 k and v")

@@ -19,8 +19,10 @@
 /* 0.4 added the backward's gradient views (dout_stride .. dv_offset): the forward ignores them, the
  * backward checks them and adds them to its key (desc_backward.c). */
 #define FA_CL_DESC_V4_END (offsetof(fa_cl_attention_desc, dv_offset) + sizeof(size_t))
+/* then fp8 K/V's descale modes (k_descale, v_descale) */
+#define FA_CL_DESC_V5_END (offsetof(fa_cl_attention_desc, v_descale) + sizeof(fa_cl_descale))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
-_Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V4_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
+_Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V5_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
 
 size_t fa_cl__dtype_size(fa_cl_dtype t)
@@ -85,12 +87,12 @@ static int mul_add_u64(uint64_t a, uint64_t b, uint64_t c, uint64_t *out)
 
 /* Extent of one view: the byte range [begin, end) it can touch. */
 /* Bytes of `count` elements of a storage type id (FA_CL_TYPE_*): q8_0 counts whole blocks (its
- * counts are multiples of 32, checked before). */
+ * counts are multiples of 32, checked before); fp8 is a byte an element. */
 static int type_bytes(int type, uint64_t count, uint64_t *bytes)
 {
     if (type == FA_CL_TYPE_Q8_0)
         return mul_add_u64(count / 32, 34, 0, bytes);
-    return mul_add_u64(count, type == FA_CL_TYPE_F32 ? 4 : 2, 0, bytes);
+    return mul_add_u64(count, fa_cl__type_is_fp8(type) ? 1 : type == FA_CL_TYPE_F32 ? 4 : 2, 0, bytes);
 }
 
 int fa_cl__view_extent(const char *name, int64_t batch, int64_t heads, int64_t seq, int64_t dim,
@@ -194,7 +196,8 @@ static void desc_key(const fa_cl__views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     for (int i = 0; i < 3; i++)
         k[38 + i] = (uint64_t)d->mask_stride[i];
     k[41] = (uint64_t)d->mask_offset;
-    k[42] = (uint64_t)v->type[0] | (uint64_t)v->type[1] << 8 | (uint64_t)v->type[2] << 16 | (uint64_t)v->type[3] << 24;
+    k[42] = (uint64_t)v->type[0] | (uint64_t)v->type[1] << 8 | (uint64_t)v->type[2] << 16 | (uint64_t)v->type[3] << 24 |
+            (uint64_t)d->k_descale << 32 | (uint64_t)d->v_descale << 40;
     memcpy(key, k, sizeof k);
 }
 
@@ -231,15 +234,16 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
         snprintf(msg, msg_size, "desc.dtype %d is not FA_CL_F32, FA_CL_F16 or FA_CL_BF16", (int)desc->dtype);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
-    /* each tensor's storage: desc.dtype, or its own (q8_0 for k and v only, in whole blocks) */
+    /* each tensor's storage: desc.dtype, or its own (q8_0 for k and v only, in whole blocks; fp8 for
+     * k and v only, with its descale mode) */
     const fa_cl_storage stor[4] = {desc->q_type, desc->k_type, desc->v_type, desc->o_type};
     static const char *const tnames[4] = {"q", "k", "v", "o"};
     int types[4];
     for (int t = 0; t < 4; t++) {
-        if (stor[t] < FA_CL_STORAGE_DTYPE || stor[t] > FA_CL_STORAGE_Q8_0 ||
-            (stor[t] == FA_CL_STORAGE_Q8_0 && (t == 0 || t == 3))) {
+        if (stor[t] < FA_CL_STORAGE_DTYPE || stor[t] > FA_CL_STORAGE_E5M2 ||
+            (stor[t] >= FA_CL_STORAGE_Q8_0 && (t == 0 || t == 3))) {
             snprintf(msg, msg_size, "desc.%s_type %d is not a storage type for %s (fa_cl_storage%s)", tnames[t],
-                     (int)stor[t], tnames[t], t == 0 || t == 3 ? "; q8_0 is for k and v only" : "");
+                     (int)stor[t], tnames[t], t == 0 || t == 3 ? "; q8_0, e4m3 and e5m2 are for k and v only" : "");
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
         types[t] = stor[t] == FA_CL_STORAGE_DTYPE ? (int)desc->dtype : (int)stor[t] - 1;
@@ -255,11 +259,25 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
             }
         }
     }
-    if (desc->seqlen_new > 0 && (types[1] != (int)desc->dtype || types[2] != (int)desc->dtype)) {
-        snprintf(msg, msg_size, "desc.seqlen_new (append) needs k and v in desc.dtype (k_new and v_new are): "
-                 "desc.k_type / v_type differ");
-        return FA_CL_ERROR_UNSUPPORTED;
+    const fa_cl_descale descale[2] = {desc->k_descale, desc->v_descale};
+    for (int t = 0; t < 2; t++) {
+        if (descale[t] < FA_CL_DESCALE_NONE || descale[t] > FA_CL_DESCALE_HEAD) {
+            snprintf(msg, msg_size, "desc.%s_descale %d is not a fa_cl_descale", tnames[1 + t], (int)descale[t]);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        if (descale[t] != FA_CL_DESCALE_NONE && !fa_cl__type_is_fp8(types[1 + t])) {
+            snprintf(msg, msg_size, "desc.%s_descale is set but desc.%s_type is not e4m3 or e5m2 (descale factors "
+                     "scale fp8 storage only)", tnames[1 + t], tnames[1 + t]);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
     }
+    /* appending writes k_new / v_new (desc.dtype) into the cache: as they are, or rounded to fp8 */
+    for (int t = 1; t < 3 && desc->seqlen_new > 0; t++)
+        if (types[t] != (int)desc->dtype && !fa_cl__type_is_fp8(types[t])) {
+            snprintf(msg, msg_size, "desc.seqlen_new (append) needs %s in desc.dtype (k_new and v_new are) or in fp8 "
+                     "(e4m3, e5m2): desc.%s_type differs", tnames[t], tnames[t]);
+            return FA_CL_ERROR_UNSUPPORTED;
+        }
     if (desc->window_left < -1 || desc->window_right < -1) {
         snprintf(msg, msg_size, "desc.%s must be -1 (unbounded) or >= 0 (got %lld)",
                  desc->window_left < -1 ? "window_left" : "window_right",
@@ -473,6 +491,15 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
         snprintf(msg, msg_size, "batch x seqlen_new x heads_kv x head_dim overflows the new rows' byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
+    /* fp8's descale factors: one float32, or one per (batch, kv head) */
+    uint64_t *descale_bytes[2] = {&out->k_descale_bytes, &out->v_descale_bytes};
+    for (int t = 0; t < 2; t++)
+        if (descale[t] != FA_CL_DESCALE_NONE &&
+            !mul_add_u64(descale[t] == FA_CL_DESCALE_HEAD ? (uint64_t)d->batch * (uint64_t)d->heads_kv : 1, 4, 0,
+                         descale_bytes[t])) {
+            snprintf(msg, msg_size, "desc.batch x desc.heads_kv overflows the descale factors' byte count");
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
     if (d->kv_seqlens && !mul_add_u64((uint64_t)d->batch, 4, 0, &out->seqlens_bytes)) {
         snprintf(msg, msg_size, "desc.batch overflows the cache_seqlens byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -667,7 +694,9 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl__views
         {"v_new", "desc.seqlen_new", a->v_new, v->new_bytes},
         {"alibi_slopes", "desc.alibi", a->alibi_slopes, v->d.alibi ? v->per_head_bytes : 0},
         {"sinks", "desc.sinks", a->sinks, v->d.sinks ? v->per_head_bytes : 0},
-        {"mask", "desc.mask", a->mask, v->mask_bytes}};
+        {"mask", "desc.mask", a->mask, v->mask_bytes},
+        {"k_descale", "desc.k_descale", a->k_descale, v->k_descale_bytes},
+        {"v_descale", "desc.v_descale", a->v_descale, v->v_descale_bytes}};
     enum { IN = sizeof in / sizeof in[0] };
     for (int i = 0; i < IN; i++) {
         if (!in[i].bytes && in[i].m)
@@ -730,19 +759,20 @@ fa_cl_status fa_cl__check_wait_list(fa_cl_context *ctx, cl_uint num_wait, const 
 }
 
 fa_cl_status fa_cl__args_copy(fa_cl_context *ctx, const char *call, const void *given, size_t given_size, void *out,
-                              size_t out_size)
+                              size_t out_size, size_t min_size)
 {
     if (!given)
         return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args is NULL", call);
     char msg[300];
-    const fa_cl_status st = fa_cl__struct_copy(given, given_size, out, out_size, out_size, "args", msg, sizeof msg);
+    const fa_cl_status st = fa_cl__struct_copy(given, given_size, out, out_size, min_size, "args", msg, sizeof msg);
     return st == FA_CL_SUCCESS ? st : fa_cl__fail(ctx, st, "%s: %s", call, msg);
 }
 
 fa_cl_status fa_cl__forward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__views *views,
                                        const fa_cl_forward_args *given, fa_cl_forward_args *out)
 {
-    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out);
+    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out,
+                                       offsetof(fa_cl_forward_args, k_descale));
     if (st == FA_CL_SUCCESS)
         st = fa_cl__check_buffers(ctx, views, out->q, out->k, out->v, out->o, out->lse);
     if (st == FA_CL_SUCCESS)

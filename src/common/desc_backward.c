@@ -109,7 +109,7 @@ fa_cl_status fa_cl__backward_resolve_call(fa_cl_context *ctx, const char *call, 
 fa_cl_status fa_cl__backward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__backward_views *bv,
                                         const fa_cl_backward_args *given, fa_cl_backward_args *out)
 {
-    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out);
+    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out, sizeof *out);
     if (st != FA_CL_SUCCESS)
         return st;
     const fa_cl__views *v = &bv->fwd;

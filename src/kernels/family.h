@@ -58,7 +58,8 @@ enum {
     FA_CL_FEAT_VARLEN_K = 1 << 8,    /* packed key rows (desc.total_k) */
     FA_CL_FEAT_APPEND = 1 << 9,      /* new keys appended first (desc.seqlen_new) */
     FA_CL_FEAT_GQA_PACK = 1 << 10,   /* a work-group takes several query heads of one kv head */
-    FA_CL_FEAT_COUNT = 11
+    FA_CL_FEAT_KV_FP8 = 1 << 11,     /* K and/or V in fp8 (e4m3, e5m2), with their descale factors */
+    FA_CL_FEAT_COUNT = 12
 };
 #define FA_CL_FEAT_MODIFIERS (FA_CL_FEAT_SOFTCAP | FA_CL_FEAT_ALIBI | FA_CL_FEAT_SINKS)
 #define FA_CL_FEAT_SERVING                                                                                \
@@ -111,6 +112,7 @@ typedef struct fa_cl__tiles {
     int mask;                 /* the attention mask's fa_cl_mask_type (FA_MASK); 0 = none */
     int types[4];             /* 1 + FA_CL_TYPE_* of q, k, v, o where it differs from the dtype, else 0
                                  (FA_Q_DTYPE ... FA_O_DTYPE; the portable kernels) */
+    int descale[2];           /* fp8 K's and V's fa_cl_descale (FA_K_DESCALE, FA_V_DESCALE); 0 = none */
     int rows_padded;          /* q/k/v read from the plan's zero-padded 16-byte rows (pad-rows launches first) */
     int prologue;             /* the family's prologue launch runs first (fa_cl__kernel_family.prologue) */
     int persistent;           /* a work-group a compute unit taking tile after tile (FA_PERSISTENT); local_mem_bytes

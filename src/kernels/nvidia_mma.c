@@ -250,7 +250,8 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
     .summary = "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
     /* O lives in registers (DT = D_PAD / 8 accumulator tiles a warp: 244 registers at 256): no
      * head_dim beyond FA_CL_MMA_MAX_DIM */
-    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, FA_CL_MMA_MAX_DIM},
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_KV_FP8 | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL,
+              FA_CL_MMA_MAX_DIM},
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],

@@ -65,6 +65,9 @@ int fa_cl__build_options(const fa_cl__tiles *t, fa_cl_dtype dtype, int head_dim,
     for (int i = 0; i < 4; i++)
         if (t->types[i])
             APPEND(snprintf(out + len, n - (size_t)len, " -DFA_%c_DTYPE=%d", tensor[i], t->types[i] - 1));
+    for (int i = 0; i < 2; i++)
+        if (t->descale[i])
+            APPEND(snprintf(out + len, n - (size_t)len, " -DFA_%c_DESCALE=%d", tensor[1 + i], t->descale[i]));
     if (t->mask)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d", t->mask));
     if (f->late_options)

@@ -56,10 +56,14 @@ static unsigned features_of(const fa_cl__views *v, int pack)
 {
     const fa_cl_attention_desc *d = &v->d;
     /* q8_0 K and V with q and o in the dtype: the tensor-core kernels dequantise them as they load;
-     * other mixes of storage types are the portable kernels' */
-    const int kv_q8 = v->type[1] == FA_CL_TYPE_Q8_0 && v->type[2] == FA_CL_TYPE_Q8_0 && v->type[0] == (int)d->dtype &&
-                      v->type[3] == (int)d->dtype;
-    unsigned f = kv_q8 ? FA_CL_FEAT_KV_Q8 : v->mixed_types ? FA_CL_FEAT_MIXED_TYPES : 0;
+     * fp8 K or V (the rest in the dtype) has its own bit; other mixes of storage types are the
+     * portable kernels' */
+    const int qo = v->type[0] == (int)d->dtype && v->type[3] == (int)d->dtype;
+    const int kv_q8 = qo && v->type[1] == FA_CL_TYPE_Q8_0 && v->type[2] == FA_CL_TYPE_Q8_0;
+    const int k_fp8 = fa_cl__type_is_fp8(v->type[1]), v_fp8 = fa_cl__type_is_fp8(v->type[2]);
+    const int kv_fp8 = qo && (k_fp8 || v->type[1] == (int)d->dtype) && (v_fp8 || v->type[2] == (int)d->dtype);
+    unsigned f = kv_q8 ? FA_CL_FEAT_KV_Q8 : (k_fp8 || v_fp8) && kv_fp8 ? 0 : v->mixed_types ? FA_CL_FEAT_MIXED_TYPES : 0;
+    f |= k_fp8 || v_fp8 ? FA_CL_FEAT_KV_FP8 : 0;
     f |= (d->softcap > 0 ? FA_CL_FEAT_SOFTCAP : 0) | (d->alibi ? FA_CL_FEAT_ALIBI : 0) | (d->sinks ? FA_CL_FEAT_SINKS : 0);
     f |= (d->page_size > 0 ? FA_CL_FEAT_PAGED : 0) | (d->kv_seqlens ? FA_CL_FEAT_SEQLENS : 0) |
          (d->total_q > 0 ? FA_CL_FEAT_VARLEN_Q : 0) | (d->total_k > 0 ? FA_CL_FEAT_VARLEN_K : 0) |
@@ -117,6 +121,8 @@ static void build_features(fa_cl__operation op, const fa_cl__views *v, int pack,
     t->mask = (int)d->mask;
     for (int i = 0; i < 4; i++)
         t->types[i] = v->type[i] != (int)d->dtype ? v->type[i] + 1 : 0;
+    t->descale[0] = (int)d->k_descale;
+    t->descale[1] = (int)d->v_descale;
 }
 
 fa_cl_status fa_cl__plan_decide(const fa_cl__plan_device *dev, fa_cl__operation op, const fa_cl__backward_views *bv,

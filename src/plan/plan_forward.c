@@ -14,6 +14,7 @@
 #define FA_CL_SERVING_ARGS 12
 #define FA_CL_MODS_ARGS 4    /* FA_MODS_PARAMS: softcap in and out, the ALiBi slopes, the sinks */
 #define FA_CL_MASK_ARGS 6    /* FA_MASK_PARAMS: the mask, its offset and 3 strides, 1 / scale */
+#define FA_CL_DESCALE_ARGS 2 /* FA_DESCALE_PARAMS: fp8 K's and V's descale factors */
 
 /* The serving arguments of a FA_SERVING build (cl/fa_forward_common.cl's FA_SERVING_PARAMS), from
  * argument *n on. NULL buffers for the features a plan does not use: the kernel never reads them. */
@@ -114,7 +115,8 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l,
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
     const int serving = fa_cl__tiles_serving(&plan->tiles), mods = fa_cl__tiles_mods(&plan->tiles);
     const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0) + (mods ? FA_CL_MODS_ARGS : 0) +
-                         (plan->tiles.mask ? FA_CL_MASK_ARGS : 0) + (plan->tiles.persistent ? 1 : 0);
+                         (plan->tiles.mask ? FA_CL_MASK_ARGS : 0) + (plan->tiles.persistent ? 1 : 0) +
+                         (plan->tiles.descale[0] || plan->tiles.descale[1] ? FA_CL_DESCALE_ARGS : 0);
     if (err == CL_SUCCESS && serving)
         err = serving_args(plan, kr, a, &n);
     if (err == CL_SUCCESS && mods) {
@@ -143,6 +145,11 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l,
     if (err == CL_SUCCESS && plan->tiles.persistent) { /* FA_PERSISTENT_PARAMS: the tiles */
         const cl_ulong tiles = (cl_ulong)plan->num_q_blocks * (cl_ulong)d->batch * (cl_ulong)(d->heads_q / plan->pack);
         err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &tiles);
+    }
+    if (plan->tiles.descale[0] || plan->tiles.descale[1]) { /* FA_DESCALE_PARAMS; NULL where one is not used */
+        cl_mem f[2] = {d->k_descale ? a->k_descale : NULL, d->v_descale ? a->v_descale : NULL};
+        for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+            err = clSetKernelArg(kr, n++, sizeof(cl_mem), &f[i]);
     }
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_forward)");
@@ -211,6 +218,11 @@ static fa_cl_status append_args(const fa_cl_plan *plan, const fa_cl__launch *l, 
         err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &rows);
     if (err == CL_SUCCESS)
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &a->status);
+    if (d->k_descale || d->v_descale) { /* FA_APPEND_DESCALE_PARAMS: an fp8 cache's factors (NULL: none) */
+        cl_mem f[2] = {d->k_descale ? a->k_descale : NULL, d->v_descale ? a->v_descale : NULL};
+        for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+            err = clSetKernelArg(kr, n++, sizeof(cl_mem), &f[i]);
+    }
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_append)");
 }
 

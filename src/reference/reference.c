@@ -164,9 +164,11 @@ static void run_release(ref_run *r)
             clReleaseMemObject(ms[i]);
 }
 
-/* Gather `count` flattened heads from head0 of one view into contiguous fp32. */
+/* Gather `count` flattened heads from head0 of one view into contiguous fp32; fp8 k and v times
+ * their descale factors (mode: the fa_cl_descale; the buffer is checked). */
 static fa_cl_status gather(ref_run *r, int which, cl_mem src, size_t offset, const int64_t stride[3],
-                           int64_t heads, int64_t seq, int64_t dim, uint64_t head0, uint64_t count, cl_mem dst)
+                           int64_t heads, int64_t seq, int64_t dim, uint64_t head0, uint64_t count, cl_mem dst,
+                           int fp8, cl_mem descale, cl_int mode)
 {
     static const char *const names[3] = {"q", "k", "v"};
     const char *name = names[which];
@@ -181,6 +183,8 @@ static fa_cl_status gather(ref_run *r, int which, cl_mem src, size_t offset, con
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 6, sizeof s, &s);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 7, sizeof h0, &h0);
     if (err == CL_SUCCESS) err = clSetKernelArg(k, 8, sizeof(cl_mem), &dst);
+    if (err == CL_SUCCESS && fp8) err = clSetKernelArg(k, 9, sizeof(cl_mem), &descale);
+    if (err == CL_SUCCESS && fp8) err = clSetKernelArg(k, 10, sizeof mode, &mode);
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(r->seq.ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_gather)");
     cl_uint nw;
@@ -356,12 +360,13 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl__views *v, const ref_chun
         const uint64_t n = heads - h0 < c->n ? heads - h0 : c->n;
         const uint64_t kv0 = h0 / group, nkv = n / c->per_gemm;
         const size_t batch = (size_t)nkv;
-        st = gather(r, 0, q, d->q_offset, d->q_stride, d->heads_q, d->seqlen_q, d->head_dim, h0, n, r->q32);
+        st = gather(r, 0, q, d->q_offset, d->q_stride, d->heads_q, d->seqlen_q, d->head_dim, h0, n, r->q32, 0, NULL, 0);
         if (st == FA_CL_SUCCESS && kv0 != kv_loaded) { /* chunks inside one group share their kv head */
-            st = gather(r, 1, k, d->k_offset, d->k_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv, r->k32);
+            st = gather(r, 1, k, d->k_offset, d->k_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv, r->k32,
+                        fa_cl__type_is_fp8(v->type[1]), a->k_descale, (cl_int)d->k_descale);
             if (st == FA_CL_SUCCESS)
                 st = gather(r, 2, v_mem, d->v_offset, d->v_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv,
-                            r->v32);
+                            r->v32, fa_cl__type_is_fp8(v->type[2]), a->v_descale, (cl_int)d->v_descale);
             kv_loaded = kv0;
         }
         if (st == FA_CL_SUCCESS)
