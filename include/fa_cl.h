@@ -154,7 +154,9 @@ typedef enum fa_cl_status {
     FA_CL_ERROR_BUILD_FAILED = 4,     /**< a kernel failed to compile; the log is in last_error */
     FA_CL_ERROR_OPENCL = 5,           /**< an OpenCL call failed; its error name is in last_error */
     FA_CL_ERROR_OUT_OF_MEMORY = 6,    /**< a host or device allocation failed */
-    FA_CL_ERROR_NO_DEVICE = 7         /**< no OpenCL platform/device found or FA_CL_DEVICE matched none */
+    FA_CL_ERROR_NO_DEVICE = 7,        /**< no OpenCL platform/device found or FA_CL_DEVICE matched none */
+    FA_CL_ERROR_COMMUNICATION = 8     /**< 0.5, context parallelism (fa_cl_cp.h): a peer failed, timed out or
+                                           its transport reported an error */
 } fa_cl_status;
 
 /**
