@@ -116,6 +116,9 @@ typedef struct fa_cl_cp_args {
     cl_mem lse;                       /**< NULL, or float32 [B, Hq, L]: the local rows' LSE (written) */
     cl_mem alibi_slopes;              /**< float32 [heads_q] (all heads on every rank); iff desc->alibi */
     int timeout_ms;                   /**< the longest wait for a peer; 0 = 60000 */
+    /* ---- the backward (fa_cl_cp_backward); the forward ignores these ---- */
+    cl_mem dout;                      /**< dO of the local rows, laid out as o (read) */
+    cl_mem dq, dk, dv;                /**< the local shards' gradients, contiguous like q, k, v (written) */
 } fa_cl_cp_args;
 
 /** Zero every field of args and set struct_size to this header's sizeof. */
@@ -123,7 +126,7 @@ static inline void fa_cl_cp_args_init(fa_cl_cp_args *args)
 {
     if (args) {
         const fa_cl_cp_args zero = {0, NULL, FA_CL_CP_RING, FA_CL_CP_CONTIGUOUS, NULL, NULL, NULL, NULL, NULL,
-                                    NULL, NULL, 0};
+                                    NULL, NULL, 0, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }
@@ -138,6 +141,21 @@ static inline void fa_cl_cp_args_init(fa_cl_cp_args *args)
  *         the partial calls and the merge.
  */
 FA_CL_API fa_cl_status fa_cl_cp_forward(fa_cl_context *ctx, const fa_cl_cp_args *args);
+
+/**
+ * The backward of fa_cl_cp_forward (ring only): from the forward's o and LSE (args.o, args.lse, both
+ * read) and dO (args.dout), the local shards' dQ, dK, dV. Each K/V block travels the ring again
+ * with its dK/dV accumulators (fp32, on the host): at every step a rank computes the backward of
+ * its query chunks against the block it holds (partial calls with positions and the whole
+ * problem's o and LSE: include/fa_cl.h "Partial results"), adds their dK/dV to the block's
+ * accumulators and their dQ to its own, and passes the block on; after size steps every block is
+ * back home with its gradients summed over every rank. Every sum runs in a fixed order (ranks in
+ * ring order, chunks in order): the same inputs give the same bits. K/V transfers overlap the
+ * computation; the accumulators' transfers do not. f32 storage only (FA_CL_ERROR_UNSUPPORTED
+ * otherwise); GQA, causal masks, windows; no ALiBi or softcap (the backward takes neither).
+ * Collective and blocking; failures as fa_cl_cp_forward.
+ */
+FA_CL_API fa_cl_status fa_cl_cp_backward(fa_cl_context *ctx, const fa_cl_cp_args *args);
 
 /** This thread's last failure message of a fa_cl_cp_* call ("" if none). Static per-thread storage. */
 FA_CL_API const char *fa_cl_cp_last_error(void);

@@ -6,6 +6,8 @@
  * problem (tests/tolerance.h's bar) and with the single-device forward of the whole problem on its
  * own device (the same bar). Usage: test_cp ring|a2a MODE, MODE one of
  *   cases      the cases below, contiguous and zigzag shards
+ *   backward   the ring's backward after its forward (f32 cases): dQ, dK, dV rows against the oracle's
+ *              gradients, and a second call bitwise equal
  *   mismatch   rank 1 calls with another head_dim: every rank must get INVALID_ARGUMENT, nothing sent
  *   die        the last rank kills itself (SIGKILL) when it starts its second transfer: every other
  *              rank must return FA_CL_ERROR_COMMUNICATION within the timeout (2 s) and says so
@@ -181,6 +183,82 @@ static void run_case(fa_cl_context *ctx, const fa_cl_cp_transport *t, const cp_c
     free(got_lse);
 }
 
+/* The ring's backward after its forward: this rank's rows of dQ, dK, dV against the oracle's
+ * gradients of the whole problem (f32 cases), and the same bits from a second call. */
+static void run_backward_case(fa_cl_context *ctx, const fa_cl_cp_transport *t, const cp_case *k, int zigzag, int index)
+{
+    const int64_t Hq = k->hq_per_rank * g_size, Hkv = k->hkv_per_rank * g_size, L = k->L, N = L * g_size, D = k->D;
+    const size_t nq = (size_t)(k->B * Hq * N * D), nk = (size_t)(k->B * Hkv * N * D);
+    float *x[4] = {malloc(nq * 4), malloc(nk * 4), malloc(nk * 4), malloc(nq * 4)}; /* q, k, v, dout */
+    double *ref[3] = {malloc(nq * 8), malloc(nk * 8), malloc(nk * 8)};
+    tu_rng r;
+    tu_rng_seed(&r, 0xbadc0deu + (uint64_t)index);
+    const size_t n[4] = {nq, nk, nk, nq};
+    for (int i = 0; i < 4; i++)
+        for (size_t e = 0; e < n[i]; e++)
+            x[i][e] = tu_rng_nonzero(&r);
+    const tu_case tc = {k->B, Hq, Hkv, N, N, D, FA_CL_F32, k->causal, k->wl, k->wr, NULL, 0.0f, 1};
+    tu_attention_backward_f64(&tc, x[0], x[1], x[2], x[3], ref[0], ref[1], ref[2]);
+    const int64_t heads[4] = {Hq, Hkv, Hkv, Hq};
+    void *sh[4];
+    for (int i = 0; i < 4; i++)
+        sh[i] = shard_of(x[i], k, heads[i], zigzag, FA_CL_F32);
+    const size_t lq = (size_t)(k->B * Hq * L * D), lk = (size_t)(k->B * Hkv * L * D), lrows = (size_t)(k->B * Hq * L);
+    cl_mem m[10] = {tu_buffer(ctx, CL_MEM_READ_ONLY, lq * 4, sh[0]), tu_buffer(ctx, CL_MEM_READ_ONLY, lk * 4, sh[1]),
+                    tu_buffer(ctx, CL_MEM_READ_ONLY, lk * 4, sh[2]), tu_buffer(ctx, CL_MEM_READ_WRITE, lq * 4, NULL),
+                    tu_buffer(ctx, CL_MEM_READ_WRITE, lrows * 4, NULL), tu_buffer(ctx, CL_MEM_READ_ONLY, lq * 4, sh[3]),
+                    tu_buffer(ctx, CL_MEM_READ_WRITE, lq * 4, NULL), tu_buffer(ctx, CL_MEM_READ_WRITE, lk * 4, NULL),
+                    tu_buffer(ctx, CL_MEM_READ_WRITE, lk * 4, NULL), NULL};
+    fa_cl_attention_desc local = desc_of(k, L);
+    fa_cl_cp_args a;
+    fa_cl_cp_args_init(&a);
+    a.desc = &local, a.layout = zigzag ? FA_CL_CP_ZIGZAG : FA_CL_CP_CONTIGUOUS, a.transport = t;
+    a.q = m[0], a.k = m[1], a.v = m[2], a.o = m[3], a.lse = m[4], a.dout = m[5], a.dq = m[6], a.dk = m[7], a.dv = m[8];
+    a.timeout_ms = 30000;
+    fa_cl_status st = fa_cl_cp_forward(ctx, &a);
+    if (st == FA_CL_SUCCESS)
+        st = fa_cl_cp_backward(ctx, &a);
+    float *got[3] = {malloc(lq * 4), malloc(lk * 4), malloc(lk * 4)}, *again = malloc(lq * 4);
+    char why[256] = "";
+    int ok = st == FA_CL_SUCCESS;
+    for (int g = 0; ok && g < 3; g++)
+        ok = tu_read(ctx, m[6 + g], (g ? lk : lq) * 4, got[g]) == 0;
+    if (st != FA_CL_SUCCESS)
+        snprintf(why, sizeof why, "%s: %s", fa_cl_status_string(st), fa_cl_cp_last_error());
+    static const char *const gname[3] = {"dq", "dk", "dv"};
+    for (int g = 0; ok && g < 3; g++) {
+        const int64_t H = g ? Hkv : Hq;
+        for (int64_t bh = 0; ok && bh < k->B * H; bh++)
+            for (int64_t l = 0; ok && l < L; l++)
+                for (int64_t d = 0; ok && d < D; d++) {
+                    const double want = ref[g][(bh * N + global_row(zigzag, g_rank, L, l)) * D + d];
+                    const double have = got[g][(bh * L + l) * D + d];
+                    if (!fa_cl_tolerance_ok(FA_CL_F32, have, want)) {
+                        ok = 0;
+                        snprintf(why, sizeof why, "%s row %lld col %lld: %.9g, oracle %.9g", gname[g],
+                                 (long long)(bh * N + global_row(zigzag, g_rank, L, l)), (long long)d, have, want);
+                    }
+                }
+    }
+    /* deterministic: a second backward gives the same bits */
+    if (ok && (fa_cl_cp_backward(ctx, &a) != FA_CL_SUCCESS || tu_read(ctx, m[6], lq * 4, again) != 0 ||
+               memcmp(again, got[0], lq * 4) != 0)) {
+        ok = 0;
+        snprintf(why, sizeof why, "a second backward gave other bits (or failed: %s)", fa_cl_cp_last_error());
+    }
+    tu_expect(&cp_tally, ok, "rank %d/%d ring backward %s case %d (B=%lld H=%lld/%lld N=%lld D=%lld%s): %s", g_rank,
+              g_size, zigzag ? "zigzag" : "contiguous", index, (long long)k->B, (long long)Hq, (long long)Hkv,
+              (long long)N, (long long)D, k->causal ? " causal" : "", ok ? "dq, dk, dv match, bitwise repeatable" : why);
+    for (int i = 0; i < 10; i++)
+        if (m[i])
+            clReleaseMemObject(m[i]);
+    for (int i = 0; i < 4; i++)
+        free(x[i]), free(sh[i]);
+    for (int i = 0; i < 3; i++)
+        free(ref[i]), free(got[i]);
+    free(again);
+}
+
 /* rank 1 with another head_dim: every rank refused before any data moves */
 static void run_mismatch(fa_cl_context *ctx, const fa_cl_cp_transport *t)
 {
@@ -253,6 +331,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "mismatch") == 0)
         run_mismatch(ctx, t);
+    else if (strcmp(mode, "backward") == 0)
+        for (int zigzag = 0; zigzag < 2; zigzag++)
+            for (int i = 0; i < 2; i++) /* the f32 cases */
+                run_backward_case(ctx, t, &cases[i], zigzag, i);
     else
         for (int zigzag = 0; zigzag < 2; zigzag++)
             for (int i = 0; i < TU_COUNT(cases); i++)

@@ -106,7 +106,7 @@ static uint64_t digest(const fa_cl_cp__call *c)
                           (uint64_t)d->seqlen_k, (uint64_t)d->head_dim, (uint64_t)d->dtype, scale,
                           (uint64_t)(d->causal != 0), (uint64_t)d->window_left, (uint64_t)d->window_right, cap,
                           (uint64_t)(d->alibi != 0), (uint64_t)c->a->strategy, (uint64_t)c->a->layout,
-                          (uint64_t)c->size};
+                          (uint64_t)c->size, (uint64_t)c->backward};
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         for (int b = 0; b < 8; b++) {
@@ -131,7 +131,8 @@ static fa_cl_status agree(const fa_cl_cp__call *c)
     if (out[0] != mine || out[1] != ~mine)
         return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward (rank %d): the ranks disagree on the "
                               "call (batch, heads, local rows, head_dim, dtype, scale, causal, windows, softcap, "
-                              "alibi, strategy, layout or the number of ranks differ): nothing was sent", c->rank);
+                              "alibi, strategy, layout, the number of ranks, forward or backward differ): nothing was "
+                              "sent", c->rank);
     return FA_CL_SUCCESS;
 }
 
@@ -148,7 +149,9 @@ static fa_cl_status check(fa_cl_context *ctx, const fa_cl_cp_args *a, fa_cl_cp__
         !t->abandon || t->size < 1 || t->rank < 0 || t->rank >= t->size)
         return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: the transport is incomplete (a NULL "
                               "callback, or rank %d of %d)", t->rank, t->size);
+    const int backward = c->backward;
     memset(c, 0, sizeof *c);
+    c->backward = backward;
     c->ctx = ctx, c->a = a, c->t = t, c->rank = t->rank, c->size = t->size;
     char msg[512];
     fa_cl_status st = fa_cl_attention_desc_validate(a->desc, msg, sizeof msg);
@@ -183,6 +186,20 @@ static fa_cl_status check(fa_cl_context *ctx, const fa_cl_cp_args *a, fa_cl_cp__
     if (!a->q || !a->k || !a->v || !a->o || (d->alibi && !a->alibi_slopes))
         return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: args.%s is NULL",
                               !a->q ? "q" : !a->k ? "k" : !a->v ? "v" : !a->o ? "o" : "alibi_slopes");
+    if (c->backward && (a->strategy != FA_CL_CP_RING || d->dtype != FA_CL_F32 || d->alibi || d->softcap > 0.0f))
+        return fa_cl_cp__fail(FA_CL_ERROR_UNSUPPORTED, "fa_cl_cp_backward: the ring with f32 storage, without ALiBi "
+                              "or softcap, only (%s)", a->strategy != FA_CL_CP_RING ? "args.strategy is not the ring"
+                              : d->dtype != FA_CL_F32 ? "desc.dtype is not f32" : d->alibi ? "desc.alibi" : "desc.softcap");
+    const int64_t *gst[4] = {d->dout_stride, d->dq_stride, d->dk_stride, d->dv_stride};
+    for (int i = 0; c->backward && i < 4; i++)
+        if (gst[i][0] || gst[i][1] || gst[i][2])
+            return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_backward: desc.%s_stride must be 0 "
+                                  "(contiguous [B, H, L, D] shards)", i == 0 ? "dout" : i == 1 ? "dq" : i == 2 ? "dk"
+                                                                                                              : "dv");
+    if (c->backward && (!a->lse || !a->dout || !a->dq || !a->dk || !a->dv))
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_backward: args.%s is NULL (the forward's LSE, "
+                              "dO and the three gradients are required)", !a->lse ? "lse" : !a->dout ? "dout"
+                              : !a->dq ? "dq" : !a->dk ? "dk" : "dv");
     c->chunk = d->seqlen_q / c->nchunks;
     c->full = (int64_t)c->size * d->seqlen_q;
     c->elem = d->dtype == FA_CL_F32 ? 4 : 2;
@@ -190,10 +207,12 @@ static fa_cl_status check(fa_cl_context *ctx, const fa_cl_cp_args *a, fa_cl_cp__
     return FA_CL_SUCCESS;
 }
 
-fa_cl_status fa_cl_cp_forward(fa_cl_context *ctx, const fa_cl_cp_args *args)
+/* Either call: the checks, the agreement, the strategy. */
+static fa_cl_status run(fa_cl_context *ctx, const fa_cl_cp_args *args, int backward)
 {
     fa_cl_cp__call c;
     memset(&c, 0, sizeof c);
+    c.backward = backward;
     fa_cl_status st = check(ctx, args, &c);
     /* a rank whose own arguments are bad still takes part in the agreement (with a digest no other
      * rank has), so that the others fail there instead of waiting for its data */
@@ -213,5 +232,17 @@ fa_cl_status fa_cl_cp_forward(fa_cl_context *ctx, const fa_cl_cp_args *args)
     }
     if ((st = agree(&c)) != FA_CL_SUCCESS)
         return st;
+    if (backward)
+        return fa_cl_cp__ring_backward(&c);
     return args->strategy == FA_CL_CP_RING ? fa_cl_cp__ring_forward(&c) : fa_cl_cp__all_to_all_forward(&c);
+}
+
+fa_cl_status fa_cl_cp_forward(fa_cl_context *ctx, const fa_cl_cp_args *args)
+{
+    return run(ctx, args, 0);
+}
+
+fa_cl_status fa_cl_cp_backward(fa_cl_context *ctx, const fa_cl_cp_args *args)
+{
+    return run(ctx, args, 1);
 }

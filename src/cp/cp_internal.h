@@ -25,6 +25,7 @@ typedef struct fa_cl_cp__call {
     int64_t full;            /* N = size * L */
     size_t elem;             /* bytes of an element of q, k, v, o */
     int timeout_ms;
+    int backward;            /* fa_cl_cp_backward */
 } fa_cl_cp__call;
 
 /* The global chunk index of rank r's local chunk i (rows [g chunk, (g + 1) chunk) of the sequence). */
@@ -38,6 +39,15 @@ fa_cl_status fa_cl_cp__wait(const fa_cl_cp__call *c, void **requests, int n, con
 /* The strategies (ring.c, all_to_all.c): the call's arguments checked and agreed on already. */
 fa_cl_status fa_cl_cp__ring_forward(const fa_cl_cp__call *c);
 fa_cl_status fa_cl_cp__all_to_all_forward(const fa_cl_cp__call *c);
+fa_cl_status fa_cl_cp__ring_backward(const fa_cl_cp__call *c); /* ring_backward.c */
+
+/* A pair of rank chunks: skipped where no row of chunk gi sees a key of chunk gj (causal); the
+ * descriptor of local query chunk i (sequence chunk gi) against key chunk j (gj) of a block: the
+ * caller's k and v (own) or a staged block (K at 0, V at v_base elements); o and the gradients'
+ * views are the caller's to set. */
+int fa_cl_cp__pair_skipped(const fa_cl_cp__call *c, int gi, int gj);
+void fa_cl_cp__pair_desc(const fa_cl_cp__call *c, int i, int j, int gi, int gj, int own, size_t v_base,
+                         fa_cl_attention_desc *p);
 
 /* A failed fa_cl call's status with its message (fa_cl_last_error) as this library's. */
 fa_cl_status fa_cl_cp__fa_fail(const fa_cl_cp__call *c, fa_cl_status st, const char *what);

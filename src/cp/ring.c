@@ -85,6 +85,29 @@ static void ring_free(ring *R)
     free(R->slot_desc), free(R->slot_o), free(R->slot_lse), free(R->slot_done);
 }
 
+int fa_cl_cp__pair_skipped(const fa_cl_cp__call *c, int gi, int gj)
+{
+    return c->d.causal && gj > gi; /* every key after every row: nothing to see */
+}
+
+void fa_cl_cp__pair_desc(const fa_cl_cp__call *c, int i, int j, int gi, int gj, int own, size_t v_base,
+                         fa_cl_attention_desc *p)
+{
+    const fa_cl_attention_desc *d = &c->d;
+    const int64_t Hq = d->heads_q, Hkv = d->heads_kv, L = d->seqlen_q, D = d->head_dim, C = c->chunk;
+    *p = *d;
+    p->seqlen_q = p->seqlen_k = C;
+    const int64_t qs[3] = {Hq * L * D, L * D, D}, ks[3] = {Hkv * L * D, L * D, D};
+    memcpy(p->q_stride, qs, sizeof qs);
+    memcpy(p->k_stride, ks, sizeof ks);
+    memcpy(p->v_stride, ks, sizeof ks);
+    p->q_offset = d->q_offset + (size_t)(i * C * D);
+    p->k_offset = (own ? d->k_offset : 0) + (size_t)(j * C * D);
+    p->v_offset = (own ? d->v_offset : v_base) + (size_t)(j * C * D);
+    p->q_position = gi * C, p->k_position = gj * C;
+    p->full_seqlen_q = p->full_seqlen_k = c->full;
+}
+
 /* The partial calls of step t: every local query chunk i against every key chunk j of the block
  * that rank src owns (t == 0: the caller's k and v; else dev[t % 2], after the write `after`). */
 static fa_cl_status step_partials(ring *R, int t, cl_event after)
@@ -92,29 +115,20 @@ static fa_cl_status step_partials(ring *R, int t, cl_event after)
     const fa_cl_cp__call *c = R->c;
     const fa_cl_attention_desc *d = &c->d;
     const int src = (c->rank - t + c->size) % c->size;
-    const int64_t B = d->batch, Hq = d->heads_q, Hkv = d->heads_kv, L = d->seqlen_q, D = d->head_dim, C = c->chunk;
+    const int64_t B = d->batch, Hq = d->heads_q, D = d->head_dim, C = c->chunk;
     cl_context cl = fa_cl_context_cl_context(c->ctx);
     for (int i = 0; i < c->nchunks; i++)
         for (int j = 0; j < c->nchunks; j++) {
             const int gi = fa_cl_cp__chunk_of(c, c->rank, i), gj = fa_cl_cp__chunk_of(c, src, j);
-            if (d->causal && gj > gi)
-                continue; /* every key after every row: nothing to see */
+            if (fa_cl_cp__pair_skipped(c, gi, gj))
+                continue;
             const int s = slot_index(c, i, t, j);
             fa_cl_attention_desc *p = &R->slot_desc[s];
-            *p = *d;
-            p->seqlen_q = p->seqlen_k = C;
-            const int64_t qs[3] = {Hq * L * D, L * D, D}, ks[3] = {Hkv * L * D, L * D, D}, os[3] = {Hq * C * D, C * D, D};
-            memcpy(p->q_stride, qs, sizeof qs);
-            memcpy(p->k_stride, ks, sizeof ks);
-            memcpy(p->v_stride, ks, sizeof ks);
+            fa_cl_cp__pair_desc(c, i, j, gi, gj, t == 0, R->kv_elems, p);
+            const int64_t os[3] = {Hq * C * D, C * D, D};
             memcpy(p->o_stride, os, sizeof os);
-            p->q_offset = d->q_offset + (size_t)(i * C * D);
-            p->k_offset = (t == 0 ? d->k_offset : 0) + (size_t)(j * C * D);
-            p->v_offset = (t == 0 ? d->v_offset : R->kv_elems) + (size_t)(j * C * D);
             p->o_offset = 0;
             p->o_type = FA_CL_STORAGE_F32; /* partials at full precision for the merge */
-            p->q_position = gi * C, p->k_position = gj * C;
-            p->full_seqlen_q = p->full_seqlen_k = c->full;
             cl_int err;
             R->slot_o[s] = clCreateBuffer(cl, CL_MEM_READ_WRITE, (size_t)(B * Hq * C * D) * 4, NULL, &err);
             if (err == CL_SUCCESS)
