@@ -110,3 +110,13 @@ __kernel void fa_combine(__global const fa_part_t *o_part, __global const float 
     if (has_lse && c == 0)
         lse[lse_at] = nan ? NAN : mx == -INFINITY ? -INFINITY : mx + log(sum);
 }
+
+/* fa_cl_merge's staging: count 16-bit words from src + src_off to dst + dst_off (every part's o
+ * extent and LSE into one buffer). A kernel rather than clEnqueueCopyBuffer so that every tool sees
+ * the data written: Oclgrind 21.10 does not mark a copy's destination initialised. */
+__kernel void fa_stage(__global const ushort *src, ulong src_off, __global ushort *dst, ulong dst_off, ulong count)
+{
+    const ulong i = get_global_id(0);
+    if (i < count)
+        dst[dst_off + i] = src[src_off + i];
+}

@@ -139,8 +139,10 @@ static fa_cl_status merge_check(fa_cl_context *ctx, const fa_cl_merge_args *give
     return st;
 }
 
-/* The combine for these views: its program through the context's caches, a kernel of its own. */
-static fa_cl_status merge_kernel(fa_cl_context *ctx, const fa_cl__views *out, int part_type, cl_kernel *k)
+/* The combine for these views (entry fa_combine, or its program's fa_stage): the program through
+ * the context's caches, a kernel of its own. */
+static fa_cl_status merge_kernel(fa_cl_context *ctx, const fa_cl__views *out, int part_type, const char *entry,
+                                 cl_kernel *k)
 {
     char options[256];
     if (fa_cl__combine_options(out, part_type, options, sizeof options) < 0)
@@ -151,16 +153,36 @@ static fa_cl_status merge_kernel(fa_cl_context *ctx, const fa_cl__views *out, in
     if (st != FA_CL_SUCCESS)
         return st;
     cl_int err;
-    *k = fa_cl__kernel_take(ctx, prog, f->entry, &err);
+    *k = fa_cl__kernel_take(ctx, prog, entry, &err);
     clReleaseProgram(prog);
-    return *k ? FA_CL_SUCCESS : fa_cl__fail_cl(ctx, err, MERGE ": clCreateKernel(fa_combine)");
+    return *k ? FA_CL_SUCCESS : fa_cl__fail_cl(ctx, err, MERGE ": clCreateKernel");
 }
 
-/* Copy the parts into the staging buffers (part s's o extent at s * extent bytes, its LSE at
- * s * lse_bytes), then the combine. In order the queue orders them and each waits for the caller's
- * list; out of order the combine waits for the copies' events. */
+/* One fa_stage launch: bytes (even) from src at byte src_at to dst at byte dst_at. */
+static cl_int stage(fa_cl_context *ctx, cl_kernel k, cl_mem src, uint64_t src_at, cl_mem dst, uint64_t dst_at,
+                    uint64_t bytes, cl_uint num_wait, const cl_event *wait, cl_event *ev)
+{
+    const cl_ulong words[3] = {src_at / 2, dst_at / 2, bytes / 2};
+    cl_int err = clSetKernelArg(k, 0, sizeof(cl_mem), &src);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(k, 1, sizeof(cl_ulong), &words[0]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(k, 2, sizeof(cl_mem), &dst);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(k, 3, sizeof(cl_ulong), &words[1]);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(k, 4, sizeof(cl_ulong), &words[2]);
+    const size_t local = 64, global = (size_t)((words[2] + local - 1) / local * local);
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, &local, num_wait, num_wait ? wait : NULL, ev);
+    return err;
+}
+
+/* Stage the parts (part s's o extent at s * extent bytes, its LSE at s * lse_bytes), then the
+ * combine. In order the queue orders them and each waits for the caller's list; out of order the
+ * combine waits for the staging's events. */
 static fa_cl_status merge_enqueue(fa_cl_context *ctx, const fa_cl_merge_args *a, const fa_cl__views *out,
-                                  const fa_cl__views *parts, cl_kernel k, cl_mem stage_o, cl_mem stage_lse,
+                                  const fa_cl__views *parts, const cl_kernel k[2], cl_mem stage_o, cl_mem stage_lse,
                                   uint64_t extent)
 {
     const int ordered = ctx->queue_in_order;
@@ -171,15 +193,15 @@ static fa_cl_status merge_enqueue(fa_cl_context *ctx, const fa_cl_merge_args *a,
     cl_uint made = 0;
     cl_int err = CL_SUCCESS;
     for (cl_uint s = 0; s < n && err == CL_SUCCESS; s++) {
-        err = clEnqueueCopyBuffer(ctx->queue, a->part_o[s], stage_o, (size_t)parts[s].o_begin, (size_t)(s * extent),
-                                  (size_t)extent, a->num_wait, a->wait, ev ? &ev[made] : NULL);
+        err = stage(ctx, k[1], a->part_o[s], parts[s].o_begin, stage_o, s * extent, extent, a->num_wait, a->wait,
+                    ev ? &ev[made] : NULL);
         made += err == CL_SUCCESS && ev;
         if (err == CL_SUCCESS)
-            err = clEnqueueCopyBuffer(ctx->queue, a->part_lse[s], stage_lse, 0, (size_t)(s * out->lse_bytes),
-                                      (size_t)out->lse_bytes, a->num_wait, a->wait, ev ? &ev[made] : NULL);
+            err = stage(ctx, k[1], a->part_lse[s], 0, stage_lse, s * out->lse_bytes, out->lse_bytes, a->num_wait,
+                        a->wait, ev ? &ev[made] : NULL);
         made += err == CL_SUCCESS && ev;
     }
-    fa_cl_status st = err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(ctx, err, MERGE ": clEnqueueCopyBuffer");
+    fa_cl_status st = err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(ctx, err, MERGE ": fa_stage");
     if (st == FA_CL_SUCCESS) {
         const fa_cl__kernel_family *f = fa_cl__kernel_by_id(FA_CL_KERNEL_COMBINE);
         const size_t items = (size_t)out->d.batch * (size_t)out->d.heads_q * (size_t)out->d.seqlen_q *
@@ -188,9 +210,9 @@ static fa_cl_status merge_enqueue(fa_cl_context *ctx, const fa_cl_merge_args *a,
         const fa_cl__combine_call c = {out, stage_o, stage_lse, a->o, a->lse, NULL, NULL, (int)n,
                                        extent / fa_cl__dtype_size((fa_cl_dtype)parts[0].type[3]),
                                        {parts[0].d.o_stride[0], parts[0].d.o_stride[1], parts[0].d.o_stride[2]}};
-        err = fa_cl__combine_set_args(k, &c);
+        err = fa_cl__combine_set_args(k[0], &c);
         if (err == CL_SUCCESS)
-            err = clEnqueueNDRangeKernel(ctx->queue, k, 1, NULL, &global, &local, ev ? made : a->num_wait,
+            err = clEnqueueNDRangeKernel(ctx->queue, k[0], 1, NULL, &global, &local, ev ? made : a->num_wait,
                                          ev ? ev : a->wait, a->done);
         if (err != CL_SUCCESS)
             st = fa_cl__fail_cl(ctx, err, MERGE ": clEnqueueNDRangeKernel(fa_combine)");
@@ -209,10 +231,13 @@ fa_cl_status fa_cl_merge(fa_cl_context *ctx, const fa_cl_merge_args *given)
     fa_cl__views out;
     fa_cl__views *parts = NULL;
     fa_cl_status st = merge_check(ctx, given, &a, &out, &parts);
-    cl_kernel k = NULL;
+    cl_kernel k[2] = {NULL, NULL}; /* fa_combine, fa_stage */
     if (st == FA_CL_SUCCESS)
-        st = merge_kernel(ctx, &out, parts[0].type[3], &k);
-    /* the staging: every part's o view from its first byte to its last (one layout for all) */
+        st = merge_kernel(ctx, &out, parts[0].type[3], "fa_combine", &k[0]);
+    if (st == FA_CL_SUCCESS)
+        st = merge_kernel(ctx, &out, parts[0].type[3], "fa_stage", &k[1]);
+    /* the staging: every part's o view from its first byte to its last (one layout for all; an
+     * even number of bytes: elements of 2 or 4) */
     uint64_t extent = 0;
     for (cl_uint s = 0; st == FA_CL_SUCCESS && s < a.num_parts; s++) {
         const uint64_t e = parts[s].o_bytes - parts[s].o_begin;
@@ -231,8 +256,9 @@ fa_cl_status fa_cl_merge(fa_cl_context *ctx, const fa_cl_merge_args *given)
     for (int i = 0; i < 2; i++)
         if (stage[i])
             clReleaseMemObject(stage[i]); /* OpenCL keeps them until the queued work ends */
-    if (k)
-        fa_cl__kernel_give(ctx, k);
+    for (int i = 0; i < 2; i++)
+        if (k[i])
+            fa_cl__kernel_give(ctx, k[i]);
     free(parts);
     return st;
 }
