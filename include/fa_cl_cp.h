@@ -143,16 +143,19 @@ static inline void fa_cl_cp_args_init(fa_cl_cp_args *args)
 FA_CL_API fa_cl_status fa_cl_cp_forward(fa_cl_context *ctx, const fa_cl_cp_args *args);
 
 /**
- * The backward of fa_cl_cp_forward (ring only): from the forward's o and LSE (args.o, args.lse, both
- * read) and dO (args.dout), the local shards' dQ, dK, dV. Each K/V block travels the ring again
- * with its dK/dV accumulators (fp32, on the host): at every step a rank computes the backward of
- * its query chunks against the block it holds (partial calls with positions and the whole
- * problem's o and LSE: include/fa_cl.h "Partial results"), adds their dK/dV to the block's
- * accumulators and their dQ to its own, and passes the block on; after size steps every block is
- * back home with its gradients summed over every rank. Every sum runs in a fixed order (ranks in
- * ring order, chunks in order): the same inputs give the same bits. K/V transfers overlap the
- * computation; the accumulators' transfers do not. f32 storage only (FA_CL_ERROR_UNSUPPORTED
- * otherwise); GQA, causal masks, windows; no ALiBi or softcap (the backward takes neither).
+ * The backward of fa_cl_cp_forward: from the forward's o and LSE (args.o, args.lse, both read) and
+ * dO (args.dout), the local shards' dQ, dK, dV (contiguous like q, k, v; desc.dq_offset ... apply).
+ *  - FA_CL_CP_RING: each K/V block travels the ring again with its dK/dV accumulators (fp32, on
+ *    the host): at every step a rank computes the backward of its query chunks against the block
+ *    it holds (partial calls with positions and the whole problem's o and LSE: include/fa_cl.h
+ *    "Partial results"), adds their dK/dV to the block's accumulators and their dQ to its own, and
+ *    passes the block on; after size steps every block is back home with its gradients summed
+ *    over every rank. K/V transfers overlap the computation; the accumulators' do not. f32 storage
+ *    only (FA_CL_ERROR_UNSUPPORTED otherwise: the partial gradients would be rounded per step).
+ *  - FA_CL_CP_ALL_TO_ALL: q, k, v, o, dO and the LSE re-sharded to heads, one backward over the
+ *    whole sequence, dQ, dK, dV re-sharded back; f32, f16, bf16.
+ * Every sum runs in a fixed order (ranks in ring order, chunks in order): the same inputs give the
+ * same bits. GQA, causal masks, windows; no ALiBi or softcap (the backward takes neither).
  * Collective and blocking; failures as fa_cl_cp_forward.
  */
 FA_CL_API fa_cl_status fa_cl_cp_backward(fa_cl_context *ctx, const fa_cl_cp_args *args);

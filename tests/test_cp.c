@@ -6,7 +6,7 @@
  * problem (tests/tolerance.h's bar) and with the single-device forward of the whole problem on its
  * own device (the same bar). Usage: test_cp ring|a2a MODE, MODE one of
  *   cases      the cases below, contiguous and zigzag shards
- *   backward   the ring's backward after its forward (f32 cases): dQ, dK, dV rows against the oracle's
+ *   backward   the backward after the forward (f32 cases): dQ, dK, dV rows against the oracle's
  *              gradients, and a second call bitwise equal
  *   mismatch   rank 1 calls with another head_dim: every rank must get INVALID_ARGUMENT, nothing sent
  *   die        the last rank kills itself (SIGKILL) when it starts its second transfer: every other
@@ -183,9 +183,10 @@ static void run_case(fa_cl_context *ctx, const fa_cl_cp_transport *t, const cp_c
     free(got_lse);
 }
 
-/* The ring's backward after its forward: this rank's rows of dQ, dK, dV against the oracle's
- * gradients of the whole problem (f32 cases), and the same bits from a second call. */
-static void run_backward_case(fa_cl_context *ctx, const fa_cl_cp_transport *t, const cp_case *k, int zigzag, int index)
+/* The backward after the forward (ring or all-to-all): this rank's rows of dQ, dK, dV against the
+ * oracle's gradients of the whole problem (f32 cases), and the same bits from a second call. */
+static void run_backward_case(fa_cl_context *ctx, const fa_cl_cp_transport *t, const cp_case *k,
+                              fa_cl_cp_strategy strategy, int zigzag, int index)
 {
     const int64_t Hq = k->hq_per_rank * g_size, Hkv = k->hkv_per_rank * g_size, L = k->L, N = L * g_size, D = k->D;
     const size_t nq = (size_t)(k->B * Hq * N * D), nk = (size_t)(k->B * Hkv * N * D);
@@ -212,7 +213,7 @@ static void run_backward_case(fa_cl_context *ctx, const fa_cl_cp_transport *t, c
     fa_cl_attention_desc local = desc_of(k, L);
     fa_cl_cp_args a;
     fa_cl_cp_args_init(&a);
-    a.desc = &local, a.layout = zigzag ? FA_CL_CP_ZIGZAG : FA_CL_CP_CONTIGUOUS, a.transport = t;
+    a.desc = &local, a.layout = zigzag ? FA_CL_CP_ZIGZAG : FA_CL_CP_CONTIGUOUS, a.transport = t, a.strategy = strategy;
     a.q = m[0], a.k = m[1], a.v = m[2], a.o = m[3], a.lse = m[4], a.dout = m[5], a.dq = m[6], a.dk = m[7], a.dv = m[8];
     a.timeout_ms = 30000;
     fa_cl_status st = fa_cl_cp_forward(ctx, &a);
@@ -246,8 +247,8 @@ static void run_backward_case(fa_cl_context *ctx, const fa_cl_cp_transport *t, c
         ok = 0;
         snprintf(why, sizeof why, "a second backward gave other bits (or failed: %s)", fa_cl_cp_last_error());
     }
-    tu_expect(&cp_tally, ok, "rank %d/%d ring backward %s case %d (B=%lld H=%lld/%lld N=%lld D=%lld%s): %s", g_rank,
-              g_size, zigzag ? "zigzag" : "contiguous", index, (long long)k->B, (long long)Hq, (long long)Hkv,
+    tu_expect(&cp_tally, ok, "rank %d/%d %s backward %s case %d (B=%lld H=%lld/%lld N=%lld D=%lld%s): %s", g_rank,
+              g_size, strategy == FA_CL_CP_RING ? "ring" : "all-to-all", zigzag ? "zigzag" : "contiguous", index, (long long)k->B, (long long)Hq, (long long)Hkv,
               (long long)N, (long long)D, k->causal ? " causal" : "", ok ? "dq, dk, dv match, bitwise repeatable" : why);
     for (int i = 0; i < 10; i++)
         if (m[i])
@@ -334,7 +335,7 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "backward") == 0)
         for (int zigzag = 0; zigzag < 2; zigzag++)
             for (int i = 0; i < 2; i++) /* the f32 cases */
-                run_backward_case(ctx, t, &cases[i], zigzag, i);
+                run_backward_case(ctx, t, &cases[i], s, zigzag, i);
     else
         for (int zigzag = 0; zigzag < 2; zigzag++)
             for (int i = 0; i < TU_COUNT(cases); i++)

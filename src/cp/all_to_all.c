@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* All-to-all (DeepSpeed-Ulysses; include/fa_cl_cp.h, FA_CL_CP_ALL_TO_ALL): q, k, v re-sharded from
- * rows to heads through host buffers, one ordinary forward over the whole sequence for this
- * rank's heads, and o and the LSE re-sharded back to the rows. */
+ * rows to heads through host buffers, one ordinary forward (or backward) over the whole sequence
+ * for this rank's heads, and the results re-sharded back to the rows. */
 #include "cp/cp_internal.h"
 
 #include <stdlib.h>
@@ -20,15 +20,26 @@ static int64_t global_row(const a2a *x, int r, int64_t l)
     return (int64_t)fa_cl_cp__chunk_of(x->c, r, (int)(l / C)) * C + l % C;
 }
 
-/* Heads [h0, h0 + nh) of a [B, H, L, D] shard into out as [B, nh, L, D]. */
+/* Heads [h0, h0 + nh) of a [B, H, L, unit] shard into out as [B, nh, L, unit] (unit: bytes of a
+ * row's values: x->row, or 4 for the LSE); put_heads is the inverse. */
 static unsigned char *take_heads(const a2a *x, const unsigned char *shard, int64_t H, int64_t h0, int64_t nh,
-                                 unsigned char *out)
+                                 size_t unit, unsigned char *out)
 {
-    const size_t head = (size_t)x->L * x->row;
+    const size_t head = (size_t)x->L * unit;
     for (int64_t b = 0; b < x->B; b++)
         for (int64_t h = 0; h < nh; h++, out += head)
             memcpy(out, shard + ((size_t)(b * H + h0 + h)) * head, head);
     return out;
+}
+
+static const unsigned char *put_heads(const a2a *x, const unsigned char *in, int64_t H, int64_t h0, int64_t nh,
+                                      size_t unit, unsigned char *shard)
+{
+    const size_t head = (size_t)x->L * unit;
+    for (int64_t b = 0; b < x->B; b++)
+        for (int64_t h = 0; h < nh; h++, in += head)
+            memcpy(shard + ((size_t)(b * H + h0 + h)) * head, in, head);
+    return in;
 }
 
 /* From rank r, [B, nh, L, D] rows of its shard into [B, nh, N, D] at their places in the sequence
@@ -152,9 +163,9 @@ fa_cl_status fa_cl_cp__all_to_all_forward(const fa_cl_cp__call *c)
     if (st == FA_CL_SUCCESS) { /* rows to heads */
         for (int p = 0; p < P; p++) {
             unsigned char *out = send + (size_t)p * per_in;
-            out = take_heads(&x, shard, d->heads_q, p * x.hq, x.hq, out);
-            out = take_heads(&x, shard + shard_q, d->heads_kv, p * x.hkv, x.hkv, out);
-            take_heads(&x, shard + shard_q + shard_kv, d->heads_kv, p * x.hkv, x.hkv, out);
+            out = take_heads(&x, shard, d->heads_q, p * x.hq, x.hq, x.row, out);
+            out = take_heads(&x, shard + shard_q, d->heads_kv, p * x.hkv, x.hkv, x.row, out);
+            take_heads(&x, shard + shard_q + shard_kv, d->heads_kv, p * x.hkv, x.hkv, x.row, out);
         }
         st = exchange(c, send, recv, per_in, "the all-to-all of q, k, v");
     }
@@ -178,15 +189,10 @@ fa_cl_status fa_cl_cp__all_to_all_forward(const fa_cl_cp__call *c)
     }
     if (st == FA_CL_SUCCESS) {
         unsigned char *o = shard; /* the local o [B, Hq, L, D] (q's shard is no longer needed) */
-        const size_t head = (size_t)x.L * x.row;
         for (int p = 0; p < P; p++) {
             const unsigned char *in = back_recv + (size_t)p * per_out;
-            for (int64_t b = 0; b < x.B; b++)
-                for (int64_t h = 0; h < x.hq; h++, in += head)
-                    memcpy(o + ((size_t)(b * d->heads_q + p * x.hq + h)) * head, in, head);
-            for (int64_t b = 0; b < x.B; b++)
-                for (int64_t h = 0; h < x.hq; h++, in += (size_t)x.L * 4)
-                    memcpy(lse + (size_t)(b * d->heads_q + p * x.hq + h) * (size_t)x.L, in, (size_t)x.L * 4);
+            in = put_heads(&x, in, d->heads_q, p * x.hq, x.hq, x.row, o);
+            put_heads(&x, in, d->heads_q, p * x.hq, x.hq, 4, (unsigned char *)lse);
         }
         err = clEnqueueWriteBuffer(queue, c->a->o, CL_TRUE, d->o_offset * c->elem, shard_q, o, 0, NULL, NULL);
         if (err == CL_SUCCESS && c->a->lse)
@@ -200,5 +206,117 @@ fa_cl_status fa_cl_cp__all_to_all_forward(const fa_cl_cp__call *c)
         free(send), free(recv), free(back_send), free(back_recv);
     }
     free(shard), free(full_q), free(full_kv), free(full_o), free(full_lse), free(slopes), free(lse);
+    return st;
+}
+
+/* The backward (fa_cl_cp_backward, FA_CL_CP_ALL_TO_ALL): q, k, v, o, dO and the LSE re-sharded from
+ * rows to heads, one ordinary backward over the whole sequence for this rank's heads (each kv head's
+ * dK and dV sum over its query heads, all of which this rank holds), and dQ, dK, dV back to rows. */
+fa_cl_status fa_cl_cp__all_to_all_backward(const fa_cl_cp__call *c)
+{
+    const fa_cl_attention_desc *d = &c->d;
+    const int P = c->size;
+    if (d->heads_q % P || d->heads_kv % P)
+        return fa_cl_cp__fail(FA_CL_ERROR_UNSUPPORTED, "fa_cl_cp_backward: all-to-all needs heads_q (%lld) and "
+                              "heads_kv (%lld) divisible by the %d ranks", (long long)d->heads_q,
+                              (long long)d->heads_kv, P);
+    a2a x = {c, d->batch, d->seqlen_q, d->head_dim, c->full, d->heads_q / P, d->heads_kv / P,
+             (size_t)d->head_dim * c->elem};
+    cl_command_queue queue = fa_cl_context_queue(c->ctx);
+    cl_context cl = fa_cl_context_cl_context(c->ctx);
+    /* the local shards in order q, k, v, o, dO (rows of x.row bytes), then the LSE (rows of 4) */
+    const int64_t heads[6] = {d->heads_q, d->heads_kv, d->heads_kv, d->heads_q, d->heads_q, d->heads_q};
+    const int64_t mine[6] = {x.hq, x.hkv, x.hkv, x.hq, x.hq, x.hq};
+    const size_t unit[6] = {x.row, x.row, x.row, x.row, x.row, 4};
+    const cl_mem src[6] = {c->a->q, c->a->k, c->a->v, c->a->o, c->a->dout, c->a->lse};
+    const size_t off[6] = {d->q_offset, d->k_offset, d->v_offset, d->o_offset, d->dout_offset, 0};
+    size_t local_at[7] = {0}, full_at[7] = {0}, per_in = 0, per_out = 0;
+    for (int i = 0; i < 6; i++) {
+        local_at[i + 1] = local_at[i] + (size_t)(x.B * heads[i] * x.L) * unit[i];
+        full_at[i + 1] = full_at[i] + (size_t)(x.B * mine[i] * x.N) * unit[i];
+        per_in += (size_t)(x.B * mine[i] * x.L) * unit[i];
+    }
+    per_out = (size_t)(x.B * (x.hq + 2 * x.hkv) * x.L) * x.row; /* dQ, dK, dV of a rank's rows */
+    unsigned char *local = malloc(local_at[6]), *full = malloc(full_at[6]), *send = malloc((size_t)P * per_in);
+    unsigned char *recv = malloc((size_t)P * per_in), *grads = malloc(full_at[3]);
+    unsigned char *back_send = malloc((size_t)P * per_out), *back_recv = malloc((size_t)P * per_out);
+    fa_cl_status st = local && full && send && recv && grads && back_send && back_recv
+                          ? FA_CL_SUCCESS
+                          : fa_cl_cp__fail(FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_cp_backward: out of host memory");
+    cl_int err = CL_SUCCESS;
+    for (int i = 0; i < 6 && st == FA_CL_SUCCESS && err == CL_SUCCESS; i++)
+        err = clEnqueueReadBuffer(queue, src[i], CL_TRUE, off[i] * (i < 5 ? c->elem : 4), local_at[i + 1] - local_at[i],
+                                  local + local_at[i], 0, NULL, NULL);
+    if (st == FA_CL_SUCCESS && err != CL_SUCCESS)
+        st = fa_cl_cp__cl_fail(err, "reading the local shards");
+    if (st == FA_CL_SUCCESS) { /* rows to heads */
+        for (int p = 0; p < P; p++) {
+            unsigned char *out = send + (size_t)p * per_in;
+            for (int i = 0; i < 6; i++)
+                out = take_heads(&x, local + local_at[i], heads[i], p * mine[i], mine[i], unit[i], out);
+        }
+        st = exchange(c, send, recv, per_in, "the all-to-all of q, k, v, o, dO and the LSE");
+    }
+    cl_mem m[9] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    if (st == FA_CL_SUCCESS) {
+        for (int p = 0; p < P; p++) {
+            const unsigned char *in = recv + (size_t)p * per_in;
+            for (int i = 0; i < 6; i++)
+                in = place_rows(&x, p, in, mine[i], unit[i], full + full_at[i]);
+        }
+        for (int i = 0; i < 6 && err == CL_SUCCESS; i++)
+            m[i] = clCreateBuffer(cl, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, full_at[i + 1] - full_at[i],
+                                  full + full_at[i], &err);
+        for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
+            m[6 + i] = clCreateBuffer(cl, CL_MEM_READ_WRITE, full_at[i + 1] - full_at[i], NULL, &err);
+        if (err != CL_SUCCESS)
+            st = fa_cl_cp__cl_fail(err, "the re-sharded tensors");
+    }
+    if (st == FA_CL_SUCCESS) {
+        fa_cl_attention_desc bd = c->d;
+        bd.heads_q = x.hq, bd.heads_kv = x.hkv, bd.seqlen_q = bd.seqlen_k = x.N;
+        bd.q_offset = bd.k_offset = bd.v_offset = bd.o_offset = 0;
+        bd.dout_offset = bd.dq_offset = bd.dk_offset = bd.dv_offset = 0;
+        fa_cl_backward_args a;
+        fa_cl_backward_args_init(&a);
+        a.q = m[0], a.k = m[1], a.v = m[2], a.o = m[3], a.dout = m[4], a.lse = m[5];
+        a.dq = m[6], a.dk = m[7], a.dv = m[8];
+        st = fa_cl_attention_backward(c->ctx, &bd, &a);
+        if (st != FA_CL_SUCCESS)
+            st = fa_cl_cp__fa_fail(c, st, "the local backward");
+        for (int i = 0; i < 3 && st == FA_CL_SUCCESS; i++)
+            if ((err = clEnqueueReadBuffer(queue, m[6 + i], CL_TRUE, 0, full_at[i + 1] - full_at[i], grads + full_at[i],
+                                           0, NULL, NULL)) != CL_SUCCESS)
+                st = fa_cl_cp__cl_fail(err, "reading the gradients");
+    }
+    if (st == FA_CL_SUCCESS) { /* heads to rows: dQ, dK, dV */
+        for (int p = 0; p < P; p++) {
+            unsigned char *out = back_send + (size_t)p * per_out;
+            for (int i = 0; i < 3; i++)
+                out = take_rows(&x, p, grads + full_at[i], mine[i], x.row, out);
+        }
+        st = exchange(c, back_send, back_recv, per_out, "the all-to-all of dQ, dK, dV");
+    }
+    if (st == FA_CL_SUCCESS) {
+        for (int p = 0; p < P; p++) {
+            const unsigned char *in = back_recv + (size_t)p * per_out;
+            for (int i = 0; i < 3; i++)
+                in = put_heads(&x, in, heads[i], p * mine[i], mine[i], x.row, local + local_at[i]);
+        }
+        const cl_mem dst[3] = {c->a->dq, c->a->dk, c->a->dv};
+        const size_t doff[3] = {d->dq_offset, d->dk_offset, d->dv_offset};
+        for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
+            err = clEnqueueWriteBuffer(queue, dst[i], CL_TRUE, doff[i] * c->elem, local_at[i + 1] - local_at[i],
+                                       local + local_at[i], 0, NULL, NULL);
+        if (err != CL_SUCCESS)
+            st = fa_cl_cp__cl_fail(err, "writing the gradients");
+    }
+    for (int i = 0; i < 9; i++)
+        if (m[i])
+            clReleaseMemObject(m[i]);
+    if (st != FA_CL_ERROR_COMMUNICATION) { /* on a transport failure the staging may still be written: kept */
+        free(send), free(recv), free(back_send), free(back_recv);
+    }
+    free(local), free(full), free(grads);
     return st;
 }

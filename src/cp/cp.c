@@ -186,10 +186,10 @@ static fa_cl_status check(fa_cl_context *ctx, const fa_cl_cp_args *a, fa_cl_cp__
     if (!a->q || !a->k || !a->v || !a->o || (d->alibi && !a->alibi_slopes))
         return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: args.%s is NULL",
                               !a->q ? "q" : !a->k ? "k" : !a->v ? "v" : !a->o ? "o" : "alibi_slopes");
-    if (c->backward && (a->strategy != FA_CL_CP_RING || d->dtype != FA_CL_F32 || d->alibi || d->softcap > 0.0f))
-        return fa_cl_cp__fail(FA_CL_ERROR_UNSUPPORTED, "fa_cl_cp_backward: the ring with f32 storage, without ALiBi "
-                              "or softcap, only (%s)", a->strategy != FA_CL_CP_RING ? "args.strategy is not the ring"
-                              : d->dtype != FA_CL_F32 ? "desc.dtype is not f32" : d->alibi ? "desc.alibi" : "desc.softcap");
+    if (c->backward && ((a->strategy == FA_CL_CP_RING && d->dtype != FA_CL_F32) || d->alibi || d->softcap > 0.0f))
+        return fa_cl_cp__fail(FA_CL_ERROR_UNSUPPORTED, "fa_cl_cp_backward: %s", d->alibi ? "desc.alibi: the backward "
+                              "takes no ALiBi" : d->softcap > 0.0f ? "desc.softcap: the backward takes no softcap"
+                              : "the ring's backward takes f32 storage only (all-to-all takes f16 and bf16)");
     const int64_t *gst[4] = {d->dout_stride, d->dq_stride, d->dk_stride, d->dv_stride};
     for (int i = 0; c->backward && i < 4; i++)
         if (gst[i][0] || gst[i][1] || gst[i][2])
@@ -233,7 +233,7 @@ static fa_cl_status run(fa_cl_context *ctx, const fa_cl_cp_args *args, int backw
     if ((st = agree(&c)) != FA_CL_SUCCESS)
         return st;
     if (backward)
-        return fa_cl_cp__ring_backward(&c);
+        return args->strategy == FA_CL_CP_RING ? fa_cl_cp__ring_backward(&c) : fa_cl_cp__all_to_all_backward(&c);
     return args->strategy == FA_CL_CP_RING ? fa_cl_cp__ring_forward(&c) : fa_cl_cp__all_to_all_forward(&c);
 }
 

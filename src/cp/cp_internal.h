@@ -40,6 +40,7 @@ fa_cl_status fa_cl_cp__wait(const fa_cl_cp__call *c, void **requests, int n, con
 fa_cl_status fa_cl_cp__ring_forward(const fa_cl_cp__call *c);
 fa_cl_status fa_cl_cp__all_to_all_forward(const fa_cl_cp__call *c);
 fa_cl_status fa_cl_cp__ring_backward(const fa_cl_cp__call *c); /* ring_backward.c */
+fa_cl_status fa_cl_cp__all_to_all_backward(const fa_cl_cp__call *c);
 
 /* A pair of rank chunks: skipped where no row of chunk gi sees a key of chunk gj (causal); the
  * descriptor of local query chunk i (sequence chunk gi) against key chunk j (gj) of a block: the
