@@ -8,7 +8,8 @@
  *   cases      the cases below, contiguous and zigzag shards
  *   backward   the backward after the forward (f32 cases): dQ, dK, dV rows against the oracle's
  *              gradients, and a second call bitwise equal
- *   mismatch   rank 1 calls with another head_dim: every rank must get INVALID_ARGUMENT, nothing sent
+ *   mismatch   rank 1 calls with another head_dim: every rank must get INVALID_ARGUMENT, nothing sent;
+ *              then calls every rank refuses alike (no args, the ring's backward in f16)
  *   die        the last rank kills itself (SIGKILL) when it starts its second transfer: every other
  *              rank must return FA_CL_ERROR_COMMUNICATION within the timeout (2 s) and says so
  *              ("survivor rank R: ..."); tests/cp_die.sh runs it under a watchdog and reads that
@@ -278,6 +279,17 @@ static void run_mismatch(fa_cl_context *ctx, const fa_cl_cp_transport *t)
     tu_expect(&cp_tally, st == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_cp_last_error(), "disagree"),
               "rank %d: ranks with different head_dims: %s (%s)", g_rank, fa_cl_status_string(st),
               fa_cl_cp_last_error());
+    /* refused locally (every rank alike): no args; the ring's backward in f16 */
+    fa_cl_status st2 = fa_cl_cp_forward(ctx, NULL);
+    tu_expect(&cp_tally, st2 == FA_CL_ERROR_INVALID_ARGUMENT && strstr(fa_cl_cp_last_error(), "args is NULL"),
+              "rank %d: no args: %s (%s)", g_rank, fa_cl_status_string(st2), fa_cl_cp_last_error());
+    k = cases[0];
+    k.dtype = FA_CL_F16;
+    local = desc_of(&k, k.L);
+    a.dout = a.dq = b[0], a.dk = a.dv = b[1], a.lse = b[2];
+    st2 = fa_cl_cp_backward(ctx, &a);
+    tu_expect(&cp_tally, st2 == FA_CL_ERROR_UNSUPPORTED && strstr(fa_cl_cp_last_error(), "fa_cl_cp_backward: the ring"),
+              "rank %d: the ring's backward in f16: %s (%s)", g_rank, fa_cl_status_string(st2), fa_cl_cp_last_error());
     for (int i = 0; i < 4; i++)
         clReleaseMemObject(b[i]);
 }

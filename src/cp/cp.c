@@ -139,16 +139,17 @@ static fa_cl_status agree(const fa_cl_cp__call *c)
 /* The arguments this library takes (fa_cl_cp.h), before any communication. */
 static fa_cl_status check(fa_cl_context *ctx, const fa_cl_cp_args *a, fa_cl_cp__call *c)
 {
+    const char *call = c->backward ? "fa_cl_cp_backward" : "fa_cl_cp_forward";
     if (!ctx || !a || a->struct_size < sizeof *a || !a->desc || !a->transport)
-        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: %s",
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: %s", call,
                               !ctx ? "ctx is NULL" : !a ? "args is NULL"
                               : a->struct_size < sizeof *a ? "args.struct_size is too small: use fa_cl_cp_args_init"
                               : !a->desc ? "args.desc is NULL" : "args.transport is NULL");
     const fa_cl_cp_transport *t = a->transport;
     if (t->struct_size < sizeof *t || !t->isend || !t->irecv || !t->ialltoall || !t->iallreduce_max || !t->test ||
         !t->abandon || t->size < 1 || t->rank < 0 || t->rank >= t->size)
-        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: the transport is incomplete (a NULL "
-                              "callback, or rank %d of %d)", t->rank, t->size);
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: the transport is incomplete (a NULL "
+                              "callback, or rank %d of %d)", call, t->rank, t->size);
     const int backward = c->backward;
     memset(c, 0, sizeof *c);
     c->backward = backward;
@@ -158,47 +159,47 @@ static fa_cl_status check(fa_cl_context *ctx, const fa_cl_cp_args *a, fa_cl_cp__
     if (st != FA_CL_SUCCESS)
         return fa_cl_cp__fail(st, "fa_cl_cp_forward: %s", msg);
     if (a->desc->struct_size < sizeof c->d)
-        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: desc.struct_size is older than this "
-                              "library's fa_cl.h: initialise it with fa_cl_attention_desc_init");
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: desc.struct_size is older than this "
+                              "library's fa_cl.h: initialise it with fa_cl_attention_desc_init", call);
     memcpy(&c->d, a->desc, sizeof c->d);
     const fa_cl_attention_desc *d = &c->d;
     const int64_t *st3[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
     for (int i = 0; i < 4; i++)
         if (st3[i][0] || st3[i][1] || st3[i][2])
-            return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: desc.%c_stride must be 0 "
-                                  "(contiguous [B, H, L, D] shards)", "qkvo"[i]);
+            return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: desc.%c_stride must be 0 "
+                                  "(contiguous [B, H, L, D] shards)", call, "qkvo"[i]);
     if (d->seqlen_q != d->seqlen_k || d->page_size || d->kv_seqlens || d->total_q || d->total_k ||
         d->seqlen_new || d->sinks || d->mask || d->q_type || d->k_type || d->v_type || d->o_type ||
         d->q_position || d->k_position || d->full_seqlen_q || d->full_seqlen_k)
-        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: the local shard's desc must have "
-                              "seqlen_q == seqlen_k and no serving fields, sinks, mask, storage types or positions");
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: the local shard's desc must have "
+                              "seqlen_q == seqlen_k and no serving fields, sinks, mask, storage types or positions", call);
     if (a->layout != FA_CL_CP_CONTIGUOUS && a->layout != FA_CL_CP_ZIGZAG)
-        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: args.layout %d", (int)a->layout);
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: args.layout %d", call, (int)a->layout);
     if (a->strategy != FA_CL_CP_RING && a->strategy != FA_CL_CP_ALL_TO_ALL)
-        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: args.strategy %d", (int)a->strategy);
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: args.strategy %d", call, (int)a->strategy);
     c->nchunks = a->layout == FA_CL_CP_ZIGZAG ? 2 : 1;
     if (d->seqlen_q % c->nchunks)
-        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: zigzag needs an even number of local "
-                              "rows (desc.seqlen_q %lld)", (long long)d->seqlen_q);
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: zigzag needs an even number of local "
+                              "rows (desc.seqlen_q %lld)", call, (long long)d->seqlen_q);
     if ((int64_t)c->size * d->seqlen_q > INT32_MAX / 2)
-        return fa_cl_cp__fail(FA_CL_ERROR_UNSUPPORTED, "fa_cl_cp_forward: %d ranks x %lld rows is longer than 2^30 - 1",
+        return fa_cl_cp__fail(FA_CL_ERROR_UNSUPPORTED, "%s: %d ranks x %lld rows is longer than 2^30 - 1", call,
                               c->size, (long long)d->seqlen_q);
     if (!a->q || !a->k || !a->v || !a->o || (d->alibi && !a->alibi_slopes))
-        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_forward: args.%s is NULL",
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: args.%s is NULL", call,
                               !a->q ? "q" : !a->k ? "k" : !a->v ? "v" : !a->o ? "o" : "alibi_slopes");
     if (c->backward && ((a->strategy == FA_CL_CP_RING && d->dtype != FA_CL_F32) || d->alibi || d->softcap > 0.0f))
-        return fa_cl_cp__fail(FA_CL_ERROR_UNSUPPORTED, "fa_cl_cp_backward: %s", d->alibi ? "desc.alibi: the backward "
+        return fa_cl_cp__fail(FA_CL_ERROR_UNSUPPORTED, "%s: %s", call, d->alibi ? "desc.alibi: the backward "
                               "takes no ALiBi" : d->softcap > 0.0f ? "desc.softcap: the backward takes no softcap"
                               : "the ring's backward takes f32 storage only (all-to-all takes f16 and bf16)");
     const int64_t *gst[4] = {d->dout_stride, d->dq_stride, d->dk_stride, d->dv_stride};
     for (int i = 0; c->backward && i < 4; i++)
         if (gst[i][0] || gst[i][1] || gst[i][2])
-            return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_backward: desc.%s_stride must be 0 "
-                                  "(contiguous [B, H, L, D] shards)", i == 0 ? "dout" : i == 1 ? "dq" : i == 2 ? "dk"
-                                                                                                              : "dv");
+            return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: desc.%s_stride must be 0 "
+                                  "(contiguous [B, H, L, D] shards)", call, i == 0 ? "dout" : i == 1 ? "dq"
+                                  : i == 2 ? "dk" : "dv");
     if (c->backward && (!a->lse || !a->dout || !a->dq || !a->dk || !a->dv))
-        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "fa_cl_cp_backward: args.%s is NULL (the forward's LSE, "
-                              "dO and the three gradients are required)", !a->lse ? "lse" : !a->dout ? "dout"
+        return fa_cl_cp__fail(FA_CL_ERROR_INVALID_ARGUMENT, "%s: args.%s is NULL (the forward's LSE, "
+                              "dO and the three gradients are required)", call, !a->lse ? "lse" : !a->dout ? "dout"
                               : !a->dq ? "dq" : !a->dk ? "dk" : "dv");
     c->chunk = d->seqlen_q / c->nchunks;
     c->full = (int64_t)c->size * d->seqlen_q;
