@@ -13,13 +13,10 @@
  * FA_SINKS: the row's sink logit (sinks[h], include/fa_cl.h "Score modifiers") joins here, once,
  * as a chunk whose O is 0: M = max(M, sink), and e^{sink - M} adds to the sum.
  *
- * One work-item per 4 columns of one row; defined by the planner: FA_DTYPE, HEAD_DIM, and
- * FA_PART_DTYPE where the partial outputs are not fp32. Partial s's element (b, h, pos, c) is at
+ * One work-item per 4 columns of one row; defined by the planner: FA_DTYPE, HEAD_DIM and
+ * FA_PART_DTYPE (the partial outputs' storage: 0, fp32, for split-KV). Partial s's element (b, h, pos, c) is at
  * s * part_split + b ps0 + h ps1 + pos ps2 + c; its LSE at s * rows + r. */
 #define D4 ((HEAD_DIM + 3) / 4)
-#ifndef FA_PART_DTYPE
-#define FA_PART_DTYPE 0
-#endif
 typedef FA_ELEM(FA_PART_DTYPE) fa_part_t;
 
 __kernel void fa_combine(__global const fa_part_t *o_part, __global const float *lse_part, __global fa_store_t *o,

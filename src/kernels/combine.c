@@ -4,17 +4,13 @@
  * for a forward's tiles. */
 #include "kernels/family.h"
 
-#include <stdio.h>
-
 static const char *const files[] = {"fa_common.cl", "fa_combine.cl"};
 
 int fa_cl__combine_options(const fa_cl__views *v, int part_type, char *out, size_t n)
 {
-    char part[32] = "";
-    if (part_type != FA_CL_TYPE_F32)
-        snprintf(part, sizeof part, " -DFA_PART_DTYPE=%d", part_type);
-    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s%s", v->type[3], (int)v->d.head_dim,
-                                 v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "", v->d.sinks ? " -DFA_SINKS" : "", part);
+    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DFA_PART_DTYPE=%d%s%s", v->type[3],
+                                 (int)v->d.head_dim, part_type, v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "",
+                                 v->d.sinks ? " -DFA_SINKS" : "");
 }
 
 /* a split plan's partials are fp32 */
