@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Split-KV combine: each row's keys were summed in num_splits chunks by the forward kernel built
- * with FA_SPLIT, which left per chunk s the normalised partial output O_s (fp32) and its LSE_s.
+/* Split-KV combine, and fa_cl_merge: each row's keys were summed in num_splits chunks, by the
+ * forward kernel built with FA_SPLIT (fp32 O_s, contiguous [splits, B, Hq, Sq, D]) or by the
+ * caller's partial calls (fa_cl_merge: their o views, staged one after another, in storage type
+ * FA_PART_DTYPE), which left per chunk s the normalised partial output O_s and its LSE_s.
  * This kernel merges them with the online-softmax recurrence across chunks (the design article's
  * formula, in natural log): M = max_s LSE_s, w_s = exp(LSE_s - M), O = sum_s w_s O_s / sum_s w_s,
  * LSE = M + log(sum_s w_s), always in the order s = 0, 1, ... (deterministic), both sums compensated
@@ -11,13 +13,16 @@
  * FA_SINKS: the row's sink logit (sinks[h], include/fa_cl.h "Score modifiers") joins here, once,
  * as a chunk whose O is 0: M = max(M, sink), and e^{sink - M} adds to the sum.
  *
- * One work-item per 4 columns of one row; defined by the planner: FA_DTYPE, HEAD_DIM. */
+ * One work-item per 4 columns of one row; defined by the planner: FA_DTYPE, HEAD_DIM and
+ * FA_PART_DTYPE (the partial outputs' storage: 0, fp32, for split-KV). Partial s's element (b, h, pos, c) is at
+ * s * part_split + b ps0 + h ps1 + pos ps2 + c; its LSE at s * rows + r. */
 #define D4 ((HEAD_DIM + 3) / 4)
+typedef FA_ELEM(FA_PART_DTYPE) fa_part_t;
 
-__kernel void fa_combine(__global const float *o_part, __global const float *lse_part, __global fa_store_t *o,
+__kernel void fa_combine(__global const fa_part_t *o_part, __global const float *lse_part, __global fa_store_t *o,
                          __global float *lse, ulong o_off, long os0, long os1, long os2, int heads_q, int seqlen_q,
                          int num_splits, int has_lse, ulong rows, __global const int *cu_seqlens_q, int total_q,
-                         __global const float *sinks)
+                         __global const float *sinks, ulong part_split, long ps0, long ps1, long ps2)
 {
     const ulong gid = get_global_id(0);
     if (gid >= rows * D4)
@@ -68,15 +73,15 @@ __kernel void fa_combine(__global const float *o_part, __global const float *lse
             if (x == -INFINITY)
                 continue;
             const float w = exp(x - mx);
-            __global const float *p = o_part + ((ulong)s * rows + r) * HEAD_DIM + 4 * (ulong)c;
+            const ulong at = (ulong)s * part_split + b * (ulong)ps0 + h * (ulong)ps1 + pos * (ulong)ps2 + 4 * (ulong)c;
             float4 v;
 #if HEAD_DIM % 4 == 0
-            v = vload4(0, p);
+            v = FA_LD4(FA_PART_DTYPE)(o_part, at);
 #else
-            v.x = p[0];
-            v.y = 4 * c + 1 < HEAD_DIM ? p[1] : 0.0f;
-            v.z = 4 * c + 2 < HEAD_DIM ? p[2] : 0.0f;
-            v.w = 4 * c + 3 < HEAD_DIM ? p[3] : 0.0f;
+            v.x = FA_LD1(FA_PART_DTYPE)(o_part, at);
+            v.y = 4 * c + 1 < HEAD_DIM ? FA_LD1(FA_PART_DTYPE)(o_part, at + 1) : 0.0f;
+            v.z = 4 * c + 2 < HEAD_DIM ? FA_LD1(FA_PART_DTYPE)(o_part, at + 2) : 0.0f;
+            v.w = 4 * c + 3 < HEAD_DIM ? FA_LD1(FA_PART_DTYPE)(o_part, at + 3) : 0.0f;
 #endif
             const float e[4] = {v.x, v.y, v.z, v.w};
             for (int i = 0; i < 4; i++)
@@ -101,4 +106,14 @@ __kernel void fa_combine(__global const float *o_part, __global const float *lse
 #endif
     if (has_lse && c == 0)
         lse[lse_at] = nan ? NAN : mx == -INFINITY ? -INFINITY : mx + log(sum);
+}
+
+/* fa_cl_merge's staging: count 16-bit words from src + src_off to dst + dst_off (every part's o
+ * extent and LSE into one buffer). A kernel rather than clEnqueueCopyBuffer so that every tool sees
+ * the data written: Oclgrind 21.10 does not mark a copy's destination initialised. */
+__kernel void fa_stage(__global const ushort *src, ulong src_off, __global ushort *dst, ulong dst_off, ulong count)
+{
+    const ulong i = get_global_id(0);
+    if (i < count)
+        dst[dst_off + i] = src[src_off + i];
 }

@@ -87,13 +87,14 @@ typedef FA_ELEM(FA_O_DTYPE) fa_out_t;
 #endif
 
 /* The score modifiers' arguments, only in builds with one (FA_MODS: FA_SOFTCAP, FA_ALIBI,
- * FA_SINKS; include/fa_cl.h "Score modifiers"): the softcap's factors in raw-score units and the
- * per-query-head slopes and sink logits. */
+ * FA_SINKS; include/fa_cl.h "Score modifiers"): the softcap's factors in raw-score units, the
+ * per-query-head slopes and sink logits, and the ALiBi diagonal's shift (partial results). */
 #ifdef FA_MODS
 #define FA_MODS_PARAMS                                                                                    \
-    , float softcap_in, float softcap_out, __global const float *alibi_slopes, __global const float *sinks
-#define FA_MODS_UNUSED (void)softcap_in, (void)softcap_out, (void)alibi_slopes, (void)sinks;
-#define FA_MODS_NAMES , softcap_in, softcap_out, alibi_slopes, sinks
+    , float softcap_in, float softcap_out, __global const float *alibi_slopes, __global const float *sinks, \
+        int alibi_shift
+#define FA_MODS_UNUSED (void)softcap_in, (void)softcap_out, (void)alibi_slopes, (void)sinks, (void)alibi_shift;
+#define FA_MODS_NAMES , softcap_in, softcap_out, alibi_slopes, sinks, alibi_shift
 #else
 #define FA_MODS_PARAMS
 #define FA_MODS_NAMES

@@ -125,10 +125,11 @@ typedef uchar2 fa_mask_raw_t;
 #endif
 
 /* Per-row state of the modifiers, for a kernel's n rows per work-item: their ALiBi slopes (raw)
- * and diagonals, their mask rows; nothing in builds without modifiers. */
+ * and diagonals (a partial result's moved by alibi_shift: include/fa_cl.h "Partial results"),
+ * their mask rows; nothing in builds without modifiers. */
 #ifdef FA_MODS
 #define FA_MODS_ROWS_(n) float mod_alibi[n]; int mod_diag[n];
-#define FA_MODS_INIT_(i, v) (mod_alibi[i] = FA_ROW_ALIBI(v), mod_diag[i] = fa_row_diag(v, seqlen_q, seqlen_k))
+#define FA_MODS_INIT_(i, v) (mod_alibi[i] = FA_ROW_ALIBI(v), mod_diag[i] = fa_row_diag(v, seqlen_q, seqlen_k) + alibi_shift)
 #define FA_MODS_SCORE_(s, i, key) FA_SCORE(s, mod_alibi[i], mod_diag[i], key)
 #else
 #define FA_MODS_ROWS_(n)

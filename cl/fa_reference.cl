@@ -102,16 +102,17 @@ inline float fa_ref_mask(__global const uchar *mask, int mask_type, ulong idx)
     return mask[idx] ? 0.0f : -INFINITY;
 }
 #define FA_REF_SCORE(j)                                                                                   \
-    (fa_ref_score(p[j], scale, softcap, slope, diag, j) + (mask_type ? fa_ref_mask(mask, mask_type, mrow + (ulong)(j)) : 0.0f))
+    (fa_ref_score(p[j], scale, softcap, slope, alibi_diag, j) + (mask_type ? fa_ref_mask(mask, mask_type, mrow + (ulong)(j)) : 0.0f))
 
-/* Score modifiers: softcap (0 = none), per-query-head ALiBi slopes and sink logits (NULL = none),
+/* Score modifiers: softcap (0 = none), per-query-head ALiBi slopes and sink logits (NULL = none;
+ * ALiBi's diagonal moved by alibi_shift, a partial result's: include/fa_cl.h),
  * the attention mask (mask_type 0 = none) at mask_off + b ms0 + h ms1 + i ms2 + j; the chunk's rows
  * are of flattened heads head0 + row / seqlen_q, batch and query head = that / and % heads_q. */
 __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse, ulong lse_row0, ulong seqlen_q,
                              ulong seqlen_k, long win_left, long win_right, float scale, __local float *red,
                              float softcap, __global const float *alibi, __global const float *sinks, ulong head0,
                              ulong heads_q, __global const uchar *mask, int mask_type, ulong mask_off, long ms0,
-                             long ms1, long ms2)
+                             long ms1, long ms2, long alibi_shift)
 {
     const ulong row = get_group_id(0);
     const ulong L = get_local_size(0), lid = get_local_id(0);
@@ -119,6 +120,7 @@ __kernel void fa_ref_softmax(__global float *s, __global float *lse, int has_lse
     const long sk = (long)seqlen_k;
     const long diag = (long)(row % seqlen_q) + sk - (long)seqlen_q;
     const long lo = clamp(diag - win_left, 0L, sk), hi = clamp(diag + win_right + 1, 0L, sk);
+    const long alibi_diag = diag + alibi_shift; /* a partial result's full-sequence diagonal */
     const ulong fh = head0 + row / seqlen_q, h = fh % heads_q;
     const ulong mrow = mask_off + fh / heads_q * (ulong)ms0 + h * (ulong)ms1 + row % seqlen_q * (ulong)ms2;
     const float slope = alibi ? alibi[h] : 0.0f;

@@ -154,7 +154,9 @@ typedef enum fa_cl_status {
     FA_CL_ERROR_BUILD_FAILED = 4,     /**< a kernel failed to compile; the log is in last_error */
     FA_CL_ERROR_OPENCL = 5,           /**< an OpenCL call failed; its error name is in last_error */
     FA_CL_ERROR_OUT_OF_MEMORY = 6,    /**< a host or device allocation failed */
-    FA_CL_ERROR_NO_DEVICE = 7         /**< no OpenCL platform/device found or FA_CL_DEVICE matched none */
+    FA_CL_ERROR_NO_DEVICE = 7,        /**< no OpenCL platform/device found or FA_CL_DEVICE matched none */
+    FA_CL_ERROR_COMMUNICATION = 8     /**< 0.5, context parallelism (fa_cl_cp.h): a peer failed, timed out or
+                                           its transport reported an error */
 } fa_cl_status;
 
 /**
@@ -375,9 +377,14 @@ typedef struct fa_cl_attention_desc {
     int64_t dout_stride[3], dq_stride[3], dk_stride[3], dv_stride[3]; /**< elements, [batch, head, seq] of dO, dQ,
                                                                            dK, dV; all 0 = the strides of o, q, k, v */
     size_t dout_offset, dq_offset, dk_offset, dv_offset;              /**< elements from the buffer's start */
-    /* ---- fp8 K/V (see "fp8 K/V" below); 0 = no factor ---- */
+    /* ---- 0.5, fp8 K/V (see "fp8 K/V" below); 0 = no factor ---- */
     fa_cl_descale k_descale, v_descale; /**< fp8 k's / v's descale factors: args.k_descale / v_descale; only with
                                              k_type / v_type e4m3 or e5m2 */
+    /* ---- 0.5, partial results (see "Partial results and their merge" below); every field 0 = off ---- */
+    int64_t q_position;    /**< position of this call's first query row in the full query sequence */
+    int64_t k_position;    /**< position of this call's first key in the full key sequence */
+    int64_t full_seqlen_q; /**< the full query sequence's length; 0 = q_position + seqlen_q */
+    int64_t full_seqlen_k; /**< the full key sequence's length; 0 = k_position + seqlen_k */
 } fa_cl_attention_desc;
 
 /**
@@ -736,6 +743,79 @@ FA_CL_API fa_cl_status fa_cl_reference_run(fa_cl_context *ctx, const fa_cl_atten
 /** Device bytes fa_cl_reference_forward allocates beyond q/k/v/o/lse for desc on ctx's device
  *  (0 on an invalid desc, NULL ctx, or a library built without CLBlast). Thread-safe. */
 FA_CL_API size_t fa_cl_reference_scratch_bytes(const fa_cl_context *ctx, const fa_cl_attention_desc *desc);
+
+/**
+ * Partial results and their merge (0.5): attention over a long key sequence as the merge of calls
+ * over its parts (split-KV across calls, shared-prefix "cascade" attention, context parallelism:
+ * include/fa_cl_cp.h), as FlashAttention-3's flash_attn_combine, xformers' merge_attentions and
+ * TVM's merge_state do.
+ *  - A partial result is what any forward call returns: o normalised over the call's own keys,
+ *    and its LSE (natural log of the call's softmax denominator; -inf and o = 0 where a row saw
+ *    none of them). The LSE must be asked for (args.lse). o may be stored in any type; f32
+ *    (desc.o_type = FA_CL_STORAGE_F32) keeps the merge's inputs at full precision.
+ *  - Positions: where a call's keys (and rows) are a range of longer sequences, desc.k_position
+ *    says where its first key is in the full key sequence, desc.q_position where its first query
+ *    row is in the full query sequence, and desc.full_seqlen_k / full_seqlen_q those sequences'
+ *    lengths (0: the call's range ends them). Causal masks, windows and ALiBi then follow the full
+ *    positions (bottom-right aligned to the full lengths): key j of the call is visible to its row
+ *    i iff k_position + j <= q_position + i + full_seqlen_k - full_seqlen_q (causal), the window
+ *    relative to that diagonal, ALiBi -slope |q_position + i + full_seqlen_k - full_seqlen_q -
+ *    k_position - j|. The attention mask's entries stay indexed by the call's own rows and keys.
+ *    Position fields are 0 or positive, the full lengths at most 2^30 - 1 and at least position +
+ *    the call's length; they do not combine with per-sequence lengths (kv_seqlens, total_q,
+ *    total_k: FA_CL_ERROR_UNSUPPORTED). Every kernel family takes them (they move the window the
+ *    kernels already have), the reference and the backward too.
+ *  - Attention sinks: give desc.sinks to one of the partial calls only (a sink is a key without
+ *    a value: merged once, it is counted once).
+ *  - fa_cl_merge: O = sum_s O_s e^{LSE_s - LSE}, LSE = log sum_s e^{LSE_s}, by the kernel that
+ *    merges split-KV's chunks (in the order s = 0, 1, ...: deterministic; compensated sums, so the
+ *    error does not grow with the number of parts). A part whose row saw no key (LSE -inf) adds
+ *    nothing; a row that no part saw gets o = 0, LSE -inf; a NaN LSE makes the row NaN. The parts
+ *    are first copied (their o views' byte extents and LSEs) into scratch of n times that size,
+ *    released when the call returns (OpenCL keeps it until the work ends).
+ */
+
+/** The inputs and outputs of one fa_cl_merge. Initialise with fa_cl_merge_args_init. */
+typedef struct fa_cl_merge_args {
+    size_t struct_size;                         /**< set by fa_cl_merge_args_init */
+    const fa_cl_attention_desc *desc;           /**< the merged result: its shape (batch, heads_q, seqlen_q,
+                                                     head_dim) and o's view (o_stride, o_offset, o_type); its
+                                                     other fields are checked as a forward's (any valid k shape) */
+    cl_uint num_parts;                          /**< n, 1 .. 1024 */
+    const fa_cl_attention_desc *const *part_desc; /**< n descriptors, each part's call's: their shapes must be
+                                                     desc's and their o views share one storage type and strides
+                                                     (offsets may differ); NULL: every part's o view is desc's */
+    const cl_mem *part_o;                       /**< n buffers: each part's o (read) */
+    const cl_mem *part_lse;                     /**< n buffers: each part's LSE, float32 [batch, heads_q, seqlen_q] */
+    cl_mem o;                                   /**< the merged o (written), desc's o view */
+    cl_mem lse;                                 /**< NULL, or the merged LSE, float32 [batch, heads_q, seqlen_q] */
+    cl_uint num_wait;                           /**< OpenCL's rule: wait is NULL iff num_wait is 0 */
+    const cl_event *wait;                       /**< events to wait for (the parts' calls) */
+    cl_event *done;                             /**< if not NULL, receives the call's event (the caller releases it) */
+} fa_cl_merge_args;
+
+/** Zero every field of args and set struct_size to this header's sizeof. */
+static inline void fa_cl_merge_args_init(fa_cl_merge_args *args)
+{
+    if (args) {
+        const fa_cl_merge_args zero = {0, NULL, 0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL};
+        *args = zero;
+        args->struct_size = sizeof *args;
+    }
+}
+
+/**
+ * Merge n partial results ("Partial results and their merge" above) into o and, if asked, the LSE.
+ * Asynchronous like the forward. Checks, before anything is enqueued: desc valid and dense
+ * (desc.total_q, desc.sinks: FA_CL_ERROR_UNSUPPORTED); n in 1 .. 1024 and every array and buffer
+ * given; each part's shape that of desc and the parts' o views of one storage type and strides
+ * (else FA_CL_ERROR_INVALID_ARGUMENT naming the part and what differs); buffers of the context,
+ * large enough (FA_CL_ERROR_BUFFER_TOO_SMALL), inputs readable and outputs writable; o and lse
+ * overlapping no part's o or LSE. The merged values are written in o's storage type.
+ * @return FA_CL_SUCCESS once enqueued; the errors above; FA_CL_ERROR_BUILD_FAILED,
+ *         FA_CL_ERROR_OPENCL, FA_CL_ERROR_OUT_OF_MEMORY (scratch). Thread-safe.
+ */
+FA_CL_API fa_cl_status fa_cl_merge(fa_cl_context *ctx, const fa_cl_merge_args *args);
 
 /**
  * Backward (0.4): the gradients of a scalar loss with respect to q, k and v from its gradient with

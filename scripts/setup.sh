@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # One entry point for a fresh Debian/Ubuntu machine:
 #   scripts/setup.sh deps   install what is missing (apt-get when root; otherwise print the command)
+#   scripts/setup.sh mpi-deps  the same for Open MPI (optional: context parallelism; build runs it too)
 #   scripts/setup.sh build  deps + configure + build into ./build (or $FA_CL_BUILD_DIR)
 #   scripts/setup.sh demo   build, then fa_cl_info and a timed forward pass checked against the reference
 #   scripts/setup.sh test   build, then the quick tier of the CTest suite (`ctest -L quick`: every
@@ -24,6 +25,10 @@ PYTHON=/usr/bin/python3
 # newest clang for AMD GPUs and the generic SPIR check, readelf. Where the distribution lacks one,
 # that offline test is skipped (with the reason), never failed for it, unless FA_CL_REQUIRE_OFFLINE=1.
 OFFLINE_PACKAGES="intel-opencl-icd rocm-device-libs binutils"
+# context parallelism (libfa_cl_cp, include/fa_cl_cp.h; the cp_* tests): Open MPI. Optional: installed
+# when root, otherwise the command is printed; without it the MPI part is not built and its tests are
+# not registered, nothing fails
+MPI_PACKAGES="openmpi-bin libopenmpi-dev"
 OFFLINE_CLANGS="clang-19 clang-18 clang-17 clang-16 clang-15"
 APT_UPDATED=0
 
@@ -68,6 +73,20 @@ deps() {
         echo "run: sudo apt-get install -y$missing" >&2
         exit 1
     fi
+}
+
+mpi_deps() {
+    local missing="" p
+    for p in $MPI_PACKAGES; do
+        installed "$p" || missing="$missing $p"
+    done
+    [ -z "$missing" ] && return 0
+    if [ "$(id -u)" != 0 ]; then
+        echo "fa_cl: for context parallelism over MPI (optional): sudo apt-get install$missing" >&2
+        return 0
+    fi
+    echo "fa_cl: installing (context parallelism over MPI):$missing"
+    apt_install $missing || echo "fa_cl: could not install$missing: libfa_cl_cp and its tests are skipped"
 }
 
 offline_deps() {
@@ -124,6 +143,7 @@ offline_packaged() {
 
 build() {
     deps
+    mpi_deps
     cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${FA_CL_CMAKE_ARGS:-} >/dev/null
     cmake --build "$BUILD_DIR" -j "$JOBS"
     python_package
@@ -141,6 +161,7 @@ python_package() {
 
 case "${1:-}" in
 deps) deps ;;
+mpi-deps) mpi_deps ;;
 build) build ;;
 demo)
     build
@@ -163,7 +184,7 @@ test-full)
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure ${FA_CL_CTEST_ARGS:-}
     ;;
 *)
-    echo "usage: scripts/setup.sh deps|build|demo|test|test-full|offline-packaged" >&2
+    echo "usage: scripts/setup.sh deps|mpi-deps|build|demo|test|test-full|offline-packaged" >&2
     exit 2
     ;;
 esac

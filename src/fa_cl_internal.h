@@ -162,7 +162,7 @@ int fa_cl__context_family_off(fa_cl_context *ctx, int id);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
-#define FA_CL_DESC_KEY_WORDS 43
+#define FA_CL_DESC_KEY_WORDS 44
 /* The largest head_dim any kernel family takes (the portable kernels: forward and backward; the
  * tensor-core families take less and decline beyond their own limits). */
 #define FA_CL_MAX_HEAD_DIM 512
@@ -173,7 +173,9 @@ typedef struct fa_cl__views {
     fa_cl_attention_desc d; /* this library's struct (struct_size as given); strides never all zero */
     float scale;            /* resolved: 1/sqrt(head_dim) when desc.scale == 0 */
     float scale_log2;       /* scale * log2(e), kept a normal finite float (the kernels' exponent factor) */
-    int64_t win_left, win_right; /* causal folded into the window; unbounded sides are seqlen_q + seqlen_k */
+    int64_t win_left, win_right; /* causal folded into the window, then moved by diag_shift; unbounded sides
+                                    are seqlen_q + seqlen_k (a bounded side may be negative) */
+    int64_t diag_shift;     /* partial results: the full sequences' diagonal minus this call's (0 without) */
     int64_t row_keys;       /* the most keys one query row can see */
     int64_t group;          /* heads_q / heads_kv */
     int aligned16;          /* every q/k/v/o row starts 16-byte aligned */

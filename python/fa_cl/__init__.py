@@ -15,11 +15,12 @@ least recently used dropped) for the forward and the backward. Errors the librar
 FaClError (its status and message); shapes, dtypes and values that disagree raise ValueError /
 TypeError naming the argument before any call.
 """
-from ._api import (flash_attn_backward, flash_attn_func, flash_attn_varlen_func, flash_attn_with_kvcache,
-                   scaled_dot_product_attention)
+from ._api import (flash_attn_backward, flash_attn_func, flash_attn_partial, flash_attn_varlen_func,
+                   flash_attn_with_kvcache, merge_attentions, scaled_dot_product_attention)
 from ._context import PLAN_CACHE_SIZE, Context, default_context
 from ._lib import HEADER_VERSION, LIBRARY_VERSION, FaClError
 
 __version__ = HEADER_VERSION
-__all__ = ["Context", "FaClError", "default_context", "flash_attn_backward", "flash_attn_func", "flash_attn_varlen_func",
-           "flash_attn_with_kvcache", "scaled_dot_product_attention", "LIBRARY_VERSION", "PLAN_CACHE_SIZE"]
+__all__ = ["Context", "FaClError", "default_context", "flash_attn_backward", "flash_attn_func", "flash_attn_partial",
+           "flash_attn_varlen_func", "flash_attn_with_kvcache", "merge_attentions", "scaled_dot_product_attention",
+           "LIBRARY_VERSION", "PLAN_CACHE_SIZE"]

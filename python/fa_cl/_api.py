@@ -45,10 +45,11 @@ def _set_view(desc, which, a, name, order):
     setattr(desc, which + "_offset", off)
 
 
-def _prepare(call, desc, q, k, v, order, o_shape, lse_shape, names=("q", "k", "v"), zero_o=False):
-    """A new output o (C order) and LSE (None where not asked for); the four views into desc (their
-    dimensions in `order` as [batch, head, seq]); the call's args holding the four buffers."""
-    o = call.empty(o_shape, q.dtype, zero=zero_o)
+def _prepare(call, desc, q, k, v, order, o_shape, lse_shape, names=("q", "k", "v"), zero_o=False, o_dtype=None):
+    """A new output o (C order; in q's dtype unless o_dtype) and LSE (None where not asked for); the
+    four views into desc (their dimensions in `order` as [batch, head, seq]); the call's args holding
+    the four buffers."""
+    o = call.empty(o_shape, q.dtype if o_dtype is None else o_dtype, zero=zero_o)
     for which, a, name in (("q", q, names[0]), ("k", k, names[1]), ("v", v, names[2]), ("o", o, "o")):
         _set_view(desc, which, a, name, order)
     lse = call.empty(lse_shape, np.float32) if lse_shape else None
@@ -177,8 +178,10 @@ def _heads(hq, hkv):
 
 
 def _attention_bshd(call, q, k, v, scale, causal, window, return_lse, sk_view=None, softcap=0.0,
-                    alibi_slopes=None, sinks=None, attn_mask=None, kv_dtype=None, k_descale=None, v_descale=None):
-    """The forward on device arrays q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] (each checked by call.tensor)."""
+                    alibi_slopes=None, sinks=None, attn_mask=None, kv_dtype=None, k_descale=None, v_descale=None,
+                    positions=None):
+    """The forward on device arrays q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] (each checked by call.tensor);
+    positions (q_position, k_position, full_seqlen_q, full_seqlen_k): a partial result, o in float32."""
     # q and o in q's dtype; k and v each in its own (include/fa_cl.h "Storage types", "fp8 K/V")
     dtype = fa_dtype(q.dtype, "q")
     kv_types = [kv_storage(k.dtype, "k", kv_dtype, dtype), kv_storage(v.dtype, "v", kv_dtype, dtype)]
@@ -192,7 +195,14 @@ def _attention_bshd(call, q, k, v, scale, causal, window, return_lse, sk_view=No
     sk = sk if sk_view is None else sk_view
     desc = _desc(b, hq, hkv, sq, sk, d, dtype, scale, causal, window)
     desc.k_type, desc.v_type = kv_types
-    o, lse, args = _prepare(call, desc, q, k, v, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None)
+    o_dtype = None
+    if positions is not None:
+        for name, value in zip(("q_position", "k_position", "full_seqlen_q", "full_seqlen_k"), positions):
+            setattr(desc, name, _checks.integer(value, name, 0, INT32_MAX // 2))
+        desc.o_type = _lib.STORAGE["FA_CL_STORAGE_F32"]
+        o_dtype = np.float32
+    o, lse, args = _prepare(call, desc, q, k, v, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None,
+                            o_dtype=o_dtype)
     _descales(call, desc, args, k_descale, v_descale, kv_types, b, hkv)
     _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks)
     _mask(call, desc, args, attn_mask, b, hq, sq, sk)
@@ -224,6 +234,69 @@ def flash_attn_func(q, k, v, softmax_scale=None, causal=False, window_size=(-1, 
         return _attention_bshd(call, q, k, v, softmax_scale, causal, window_size, return_lse, softcap=softcap,
                                alibi_slopes=alibi_slopes, sinks=sinks, attn_mask=attn_mask, kv_dtype=kv_dtype,
                                k_descale=k_descale, v_descale=v_descale)
+
+
+def flash_attn_partial(q, k, v, q_position=0, k_position=0, full_seqlen_q=0, full_seqlen_k=0, softmax_scale=None,
+                       causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None, sinks=None, context=None):
+    """A partial result (include/fa_cl.h "Partial results and their merge"): flash_attn_func over keys
+    that are a range of a longer sequence, returned as (out float32 [B, Sq, Hq, D], normalised over
+    these keys, and lse float32 [B, Hq, Sq]) for merge_attentions. k_position is where k's first key
+    is in the full key sequence, q_position where q's first row is in the full query sequence,
+    full_seqlen_k / full_seqlen_q their lengths (0: this call's range ends them); causal masks,
+    windows and ALiBi follow the full positions. Give sinks to one part only."""
+    with Call([q, k, v, alibi_slopes, sinks], context) as call:
+        q, k, v = (call.tensor(a, n, 4) for a, n in ((q, "q"), (k, "k"), (v, "v")))
+        return _attention_bshd(call, q, k, v, softmax_scale, causal, window_size, True, softcap=softcap,
+                               alibi_slopes=alibi_slopes, sinks=sinks,
+                               positions=(q_position, k_position, full_seqlen_q, full_seqlen_k))
+
+
+def merge_attentions(outs, lses, context=None):
+    """Merge partial results (xformers' merge_attentions, FlashAttention-3's flash_attn_combine) with
+    fa_cl_merge: outs, a list of n >= 1 arrays [B, Sq, Hq, D] of one shape and dtype (flash_attn_partial's
+    float32, or any dtype fa_cl stores), lses their float32 [B, Hq, Sq] LSEs. Returns (out [B, Sq, Hq, D]
+    in the parts' dtype, lse float32 [B, Hq, Sq]): out = sum_i out_i exp(lse_i - lse), lse = log sum_i
+    exp(lse_i); a row no part saw gets 0 and -inf. Deterministic."""
+    outs, lses = list(outs), list(lses)
+    if not outs or len(outs) != len(lses):
+        raise ValueError("fa_cl: merge_attentions takes one lse per out and at least one of each (got %d outs, %d "
+                         "lses)" % (len(outs), len(lses)))
+    with Call(outs + lses, context) as call:
+        outs = [call.tensor(a, "outs[%d]" % i, 4) for i, a in enumerate(outs)]
+        dtype = _same_dtype(outs, ["outs[%d]" % i for i in range(len(outs))])
+        b, sq, hq, d = outs[0].shape
+        for i, a in enumerate(outs):
+            if tuple(a.shape) != (b, sq, hq, d):
+                raise ValueError("fa_cl: outs[%d] has shape %s, outs[0] %s: partial results merge over one shape"
+                                 % (i, tuple(a.shape), (b, sq, hq, d)))
+        dev_lses = []
+        for i, a in enumerate(lses):
+            a = call.host(a, "lses[%d]" % i)
+            if tuple(a.shape) != (b, hq, sq) or np.dtype(a.dtype) != np.float32:
+                raise ValueError("fa_cl: lses[%d] must be float32 of shape %s, not %s %s"
+                                 % (i, (b, hq, sq), a.dtype, tuple(a.shape)))
+            if is_device_array(a) and (not c_contiguous(a) or a.offset):
+                raise ValueError("fa_cl: lses[%d] must be contiguous from the start of its buffer" % i)
+            dev_lses.append(call.device(np.ascontiguousarray(a) if not is_device_array(a) else a))
+        parts = (_lib.AttentionDesc * len(outs))()
+        for i, a in enumerate(outs):
+            lib.fa_cl_attention_desc_init_sized(ctypes.byref(parts[i]), ctypes.sizeof(parts[i]), b, hq, sq, 1, d, dtype)
+            _set_view(parts[i], "o", a, "outs[%d]" % i, (0, 2, 1))
+        out = call.empty((b, sq, hq, d), outs[0].dtype)
+        lse = call.empty((b, hq, sq), np.float32)
+        merged = _lib.AttentionDesc()
+        lib.fa_cl_attention_desc_init_sized(ctypes.byref(merged), ctypes.sizeof(merged), b, hq, sq, 1, d, dtype)
+        _set_view(merged, "o", out, "out", (0, 2, 1))
+        part_desc = (ctypes.c_void_p * len(outs))(*[ctypes.addressof(p) for p in parts])
+        part_o = (ctypes.c_void_p * len(outs))(*[mem(a) for a in outs])
+        part_lse = (ctypes.c_void_p * len(outs))(*[mem(a) for a in dev_lses])
+        args = _lib.MergeArgs()
+        args.desc = ctypes.addressof(merged)
+        args.num_parts = len(outs)
+        args.part_desc, args.part_o, args.part_lse = (ctypes.addressof(x) for x in (part_desc, part_o, part_lse))
+        args.o, args.lse = mem(out), mem(lse)
+        call.ctx.merge(args)
+        return call.result(out), call.result(lse)
 
 
 def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale=None, causal=False, window_size=(-1, -1),

@@ -117,6 +117,12 @@ class Context:
         with self._lock:
             check(lib.fa_cl_backward_plan_run(self._plan(desc, True), ctypes.byref(args)), self._ptr)
 
+    def merge(self, args):
+        """fa_cl_merge with args (fa_cl_merge_args): no plan, the combine kernel from the library's caches."""
+        args.struct_size = ctypes.sizeof(args)
+        with self._lock:
+            check(lib.fa_cl_merge(self._ptr, ctypes.byref(args)), self._ptr)
+
     def close(self):
         """Release the plans and the context (work already enqueued completes)."""
         with self._lock:

@@ -2,7 +2,7 @@
 """libfa_cl through ctypes, its structs read from fa_cl.h (never copied by hand).
 
 Every struct the header defines (fa_cl_attention_desc, fa_cl_forward_args, fa_cl_backward_args,
-fa_cl_plan_info) is parsed from the header this package was built with, so a field added to the C
+fa_cl_plan_info, fa_cl_merge_args) is parsed from the header this package was built with, so a field added to the C
 header is a field here without a release of this package. Reading the header rather than
 generating a ctypes module at build time keeps the package free of a C toolchain; what guards the
 parse is python/tests/test_layout.py, which compares every struct's sizeof and every field's offset
@@ -72,7 +72,7 @@ def _parse_struct(name, body, c_types):
             raise ImportError("fa_cl: cannot read the declaration '%s' of %s in %s" % (decl, name, header_path()))
         base = dm.group(1).replace("const ", "")
         for item in dm.group(2).split(","):
-            item = item.strip()
+            item = re.sub(r"\bconst\b", " ", item).strip()  # `T *const *p`: constness is no part of the layout
             name_part = item.lstrip("* ")
             pointer = item[:len(item) - len(name_part)].count("*")
             am = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$", name_part)
@@ -133,13 +133,15 @@ with open(header_path()) as _f:
     _HEADER = _strip_comments(_f.read())
 
 STRUCTS = parse_structs(_HEADER)
-for _name in ("fa_cl_attention_desc", "fa_cl_forward_args", "fa_cl_backward_args", "fa_cl_plan_info"):
+for _name in ("fa_cl_attention_desc", "fa_cl_forward_args", "fa_cl_backward_args", "fa_cl_plan_info",
+              "fa_cl_merge_args"):
     if _name not in STRUCTS:
         raise ImportError("fa_cl: %s has no struct %s" % (header_path(), _name))
 AttentionDesc = STRUCTS["fa_cl_attention_desc"]
 ForwardArgs = STRUCTS["fa_cl_forward_args"]
 BackwardArgs = STRUCTS["fa_cl_backward_args"]
 PlanInfo = STRUCTS["fa_cl_plan_info"]
+MergeArgs = STRUCTS["fa_cl_merge_args"]
 STATUS = _parse_enum(_HEADER, "fa_cl_status")
 DTYPE = _parse_enum(_HEADER, "fa_cl_dtype")
 STORAGE = _parse_enum(_HEADER, "fa_cl_storage")
@@ -171,6 +173,7 @@ _SIGNATURES = {
     "fa_cl_backward_plan_get_info_sized": (ctypes.c_int, [_P, ctypes.POINTER(PlanInfo), ctypes.c_size_t]),
     "fa_cl_backward_plan_run": (ctypes.c_int, [_P, ctypes.POINTER(BackwardArgs)]),
     "fa_cl_backward_plan_release": (None, [_P]),
+    "fa_cl_merge": (ctypes.c_int, [_P, ctypes.POINTER(MergeArgs)]),
 }
 for _name, (_res, _args) in _SIGNATURES.items():
     _fn = getattr(lib, _name)

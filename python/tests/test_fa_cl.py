@@ -439,3 +439,28 @@ def test_fp8_ml_dtypes_arrays():
     o = fa_cl.flash_attn_func(q, k, v, v_descale=0.25)
     ref, _ = oracle(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64) * 0.25)
     assert_close(o.astype(np.float64), ref, "f32", "ml_dtypes float8 k and v")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+def test_partial_results_and_merge(dtype):
+    """keys in three uneven chunks and rows in two ranges (flash_attn_partial with positions), each range's
+    chunks merged (merge_attentions): the whole causal problem with ALiBi and GQA"""
+    rng = np.random.default_rng(11)
+    q, k, v = make((2, 30, 4, 32), dtype, rng), make((2, 30, 2, 32), dtype, rng), make((2, 30, 2, 32), dtype, rng)
+    slopes = (2.0 ** (-8.0 * np.arange(1, 5) / 4)).astype(np.float32)
+    ref, ref_lse = oracle(value(q, dtype), value(k, dtype), value(v, dtype), causal=True, slopes=slopes)
+    for q0, q1 in ((0, 12), (12, 30)):
+        outs, lses = [], []
+        for k0, k1 in ((0, 7), (7, 20), (20, 30)):
+            o, lse = fa_cl.flash_attn_partial(q[:, q0:q1], k[:, k0:k1], v[:, k0:k1], q_position=q0, k_position=k0,
+                                              full_seqlen_q=30, full_seqlen_k=30, causal=True, alibi_slopes=slopes)
+            assert o.dtype == np.float32 and lse.shape == (2, 4, q1 - q0)
+            outs.append(o), lses.append(lse)
+        o, lse = fa_cl.merge_attentions(outs, lses)
+        assert o.dtype == np.float32 and o.shape == (2, q1 - q0, 4, 32)
+        assert_close(o.astype(np.float64), ref[:, q0:q1], dtype, "merged rows %d..%d" % (q0, q1))
+        assert_lse(lse.astype(np.float64), ref_lse[:, :, q0:q1])
+    with pytest.raises(ValueError, match="merge over one shape"):
+        fa_cl.merge_attentions([outs[0], outs[1][:, :3]], lses[:2])
+    with pytest.raises(fa_cl.FaClError, match="past desc.full_seqlen_k"):
+        fa_cl.flash_attn_partial(q, k, v, k_position=5, full_seqlen_k=30)

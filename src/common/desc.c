@@ -19,8 +19,10 @@
 /* 0.4 added the backward's gradient views (dout_stride .. dv_offset): the forward ignores them, the
  * backward checks them and adds them to its key (desc_backward.c). */
 #define FA_CL_DESC_V4_END (offsetof(fa_cl_attention_desc, dv_offset) + sizeof(size_t))
-/* then fp8 K/V's descale modes (k_descale, v_descale) */
-#define FA_CL_DESC_V5_END (offsetof(fa_cl_attention_desc, v_descale) + sizeof(fa_cl_descale))
+/* 0.5 added fp8 K/V's descale modes (k_descale, v_descale) and the partial results' positions
+ * (q_position .. full_seqlen_k): the positions are folded into the windows and the ALiBi
+ * diagonal below (the key holds those). */
+#define FA_CL_DESC_V5_END (offsetof(fa_cl_attention_desc, full_seqlen_k) + sizeof(int64_t))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
 _Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V5_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
@@ -198,7 +200,61 @@ static void desc_key(const fa_cl__views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     k[41] = (uint64_t)d->mask_offset;
     k[42] = (uint64_t)v->type[0] | (uint64_t)v->type[1] << 8 | (uint64_t)v->type[2] << 16 | (uint64_t)v->type[3] << 24 |
             (uint64_t)d->k_descale << 32 | (uint64_t)d->v_descale << 40;
+    k[43] = d->alibi ? (uint64_t)v->diag_shift : 0; /* the windows hold the shift for everything else */
     memcpy(key, k, sizeof k);
+}
+
+static int64_t clamp_i64(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* Partial results (include/fa_cl.h): positions inside the full sequences, which hold this call's
+ * rows and keys; per-sequence lengths (their own bottom-right diagonals) do not combine with them. */
+static fa_cl_status partial_positions_check(const fa_cl_attention_desc *d, char *msg, size_t msg_size)
+{
+    const struct { const char *name; int64_t v; } pos[] = {
+        {"q_position", d->q_position}, {"k_position", d->k_position},
+        {"full_seqlen_q", d->full_seqlen_q}, {"full_seqlen_k", d->full_seqlen_k}};
+    for (size_t i = 0; i < sizeof pos / sizeof pos[0]; i++)
+        if (pos[i].v < 0) {
+            snprintf(msg, msg_size, "desc.%s must not be negative (got %lld)", pos[i].name, (long long)pos[i].v);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+    if (!d->q_position && !d->k_position && !d->full_seqlen_q && !d->full_seqlen_k)
+        return FA_CL_SUCCESS;
+    const int64_t limit = INT32_MAX / 2;
+    if (d->q_position > limit || d->k_position > limit || d->full_seqlen_q > limit || d->full_seqlen_k > limit) {
+        snprintf(msg, msg_size, "desc.q_position / k_position / full_seqlen_q / full_seqlen_k must be at most %lld "
+                 "(the longest sequence)", (long long)limit);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+    if ((d->full_seqlen_q && d->q_position + d->seqlen_q > d->full_seqlen_q) ||
+        (d->full_seqlen_k && d->k_position + d->seqlen_k > d->full_seqlen_k)) {
+        const int q = d->full_seqlen_q && d->q_position + d->seqlen_q > d->full_seqlen_q;
+        snprintf(msg, msg_size, "desc.%s_position %lld + seqlen_%s %lld is past desc.full_seqlen_%s %lld", q ? "q" : "k",
+                 (long long)(q ? d->q_position : d->k_position), q ? "q" : "k",
+                 (long long)(q ? d->seqlen_q : d->seqlen_k), q ? "q" : "k",
+                 (long long)(q ? d->full_seqlen_q : d->full_seqlen_k));
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (d->kv_seqlens || d->total_q > 0 || d->total_k > 0) {
+        snprintf(msg, msg_size, "desc.q_position / k_position / full_seqlen_q / full_seqlen_k (a partial result) do "
+                 "not combine with %s: those align each sequence to its own length",
+                 d->kv_seqlens ? "desc.kv_seqlens" : d->total_q > 0 ? "desc.total_q" : "desc.total_k");
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+    return FA_CL_SUCCESS;
+}
+
+/* How far the full sequences' bottom-right diagonal lies right of this call's own: query row i (at
+ * q_position + i) sees key j (at k_position + j) causally iff k_position + j <= q_position + i +
+ * full_k - full_q, i.e. j <= i + sk - sq + shift. 0 without positions. */
+static int64_t partial_diag_shift(const fa_cl_attention_desc *d)
+{
+    const int64_t full_q = d->full_seqlen_q ? d->full_seqlen_q : d->q_position + d->seqlen_q;
+    const int64_t full_k = d->full_seqlen_k ? d->full_seqlen_k : d->k_position + d->seqlen_k;
+    return (d->q_position + full_k - full_q - d->k_position) - (d->seqlen_k - d->seqlen_q);
 }
 
 fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views *out, char *msg, size_t msg_size)
@@ -406,6 +462,10 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
         return FA_CL_ERROR_UNSUPPORTED;
     }
 
+    const fa_cl_status ps = partial_positions_check(desc, msg, msg_size);
+    if (ps != FA_CL_SUCCESS)
+        return ps;
+
     fa_cl_attention_desc *d = &out->d;
     *d = *desc;
     d->kv_seqlens = desc->kv_seqlens != 0;
@@ -550,9 +610,20 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
     int64_t wr = d->window_right < 0 ? unbounded : d->window_right;
     if (d->causal && wr > 0)
         wr = 0;
-    out->win_left = wl < unbounded ? wl : unbounded;
-    out->win_right = wr < unbounded ? wr : unbounded;
-    const int64_t span = out->win_left + out->win_right + 1; /* keys in a row's window */
+    wl = wl < unbounded ? wl : unbounded;
+    wr = wr < unbounded ? wr : unbounded;
+    const int64_t span = wl + wr + 1; /* keys in a row's window */
+    /* A partial result's keys and rows are a range of longer sequences: its diagonal (the kernels'
+     * i + sk - sq) moves by diag_shift, which the bounded sides of the window absorb (a side may
+     * then be negative: the row starts or ends past its diagonal); saturated at +-unbounded, where
+     * every row sees every or no key of this call alike. */
+    out->diag_shift = partial_diag_shift(d);
+    if (wl < unbounded)
+        wl = clamp_i64(wl - out->diag_shift, -unbounded, unbounded);
+    if (wr < unbounded)
+        wr = clamp_i64(wr + out->diag_shift, -unbounded, unbounded);
+    out->win_left = wl;
+    out->win_right = wr;
     out->row_keys = span < d->seqlen_k ? span : d->seqlen_k;
     out->group = d->heads_q / d->heads_kv;
     out->aligned16 = fa_cl__rows_aligned16(d);

@@ -32,6 +32,7 @@ const char *fa_cl_status_string(fa_cl_status s)
     case FA_CL_ERROR_OPENCL: return "FA_CL_ERROR_OPENCL";
     case FA_CL_ERROR_OUT_OF_MEMORY: return "FA_CL_ERROR_OUT_OF_MEMORY";
     case FA_CL_ERROR_NO_DEVICE: return "FA_CL_ERROR_NO_DEVICE";
+    case FA_CL_ERROR_COMMUNICATION: return "FA_CL_ERROR_COMMUNICATION";
     }
     return "FA_CL_ERROR_UNKNOWN_STATUS";
 }

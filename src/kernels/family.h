@@ -293,4 +293,9 @@ int fa_cl__options_printf(char *out, size_t n, const char *fmt, ...)
 #endif
     ;
 
+/* The combine's build options (cl/fa_combine.cl) for o's view in v (its storage type, head_dim,
+ * varlen rows, sinks) and partial outputs of storage type part_type (FA_CL_TYPE_*): the length, or
+ * -1 when out is short. Split-KV plans' partials are f32; fa_cl_merge's are the caller's. */
+int fa_cl__combine_options(const fa_cl__views *v, int part_type, char *out, size_t n);
+
 #endif /* FA_CL_KERNELS_FAMILY_H */

@@ -157,6 +157,21 @@ static inline fa_cl_forward_args fa_cl__positional_args(cl_mem q, cl_mem k, cl_m
     return a;
 }
 
+/* ---- the combine's arguments (merge.c): split-KV plans' and fa_cl_merge's ---------------------- */
+
+/* One launch of cl/fa_combine.cl: num_parts partial results (o in part_o, element (s, b, h, i, c)
+ * at s part_split + b part_stride[0] + h part_stride[1] + i part_stride[2] + c; LSEs contiguous
+ * [num_parts, B, Hq, Sq] in part_lse) merged into o's view of out, and the LSE if lse. */
+typedef struct fa_cl__combine_call {
+    const fa_cl__views *out;
+    cl_mem part_o, part_lse, o, lse;
+    cl_mem cu_seqlens_q, sinks; /* where out's desc has varlen rows, sinks; else NULL */
+    int num_parts;
+    uint64_t part_split;
+    int64_t part_stride[3];
+} fa_cl__combine_call;
+cl_int fa_cl__combine_set_args(cl_kernel k, const fa_cl__combine_call *c);
+
 /* ---- limits of a context (limits.c) ------------------------------------------------------------ */
 
 /* The planner's part of the environment (lookup's: fa_cl__env_getenv for the process's): a removed

@@ -4,6 +4,7 @@
  * kernel's arguments for one call's buffers. */
 #include "plan/plan.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
  * build (FA_SERVING) takes 12 more. */
 #define FA_CL_FORWARD_ARGS 35
 #define FA_CL_SERVING_ARGS 12
-#define FA_CL_MODS_ARGS 4    /* FA_MODS_PARAMS: softcap in and out, the ALiBi slopes, the sinks */
+#define FA_CL_MODS_ARGS 5    /* FA_MODS_PARAMS: softcap in and out, the ALiBi slopes, the sinks, the ALiBi shift */
 #define FA_CL_MASK_ARGS 6    /* FA_MASK_PARAMS: the mask, its offset and 3 strides, 1 / scale */
 #define FA_CL_DESCALE_ARGS 2 /* FA_DESCALE_PARAMS: fp8 K's and V's descale factors */
 
@@ -128,6 +129,12 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l,
             err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_out);
         for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
             err = clSetKernelArg(kr, n++, sizeof(cl_mem), &heads[i]);
+        /* a row's full diagonal minus k_position fits an int (positions < 2^30), the shift alone
+         * nearly always: saturated where it would not */
+        const cl_int shift = (cl_int)(v->diag_shift < INT32_MIN ? INT32_MIN : v->diag_shift > INT32_MAX ? INT32_MAX
+                                                                                                    : v->diag_shift);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_int), &shift);
     }
     if (err == CL_SUCCESS && plan->tiles.mask) {
         const cl_ulong moff = d->mask_offset;
@@ -238,38 +245,18 @@ static fa_cl_status prologue_args(const fa_cl_plan *plan, const fa_cl__launch *l
     return fa_cl__fail_cl(plan->ctx, err, what);
 }
 
-/* Arguments of fa_combine (cl/fa_combine.cl): the partial results into the caller's o and LSE. */
+/* Arguments of fa_combine (cl/fa_combine.cl): the partial results (fp32, contiguous) into the
+ * caller's o and LSE. */
 static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl__launch *l, const void *args)
 {
     const fa_cl_forward_args *a = (const fa_cl_forward_args *)args;
     const fa_cl_attention_desc *d = &plan->views.fwd.d;
-    cl_kernel kr = l->kernel;
-    cl_mem mems[4] = {plan->part_o, plan->part_lse, a->o, a->lse};
-    cl_ulong o_off = d->o_offset;
-    cl_long os[3] = {d->o_stride[0], d->o_stride[1], d->o_stride[2]};
-    cl_int ints[4] = {(cl_int)d->heads_q, (cl_int)d->seqlen_q, plan->splits, a->lse != NULL};
-    cl_ulong rows = (cl_ulong)d->batch * (cl_ulong)d->heads_q * (cl_ulong)d->seqlen_q;
-    cl_uint n = 0;
-    cl_int err = CL_SUCCESS;
-    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &mems[i]);
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &o_off);
-    for (int i = 0; i < 3 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(kr, n++, sizeof(cl_long), &os[i]);
-    for (int i = 0; i < 4 && err == CL_SUCCESS; i++)
-        err = clSetKernelArg(kr, n++, sizeof(cl_int), &ints[i]);
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &rows);
-    cl_mem cu = d->total_q > 0 ? a->cu_seqlens_q : NULL;
-    cl_int total_q = (cl_int)d->total_q;
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &cu);
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(kr, n++, sizeof(cl_int), &total_q);
-    cl_mem sinks = d->sinks ? a->sinks : NULL; /* a split plan's sinks join the rows here, once */
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &sinks);
+    const uint64_t rows = (uint64_t)d->batch * (uint64_t)d->heads_q * (uint64_t)d->seqlen_q;
+    const fa_cl__combine_call c = {&plan->views.fwd, plan->part_o, plan->part_lse, a->o, a->lse,
+                                   d->total_q > 0 ? a->cu_seqlens_q : NULL, d->sinks ? a->sinks : NULL, plan->splits,
+                                   rows * (uint64_t)d->head_dim,
+                                   {d->heads_q * d->seqlen_q * d->head_dim, d->seqlen_q * d->head_dim, d->head_dim}};
+    const cl_int err = fa_cl__combine_set_args(l->kernel, &c);
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_combine)");
 }
 

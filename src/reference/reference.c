@@ -240,6 +240,8 @@ static fa_cl_status softmax(ref_run *r, const fa_cl__views *v, cl_mem lse, uint6
         cl_long ms = d->mask_stride[i];
         err = clSetKernelArg(k, (cl_uint)(18 + i), sizeof ms, &ms);
     }
+    cl_long alibi_shift = v->diag_shift;
+    if (err == CL_SUCCESS) err = clSetKernelArg(k, 21, sizeof alibi_shift, &alibi_shift);
     if (err != CL_SUCCESS)
         return fa_cl__fail_cl(r->seq.ctx, err, "fa_cl_reference_forward: clSetKernelArg(fa_ref_softmax)");
     cl_uint nw;

@@ -42,6 +42,7 @@ elseif(KIND STREQUAL "pkg_config")
   run("first_call" "${WORK}/first_call") # the README's example
   run("default_context" "${WORK}/default_context")
   run("decode_paged" "${WORK}/decode_paged") # docs/usage.md's serving example
+  run("shared_prefix" "${WORK}/shared_prefix") # partial results and their merge
 else()
   message(FATAL_ERROR "KIND must be find_package or pkg_config")
 endif()
