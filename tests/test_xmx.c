@@ -25,22 +25,8 @@ static tu_tally tally = {"xmx", 0, 0};
 
 enum { K = 32, SUBGROUPS = 4 };
 
-/* x: 0 or a multiple of 1/8 in [-1, 1] (exact in binary16) */
-static uint16_t f16_exact(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7fffffffu) == 0)
-        return (uint16_t)(u >> 16);
-    return (uint16_t)(((u >> 16) & 0x8000u) | (((u >> 23) & 0xffu) - 112u) << 10 | (u & 0x7fffffu) >> 13);
-}
-
-static uint16_t bits16(float x, int bf16)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return bf16 ? (uint16_t)(u >> 16) : f16_exact(x);
-}
+/* x: a multiple of 1/8 in [-1, 1], exact in both types */
+static uint16_t bits16(float x, int bf16) { return bf16 ? tu_f32_to_bf16(x) : tu_f32_to_f16(x); }
 
 static int device_has_xmx(fa_cl_context *ctx)
 {
