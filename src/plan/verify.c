@@ -96,13 +96,15 @@ static fa_cl_status run_family(fa_cl_context *ctx, problem *pr, fa_cl__kernel_id
         st = fa_cl__plan_make_forced(ctx, FA_CL_OP_FORWARD, &bv, fa_cl__forward_launches, id, &plan);
     fa_cl_forward_args a;
     fa_cl_forward_args_init(&a);
-    a.q = pr->q, a.k = pr->k, a.v = pr->v, a.o = pr->o[which];
+    cl_event done = NULL; /* the read waits for it: the caller's queue may be out of order */
+    a.q = pr->q, a.k = pr->k, a.v = pr->v, a.o = pr->o[which], a.done = &done;
     if (st == FA_CL_SUCCESS)
         st = fa_cl_plan_run(plan, &a);
     fa_cl_plan_release(plan);
     if (st != FA_CL_SUCCESS)
         return st;
-    const cl_int err = clEnqueueReadBuffer(ctx->queue, pr->o[which], CL_TRUE, 0, pr->bytes, out, 0, NULL, NULL);
+    const cl_int err = clEnqueueReadBuffer(ctx->queue, pr->o[which], CL_TRUE, 0, pr->bytes, out, 1, &done, NULL);
+    clReleaseEvent(done);
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(ctx, err, "first-use check: clEnqueueReadBuffer");
 }
 
