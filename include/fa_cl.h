@@ -304,7 +304,9 @@ FA_CL_API cl_device_id fa_cl_context_device(const fa_cl_context *ctx);
  * Informational notes about ctx that are not errors, each line ending in a newline ("" if none):
  * where the on-disk program cache is ("program cache: /home/u/.cache/fa_cl"), why it is disabled
  * ("program cache disabled: /x is not writable: Permission denied (EACCES)", "... FA_CL_CACHE_DIR=off"),
- * cache files that were ignored and rebuilt, or that could not be written. Meant for logs and
+ * cache files that were ignored and rebuilt, or that could not be written, a kernel family turned off
+ * on this context (its build failed, or it disagreed with the portable kernel on its first-use check:
+ * please report that one). Meant for logs and
  * diagnostics tools (fa_cl_info prints them); their wording is not an API.
  *
  * The string is owned by ctx and valid until fa_cl_context_release(); lines are only ever appended

@@ -142,6 +142,7 @@ struct fa_cl_context {
     fa_cl__plan_entry *plans;
     int plan_count;
     uint64_t families_off; /* bit 1 << id: a kernel family whose build failed here, not planned again (under lock) */
+    uint64_t families_verified[3]; /* [dtype], bit 1 << id: a verify_first_use family's verdict known here (under lock) */
     char cache_dir[1024];  /* the on-disk program cache; "" = disabled (the notes say why) */
     fa_cl__program_stats stats;
     int used_clblast; /* guarded by lock: the reference ran CLBlast on this context */

@@ -241,6 +241,11 @@ struct fa_cl__kernel_family {
     /* A helper launch's whole -D options, from the descriptor alone (NULL for the families the
      * planner walks, whose options come from their tiles); the length, or -1 when out is short. */
     int (*helper_options)(const fa_cl__views *v, char *out, size_t n);
+    /* Checked on the device at first use (src/plan/verify.c): the first forward plan of this family on
+     * a device runs a small problem through it and through the portable kernel; a mismatch turns it
+     * off for that device and driver (the verdict kept beside the program cache). For families no
+     * device of their kind has run yet (vendor code built against documented layouts). */
+    int verify_first_use;
 };
 
 /* ---- the registry (registry.c) ----------------------------------------------------------------- */

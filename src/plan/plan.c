@@ -129,6 +129,19 @@ static int family_failed(fa_cl_context *ctx, fa_cl__limits *lim, const fa_cl__ti
     return 1;
 }
 
+/* A forward plan of a verify_first_use family, unless forced (FA_CL_KERNEL_VARIANT, or the check's
+ * own plans): its first-use check (verify.c). Returns 0 when the family failed it (off on the
+ * context: lim's bit set, re-decide), else 1. */
+static int first_use_checked(fa_cl_context *ctx, const fa_cl_plan *plan, fa_cl__limits *lim)
+{
+    const fa_cl__kernel_family *f = fa_cl__kernel_by_id(plan->tiles.variant);
+    if (!f->verify_first_use || plan->op != FA_CL_OP_FORWARD || lim->forced_variant == (int)f->id ||
+        fa_cl__family_verify(ctx, plan))
+        return 1;
+    lim->families_off |= (uint64_t)1 << f->id;
+    return 0;
+}
+
 /* The most work-items and local memory the compiled tiled kernels allow and use (the backward's
  * dkdv and dq; a forward's one), or an OpenCL failure. */
 static fa_cl_status compiled_limits(fa_cl_context *ctx, const fa_cl_plan *plan, size_t *kwg, cl_ulong *klocal)
@@ -164,6 +177,8 @@ static fa_cl_status plan_and_compile(fa_cl_context *ctx, fa_cl_plan *plan)
     const char *call = call_name(plan->op);
     fa_cl__limits lim;
     fa_cl__context_limits(ctx, &lim);
+    if (plan->forced)
+        lim.forced_variant = (int)plan->forced;
     const fa_cl__plan_device dev = plan_device(ctx);
     fa_cl__tile_request req;
     char msg[512];
@@ -197,6 +212,11 @@ static fa_cl_status plan_and_compile(fa_cl_context *ctx, fa_cl_plan *plan)
                     cwg[0] == (size_t)t->work_group_size;
         }
         const int local_ok = klocal <= lim.local_mem_size || ctx->props.local_mem_is_global;
+        if (wg_ok && local_ok && !first_use_checked(ctx, plan, &lim)) {
+            release_main(plan);
+            attempt--; /* a family fewer: the walk ends */
+            continue;
+        }
         if (wg_ok && local_ok) {
             /* the vendor kernels' local arrays depend on alignment (double-buffered copies): report
              * what they use */
@@ -248,6 +268,12 @@ int fa_cl__plan_key(fa_cl__operation op, const fa_cl__backward_views *bv, uint64
 fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, fa_cl__operation op, const fa_cl__backward_views *bv,
                               fa_cl__launches_fn launches, fa_cl_plan **out)
 {
+    return fa_cl__plan_make_forced(ctx, op, bv, launches, (fa_cl__kernel_id)0, out);
+}
+
+fa_cl_status fa_cl__plan_make_forced(fa_cl_context *ctx, fa_cl__operation op, const fa_cl__backward_views *bv,
+                                     fa_cl__launches_fn launches, fa_cl__kernel_id forced, fa_cl_plan **out)
+{
     *out = NULL;
     /* the public backward plan's size: a backward plan is one (fa_cl_backward_plan holds the plan first) */
     fa_cl_plan *plan = (fa_cl_plan *)calloc(1, sizeof(struct fa_cl_backward_plan));
@@ -255,6 +281,7 @@ fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, fa_cl__operation op, const fa_
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "%s: out of host memory", call_name(op));
     plan->ctx = ctx;
     plan->op = op;
+    plan->forced = forced;
     if (op == FA_CL_OP_BACKWARD)
         plan->views = *bv;
     else

@@ -73,6 +73,7 @@ struct fa_cl_plan {
     int num_q_blocks;
     int lpt_columns;        /* causal: head columns a section of the longest-first order takes (0: in order) */
     fa_cl__chain_state chain; /* guarded by lock: the calls' events (fa_cl__enqueue_chain) */
+    fa_cl__kernel_id forced; /* the family a first-use check forces (fa_cl__plan_make_forced); 0 = none */
 };
 
 /* The public backward plan: the same engine. */
@@ -94,6 +95,16 @@ typedef fa_cl_status (*fa_cl__launches_fn)(fa_cl_context *ctx, fa_cl_plan *plan)
  * then launches adds the operation's launch list. */
 fa_cl_status fa_cl__plan_make(fa_cl_context *ctx, fa_cl__operation op, const fa_cl__backward_views *bv,
                               fa_cl__launches_fn launches, fa_cl_plan **out);
+
+/* fa_cl__plan_make with the family forced (as FA_CL_KERNEL_VARIANT would, 0: none) and no first-use
+ * check of its own: the check's plans (verify.c). */
+fa_cl_status fa_cl__plan_make_forced(fa_cl_context *ctx, fa_cl__operation op, const fa_cl__backward_views *bv,
+                                     fa_cl__launches_fn launches, fa_cl__kernel_id forced, fa_cl_plan **out);
+
+/* The first-use check of plan's family (fa_cl__kernel_family.verify_first_use; verify.c): 1 when it
+ * passed (now, before on this context, or by the verdict kept for this device and driver); 0 when
+ * it failed or could not run, the family then off on ctx (noted). */
+int fa_cl__family_verify(fa_cl_context *ctx, const fa_cl_plan *plan);
 
 /* Drop one reference; the last frees the plan. */
 void fa_cl__plan_unref(fa_cl_plan *plan);

@@ -15,6 +15,10 @@
  * atomic: a reader sees the old file or the new one, never half of one, and concurrent writers of
  * the same entry each leave a valid file.
  *
+ * The same files hold first-use verdicts (src/plan/verify.c): the kernel source field is the
+ * family's sources, the build options field names the verdict ("first-use verdict <family>"), the
+ * payload is the verdict's text instead of a binary.
+ *
  * Trust: every key field is public, so a file with the right key and someone else's binary inside
  * would be run. A binary is therefore loaded only from files that nobody but this user could have
  * written (docs/design.md, "The program cache"): the cache directory is owned by the effective uid
@@ -251,6 +255,19 @@ void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int
     (void)ctx, (void)texts, (void)ntexts, (void)options, (void)prog;
 }
 
+int fa_cl__verdict_load(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *what, char *out,
+                        size_t n)
+{
+    (void)ctx, (void)texts, (void)ntexts, (void)what, (void)out, (void)n;
+    return 0;
+}
+
+void fa_cl__verdict_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *what,
+                          const char *verdict)
+{
+    (void)ctx, (void)texts, (void)ntexts, (void)what, (void)verdict;
+}
+
 #else
 
 /* "Permission denied (EACCES)": the words for people, the name for searching. */
@@ -481,21 +498,24 @@ static void rejected(fa_cl_context *ctx, const char *name, const char *why)
     fa_cl__note(ctx, "program cache: ignored %s: %s; building from source", name, why);
 }
 
-cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options)
+/* The payload of the trusted entry of (texts, options) whose key fields all match ctx's device:
+ * 0 with *file (malloc'd, the caller frees) and got->binary pointing into it; -1 on a miss or a
+ * rejected entry (the notes say why). */
+static int load_entry(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
+                      unsigned char **file, fa_cl__cache_entry *got, char name[64])
 {
+    *file = NULL;
     if (!ctx->cache_dir[0])
-        return NULL;
-    fa_cl__cache_entry want, got;
-    char *source = NULL, name[64], path[1100], why_buf[256];
+        return -1;
+    fa_cl__cache_entry want;
+    char *source = NULL, path[1100], why_buf[256];
     if (make_key(ctx, texts, ntexts, options, &want, &source) != 0)
-        return NULL;
+        return -1;
     fa_cl__cache_entry_name(&want, name);
     snprintf(path, sizeof path, "%s/%s", ctx->cache_dir, name);
-    unsigned char *file = NULL;
     size_t size = 0;
-    cl_program prog = NULL;
     const char *why = NULL;
-    int err = read_entry(path, &file, &size, &why);
+    int rc = -1, err = read_entry(path, file, &size, &why);
     if (err) {
         if (err > 0 && err != ENOENT)
             describe_errno(err, why_buf, sizeof why_buf), why = why_buf;
@@ -503,21 +523,38 @@ cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts
             rejected(ctx, name, why);
         goto done;
     }
-    if (fa_cl__cache_entry_decode(file, size, &got, &why) != 0) {
+    if (fa_cl__cache_entry_decode(*file, size, got, &why) != 0) {
         rejected(ctx, name, why);
         goto done;
     }
     for (int i = 0; i < FA_CL_KEY_FIELDS; i++) {
-        if (got.field_len[i] != want.field_len[i] || memcmp(got.field[i], want.field[i], want.field_len[i]) != 0) {
+        if (got->field_len[i] != want.field_len[i] || memcmp(got->field[i], want.field[i], want.field_len[i]) != 0) {
             snprintf(why_buf, sizeof why_buf, "written for another %s", field_names[i]);
             rejected(ctx, name, why_buf);
             goto done;
         }
     }
+    rc = 0;
+done:
+    if (rc != 0) {
+        free(*file);
+        *file = NULL;
+    }
+    free(source);
+    return rc;
+}
+
+cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options)
+{
+    fa_cl__cache_entry got;
+    unsigned char *file = NULL;
+    char name[64], why_buf[256];
+    if (load_entry(ctx, texts, ntexts, options, &file, &got, name) != 0)
+        return NULL;
     cl_int status = CL_SUCCESS, cl_err = CL_SUCCESS;
     const unsigned char *bin = got.binary;
     size_t bin_len = got.binary_len;
-    prog = clCreateProgramWithBinary(ctx->cl_ctx, 1, &ctx->device, &bin_len, &bin, &status, &cl_err);
+    cl_program prog = clCreateProgramWithBinary(ctx->cl_ctx, 1, &ctx->device, &bin_len, &bin, &status, &cl_err);
     if (prog && cl_err == CL_SUCCESS && status == CL_SUCCESS)
         cl_err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
     if (!prog || cl_err != CL_SUCCESS || status != CL_SUCCESS) {
@@ -527,13 +564,25 @@ cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts
             clReleaseProgram(prog);
         prog = NULL;
         rejected(ctx, name, why_buf);
-        goto done;
-    }
-    count(ctx, &ctx->stats.loaded_from_disk);
-done:
+    } else
+        count(ctx, &ctx->stats.loaded_from_disk);
     free(file);
-    free(source);
     return prog;
+}
+
+int fa_cl__verdict_load(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *what, char *out,
+                        size_t n)
+{
+    fa_cl__cache_entry got;
+    unsigned char *file = NULL;
+    char name[64];
+    if (n == 0 || load_entry(ctx, texts, ntexts, what, &file, &got, name) != 0)
+        return 0;
+    const size_t len = got.binary_len < n - 1 ? got.binary_len : n - 1;
+    memcpy(out, got.binary, len);
+    out[len] = '\0';
+    free(file);
+    return 1;
 }
 
 /* prog's binary for ctx's device (a program may span several devices of the context). */
@@ -584,27 +633,21 @@ static int write_all(int fd, const unsigned char *p, size_t n)
     return 0;
 }
 
-void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
-                               cl_program prog)
+/* Write (texts, options)'s entry holding payload: a temporary file in the cache directory renamed
+ * over the entry. Returns 0, or -1 (the notes say why). */
+static int store_entry(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
+                       const unsigned char *payload, size_t payload_len)
 {
-    if (!ctx->cache_dir[0])
-        return;
     fa_cl__cache_entry e;
     char *source = NULL, name[64], path[1100], tmp[1100], why[256];
     if (make_key(ctx, texts, ntexts, options, &e, &source) != 0)
-        return;
+        return -1;
     fa_cl__cache_entry_name(&e, name);
-    cl_int cl_err = CL_SUCCESS;
-    size_t bin_len = 0, file_len = 0;
-    unsigned char *bin = program_binary(ctx, prog, &bin_len, &cl_err), *file = NULL;
-    if (!bin) {
-        fa_cl__note(ctx, "program cache: the driver gave no program binary to store (%s)",
-                    fa_cl__cl_error_name(cl_err));
-        goto done;
-    }
-    e.binary = bin;
-    e.binary_len = bin_len;
-    file = fa_cl__cache_entry_encode(&e, &file_len);
+    size_t file_len = 0;
+    e.binary = payload;
+    e.binary_len = payload_len;
+    unsigned char *file = fa_cl__cache_entry_encode(&e, &file_len);
+    int rc = -1;
     if (!file)
         goto done;
     snprintf(path, sizeof path, "%s/%s", ctx->cache_dir, name);
@@ -622,11 +665,36 @@ void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int
         fa_cl__note(ctx, "program cache: could not write %s: %s", path, why);
         goto done;
     }
-    count(ctx, &ctx->stats.cache_stored);
+    rc = 0;
 done:
     free(file);
-    free(bin);
     free(source);
+    return rc;
+}
+
+void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
+                               cl_program prog)
+{
+    if (!ctx->cache_dir[0])
+        return;
+    cl_int cl_err = CL_SUCCESS;
+    size_t bin_len = 0;
+    unsigned char *bin = program_binary(ctx, prog, &bin_len, &cl_err);
+    if (!bin) {
+        fa_cl__note(ctx, "program cache: the driver gave no program binary to store (%s)",
+                    fa_cl__cl_error_name(cl_err));
+        return;
+    }
+    if (store_entry(ctx, texts, ntexts, options, bin, bin_len) == 0)
+        count(ctx, &ctx->stats.cache_stored);
+    free(bin);
+}
+
+void fa_cl__verdict_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *what,
+                          const char *verdict)
+{
+    if (ctx->cache_dir[0])
+        (void)store_entry(ctx, texts, ntexts, what, (const unsigned char *)verdict, strlen(verdict));
 }
 
 #endif

@@ -56,6 +56,15 @@ cl_program fa_cl__binary_cache_load(fa_cl_context *ctx, const char *const *texts
 void fa_cl__binary_cache_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *options,
                                cl_program prog);
 
+/* A first-use verdict (src/plan/verify.c) beside the programs, in the same trusted files: keyed by
+ * the family's sources (texts), what (the verdict's name) and ctx's device and driver. Load copies
+ * the verdict's text into out (n bytes) and returns 1, or 0 when there is none (or no cache);
+ * store writes one (failures noted). */
+int fa_cl__verdict_load(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *what, char *out,
+                        size_t n);
+void fa_cl__verdict_store(fa_cl_context *ctx, const char *const *texts, int ntexts, const char *what,
+                          const char *verdict);
+
 /* The cache file format, exposed for tests. Fields of the key, all compared byte for byte on load: */
 enum {
     FA_CL_KEY_SOURCE,
