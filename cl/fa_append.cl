@@ -9,14 +9,15 @@
  * A dropped row sets FA_STATUS_DROPPED_ROWS in *status where the call has one (status not NULL).
  *
  * One work-item per 4 elements of one new row of one kv head; defined by the planner: FA_DTYPE,
- * HEAD_DIM, FA_PAGED for a paged cache, FA_STATUS_DROPPED_ROWS (include/fa_cl.h's bit). Elements
+ * HEAD_DIM, HEAD_DIM_V (v_new's and v's rows), FA_PAGED for a paged cache, FA_STATUS_DROPPED_ROWS (include/fa_cl.h's bit). Elements
  * are copied as bits. */
 #if FA_DTYPE == 0
 typedef uint fa_bits_t;
 #else
 typedef ushort fa_bits_t;
 #endif
-#define D4 ((HEAD_DIM + 3) / 4)
+/* k's rows are HEAD_DIM wide, v's HEAD_DIM_V (include/fa_cl.h "Value width"): the wider counts */
+#define D4 (((HEAD_DIM > HEAD_DIM_V ? HEAD_DIM : HEAD_DIM_V) + 3) / 4)
 
 __kernel void fa_append(__global const fa_bits_t *k_new, __global const fa_bits_t *v_new, __global fa_bits_t *k,
                         __global fa_bits_t *v, ulong k_off, long ks0, long ks1, long ks2, ulong v_off, long vs0,
@@ -53,9 +54,8 @@ __kernel void fa_append(__global const fa_bits_t *k_new, __global const fa_bits_
     const ulong kr = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1 + (ulong)pos * (ulong)ks2;
     const ulong vr = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1 + (ulong)pos * (ulong)vs2;
 #endif
-    const ulong src = r * HEAD_DIM;
-    for (int e = 4 * c; e < 4 * c + 4 && e < HEAD_DIM; e++) {
-        k[kr + (ulong)e] = k_new[src + (ulong)e];
-        v[vr + (ulong)e] = v_new[src + (ulong)e];
-    }
+    for (int e = 4 * c; e < 4 * c + 4 && e < HEAD_DIM; e++)
+        k[kr + (ulong)e] = k_new[r * HEAD_DIM + (ulong)e];
+    for (int e = 4 * c; e < 4 * c + 4 && e < HEAD_DIM_V; e++)
+        v[vr + (ulong)e] = v_new[r * HEAD_DIM_V + (ulong)e];
 }

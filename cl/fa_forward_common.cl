@@ -20,6 +20,15 @@
 #define FA_PRAGMA_UNROLL_N(n)
 #endif
 
+/* The value width (include/fa_cl.h "Value width"): v's and o's rows are HEAD_DIM_V elements, q's
+ * and k's HEAD_DIM; the planner passes it only where the two differ. DK4 and DV4: float4 chunks of
+ * a q/k row and of a v/o row (the portable kernels' tiles hold D_PAD, the wider of the two). */
+#ifndef HEAD_DIM_V
+#define HEAD_DIM_V HEAD_DIM
+#endif
+#define DK4 ((HEAD_DIM + 3) / 4)
+#define DV4 ((HEAD_DIM_V + 3) / 4)
+
 /* Each tensor's storage type (include/fa_cl.h desc.q_type ... o_type): the descriptor's FA_DTYPE
  * unless the planner says otherwise (the portable kernels; K and V may be q8_0). */
 #ifndef FA_Q_DTYPE

@@ -99,7 +99,7 @@
 #define FA_LSE_INDEX(v) (bh * (ulong)seqlen_q + (ulong)(v))
 #else
 #define FA_LSE_INDEX(v)                                                                                   \
-    fa_qrow((b * (ulong)heads_q + (ulong)h) * (ulong)seqlen_q_max + (ulong)split * (split_stride / HEAD_DIM), v, \
+    fa_qrow((b * (ulong)heads_q + (ulong)h) * (ulong)seqlen_q_max + (ulong)split * (split_stride / HEAD_DIM_V), v, \
             seqlen_q, seqlen_q_max, 1)
 #endif
 #ifndef FA_APPEND_ROWS

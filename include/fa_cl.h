@@ -149,7 +149,7 @@ FA_CL_API const char *fa_cl_version(void);
 typedef enum fa_cl_status {
     FA_CL_SUCCESS = 0,                /**< the call did what it says */
     FA_CL_ERROR_INVALID_ARGUMENT = 1, /**< a descriptor field or argument is invalid */
-    FA_CL_ERROR_UNSUPPORTED = 2,      /**< valid but not supported (e.g. head_dim > 512) */
+    FA_CL_ERROR_UNSUPPORTED = 2,      /**< valid but not supported (e.g. head_dim > 576) */
     FA_CL_ERROR_BUFFER_TOO_SMALL = 3, /**< a cl_mem is smaller than the view described needs */
     FA_CL_ERROR_BUILD_FAILED = 4,     /**< a kernel failed to compile; the log is in last_error */
     FA_CL_ERROR_OPENCL = 5,           /**< an OpenCL call failed; its error name is in last_error */
@@ -312,9 +312,10 @@ FA_CL_API const char *fa_cl_last_error(const fa_cl_context *ctx);
  * the fields that differ. A plain struct owned by the caller: functions that take it copy what they need.
  *
  * Shapes: q and o are [batch, heads_q, seqlen_q, head_dim], k and v [batch, heads_kv, seqlen_k,
- * head_dim], each a view given by its strides and offset. All sizes must be positive; head_dim at
- * most 512, seqlen_q and seqlen_k at most 2^30 - 1 (FA_CL_ERROR_UNSUPPORTED beyond). Every head_dim
- * up to 512 is planned on the portable kernels (forward and backward); the NVIDIA tensor-core kernels
+ * head_dim], each a view given by its strides and offset (v and o: head_dim_v where it is set,
+ * "Value width"). All sizes must be positive; head_dim at most 576 (the backward: 512), seqlen_q and
+ * seqlen_k at most 2^30 - 1 (FA_CL_ERROR_UNSUPPORTED beyond). Every head_dim up to 576 is planned on
+ * the portable kernels (the backward's up to 512); the NVIDIA tensor-core kernels
  * take head_dim <= 256 (f16/bf16 forward), <= 128 (f32 forward, the backward) and leave the rest to
  * them. A device whose local memory cannot hold the smallest tile for the head_dim (forward: two
  * 8-row tiles, 16 * 4 * head_dim bytes, 32 KiB at 512) gets FA_CL_ERROR_UNSUPPORTED at plan creation.
@@ -327,7 +328,7 @@ typedef struct fa_cl_attention_desc {
     int64_t heads_kv;                   /**< key/value heads; heads_q % heads_kv == 0 (GQA/MQA) */
     int64_t seqlen_q;                   /**< query rows per head */
     int64_t seqlen_k;                   /**< keys per head */
-    int64_t head_dim;                   /**< d, 1..512 */
+    int64_t head_dim;                   /**< d (d_qk), 1..576 */
     fa_cl_dtype dtype;                  /**< storage type of q, k, v, o; arithmetic is fp32 */
     float scale;                        /**< 0 means 1/sqrt(head_dim); must be finite and >= 0 */
     int causal;                         /**< nonzero: bottom-right aligned causal mask (key j <= i + sk - sq) */
@@ -360,7 +361,36 @@ typedef struct fa_cl_attention_desc {
     int64_t dout_stride[3], dq_stride[3], dk_stride[3], dv_stride[3]; /**< elements, [batch, head, seq] of dO, dQ,
                                                                            dK, dV; all 0 = the strides of o, q, k, v */
     size_t dout_offset, dq_offset, dk_offset, dv_offset;              /**< elements from the buffer's start */
+    /* ---- 0.5, frontier serving shapes; every field 0 = off ---- */
+    int64_t head_dim_v;    /**< d_v, the head_dim of v and o where it differs from head_dim (d_qk): 1..576;
+                                0 = head_dim ("Value width" below) */
 } fa_cl_attention_desc;
+
+/**
+ * Value width (0.5, desc.head_dim_v = d_v; DeepSeek's d_qk 192 / d_v 128 prefill, and MLA): q and k
+ * are [.., head_dim] rows, v and o [.., head_dim_v] rows (their strides count elements as always;
+ * all-zero strides mean contiguous [B, H, S, head_dim_v]), and O = softmax(scale Q K^T) V. The default
+ * scale stays 1/sqrt(head_dim). d_v may be smaller or larger than d_qk.
+ *  - MLA's shared latent cache, no copy: V is the first d_v columns of K's rows. Give v the same
+ *    buffer, offset and strides as k (e.g. k and v strides {S * 576, S * 576, 576} for a contiguous
+ *    [B, 1, S, 576] latent, head_dim 576, head_dim_v 512): the kernels read only v's first d_v
+ *    columns of each row. Paged the same way (k_stride = v_stride, pool rows of 576). The absorbed
+ *    decode (heads_q query heads on heads_kv = 1, seqlen_q small) is planned with GQA packing: one
+ *    work-group takes every query head of the latent head (fa_cl_plan_info.gqa_pack = heads_q),
+ *    so the latent is read once per work-group. An append into such a cache is refused (k and v,
+ *    both written, would overlap).
+ *  - head_dim and head_dim_v are each at most 576 (MLA's 512 + 64) in the forward, 512 in the
+ *    backward; the tiles are sized for the larger of the two.
+ *  - Kernels: the portable kernels ("portable", "portable-tiled"), split-KV and its combine, long
+ *    rows' chunks, every serving feature, mask, modifier and storage type (q8_0 v needs head_dim_v
+ *    a multiple of 32), and the reference (fa_cl_reference_run) take it. The NVIDIA tensor-core
+ *    families do not: the planner falls back to the portable kernels (fa_cl_plan_info.kernel says
+ *    which), and FA_CL_KERNEL_VARIANT naming one is FA_CL_ERROR_UNSUPPORTED with a message naming
+ *    head_dim_v. The backward (plans and reference) refuses head_dim_v != head_dim
+ *    (FA_CL_ERROR_UNSUPPORTED, naming the field).
+ *  - Bad values: head_dim_v < 0 is FA_CL_ERROR_INVALID_ARGUMENT (with a message naming it), above
+ *    576 FA_CL_ERROR_UNSUPPORTED, as head_dim.
+ */
 
 /**
  * Score modifiers (0.3): what engines apply to the scores between Q K^T and the softmax, for every
@@ -509,7 +539,7 @@ static inline void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t
  * every byte extent fits in 64 bits. Returns the status fa_cl_plan_create would for the same desc
  * (before any device limit is applied): FA_CL_SUCCESS, FA_CL_ERROR_INVALID_ARGUMENT (a field is
  * invalid, or desc is NULL) or FA_CL_ERROR_UNSUPPORTED (valid but beyond what fa_cl supports, e.g.
- * head_dim > 512, or a newer header's field set: the extension rule). If msg is not NULL, a
+ * head_dim > 576, or a newer header's field set: the extension rule). If msg is not NULL, a
  * message naming the problem is written to it (at most msg_size bytes, NUL-terminated; "" on
  * success). Does not touch fa_cl_last_error(). Thread-safe.
  */
@@ -589,7 +619,8 @@ typedef struct fa_cl_forward_args {
     cl_mem block_table;     /**< 0.3: int32 [batch, pages_per_seq]; required iff desc.page_size > 0 */
     cl_mem cu_seqlens_q;    /**< 0.3: int32 [batch + 1], varlen q rows; required iff desc.total_q > 0 */
     cl_mem cu_seqlens_k;    /**< 0.3: int32 [batch + 1], varlen k rows; required iff desc.total_k > 0 */
-    cl_mem k_new, v_new;    /**< 0.3: [batch, seqlen_new, heads_kv, head_dim] rows to append; iff desc.seqlen_new > 0 */
+    cl_mem k_new, v_new;    /**< 0.3: [batch, seqlen_new, heads_kv, head_dim (v_new: head_dim_v)] rows to append;
+                                 iff desc.seqlen_new > 0 */
     cl_mem alibi_slopes;    /**< 0.3: float32 [heads_q]; required iff desc.alibi */
     cl_mem sinks;           /**< 0.3: float32 [heads_q], logits; required iff desc.sinks */
     cl_mem mask;            /**< 0.3: the attention mask desc.mask describes; required iff desc.mask */

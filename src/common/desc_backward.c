@@ -25,6 +25,10 @@ static const char *unsupported_feature(const fa_cl__views *v)
         return "an attention mask (desc.mask)";
     if (v->mixed_types)
         return "storage types other than desc.dtype (desc.q_type .. o_type)";
+    if (v->dv != d->head_dim)
+        return "a value width other than head_dim (desc.head_dim_v)";
+    if (d->head_dim > FA_CL_MAX_HEAD_DIM_BACKWARD)
+        return "head_dim above 512 (desc.head_dim)";
     return NULL;
 }
 

@@ -7,8 +7,9 @@ static const char *const files[] = {"fa_append.cl"};
 
 static int helper_options(const fa_cl__views *v, char *out, size_t n)
 {
-    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", (int)v->d.dtype, (int)v->d.head_dim,
-                                 v->d.page_size > 0 ? " -DFA_PAGED" : "", FA_CL_STATUS_OPTIONS);
+    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DHEAD_DIM_V=%d%s%s", (int)v->d.dtype,
+                                 (int)v->d.head_dim, (int)v->dv, v->d.page_size > 0 ? " -DFA_PAGED" : "",
+                                 FA_CL_STATUS_OPTIONS);
 }
 
 const fa_cl__kernel_family fa_cl__kernel_append = {

@@ -5,10 +5,10 @@
 
 static const char *const files[] = {"fa_common.cl", "fa_combine.cl"};
 
-/* o's storage type and the row width only */
+/* o's storage type and its row width (d_v) only */
 static int helper_options(const fa_cl__views *v, char *out, size_t n)
 {
-    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", v->type[3], (int)v->d.head_dim,
+    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s", v->type[3], (int)v->dv,
                                  v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "", v->d.sinks ? " -DFA_SINKS" : "");
 }
 
