@@ -337,7 +337,7 @@ typedef struct fa_cl_attention_desc {
                                                                      never negative; o's rows must not overlap */
     size_t q_offset, k_offset, v_offset, o_offset;              /**< elements from the buffer's start */
     /* ---- 0.3, serving (see "Serving" below); every field 0 = off ---- */
-    int64_t page_size;     /**< > 0: K and V live in pages of this many keys (a multiple of 16) */
+    int64_t page_size;     /**< > 0: K and V live in pages of this many keys (any count: 1, 3, 16, 48, ...) */
     int64_t num_pages;     /**< pages in the K pool (and in the V pool); with page_size */
     int64_t pages_per_seq; /**< columns of the block table; seqlen_k <= pages_per_seq * page_size */
     int kv_seqlens;        /**< nonzero: fa_cl_forward_args.cache_seqlens gives each sequence's key count */
@@ -456,7 +456,10 @@ typedef struct fa_cl_attention_desc {
  *    counts as 0 (the rows see no key: o = 0, LSE -inf), one above seqlen_k as seqlen_k; nothing
  *    outside the views is ever read or written; args.status reports such a length
  *    (FA_CL_DEVICE_STATUS_BAD_SEQLEN).
- *  - Paged K/V (desc.page_size > 0): k and v are pools of num_pages pages of page_size keys;
+ *  - Paged K/V (desc.page_size > 0): k and v are pools of num_pages pages of page_size keys (any
+ *    page_size: 1, as FlashInfer's prefix caching uses, 3, 48, powers of two or not; the forward's
+ *    kernels are built for the plan's page size, so a page's arithmetic is a multiply, and the
+ *    append and the device check take it as a value);
  *    k_stride/v_stride are then {page, head, slot-in-page} (all 0: contiguous
  *    [num_pages, page_size, heads_kv, head_dim], FlashAttention's and vLLM's layout) and
  *    k_offset/v_offset where the pool starts. args.block_table is a device buffer of int32

@@ -414,6 +414,12 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
         {{2, 8, 2, 2, 600, 128, FA_CL_BF16, 1, -1, -1, "SCCP", 0.0f, 1}, LENS(600, 333), 256, 0, 0},
         {{3, 4, 4, 1, 160, 32, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(160, 100, 48), 16, 3, 0},
         {{2, 4, 2, 5, 96, 64, FA_CL_F32, 1, 20, 0, "CCCC", 0.0f, 1}, LENS(96, 41), 16, 0, 0},
+        /* pages of any size: one key (a block spans as many pages as keys), three, 48 (not powers
+         * of two: a block starts mid-page), shared and bad entries among them */
+        {{2, 4, 2, 1, 50, 32, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(50, 23), 1, 0, 0},
+        {{3, 4, 2, 3, 100, 64, FA_CL_F32, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(100, 0, 61), 3, 2, 0},
+        {{2, 8, 2, 2, 300, 64, FA_CL_BF16, 1, -1, -1, "SCCP", 0.0f, 1}, LENS(300, 97), 48, 0, 1},
+        {{2, 4, 4, 1, 90, 40, FA_CL_F16, 0, 30, -1, "CCCC", 0.0f, 1}, LENS(90, 2), 7, 1, 0},
     };
     check_cases(ctx, cases, TU_COUNT(cases), 200);
     /* a q8_0 pool (K and V in ggml's blocks): decode and prefill rows, shuffled, shared and bad
@@ -429,6 +435,10 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
         {{2, 8, 2, 1, 700, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(700, 300), 256, 0, 1},
         {{2, 4, 4, 33, 520, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(520, 129), 128, 1, 0},
         {{2, 8, 4, 2, 700, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(700, 300), 256, 0, 1},
+        /* pages of 1, 3 and 48 keys (a block's rows in several pages, starting mid-page) */
+        {{2, 4, 2, 1, 70, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(70, 33), 1, 0, 0},
+        {{2, 8, 2, 2, 130, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(130, 64), 3, 0, 1},
+        {{2, 4, 2, 1, 200, 32, FA_CL_BF16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(200, 100), 48, 1, 0},
     };
     for (int i = 0; i < TU_COUNT(q8); i++)
         check_case_with(&serving_tally, ctx, &q8[i], 250 + (uint64_t)i, SERVE_Q8 | (i == 2 ? SERVE_MASK : 0));
@@ -537,6 +547,21 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     if (only == 5) {
         const serving_case q8 = {{1, 2, 1, 1, 80, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(70), 16, 0, 1};
         check_case_with(&serving_tally, ctx, &q8, 670, SERVE_Q8);
+    }
+    /* 7: pages of 3 keys (blocks span pages and start mid-page), shared and bad entries; 8: an
+     * append into pages of 3, new rows across page boundaries and past the capacity; 9: pages of
+     * one key */
+    if (only == 7) {
+        const serving_case p3 = {{2, 4, 2, 2, 40, 16, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(40, 11), 3, 2, 1};
+        check_case(&serving_tally, ctx, &p3, 671);
+    }
+    if (only == 8) {
+        const append_case ap = {2, 4, 2, 2, 30, 16, FA_CL_F32, 1, (const int[]){4, 28}, 4, 3};
+        check_append(&serving_tally, ctx, &ap, 672);
+    }
+    if (only == 9) {
+        const serving_case p1 = {{2, 2, 1, 1, 24, 8, FA_CL_BF16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(24, 5), 1, 0, 0};
+        check_case(&serving_tally, ctx, &p1, 673);
     }
     /* 4: append into a paged cache, new rows straddling the capacity */
     if (only < 0 || only == 4) {
@@ -1010,6 +1035,10 @@ static int run_append(fa_cl_context *ctx, int argc, char **argv)
         /* bad lengths: below 0 (appends at 0), past the capacity (every new row dropped), and new
          * rows that straddle the capacity (the last ones dropped) */
         {3, 4, 2, 3, 200, 32, FA_CL_F32, 1, LENS(-4, 100000, 198), 5, 64},
+        /* pages of any size: new rows across page boundaries (1, 3) and mid-page (48) */
+        {2, 4, 2, 2, 60, 32, FA_CL_F16, 1, LENS(10, 57), 3, 1},
+        {3, 8, 2, 4, 100, 64, FA_CL_F32, 1, LENS(0, 47, 97), 4, 3},
+        {2, 4, 4, 1, 150, 64, FA_CL_BF16, 0, LENS(47, 148), 5, 48},
     };
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_append(&serving_tally, ctx, &cases[i], 800 + (uint64_t)i);
@@ -1211,7 +1240,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
         fa_cl_status want;
         void (*edit)(fa_cl_attention_desc *);
     } descs[] = {
-        {"page_size 24", "multiple of 16", FA_CL_ERROR_INVALID_ARGUMENT, NULL},
+        {"page_size 2^30", "page_size", FA_CL_ERROR_UNSUPPORTED, NULL},
         {"num_pages 0", "num_pages", FA_CL_ERROR_INVALID_ARGUMENT, NULL},
         {"seqlen_k above the table's pages", "pages_per_seq", FA_CL_ERROR_INVALID_ARGUMENT, NULL},
         {"num_pages without page_size", "page_size is 0", FA_CL_ERROR_INVALID_ARGUMENT, NULL},
@@ -1220,7 +1249,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     for (int i = 0; i < TU_COUNT(descs); i++) {
         fa_cl_attention_desc d = r.desc;
         switch (i) {
-        case 0: d.page_size = 24; break;
+        case 0: d.page_size = (int64_t)1 << 30; break;
         case 1: d.num_pages = 0; break;
         case 2: d.seqlen_k = d.pages_per_seq * d.page_size + 1; break;
         case 3: d.page_size = 0; break;

@@ -129,9 +129,10 @@ static void check_mla(fa_cl_context *ctx, const mla_case *mc, uint64_t seed)
     }
     for (size_t e = 0; e < cache_elems; e++) /* pages nobody uses: NaN */
         tu_store_bits(dt, cache_img, e, tu_nan_bits(dt));
-    if (P > 0) { /* a fixed shuffle of the used pages after the spare ones */
-        for (int64_t i = 0; i < B * pps; i++)
-            table[i] = (int)(spare + (i * 7 + 3) % (B * pps));
+    if (P > 0) { /* a fixed shuffle of the used pages after the spare ones: i -> i m + 3 (mod n), m prime to n */
+        const int64_t n = B * pps, m = n % 7 ? 7 : 1; /* 7 is prime */
+        for (int64_t i = 0; i < n; i++)
+            table[i] = (int)(spare + (i * m + 3) % n);
     }
     for (int64_t b = 0; b < B; b++)
         for (int64_t j = 0; j < Sk; j++) {
@@ -238,6 +239,8 @@ static int run_mla(fa_cl_context *ctx, int argc, char **argv)
         {1, 4, 2, 45, 576, 512, FA_CL_F16, 1, 0, NULL},
         {2, 8, 1, 70, 576, 512, FA_CL_BF16, 0, 16, LENS(70, 33)},
         {3, 6, 2, 50, 192, 128, FA_CL_F16, 1, 16, LENS(1, 50, 17)},
+        {2, 8, 1, 40, 576, 512, FA_CL_F16, 0, 1, LENS(40, 3)},
+        {2, 4, 2, 60, 192, 128, FA_CL_BF16, 1, 48, LENS(60, 49)},
         /* prefill rows against the latent, 192 / 128 */
         {1, 2, 24, 40, 192, 128, FA_CL_F32, 1, 0, NULL},
     };
@@ -419,7 +422,7 @@ static int run_forced(fa_cl_context *ctx, int argc, char **argv)
 }
 
 /* Tiny cases for Oclgrind, one per process (tests/CMakeLists.txt): 0 a dense d_v > d_qk, odd widths
- * (split-KV under CTest's FA_CL_TUNE), 1 d_v < d_qk with GQA, 2 MLA's latent in pages of 16 with
+ * (split-KV under CTest's FA_CL_TUNE), 1 d_v < d_qk with GQA, 2 MLA's latent in pages of 3 with
  * lengths, packed. */
 static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
 {
@@ -432,7 +435,7 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
         if (only < 0 || only == i)
             check_dense(ctx, &dense[i], 900 + (uint64_t)i, 0);
     if (only < 0 || only == 2) {
-        const mla_case m = {2, 4, 1, 20, 40, 24, FA_CL_F16, 0, 16, LENS(17, 9)};
+        const mla_case m = {2, 4, 1, 20, 40, 24, FA_CL_F16, 0, 3, LENS(17, 9)};
         check_mla(ctx, &m, 910);
     }
     return 0;

@@ -1051,8 +1051,8 @@ static void usage(FILE *f)
             "                    per-sequence KV lengths, each 0..seqlen_k (-k is then the cache's capacity);\n"
             "                    at most -b values, fewer repeat cyclically (one value: every sequence's)\n"
             "  --page-size P     paged K/V: pools of B * ceil(Sk / P) pages of P keys, [pages, P, Hkv, d],\n"
-            "                    each sequence's pages shuffled (fixed seed) through a block table; P a\n"
-            "                    multiple of 16 (the library refuses others); 0, the default: not paged\n"
+            "                    each sequence's pages shuffled (fixed seed) through a block table; P any\n"
+            "                    count of keys (1 included); 0, the default: not paged\n"
             "  --varlen L[,L...] a variable-length batch (cu_seqlens): sequence b has L_b >= 0 query rows\n"
             "                    and L_b keys, q/o and k/v packed [sum L, heads, d]; B is the count of values,\n"
             "                    Sq and Sk the longest (-b, -q and -k are ignored)\n"
@@ -1073,7 +1073,7 @@ static void usage(FILE *f)
             "                    N 512..16384 at B*H*N = 8*16*4096, causal on/off, f32/f16; sized for a GPU),\n"
             "                    tiny (d 32, N 128/256: seconds anywhere) or decode (f16, d 128, Hq 32 on\n"
             "                    Hkv 8, Sq 1: B 16 Sk 8192, B 16 Sk 32768, B 1 Sk 131072, and B 16 Sk 8192\n"
-            "                    paged by 16 and by 256; sized for a GPU)\n"
+            "                    paged by 16, 256, 1 and 48; sized for a GPU)\n"
             "Run:\n"
             "  --reps N          timed repetitions, 10..%d (default 10)\n"
             "  --warmup N        untimed calls before them, 0..%d (default 2)\n"
@@ -1475,9 +1475,10 @@ static int build_suite(const char *which, shape *rows, int cap)
     if (!strcmp(which, "decode")) {
         /* one new token per sequence against a full f16 cache, 32 query heads on 8 KV heads (Llama-3
          * 8B/70B's GQA): bandwidth-bound, the rows split-KV and GQA packing are for; the paged rows
-         * are the first one with vLLM-like small and large pages */
+         * are the first one with vLLM-like small and large pages, FlashInfer's pages of one key and
+         * pages of 48 (not a power of two) */
         const struct { int64_t b, sk, page; } dec[] = {
-            {16, 8192, 0}, {16, 32768, 0}, {1, 131072, 0}, {16, 8192, 16}, {16, 8192, 256}};
+            {16, 8192, 0}, {16, 32768, 0}, {1, 131072, 0}, {16, 8192, 16}, {16, 8192, 256}, {16, 8192, 1}, {16, 8192, 48}};
         int count = 0;
         for (size_t i = 0; i < sizeof dec / sizeof dec[0] && count < cap; i++) {
             shape s = {0};

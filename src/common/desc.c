@@ -320,10 +320,6 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     if (paged) {
-        if (desc->page_size % 16) {
-            snprintf(msg, msg_size, "desc.page_size %lld must be a multiple of 16", (long long)desc->page_size);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
         if (desc->num_pages == 0 || desc->pages_per_seq == 0) {
             snprintf(msg, msg_size, "desc.%s must be positive with a paged K/V (page_size %lld)",
                      desc->num_pages == 0 ? "num_pages" : "pages_per_seq", (long long)desc->page_size);
