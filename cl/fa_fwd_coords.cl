@@ -51,7 +51,7 @@
     (void)scratch, (void)kv_begin, (void)kv_end, (void)kmap, (void)vmap, (void)seqlens,   \
         (void)pack, (void)num_splits, (void)split_stride, (void)cu_seqlens_q, (void)cu_seqlens_k,        \
         (void)total_q, (void)total_k, (void)nrows_max, (void)qs0, (void)os0, (void)ks0, (void)vs0;          \
-    FA_MODS_UNUSED FA_MASK_UNUSED
+    FA_MODS_UNUSED FA_MASK_UNUSED FA_TREE_UNUSED
 
 /* Where the head column's first q and o rows are (expressions, not variables: a 64-bit value kept
  * live through the key loop costs the registers a kernel is tuned to; Intel's compiler spilled) */

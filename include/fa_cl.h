@@ -364,7 +364,37 @@ typedef struct fa_cl_attention_desc {
     /* ---- 0.5, frontier serving shapes; every field 0 = off ---- */
     int64_t head_dim_v;    /**< d_v, the head_dim of v and o where it differs from head_dim (d_qk): 1..576;
                                 0 = head_dim ("Value width" below) */
+    int tree_mask;         /**< nonzero: fa_cl_forward_args.tree_mask says which new tokens each new token sees
+                                ("Tree masks" below) */
+    int64_t tree_mask_stride[2]; /**< uint32 words, [sequence, row]; both 0 = contiguous
+                                      [batch, seqlen_q, ceil(seqlen_q / 32)] */
+    size_t tree_mask_offset;     /**< uint32 words from the tree mask buffer's start */
 } fa_cl_attention_desc;
+
+/**
+ * Tree masks (0.5, desc.tree_mask; speculative decoding with draft trees, vLLM's tree attention,
+ * TVM's tree_attn_with_paged_kv_cache): the seqlen_q query rows of each sequence are its new tokens,
+ * which are also its last seqlen_q keys (keys n - seqlen_q .. n - 1, n the sequence's key count:
+ * seqlen_k, or cache_seqlens[b] (+ seqlen_new when appending) with per-sequence lengths). Each new
+ * token sees the whole cached prefix (keys 0 .. n - seqlen_q - 1) and the new tokens its bits allow:
+ * query row i sees new token t (key n - seqlen_q + t) iff bit t % 32 of uint32 word
+ * tree_mask_offset + b * tree_mask_stride[0] + i * tree_mask_stride[1] + t / 32 of args.tree_mask
+ * is set. Causal decoding of q > 1 tokens is the mask with bit t set iff t <= i (a chain); a tree
+ * sets the bits of a token's ancestors and itself. Causal masks, windows, the attention mask and
+ * the score modifiers, where also set, apply on top (a key must pass every one); keys past n are
+ * never seen. A key the tree hides contributes weight 0 (as the attention mask's: a NaN or Inf in
+ * its v row reaches the row as 0 x Inf). The same mask serves every query head of the sequence.
+ *  - Buffers: args.tree_mask, a device buffer of uint32 words, is read only; each row holds
+ *    ceil(seqlen_q / 32) words (bits past seqlen_q are ignored). The strides must keep rows apart
+ *    (tree_mask_stride[1] >= the words of a row where seqlen_q > 1, stride[0] >= seqlen_q rows of them
+ *    where batch > 1; 0 is taken only all-zero: contiguous), else FA_CL_ERROR_INVALID_ARGUMENT; the
+ *    buffer must hold the last word, else FA_CL_ERROR_BUFFER_TOO_SMALL; strides or an offset without
+ *    desc.tree_mask, or args.tree_mask without it (or missing with it), FA_CL_ERROR_INVALID_ARGUMENT.
+ *  - Takes paged K/V, per-sequence lengths, appends, GQA packing, split-KV, long rows, every dtype
+ *    and storage type; not varlen rows (total_q, total_k: FA_CL_ERROR_UNSUPPORTED). Kernels: the
+ *    portable ones (the tensor-core families decline it: fa_cl_plan_info.kernel says which); the
+ *    reference and the backward refuse it (FA_CL_ERROR_UNSUPPORTED).
+ */
 
 /**
  * Value width (0.5, desc.head_dim_v = d_v; DeepSeek's d_qk 192 / d_v 128 prefill, and MLA): q and k
@@ -629,6 +659,7 @@ typedef struct fa_cl_forward_args {
     cl_mem mask;            /**< 0.3: the attention mask desc.mask describes; required iff desc.mask */
     cl_mem status;          /**< 0.4: NULL, or a cl_uint the call ORs FA_CL_DEVICE_STATUS_* bits into where it
                                  finds bad device data ("Serving", device status) */
+    cl_mem tree_mask;       /**< 0.5: uint32 words ("Tree masks"); required iff desc.tree_mask */
 } fa_cl_forward_args;
 
 /* The bits of fa_cl_forward_args.status ("Serving"); values are ABI. */
@@ -641,7 +672,7 @@ static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
         const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL,
-                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }

@@ -162,7 +162,7 @@ int fa_cl__context_family_off(fa_cl_context *ctx, int id);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
-#define FA_CL_DESC_KEY_WORDS 44
+#define FA_CL_DESC_KEY_WORDS 48
 /* The largest head_dim (and head_dim_v) any kernel family takes (the portable forward kernels: MLA's
  * 576; the tensor-core families take less and decline beyond their own limits). */
 #define FA_CL_MAX_HEAD_DIM 576
@@ -190,6 +190,7 @@ typedef struct fa_cl__views {
     uint64_t new_bytes, new_v_bytes;    /* args.k_new and args.v_new (append); 0 = not used */
     uint64_t per_head_bytes;             /* args.alibi_slopes / args.sinks (heads_q floats), where used */
     uint64_t mask_bytes;                 /* args.mask: (mask_offset + last element + 1) x its size; 0 = none */
+    uint64_t tree_bytes;                 /* args.tree_mask: (offset + last word + 1) x 4; 0 = none */
     /* byte ranges [begin, end) each view touches, for overlap checks */
     uint64_t q_begin, k_begin, v_begin, o_begin;
     uint64_t key[FA_CL_DESC_KEY_WORDS]; /* every plan-changing field in a fixed order: compared bytewise */

@@ -406,8 +406,8 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
-/* A forced family that does not take the value width (FA_CL_KERNEL_VARIANT=nvidia-mma, its kernel
- * emulated anywhere): refused, naming it; run under that environment by CTest. */
+/* A forced family that does not take the value width or a tree mask (FA_CL_KERNEL_VARIANT=nvidia-mma,
+ * its kernel emulated anywhere): refused, naming it; run under that environment by CTest. */
 static int run_forced(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -417,6 +417,13 @@ static int run_forced(fa_cl_context *ctx, int argc, char **argv)
     fa_cl_plan *plan = NULL;
     const fa_cl_status st = fa_cl_plan_create(ctx, &d, &plan);
     expect_refused(st, FA_CL_ERROR_UNSUPPORTED, fa_cl_last_error(ctx), "head_dim_v", "a forced family without it");
+    fa_cl_plan_release(plan);
+    /* nor a tree mask (include/fa_cl.h "Tree masks") */
+    fa_cl_attention_desc_init(&d, 1, 2, 4, 64, 64, FA_CL_F16);
+    d.tree_mask = 1;
+    plan = NULL;
+    const fa_cl_status st2 = fa_cl_plan_create(ctx, &d, &plan);
+    expect_refused(st2, FA_CL_ERROR_UNSUPPORTED, fa_cl_last_error(ctx), "tree_mask", "a forced family without trees");
     fa_cl_plan_release(plan);
     return 0;
 }

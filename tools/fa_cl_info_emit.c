@@ -149,6 +149,14 @@ static void shape_mla_decode(fa_cl_attention_desc *d)
     memcpy(d->k_stride, latent, sizeof latent);
     memcpy(d->v_stride, latent, sizeof latent);
 }
+/* speculative decoding: 8 draft tokens through a tree mask, paged with lengths */
+static void shape_tree_decode(fa_cl_attention_desc *d)
+{
+    decode_gqa(d);
+    d->seqlen_q = 8;
+    paged(d, 16);
+    d->tree_mask = 1;
+}
 static void shape_gqa_prefill(fa_cl_attention_desc *d)
 {
     d->heads_q = 32;
@@ -256,6 +264,7 @@ static const emit_case cases[] = {
     {"gqa-prefill", PLANS, {0}, NULL, "", shape_gqa_prefill},
     {"value-width", PASS_FORWARD, {192, 0}, NULL, "", shape_value_width},
     {"mla-decode", PASS_FORWARD, {576, 0}, NULL, "", shape_mla_decode},
+    {"tree-decode", PASS_FORWARD, {0}, NULL, "", shape_tree_decode},
     {"paged-decode", PASS_FORWARD, {0}, NULL, "", shape_paged_decode},
     {"paged-append", PASS_FORWARD, {0}, NULL, "", shape_paged_append},
     {"cache-append", PASS_FORWARD, {0}, NULL, "", shape_cache_append},

@@ -18,8 +18,8 @@
 #define FA_CL_DESC_V3_END (offsetof(fa_cl_attention_desc, o_type) + sizeof(fa_cl_storage))
 /* 0.4 added the backward's gradient views (dout_stride .. dv_offset): the forward ignores them, the
  * backward checks them and adds them to its key (desc_backward.c). */
-/* 0.5 added the value width (head_dim_v). */
-#define FA_CL_DESC_V5_END (offsetof(fa_cl_attention_desc, head_dim_v) + sizeof(int64_t))
+/* 0.5 added the value width (head_dim_v) and tree masks (tree_mask .. tree_mask_offset). */
+#define FA_CL_DESC_V5_END (offsetof(fa_cl_attention_desc, tree_mask_offset) + sizeof(size_t))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
 _Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V5_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
@@ -197,6 +197,10 @@ static void desc_key(const fa_cl__views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     k[41] = (uint64_t)d->mask_offset;
     k[42] = (uint64_t)v->type[0] | (uint64_t)v->type[1] << 8 | (uint64_t)v->type[2] << 16 | (uint64_t)v->type[3] << 24;
     k[43] = (uint64_t)v->dv;
+    k[44] = (uint64_t)(d->tree_mask != 0);
+    k[45] = (uint64_t)d->tree_mask_stride[0];
+    k[46] = (uint64_t)d->tree_mask_stride[1];
+    k[47] = (uint64_t)d->tree_mask_offset;
     memcpy(key, k, sizeof k);
 }
 
@@ -389,6 +393,20 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
                  (long long)desc->mask_stride[0], (long long)desc->mask_stride[1], (long long)desc->mask_stride[2]);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
+    if (!desc->tree_mask && (desc->tree_mask_stride[0] || desc->tree_mask_stride[1] || desc->tree_mask_offset)) {
+        snprintf(msg, msg_size, "desc.tree_mask_stride / tree_mask_offset are set but desc.tree_mask is 0");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (desc->tree_mask_stride[0] < 0 || desc->tree_mask_stride[1] < 0) {
+        snprintf(msg, msg_size, "desc.tree_mask_stride {%lld, %lld} must not be negative",
+                 (long long)desc->tree_mask_stride[0], (long long)desc->tree_mask_stride[1]);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (desc->tree_mask && (varlen_q || varlen_k)) {
+        snprintf(msg, msg_size, "desc.tree_mask does not take varlen rows (desc.%s): its rows are each sequence's "
+                 "seqlen_q new tokens", varlen_q ? "total_q" : "total_k");
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     if (desc->total_q > INT32_MAX / 2 || desc->total_k > INT32_MAX / 2) {
         snprintf(msg, msg_size, "desc.%s %lld is not supported (at most %d)", desc->total_q > INT32_MAX / 2 ? "total_q"
                  : "total_k", (long long)(desc->total_q > INT32_MAX / 2 ? desc->total_q : desc->total_k),
@@ -399,6 +417,7 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
     fa_cl_attention_desc *d = &out->d;
     *d = *desc;
     d->kv_seqlens = desc->kv_seqlens != 0;
+    d->tree_mask = desc->tree_mask != 0;
     d->alibi = desc->alibi != 0;
     d->sinks = desc->sinks != 0;
     if (d->alibi || d->sinks)
@@ -495,6 +514,32 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
                   (uint64_t)d->batch * (uint64_t)d->pages_per_seq > (uint64_t)INT32_MAX * 64)) {
         snprintf(msg, msg_size, "desc.batch x desc.pages_per_seq overflows the block table's byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (d->tree_mask) { /* [batch, seqlen_q, words] uint32, rows apart; a sequence stride of 0 broadcasts */
+        const int64_t words = (d->seqlen_q + 31) / 32;
+        int64_t *ts = d->tree_mask_stride;
+        if (ts[0] == 0 && ts[1] == 0) {
+            ts[1] = words;
+            ts[0] = d->seqlen_q * words; /* seqlen_q < 2^30: no overflow */
+        }
+        const int row_gap = d->seqlen_q > 1 && ts[1] < words;
+        uint64_t last = 0;
+        if (row_gap || (d->batch > 1 && ts[0] != 0 &&
+                        (!mul_add_u64((uint64_t)(d->seqlen_q - 1), (uint64_t)ts[1], (uint64_t)words, &last) ||
+                         (uint64_t)ts[0] < last))) {
+            snprintf(msg, msg_size, "desc.tree_mask_stride {%lld, %lld} makes %s overlap: a row holds %lld uint32 "
+                     "words (seqlen_q %lld new tokens), a sequence %lld rows (a sequence stride of 0 broadcasts one)",
+                     (long long)ts[0], (long long)ts[1], row_gap ? "rows" : "sequences", (long long)words,
+                     (long long)d->seqlen_q, (long long)d->seqlen_q);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        if (!mul_add_u64((uint64_t)(d->batch - 1), (uint64_t)ts[0], (uint64_t)d->tree_mask_offset, &last) ||
+            !mul_add_u64((uint64_t)(d->seqlen_q - 1), (uint64_t)ts[1], last, &last) ||
+            !mul_add_u64(1, last, (uint64_t)words, &last) || !mul_add_u64(last, 4, 0, &out->tree_bytes) ||
+            out->tree_bytes > (uint64_t)SIZE_MAX) {
+            snprintf(msg, msg_size, "tree_mask: the view's byte extent (offset + strides x sizes) overflows 64 bits");
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
     }
     if (d->mask) { /* [batch, heads_q, seqlen_q, seqlen_k], broadcast where a stride is 0 */
         uint64_t begin, last = (uint64_t)d->seqlen_k - 1;
@@ -681,7 +726,8 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl__views
         {"v_new", "desc.seqlen_new", a->v_new, v->new_v_bytes},
         {"alibi_slopes", "desc.alibi", a->alibi_slopes, v->d.alibi ? v->per_head_bytes : 0},
         {"sinks", "desc.sinks", a->sinks, v->d.sinks ? v->per_head_bytes : 0},
-        {"mask", "desc.mask", a->mask, v->mask_bytes}};
+        {"mask", "desc.mask", a->mask, v->mask_bytes},
+        {"tree_mask", "desc.tree_mask", a->tree_mask, v->tree_bytes}};
     enum { IN = sizeof in / sizeof in[0] };
     for (int i = 0; i < IN; i++) {
         if (!in[i].bytes && in[i].m)

@@ -23,6 +23,8 @@ static const char *unsupported_feature(const fa_cl__views *v)
         return "attention sinks (desc.sinks)";
     if (d->mask)
         return "an attention mask (desc.mask)";
+    if (d->tree_mask)
+        return "a tree mask (desc.tree_mask)";
     if (v->mixed_types)
         return "storage types other than desc.dtype (desc.q_type .. o_type)";
     if (v->dv != d->head_dim)

@@ -59,7 +59,8 @@ enum {
     FA_CL_FEAT_APPEND = 1 << 9,      /* new keys appended first (desc.seqlen_new) */
     FA_CL_FEAT_GQA_PACK = 1 << 10,   /* a work-group takes several query heads of one kv head */
     FA_CL_FEAT_HEAD_DIM_V = 1 << 11, /* v and o rows of another width than q and k (desc.head_dim_v) */
-    FA_CL_FEAT_COUNT = 12
+    FA_CL_FEAT_TREE_MASK = 1 << 12,  /* the new tokens' visibility among themselves by bits (desc.tree_mask) */
+    FA_CL_FEAT_COUNT = 13
 };
 #define FA_CL_FEAT_MODIFIERS (FA_CL_FEAT_SOFTCAP | FA_CL_FEAT_ALIBI | FA_CL_FEAT_SINKS)
 #define FA_CL_FEAT_SERVING                                                                                \
@@ -109,6 +110,7 @@ typedef struct fa_cl__tiles {
     int varlen_q, varlen_k;   /* packed rows located by cu_seqlens_q / _k (FA_VARLEN_Q / _K) */
     int append_rows;          /* keys appended per sequence before the forward (FA_APPEND_ROWS) */
     int head_dim_v;           /* v's and o's row width where it differs from head_dim (HEAD_DIM_V), else 0 */
+    int tree;                 /* a tree mask over the new tokens (FA_TREE) */
     int softcap, alibi, sinks; /* score modifiers built in (FA_SOFTCAP, FA_ALIBI, FA_SINKS) */
     int mask;                 /* the attention mask's fa_cl_mask_type (FA_MASK); 0 = none */
     int types[4];             /* 1 + FA_CL_TYPE_* of q, k, v, o where it differs from the dtype, else 0

@@ -69,6 +69,8 @@ int fa_cl__build_options(const fa_cl__tiles *t, fa_cl_dtype dtype, int head_dim,
             APPEND(snprintf(out + len, n - (size_t)len, " -DFA_%c_DTYPE=%d", tensor[i], t->types[i] - 1));
     if (t->mask)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d", t->mask));
+    if (t->tree)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_TREE"));
     if (f->late_options)
         APPEND(f->late_options(t, out + len, n - (size_t)len)); /* the family's own, on the mask's */
     if (t->persistent)

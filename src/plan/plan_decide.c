@@ -65,7 +65,7 @@ static unsigned features_of(const fa_cl__views *v, int pack)
     f |= (d->page_size > 0 ? FA_CL_FEAT_PAGED : 0) | (d->kv_seqlens ? FA_CL_FEAT_SEQLENS : 0) |
          (d->total_q > 0 ? FA_CL_FEAT_VARLEN_Q : 0) | (d->total_k > 0 ? FA_CL_FEAT_VARLEN_K : 0) |
          (d->seqlen_new > 0 ? FA_CL_FEAT_APPEND : 0) | (pack > 1 ? FA_CL_FEAT_GQA_PACK : 0);
-    f |= v->dv != d->head_dim ? FA_CL_FEAT_HEAD_DIM_V : 0;
+    f |= (v->dv != d->head_dim ? FA_CL_FEAT_HEAD_DIM_V : 0) | (d->tree_mask ? FA_CL_FEAT_TREE_MASK : 0);
     return f;
 }
 
@@ -115,6 +115,7 @@ static void build_features(fa_cl__operation op, const fa_cl__views *v, int pack,
     t->packed = pack > 1;
     t->append_rows = (int)d->seqlen_new;
     t->head_dim_v = v->dv != d->head_dim ? (int)v->dv : 0;
+    t->tree = d->tree_mask != 0;
     t->softcap = d->softcap > 0;
     t->alibi = d->alibi;
     t->sinks = d->sinks;

@@ -14,6 +14,7 @@
 #define FA_CL_SERVING_ARGS 12
 #define FA_CL_MODS_ARGS 4    /* FA_MODS_PARAMS: softcap in and out, the ALiBi slopes, the sinks */
 #define FA_CL_MASK_ARGS 6    /* FA_MASK_PARAMS: the mask, its offset and 3 strides, 1 / scale */
+#define FA_CL_TREE_ARGS 4    /* FA_TREE_PARAMS: the tree mask, its offset and 2 strides */
 
 /* The serving arguments of a FA_SERVING build (cl/fa_forward_common.cl's FA_SERVING_PARAMS), from
  * argument *n on. NULL buffers for the features a plan does not use: the kernel never reads them. */
@@ -114,7 +115,8 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l,
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
     const int serving = fa_cl__tiles_serving(&plan->tiles), mods = fa_cl__tiles_mods(&plan->tiles);
     const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0) + (mods ? FA_CL_MODS_ARGS : 0) +
-                         (plan->tiles.mask ? FA_CL_MASK_ARGS : 0) + (plan->tiles.persistent ? 1 : 0);
+                         (plan->tiles.mask ? FA_CL_MASK_ARGS : 0) + (plan->tiles.tree ? FA_CL_TREE_ARGS : 0) +
+                         (plan->tiles.persistent ? 1 : 0);
     if (err == CL_SUCCESS && serving)
         err = serving_args(plan, kr, a, &n);
     if (err == CL_SUCCESS && mods) {
@@ -139,6 +141,15 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l,
         }
         if (err == CL_SUCCESS)
             err = clSetKernelArg(kr, n++, sizeof(cl_float), &inv_scale);
+    }
+    if (err == CL_SUCCESS && plan->tiles.tree) { /* FA_TREE_PARAMS */
+        const cl_ulong toff = d->tree_mask_offset;
+        const cl_long ts[2] = {d->tree_mask_stride[0], d->tree_mask_stride[1]}; /* normalised: desc.c */
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &a->tree_mask);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &toff);
+        for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+            err = clSetKernelArg(kr, n++, sizeof(cl_long), &ts[i]);
     }
     if (err == CL_SUCCESS && plan->tiles.persistent) { /* FA_PERSISTENT_PARAMS: the tiles */
         const cl_ulong tiles = (cl_ulong)plan->num_q_blocks * (cl_ulong)d->batch * (cl_ulong)(d->heads_q / plan->pack);

@@ -390,11 +390,11 @@ static fa_cl_status reference_run(fa_cl_context *ctx, const char *call, const fa
     if (st != FA_CL_SUCCESS)
         return st;
     if (views.d.kv_seqlens || views.d.page_size > 0 || views.d.total_q > 0 || views.d.total_k > 0 ||
-        views.d.seqlen_new > 0)
-        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "%s: %s are not supported by the reference (a dense "
+        views.d.seqlen_new > 0 || views.d.tree_mask)
+        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "%s: %s not supported by the reference (a dense "
                            "[B, H, S, D] problem is)", call,
-                           views.d.page_size > 0 ? "paged K/V" : views.d.kv_seqlens ? "per-sequence KV lengths"
-                                                                                     : "varlen rows");
+                           views.d.page_size > 0 ? "paged K/V are" : views.d.kv_seqlens ? "per-sequence KV lengths are"
+                           : views.d.tree_mask ? "tree masks (desc.tree_mask) are" : "varlen rows are");
     fa_cl_forward_args args;
     st = fa_cl__forward_args_check(ctx, call, &views, given, &args);
     if (st != FA_CL_SUCCESS)
