@@ -392,8 +392,9 @@ typedef struct fa_cl_attention_desc {
  *    desc.tree_mask, or args.tree_mask without it (or missing with it), FA_CL_ERROR_INVALID_ARGUMENT.
  *  - Takes paged K/V, per-sequence lengths, appends, GQA packing, split-KV, long rows, every dtype
  *    and storage type; not varlen rows (total_q, total_k: FA_CL_ERROR_UNSUPPORTED). Kernels: the
- *    portable ones (the tensor-core families decline it: fa_cl_plan_info.kernel says which); the
- *    reference and the backward refuse it (FA_CL_ERROR_UNSUPPORTED).
+ *    portable ones and nvidia-mma (f16/bf16; on Hopper it takes the tree plans nvidia-wgmma
+ *    declines; nvidia-tf32x3 declines too: fa_cl_plan_info.kernel says which); the reference and
+ *    the backward refuse it (FA_CL_ERROR_UNSUPPORTED).
  */
 
 /**

@@ -13,7 +13,8 @@
  * Subsets: ragged (lengths), paged (page sizes 16/64/256, shuffled, shared), decode (Sq 1/4/16,
  * causal, windows, GQA, head_dim up to 512), bad_data (lengths and table entries out of range), splits (forced split
  * counts 1..16: within tolerance of the oracle and bitwise equal run to run), invalid (host-side
- * checks with a status and a message).
+ * checks with a status and a message), tree (tree masks over the new tokens, appended or cached) and
+ * tree_invalid (their bad input).
  */
 #include <math.h>
 #include <stdio.h>
