@@ -382,17 +382,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
     """FlashAttention's flash_attn_with_kvcache: q [B, Sq, Hq, D] against a cache k_cache / v_cache
     [B, capacity, Hkv, D], or with block_table (integers [B, pages_per_seq]) a paged pool
     [num_pages, page_size, Hkv, D] (v_cache and v may have their own head_dim Dv: out is then
-    [B, Sq, Hq, Dv]). tree_mask (speculative decoding, include/fa_cl.h "Tree masks"): the Sq query
-    rows are each sequence's last Sq keys (the new tokens); each sees the cached prefix and the new
-    tokens its row allows: bool [B, Sq, Sq] or [Sq, Sq] (tree_mask[b, i, t]: token i sees token t),
-    or uint32 words [B, Sq, ceil(Sq / 32)] / [Sq, ...] (bit t % 32 of word t // 32). cache_seqlens
-    (integers [B], or one int for all, each in [0, capacity]) gives each sequence's key count (default: the capacity); masks align to it
-    (bottom-right). k, v ([B, seqlen_new, Hkv, D]) are first written into the cache at those
-    positions (in place: with numpy caches the arrays given are updated; a length plus seqlen_new
-    must fit the capacity), then attended to; cache_seqlens is not advanced. numpy block tables:
-    the entries of pages a sequence reaches must be page numbers (others, e.g. -1 padding, are not
-    read). attn_mask as flash_attn_func's, its keys the capacity's. pyopencl lengths and tables are
-    device data the kernels clamp (include/fa_cl.h "Serving")."""
+    [B, Sq, Hq, Dv]). tree_mask (speculative decoding, include/fa_cl.h "Tree masks"): the Sq query rows
+    are each sequence's last Sq keys (the new tokens); each sees the cached prefix and the new tokens
+    its row allows: bool [B, Sq, Sq] or [Sq, Sq] (tree_mask[b, i, t]: token i sees token t), or uint32
+    words [B, Sq, ceil(Sq / 32)] / [Sq, ...] (bit t % 32 of word t // 32). cache_seqlens (integers [B],
+    or one int for all, each in [0, capacity]) gives each sequence's key count (default: the capacity);
+    masks align to it (bottom-right). k, v ([B, seqlen_new, Hkv, D]) are first written into the cache at
+    those positions (in place: with numpy caches the arrays given are updated; a length plus seqlen_new
+    must fit the capacity), then attended to; cache_seqlens is not advanced. numpy block tables: the
+    entries of pages a sequence reaches must be page numbers (others, e.g. -1 padding, are not read).
+    attn_mask as flash_attn_func's, its keys the capacity's. pyopencl lengths and tables are device data
+    the kernels clamp (include/fa_cl.h "Serving")."""
     if (k is None) != (v is None):
         raise ValueError("fa_cl: k and v (new rows to append) come together: %s is None" % ("v" if v is None else "k"))
     scalar_lens = cache_seqlens is not None and not is_device_array(cache_seqlens) and np.ndim(cache_seqlens) == 0

@@ -49,10 +49,10 @@ def visible(sq, sk, causal, window):
 
 def oracle(q, k, v, scale=None, causal=False, window=(-1, -1), lens=None, softcap=0.0, slopes=None, sinks=None,
            mask=None):
-    """float64 attention on [B, Sq, Hq, D] / [B, Sk, Hkv, D] (v [B, Sk, Hkv, Dv]); bottom-right masks (per-sequence lens),
-    score modifiers (include/fa_cl.h): softcap, then ALiBi, then the attention mask (broadcastable
-    to [B, Hq, Sq, Sk]; bool: False masks the key, float: added). Returns (o, lse [B, Hq, Sq]); rows
-    that see no key give 0 and -inf (with a sink: 0 and the sink)."""
+    """float64 attention on [B, Sq, Hq, D] / [B, Sk, Hkv, D] (v [B, Sk, Hkv, Dv], o its Dv); bottom-right masks
+    (per-sequence lens), score modifiers (include/fa_cl.h): softcap, then ALiBi, then the attention mask
+    (broadcastable to [B, Hq, Sq, Sk]; bool: False masks the key, float: added). Returns (o, lse
+    [B, Hq, Sq]); rows that see no key give 0 and -inf (with a sink: 0 and the sink)."""
     b, sq, hq, d = q.shape
     sk, hkv, dv = k.shape[1], k.shape[2], v.shape[3]  # v and o rows: their own head_dim (head_dim_v)
     scale = 1.0 / np.sqrt(d) if scale is None else scale

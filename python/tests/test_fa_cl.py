@@ -421,3 +421,19 @@ def test_kvcache_tree_mask():
     with pytest.raises(TypeError, match="bools or uint32"):
         fa_cl.flash_attn_with_kvcache(q, kpool, vpool, cache_seqlens=total, block_table=table,
                                       tree_mask=np.ones((n, 1), np.int64))
+
+
+def test_pyopencl_mla_latent_view(cla, queue):
+    """MLA's shared latent on the device: v_cache is a view of the latent's first Dv columns (the same
+    buffer, k's strides: no copy), 8 query heads on the one latent head."""
+    rng = np.random.default_rng(42)
+    latent_n, qn = make((2, 20, 1, 72), "f16", rng), make((2, 1, 8, 72), "f16", rng)
+    latent, q = cla.to_device(queue, latent_n), cla.to_device(queue, qn)
+    v_view = latent[..., :64]
+    assert v_view.base_data is latent.base_data
+    lens = cla.to_device(queue, np.array([20, 5], np.int32))
+    o = fa_cl.flash_attn_with_kvcache(q, latent, v_view, cache_seqlens=lens)
+    assert o.shape == (2, 1, 8, 64)
+    lat = value(latent_n, "f16")
+    ref, _ = oracle(value(qn, "f16"), lat, lat[..., :64], lens=[20, 5])
+    assert_close(value(o, "f16"), ref, "f16", "pyopencl MLA latent view")
