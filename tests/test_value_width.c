@@ -62,6 +62,10 @@ static int run_shapes(fa_cl_context *ctx, int argc, char **argv)
         {{1, 2, 2, 16, 16, 8, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 100},
         {{1, 2, 1, 5, 40, 576, FA_CL_F32, 1, -1, -1, "CCCC", 0.0f, 1}, 512},
         {{3, 2, 1, 1, 33, 7, FA_CL_F32, 0, -1, -1, "HCSC", 0.3f, 0}, 3},
+        /* widths the tensor-core kernel takes (multiples of 8): d_v > d_qk with 16-byte rows, and
+         * d_v < d_qk with padded rows (its loads without asynchronous copies) */
+        {{1, 4, 2, 33, 70, 64, FA_CL_BF16, 0, -1, -1, "SCSC", 0.0f, 1}, 128},
+        {{2, 2, 1, 20, 90, 128, FA_CL_F16, 1, 16, 0, "PCQP", 0.0f, 1}, 64},
     };
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_dense(ctx, &cases[i], 500 + (uint64_t)i, 1);
@@ -433,14 +437,15 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
-/* A forced family that does not take the value width (FA_CL_KERNEL_VARIANT=nvidia-mma, its kernel
- * emulated anywhere): refused, naming it; run under that environment by CTest. */
+/* A forced family that does not take this value width (FA_CL_KERNEL_VARIANT=nvidia-mma, its kernel
+ * emulated anywhere: widths multiples of 8 only): refused, naming it; run under that environment by
+ * CTest. */
 static int run_forced(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
     fa_cl_attention_desc d;
     fa_cl_attention_desc_init(&d, 1, 2, 16, 64, 64, FA_CL_F16);
-    d.head_dim_v = 32;
+    d.head_dim_v = 36;
     fa_cl_plan *plan = NULL;
     const fa_cl_status st = fa_cl_plan_create(ctx, &d, &plan);
     expect_refused(st, FA_CL_ERROR_UNSUPPORTED, fa_cl_last_error(ctx), "head_dim_v", "a forced family without it");
@@ -450,7 +455,7 @@ static int run_forced(fa_cl_context *ctx, int argc, char **argv)
 
 /* Tiny cases for Oclgrind, one per process (tests/CMakeLists.txt): 0 a dense d_v > d_qk, odd widths
  * (split-KV under CTest's FA_CL_TUNE), 1 d_v < d_qk with GQA, 2 MLA's latent in pages of 3 with
- * lengths, packed. */
+ * lengths, packed; 3 and 4 the same in widths nvidia-mma takes. */
 static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
 {
     const int only = argc > 0 ? atoi(argv[0]) : -1;
@@ -464,6 +469,15 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     if (only < 0 || only == 2) {
         const mla_case m = {2, 4, 1, 20, 40, 24, FA_CL_F16, 0, 3, LENS(17, 9)};
         check_mla(ctx, &m, 910);
+    }
+    /* 3 and 4: widths nvidia-mma takes (multiples of 8), d_v > d_qk and the latent's d_v < d_qk */
+    if (only < 0 || only == 3) {
+        const dv_case c = {{1, 2, 1, 5, 40, 16, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 24};
+        check_dense(ctx, &c, 920, 0);
+    }
+    if (only < 0 || only == 4) {
+        const mla_case m = {1, 4, 1, 30, 48, 32, FA_CL_BF16, 0, 16, LENS(27)};
+        check_mla(ctx, &m, 930);
     }
     return 0;
 }

@@ -77,6 +77,16 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
                               size_t msg_size)
 {
     const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_MMA;
+    /* a value width (FA_CL_FEAT_HEAD_DIM_V): the tiles padded to the wider row (req->head_dim), each
+     * of Q, K, V zero-filled past its own width, O stored to HEAD_DIM_V; K/V loaded as 16-bit rows
+     * whose widths are both multiples of 8 (no padded-rows copies, no q8_0 blocks) */
+    if ((req->features & FA_CL_FEAT_HEAD_DIM_V) && req->views &&
+        ((req->features & FA_CL_FEAT_KV_Q8) || req->views->d.head_dim % 8 || req->views->dv % 8)) {
+        snprintf(msg, msg_size, "the tensor-core kernel takes a value width (desc.head_dim_v) with head_dim and "
+                 "head_dim_v multiples of 8 and 16-bit K/V (here %lld / %lld%s)", (long long)req->views->d.head_dim,
+                 (long long)req->views->dv, (req->features & FA_CL_FEAT_KV_Q8) ? ", q8_0" : "");
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     /* q8_0 K/V dequantised as they load; an attention mask (32-key blocks at d = 128), its tiles copied
      * with K/V where every mask row is 16-byte aligned */
     const int kv_q8 = (req->features & FA_CL_FEAT_KV_Q8) != 0, has_mask = req->mask != FA_CL_MASK_NONE;
@@ -253,8 +263,8 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
     .summary = "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
     /* O lives in registers (DT = D_PAD / 8 accumulator tiles a warp: 244 registers at 256): no
      * head_dim beyond FA_CL_MMA_MAX_DIM */
-    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_SERVING | FA_CL_FEAT_TREE_MASK, FA_CL_MASKS_ALL,
-              FA_CL_MMA_MAX_DIM},
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_SERVING | FA_CL_FEAT_TREE_MASK | FA_CL_FEAT_HEAD_DIM_V,
+              FA_CL_MASKS_ALL, FA_CL_MMA_MAX_DIM},
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],
