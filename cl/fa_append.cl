@@ -9,16 +9,17 @@
  * A dropped row sets FA_STATUS_DROPPED_ROWS in *status where the call has one (status not NULL).
  *
  * One work-item per 4 elements of one new row of one kv head; defined by the planner: FA_DTYPE,
- * HEAD_DIM, FA_PAGED for a paged cache, FA_STATUS_DROPPED_ROWS (include/fa_cl.h's bit). Elements
- * are copied as bits, or (FA_K_STORE / FA_V_STORE: an fp8 cache, 4 e4m3, 5 e5m2; built after
- * cl/fa_common.cl) stored as the fp8 nearest x / descale (FA_K_DESCALE / FA_V_DESCALE: the
- * fa_cl_descale of that cache; include/fa_cl.h "fp8 K/V"). */
+ * HEAD_DIM, HEAD_DIM_V (v_new's and v's rows), FA_PAGED for a paged cache, FA_STATUS_DROPPED_ROWS
+ * (include/fa_cl.h's bit). Elements are copied as bits, or (FA_K_STORE / FA_V_STORE: an fp8 cache,
+ * 4 e4m3, 5 e5m2; built after cl/fa_common.cl) stored as the fp8 nearest x / descale
+ * (FA_K_DESCALE / FA_V_DESCALE: the fa_cl_descale of that cache; include/fa_cl.h "fp8 K/V"). */
 #if FA_DTYPE == 0
 typedef uint fa_bits_t;
 #else
 typedef ushort fa_bits_t;
 #endif
-#define D4 ((HEAD_DIM + 3) / 4)
+/* k's rows are HEAD_DIM wide, v's HEAD_DIM_V (include/fa_cl.h "Value width"): the wider counts */
+#define D4 (((HEAD_DIM > HEAD_DIM_V ? HEAD_DIM : HEAD_DIM_V) + 3) / 4)
 #define FA_TO_FP8(id) FA_CAT(fa_f32_to_, FA_CAT(FA_SUFFIX_, id))
 /* factor f of sequence b, kv head hk (mode 2), or the tensor's (mode 1) */
 #define FA_APPEND_FACTOR(f, mode) ((f)[(mode) == 2 ? b * (ulong)heads_kv + (ulong)hk : 0])
@@ -87,15 +88,14 @@ __kernel void fa_append(__global const fa_bits_t *k_new, __global const fa_bits_
     const ulong kr = k_off + b * (ulong)ks0 + (ulong)hk * (ulong)ks1 + (ulong)pos * (ulong)ks2;
     const ulong vr = v_off + b * (ulong)vs0 + (ulong)hk * (ulong)vs1 + (ulong)pos * (ulong)vs2;
 #endif
-    const ulong src = r * HEAD_DIM;
 #ifdef FA_K_DESCALE
     const float kf = FA_APPEND_FACTOR(k_descale, FA_K_DESCALE);
 #endif
 #ifdef FA_V_DESCALE
     const float vf = FA_APPEND_FACTOR(v_descale, FA_V_DESCALE);
 #endif
-    for (int e = 4 * c; e < 4 * c + 4 && e < HEAD_DIM; e++) {
-        FA_K_PUT(kr + (ulong)e, src + (ulong)e);
-        FA_V_PUT(vr + (ulong)e, src + (ulong)e);
-    }
+    for (int e = 4 * c; e < 4 * c + 4 && e < HEAD_DIM; e++)
+        FA_K_PUT(kr + (ulong)e, r * HEAD_DIM + (ulong)e);
+    for (int e = 4 * c; e < 4 * c + 4 && e < HEAD_DIM_V; e++)
+        FA_V_PUT(vr + (ulong)e, r * HEAD_DIM_V + (ulong)e);
 }

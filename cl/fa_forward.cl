@@ -8,7 +8,9 @@
  * from the registers. P and S never leave private memory. O is divided by l and written once, with
  * the LSE.
  *
- * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (HEAD_DIM rounded up to 4), BLOCK_Q,
+ * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, HEAD_DIM_V where v and o rows differ (the tiles
+ * then hold the wider of the two: DK4 chunks of q and k rows, DV4 of v and o), D_PAD (the wider
+ * rounded up to 4), BLOCK_Q,
  * BLOCK_KV, ROWS (query rows per work-item); optional FA_UNROLL (force unrolling so the private
  * arrays stay in registers on GPUs), FA_NATIVE_EXP (native_exp2) and FA_KV_CHUNKED (long rows in chunks
  * of keys, cl/fa_forward_common.cl).
@@ -21,11 +23,11 @@
 /* Cooperative load of BLOCK_KV rows (keys kv0 ..) into the shared K/V buffer; rows past seqlen_k
  * are zero (they are masked anyway, but must not be read from global memory). One loader per
  * tensor: K and V may differ in storage type. */
-#define FA_DEFINE_KV_LOAD(name, T, chunk)                                                                 \
+#define FA_DEFINE_KV_LOAD(name, T, chunk, n4)                                                             \
     inline void name(__local float4 *tile, __global const T *src, fa_row_map map, int kv0, int seqlen_k, int lid) \
     {                                                                                                     \
-        for (int e = lid; e < BLOCK_KV * D4; e += WG) {                                                   \
-            int j = e / D4, c = e % D4;                                                                   \
+        for (int e = lid; e < BLOCK_KV * (n4); e += WG) {                                                 \
+            int j = e / (n4), c = e % (n4);                                                               \
             int key = kv0 + j;                                                                            \
             float4 x = (float4)(0.0f);                                                                    \
             if (key < seqlen_k)                                                                           \
@@ -33,14 +35,14 @@
             tile[j * D4 + c] = x;                                                                         \
         }                                                                                                 \
     }
-FA_DEFINE_KV_LOAD(fa_load_k, fa_k_t, fa_k_chunk)
-FA_DEFINE_KV_LOAD(fa_load_v, fa_v_t, fa_v_chunk)
+FA_DEFINE_KV_LOAD(fa_load_k, fa_k_t, fa_k_chunk, DK4)
+FA_DEFINE_KV_LOAD(fa_load_v, fa_v_t, fa_v_chunk, DV4)
 
 /* O += p_j * V_j for the work-item's rows where `visible` holds (i is the row index). */
 #define FA_PV_KEY(j, visible)                                                                \
     {                                                                                        \
         FA_PRAGMA_UNROLL                                                                     \
-        for (int c = 0; c < D4; c++) {                                                       \
+        for (int c = 0; c < DV4; c++) {                                                      \
             float4 vx = kv_tile[(j) * D4 + c];                                               \
             for (int i = 0; i < ROWS; i++)                                                   \
                 if (visible)                                                                 \
@@ -59,8 +61,8 @@ void fa_forward(FA_FORWARD_PARAMS)
     const ulong qbase = FA_Q_HEAD0;
     const ulong obase = FA_O_HEAD0;
 
-    for (int e = lid; e < BLOCK_Q * D4; e += WG) {
-        int r = e / D4, c = e % D4;
+    for (int e = lid; e < BLOCK_Q * DK4; e += WG) {
+        int r = e / DK4, c = e % DK4;
         int row = q0 + r;
         float4 x = (float4)(0.0f);
         if (row < nrows)
@@ -68,7 +70,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         q_tile[c * BLOCK_Q + r] = x;
     }
 
-    float4 acc[ROWS][D4];
+    float4 acc[ROWS][DV4];
     float m[ROWS], l[ROWS];
     int lo[ROWS], hi[ROWS];
     FA_MOD_ROWS(ROWS)
@@ -80,7 +82,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #ifdef FA_UNROLL
 #pragma unroll
 #endif
-        for (int c = 0; c < D4; c++)
+        for (int c = 0; c < DV4; c++)
             acc[i][c] = (float4)(0.0f);
     }
     /* Keys any row of this block can see; blocks outside are skipped, not computed. Keys in
@@ -104,7 +106,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #ifdef FA_UNROLL
 #pragma unroll 4
 #endif
-        for (int c = 0; c < D4; c++) {
+        for (int c = 0; c < DK4; c++) {
             float4 qv[ROWS];
             for (int i = 0; i < ROWS; i++)
                 qv[i] = q_tile[c * BLOCK_Q + lid + i * WG];
@@ -160,7 +162,7 @@ void fa_forward(FA_FORWARD_PARAMS)
 #ifdef FA_UNROLL
 #pragma unroll
 #endif
-            for (int c = 0; c < D4; c++)
+            for (int c = 0; c < DV4; c++)
                 acc[i][c] *= delta;
         }
 
@@ -186,7 +188,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         barrier(CLK_LOCAL_MEM_FENCE); /* every work-item is done with V before the next K */
     }
 
-    FA_CHUNK_EPILOGUE(ROWS, q0 + lid + i * WG, D4, c) /* long rows (rows lid + i WG, every chunk) */
+    FA_CHUNK_EPILOGUE(ROWS, q0 + lid + i * WG, DV4, c) /* long rows (rows lid + i WG, every chunk) */
     /* Normalise, then stage the block through the Q tile (each work-item only ever touched its own
      * rows there) so the global stores are coalesced. */
     FA_PRAGMA_UNROLL
@@ -198,14 +200,14 @@ void fa_forward(FA_FORWARD_PARAMS)
         m[i] = js.x;
         l[i] = js.y;
         FA_PRAGMA_UNROLL
-        for (int c = 0; c < D4; c++)
+        for (int c = 0; c < DV4; c++)
             acc[i][c] *= js.z;
 #endif
         float inv = (l[i] == 0.0f) ? 0.0f : 1.0f / l[i];
 #ifdef FA_UNROLL
 #pragma unroll
 #endif
-        for (int c = 0; c < D4; c++)
+        for (int c = 0; c < DV4; c++)
             q_tile[c * BLOCK_Q + r] = acc[i][c] * inv;
         if (has_lse && row < nrows)
             lse[FA_LSE_INDEX(row)] = fa_row_lse(m[i], l[i], scale);
@@ -215,8 +217,8 @@ void fa_forward(FA_FORWARD_PARAMS)
 #else
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-    for (int e = lid; e < BLOCK_Q * D4; e += WG) {
-        int r = e / D4, c = e % D4;
+    for (int e = lid; e < BLOCK_Q * DV4; e += WG) {
+        int r = e / DV4, c = e % DV4;
         int row = q0 + r;
         if (row < nrows)
             fa_store_chunk(o, fa_qrow(obase, row, seqlen_q, os1, os2), c, q_tile[c * BLOCK_Q + r]);

@@ -20,6 +20,15 @@
 #define FA_PRAGMA_UNROLL_N(n)
 #endif
 
+/* The value width (include/fa_cl.h "Value width"): v's and o's rows are HEAD_DIM_V elements, q's
+ * and k's HEAD_DIM; the planner passes it only where the two differ. DK4 and DV4: float4 chunks of
+ * a q/k row and of a v/o row (the portable kernels' tiles hold D_PAD, the wider of the two). */
+#ifndef HEAD_DIM_V
+#define HEAD_DIM_V HEAD_DIM
+#endif
+#define DK4 ((HEAD_DIM + 3) / 4)
+#define DV4 ((HEAD_DIM_V + 3) / 4)
+
 /* Each tensor's storage type (include/fa_cl.h desc.q_type ... o_type): the descriptor's FA_DTYPE
  * unless the planner says otherwise (the portable kernels; K and V may be q8_0, e4m3 or e5m2). */
 #ifndef FA_Q_DTYPE
@@ -55,13 +64,13 @@ typedef FA_ELEM(FA_O_DTYPE) fa_out_t;
         long os1, long os2, int heads_q, int group, int seqlen_q_max, int seqlen_k_cap, int num_q_blocks, \
         float scale_log2, int win_left, int win_right, int lpt_columns, int has_lse, float scale,         \
         __global float *scratch, int kv_begin, int kv_end FA_SERVING_PARAMS FA_MODS_PARAMS FA_MASK_PARAMS \
-        FA_PERSISTENT_PARAMS FA_DESCALE_PARAMS
+        FA_TREE_PARAMS FA_PERSISTENT_PARAMS FA_DESCALE_PARAMS
 /* the same, as the arguments of a helper that takes FA_FORWARD_PARAMS */
 #define FA_FORWARD_NAMES                                                                                  \
     q, k, v, o, lse, q_off, k_off, v_off, o_off, qs0, qs1, qs2, ks0, ks1, ks2, vs0, vs1, vs2, os0, os1,   \
         os2, heads_q, group, seqlen_q_max, seqlen_k_cap, num_q_blocks, scale_log2, win_left, win_right,   \
         lpt_columns, has_lse, scale, scratch, kv_begin, kv_end FA_SERVING_NAMES FA_MODS_NAMES              \
-        FA_MASK_NAMES FA_PERSISTENT_NAMES FA_DESCALE_NAMES
+        FA_MASK_NAMES FA_TREE_NAMES FA_PERSISTENT_NAMES FA_DESCALE_NAMES
 
 /* The serving arguments exist only in builds with a serving feature (FA_SERVING, set by the planner
  * with any of the options below): elsewhere they are constants, so that other plans keep the
@@ -134,6 +143,18 @@ typedef ushort fa_mask_t;
 #define FA_MASK_PARAMS
 #define FA_MASK_NAMES
 #define FA_MASK_UNUSED
+#endif
+
+/* The tree mask's arguments, only in builds with one (FA_TREE; include/fa_cl.h "Tree masks"): uint32
+ * words, the offset and the strides of [sequence, row] in words. */
+#ifdef FA_TREE
+#define FA_TREE_PARAMS , __global const uint *tree, ulong tree_off, long ts0, long ts1
+#define FA_TREE_UNUSED (void)tree, (void)tree_off, (void)ts0, (void)ts1;
+#define FA_TREE_NAMES , tree, tree_off, ts0, ts1
+#else
+#define FA_TREE_PARAMS
+#define FA_TREE_NAMES
+#define FA_TREE_UNUSED
 #endif
 
 /* The persistent kernel's argument (FA_PERSISTENT, nvidia-wgmma: cl/fa_fwd_coords.cl): the tiles

@@ -11,7 +11,9 @@
  * running max/sum and O stay private. The sums l are kept per work-item (partial over its keys)
  * and added up once at the end.
  *
- * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (multiple of 4), BLOCK_Q, BLOCK_KV, TM,
+ * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, HEAD_DIM_V where v and o rows differ (the tiles
+ * then hold the wider: DK4 chunks of q and k rows, DV4 of v and o), D_PAD (the wider, a multiple
+ * of 4), BLOCK_Q, BLOCK_KV, TM,
  * TN; optional FA_UNROLL, FA_NATIVE_EXP, FA_KV_CHUNKED (long rows in chunks of keys,
  * cl/fa_forward_common.cl).
  */
@@ -22,7 +24,7 @@
 #define FA_ITEM_ROWS TM
 #define ROW4 (D4 + 1)            /* padded row pitch of Q and K/V in float4s: spreads rows over banks */
 #define PT_PITCH (BLOCK_Q + 4)   /* padded pitch of P^T and of the max exchange, in floats */
-#define OC ((D4 + NX - 1) / NX)  /* output chunks per work-item */
+#define OC ((DV4 + NX - 1) / NX) /* output chunks per work-item */
 
 /* partial unrolling of the two products' outer loops: more loads in flight vs registers */
 #ifndef FA_QK_UNROLL
@@ -35,26 +37,26 @@
 /* rows [first, first + count) into a padded local tile, zero past `limit`: keys of a K/V map (one
  * loader per tensor: K and V may differ in storage type), or the query rows of a head column
  * (fa_qrow) */
-#define FA_DEFINE_KV_ROWS(name, T, chunk)                                                                 \
+#define FA_DEFINE_KV_ROWS(name, T, chunk, n4)                                                             \
     inline void name(__local float4 *tile, __global const T *src, fa_row_map map, int first, int count, int limit, \
                      int lid)                                                                             \
     {                                                                                                     \
-        for (int e = lid; e < count * D4; e += WG) {                                                      \
-            int j = e / D4, c = e % D4;                                                                   \
+        for (int e = lid; e < count * (n4); e += WG) {                                                    \
+            int j = e / (n4), c = e % (n4);                                                               \
             float4 x = (float4)(0.0f);                                                                    \
             if (first + j < limit)                                                                        \
                 x = FA_DESCALED(chunk(src, fa_kv_row(map, first + j), c), map);                           \
             tile[j * ROW4 + c] = x;                                                                       \
         }                                                                                                 \
     }
-FA_DEFINE_KV_ROWS(fa_load_k_rows, fa_k_t, fa_k_chunk)
-FA_DEFINE_KV_ROWS(fa_load_v_rows, fa_v_t, fa_v_chunk)
+FA_DEFINE_KV_ROWS(fa_load_k_rows, fa_k_t, fa_k_chunk, DK4)
+FA_DEFINE_KV_ROWS(fa_load_v_rows, fa_v_t, fa_v_chunk, DV4)
 
 inline void fa_load_q_rows(__local float4 *tile, __global const fa_q_t *src, ulong base, long s1, long s2,
                            int seqlen_q, int first, int count, int limit, int lid)
 {
-    for (int e = lid; e < count * D4; e += WG) {
-        int j = e / D4, c = e % D4;
+    for (int e = lid; e < count * DK4; e += WG) {
+        int j = e / DK4, c = e % DK4;
         float4 x = (float4)(0.0f);
         if (first + j < limit)
             x = fa_q_chunk(src, fa_qrow(base, first + j, seqlen_q, s1, s2), c);
@@ -72,7 +74,7 @@ inline void fa_load_q_rows(__local float4 *tile, __global const fa_q_t *src, ulo
         FA_PRAGMA_UNROLL                                                                     \
         for (int c = 0; c < OC; c++) {                                                       \
             int chunk = tx + NX * c;                                                         \
-            if (OC * NX == D4 || chunk < D4) {                                               \
+            if (OC * NX == DV4 || chunk < DV4) {                                             \
                 float4 vx = kv_tile[(j) * ROW4 + chunk];                                     \
                 FA_PRAGMA_UNROLL                                                             \
                 for (int i = 0; i < TM; i++)                                                 \
@@ -127,7 +129,7 @@ void fa_forward(FA_FORWARD_PARAMS)
             for (int j = 0; j < TN; j++)
                 s[i][j] = 0.0f;
         FA_PRAGMA_UNROLL_N(FA_QK_UNROLL)
-        for (int c = 0; c < D4; c++) {
+        for (int c = 0; c < DK4; c++) {
             float4 qv[TM], kx[TN];
             FA_PRAGMA_UNROLL
             for (int i = 0; i < TM; i++)
@@ -239,7 +241,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         FA_PRAGMA_UNROLL
         for (int c = 0; c < OC; c++) {
             int chunk = tx + NX * c;
-            if (OC * NX == D4 || chunk < D4)
+            if (OC * NX == DV4 || chunk < DV4)
                 fa_store_chunk(o, rbase, chunk, acc[i][c] * inv);
         }
         if (has_lse && tx == 0)

@@ -8,7 +8,7 @@
  * merge of many chunks drifts. What a launch leaves: per work-item row a slot (m, l, l's
  * compensation, unused) at the start of the plan's scratch buffer, and after the slots an fp32
  * image of O: per element its compensation, the sum itself in o for f32 storage, else the pair
- * (sum, compensation) ([B*Hq, Sq, HEAD_DIM] elements). The last chunk's launch normalises and
+ * (sum, compensation) ([B*Hq, Sq, HEAD_DIM_V] elements). The last chunk's launch normalises and
  * writes o and the LSE. A variant defines FA_ITEM_ROWS, the rows each work-item holds. */
 /* the factor bringing sums relative to maximum m to maximum mx (both raw scores); 0 where m is -inf */
 inline float fa_rescale(float m, float mx, float scale_log2)
@@ -21,7 +21,7 @@ inline float fa_rescale(float m, float mx, float scale_log2)
 /* O's element (row, col) in the image after the slots */
 #define FA_CHUNK_IMAGE(row, col)                                                                          \
     (scratch + 4 * (ulong)get_global_size(0) * FA_ITEM_ROWS +                                             \
-     (FA_O_DTYPE == 0 ? 1 : 2) * ((bh * (ulong)nrows_max + (ulong)(row)) * HEAD_DIM + (ulong)(col)))
+     (FA_O_DTYPE == 0 ? 1 : 2) * ((bh * (ulong)nrows_max + (ulong)(row)) * HEAD_DIM_V + (ulong)(col)))
 #if FA_O_DTYPE == 0
 #define FA_CHUNK_HI(row, col) ((__global float *)o + fa_qrow(FA_O_HEAD0, row, seqlen_q, os1, os2) + (ulong)(col))
 #define FA_CHUNK_LO(row, col) FA_CHUNK_IMAGE(row, col)
@@ -63,7 +63,7 @@ inline float fa_chunk_o(__global float *hi, __global float *lo, int first_chunk,
  * last leaving them (and (m, l)) for the next, which alone goes on (the whole work-group: last_chunk
  * is the launch's). A statement macro over the kernels' names (m, l, acc[rows][chunks] of float4
  * chunks of O, nrows, q0, scale_log2): n rows i, row_of their row; chunks float4 chunks c,
- * chunk_of their chunk of the row's HEAD_DIM / 4. */
+ * chunk_of their chunk of o's row (DV4 chunks of HEAD_DIM_V). */
 #define FA_CHUNK_EPILOGUE(n, row_of, chunks, chunk_of)                                                    \
     const int first_chunk = kv_begin == 0, last_chunk = kv_end >= seqlen_k_cap;                           \
     FA_PRAGMA_UNROLL                                                                                      \
@@ -76,7 +76,7 @@ inline float fa_chunk_o(__global float *hi, __global float *lo, int first_chunk,
             float x[4] = {acc[i][c].x, acc[i][c].y, acc[i][c].z, acc[i][c].w};                            \
             FA_PRAGMA_UNROLL                                                                              \
             for (int e = 0; e < 4; e++)                                                                   \
-                if (row < nrows && chunk < D4 && 4 * chunk + e < HEAD_DIM)                                \
+                if (row < nrows && chunk < DV4 && 4 * chunk + e < HEAD_DIM_V)                             \
                     x[e] = FA_CHUNK_MERGE(row, 4 * chunk + e, first_chunk, last_chunk, f, x[e]);          \
             acc[i][c] = (float4)(x[0], x[1], x[2], x[3]);                                                 \
         }                                                                                                 \

@@ -51,7 +51,7 @@
     (void)scratch, (void)kv_begin, (void)kv_end, (void)kmap, (void)vmap, (void)seqlens,   \
         (void)pack, (void)num_splits, (void)split_stride, (void)cu_seqlens_q, (void)cu_seqlens_k,        \
         (void)total_q, (void)total_k, (void)nrows_max, (void)qs0, (void)os0, (void)ks0, (void)vs0;          \
-    FA_MODS_UNUSED FA_MASK_UNUSED
+    FA_MODS_UNUSED FA_MASK_UNUSED FA_TREE_UNUSED
 
 /* fp8 K/V's descale factor of this sequence and kv head (FA_K_DESCALE / FA_V_DESCALE = the
  * fa_cl_descale: 1 one factor, 2 one per (batch, kv head), b * heads_kv + hk; the host checked the
@@ -114,7 +114,7 @@
 #define FA_LSE_INDEX(v) (bh * (ulong)seqlen_q + (ulong)(v))
 #else
 #define FA_LSE_INDEX(v)                                                                                   \
-    fa_qrow((b * (ulong)heads_q + (ulong)h) * (ulong)seqlen_q_max + (ulong)split * (split_stride / HEAD_DIM), v, \
+    fa_qrow((b * (ulong)heads_q + (ulong)h) * (ulong)seqlen_q_max + (ulong)split * (split_stride / HEAD_DIM_V), v, \
             seqlen_q, seqlen_q_max, 1)
 #endif
 #ifndef FA_APPEND_ROWS

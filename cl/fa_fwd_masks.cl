@@ -145,10 +145,39 @@ typedef uchar2 fa_mask_raw_t;
 #define FA_MASK_INIT_(i, v) ((void)0)
 #define FA_MASK_ADD_(s, i, key) (s)
 #endif
-#define FA_MOD_ROWS(n) FA_MODS_ROWS_(n) FA_MASK_ROWS_(n)
-#define FA_MOD_ROW_INIT(i, v) (FA_MODS_INIT_(i, v), FA_MASK_INIT_(i, v))
-/* softcap, ALiBi, then the mask (include/fa_cl.h's order) */
-#define FA_MOD_SCORE(s, i, key) FA_MASK_ADD_(FA_MODS_SCORE_(s, i, key), i, key)
+/* The tree mask (FA_TREE): the new tokens are the sequence's last seqlen_q keys; row v (position
+ * pos) sees key `key` at or past the first of them, tree_first, only where bit (key - tree_first) of
+ * its row's words is set. The word is read whatever the key (its index clamped into the row's), so
+ * that no load sits in one arm of a select (AMD's compiler branched on one). */
+#ifdef FA_TREE
+inline ulong fa_tree_row(int v, int nrows, int seqlen_q, ulong b, ulong tree_off, long ts0, long ts1)
+{
+    const int w = v < nrows ? v : 0;
+#ifdef FA_PACK
+    const int pos = w % max(seqlen_q, 1);
+#else
+    const int pos = w;
+#endif
+    return tree_off + b * (ulong)ts0 + (ulong)pos * (ulong)ts1;
+}
+inline float fa_tree_sel(float s, __global const uint *tree, ulong row, int first, int seqlen_q, int key)
+{
+    const int t = key - first, tc = clamp(t, 0, max(seqlen_q, 1) - 1);
+    const uint word = tree[row + (ulong)(tc >> 5)];
+    return select(-INFINITY, s, (int)(t < 0 || ((word >> (tc & 31)) & 1u)));
+}
+#define FA_TREE_ROWS_(n) ulong mod_tree[n]; const int tree_first = seqlen_k - seqlen_q;
+#define FA_TREE_INIT_(i, v) (mod_tree[i] = fa_tree_row(v, nrows, seqlen_q, b, tree_off, ts0, ts1))
+#define FA_TREE_SEL_(s, i, key) fa_tree_sel(s, tree, mod_tree[i], tree_first, seqlen_q, key)
+#else
+#define FA_TREE_ROWS_(n)
+#define FA_TREE_INIT_(i, v) ((void)0)
+#define FA_TREE_SEL_(s, i, key) (s)
+#endif
+#define FA_MOD_ROWS(n) FA_MODS_ROWS_(n) FA_MASK_ROWS_(n) FA_TREE_ROWS_(n)
+#define FA_MOD_ROW_INIT(i, v) (FA_MODS_INIT_(i, v), FA_MASK_INIT_(i, v), FA_TREE_INIT_(i, v))
+/* softcap, ALiBi, then the mask (include/fa_cl.h's order), then the tree's selection */
+#define FA_MOD_SCORE(s, i, key) FA_TREE_SEL_(FA_MASK_ADD_(FA_MODS_SCORE_(s, i, key), i, key), i, key)
 /* the sink logit of row v in raw units (-inf past the rows: nothing is read there) */
 #define FA_ROW_SINK(v) ((v) < nrows ? sinks[fa_row_head(h, v, seqlen_q)] / scale : -INFINITY)
 

@@ -33,7 +33,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
                          HEAD_DIM, lid);
         if (copy_v)
             fa_cp_rows16_any(vt, ROW, vg + vmap.base + (ulong)first * (ulong)vmap.stride, vmap.stride, BLOCK_KV, CH, WG,
-                         HEAD_DIM, lid);
+                         HEAD_DIM_V, lid);
         return;
     }
 #endif
@@ -42,7 +42,8 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
         const int e = lid + i * CP_WG;
         if (FA_COPIES * CP_WG == BLOCK_KV * CH || e < BLOCK_KV * CH) {
             const int r = FA_COPY_ROW(e), c = FA_COPY_CHUNK(e);
-            const int valid = first + r < limit && 8 * c < HEAD_DIM;
+            /* V's rows may be narrower or wider than K's (HEAD_DIM_V): each zero-filled past its own */
+            const int valid = first + r < limit && 8 * c < HEAD_DIM, valid_v = first + r < limit && 8 * c < HEAD_DIM_V;
             /* an in-bounds address even when nothing is read: the first row of the view, column 0
              * (paged: key 0's page, which every sequence with a key has; with none, nothing is read) */
 #ifdef FA_PAGED
@@ -56,7 +57,7 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
             if (copy_k)
                 fa_cp_async16(kt + FA_KV_AT(r, c), kg + (valid ? ko + 8 * c : kmap.base), valid);
             if (copy_v)
-                fa_cp_async16(vt + FA_KV_AT(r, c), vg + (valid ? vo + 8 * c : vmap.base), valid);
+                fa_cp_async16(vt + FA_KV_AT(r, c), vg + (valid_v ? vo + 8 * c : vmap.base), valid_v);
         }
     }
 }

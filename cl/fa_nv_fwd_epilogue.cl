@@ -4,18 +4,19 @@
  * LSE. Statement macros over the mainloops' names (acc, m, l, mt, q0, wrow, g, t4, lane, out_rows,
  * obase, o_s), as cl/fa_nv_fwd_mask.cl's: one text for both mainloops, compiled as it was written
  * there. */
-/* packed store of two adjacent outputs (col even; the planner's alignment makes the pair 4-byte aligned) */
+/* packed store of two adjacent outputs (col even; the planner's alignment makes the pair 4-byte
+ * aligned); o's rows are HEAD_DIM_V wide */
 inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float y)
 {
 #ifdef FA_SPLIT
-    if (col < HEAD_DIM) o[i] = x;
-    if (col + 1 < HEAD_DIM) o[i + 1] = y;
-#elif defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0
+    if (col < HEAD_DIM_V) o[i] = x;
+    if (col + 1 < HEAD_DIM_V) o[i + 1] = y;
+#elif defined(FA_ALIGNED16) && HEAD_DIM_V % 8 == 0
     (void)col;
     *(__global uint *)((__global ushort *)o + i) = fa_pack2(x, y);
 #else
-    if (col < HEAD_DIM) fa_store1(o, i, x);
-    if (col + 1 < HEAD_DIM) fa_store1(o, i + 1, y);
+    if (col < HEAD_DIM_V) fa_store1(o, i, x);
+    if (col + 1 < HEAD_DIM_V) fa_store1(o, i + 1, y);
 #endif
 }
 
@@ -23,7 +24,7 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
  * stores of whole row chunks (FlashAttention-2's epilogue): a quarter of the store instructions
  * of pairs from the accumulators, each a full sector. Faster on an H200 up to d = 128, most on
  * short rows; slower at d = 256 and with a mask, which keep the pairs (commit 001552f). */
-#if defined(FA_ALIGNED16) && HEAD_DIM % 8 == 0 && !defined(FA_SPLIT) && FA_KV_WARPS == 1 && D_PAD <= 128 && \
+#if defined(FA_ALIGNED16) && HEAD_DIM_V % 8 == 0 && !defined(FA_SPLIT) && FA_KV_WARPS == 1 && D_PAD <= 128 && \
     !defined(FA_MASK)
 #define FA_O_TILE 1
 #endif
@@ -44,9 +45,9 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
             for (int dt = 0; dt < DT; dt++) {                                                                          \
                 const int col = dt * 8 + 2 * t4;                                                                       \
                 float2 x = r ? acc[mt][dt].zw : acc[mt][dt].xy;                                                        \
-                if (row < out_rows && col < HEAD_DIM)                                                                  \
+                if (row < out_rows && col < HEAD_DIM_V)                                                                \
                     x.x = FA_CHUNK_MERGE(row, col, first_chunk, last_chunk, f, x.x);                                   \
-                if (row < out_rows && col + 1 < HEAD_DIM)                                                              \
+                if (row < out_rows && col + 1 < HEAD_DIM_V)                                                            \
                     x.y = FA_CHUNK_MERGE(row, col + 1, first_chunk, last_chunk, f, x.y);                               \
                 if (r)                                                                                                 \
                     acc[mt][dt].zw = x;                                                                                \
@@ -75,7 +76,7 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
     FA_PRAGMA_UNROLL                                                                                           \
     for (int dt = 0; dt < DT; dt++) {                                                                          \
         int col = dt * 8 + 2 * t4;                                                                             \
-        if (col < HEAD_DIM) {                                                                                  \
+        if (col < HEAD_DIM_V) {                                                                                \
             if (row0 < out_rows)                                                                               \
                 fa_store_pair(o, fa_qrow(obase, row0, seqlen_q, os1, os2) + col, col, acc[mt][dt].x * inv[0],  \
                               acc[mt][dt].y * inv[0]);                                                         \
@@ -124,7 +125,7 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
     for (int i = 0; i < WARP_ROWS * CH / 32; i++) {                                                        \
         const int e = lane + 32 * i, r = e / CH, c = e % CH;                                               \
         const int row = q0 + wrow + r;                                                                     \
-        if (row < out_rows && 8 * c < HEAD_DIM)                                                            \
+        if (row < out_rows && 8 * c < HEAD_DIM_V)                                                          \
             *(__global uint4 *)((__global ushort *)o + fa_qrow(obase, row, seqlen_q, os1, os2) + 8 * c) =  \
                 *(__local const uint4 *)(o_s + (wrow + r) * ROW + 8 * c);                                  \
     }

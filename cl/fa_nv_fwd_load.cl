@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The tensor-core forward's synchronous loader: rows of Q, K or V into a local tile of 16-bit values
  * (the kernel without asynchronous copies, and Q where it is not copied with the first block). */
-/* rows [first, first + count) into a local tile of 16-bit values, zero padded: keys of a K/V map
- * (is_kv) or query rows of a head column (map.div = seqlen_q). FA_ALIGNED16 (planner: head_dim,
- * strides and offsets multiples of 8 elements) allows 16-byte global loads; local rows are always
- * 16-byte aligned. */
+/* rows [first, first + count) of `width` elements (HEAD_DIM, or v's HEAD_DIM_V) into a local tile
+ * of 16-bit values, zero padded: keys of a K/V map (is_kv) or query rows of a head column (map.div =
+ * seqlen_q). FA_ALIGNED16 (planner: head_dim, strides and offsets multiples of 8 elements; with a
+ * value width both widths are) allows 16-byte global loads; local rows are always 16-byte aligned. */
 inline void fa_load_tile(__local ushort *tile, __global const ushort *src, fa_row_map map, int is_kv, int first,
-                         int count, int limit, int lid)
+                         int count, int limit, int width, int lid)
 {
     for (int e = lid; e < count * CH; e += WG) {
         int r = e / CH, c = e % CH;
         uint4 x = (uint4)(0);
-        if (first + r < limit && 8 * c < HEAD_DIM) {
+        if (first + r < limit && 8 * c < width) {
             __global const ushort *p = src + 8 * c +
                                        (is_kv ? fa_kv_row(map, first + r)
                                               : fa_qrow(map.base, first + r, map.div, map.outer, map.stride));
@@ -20,7 +20,7 @@ inline void fa_load_tile(__local ushort *tile, __global const ushort *src, fa_ro
 #else
             ushort t[8];
             for (int i = 0; i < 8; i++)
-                t[i] = (8 * c + i < HEAD_DIM) ? p[i] : (ushort)0;
+                t[i] = (8 * c + i < width) ? p[i] : (ushort)0;
             x = as_uint4((ushort8)(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]));
 #endif
         }

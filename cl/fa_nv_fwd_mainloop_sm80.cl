@@ -32,7 +32,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
 #define FA_Q_ASYNC 1
     fa_copy_q_async(q_s, qg, qmap, q0, nrows, lid, WG);
 #else
-    fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, lid);
+    fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, HEAD_DIM, lid);
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
@@ -127,8 +127,8 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         fa_load_tile(v_s, vg, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
 #endif
 #else
-        fa_load_tile(k_s, kg, kmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
-        fa_load_tile(v_s, vg, vmap, 1, kv0, BLOCK_KV, seqlen_k, lid);
+        fa_load_tile(k_s, kg, kmap, 1, kv0, BLOCK_KV, seqlen_k, HEAD_DIM, lid);
+        fa_load_tile(v_s, vg, vmap, 1, kv0, BLOCK_KV, seqlen_k, HEAD_DIM_V, lid);
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif

@@ -164,17 +164,31 @@ FA_MASK_TERMS_FAST                                                              
 #define FA_MASK_TERMS
 #endif
 
+/* The tree mask (FA_TREE, include/fa_cl.h "Tree masks"): a block that reaches the sequence's new
+ * tokens (its last seqlen_q keys) is never clean, and its keys there keep their scores only where the
+ * row's bit is set (cl/fa_fwd_masks.cl's fa_tree_row and fa_tree_sel, the portable kernels' own). */
+#ifdef FA_TREE
+#define FA_NV_TREE_BLOCK (kv0 + BLOCK_KV > seqlen_k - seqlen_q)
+#define FA_NV_TREE_ROW(r) const ulong tr##r = fa_tree_row(q0 + wrow + 16 * mt + g + 8 * r, nrows, seqlen_q, b, tree_off, ts0, ts1);
+#define FA_NV_TREE_SEL(x, r, key) x = fa_tree_sel(x, tree, tr##r, seqlen_k - seqlen_q, seqlen_q, key)
+#else
+#define FA_NV_TREE_BLOCK 0
+#define FA_NV_TREE_ROW(r)
+#define FA_NV_TREE_SEL(x, r, key)
+#endif
+
 /* The visibility mask, unless every row of the warp sees every key of the block: -inf where a key is
  * outside its row's visible range (the rows' ranges recomputed each block: fewer live registers);
  * scores stay raw (the scale goes into the exponent: 2^(s c - m c), cl/fa_nv_softmax.cl) */
 #define FA_MASK_VISIBLE                                                                                           \
-    if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {                                                       \
+    if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi) || FA_NV_TREE_BLOCK) {                                   \
         FA_PRAGMA_UNROLL                                                                                          \
         for (int mt = 0; mt < MT; mt++) {                                                                         \
             int lo[2], hi[2];                                                                                     \
             FA_PRAGMA_UNROLL                                                                                      \
             for (int r = 0; r < 2; r++)                                                                           \
                 FA_ROW_RANGE(q0 + wrow + 16 * mt + g + 8 * r, &lo[r], &hi[r]);                                    \
+            FA_NV_TREE_ROW(0) FA_NV_TREE_ROW(1)                                                                   \
             FA_PRAGMA_UNROLL                                                                                      \
             for (int nt = 0; nt < NT; nt++) {                                                                     \
                 const int key = kv0 + koff + FA_S_KEY(nt, 2 * t4), key1 = kv0 + koff + FA_S_KEY(nt, 2 * t4 + 1);  \
@@ -182,6 +196,10 @@ FA_MASK_TERMS_FAST                                                              
                 s[mt][nt].y = (key1 >= lo[0] && key1 < hi[0]) ? s[mt][nt].y : -INFINITY;                          \
                 s[mt][nt].z = (key >= lo[1] && key < hi[1]) ? s[mt][nt].z : -INFINITY;                            \
                 s[mt][nt].w = (key1 >= lo[1] && key1 < hi[1]) ? s[mt][nt].w : -INFINITY;                          \
+                FA_NV_TREE_SEL(s[mt][nt].x, 0, key);                                                              \
+                FA_NV_TREE_SEL(s[mt][nt].y, 0, key1);                                                             \
+                FA_NV_TREE_SEL(s[mt][nt].z, 1, key);                                                              \
+                FA_NV_TREE_SEL(s[mt][nt].w, 1, key1);                                                             \
             }                                                                                                     \
         }                                                                                                         \
     }

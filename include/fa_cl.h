@@ -149,7 +149,7 @@ FA_CL_API const char *fa_cl_version(void);
 typedef enum fa_cl_status {
     FA_CL_SUCCESS = 0,                /**< the call did what it says */
     FA_CL_ERROR_INVALID_ARGUMENT = 1, /**< a descriptor field or argument is invalid */
-    FA_CL_ERROR_UNSUPPORTED = 2,      /**< valid but not supported (e.g. head_dim > 512) */
+    FA_CL_ERROR_UNSUPPORTED = 2,      /**< valid but not supported (e.g. head_dim > 576) */
     FA_CL_ERROR_BUFFER_TOO_SMALL = 3, /**< a cl_mem is smaller than the view described needs */
     FA_CL_ERROR_BUILD_FAILED = 4,     /**< a kernel failed to compile; the log is in last_error */
     FA_CL_ERROR_OPENCL = 5,           /**< an OpenCL call failed; its error name is in last_error */
@@ -331,9 +331,10 @@ FA_CL_API const char *fa_cl_last_error(const fa_cl_context *ctx);
  * the fields that differ. A plain struct owned by the caller: functions that take it copy what they need.
  *
  * Shapes: q and o are [batch, heads_q, seqlen_q, head_dim], k and v [batch, heads_kv, seqlen_k,
- * head_dim], each a view given by its strides and offset. All sizes must be positive; head_dim at
- * most 512, seqlen_q and seqlen_k at most 2^30 - 1 (FA_CL_ERROR_UNSUPPORTED beyond). Every head_dim
- * up to 512 is planned on the portable kernels (forward and backward); the NVIDIA tensor-core kernels
+ * head_dim], each a view given by its strides and offset (v and o: head_dim_v where it is set,
+ * "Value width"). All sizes must be positive; head_dim at most 576 (the backward: 512), seqlen_q and
+ * seqlen_k at most 2^30 - 1 (FA_CL_ERROR_UNSUPPORTED beyond). Every head_dim up to 576 is planned on
+ * the portable kernels (the backward's up to 512); the NVIDIA tensor-core kernels
  * take head_dim <= 256 (f16/bf16 forward), <= 128 (f32 forward, the backward) and leave the rest to
  * them. A device whose local memory cannot hold the smallest tile for the head_dim (forward: two
  * 8-row tiles, 16 * 4 * head_dim bytes, 32 KiB at 512) gets FA_CL_ERROR_UNSUPPORTED at plan creation.
@@ -346,7 +347,7 @@ typedef struct fa_cl_attention_desc {
     int64_t heads_kv;                   /**< key/value heads; heads_q % heads_kv == 0 (GQA/MQA) */
     int64_t seqlen_q;                   /**< query rows per head */
     int64_t seqlen_k;                   /**< keys per head */
-    int64_t head_dim;                   /**< d, 1..512 */
+    int64_t head_dim;                   /**< d (d_qk), 1..576 */
     fa_cl_dtype dtype;                  /**< storage type of q, k, v, o; arithmetic is fp32 */
     float scale;                        /**< 0 means 1/sqrt(head_dim); must be finite and >= 0 */
     int causal;                         /**< nonzero: bottom-right aligned causal mask (key j <= i + sk - sq) */
@@ -355,7 +356,7 @@ typedef struct fa_cl_attention_desc {
                                                                      never negative; o's rows must not overlap */
     size_t q_offset, k_offset, v_offset, o_offset;              /**< elements from the buffer's start */
     /* ---- 0.3, serving (see "Serving" below); every field 0 = off ---- */
-    int64_t page_size;     /**< > 0: K and V live in pages of this many keys (a multiple of 16) */
+    int64_t page_size;     /**< > 0: K and V live in pages of this many keys (any count: 1, 3, 16, 48, ...) */
     int64_t num_pages;     /**< pages in the K pool (and in the V pool); with page_size */
     int64_t pages_per_seq; /**< columns of the block table; seqlen_k <= pages_per_seq * page_size */
     int kv_seqlens;        /**< nonzero: fa_cl_forward_args.cache_seqlens gives each sequence's key count */
@@ -387,7 +388,69 @@ typedef struct fa_cl_attention_desc {
     int64_t k_position;    /**< position of this call's first key in the full key sequence */
     int64_t full_seqlen_q; /**< the full query sequence's length; 0 = q_position + seqlen_q */
     int64_t full_seqlen_k; /**< the full key sequence's length; 0 = k_position + seqlen_k */
+    /* ---- 0.5, frontier serving shapes; every field 0 = off ---- */
+    int64_t head_dim_v;    /**< d_v, the head_dim of v and o where it differs from head_dim (d_qk): 1..576;
+                                0 = head_dim ("Value width" below) */
+    int tree_mask;         /**< nonzero: fa_cl_forward_args.tree_mask says which new tokens each new token sees
+                                ("Tree masks" below) */
+    int64_t tree_mask_stride[2]; /**< uint32 words, [sequence, row]; both 0 = contiguous
+                                      [batch, seqlen_q, ceil(seqlen_q / 32)] */
+    size_t tree_mask_offset;     /**< uint32 words from the tree mask buffer's start */
 } fa_cl_attention_desc;
+
+/**
+ * Tree masks (0.5, desc.tree_mask; speculative decoding with draft trees, vLLM's tree attention,
+ * TVM's tree_attn_with_paged_kv_cache): the seqlen_q query rows of each sequence are its new tokens,
+ * which are also its last seqlen_q keys (keys n - seqlen_q .. n - 1, n the sequence's key count:
+ * seqlen_k, or cache_seqlens[b] (+ seqlen_new when appending) with per-sequence lengths). Each new
+ * token sees the whole cached prefix (keys 0 .. n - seqlen_q - 1) and the new tokens its bits allow:
+ * query row i sees new token t (key n - seqlen_q + t) iff bit t % 32 of uint32 word
+ * tree_mask_offset + b * tree_mask_stride[0] + i * tree_mask_stride[1] + t / 32 of args.tree_mask
+ * is set. Causal decoding of q > 1 tokens is the mask with bit t set iff t <= i (a chain); a tree
+ * sets the bits of a token's ancestors and itself. Causal masks, windows, the attention mask and
+ * the score modifiers, where also set, apply on top (a key must pass every one); keys past n are
+ * never seen. A key the tree hides contributes weight 0 (as the attention mask's: a NaN or Inf in
+ * its v row reaches the row as 0 x Inf). The same mask serves every query head of the sequence.
+ *  - Buffers: args.tree_mask, a device buffer of uint32 words, is read only; each row holds
+ *    ceil(seqlen_q / 32) words (bits past seqlen_q are ignored). The strides must keep rows apart
+ *    (tree_mask_stride[1] >= the words of a row where seqlen_q > 1, stride[0] >= seqlen_q rows of them
+ *    where batch > 1; 0 is taken only all-zero: contiguous), else FA_CL_ERROR_INVALID_ARGUMENT; the
+ *    buffer must hold the last word, else FA_CL_ERROR_BUFFER_TOO_SMALL; strides or an offset without
+ *    desc.tree_mask, or args.tree_mask without it (or missing with it), FA_CL_ERROR_INVALID_ARGUMENT.
+ *  - Takes paged K/V, per-sequence lengths, appends, GQA packing, split-KV, long rows, every dtype
+ *    and storage type; not varlen rows (total_q, total_k: FA_CL_ERROR_UNSUPPORTED). Kernels: the
+ *    portable ones and nvidia-mma (f16/bf16; on Hopper it takes the tree plans nvidia-wgmma
+ *    declines; nvidia-tf32x3 declines too: fa_cl_plan_info.kernel says which); the reference and
+ *    the backward refuse it (FA_CL_ERROR_UNSUPPORTED).
+ */
+
+/**
+ * Value width (0.5, desc.head_dim_v = d_v; DeepSeek's d_qk 192 / d_v 128 prefill, and MLA): q and k
+ * are [.., head_dim] rows, v and o [.., head_dim_v] rows (their strides count elements as always;
+ * all-zero strides mean contiguous [B, H, S, head_dim_v]), and O = softmax(scale Q K^T) V. The default
+ * scale stays 1/sqrt(head_dim). d_v may be smaller or larger than d_qk.
+ *  - MLA's shared latent cache, no copy: V is the first d_v columns of K's rows. Give v the same
+ *    buffer, offset and strides as k (e.g. k and v strides {S * 576, S * 576, 576} for a contiguous
+ *    [B, 1, S, 576] latent, head_dim 576, head_dim_v 512): the kernels read only v's first d_v
+ *    columns of each row. Paged the same way (k_stride = v_stride, pool rows of 576). The absorbed
+ *    decode (heads_q query heads on heads_kv = 1, seqlen_q small) is planned with GQA packing: one
+ *    work-group takes every query head of the latent head (fa_cl_plan_info.gqa_pack = heads_q),
+ *    so the latent is read once per work-group. An append into such a cache is refused (k and v,
+ *    both written, would overlap).
+ *  - head_dim and head_dim_v are each at most 576 (MLA's 512 + 64) in the forward, 512 in the
+ *    backward; the tiles are sized for the larger of the two.
+ *  - Kernels: the portable kernels ("portable", "portable-tiled"), split-KV and its combine, long
+ *    rows' chunks, every serving feature, mask, modifier and storage type (q8_0 v needs head_dim_v
+ *    a multiple of 32), and the reference (fa_cl_reference_run) take it; so does "nvidia-mma"
+ *    (f16/bf16, head_dim and head_dim_v multiples of 8 up to 256, 16-bit K/V: its tiles are padded
+ *    to the wider row, so d_v < d_qk costs P.V at d_qk's width). "nvidia-wgmma" and
+ *    "nvidia-tf32x3" do not: the planner falls back (fa_cl_plan_info.kernel says which), and
+ *    FA_CL_KERNEL_VARIANT naming a family that does not take it is FA_CL_ERROR_UNSUPPORTED with a
+ *    message naming head_dim_v. The backward (plans and reference) refuses head_dim_v != head_dim
+ *    (FA_CL_ERROR_UNSUPPORTED, naming the field).
+ *  - Bad values: head_dim_v < 0 is FA_CL_ERROR_INVALID_ARGUMENT (with a message naming it), above
+ *    576 FA_CL_ERROR_UNSUPPORTED, as head_dim.
+ */
 
 /**
  * Score modifiers (0.3): what engines apply to the scores between Q K^T and the softmax, for every
@@ -488,7 +551,10 @@ typedef struct fa_cl_attention_desc {
  *    counts as 0 (the rows see no key: o = 0, LSE -inf), one above seqlen_k as seqlen_k; nothing
  *    outside the views is ever read or written; args.status reports such a length
  *    (FA_CL_DEVICE_STATUS_BAD_SEQLEN).
- *  - Paged K/V (desc.page_size > 0): k and v are pools of num_pages pages of page_size keys;
+ *  - Paged K/V (desc.page_size > 0): k and v are pools of num_pages pages of page_size keys (any
+ *    page_size: 1, as FlashInfer's prefix caching uses, 3, 48, powers of two or not; the forward's
+ *    kernels are built for the plan's page size, so a page's arithmetic is a multiply, and the
+ *    append and the device check take it as a value);
  *    k_stride/v_stride are then {page, head, slot-in-page} (all 0: contiguous
  *    [num_pages, page_size, heads_kv, head_dim], FlashAttention's and vLLM's layout) and
  *    k_offset/v_offset where the pool starts. args.block_table is a device buffer of int32
@@ -571,7 +637,7 @@ static inline void fa_cl_attention_desc_init(fa_cl_attention_desc *desc, int64_t
  * every byte extent fits in 64 bits. Returns the status fa_cl_plan_create would for the same desc
  * (before any device limit is applied): FA_CL_SUCCESS, FA_CL_ERROR_INVALID_ARGUMENT (a field is
  * invalid, or desc is NULL) or FA_CL_ERROR_UNSUPPORTED (valid but beyond what fa_cl supports, e.g.
- * head_dim > 512, or a newer header's field set: the extension rule). If msg is not NULL, a
+ * head_dim > 576, or a newer header's field set: the extension rule). If msg is not NULL, a
  * message naming the problem is written to it (at most msg_size bytes, NUL-terminated; "" on
  * success). Does not touch fa_cl_last_error(). Thread-safe.
  */
@@ -651,7 +717,8 @@ typedef struct fa_cl_forward_args {
     cl_mem block_table;     /**< 0.3: int32 [batch, pages_per_seq]; required iff desc.page_size > 0 */
     cl_mem cu_seqlens_q;    /**< 0.3: int32 [batch + 1], varlen q rows; required iff desc.total_q > 0 */
     cl_mem cu_seqlens_k;    /**< 0.3: int32 [batch + 1], varlen k rows; required iff desc.total_k > 0 */
-    cl_mem k_new, v_new;    /**< 0.3: [batch, seqlen_new, heads_kv, head_dim] rows to append; iff desc.seqlen_new > 0 */
+    cl_mem k_new, v_new;    /**< 0.3: [batch, seqlen_new, heads_kv, head_dim (v_new: head_dim_v)] rows to append;
+                                 iff desc.seqlen_new > 0 */
     cl_mem alibi_slopes;    /**< 0.3: float32 [heads_q]; required iff desc.alibi */
     cl_mem sinks;           /**< 0.3: float32 [heads_q], logits; required iff desc.sinks */
     cl_mem mask;            /**< 0.3: the attention mask desc.mask describes; required iff desc.mask */
@@ -660,6 +727,7 @@ typedef struct fa_cl_forward_args {
     cl_mem k_descale;       /**< float32 descale factors of fp8 k: 1 float (FA_CL_DESCALE_TENSOR) or [batch, heads_kv]
                                  (FA_CL_DESCALE_HEAD); required iff desc.k_descale ("fp8 K/V") */
     cl_mem v_descale;       /**< the same for fp8 v; required iff desc.v_descale */
+    cl_mem tree_mask;       /**< 0.5: uint32 words ("Tree masks"); required iff desc.tree_mask */
 } fa_cl_forward_args;
 
 /* The bits of fa_cl_forward_args.status ("Serving"); values are ABI. */
@@ -672,7 +740,7 @@ static inline void fa_cl_forward_args_init(fa_cl_forward_args *args)
 {
     if (args) {
         const fa_cl_forward_args zero = {0, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, NULL, NULL,
-                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+                                         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }

@@ -95,7 +95,7 @@ def bench_options(args):
         p.add_argument(o, type=int)
     for o in ('--dtype', '--kv-dtype', '--mask', '--window', '--cache-seqlens', '--varlen', '--varlen-k'):
         p.add_argument(o)
-    for o in ('--causal', '--alibi', '--sinks', '--backward'):
+    for o in ('--causal', '--alibi', '--sinks', '--backward', '--tree'):
         p.add_argument(o, action='store_true')
     opts, rest = p.parse_known_args(shlex.split(args))
     return opts, rest
@@ -104,7 +104,7 @@ def bench_options(args):
 def anchor_args(opts, row):
     """torch_sdpa_anchor.py's options for the same computation, or None where PyTorch has no
     equivalent call (fa_cl's row stands alone then)."""
-    if (opts.page_size or opts.softcap or opts.alibi or opts.sinks or opts.cache_seqlens or opts.varlen
+    if (opts.page_size or opts.softcap or opts.alibi or opts.sinks or opts.cache_seqlens or opts.varlen or opts.tree
             or (opts.kv_dtype and opts.kv_dtype != row['dtype']) or tuple(row['window']) != (-1, -1)
             or (opts.mask and opts.causal)):
         return None
@@ -178,6 +178,8 @@ def csv_row(date, commit, device, opts, r, note, anchors, env):
         mods.append('varlen ' + ','.join(str(x) for x in r['varlen_q']))
     if r.get('cache_seqlens'):
         mods.append('cache_seqlens ' + ','.join(str(x) for x in r['cache_seqlens']))
+    if r.get('tree'):
+        mods.append('tree')
     out = {'date': date, 'commit': commit, 'device': device, 'b': r['B'], 'h': r['Hq'], 'hkv': r['Hkv'],
            'sq': r['Sq'], 'sk': r['Sk'], 'd': r['d'], 'dtype': r['dtype'], 'kv_dtype': r['kv_dtype'],
            'causal': int(bool(r['causal'])), 'window': '%d,%d' % tuple(r['window']), 'mask': r['mask'],

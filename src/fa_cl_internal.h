@@ -163,10 +163,12 @@ int fa_cl__context_family_off(fa_cl_context *ctx, int id);
 
 /* ---- descriptors (desc.c) -------------------------------------------------------------------- */
 
-#define FA_CL_DESC_KEY_WORDS 44
-/* The largest head_dim any kernel family takes (the portable kernels: forward and backward; the
- * tensor-core families take less and decline beyond their own limits). */
-#define FA_CL_MAX_HEAD_DIM 512
+#define FA_CL_DESC_KEY_WORDS 49
+/* The largest head_dim (and head_dim_v) any kernel family takes (the portable forward kernels: MLA's
+ * 576; the tensor-core families take less and decline beyond their own limits). */
+#define FA_CL_MAX_HEAD_DIM 576
+/* The backward's largest (the portable backward; its smallest tile takes 66.7 KB at 512). */
+#define FA_CL_MAX_HEAD_DIM_BACKWARD 512
 
 /* A descriptor checked and normalised once (desc.c): strides explicit, every extent computed, and
  * what the planner, the kernels' arguments, the plan cache and the reference take from it. */
@@ -179,6 +181,7 @@ typedef struct fa_cl__views {
     int64_t diag_shift;     /* partial results: the full sequences' diagonal minus this call's (0 without) */
     int64_t row_keys;       /* the most keys one query row can see */
     int64_t group;          /* heads_q / heads_kv */
+    int64_t dv;             /* d_v: v's and o's row width (desc.head_dim_v, or head_dim where that is 0) */
     int aligned16;          /* every q/k/v/o row starts 16-byte aligned */
     size_t elem_size;       /* bytes per element of desc.dtype */
     int type[4];            /* storage of q, k, v, o: FA_CL_TYPE_* (the kernels' FA_*_DTYPE ids) */
@@ -187,10 +190,11 @@ typedef struct fa_cl__views {
     uint64_t q_bytes, k_bytes, v_bytes, o_bytes, lse_bytes;
     uint64_t seqlens_bytes, table_bytes; /* args.cache_seqlens and args.block_table; 0 = not used */
     uint64_t cu_q_bytes, cu_k_bytes;     /* args.cu_seqlens_q / _k (varlen); 0 = not used */
-    uint64_t new_bytes;                  /* args.k_new and v_new each (append); 0 = not used */
+    uint64_t new_bytes, new_v_bytes;    /* args.k_new and args.v_new (append); 0 = not used */
     uint64_t per_head_bytes;             /* args.alibi_slopes / args.sinks (heads_q floats), where used */
     uint64_t mask_bytes;                 /* args.mask: (mask_offset + last element + 1) x its size; 0 = none */
     uint64_t k_descale_bytes, v_descale_bytes; /* args.k_descale / v_descale (fp8); 0 = not used */
+    uint64_t tree_bytes;                 /* args.tree_mask: (offset + last word + 1) x 4; 0 = none */
     /* byte ranges [begin, end) each view touches, for overlap checks */
     uint64_t q_begin, k_begin, v_begin, o_begin;
     uint64_t key[FA_CL_DESC_KEY_WORDS]; /* every plan-changing field in a fixed order: compared bytewise */

@@ -27,8 +27,9 @@ static double *widen(const float *x, size_t n)
 static size_t q_elems(const tu_case *c) { return (size_t)(c->B * c->Hq * c->Sq * c->D); }
 static size_t kv_elems(const tu_case *c) { return (size_t)(c->B * c->Hkv * c->Sk * c->D); }
 
-static void attention_core(const tu_case *c, const tu_mods *mods, const double *q, const double *k, const double *v,
-                           double *o, double *lse);
+
+static void attention_core(const tu_case *c, int64_t Dv, const tu_mods *mods, const double *q, const double *k,
+                           const double *v, double *o, double *lse);
 
 void tu_attention_f64(const tu_case *c, const float *q, const float *k, const float *v, double *o, double *lse)
 {
@@ -37,14 +38,21 @@ void tu_attention_f64(const tu_case *c, const float *q, const float *k, const fl
 
 void tu_attention_f64d(const tu_case *c, const double *q, const double *k, const double *v, double *o, double *lse)
 {
-    attention_core(c, NULL, q, k, v, o, lse);
+    attention_core(c, c->D, NULL, q, k, v, o, lse);
 }
 
 void tu_attention_f64_mods(const tu_case *c, const tu_mods *mods, const float *q, const float *k, const float *v,
                            double *o, double *lse)
 {
-    double *qd = widen(q, q_elems(c)), *kd = widen(k, kv_elems(c)), *vd = widen(v, kv_elems(c));
-    attention_core(c, mods, qd, kd, vd, o, lse);
+    tu_attention_f64_dv(c, 0, mods, q, k, v, o, lse);
+}
+
+void tu_attention_f64_dv(const tu_case *c, int64_t dv, const tu_mods *mods, const float *q, const float *k,
+                         const float *v, double *o, double *lse)
+{
+    const int64_t Dv = dv > 0 ? dv : c->D;
+    double *qd = widen(q, q_elems(c)), *kd = widen(k, kv_elems(c)), *vd = widen(v, kv_elems(c) / (size_t)c->D * (size_t)Dv);
+    attention_core(c, Dv, mods, qd, kd, vd, o, lse);
     free(qd);
     free(kd);
     free(vd);
@@ -52,20 +60,20 @@ void tu_attention_f64_mods(const tu_case *c, const tu_mods *mods, const float *q
 
 /* Every input was a float widened exactly, so the results are those of the float arithmetic's
  * (double)x[d] reads that this replaced, bit for bit. */
-static void attention_core(const tu_case *c, const tu_mods *mods, const double *q, const double *k, const double *v,
-                           double *o, double *lse)
+static void attention_core(const tu_case *c, int64_t Dv, const tu_mods *mods, const double *q, const double *k,
+                           const double *v, double *o, double *lse)
 {
     const double softcap = mods ? mods->softcap : 0.0;
     const int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv, Sq = c->Sq, Sk = c->Sk, D = c->D;
     const int64_t group = Hq / Hkv;
     const double scale = tu_case_scale(c);
     double *s = (double *)malloc((size_t)Sk * sizeof *s);
-    double *acc = (double *)malloc((size_t)D * sizeof *acc);
+    double *acc = (double *)malloc((size_t)Dv * sizeof *acc);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hq; h++) {
             const int64_t hk = h / group;
             const double *kh = k + (size_t)((b * Hkv + hk) * Sk) * (size_t)D;
-            const double *vh = v + (size_t)((b * Hkv + hk) * Sk) * (size_t)D;
+            const double *vh = v + (size_t)((b * Hkv + hk) * Sk) * (size_t)Dv;
             for (int64_t i = 0; i < Sq; i++) {
                 const size_t row = (size_t)((b * Hq + h) * Sq + i);
                 const double *qi = q + row * (size_t)D;
@@ -93,20 +101,20 @@ static void attention_core(const tu_case *c, const tu_mods *mods, const double *
                     if (s[j] > m)
                         m = s[j];
                 }
-                double *oi = o + row * (size_t)D;
+                double *oi = o + row * (size_t)Dv;
                 /* a sink: a key without a value, in the maximum and the sum */
                 const double sink = mods && mods->sinks ? (double)mods->sinks[h] : -INFINITY;
                 if (sink > m || isnan(sink))
                     m = sink;
                 if (seen == 0 && !(sink > -INFINITY)) {
-                    for (int64_t d = 0; d < D; d++)
+                    for (int64_t d = 0; d < Dv; d++)
                         oi[d] = 0.0;
                     if (lse)
                         lse[row] = -INFINITY;
                     continue;
                 }
                 double l = 0.0;
-                for (int64_t d = 0; d < D; d++)
+                for (int64_t d = 0; d < Dv; d++)
                     acc[d] = 0.0;
                 if (sink > -INFINITY || isnan(sink))
                     l += exp(sink - m);
@@ -115,12 +123,12 @@ static void attention_core(const tu_case *c, const tu_mods *mods, const double *
                         continue; /* not visible (a NaN score is kept and makes the row NaN) */
                     const double p = exp(s[j] - m);
                     l += p;
-                    const double *vj = vh + (size_t)j * (size_t)D;
-                    for (int64_t d = 0; d < D; d++)
+                    const double *vj = vh + (size_t)j * (size_t)Dv;
+                    for (int64_t d = 0; d < Dv; d++)
                         acc[d] += p * vj[d];
                 }
                 /* every visible score -inf (e.g. a -Inf in q against positive k): as a row that sees no key */
-                for (int64_t d = 0; d < D; d++)
+                for (int64_t d = 0; d < Dv; d++)
                     oi[d] = l == 0.0 ? 0.0 : acc[d] / l;
                 if (lse)
                     lse[row] = l == 0.0 ? -INFINITY : m + log(l);

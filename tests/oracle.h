@@ -46,6 +46,10 @@ typedef struct tu_mods {
  * o = 0 and lse = sink_h. */
 void tu_attention_f64_mods(const tu_case *c, const tu_mods *mods, const float *q, const float *k, const float *v,
                            double *o, double *lse);
+/* tu_attention_f64_mods with v [B, Hkv, Sk, dv] and o [B, Hq, Sq, dv] (desc.head_dim_v: the value
+ * width; q and k stay c->D wide); dv 0 = c->D. */
+void tu_attention_f64_dv(const tu_case *c, int64_t dv, const tu_mods *mods, const float *q, const float *k,
+                         const float *v, double *o, double *lse);
 
 /* tu_attention_f64 on double inputs (lse may be NULL): the finite-difference test differentiates it. */
 void tu_attention_f64d(const tu_case *c, const double *q, const double *k, const double *v, double *o, double *lse);

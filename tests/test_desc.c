@@ -120,6 +120,7 @@ static int subset_fields(fa_cl_context *unused, int argc, char **argv)
     CASE(OK, NULL, d.head_dim = 257);
     CASE(OK, NULL, d.head_dim = 457);
     CASE(OK, NULL, d.head_dim = 512);
+    CASE(OK, NULL, d.head_dim = 576);
     CASE(OK, NULL, (d.seqlen_q = 1, d.seqlen_k = 1));
     CASE(OK, NULL, (d.dtype = FA_CL_F32));
     CASE(OK, NULL, (d.dtype = FA_CL_BF16));
@@ -171,7 +172,7 @@ static int subset_fields(fa_cl_context *unused, int argc, char **argv)
     CASE(INV, "o_stride", (d.o_stride[0] = 0, d.o_stride[1] = 0, d.o_stride[2] = 64));
     CASE(INV, "o_stride", (d.o_stride[0] = 4 * 33 * 64, d.o_stride[1] = 33 * 64, d.o_stride[2] = 32));
     /* head_dim / seqlen beyond what the kernels support */
-    CASE(UNS, "head_dim", d.head_dim = 513);
+    CASE(UNS, "head_dim", d.head_dim = 577);
     CASE(UNS, "head_dim", d.head_dim = 1024);
     CASE(UNS, "seqlen_q", d.seqlen_q = (int64_t)INT32_MAX);
     CASE(UNS, "seqlen_k", d.seqlen_k = (int64_t)1 << 40);

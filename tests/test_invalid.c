@@ -156,7 +156,7 @@ static void descriptor_cases(fa_cl_context *ctx, tu_problem *p)
     DCASE(INV, "overflow", (d.batch = INT64_MAX / 2, d.q_stride[0] = 1 << 16, d.q_stride[1] = 1 << 10,
                             d.q_stride[2] = 64));
     DCASE(INV, "overflow", (d.o_offset = SIZE_MAX / 2));
-    DCASE(UNS, "head_dim", d.head_dim = 513);
+    DCASE(UNS, "head_dim", d.head_dim = 577);
     DCASE(UNS, "seqlen_k", d.seqlen_k = (int64_t)INT32_MAX);
     DCASE(UNS, "heads_q", (d.heads_q = (int64_t)INT32_MAX + 1, d.heads_kv = 1));
 #undef DCASE

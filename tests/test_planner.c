@@ -428,7 +428,7 @@ static const pcase cases[] = {
      AMD64, 0, 0, 0, 0, 0, 0, 512, LONG, LONG, FA_CL_SUCCESS, 16, 16, 16, 65536, 65536, SRC_DEV, 1, 0, 0, 0, NULL, 192,
      0},
 
-    {"d=513 > FA_CL_MAX_HEAD_DIM", POCL, 0, 0, 0, 0, 0, 0, 513, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0,
+    {"d=577 > FA_CL_MAX_HEAD_DIM", POCL, 0, 0, 0, 0, 0, 0, 577, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0,
      NULL},
     {"d=0", NV48, 0, 0, 0, 0, 0, 0, 0, LONG, LONG, FA_CL_ERROR_UNSUPPORTED, 0, 0, 0, 0, 0, NULL},
 };

@@ -13,7 +13,8 @@
  * Subsets: ragged (lengths), paged (page sizes 16/64/256, shuffled, shared), decode (Sq 1/4/16,
  * causal, windows, GQA, head_dim up to 512), bad_data (lengths and table entries out of range), splits (forced split
  * counts 1..16: within tolerance of the oracle and bitwise equal run to run), invalid (host-side
- * checks with a status and a message).
+ * checks with a status and a message), tree (tree masks over the new tokens, appended or cached) and
+ * tree_invalid (their bad input).
  */
 #include <math.h>
 #include <stdio.h>
@@ -56,20 +57,44 @@ typedef struct append_case {
 typedef struct serving_run {
     tu_problem p;
     fa_cl_attention_desc desc;
-    cl_mem pool[2], lens_mem, table_mem, mask_mem;
+    cl_mem pool[2], lens_mem, table_mem, mask_mem, tree_mem;
     int64_t num_pages, pages_per_seq;
 } serving_run;
 
 /* check_case_with's variations of a case */
 enum { SERVE_Q8 = 1,  /* paged cases, head_dim a multiple of 32: the pool holds K and V as q8_0 blocks */
-       SERVE_MASK = 2 /* an f32 mask [B, 1, Sq, capacity] (broadcast over heads), a fifth masked */ };
+       SERVE_MASK = 2, /* an f32 mask [B, 1, Sq, capacity] (broadcast over heads), a fifth masked */
+       SERVE_TREE = 4, /* a random tree mask per sequence over its Sq new tokens, in strided words */
+       SERVE_CHAIN = 8 /* the chain tree (token t's parent t - 1) on a causal case: the kernel runs it
+                          with causal 0 and the tree, the oracle with the causal mask alone */ };
+
+/* A tree over n new tokens as rows of `words` uint32 (row i: the bits of i and its ancestors): a
+ * chain, or each token's parent drawn among the tokens before it (or none: it hangs off the
+ * prefix). */
+static void make_tree(uint32_t *rows, int64_t n, int64_t words, int64_t row_stride, int chain, tu_rng *rng)
+{
+    int64_t *parent = (int64_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof *parent);
+    if (!parent)
+        return;
+    for (int64_t t = 0; t < n; t++) {
+        parent[t] = chain ? t - 1 : (int64_t)(tu_rng_next(rng) % (uint64_t)(t + 1)) - 1;
+        uint32_t *r = rows + t * row_stride;
+        for (int64_t w = 0; w < words; w++) /* bits past n: set, they must be ignored */
+            r[w] = w == words - 1 && n % 32 ? ~0u << (n % 32) : 0u;
+        for (int64_t a = t; a >= 0; a = parent[a])
+            r[a / 32] |= 1u << (a % 32);
+    }
+    free(parent);
+}
+static int tree_bit(const uint32_t *row, int64_t t) { return (row[t / 32] >> (t % 32)) & 1u; }
+static void check_append_with(tu_tally *t, fa_cl_context *ctx, const append_case *ac, uint64_t seed, int with_tree);
 
 static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
 static void run_free(serving_run *r)
 {
-    cl_mem m[5] = {r->pool[0], r->pool[1], r->lens_mem, r->table_mem, r->mask_mem};
-    for (int i = 0; i < 5; i++)
+    cl_mem m[6] = {r->pool[0], r->pool[1], r->lens_mem, r->table_mem, r->mask_mem, r->tree_mem};
+    for (int i = 0; i < 6; i++)
         if (m[i])
             clReleaseMemObject(m[i]);
     tu_problem_free(&r->p);
@@ -110,6 +135,7 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
     void *pool_img[2] = {NULL, NULL};
     float *mask = NULL;      /* SERVE_MASK: [B, Sq, capacity] */
     double *mdense = NULL;   /* one sequence's mask for the oracle */
+    uint32_t *tree = NULL;   /* SERVE_TREE / SERVE_CHAIN: the words, strided */
     int *table = NULL;
     if (!seen[0] || !seen[1] || !len)
         goto done;
@@ -245,6 +271,29 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
         d->mask = FA_CL_MASK_F32;
         d->mask_stride[0] = c->Sq * Sk, d->mask_stride[1] = 0, d->mask_stride[2] = Sk;
     }
+    /* the tree (SERVE_TREE, SERVE_CHAIN): rows of W words W + 1 apart, sequences Sq rows + 3 apart
+     * from word 5; odd seeds broadcast one tree to every sequence (sequence stride 0) */
+    const int64_t W = (c->Sq + 31) / 32, tree_bcast = (flags & SERVE_TREE) && (seed & 1);
+    const int64_t ts0 = tree_bcast ? 0 : c->Sq * (W + 1) + 3, ts1 = W + 1;
+    if (flags & (SERVE_TREE | SERVE_CHAIN)) {
+        const size_t words = (size_t)(5 + (B - 1) * ts0 + c->Sq * ts1);
+        tree = (uint32_t *)malloc(words * sizeof *tree);
+        if (!tree || (!mdense && !(mdense = (double *)malloc((size_t)(c->Hq * c->Sq * Sk) * sizeof(double) + 1))))
+            goto done;
+        for (size_t e = 0; e < words; e++)
+            tree[e] = 0xdeadbeefu; /* gaps: garbage, never read */
+        tu_rng tr;
+        tu_rng_seed(&tr, seed ^ 0x54524545u);
+        for (int64_t b = 0; b < (tree_bcast ? 1 : B); b++)
+            make_tree(tree + 5 + b * ts0, c->Sq, W, ts1, (flags & SERVE_CHAIN) != 0, &tr);
+        r->tree_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, words * sizeof *tree, tree);
+        if (!r->tree_mem)
+            goto done;
+        d->tree_mask = 1;
+        d->tree_mask_stride[0] = ts0, d->tree_mask_stride[1] = ts1, d->tree_mask_offset = 5;
+        if (flags & SERVE_CHAIN)
+            d->causal = 0; /* the chain is the causal mask: the oracle keeps c->causal */
+    }
 
     /* the oracle, one sequence at a time on its own keys */
     const size_t no = (size_t)(B * c->Hq * c->Sq * D);
@@ -267,9 +316,14 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
             if (mdense) /* [1, Hq, Sq, len[b]]: every head the same rows */
                 for (int64_t h = 0; h < c->Hq; h++)
                     for (int64_t i = 0; i < c->Sq; i++)
-                        for (int64_t j = 0; j < len[b]; j++)
-                            mdense[(h * c->Sq + i) * len[b] + j] = mask[(size_t)((b * c->Sq + i) * Sk + j)];
-            const tu_mods mods = {0.0, NULL, NULL, mdense};
+                        for (int64_t j = 0; j < len[b]; j++) {
+                            double x = mask ? mask[(size_t)((b * c->Sq + i) * Sk + j)] : 0.0;
+                            const int64_t t = j - (len[b] - c->Sq); /* new token t, or the prefix */
+                            if ((flags & SERVE_TREE) && t >= 0 && !tree_bit(tree + 5 + b * ts0 + i * ts1, t))
+                                x = -INFINITY;
+                            mdense[(h * c->Sq + i) * len[b] + j] = x;
+                        }
+            const tu_mods mods = {0.0, NULL, NULL, (flags & SERVE_CHAIN) ? NULL : mdense};
             tu_attention_f64_mods(&one, &mods, p->x[0] + qo * (size_t)D, kb, vb, p->ref_o + qo * (size_t)D,
                                   p->ref_lse + qo);
         }
@@ -280,6 +334,7 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
 done:
     free(mask);
     free(mdense);
+    free(tree);
     free(scratch_q8);
     free(seen[0]);
     free(seen[1]);
@@ -304,6 +359,7 @@ static fa_cl_status run_call(fa_cl_context *ctx, serving_run *r, fa_cl_plan *pla
     a.cache_seqlens = r->lens_mem;
     a.block_table = r->table_mem;
     a.mask = r->mask_mem;
+    a.tree_mask = r->tree_mem;
     fa_cl_status st = plan ? fa_cl_plan_run(plan, &a) : fa_cl_attention_run(ctx, &r->desc, &a);
     if (st == FA_CL_SUCCESS)
         st = clFinish(fa_cl_context_queue(ctx)) == CL_SUCCESS ? FA_CL_SUCCESS : FA_CL_ERROR_OPENCL;
@@ -329,11 +385,15 @@ static void case_name(const serving_case *sc, char *buf, size_t n)
 static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case *sc, uint64_t seed, int flags)
 {
     char name[420];
-    case_name(sc, name, sizeof name - 24);
+    case_name(sc, name, sizeof name - 48);
     if (flags & SERVE_Q8)
         strcat(name, " kv=q8_0");
     if (flags & SERVE_MASK)
         strcat(name, " mask=f32");
+    if (flags & SERVE_TREE)
+        strcat(name, (seed & 1) ? " tree (broadcast)" : " tree");
+    if (flags & SERVE_CHAIN)
+        strcat(name, " chain tree = causal");
     serving_run r;
     if (run_init(&r, ctx, sc, seed, flags) != 0) {
         tu_expect(t, 0, "%s: setup failed", name);
@@ -414,6 +474,12 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
         {{2, 8, 2, 2, 600, 128, FA_CL_BF16, 1, -1, -1, "SCCP", 0.0f, 1}, LENS(600, 333), 256, 0, 0},
         {{3, 4, 4, 1, 160, 32, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(160, 100, 48), 16, 3, 0},
         {{2, 4, 2, 5, 96, 64, FA_CL_F32, 1, 20, 0, "CCCC", 0.0f, 1}, LENS(96, 41), 16, 0, 0},
+        /* pages of any size: one key (a block spans as many pages as keys), three, 48 (not powers
+         * of two: a block starts mid-page), shared and bad entries among them */
+        {{2, 4, 2, 1, 50, 32, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(50, 23), 1, 0, 0},
+        {{3, 4, 2, 3, 100, 64, FA_CL_F32, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(100, 0, 61), 3, 2, 0},
+        {{2, 8, 2, 2, 300, 64, FA_CL_BF16, 1, -1, -1, "SCCP", 0.0f, 1}, LENS(300, 97), 48, 0, 1},
+        {{2, 4, 4, 1, 90, 40, FA_CL_F16, 0, 30, -1, "CCCC", 0.0f, 1}, LENS(90, 2), 7, 1, 0},
     };
     check_cases(ctx, cases, TU_COUNT(cases), 200);
     /* a q8_0 pool (K and V in ggml's blocks): decode and prefill rows, shuffled, shared and bad
@@ -429,9 +495,130 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
         {{2, 8, 2, 1, 700, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(700, 300), 256, 0, 1},
         {{2, 4, 4, 33, 520, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(520, 129), 128, 1, 0},
         {{2, 8, 4, 2, 700, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(700, 300), 256, 0, 1},
+        /* pages of 1, 3 and 48 keys (a block's rows in several pages, starting mid-page) */
+        {{2, 4, 2, 1, 70, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(70, 33), 1, 0, 0},
+        {{2, 8, 2, 2, 130, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(130, 64), 3, 0, 1},
+        {{2, 4, 2, 1, 200, 32, FA_CL_BF16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(200, 100), 48, 1, 0},
     };
     for (int i = 0; i < TU_COUNT(q8); i++)
         check_case_with(&serving_tally, ctx, &q8[i], 250 + (uint64_t)i, SERVE_Q8 | (i == 2 ? SERVE_MASK : 0));
+    return 0;
+}
+
+/* speculative decoding with tree masks (include/fa_cl.h "Tree masks"): random trees over 2..40 new
+ * tokens (one and two words a row, strided and broadcast), with per-sequence lengths (a sequence
+ * shorter than its new tokens), pages of 16, 3 and 48, GQA, a window, an attention mask; and the
+ * chain tree, run without the causal flag, against the causal oracle */
+static int run_tree(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    const struct { serving_case sc; int flags; } cases[] = {
+        {{{3, 8, 2, 5, 200, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(200, 37, 2), 16, 0, 0}, SERVE_TREE},
+        {{{2, 4, 2, 40, 300, 32, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 90), 3, 0, 0}, SERVE_TREE},
+        {{{2, 4, 2, 33, 120, 40, FA_CL_BF16, 0, -1, -1, "SCCP", 0.0f, 1}, NULL, 0, 0, 0}, SERVE_TREE},
+        {{{2, 4, 2, 4, 64, 32, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(64, 10), 16, 0, 0}, SERVE_TREE | SERVE_MASK},
+        {{{2, 4, 1, 6, 150, 64, FA_CL_F16, 0, 20, 0, "CCCC", 0.0f, 1}, LENS(150, 70), 48, 1, 0}, SERVE_TREE},
+        {{{2, 4, 4, 8, 128, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(128, 20), 48, 0, 0}, SERVE_CHAIN},
+        {{{2, 8, 2, 16, 100, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL, 0, 0, 0}, SERVE_CHAIN},
+        {{{1, 4, 2, 37, 300, 32, FA_CL_F32, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(250), 1, 0, 0}, SERVE_CHAIN},
+    };
+    for (int i = 0; i < TU_COUNT(cases); i++)
+        check_case_with(&serving_tally, ctx, &cases[i].sc, 1100 + (uint64_t)i, cases[i].flags);
+    /* the draft tokens appended first, then attended through the tree: paged (3 and 16) and not,
+     * lengths that put new rows past the capacity */
+    const append_case ap[] = {
+        {3, 8, 2, 6, 200, 64, FA_CL_F16, 0, LENS(10, 150, 197), 6, 16},
+        {2, 4, 4, 8, 90, 32, FA_CL_F32, 0, LENS(0, 40), 8, 3},
+        {2, 4, 2, 5, 64, 40, FA_CL_BF16, 0, LENS(30, 59), 5, 0},
+    };
+    for (int i = 0; i < TU_COUNT(ap); i++)
+        check_append_with(&serving_tally, ctx, &ap[i], 1150 + (uint64_t)i, 1);
+    return 0;
+}
+
+/* a tree mask's bad input: a status and a message naming it, nothing enqueued */
+static int run_tree_invalid(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    tu_tally *t = &serving_tally;
+    const serving_case sc = {{2, 4, 2, 5, 100, 32, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(10, 100), 16, 0, 0};
+    serving_run r;
+    if (run_init(&r, ctx, &sc, 8, SERVE_TREE) != 0) /* seed 8: strided per sequence, 5 + 2 x 13 words */
+        return 1;
+    struct {
+        const char *what, *needle;
+        fa_cl_status want;
+    } descs[] = {
+        {"a negative tree_mask_stride", "must not be negative", FA_CL_ERROR_INVALID_ARGUMENT},
+        {"rows overlapping (40 new tokens: 2 words a row, stride 1)", "rows overlap", FA_CL_ERROR_INVALID_ARGUMENT},
+        {"sequences overlapping (stride 3 < 5 rows)", "sequences overlap", FA_CL_ERROR_INVALID_ARGUMENT},
+        {"strides without desc.tree_mask", "tree_mask is 0", FA_CL_ERROR_INVALID_ARGUMENT},
+        {"varlen q rows", "varlen", FA_CL_ERROR_UNSUPPORTED},
+        {"an extent past 64 bits", "overflows", FA_CL_ERROR_INVALID_ARGUMENT},
+    };
+    for (int i = 0; i < TU_COUNT(descs); i++) {
+        fa_cl_attention_desc d = r.desc;
+        switch (i) {
+        case 0: d.tree_mask_stride[1] = -1; break;
+        case 1: d.seqlen_q = 40, d.tree_mask_stride[0] = 200, d.tree_mask_stride[1] = 1; break;
+        case 2: d.tree_mask_stride[0] = 3, d.tree_mask_stride[1] = 1; break;
+        case 3: d.tree_mask = 0; break;
+        case 4: d.total_q = 10; memset(d.q_stride, 0, sizeof d.q_stride), memset(d.o_stride, 0, sizeof d.o_stride); break;
+        case 5: d.tree_mask_offset = SIZE_MAX / 2; break;
+        }
+        char msg[512];
+        fa_cl_status st = fa_cl_attention_desc_validate(&d, msg, sizeof msg);
+        tu_expect(t, st == descs[i].want && strstr(msg, descs[i].needle), "tree desc %s: %s: %s", descs[i].what,
+                  fa_cl_status_string(st), msg);
+    }
+    fa_cl_plan *plan = NULL;
+    fa_cl_status st = fa_cl_plan_create(ctx, &r.desc, &plan);
+    cl_mem small = tu_buffer(ctx, CL_MEM_READ_ONLY, 4 * 26, NULL); /* the view needs 5 + 13 + 4 x 2 + 1 words */
+    for (int i = 0; i < 3 && st == FA_CL_SUCCESS; i++) {
+        fa_cl_forward_args a;
+        fa_cl_forward_args_init(&a);
+        a.q = r.p.mem[0], a.k = r.pool[0], a.v = r.pool[1], a.o = r.p.mem[3];
+        a.cache_seqlens = r.lens_mem, a.block_table = r.table_mem, a.tree_mask = r.tree_mem;
+        const char *what = "", *needle = "";
+        fa_cl_status want = FA_CL_ERROR_INVALID_ARGUMENT, got;
+        if (i == 0) {
+            a.tree_mask = NULL, what = "no tree mask buffer", needle = "tree_mask is NULL";
+            got = fa_cl_plan_run(plan, &a);
+        } else if (i == 1) {
+            a.tree_mask = small, what = "a tree mask buffer too small", needle = "buffer tree_mask";
+            want = FA_CL_ERROR_BUFFER_TOO_SMALL;
+            got = fa_cl_plan_run(plan, &a);
+        } else {
+            fa_cl_attention_desc d = r.desc;
+            d.tree_mask = 0;
+            memset(d.tree_mask_stride, 0, sizeof d.tree_mask_stride);
+            d.tree_mask_offset = 0;
+            what = "a tree mask buffer without desc.tree_mask", needle = "desc.tree_mask is 0";
+            got = fa_cl_attention_run(ctx, &d, &a);
+        }
+        tu_expect(t, got == want && strstr(fa_cl_last_error(ctx), needle), "tree args %s: %s: %s", what,
+                  fa_cl_status_string(got), fa_cl_last_error(ctx));
+    }
+    tu_expect(t, st == FA_CL_SUCCESS, "tree plan: %s", fa_cl_last_error(ctx));
+    fa_cl_plan_release(plan);
+    if (small)
+        clReleaseMemObject(small);
+    /* the backward does not take it, nor the reference (dense, no lengths or pages: the tree is
+     * what they refuse) */
+    fa_cl_attention_desc d;
+    fa_cl_attention_desc_init(&d, 1, 2, 4, 16, 32, FA_CL_F32);
+    d.tree_mask = 1;
+    fa_cl_backward_plan *bp = NULL;
+    st = fa_cl_backward_plan_create(ctx, &d, &bp);
+    tu_expect(t, st == FA_CL_ERROR_UNSUPPORTED && strstr(fa_cl_last_error(ctx), "tree"), "tree backward: %s: %s",
+              fa_cl_status_string(st), fa_cl_last_error(ctx));
+    fa_cl_backward_plan_release(bp);
+    fa_cl_forward_args a;
+    fa_cl_forward_args_init(&a);
+    st = fa_cl_reference_run(ctx, &d, &a);
+    tu_expect(t, st == FA_CL_ERROR_UNSUPPORTED && strstr(fa_cl_last_error(ctx), "tree"), "tree reference: %s: %s",
+              fa_cl_status_string(st), fa_cl_last_error(ctx));
+    run_free(&r);
     return 0;
 }
 
@@ -537,6 +724,31 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     if (only == 5) {
         const serving_case q8 = {{1, 2, 1, 1, 80, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(70), 16, 0, 1};
         check_case_with(&serving_tally, ctx, &q8, 670, SERVE_Q8);
+    }
+    /* 7: pages of 3 keys (blocks span pages and start mid-page), shared and bad entries; 8: an
+     * append into pages of 3, new rows across page boundaries and past the capacity; 9: pages of
+     * one key */
+    if (only == 7) {
+        const serving_case p3 = {{2, 4, 2, 2, 40, 16, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(40, 11), 3, 2, 1};
+        check_case(&serving_tally, ctx, &p3, 671);
+    }
+    if (only == 8) {
+        const append_case ap = {2, 4, 2, 2, 30, 16, FA_CL_F32, 1, (const int[]){4, 28}, 4, 3};
+        check_append(&serving_tally, ctx, &ap, 672);
+    }
+    if (only == 9) {
+        const serving_case p1 = {{2, 2, 1, 1, 24, 8, FA_CL_BF16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(24, 5), 1, 0, 0};
+        check_case(&serving_tally, ctx, &p1, 673);
+    }
+    /* 10: a tree over 5 new tokens in pages of 3, strided words, GQA; 11: 3 draft tokens appended
+     * into pages of 16 and attended through a tree */
+    if (only == 10) {
+        const serving_case tr = {{2, 4, 2, 5, 30, 8, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(30, 4), 3, 0, 0};
+        check_case_with(&serving_tally, ctx, &tr, 674, SERVE_TREE);
+    }
+    if (only == 11) {
+        const append_case ap = {2, 4, 2, 3, 32, 16, FA_CL_F32, 0, (const int[]){5, 30}, 3, 16};
+        check_append_with(&serving_tally, ctx, &ap, 675, 1);
     }
     /* 4: append into a paged cache, new rows straddling the capacity */
     if (only < 0 || only == 4) {
@@ -819,12 +1031,24 @@ static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
 
 static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac, uint64_t seed)
 {
+    check_append_with(t, ctx, ac, seed, 0);
+}
+
+/* with_tree: a random tree mask over the Sq new query rows (contiguous words), the new keys the
+ * appended rows */
+static void check_append_with(tu_tally *t, fa_cl_context *ctx, const append_case *ac, uint64_t seed, int with_tree)
+{
     const int64_t B = ac->B, Hq = ac->Hq, Hkv = ac->Hkv, Sq = ac->Sq, cap = ac->cap, D = ac->D, N = ac->seqlen_new,
                   P = ac->page_size;
     char name[300];
     snprintf(name, sizeof name, "append B=%lld H=%lld/%lld S=%lldx%lld D=%lld %s%s new %lld%s", (long long)B,
              (long long)Hq, (long long)Hkv, (long long)Sq, (long long)cap, (long long)D, tu_dtype_name(ac->dtype),
              ac->causal ? " causal" : "", (long long)N, P ? " paged" : "");
+    if (with_tree)
+        strcat(name, " tree");
+    const int64_t W = (Sq + 31) / 32;
+    uint32_t *tree = with_tree ? (uint32_t *)malloc((size_t)(B * Sq * W) * sizeof *tree) : NULL;
+    cl_mem tree_mem = NULL;
     const size_t esz = tu_dtype_size(ac->dtype), nkv = (size_t)(B * Hkv * cap * D), nnew = (size_t)(B * N * Hkv * D);
     const size_t nq = (size_t)(B * Hq * Sq * D), nl = (size_t)(B * Hq * Sq), o_slack = 11;
     const int64_t pps = P ? (cap + P - 1) / P : 0, num_pages = B * pps;
@@ -840,7 +1064,7 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
     int *table = malloc((size_t)(num_pages + 1) * sizeof(int));
     cl_mem mem[10] = {NULL};
     fa_cl_plan *plan = NULL;
-    int ok_alloc = q && q_img && o_img && first && lse && ref_o && ref_l && table;
+    int ok_alloc = q && q_img && o_img && first && lse && ref_o && ref_l && table && (!with_tree || tree);
     for (int i = 0; i < 2; i++)
         ok_alloc = ok_alloc && pre[i] && truth[i] && fresh[i] && cache[i] && want[i] && got[i] && new_img[i];
     if (!ok_alloc) {
@@ -897,6 +1121,16 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
         d.num_pages = num_pages;
         d.pages_per_seq = pps;
     }
+    if (with_tree) {
+        for (int64_t b = 0; b < B; b++)
+            make_tree(tree + b * Sq * W, Sq, W, W, 0, &rng);
+        tree_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(B * Sq * W) * sizeof *tree, tree);
+        if (!tree_mem) {
+            tu_expect(t, 0, "%s: buffers", name);
+            goto done;
+        }
+        d.tree_mask = 1;
+    }
     mem[0] = tu_buffer(ctx, CL_MEM_READ_ONLY, nq * esz, q_img);
     mem[1] = tu_buffer(ctx, CL_MEM_READ_WRITE, ncache * esz, cache[0]);
     mem[2] = tu_buffer(ctx, CL_MEM_READ_WRITE, ncache * esz, cache[1]);
@@ -924,6 +1158,7 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
     fa_cl_forward_args_init(&a);
     a.q = mem[0], a.k = mem[1], a.v = mem[2], a.o = mem[3], a.lse = mem[4], a.cache_seqlens = mem[5];
     a.block_table = P ? mem[6] : NULL, a.k_new = mem[7], a.v_new = mem[8];
+    a.tree_mask = tree_mem;
     /* twice: the lengths are not updated, so the second call writes the same rows again; the
      * second with a device status (the same results) */
     cl_uint status = 0;
@@ -958,9 +1193,17 @@ static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac,
             memcpy(kb + (size_t)(h * len * D), truth[0] + (size_t)(((b * Hkv + h) * cap) * D), (size_t)(len * D) * sizeof(float));
             memcpy(vb + (size_t)(h * len * D), truth[1] + (size_t)(((b * Hkv + h) * cap) * D), (size_t)(len * D) * sizeof(float));
         }
-        tu_attention_f64(&one, q + (size_t)(b * Hq * Sq * D), kb, vb, ref_o + (size_t)(b * Hq * Sq * D),
-                         ref_l + (size_t)(b * Hq * Sq));
-        free(kb), free(vb);
+        double *md = with_tree ? malloc((size_t)(Hq * Sq * len) * sizeof(double) + 1) : NULL;
+        for (int64_t h = 0; md && h < Hq; h++) /* the tree: new token t is key len - Sq + t */
+            for (int64_t i = 0; i < Sq; i++)
+                for (int64_t j = 0; j < len; j++) {
+                    const int64_t tk = j - (len - Sq);
+                    md[(h * Sq + i) * len + j] = tk >= 0 && !tree_bit(tree + (b * Sq + i) * W, tk) ? -INFINITY : 0.0;
+                }
+        const tu_mods mods = {0.0, NULL, NULL, md};
+        tu_attention_f64_mods(&one, &mods, q + (size_t)(b * Hq * Sq * D), kb, vb, ref_o + (size_t)(b * Hq * Sq * D),
+                              ref_l + (size_t)(b * Hq * Sq));
+        free(kb), free(vb), free(md);
     }
     double worst = 0.0;
     for (size_t e = 0; e < nq; e++) {
@@ -997,6 +1240,9 @@ done:
     for (int i = 0; i < 2; i++)
         free(pre[i]), free(truth[i]), free(fresh[i]), free(cache[i]), free(want[i]), free(got[i]), free(new_img[i]);
     free(q), free(q_img), free(o_img), free(first), free(lse), free(ref_o), free(ref_l), free(table);
+    if (tree_mem)
+        clReleaseMemObject(tree_mem);
+    free(tree);
 }
 
 static int run_append(fa_cl_context *ctx, int argc, char **argv)
@@ -1010,6 +1256,10 @@ static int run_append(fa_cl_context *ctx, int argc, char **argv)
         /* bad lengths: below 0 (appends at 0), past the capacity (every new row dropped), and new
          * rows that straddle the capacity (the last ones dropped) */
         {3, 4, 2, 3, 200, 32, FA_CL_F32, 1, LENS(-4, 100000, 198), 5, 64},
+        /* pages of any size: new rows across page boundaries (1, 3) and mid-page (48) */
+        {2, 4, 2, 2, 60, 32, FA_CL_F16, 1, LENS(10, 57), 3, 1},
+        {3, 8, 2, 4, 100, 64, FA_CL_F32, 1, LENS(0, 47, 97), 4, 3},
+        {2, 4, 4, 1, 150, 64, FA_CL_BF16, 0, LENS(47, 148), 5, 48},
     };
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_append(&serving_tally, ctx, &cases[i], 800 + (uint64_t)i);
@@ -1211,7 +1461,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
         fa_cl_status want;
         void (*edit)(fa_cl_attention_desc *);
     } descs[] = {
-        {"page_size 24", "multiple of 16", FA_CL_ERROR_INVALID_ARGUMENT, NULL},
+        {"page_size 2^30", "page_size", FA_CL_ERROR_UNSUPPORTED, NULL},
         {"num_pages 0", "num_pages", FA_CL_ERROR_INVALID_ARGUMENT, NULL},
         {"seqlen_k above the table's pages", "pages_per_seq", FA_CL_ERROR_INVALID_ARGUMENT, NULL},
         {"num_pages without page_size", "page_size is 0", FA_CL_ERROR_INVALID_ARGUMENT, NULL},
@@ -1220,7 +1470,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     for (int i = 0; i < TU_COUNT(descs); i++) {
         fa_cl_attention_desc d = r.desc;
         switch (i) {
-        case 0: d.page_size = 24; break;
+        case 0: d.page_size = (int64_t)1 << 30; break;
         case 1: d.num_pages = 0; break;
         case 2: d.seqlen_k = d.pages_per_seq * d.page_size + 1; break;
         case 3: d.page_size = 0; break;
@@ -1393,7 +1643,8 @@ int main(int argc, char **argv)
     const tu_subset subsets[] = {
         {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode},
         {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny}, {"varlen", run_varlen},
-        {"append", run_append}, {"append_bad", run_append_bad}, {"long", run_long},
+        {"append", run_append}, {"append_bad", run_append_bad}, {"long", run_long}, {"tree", run_tree},
+        {"tree_invalid", run_tree_invalid},
     };
     return tu_main(&serving_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

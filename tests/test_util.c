@@ -587,16 +587,24 @@ int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_
 int tu_problem_init_types(tu_problem *p, fa_cl_context *ctx, const tu_case *c, const fa_cl_dtype types[4],
                           uint64_t seed, int want_ref)
 {
+    return tu_problem_init_dv(p, ctx, c, types, 0, seed, want_ref);
+}
+
+int tu_problem_init_dv(tu_problem *p, fa_cl_context *ctx, const tu_case *c, const fa_cl_dtype types[4], int64_t dv,
+                       uint64_t seed, int want_ref)
+{
     memset(p, 0, sizeof *p);
     p->c = *c;
+    p->dv = dv > 0 ? dv : c->D;
     snprintf(p->layout, sizeof p->layout, "%s", c->layout ? c->layout : "CCCC");
     p->c.layout = p->layout;
     const int64_t heads[4] = {c->Hq, c->Hkv, c->Hkv, c->Hq};
     const int64_t seqs[4] = {c->Sq, c->Sk, c->Sk, c->Sq};
+    const int64_t widths[4] = {c->D, c->D, p->dv, p->dv}; /* v and o: head_dim_v */
     for (int i = 0; i < 4; i++) {
         char l = p->layout[i];
         size_t slack = (i == 3 && (l == 'P' || l == 'Q')) ? 9 : 0;
-        if (tu_tensor_init(&p->t[i], l, types[i], c->B, heads[i], seqs[i], c->D, (size_t)i, slack) != 0) {
+        if (tu_tensor_init(&p->t[i], l, types[i], c->B, heads[i], seqs[i], widths[i], (size_t)i, slack) != 0) {
             printf("bad layout '%c' or out of memory\n", l);
             tu_problem_free(p);
             return -1;
@@ -605,7 +613,7 @@ int tu_problem_init_types(tu_problem *p, fa_cl_context *ctx, const tu_case *c, c
     tu_rng rng;
     tu_rng_seed(&rng, seed);
     for (int i = 0; i < 3; i++) {
-        size_t n = (size_t)(c->B * heads[i] * seqs[i] * c->D);
+        size_t n = (size_t)(c->B * heads[i] * seqs[i] * widths[i]);
         p->x[i] = (float *)malloc(n * sizeof(float));
         if (!p->x[i]) {
             tu_problem_free(p);
@@ -625,6 +633,7 @@ int tu_problem_init_types(tu_problem *p, fa_cl_context *ctx, const tu_case *c, c
     d->window_left = c->wl;
     d->window_right = c->wr;
     d->scale = c->scale;
+    d->head_dim_v = dv > 0 ? dv : 0;
     fa_cl_storage *dt[4] = {&d->q_type, &d->k_type, &d->v_type, &d->o_type};
     for (int i = 0; i < 4; i++)
         *dt[i] = types[i] == c->dtype ? FA_CL_STORAGE_DTYPE : (fa_cl_storage)((int)types[i] + 1);
@@ -635,7 +644,7 @@ int tu_problem_init_types(tu_problem *p, fa_cl_context *ctx, const tu_case *c, c
         *off[i] = p->t[i].offset;
     }
 
-    const size_t no = (size_t)(c->B * c->Hq * c->Sq * c->D);
+    const size_t no = (size_t)(c->B * c->Hq * c->Sq * p->dv);
     p->lse_elems = (size_t)(c->B * c->Hq * c->Sq);
     p->lse_slack = 7;
     p->lse_img = (float *)malloc((p->lse_elems + p->lse_slack) * sizeof(float));
@@ -650,7 +659,7 @@ int tu_problem_init_types(tu_problem *p, fa_cl_context *ctx, const tu_case *c, c
             tu_problem_free(p);
             return -1;
         }
-        tu_attention_f64(&p->c, p->x[0], p->x[1], p->x[2], p->ref_o, p->ref_lse);
+        tu_attention_f64_dv(&p->c, p->dv, NULL, p->x[0], p->x[1], p->x[2], p->ref_o, p->ref_lse);
     }
     if (ctx) {
         for (int i = 0; i < 4; i++) {

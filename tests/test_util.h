@@ -174,6 +174,7 @@ int tu_read(fa_cl_context *ctx, cl_mem m, size_t bytes, void *host);        /* b
 void tu_case_format(const tu_case *c, char *buf, size_t size);
 typedef struct tu_problem {
     tu_case c;
+    int64_t dv;            /* v's and o's row width (desc.head_dim_v; c.D unless tu_problem_init_dv says) */
     char layout[5];
     fa_cl_attention_desc desc;
     tu_tensor t[4];        /* q, k, v, o */
@@ -194,12 +195,15 @@ int tu_problem_init(tu_problem *p, fa_cl_context *ctx, const tu_case *c, uint64_
  * bar (tu_problem_check). */
 int tu_problem_init_types(tu_problem *p, fa_cl_context *ctx, const tu_case *c, const fa_cl_dtype types[4],
                           uint64_t seed, int want_ref);
+/* The same with v and o rows dv wide (desc.head_dim_v = dv; 0: c->D, head_dim_v left 0). */
+int tu_problem_init_dv(tu_problem *p, fa_cl_context *ctx, const tu_case *c, const fa_cl_dtype types[4], int64_t dv,
+                       uint64_t seed, int want_ref);
 void tu_problem_free(tu_problem *p);
 /* Fill the o and lse buffers (every element, gaps and slack included) with the sentinel. */
 int tu_problem_poison(tu_problem *p, fa_cl_context *ctx);
 /* Read o and lse back into the host images. */
 int tu_problem_read(tu_problem *p, fa_cl_context *ctx);
-/* The output in the host image as logical float64 [B,Hq,Sq,D] (and the LSE image as float64). */
+/* The output in the host image as logical float64 [B,Hq,Sq,dv] (and the LSE image as float64). */
 void tu_problem_output(const tu_problem *p, double *o, double *lse);
 
 typedef struct tu_result {

@@ -47,6 +47,7 @@ typedef struct shape {
     int alibi, sinks;
     fa_cl_mask_type mask; /* an attention mask [1, 1, Sq, Sk] broadcast over batches and heads */
     fa_cl_storage kv_type; /* K and V storage where it differs from dtype (--kv-dtype) */
+    int tree;             /* --tree: a binary draft tree over the Sq new tokens (desc.tree_mask), every sequence's */
 } shape;
 
 /* the storage types as --kv-dtype takes them (fa_cl_storage's order) */
@@ -291,6 +292,10 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
         d->mask = s->mask;
         d->mask_stride[2] = s->sk; /* [1, 1, Sq, Sk]: strides {0, 0, Sk} */
     }
+    if (s->tree) { /* one tree for every sequence: [Sq, words], sequence stride 0 */
+        d->tree_mask = 1;
+        d->tree_mask_stride[1] = (s->sq + 31) / 32;
+    }
     if (s->nvar > 0) {
         /* packed rows, strides 0 (contiguous); paged keys stay in the pool (lens: cache_seqlens) */
         d->total_q = sum_lens(s->vq, s->nvar);
@@ -302,14 +307,34 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
 /* A serving shape: the positional calls and the reference cannot run it. */
 static int serving(const shape *s)
 {
-    return s->page_size > 0 || s->nlens > 0 || s->nvar > 0;
+    return s->page_size > 0 || s->nlens > 0 || s->nvar > 0 || s->tree;
+}
+
+/* The draft tree of --tree: token t's parent (t - 1) / 2 (a binary tree), row t holding the bits of
+ * t and its ancestors, [sq, ceil(sq / 32)] uint32 words. NULL with *err set on failure. */
+static cl_mem tree_buffer(cl_context c, const shape *s, cl_int *err)
+{
+    const int64_t words = (s->sq + 31) / 32;
+    cl_uint *w = (cl_uint *)calloc((size_t)(s->sq * words), sizeof *w);
+    if (!w) {
+        *err = CL_OUT_OF_HOST_MEMORY;
+        return NULL;
+    }
+    for (int64_t t = 0; t < s->sq; t++)
+        for (int64_t a = t; a >= 0; a = a ? (a - 1) / 2 : -1)
+            w[t * words + a / 32] |= 1u << (a % 32);
+    cl_mem m = clCreateBuffer(c, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, (size_t)(s->sq * words) * sizeof *w, w, err);
+    free(w);
+    return m;
 }
 
 /* What of a serving shape the reference does not take, for the row's note. */
 static void serving_text(const shape *s, char *buf, size_t size)
 {
-    const char *what[3];
+    const char *what[4];
     int n = 0;
+    if (s->tree)
+        what[n++] = "tree masks";
     if (s->page_size > 0)
         what[n++] = "paged K/V";
     if (s->nlens > 0)
@@ -320,8 +345,10 @@ static void serving_text(const shape *s, char *buf, size_t size)
         snprintf(buf, size, "no %s", what[0]);
     else if (n == 2)
         snprintf(buf, size, "neither %s nor %s", what[0], what[1]);
-    else
+    else if (n == 3)
         snprintf(buf, size, "none of %s, %s and %s", what[0], what[1], what[2]);
+    else
+        snprintf(buf, size, "none of %s, %s, %s and %s", what[0], what[1], what[2], what[3]);
 }
 
 /* A varlen batch's offsets: int32 [n + 1] prefix sums of lens (the plan checked that the total
@@ -535,6 +562,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     int sets = set_bytes < ((size_t)64 << 20) ? 4 : 1;
     cl_mem q[4] = {0}, k[4] = {0}, v[4] = {0}, o = NULL, o_ref = NULL, lse = NULL, lse_ref = NULL;
     cl_mem seqlens = NULL, table = NULL, cu_q = NULL, cu_k = NULL, slopes = NULL, sink_logits = NULL, mask = NULL;
+    cl_mem tree = NULL;
     fa_cl_forward_args args, ref_args; /* the fused call's buffers, the reference's */
     fa_cl_forward_args_init(&args);
     cl_int err = CL_SUCCESS;
@@ -576,6 +604,8 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
         sink_logits = per_head(c, s, 1, &err);
     if (err == CL_SUCCESS && s->mask)
         mask = mask_buffer(c, s, &err);
+    if (err == CL_SUCCESS && s->tree)
+        tree = tree_buffer(c, s, &err);
     if (err == CL_SUCCESS && d.total_q > 0)
         cu_q = cu_seqlens(c, s->vq, s->nvar, &err);
     if (err == CL_SUCCESS && d.total_k > 0)
@@ -594,7 +624,7 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
     out->fused_extra = opt->lse ? lbytes : 0;
     args.o = o, args.lse = lse, args.cache_seqlens = seqlens, args.block_table = table;
     args.cu_seqlens_q = cu_q, args.cu_seqlens_k = cu_k;
-    args.alibi_slopes = slopes, args.sinks = sink_logits, args.mask = mask;
+    args.alibi_slopes = slopes, args.sinks = sink_logits, args.mask = mask, args.tree_mask = tree;
     if (!time_path(ctx, fa_cl_attention_run, &d, &args, q, k, v, sets, opt->warmup, opt->reps, &out->fused_med,
                    &out->fused_min, out->note, sizeof out->note)) {
         out->failed = 1;
@@ -667,6 +697,7 @@ cleanup:
     if (slopes) clReleaseMemObject(slopes);
     if (sink_logits) clReleaseMemObject(sink_logits);
     if (mask) clReleaseMemObject(mask);
+    if (tree) clReleaseMemObject(tree);
 }
 
 /* ---- the backward (--backward) -------------------------------------------------------------- */
@@ -980,6 +1011,7 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
         fprintf(f, ", \"kv_dtype\": \"%s\"", s->kv_type ? storage_names[s->kv_type] : fa_cl__dtype_name(s->dtype));
         fprintf(f, ", \"softcap\": %lld, \"alibi\": %s, \"sinks\": %s, \"mask\": \"%s\"", (long long)s->softcap,
                 s->alibi ? "true" : "false", s->sinks ? "true" : "false", mask_names[s->mask] + (s->mask ? 7 : 0));
+        fprintf(f, ", \"tree\": %s", s->tree ? "true" : "false");
         fprintf(f, ", \"flops\": %.0f, \"kv_bytes\": %.0f, \"failed\": %s", r->flops, r->kv_bytes,
                 r->failed ? "true" : "false");
         if (!r->failed) {
@@ -1052,8 +1084,8 @@ static void usage(FILE *f)
             "                    per-sequence KV lengths, each 0..seqlen_k (-k is then the cache's capacity);\n"
             "                    at most -b values, fewer repeat cyclically (one value: every sequence's)\n"
             "  --page-size P     paged K/V: pools of B * ceil(Sk / P) pages of P keys, [pages, P, Hkv, d],\n"
-            "                    each sequence's pages shuffled (fixed seed) through a block table; P a\n"
-            "                    multiple of 16 (the library refuses others); 0, the default: not paged\n"
+            "                    each sequence's pages shuffled (fixed seed) through a block table; P any\n"
+            "                    count of keys (1 included); 0, the default: not paged\n"
             "  --varlen L[,L...] a variable-length batch (cu_seqlens): sequence b has L_b >= 0 query rows\n"
             "                    and L_b keys, q/o and k/v packed [sum L, heads, d]; B is the count of values,\n"
             "                    Sq and Sk the longest (-b, -q and -k are ignored)\n"
@@ -1069,13 +1101,16 @@ static void usage(FILE *f)
             "  --kv-dtype T      K and V stored as T (f32, f16, bf16, q8_0: ggml's 34-byte blocks of 32, or fp8\n"
             "                    e4m3 / e5m2, without descale factors)\n"
             "                    instead of --dtype's type; q and o stay in --dtype's\n"
+            "  --tree            speculative decoding: the -q query rows are each sequence's last keys, seen\n"
+            "                    through a binary draft tree (desc.tree_mask; token t's parent (t - 1) / 2);\n"
+            "                    FLOPs and bytes count as without it (no reference, no check)\n"
             "  --mask T          an attention mask of type T (f32, f16, bf16 or bool), [1, 1, Sq, Sk]\n"
             "                    broadcast over batches and heads: biases 0 .. -1, one entry in 17 masked\n"
             "  --suite [S]       a built-in suite instead of the one shape: full (the default S: d 64/128,\n"
             "                    N 512..16384 at B*H*N = 8*16*4096, causal on/off, f32/f16; sized for a GPU),\n"
             "                    tiny (d 32, N 128/256: seconds anywhere) or decode (f16, d 128, Hq 32 on\n"
             "                    Hkv 8, Sq 1: B 16 Sk 8192, B 16 Sk 32768, B 1 Sk 131072, and B 16 Sk 8192\n"
-            "                    paged by 16 and by 256; sized for a GPU)\n"
+            "                    paged by 16, 256, 1 and 48; sized for a GPU)\n"
             "Run:\n"
             "  --reps N          timed repetitions, 10..%d (default 10)\n"
             "  --warmup N        untimed calls before them, 0..%d (default 2)\n"
@@ -1212,7 +1247,7 @@ enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
     OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_BACKWARD, OPT_DEVICE, OPT_VERSION, OPT_HELP,
     OPT_CACHE_SEQLENS,
-    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK, OPT_KV_DTYPE
+    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK, OPT_KV_DTYPE, OPT_TREE
 };
 
 static const struct option long_options[] = {
@@ -1229,6 +1264,7 @@ static const struct option long_options[] = {
     {"sinks", no_argument, NULL, OPT_SINKS},
     {"mask", required_argument, NULL, OPT_MASK},
     {"kv-dtype", required_argument, NULL, OPT_KV_DTYPE},
+    {"tree", no_argument, NULL, OPT_TREE},
     {"suite", optional_argument, NULL, OPT_SUITE},
     {"json", required_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
@@ -1365,6 +1401,7 @@ static int parse_args(int argc, char **argv, options *o)
             break;
         case OPT_ALIBI: s->alibi = 1; break;
         case OPT_SINKS: s->sinks = 1; break;
+        case OPT_TREE: s->tree = 1; break;
         case OPT_KV_DTYPE: {
             int t = 0;
             for (int i = 1; i < (int)(sizeof storage_names / sizeof storage_names[0]); i++)
@@ -1477,9 +1514,10 @@ static int build_suite(const char *which, shape *rows, int cap)
     if (!strcmp(which, "decode")) {
         /* one new token per sequence against a full f16 cache, 32 query heads on 8 KV heads (Llama-3
          * 8B/70B's GQA): bandwidth-bound, the rows split-KV and GQA packing are for; the paged rows
-         * are the first one with vLLM-like small and large pages */
+         * are the first one with vLLM-like small and large pages, FlashInfer's pages of one key and
+         * pages of 48 (not a power of two) */
         const struct { int64_t b, sk, page; } dec[] = {
-            {16, 8192, 0}, {16, 32768, 0}, {1, 131072, 0}, {16, 8192, 16}, {16, 8192, 256}};
+            {16, 8192, 0}, {16, 32768, 0}, {1, 131072, 0}, {16, 8192, 16}, {16, 8192, 256}, {16, 8192, 1}, {16, 8192, 48}};
         int count = 0;
         for (size_t i = 0; i < sizeof dec / sizeof dec[0] && count < cap; i++) {
             shape s = {0};

@@ -135,6 +135,28 @@ static void shape_rows16(fa_cl_attention_desc *d) { d->seqlen_q = 16; }
 static void shape_rows32(fa_cl_attention_desc *d) { d->seqlen_q = 32; }
 static void shape_decode(fa_cl_attention_desc *d) { d->seqlen_q = 1; }
 static void shape_decode_gqa(fa_cl_attention_desc *d) { decode_gqa(d); }
+/* d_v != d_qk: DeepSeek's 192 / 128 prefill */
+static void shape_value_width(fa_cl_attention_desc *d) { d->head_dim_v = d->head_dim / 3 * 2; }
+/* MLA's absorbed decode: every query head on one latent head of d_qk = 576 whose first 512 columns
+ * are V (the same pool and strides), paged */
+static void shape_mla_decode(fa_cl_attention_desc *d)
+{
+    d->seqlen_q = 1;
+    d->heads_kv = 1;
+    d->head_dim_v = d->head_dim - 64;
+    paged(d, 64);
+    const int64_t latent[3] = {64 * d->head_dim, 0, d->head_dim};
+    memcpy(d->k_stride, latent, sizeof latent);
+    memcpy(d->v_stride, latent, sizeof latent);
+}
+/* speculative decoding: 8 draft tokens through a tree mask, paged with lengths */
+static void shape_tree_decode(fa_cl_attention_desc *d)
+{
+    decode_gqa(d);
+    d->seqlen_q = 8;
+    paged(d, 16);
+    d->tree_mask = 1;
+}
 static void shape_gqa_prefill(fa_cl_attention_desc *d)
 {
     d->heads_q = 32;
@@ -255,6 +277,9 @@ static const emit_case cases[] = {
     {"decode", PASS_FORWARD, {0}, NULL, "", shape_decode},
     {"decode-gqa", PASS_FORWARD, {0}, NULL, "", shape_decode_gqa},
     {"gqa-prefill", PLANS, {0}, NULL, "", shape_gqa_prefill},
+    {"value-width", PASS_FORWARD, {192, 0}, NULL, "", shape_value_width},
+    {"mla-decode", PASS_FORWARD, {576, 0}, NULL, "", shape_mla_decode},
+    {"tree-decode", PASS_FORWARD, {0}, NULL, "", shape_tree_decode},
     {"paged-decode", PASS_FORWARD, {0}, NULL, "", shape_paged_decode},
     {"paged-append", PASS_FORWARD, {0}, NULL, "", shape_paged_append},
     {"cache-append", PASS_FORWARD, {0}, NULL, "", shape_cache_append},

@@ -165,6 +165,56 @@ def _finish(call, desc, args, o, lse):
     return (call.result(o), call.result(lse)) if lse is not None else call.result(o)
 
 
+def _value_width(desc, d, dv):
+    """v's and o's head_dim where it differs from q's and k's (include/fa_cl.h "Value width")."""
+    if dv != d:
+        if not hasattr(desc, "head_dim_v"):
+            raise ValueError("fa_cl: v's head_dim %d differs from q's and k's %d: that needs a libfa_cl whose "
+                             "fa_cl_attention_desc has head_dim_v (fa_cl %s has not)" % (dv, d, _lib.HEADER_VERSION))
+        desc.head_dim_v = dv
+
+
+def _tree(call, desc, args, tree_mask, b, sq):
+    """A tree mask over the Sq new tokens (include/fa_cl.h "Tree masks") into desc and args: bool
+    [B, Sq, Sq] or [Sq, Sq] (row i, column t: token i sees token t; packed into uint32 words here),
+    or the words themselves, uint32 [B, Sq, W] or [Sq, W] with W = ceil(Sq / 32); a 2-D mask is every
+    sequence's (sequence stride 0)."""
+    if tree_mask is None:
+        return
+    if not hasattr(desc, "tree_mask"):
+        raise ValueError("fa_cl: tree_mask needs a libfa_cl whose fa_cl_attention_desc has tree_mask (fa_cl %s has "
+                         "not)" % _lib.HEADER_VERSION)
+    t = call.host(tree_mask, "tree_mask")
+    words = (sq + 31) // 32
+    kind = np.dtype(t.dtype)
+    if t.ndim not in (2, 3) or (t.ndim == 3 and t.shape[0] != b):
+        raise ValueError("fa_cl: tree_mask has shape %s; expected [B, Sq, Sq] or [Sq, Sq] bools, or [B, Sq, %d] or "
+                         "[Sq, %d] uint32 words (B %d, Sq %d)" % (tuple(t.shape), words, words, b, sq))
+    if kind == np.bool_:
+        if is_device_array(t):
+            raise TypeError("fa_cl: a device tree_mask must be uint32 words, [B, Sq, %d] or [Sq, %d]" % (words, words))
+        if tuple(t.shape[-2:]) != (sq, sq):
+            raise ValueError("fa_cl: tree_mask has shape %s; bools are [B, Sq, Sq] or [Sq, Sq] with Sq %d"
+                             % (tuple(t.shape), sq))
+        bits = np.zeros(t.shape[:-1] + (words * 32,), np.uint64)
+        bits[..., :sq] = t
+        t = (bits.reshape(t.shape[:-1] + (words, 32)) << np.arange(32, dtype=np.uint64)).sum(axis=-1).astype(np.uint32)
+    elif kind != np.uint32:
+        raise TypeError("fa_cl: tree_mask must hold bools or uint32 words, not %s" % kind)
+    elif tuple(t.shape[-2:]) != (sq, words):
+        raise ValueError("fa_cl: tree_mask has shape %s; uint32 words are [B, Sq, %d] or [Sq, %d] with Sq %d"
+                         % (tuple(t.shape), words, words, sq))
+    if is_device_array(t):
+        st, off = _element_strides(t, "tree_mask")
+    else:  # a contiguous copy of the words
+        t = np.ascontiguousarray(t)
+        st, off = [s // 4 for s in t.strides], 0
+    desc.tree_mask = 1
+    desc.tree_mask_stride[:] = [st[0], st[1]] if len(t.shape) == 3 else [0, st[0]]
+    desc.tree_mask_offset = off
+    args.tree_mask = mem(call.device(t))
+
+
 def _same_dtype(arrays, names):
     dts = {np.dtype(a.dtype) for a in arrays}
     if len(dts) != 1:
@@ -180,20 +230,23 @@ def _heads(hq, hkv):
 def _attention_bshd(call, q, k, v, scale, causal, window, return_lse, sk_view=None, softcap=0.0,
                     alibi_slopes=None, sinks=None, attn_mask=None, kv_dtype=None, k_descale=None, v_descale=None,
                     positions=None):
-    """The forward on device arrays q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] (each checked by call.tensor);
-    positions (q_position, k_position, full_seqlen_q, full_seqlen_k): a partial result, o in float32."""
+    """The forward on device arrays q [B, Sq, Hq, D], k [B, Sk, Hkv, D] and v [B, Sk, Hkv, Dv] (each
+    checked by call.tensor); out [B, Sq, Hq, Dv]. positions (q_position, k_position, full_seqlen_q,
+    full_seqlen_k): a partial result, o in float32."""
     # q and o in q's dtype; k and v each in its own (include/fa_cl.h "Storage types", "fp8 K/V")
     dtype = fa_dtype(q.dtype, "q")
     kv_types = [kv_storage(k.dtype, "k", kv_dtype, dtype), kv_storage(v.dtype, "v", kv_dtype, dtype)]
     b, sq, hq, d = q.shape
     _, sk, hkv, _ = k.shape
-    if k.shape != v.shape or k.shape[0] != b or k.shape[3] != d:
-        raise ValueError("fa_cl: q %s, k %s and v %s disagree: q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D]"
+    if k.shape[:3] != v.shape[:3] or k.shape[0] != b or k.shape[3] != d:
+        raise ValueError("fa_cl: q %s, k %s and v %s disagree: q [B, Sq, Hq, D], k [B, Sk, Hkv, D], v [B, Sk, Hkv, Dv]"
                          % (tuple(q.shape), tuple(k.shape), tuple(v.shape)))
+    dv = v.shape[3]
     _heads(hq, hkv)
     return_lse = _checks.flag(return_lse, "return_lse")
     sk = sk if sk_view is None else sk_view
     desc = _desc(b, hq, hkv, sq, sk, d, dtype, scale, causal, window)
+    _value_width(desc, d, dv)
     desc.k_type, desc.v_type = kv_types
     o_dtype = None
     if positions is not None:
@@ -201,7 +254,7 @@ def _attention_bshd(call, q, k, v, scale, causal, window, return_lse, sk_view=No
             setattr(desc, name, _checks.integer(value, name, 0, INT32_MAX // 2))
         desc.o_type = _lib.STORAGE["FA_CL_STORAGE_F32"]
         o_dtype = np.float32
-    o, lse, args = _prepare(call, desc, q, k, v, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None,
+    o, lse, args = _prepare(call, desc, q, k, v, (0, 2, 1), (b, sq, hq, dv), (b, hq, sq) if return_lse else None,
                             o_dtype=o_dtype)
     _descales(call, desc, args, k_descale, v_descale, kv_types, b, hkv)
     _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks)
@@ -444,26 +497,30 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
 
 def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=None, block_table=None,
                             softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
-                            sinks=None, return_lse=False, attn_mask=None, context=None, k_descale=None,
-                            v_descale=None, kv_dtype=None):
+                            sinks=None, return_lse=False, attn_mask=None, tree_mask=None, context=None,
+                            k_descale=None, v_descale=None, kv_dtype=None):
     """FlashAttention's flash_attn_with_kvcache: q [B, Sq, Hq, D] against a cache k_cache / v_cache
     [B, capacity, Hkv, D], or with block_table (integers [B, pages_per_seq]) a paged pool
-    [num_pages, page_size, Hkv, D]. cache_seqlens (integers [B], or one int for all, each in
-    [0, capacity]) gives each sequence's key count (default: the capacity); masks align to it
-    (bottom-right). k, v ([B, seqlen_new, Hkv, D]) are first written into the cache at those
-    positions (in place: with numpy caches the arrays given are updated; a length plus seqlen_new
-    must fit the capacity), then attended to; cache_seqlens is not advanced. numpy block tables:
-    the entries of pages a sequence reaches must be page numbers (others, e.g. -1 padding, are not
-    read). attn_mask as flash_attn_func's, its keys the capacity's. pyopencl lengths and tables are
-    device data the kernels clamp (include/fa_cl.h "Serving"). An fp8 cache (ml_dtypes / PyTorch
-    float8, or uint8 codes with kv_dtype) with k_descale / v_descale as flash_attn_func's; appended
-    rows (k, v in q's dtype) are rounded to it (nearest even, saturating: include/fa_cl.h "fp8 K/V")."""
+    [num_pages, page_size, Hkv, D] (v_cache and v may have their own head_dim Dv: out is then
+    [B, Sq, Hq, Dv]). tree_mask (speculative decoding, include/fa_cl.h "Tree masks"): the Sq query rows
+    are each sequence's last Sq keys (the new tokens); each sees the cached prefix and the new tokens
+    its row allows: bool [B, Sq, Sq] or [Sq, Sq] (tree_mask[b, i, t]: token i sees token t), or uint32
+    words [B, Sq, ceil(Sq / 32)] / [Sq, ...] (bit t % 32 of word t // 32). cache_seqlens (integers [B],
+    or one int for all, each in [0, capacity]) gives each sequence's key count (default: the capacity);
+    masks align to it (bottom-right). k, v ([B, seqlen_new, Hkv, D]) are first written into the cache at
+    those positions (in place: with numpy caches the arrays given are updated; a length plus seqlen_new
+    must fit the capacity), then attended to; cache_seqlens is not advanced. numpy block tables: the
+    entries of pages a sequence reaches must be page numbers (others, e.g. -1 padding, are not read).
+    attn_mask as flash_attn_func's, its keys the capacity's. pyopencl lengths and tables are device data
+    the kernels clamp (include/fa_cl.h "Serving"). An fp8 cache (ml_dtypes / PyTorch float8, or uint8
+    codes with kv_dtype) with k_descale / v_descale as flash_attn_func's; appended rows (k, v in q's
+    dtype) are rounded to it (nearest even, saturating: include/fa_cl.h "fp8 K/V")."""
     k_cache, v_cache, kv_dtype = _fp8_inputs(k_cache, v_cache, kv_dtype)
     if (k is None) != (v is None):
         raise ValueError("fa_cl: k and v (new rows to append) come together: %s is None" % ("v" if v is None else "k"))
     scalar_lens = cache_seqlens is not None and not is_device_array(cache_seqlens) and np.ndim(cache_seqlens) == 0
     with Call([q, k_cache, v_cache, k, v, None if scalar_lens else cache_seqlens, block_table, alibi_slopes, sinks,
-               attn_mask], context) as call:
+               attn_mask, tree_mask], context) as call:
         numpy_caches = (k_cache, v_cache) if not call.on_device and k is not None else None
         if numpy_caches and not all(isinstance(c, np.ndarray) and c.flags.writeable for c in numpy_caches):
             raise ValueError("fa_cl: appending k and v updates k_cache and v_cache in place: they must be writable "
@@ -476,16 +533,18 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
         dtype = _same_dtype([q] + ([kn, vn] if kn is not None else []), ["q"] + (["k", "v"] if kn is not None else []))
         kv_types = [kv_storage(kc.dtype, "k_cache", kv_dtype, dtype), kv_storage(vc.dtype, "v_cache", kv_dtype, dtype)]
         b, sq, hq, d = q.shape
-        if kc.shape != vc.shape or kc.shape[3] != d:
+        if kc.shape[:3] != vc.shape[:3] or kc.shape[3] != d:
             raise ValueError("fa_cl: q %s, k_cache %s and v_cache %s disagree"
                              % (tuple(q.shape), tuple(kc.shape), tuple(vc.shape)))
+        dv = vc.shape[3]
         hkv = kc.shape[2]
         _heads(hq, hkv)
         seqlen_new = 0
         if kn is not None:
-            if kn.shape != vn.shape or kn.shape[0] != b or kn.shape[2] != hkv or kn.shape[3] != d:
-                raise ValueError("fa_cl: k %s and v %s must be [B, seqlen_new, Hkv, D] = [%d, n, %d, %d]"
-                                 % (tuple(kn.shape), tuple(vn.shape), b, hkv, d))
+            if (kn.shape[:3] != vn.shape[:3] or kn.shape[0] != b or kn.shape[2] != hkv or kn.shape[3] != d or
+                    vn.shape[3] != dv):
+                raise ValueError("fa_cl: k %s and v %s must be [B, seqlen_new, Hkv, D] = [%d, n, %d, %d] and "
+                                 "[B, seqlen_new, Hkv, Dv] (Dv %d)" % (tuple(kn.shape), tuple(vn.shape), b, hkv, d, dv))
             if not (c_contiguous(kn) and c_contiguous(vn)) or kn.offset or vn.offset:
                 raise ValueError("fa_cl: k and v (new rows) must be contiguous from the start of their buffers")
             seqlen_new = kn.shape[1]
@@ -518,13 +577,14 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
                 _check_table(host_table, host_lens, seqlen_new, capacity, page_size, num_pages)
         return_lse = _checks.flag(return_lse, "return_lse")
         desc = _desc(b, hq, hkv, sq, capacity, d, dtype, softmax_scale, causal, window_size)
+        _value_width(desc, d, dv)
         if paged:
             desc.page_size, desc.num_pages, desc.pages_per_seq = page_size, num_pages, table_shape[1]
         desc.kv_seqlens = 1 if lens is not None else 0
         desc.seqlen_new = seqlen_new
         desc.k_type, desc.v_type = kv_types
         # the cache: [B, S, H, D] -> {batch, head, seq}; a pool [pages, page_size, H, D] -> {page, head, slot}
-        o, lse, args = _prepare(call, desc, q, kc, vc, (0, 2, 1), (b, sq, hq, d), (b, hq, sq) if return_lse else None,
+        o, lse, args = _prepare(call, desc, q, kc, vc, (0, 2, 1), (b, sq, hq, dv), (b, hq, sq) if return_lse else None,
                                 names=("q", "k_cache", "v_cache"))
         if lens is not None:
             args.cache_seqlens = mem(lens)
@@ -535,6 +595,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, cache_seqlens=N
         _descales(call, desc, args, k_descale, v_descale, kv_types, b, hkv)
         _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks)
         _mask(call, desc, args, attn_mask, b, hq, sq, capacity)
+        _tree(call, desc, args, tree_mask, b, sq)
         result = _finish(call, desc, args, o, lse)
         if numpy_caches is not None:
             numpy_caches[0][...] = call.result(kc)

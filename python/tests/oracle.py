@@ -49,18 +49,18 @@ def visible(sq, sk, causal, window):
 
 def oracle(q, k, v, scale=None, causal=False, window=(-1, -1), lens=None, softcap=0.0, slopes=None, sinks=None,
            mask=None):
-    """float64 attention on [B, Sq, Hq, D] / [B, Sk, Hkv, D]; bottom-right masks (per-sequence lens),
-    score modifiers (include/fa_cl.h): softcap, then ALiBi, then the attention mask (broadcastable
-    to [B, Hq, Sq, Sk]; bool: False masks the key, float: added). Returns (o, lse [B, Hq, Sq]); rows
-    that see no key give 0 and -inf (with a sink: 0 and the sink)."""
+    """float64 attention on [B, Sq, Hq, D] / [B, Sk, Hkv, D] (v [B, Sk, Hkv, Dv], o its Dv); bottom-right masks
+    (per-sequence lens), score modifiers (include/fa_cl.h): softcap, then ALiBi, then the attention mask
+    (broadcastable to [B, Hq, Sq, Sk]; bool: False masks the key, float: added). Returns (o, lse
+    [B, Hq, Sq]); rows that see no key give 0 and -inf (with a sink: 0 and the sink)."""
     b, sq, hq, d = q.shape
-    sk, hkv = k.shape[1], k.shape[2]
+    sk, hkv, dv = k.shape[1], k.shape[2], v.shape[3]  # v and o rows: their own head_dim (head_dim_v)
     scale = 1.0 / np.sqrt(d) if scale is None else scale
     if mask is not None:
         mask = np.asarray(mask)
         add = np.where(mask, 0.0, -np.inf) if mask.dtype == np.bool_ else mask.astype(np.float64)
         add = np.broadcast_to(add, (b, hq, sq, sk))
-    o = np.zeros((b, sq, hq, d))
+    o = np.zeros((b, sq, hq, dv))
     lse = np.full((b, hq, sq), -np.inf)
     for bi in range(b):
         n = sk if lens is None else int(np.clip(lens[bi], 0, sk))
@@ -107,7 +107,7 @@ def backward_oracle(q, k, v, dout, scale=None, causal=False, window=(-1, -1)):
     """float64 gradients of flash_attn_func on [B, S, H, D] arrays: P from the softmax, D = rowsum(dO o O),
     dS = P (dP - D); GQA: dk, dv summed over each kv head's query heads."""
     b, sq, hq, d = q.shape
-    sk, hkv = k.shape[1], k.shape[2]
+    sk, hkv, dv = k.shape[1], k.shape[2], v.shape[3]  # v and o rows: their own head_dim (head_dim_v)
     scale = 1.0 / np.sqrt(d) if scale is None else scale
     dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
     vis = visible(sq, sk, causal, window)

@@ -195,14 +195,14 @@ def test_errors_are_exceptions():
     with pytest.raises(ValueError, match="softmax_scale"):
         fa_cl.flash_attn_func(f32, f32, f32, softmax_scale=float("nan"))
     # the library's own refusals carry its status and message
-    big = np.zeros((1, 8, 1, 513), np.float32)  # head_dim above the largest (512)
+    big = np.zeros((1, 8, 1, 577), np.float32)  # head_dim above the largest (576)
     with pytest.raises(fa_cl.FaClError) as e:
         fa_cl.flash_attn_func(big, big, big)
     assert e.value.status_name == "FA_CL_ERROR_UNSUPPORTED" and "head_dim" in e.value.message
-    pool = np.zeros((3, 8, 2, 16), np.float32)  # pages of 8 keys: the library takes multiples of 16
+    wide_v = np.zeros((1, 8, 2, 577), np.float32)  # v's head_dim above the largest
     with pytest.raises(fa_cl.FaClError) as e:
-        fa_cl.flash_attn_with_kvcache(f32[:, :1], pool, pool, block_table=np.array([[0, 1]]))
-    assert e.value.status_name == "FA_CL_ERROR_INVALID_ARGUMENT" and "page_size" in e.value.message
+        fa_cl.flash_attn_func(f32, f32, wide_v)
+    assert e.value.status_name == "FA_CL_ERROR_UNSUPPORTED" and "head_dim_v" in e.value.message
 
 
 def test_mixed_and_non_contiguous_device_arrays(cla, queue):
@@ -464,3 +464,89 @@ def test_partial_results_and_merge(dtype):
         fa_cl.merge_attentions([outs[0], outs[1][:, :3]], lses[:2])
     with pytest.raises(fa_cl.FaClError, match="past desc.full_seqlen_k"):
         fa_cl.flash_attn_partial(q, k, v, k_position=5, full_seqlen_k=30)
+
+
+def test_value_width_and_mla_latent():
+    """v and o rows of their own head_dim (include/fa_cl.h "Value width"): 192 / 128 prefill, and MLA's
+    latent cache, v the first Dv columns of k's rows (a numpy view, no copy)."""
+    rng = np.random.default_rng(40)
+    q, k, v = make((2, 9, 4, 48), "f16", rng), make((2, 13, 2, 48), "f16", rng), make((2, 13, 2, 32), "f16", rng)
+    o = fa_cl.flash_attn_func(q, k, v, causal=True)
+    assert o.shape == (2, 9, 4, 32)
+    ref, _ = oracle(value(q, "f16"), value(k, "f16"), value(v, "f16"), causal=True)
+    assert_close(value(o, "f16"), ref, "f16", "d_qk 48 / d_v 32")
+    # the absorbed MLA decode: 8 heads on one latent head of 72 columns, V its first 64, cache lengths
+    latent = make((2, 20, 1, 72), "f32", rng)
+    qd = make((2, 1, 8, 72), "f32", rng)
+    lens = np.array([20, 7], np.int32)
+    o = fa_cl.flash_attn_with_kvcache(qd, latent, latent[..., :64], cache_seqlens=lens)
+    assert o.shape == (2, 1, 8, 64)
+    ref, _ = oracle(qd.astype(np.float64), latent.astype(np.float64), latent[..., :64].astype(np.float64), lens=lens)
+    assert_close(o, ref, "f32", "MLA latent")
+
+
+def _tree_bools(rng, b, n):
+    """Random trees over n new tokens: [B, n, n], token i sees itself and its ancestors."""
+    t = np.zeros((b, n, n), bool)
+    for bi in range(b):
+        parent = [int(rng.integers(-1, i)) for i in range(n)]
+        for i in range(n):
+            a = i
+            while a >= 0:
+                t[bi, i, a] = True
+                a = parent[a]
+    return t
+
+
+def test_kvcache_tree_mask():
+    """Draft tokens appended to a paged cache and attended through a tree (include/fa_cl.h "Tree
+    masks"): the prefix always seen, the new tokens as the tree allows; bools and packed words; the
+    chain tree is the causal mask."""
+    rng = np.random.default_rng(41)
+    b, n, hq, hkv, d, page, pps = 2, 5, 4, 2, 16, 3, 10
+    cap = page * pps
+    table = rng.permutation(b * pps).reshape(b, pps).astype(np.int32)
+    kpool, vpool = make((b * pps, page, hkv, d), "f32", rng), make((b * pps, page, hkv, d), "f32", rng)
+    lens = np.array([3, 20], np.int32)
+    q, kn, vn = make((b, n, hq, d), "f32", rng), make((b, n, hkv, d), "f32", rng), make((b, n, hkv, d), "f32", rng)
+    tree = _tree_bools(rng, b, n)
+    o = fa_cl.flash_attn_with_kvcache(q, kpool, vpool, k=kn, v=vn, cache_seqlens=lens, block_table=table,
+                                      tree_mask=tree)
+    kseq = np.stack([np.concatenate([kpool[p] for p in table[bi]]) for bi in range(b)]).astype(np.float64)
+    vseq = np.stack([np.concatenate([vpool[p] for p in table[bi]]) for bi in range(b)]).astype(np.float64)
+    total = lens + n
+    mask = np.ones((b, 1, n, cap), bool)
+    for bi in range(b):
+        mask[bi, 0, :, total[bi] - n:total[bi]] = tree[bi]
+    ref, _ = oracle(q.astype(np.float64), kseq, vseq, lens=total, mask=mask)
+    assert_close(o, ref, "f32", "tree over the appended draft tokens")
+    # the same as packed words (one word a row), and the chain as bools shared by every sequence
+    words = (tree.astype(np.uint32) << np.arange(n, dtype=np.uint32)).sum(axis=-1, dtype=np.uint32)[..., None]
+    o2 = fa_cl.flash_attn_with_kvcache(q, kpool, vpool, cache_seqlens=total, block_table=table, tree_mask=words)
+    assert_close(o2, ref, "f32", "tree as words")
+    chain = np.tril(np.ones((n, n), bool))
+    o3 = fa_cl.flash_attn_with_kvcache(q, kpool, vpool, cache_seqlens=total, block_table=table, tree_mask=chain)
+    ref3, _ = oracle(q.astype(np.float64), kseq, vseq, lens=total, causal=True)
+    assert_close(o3, ref3, "f32", "the chain tree is causal")
+    with pytest.raises(ValueError, match="tree_mask has shape"):
+        fa_cl.flash_attn_with_kvcache(q, kpool, vpool, cache_seqlens=total, block_table=table,
+                                      tree_mask=np.ones((n, n + 1), bool))
+    with pytest.raises(TypeError, match="bools or uint32"):
+        fa_cl.flash_attn_with_kvcache(q, kpool, vpool, cache_seqlens=total, block_table=table,
+                                      tree_mask=np.ones((n, 1), np.int64))
+
+
+def test_pyopencl_mla_latent_view(cla, queue):
+    """MLA's shared latent on the device: v_cache is a view of the latent's first Dv columns (the same
+    buffer, k's strides: no copy), 8 query heads on the one latent head."""
+    rng = np.random.default_rng(42)
+    latent_n, qn = make((2, 20, 1, 72), "f16", rng), make((2, 1, 8, 72), "f16", rng)
+    latent, q = cla.to_device(queue, latent_n), cla.to_device(queue, qn)
+    v_view = latent[..., :64]
+    assert v_view.base_data is latent.base_data
+    lens = cla.to_device(queue, np.array([20, 5], np.int32))
+    o = fa_cl.flash_attn_with_kvcache(q, latent, v_view, cache_seqlens=lens)
+    assert o.shape == (2, 1, 8, 64)
+    lat = value(latent_n, "f16")
+    ref, _ = oracle(value(qn, "f16"), lat, lat[..., :64], lens=[20, 5])
+    assert_close(value(o, "f16"), ref, "f16", "pyopencl MLA latent view")

@@ -19,10 +19,10 @@
 /* 0.4 added the backward's gradient views (dout_stride .. dv_offset): the forward ignores them, the
  * backward checks them and adds them to its key (desc_backward.c). */
 #define FA_CL_DESC_V4_END (offsetof(fa_cl_attention_desc, dv_offset) + sizeof(size_t))
-/* 0.5 added fp8 K/V's descale modes (k_descale, v_descale) and the partial results' positions
- * (q_position .. full_seqlen_k): the positions are folded into the windows and the ALiBi
- * diagonal below (the key holds those). */
-#define FA_CL_DESC_V5_END (offsetof(fa_cl_attention_desc, full_seqlen_k) + sizeof(int64_t))
+/* 0.5 added fp8 K/V's descale modes (k_descale, v_descale), the partial results' positions
+ * (q_position .. full_seqlen_k: folded into the windows and the ALiBi diagonal below, which the key
+ * holds), the value width (head_dim_v) and tree masks (tree_mask .. tree_mask_offset). */
+#define FA_CL_DESC_V5_END (offsetof(fa_cl_attention_desc, tree_mask_offset) + sizeof(size_t))
 #define FA_CL_DESC_ALIGN _Alignof(fa_cl_attention_desc)
 _Static_assert(sizeof(fa_cl_attention_desc) == (FA_CL_DESC_V5_END + FA_CL_DESC_ALIGN - 1) / FA_CL_DESC_ALIGN * FA_CL_DESC_ALIGN,
                "fa_cl_attention_desc grew: add the new field to desc_key() and to this assertion");
@@ -201,6 +201,11 @@ static void desc_key(const fa_cl__views *v, uint64_t key[FA_CL_DESC_KEY_WORDS])
     k[42] = (uint64_t)v->type[0] | (uint64_t)v->type[1] << 8 | (uint64_t)v->type[2] << 16 | (uint64_t)v->type[3] << 24 |
             (uint64_t)d->k_descale << 32 | (uint64_t)d->v_descale << 40;
     k[43] = d->alibi ? (uint64_t)v->diag_shift : 0; /* the windows hold the shift for everything else */
+    k[44] = (uint64_t)v->dv;
+    k[45] = (uint64_t)(d->tree_mask != 0);
+    k[46] = (uint64_t)d->tree_mask_stride[0];
+    k[47] = (uint64_t)d->tree_mask_stride[1];
+    k[48] = (uint64_t)d->tree_mask_offset;
     memcpy(key, k, sizeof k);
 }
 
@@ -280,6 +285,13 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
     }
+    if (desc->head_dim_v < 0) {
+        snprintf(msg, msg_size, "desc.head_dim_v must be positive, or 0 for head_dim (got %lld)",
+                 (long long)desc->head_dim_v);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    /* d_v: v's and o's row width */
+    const int64_t DV = desc->head_dim_v > 0 ? desc->head_dim_v : desc->head_dim;
     if (desc->heads_q % desc->heads_kv != 0) {
         snprintf(msg, msg_size, "desc.heads_q (%lld) must be a multiple of desc.heads_kv (%lld)",
                  (long long)desc->heads_q, (long long)desc->heads_kv);
@@ -306,10 +318,12 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
         if (types[t] == FA_CL_TYPE_Q8_0) {
             const int64_t *st = t == 1 ? desc->k_stride : desc->v_stride;
             const size_t off = t == 1 ? desc->k_offset : desc->v_offset;
-            if (desc->head_dim % 32 || off % 32 || st[0] % 32 || st[1] % 32 || st[2] % 32) {
-                snprintf(msg, msg_size, "desc.%s_type q8_0 needs head_dim, desc.%s_offset and desc.%s_stride in "
-                         "whole blocks of 32 elements (head_dim %lld, offset %zu, strides {%lld, %lld, %lld})",
-                         tnames[t], tnames[t], tnames[t], (long long)desc->head_dim, off, (long long)st[0],
+            const int64_t width = t == 1 ? desc->head_dim : DV;
+            if (width % 32 || off % 32 || st[0] % 32 || st[1] % 32 || st[2] % 32) {
+                snprintf(msg, msg_size, "desc.%s_type q8_0 needs %s, desc.%s_offset and desc.%s_stride in "
+                         "whole blocks of 32 elements (%s %lld, offset %zu, strides {%lld, %lld, %lld})",
+                         tnames[t], t == 1 ? "head_dim" : "head_dim_v", tnames[t], tnames[t],
+                         t == 1 ? "head_dim" : "head_dim_v", (long long)width, off, (long long)st[0],
                          (long long)st[1], (long long)st[2]);
                 return FA_CL_ERROR_INVALID_ARGUMENT;
             }
@@ -358,9 +372,10 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
             }
         }
     }
-    if (desc->head_dim > FA_CL_MAX_HEAD_DIM) {
-        snprintf(msg, msg_size, "desc.head_dim %lld is not supported (at most %d)", (long long)desc->head_dim,
-                 FA_CL_MAX_HEAD_DIM);
+    if (desc->head_dim > FA_CL_MAX_HEAD_DIM || DV > FA_CL_MAX_HEAD_DIM) {
+        const int is_v = desc->head_dim <= FA_CL_MAX_HEAD_DIM;
+        snprintf(msg, msg_size, "desc.%s %lld is not supported (at most %d)", is_v ? "head_dim_v" : "head_dim",
+                 (long long)(is_v ? DV : desc->head_dim), FA_CL_MAX_HEAD_DIM);
         return FA_CL_ERROR_UNSUPPORTED;
     }
     if (desc->seqlen_q > INT32_MAX / 2 || desc->seqlen_k > INT32_MAX / 2) {
@@ -382,10 +397,6 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     if (paged) {
-        if (desc->page_size % 16) {
-            snprintf(msg, msg_size, "desc.page_size %lld must be a multiple of 16", (long long)desc->page_size);
-            return FA_CL_ERROR_INVALID_ARGUMENT;
-        }
         if (desc->num_pages == 0 || desc->pages_per_seq == 0) {
             snprintf(msg, msg_size, "desc.%s must be positive with a paged K/V (page_size %lld)",
                      desc->num_pages == 0 ? "num_pages" : "pages_per_seq", (long long)desc->page_size);
@@ -455,6 +466,20 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
                  (long long)desc->mask_stride[0], (long long)desc->mask_stride[1], (long long)desc->mask_stride[2]);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
+    if (!desc->tree_mask && (desc->tree_mask_stride[0] || desc->tree_mask_stride[1] || desc->tree_mask_offset)) {
+        snprintf(msg, msg_size, "desc.tree_mask_stride / tree_mask_offset are set but desc.tree_mask is 0");
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (desc->tree_mask_stride[0] < 0 || desc->tree_mask_stride[1] < 0) {
+        snprintf(msg, msg_size, "desc.tree_mask_stride {%lld, %lld} must not be negative",
+                 (long long)desc->tree_mask_stride[0], (long long)desc->tree_mask_stride[1]);
+        return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (desc->tree_mask && (varlen_q || varlen_k)) {
+        snprintf(msg, msg_size, "desc.tree_mask does not take varlen rows (desc.%s): its rows are each sequence's "
+                 "seqlen_q new tokens", varlen_q ? "total_q" : "total_k");
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     if (desc->total_q > INT32_MAX / 2 || desc->total_k > INT32_MAX / 2) {
         snprintf(msg, msg_size, "desc.%s %lld is not supported (at most %d)", desc->total_q > INT32_MAX / 2 ? "total_q"
                  : "total_k", (long long)(desc->total_q > INT32_MAX / 2 ? desc->total_q : desc->total_k),
@@ -469,6 +494,7 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
     fa_cl_attention_desc *d = &out->d;
     *d = *desc;
     d->kv_seqlens = desc->kv_seqlens != 0;
+    d->tree_mask = desc->tree_mask != 0;
     d->alibi = desc->alibi != 0;
     d->sinks = desc->sinks != 0;
     if (d->alibi || d->sinks)
@@ -476,9 +502,10 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
     const int64_t D = desc->head_dim;
     /* all-zero strides: contiguous [B, H, S, D]; products are bounded by the extent check below
      * only if they do not overflow first, so check them here */
+    const int64_t DM = D > DV ? D : DV; /* the wider row: bounds every product below */
     uint64_t qhs, khs;
-    if (!mul_add_u64((uint64_t)desc->seqlen_q, (uint64_t)D, 0, &qhs) ||
-        !mul_add_u64((uint64_t)desc->seqlen_k, (uint64_t)D, 0, &khs) || qhs > INT64_MAX / (uint64_t)desc->heads_q ||
+    if (!mul_add_u64((uint64_t)desc->seqlen_q, (uint64_t)DM, 0, &qhs) ||
+        !mul_add_u64((uint64_t)desc->seqlen_k, (uint64_t)DM, 0, &khs) || qhs > INT64_MAX / (uint64_t)desc->heads_q ||
         khs > INT64_MAX / (uint64_t)desc->heads_kv) {
         snprintf(msg, msg_size, "desc sizes overflow 64-bit element counts");
         return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -486,30 +513,31 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
     /* a paged pool: [num_pages, page_size, heads_kv, head_dim] contiguous, strides {page, head, slot} */
     uint64_t page_elems = 0;
     if (paged && (!mul_add_u64((uint64_t)desc->page_size, (uint64_t)desc->heads_kv, 0, &page_elems) ||
-                  !mul_add_u64(page_elems, (uint64_t)D, 0, &page_elems) || page_elems > INT64_MAX)) {
+                  !mul_add_u64(page_elems, (uint64_t)DM, 0, &page_elems) || page_elems > INT64_MAX)) {
         snprintf(msg, msg_size, "desc sizes overflow 64-bit element counts");
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     int64_t *st[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
+    const int64_t width[4] = {D, D, DV, DV}; /* q and k rows: d_qk; v and o rows: d_v */
     for (int t = 0; t < 4; t++) {
         if (st[t][0] == 0 && st[t][1] == 0 && st[t][2] == 0) {
-            int is_q = (t == 0 || t == 3);
-            int64_t hs = (int64_t)(is_q ? qhs : khs);
+            const int is_q = (t == 0 || t == 3);
+            const int64_t W = width[t], S = is_q ? desc->seqlen_q : desc->seqlen_k; /* W * S: bounded above */
             if (!is_q && paged) {
-                st[t][0] = (int64_t)page_elems;
-                st[t][1] = D;
-                st[t][2] = desc->heads_kv * D;
+                st[t][0] = (int64_t)page_elems / DM * W;
+                st[t][1] = W;
+                st[t][2] = desc->heads_kv * W;
                 continue;
             }
             if (is_q ? varlen_q : varlen_k) { /* packed [total, heads, head_dim] */
                 st[t][0] = 0;
-                st[t][1] = D;
-                st[t][2] = (is_q ? desc->heads_q : desc->heads_kv) * D;
+                st[t][1] = W;
+                st[t][2] = (is_q ? desc->heads_q : desc->heads_kv) * W;
                 continue;
             }
-            st[t][0] = hs * (is_q ? desc->heads_q : desc->heads_kv);
-            st[t][1] = hs;
-            st[t][2] = D;
+            st[t][0] = S * W * (is_q ? desc->heads_q : desc->heads_kv);
+            st[t][1] = S * W;
+            st[t][2] = W;
         }
     }
     /* K and V: [batch, heads_kv, seqlen_k] views, or pools [num_pages, heads_kv, page_size] */
@@ -520,13 +548,13 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
                      &out->q_bytes, msg, msg_size) ||
         !fa_cl__view_extent("k", kv_outer, d->heads_kv, kv_rows, D, d->k_stride, d->k_offset, types[1], &out->k_begin,
                      &out->k_bytes, msg, msg_size) ||
-        !fa_cl__view_extent("v", kv_outer, d->heads_kv, kv_rows, D, d->v_stride, d->v_offset, types[2], &out->v_begin,
+        !fa_cl__view_extent("v", kv_outer, d->heads_kv, kv_rows, DV, d->v_stride, d->v_offset, types[2], &out->v_begin,
                      &out->v_bytes, msg, msg_size) ||
-        !fa_cl__view_extent("o", q_outer, d->heads_q, q_rows, D, d->o_stride, d->o_offset, types[3], &out->o_begin,
+        !fa_cl__view_extent("o", q_outer, d->heads_q, q_rows, DV, d->o_stride, d->o_offset, types[3], &out->o_begin,
                      &out->o_bytes, msg, msg_size))
         return FA_CL_ERROR_INVALID_ARGUMENT;
     const int64_t osizes[3] = {q_outer, d->heads_q, q_rows};
-    if (!fa_cl__rows_non_overlapping(d->o_stride, osizes, D)) {
+    if (!fa_cl__rows_non_overlapping(d->o_stride, osizes, DV)) {
         snprintf(msg, msg_size, "desc.o_stride {%lld, %lld, %lld} makes output rows overlap each other",
                  (long long)d->o_stride[0], (long long)d->o_stride[1], (long long)d->o_stride[2]);
         return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -545,7 +573,7 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
     }
     if (d->seqlen_new > 0 && (!mul_add_u64((uint64_t)d->batch, (uint64_t)d->seqlen_new, 0, &out->new_bytes) ||
                               !mul_add_u64(out->new_bytes, (uint64_t)d->heads_kv, 0, &out->new_bytes) ||
-                              !mul_add_u64(out->new_bytes, (uint64_t)D, 0, &out->new_bytes) ||
+                              !mul_add_u64(out->new_bytes, (uint64_t)DM, 0, &out->new_bytes) ||
                               !mul_add_u64(out->new_bytes, elem, 0, &out->new_bytes) ||
                               out->new_bytes > (uint64_t)SIZE_MAX)) {
         snprintf(msg, msg_size, "batch x seqlen_new x heads_kv x head_dim overflows the new rows' byte count");
@@ -560,6 +588,9 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
             snprintf(msg, msg_size, "desc.batch x desc.heads_kv overflows the descale factors' byte count");
             return FA_CL_ERROR_INVALID_ARGUMENT;
         }
+    /* the wider row counted above: k_new's rows are d_qk wide, v_new's d_v */
+    out->new_v_bytes = out->new_bytes / (uint64_t)DM * (uint64_t)DV;
+    out->new_bytes = out->new_bytes / (uint64_t)DM * (uint64_t)D;
     if (d->kv_seqlens && !mul_add_u64((uint64_t)d->batch, 4, 0, &out->seqlens_bytes)) {
         snprintf(msg, msg_size, "desc.batch overflows the cache_seqlens byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
@@ -569,6 +600,32 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
                   (uint64_t)d->batch * (uint64_t)d->pages_per_seq > (uint64_t)INT32_MAX * 64)) {
         snprintf(msg, msg_size, "desc.batch x desc.pages_per_seq overflows the block table's byte count");
         return FA_CL_ERROR_INVALID_ARGUMENT;
+    }
+    if (d->tree_mask) { /* [batch, seqlen_q, words] uint32, rows apart; a sequence stride of 0 broadcasts */
+        const int64_t words = (d->seqlen_q + 31) / 32;
+        int64_t *ts = d->tree_mask_stride;
+        if (ts[0] == 0 && ts[1] == 0) {
+            ts[1] = words;
+            ts[0] = d->seqlen_q * words; /* seqlen_q < 2^30: no overflow */
+        }
+        const int row_gap = d->seqlen_q > 1 && ts[1] < words;
+        uint64_t last = 0;
+        if (row_gap || (d->batch > 1 && ts[0] != 0 &&
+                        (!mul_add_u64((uint64_t)(d->seqlen_q - 1), (uint64_t)ts[1], (uint64_t)words, &last) ||
+                         (uint64_t)ts[0] < last))) {
+            snprintf(msg, msg_size, "desc.tree_mask_stride {%lld, %lld} makes %s overlap: a row holds %lld uint32 "
+                     "words (seqlen_q %lld new tokens), a sequence %lld rows (a sequence stride of 0 broadcasts one)",
+                     (long long)ts[0], (long long)ts[1], row_gap ? "rows" : "sequences", (long long)words,
+                     (long long)d->seqlen_q, (long long)d->seqlen_q);
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
+        if (!mul_add_u64((uint64_t)(d->batch - 1), (uint64_t)ts[0], (uint64_t)d->tree_mask_offset, &last) ||
+            !mul_add_u64((uint64_t)(d->seqlen_q - 1), (uint64_t)ts[1], last, &last) ||
+            !mul_add_u64(1, last, (uint64_t)words, &last) || !mul_add_u64(last, 4, 0, &out->tree_bytes) ||
+            out->tree_bytes > (uint64_t)SIZE_MAX) {
+            snprintf(msg, msg_size, "tree_mask: the view's byte extent (offset + strides x sizes) overflows 64 bits");
+            return FA_CL_ERROR_INVALID_ARGUMENT;
+        }
     }
     if (d->mask) { /* [batch, heads_q, seqlen_q, seqlen_k], broadcast where a stride is 0 */
         uint64_t begin, last = (uint64_t)d->seqlen_k - 1;
@@ -626,6 +683,7 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
     out->win_right = wr;
     out->row_keys = span < d->seqlen_k ? span : d->seqlen_k;
     out->group = d->heads_q / d->heads_kv;
+    out->dv = DV;
     out->aligned16 = fa_cl__rows_aligned16(d);
     desc_key(out, out->key);
     return FA_CL_SUCCESS;
@@ -642,7 +700,7 @@ int fa_cl__rows_aligned16(const fa_cl_attention_desc *d)
     if (size == 0 || d->q_type || d->o_type || (d->k_type && !k_q8) || (d->v_type && !v_q8))
         return 0;
     const int64_t e = (int64_t)(16 / size);
-    if (d->head_dim % e || d->q_offset % (size_t)e || (!k_q8 && d->k_offset % (size_t)e) ||
+    if (d->head_dim % e || d->head_dim_v % e || d->q_offset % (size_t)e || (!k_q8 && d->k_offset % (size_t)e) ||
         (!v_q8 && d->v_offset % (size_t)e) || d->o_offset % (size_t)e)
         return 0;
     for (int i = 0; i < 3; i++)
@@ -762,12 +820,13 @@ fa_cl_status fa_cl__check_serving_buffers(fa_cl_context *ctx, const fa_cl__views
         {"cu_seqlens_q", "desc.total_q", a->cu_seqlens_q, v->cu_q_bytes},
         {"cu_seqlens_k", "desc.total_k", a->cu_seqlens_k, v->cu_k_bytes},
         {"k_new", "desc.seqlen_new", a->k_new, v->new_bytes},
-        {"v_new", "desc.seqlen_new", a->v_new, v->new_bytes},
+        {"v_new", "desc.seqlen_new", a->v_new, v->new_v_bytes},
         {"alibi_slopes", "desc.alibi", a->alibi_slopes, v->d.alibi ? v->per_head_bytes : 0},
         {"sinks", "desc.sinks", a->sinks, v->d.sinks ? v->per_head_bytes : 0},
         {"mask", "desc.mask", a->mask, v->mask_bytes},
         {"k_descale", "desc.k_descale", a->k_descale, v->k_descale_bytes},
-        {"v_descale", "desc.v_descale", a->v_descale, v->v_descale_bytes}};
+        {"v_descale", "desc.v_descale", a->v_descale, v->v_descale_bytes},
+        {"tree_mask", "desc.tree_mask", a->tree_mask, v->tree_bytes}};
     enum { IN = sizeof in / sizeof in[0] };
     for (int i = 0; i < IN; i++) {
         if (!in[i].bytes && in[i].m)

@@ -23,8 +23,14 @@ static const char *unsupported_feature(const fa_cl__views *v)
         return "attention sinks (desc.sinks)";
     if (d->mask)
         return "an attention mask (desc.mask)";
+    if (d->tree_mask)
+        return "a tree mask (desc.tree_mask)";
     if (v->mixed_types)
         return "storage types other than desc.dtype (desc.q_type .. o_type)";
+    if (v->dv != d->head_dim)
+        return "a value width other than head_dim (desc.head_dim_v)";
+    if (d->head_dim > FA_CL_MAX_HEAD_DIM_BACKWARD)
+        return "head_dim above 512 (desc.head_dim)";
     return NULL;
 }
 

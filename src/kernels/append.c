@@ -20,8 +20,8 @@ static int helper_options(const fa_cl__views *v, char *out, size_t n)
         if (descale[i])
             snprintf(fp8 + strlen(fp8), sizeof fp8 - strlen(fp8), " -DFA_%c_DESCALE=%d", tensor[i], descale[i]);
     }
-    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d%s%s%s", (int)v->d.dtype, (int)v->d.head_dim,
-                                 v->d.page_size > 0 ? " -DFA_PAGED" : "", FA_CL_STATUS_OPTIONS, fp8);
+    return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DHEAD_DIM_V=%d%s%s%s", (int)v->d.dtype,
+                                 (int)v->d.head_dim, (int)v->dv, v->d.page_size > 0 ? " -DFA_PAGED" : "", FA_CL_STATUS_OPTIONS, fp8);
 }
 
 const fa_cl__kernel_family fa_cl__kernel_append = {

@@ -6,10 +6,11 @@
 
 static const char *const files[] = {"fa_common.cl", "fa_combine.cl"};
 
+/* o's storage type, its row width (d_v) and the partials' type */
 int fa_cl__combine_options(const fa_cl__views *v, int part_type, char *out, size_t n)
 {
     return fa_cl__options_printf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DFA_PART_DTYPE=%d%s%s", v->type[3],
-                                 (int)v->d.head_dim, part_type, v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "",
+                                 (int)v->dv, part_type, v->d.total_q > 0 ? " -DFA_VARLEN_Q" : "",
                                  v->d.sinks ? " -DFA_SINKS" : "");
 }
 

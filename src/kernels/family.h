@@ -59,7 +59,9 @@ enum {
     FA_CL_FEAT_APPEND = 1 << 9,      /* new keys appended first (desc.seqlen_new) */
     FA_CL_FEAT_GQA_PACK = 1 << 10,   /* a work-group takes several query heads of one kv head */
     FA_CL_FEAT_KV_FP8 = 1 << 11,     /* K and/or V in fp8 (e4m3, e5m2), with their descale factors */
-    FA_CL_FEAT_COUNT = 12
+    FA_CL_FEAT_HEAD_DIM_V = 1 << 12, /* v and o rows of another width than q and k (desc.head_dim_v) */
+    FA_CL_FEAT_TREE_MASK = 1 << 13,  /* the new tokens' visibility among themselves by bits (desc.tree_mask) */
+    FA_CL_FEAT_COUNT = 14
 };
 #define FA_CL_FEAT_MODIFIERS (FA_CL_FEAT_SOFTCAP | FA_CL_FEAT_ALIBI | FA_CL_FEAT_SINKS)
 #define FA_CL_FEAT_SERVING                                                                                \
@@ -108,6 +110,8 @@ typedef struct fa_cl__tiles {
     int packed;               /* GQA packing: a work-group takes several query heads (FA_PACK) */
     int varlen_q, varlen_k;   /* packed rows located by cu_seqlens_q / _k (FA_VARLEN_Q / _K) */
     int append_rows;          /* keys appended per sequence before the forward (FA_APPEND_ROWS) */
+    int head_dim_v;           /* v's and o's row width where it differs from head_dim (HEAD_DIM_V), else 0 */
+    int tree;                 /* a tree mask over the new tokens (FA_TREE) */
     int softcap, alibi, sinks; /* score modifiers built in (FA_SOFTCAP, FA_ALIBI, FA_SINKS) */
     int mask;                 /* the attention mask's fa_cl_mask_type (FA_MASK); 0 = none */
     int types[4];             /* 1 + FA_CL_TYPE_* of q, k, v, o where it differs from the dtype, else 0

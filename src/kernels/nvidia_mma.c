@@ -77,9 +77,22 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
                               size_t msg_size)
 {
     const int forced_here = lim->forced_variant == FA_CL_KERNEL_NVIDIA_MMA;
+    /* a value width (FA_CL_FEAT_HEAD_DIM_V): the tiles padded to the wider row (req->head_dim), each
+     * of Q, K, V zero-filled past its own width, O stored to HEAD_DIM_V; K/V loaded as 16-bit rows
+     * whose widths are both multiples of 8 (no padded-rows copies, no q8_0 blocks) */
+    if ((req->features & FA_CL_FEAT_HEAD_DIM_V) && req->views &&
+        ((req->features & FA_CL_FEAT_KV_Q8) || req->views->d.head_dim % 8 || req->views->dv % 8)) {
+        snprintf(msg, msg_size, "the tensor-core kernel takes a value width (desc.head_dim_v) with head_dim and "
+                 "head_dim_v multiples of 8 and 16-bit K/V (here %lld / %lld%s)", (long long)req->views->d.head_dim,
+                 (long long)req->views->dv, (req->features & FA_CL_FEAT_KV_Q8) ? ", q8_0" : "");
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     /* q8_0 K/V dequantised as they load; an attention mask (32-key blocks at d = 128), its tiles copied
      * with K/V where every mask row is 16-byte aligned */
     const int kv_q8 = (req->features & FA_CL_FEAT_KV_Q8) != 0, has_mask = req->mask != FA_CL_MASK_NONE;
+    /* a tree mask (FA_TREE) is applied with the visibility mask (cl/fa_nv_fwd_mask.cl), which the
+     * transposed 8-row decode (FA_KEYS_M) does not run, as it has no attention mask either */
+    const int rowwise_masks = has_mask || (req->features & FA_CL_FEAT_TREE_MASK);
     const int q8_copy = fa_cl__nv_q8_copy(req);
     const size_t budget = out->local_mem_budget;
     const int dp = fa_cl__mma_dim_padded(req->head_dim);
@@ -155,12 +168,12 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
         /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M), half the
          * products and half O's accumulators of a 16-row block (faster on an H200, commit bf774ae;
          * paged: see the floor below) */
-        if (req->seqlen_q <= 8 && !has_mask)
+        if (req->seqlen_q <= 8 && !rowwise_masks)
             br = 8;
     }
-    if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || has_mask)) {
+    if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || rowwise_masks)) {
         snprintf(msg, msg_size, "FA_CL_TUNE tile=8x%d: B_r 8 takes q8_0 K/V copied asynchronously, head_dim <= %d and "
-                 "no mask", bc, FA_CL_MMA_Q_REGS_MAX_DIM);
+                 "no mask (attention or tree)", bc, FA_CL_MMA_Q_REGS_MAX_DIM);
         return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
     /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
@@ -250,8 +263,9 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
     .summary = "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
     /* O lives in registers (DT = D_PAD / 8 accumulator tiles a warp: 244 registers at 256): no
      * head_dim beyond FA_CL_MMA_MAX_DIM */
-    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_KV_FP8 | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL,
-              FA_CL_MMA_MAX_DIM},
+    .takes = {FA_CL_DTYPES_16,
+              FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_KV_FP8 | FA_CL_FEAT_SERVING | FA_CL_FEAT_TREE_MASK | FA_CL_FEAT_HEAD_DIM_V,
+              FA_CL_MASKS_ALL, FA_CL_MMA_MAX_DIM},
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],

@@ -107,6 +107,8 @@ const char *fa_cl__feature_name(unsigned feature)
     case FA_CL_FEAT_APPEND: return "appended keys (desc.seqlen_new)";
     case FA_CL_FEAT_GQA_PACK: return "GQA packing (query heads of a kv head in one work-group)";
     case FA_CL_FEAT_KV_FP8: return "fp8 (e4m3, e5m2) K or V (desc.k_type, v_type)";
+    case FA_CL_FEAT_HEAD_DIM_V: return "value width other than head_dim (desc.head_dim_v)";
+    case FA_CL_FEAT_TREE_MASK: return "tree mask over the new tokens (desc.tree_mask)";
     }
     return "?";
 }

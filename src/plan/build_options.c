@@ -40,6 +40,8 @@ int fa_cl__build_options(const fa_cl__tiles *t, fa_cl_dtype dtype, int head_dim,
     APPEND(snprintf(out, n, "-DFA_DTYPE=%d -DHEAD_DIM=%d -DD_PAD=%d -DBLOCK_Q=%d -DBLOCK_KV=%d", (int)dtype, head_dim,
                     t->head_dim_padded, t->block_q, t->block_kv));
     APPEND(f->options(t, out + len, n - (size_t)len)); /* the family's own */
+    if (t->head_dim_v > 0)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DHEAD_DIM_V=%d", t->head_dim_v));
     if (t->chunk_keys > 0)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_KV_CHUNKED"));
     if (fa_cl__tiles_serving(t))
@@ -70,6 +72,8 @@ int fa_cl__build_options(const fa_cl__tiles *t, fa_cl_dtype dtype, int head_dim,
             APPEND(snprintf(out + len, n - (size_t)len, " -DFA_%c_DESCALE=%d", tensor[1 + i], t->descale[i]));
     if (t->mask)
         APPEND(snprintf(out + len, n - (size_t)len, " -DFA_MASK=%d", t->mask));
+    if (t->tree)
+        APPEND(snprintf(out + len, n - (size_t)len, " -DFA_TREE"));
     if (f->late_options)
         APPEND(f->late_options(t, out + len, n - (size_t)len)); /* the family's own, on the mask's */
     if (t->persistent)

@@ -62,13 +62,13 @@ static fa_cl_status resolve_parts(fa_cl_context *ctx, const fa_cl__views *out, c
             return fa_cl__fail(ctx, st, MERGE ": part_desc[%u]: %s", s, msg);
         const fa_cl_attention_desc *p = &parts[s].d, *d = &out->d;
         if (p->batch != d->batch || p->heads_q != d->heads_q || p->seqlen_q != d->seqlen_q ||
-            p->head_dim != d->head_dim || p->total_q > 0)
+            parts[s].dv != out->dv || p->total_q > 0)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
-                               MERGE ": part %u has shape [batch %lld, heads_q %lld, seqlen_q %lld, head_dim %lld%s], "
+                               MERGE ": part %u has shape [batch %lld, heads_q %lld, seqlen_q %lld, o's width %lld%s], "
                                "the merged result [%lld, %lld, %lld, %lld]: partial results merge only over one "
                                "shape", s, (long long)p->batch, (long long)p->heads_q, (long long)p->seqlen_q,
-                               (long long)p->head_dim, p->total_q > 0 ? ", varlen" : "", (long long)d->batch,
-                               (long long)d->heads_q, (long long)d->seqlen_q, (long long)d->head_dim);
+                               (long long)parts[s].dv, p->total_q > 0 ? ", varlen" : "", (long long)d->batch,
+                               (long long)d->heads_q, (long long)d->seqlen_q, (long long)out->dv);
         const fa_cl__views *p0 = &parts[0];
         if (parts[s].type[3] != p0->type[3] || memcmp(p->o_stride, p0->d.o_stride, sizeof p->o_stride) != 0)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT,
@@ -205,7 +205,7 @@ static fa_cl_status merge_enqueue(fa_cl_context *ctx, const fa_cl_merge_args *a,
     if (st == FA_CL_SUCCESS) {
         const fa_cl__kernel_family *f = fa_cl__kernel_by_id(FA_CL_KERNEL_COMBINE);
         const size_t items = (size_t)out->d.batch * (size_t)out->d.heads_q * (size_t)out->d.seqlen_q *
-                             (size_t)((out->d.head_dim + 3) / 4); /* cl/fa_combine.cl's D4 */
+                             (size_t)((out->dv + 3) / 4); /* cl/fa_combine.cl's D4: o's rows */
         const size_t local = (size_t)f->work_group, global = (items + local - 1) / local * local;
         const fa_cl__combine_call c = {out, stage_o, stage_lse, a->o, a->lse, NULL, NULL, (int)n,
                                        extent / fa_cl__dtype_size((fa_cl_dtype)parts[0].type[3]),

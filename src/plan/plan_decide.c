@@ -27,9 +27,10 @@ static fa_cl_status choose_splits(const fa_cl__plan_device *dev, const fa_cl__vi
     if (n <= 1)
         return FA_CL_SUCCESS;
     const uint64_t part_rows = (uint64_t)d->batch * (uint64_t)d->heads_q * (uint64_t)d->seqlen_q;
-    const uint64_t bytes = (uint64_t)n * part_rows * ((uint64_t)d->head_dim + 1) * sizeof(float);
-    if (part_rows > UINT64_MAX / 4 / ((uint64_t)d->head_dim + 1) / (uint64_t)n ||
-        (uint64_t)n * part_rows * (uint64_t)d->head_dim * sizeof(float) > dev->max_alloc_size || n > INT32_MAX / 2) {
+    const uint64_t dv = (uint64_t)v->dv; /* the partial results are rows of o */
+    const uint64_t bytes = (uint64_t)n * part_rows * (dv + 1) * sizeof(float);
+    if (part_rows > UINT64_MAX / 4 / (dv + 1) / (uint64_t)n ||
+        (uint64_t)n * part_rows * dv * sizeof(float) > dev->max_alloc_size || n > INT32_MAX / 2) {
         if (dev->env->splits) {
             snprintf(msg, msg_size, "FA_CL_TUNE splits=%d: the partial results (%llu bytes) exceed the device's largest "
                      "allocation (%llu bytes)", dev->env->splits, (unsigned long long)bytes,
@@ -68,6 +69,7 @@ static unsigned features_of(const fa_cl__views *v, int pack)
     f |= (d->page_size > 0 ? FA_CL_FEAT_PAGED : 0) | (d->kv_seqlens ? FA_CL_FEAT_SEQLENS : 0) |
          (d->total_q > 0 ? FA_CL_FEAT_VARLEN_Q : 0) | (d->total_k > 0 ? FA_CL_FEAT_VARLEN_K : 0) |
          (d->seqlen_new > 0 ? FA_CL_FEAT_APPEND : 0) | (pack > 1 ? FA_CL_FEAT_GQA_PACK : 0);
+    f |= (v->dv != d->head_dim ? FA_CL_FEAT_HEAD_DIM_V : 0) | (d->tree_mask ? FA_CL_FEAT_TREE_MASK : 0);
     return f;
 }
 
@@ -86,7 +88,8 @@ fa_cl_status fa_cl__plan_request(const fa_cl__plan_device *dev, fa_cl__operation
         lim->forced_variant = 0;
     }
     memset(req, 0, sizeof *req);
-    req->head_dim = (int)d->head_dim;
+    /* the tiles hold q and k rows, then v rows in the same buffers: sized for the wider */
+    req->head_dim = (int)(v->dv > d->head_dim ? v->dv : d->head_dim);
     req->dtype = d->dtype;
     /* a head column's rows: GQA packing stacks its query heads' rows */
     req->seqlen_q = (op == FA_CL_OP_FORWARD ? pack : 1) * d->seqlen_q;
@@ -115,6 +118,8 @@ static void build_features(fa_cl__operation op, const fa_cl__views *v, int pack,
     t->paged = (int)d->page_size;
     t->packed = pack > 1;
     t->append_rows = (int)d->seqlen_new;
+    t->head_dim_v = v->dv != d->head_dim ? (int)v->dv : 0;
+    t->tree = d->tree_mask != 0;
     t->softcap = d->softcap > 0;
     t->alibi = d->alibi;
     t->sinks = d->sinks;

@@ -16,6 +16,7 @@
 #define FA_CL_MODS_ARGS 5    /* FA_MODS_PARAMS: softcap in and out, the ALiBi slopes, the sinks, the ALiBi shift */
 #define FA_CL_MASK_ARGS 6    /* FA_MASK_PARAMS: the mask, its offset and 3 strides, 1 / scale */
 #define FA_CL_DESCALE_ARGS 2 /* FA_DESCALE_PARAMS: fp8 K's and V's descale factors */
+#define FA_CL_TREE_ARGS 4    /* FA_TREE_PARAMS: the tree mask, its offset and 2 strides */
 
 /* The serving arguments of a FA_SERVING build (cl/fa_forward_common.cl's FA_SERVING_PARAMS), from
  * argument *n on. NULL buffers for the features a plan does not use: the kernel never reads them. */
@@ -23,7 +24,7 @@ static cl_int serving_args(const fa_cl_plan *plan, cl_kernel kr, const fa_cl_for
 {
     const fa_cl_attention_desc *d = &plan->views.fwd.d;
     const int split = plan->splits > 1;
-    const int64_t part_row = d->heads_q * d->seqlen_q * d->head_dim;
+    const int64_t part_row = d->heads_q * d->seqlen_q * plan->views.fwd.dv; /* rows of o: d_v wide */
     cl_mem mems[2] = {d->kv_seqlens ? a->cache_seqlens : NULL, d->page_size > 0 ? a->block_table : NULL};
     cl_int ints[5] = {(cl_int)d->page_size, (cl_int)d->pages_per_seq, d->page_size > 0 ? (cl_int)d->num_pages : 1,
                       plan->pack, plan->splits};
@@ -72,7 +73,7 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l,
     const fa_cl_attention_desc *d = &v->d;
     cl_kernel kr = l->kernel;
     const int split = plan->splits > 1;
-    const int64_t part_os[3] = {d->heads_q * d->seqlen_q * d->head_dim, d->seqlen_q * d->head_dim, d->head_dim};
+    const int64_t part_os[3] = {d->heads_q * d->seqlen_q * v->dv, d->seqlen_q * v->dv, v->dv};
     cl_ulong offs[4] = {d->q_offset, d->k_offset, d->v_offset, split ? 0 : d->o_offset};
     const int64_t *strides[4] = {d->q_stride, d->k_stride, d->v_stride, split ? part_os : d->o_stride};
     /* padded rows: q, k, v are the plan's contiguous copies (pad_args) */
@@ -116,7 +117,8 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l,
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &chunk[i]);
     const int serving = fa_cl__tiles_serving(&plan->tiles), mods = fa_cl__tiles_mods(&plan->tiles);
     const cl_uint want = FA_CL_FORWARD_ARGS + (serving ? FA_CL_SERVING_ARGS : 0) + (mods ? FA_CL_MODS_ARGS : 0) +
-                         (plan->tiles.mask ? FA_CL_MASK_ARGS : 0) + (plan->tiles.persistent ? 1 : 0) +
+                         (plan->tiles.mask ? FA_CL_MASK_ARGS : 0) + (plan->tiles.tree ? FA_CL_TREE_ARGS : 0) +
+                         (plan->tiles.persistent ? 1 : 0) +
                          (plan->tiles.descale[0] || plan->tiles.descale[1] ? FA_CL_DESCALE_ARGS : 0);
     if (err == CL_SUCCESS && serving)
         err = serving_args(plan, kr, a, &n);
@@ -148,6 +150,15 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l,
         }
         if (err == CL_SUCCESS)
             err = clSetKernelArg(kr, n++, sizeof(cl_float), &inv_scale);
+    }
+    if (err == CL_SUCCESS && plan->tiles.tree) { /* FA_TREE_PARAMS */
+        const cl_ulong toff = d->tree_mask_offset;
+        const cl_long ts[2] = {d->tree_mask_stride[0], d->tree_mask_stride[1]}; /* normalised: desc.c */
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &a->tree_mask);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &toff);
+        for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+            err = clSetKernelArg(kr, n++, sizeof(cl_long), &ts[i]);
     }
     if (err == CL_SUCCESS && plan->tiles.persistent) { /* FA_PERSISTENT_PARAMS: the tiles */
         const cl_ulong tiles = (cl_ulong)plan->num_q_blocks * (cl_ulong)d->batch * (cl_ulong)(d->heads_q / plan->pack);
@@ -252,10 +263,10 @@ static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl__launch *l,
     const fa_cl_forward_args *a = (const fa_cl_forward_args *)args;
     const fa_cl_attention_desc *d = &plan->views.fwd.d;
     const uint64_t rows = (uint64_t)d->batch * (uint64_t)d->heads_q * (uint64_t)d->seqlen_q;
+    const int64_t dv = plan->views.fwd.dv; /* the partials' rows are o's: d_v wide */
     const fa_cl__combine_call c = {&plan->views.fwd, plan->part_o, plan->part_lse, a->o, a->lse,
                                    d->total_q > 0 ? a->cu_seqlens_q : NULL, d->sinks ? a->sinks : NULL, plan->splits,
-                                   rows * (uint64_t)d->head_dim,
-                                   {d->heads_q * d->seqlen_q * d->head_dim, d->seqlen_q * d->head_dim, d->head_dim}};
+                                   rows * (uint64_t)dv, {d->heads_q * d->seqlen_q * dv, d->seqlen_q * dv, dv}};
     const cl_int err = fa_cl__combine_set_args(l->kernel, &c);
     return err == CL_SUCCESS ? FA_CL_SUCCESS : fa_cl__fail_cl(plan->ctx, err, "clSetKernelArg(fa_combine)");
 }
@@ -267,6 +278,7 @@ static fa_cl_status combine_args(const fa_cl_plan *plan, const fa_cl__launch *l,
 static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->views.fwd.d;
+    const int64_t dv = plan->views.fwd.dv; /* o's row width */
     const fa_cl__tiles *t = &plan->tiles;
     plan->num_q_blocks = (int)((plan->pack * d->seqlen_q + t->block_q - 1) / t->block_q);
     plan->splits = t->splits > 1 ? t->splits : 1;
@@ -308,8 +320,9 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
         }
     } else if (pre) {
         fa_cl__launch *l = &plan->launches[0];
+        const int64_t wider = d->head_dim > dv ? d->head_dim : dv;
         const size_t items = (size_t)d->batch * (size_t)d->seqlen_new * (size_t)d->heads_kv *
-                             (size_t)((d->head_dim + 3) / 4); /* cl/fa_append.cl's D4 */
+                             (size_t)((wider + 3) / 4); /* cl/fa_append.cl's D4 */
         fa_cl__helper_launch(l, plan->kernels[FA_CL_PK_APPEND], FA_CL_KERNEL_APPEND, items, append_args);
     }
     fa_cl_status st = FA_CL_SUCCESS;
@@ -339,10 +352,10 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     }
     if (plan->splits > 1) {
         const size_t rows = (size_t)d->batch * (size_t)d->heads_q * (size_t)d->seqlen_q;
-        const size_t items = rows * (size_t)((d->head_dim + 3) / 4); /* cl/fa_combine.cl's D4 */
+        const size_t items = rows * (size_t)((dv + 3) / 4); /* cl/fa_combine.cl's D4 */
         fa_cl__launch *l = &plan->launches[first + forwards];
         fa_cl__helper_launch(l, plan->kernels[FA_CL_PK_COMBINE], FA_CL_KERNEL_COMBINE, items, combine_args);
-        const size_t o_bytes = (size_t)plan->splits * rows * (size_t)d->head_dim * sizeof(float);
+        const size_t o_bytes = (size_t)plan->splits * rows * (size_t)dv * sizeof(float);
         const size_t lse_bytes = (size_t)plan->splits * rows * sizeof(float);
         st = fa_cl__plan_alloc(ctx, o_bytes, &plan->part_o, "fa_cl_plan_create: clCreateBuffer (split-KV partial O)");
         if (st == FA_CL_SUCCESS)
@@ -356,7 +369,7 @@ static fa_cl_status make_launches(fa_cl_context *ctx, fa_cl_plan *plan)
          * compensation, and (not f32: o itself holds an f32 o's sums) the sum */
         plan->scratch_bytes = 4 * sizeof(float) * global * (size_t)item_rows;
         plan->scratch_bytes += (plan->views.fwd.type[3] != FA_CL_TYPE_F32 ? 2 : 1) * sizeof(float) * (size_t)d->batch *
-                               (size_t)d->heads_q * (size_t)d->seqlen_q * (size_t)d->head_dim;
+                               (size_t)d->heads_q * (size_t)d->seqlen_q * (size_t)dv;
         st = fa_cl__plan_alloc(ctx, plan->scratch_bytes, &plan->scratch,
                            "fa_cl_plan_create: clCreateBuffer (long rows' chunks)");
     }

@@ -27,7 +27,9 @@ typedef struct ref_chunk {
 
 static void chunk_cost(const fa_cl_attention_desc *d, uint64_t n, uint64_t group, ref_chunk *c)
 {
-    const uint64_t sq = (uint64_t)d->seqlen_q, sk = (uint64_t)d->seqlen_k, dim = (uint64_t)d->head_dim;
+    /* q and k rows are head_dim wide, v and o rows head_dim_v: every copy is sized for the wider */
+    const uint64_t dim = (uint64_t)(d->head_dim_v > d->head_dim ? d->head_dim_v : d->head_dim);
+    const uint64_t sq = (uint64_t)d->seqlen_q, sk = (uint64_t)d->seqlen_k;
     c->n = n;
     c->per_gemm = n < group ? n : group;
     c->kv_heads = n / c->per_gemm;
@@ -49,7 +51,8 @@ static int chunk_fits(const fa_cl__device_props *p, const fa_cl_attention_desc *
 {
     chunk_cost(d, n, group, c);
     const uint64_t max_alloc = max_alloc_of(p);
-    const long long sq = (long long)d->seqlen_q, sk = (long long)d->seqlen_k, dim = (long long)d->head_dim;
+    const long long sq = (long long)d->seqlen_q, sk = (long long)d->seqlen_k;
+    const long long dim = (long long)(d->head_dim_v > d->head_dim ? d->head_dim_v : d->head_dim);
     const uint64_t total = add_sat(c->scratch_bytes, mul_sat(c->blast_sum_el, 4));
     char dummy[512]; /* callers that only want the verdict */
     if (!why) {
@@ -279,7 +282,7 @@ static fa_cl_status scatter(ref_run *r, const fa_cl__views *v, cl_mem o, uint64_
     fa_cl_status rs = fa_cl__ref_step(&r->seq, &nw, &w);
     if (rs != FA_CL_SUCCESS)
         return rs;
-    size_t global[2] = {(size_t)d->head_dim, (size_t)(count * (uint64_t)d->seqlen_q)};
+    size_t global[2] = {(size_t)v->dv, (size_t)(count * (uint64_t)d->seqlen_q)};
     err = clEnqueueNDRangeKernel(r->seq.ctx->queue, k, 2, NULL, global, NULL, nw, w, done);
     if (err != CL_SUCCESS)
         return fa_cl__ref_enqueue_failed(r->seq.ctx, err,
@@ -354,6 +357,7 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl__views *v, const ref_chun
     const uint64_t heads = (uint64_t)d->batch * (uint64_t)d->heads_q;
     const uint64_t group = (uint64_t)(d->heads_q / d->heads_kv);
     const size_t sq = (size_t)d->seqlen_q, sk = (size_t)d->seqlen_k, dim = (size_t)d->head_dim;
+    const size_t dv = (size_t)v->dv; /* v's and o's rows */
     const size_t m = (size_t)c->per_gemm * sq; /* rows of one GEMM entry: its query heads stacked */
     uint64_t kv_loaded = UINT64_MAX;            /* first kv head now in k32/v32 */
     const CLBlastTranspose N = CLBlastTransposeNo, T = CLBlastTransposeYes;
@@ -367,7 +371,7 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl__views *v, const ref_chun
             st = gather(r, 1, k, d->k_offset, d->k_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv, r->k32,
                         fa_cl__type_is_fp8(v->type[1]), a->k_descale, (cl_int)d->k_descale);
             if (st == FA_CL_SUCCESS)
-                st = gather(r, 2, v_mem, d->v_offset, d->v_stride, d->heads_kv, d->seqlen_k, d->head_dim, kv0, nkv,
+                st = gather(r, 2, v_mem, d->v_offset, d->v_stride, d->heads_kv, d->seqlen_k, v->dv, kv0, nkv,
                             r->v32, fa_cl__type_is_fp8(v->type[2]), a->v_descale, (cl_int)d->v_descale);
             kv_loaded = kv0;
         }
@@ -377,8 +381,8 @@ static fa_cl_status run_chunks(ref_run *r, const fa_cl__views *v, const ref_chun
         if (st == FA_CL_SUCCESS)
             st = softmax(r, v, lse, h0, n, local, a);
         if (st == FA_CL_SUCCESS)
-            st = fa_cl__ref_gemm(&r->seq, "O = P V", N, N, m, dim, sk, r->s32, sk, m * sk, r->v32, dim, sk * dim,
-                                 r->o32, dim, m * dim, batch);
+            st = fa_cl__ref_gemm(&r->seq, "O = P V", N, N, m, dv, sk, r->s32, sk, m * sk, r->v32, dv, sk * dv,
+                                 r->o32, dv, m * dv, batch);
         if (st == FA_CL_SUCCESS)
             st = scatter(r, v, o, h0, n, h0 + n >= heads ? done : NULL);
     }
@@ -394,11 +398,11 @@ static fa_cl_status reference_run(fa_cl_context *ctx, const char *call, const fa
     if (st != FA_CL_SUCCESS)
         return st;
     if (views.d.kv_seqlens || views.d.page_size > 0 || views.d.total_q > 0 || views.d.total_k > 0 ||
-        views.d.seqlen_new > 0)
-        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "%s: %s are not supported by the reference (a dense "
+        views.d.seqlen_new > 0 || views.d.tree_mask)
+        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "%s: %s not supported by the reference (a dense "
                            "[B, H, S, D] problem is)", call,
-                           views.d.page_size > 0 ? "paged K/V" : views.d.kv_seqlens ? "per-sequence KV lengths"
-                                                                                     : "varlen rows");
+                           views.d.page_size > 0 ? "paged K/V are" : views.d.kv_seqlens ? "per-sequence KV lengths are"
+                           : views.d.tree_mask ? "tree masks (desc.tree_mask) are" : "varlen rows are");
     fa_cl_forward_args args;
     st = fa_cl__forward_args_check(ctx, call, &views, given, &args);
     if (st != FA_CL_SUCCESS)

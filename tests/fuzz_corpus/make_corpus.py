@@ -72,8 +72,10 @@ seeds = {
     'heads_q_over_int32': seed(1, I32 + 1, 1, 1, 1, 1),
     'heads_q_int32_max': seed(1, I32, 1, 1, 1, 1),
     'seqlen_int32_max': seed(1, 1, 1, I32, 1, 1),
-    'head_dim_512': seed(1, 1, 1, 1, 1, 512),  # the largest supported: accepted
-    'head_dim_513': seed(1, 1, 1, 1, 1, 513),  # one past it: UNSUPPORTED
+    'head_dim_512': seed(1, 1, 1, 1, 1, 512),  # the backward's largest: accepted
+    'head_dim_513': seed(1, 1, 1, 1, 1, 513),  # past the backward's, the forward takes it
+    'head_dim_576': seed(1, 1, 1, 1, 1, 576),  # the forward's largest (MLA): accepted
+    'head_dim_577': seed(1, 1, 1, 1, 1, 577),  # one past it: UNSUPPORTED
     'negative_sizes': seed(-1, -2, 0, -1, 0, -3),
     'int64_min': seed(-2**63, 1, 1, 1, 1, 1),
     'bad_dtype_nan_scale': seed(1, 1, 1, 1, 1, 1, dtype=3, scale=4),
