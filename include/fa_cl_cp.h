@@ -44,6 +44,9 @@
  *    the communicator is not usable for further calls, and the host staging buffers of requests
  *    that could not be cancelled are deliberately not freed (the transport may still write them).
  *  - Local failures (a partial call, the merge, OpenCL) return their own status.
+ *  - The call ends with the ranks' agreement on its outcome (one more small all-reduce): a rank
+ *    whose own part finished still returns FA_CL_ERROR_COMMUNICATION when another rank failed or
+ *    died, so that every surviving rank sees an error for a call that did not complete everywhere.
  * fa_cl_cp_last_error() says what happened (this thread's last failure).
  */
 #ifndef FA_CL_CP_H

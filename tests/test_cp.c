@@ -11,7 +11,7 @@
  *   mismatch   rank 1 calls with another head_dim: every rank must get INVALID_ARGUMENT, nothing sent;
  *              then calls every rank refuses alike (no args, the ring's backward in f16)
  *   die        the last rank kills itself (SIGKILL) when it starts its second transfer: every other
- *              rank must return FA_CL_ERROR_COMMUNICATION within the timeout (2 s) and says so
+ *              rank must return FA_CL_ERROR_COMMUNICATION within the timeout (1 s) and says so
  *              ("survivor rank R: ..."); tests/cp_die.sh runs it under a watchdog and reads that
  * Exit 0 when every check of this rank passed (77: no OpenCL device).
  */
@@ -309,13 +309,17 @@ static int run_die(fa_cl_context *ctx, fa_cl_cp_transport *t)
         dying.isend = dying_isend;
     fa_cl_cp_args a;
     fa_cl_cp_args_init(&a);
-    a.desc = &local, a.transport = &dying, a.q = b[0], a.k = b[1], a.v = b[2], a.o = b[3], a.timeout_ms = 2000;
+    a.desc = &local, a.transport = &dying, a.q = b[0], a.k = b[1], a.v = b[2], a.o = b[3], a.timeout_ms = 1000;
     const double t0 = tu_now_ms();
     const fa_cl_status st = fa_cl_cp_forward(ctx, &a);
     const double ms = tu_now_ms() - t0;
     const int ok = st == FA_CL_ERROR_COMMUNICATION && ms < 20000;
     printf("survivor rank %d: %s after %.0f ms: %s\n", g_rank, fa_cl_status_string(st), ms, fa_cl_cp_last_error());
     fflush(stdout);
+    /* stay until every survivor's last wait has ended: a survivor that exits first may have mpirun
+     * end the job before the others print */
+    const struct timespec rest = {2 * a.timeout_ms / 1000 + 1, 0};
+    nanosleep(&rest, NULL);
     return ok ? 0 : 1;
 }
 

@@ -122,6 +122,32 @@ static fa_cl_status check(fa_cl_context *ctx, const fa_cl_cp_args *a, fa_cl_cp__
 }
 
 /* Either call: the checks, the agreement, the strategy. */
+/* The ranks' agreement on the outcome (an all-reduce of "this rank failed"): a rank whose own part
+ * is done still learns that another failed, or died after the data it needed had arrived, so that
+ * every surviving rank returns an error for a call that did not complete everywhere. A rank whose
+ * transport failed skips it (the others' wait for it ends at their deadline). */
+static fa_cl_status finish(const fa_cl_cp__call *c, fa_cl_status st)
+{
+    if (st == FA_CL_ERROR_COMMUNICATION)
+        return st;
+    char keep[1024];
+    snprintf(keep, sizeof keep, "%s", fa_cl_cp_last_error());
+    uint64_t in[2] = {st != FA_CL_SUCCESS, 0}, out[2] = {0, 0};
+    void *req = NULL;
+    const int rc = c->t->iallreduce_max(c->t->user, in, out, 2, &req);
+    fa_cl_status agreed = rc != 0 ? fa_cl_cp__fail(FA_CL_ERROR_COMMUNICATION, "fa_cl_cp_forward (rank %d): the outcome's "
+                                                   "all-reduce failed (transport error %d)", c->rank, rc)
+                                  : fa_cl_cp__wait(c, &req, 1, "the outcome's all-reduce");
+    if (st != FA_CL_SUCCESS) { /* this rank's own failure is the one to report */
+        fa_cl_cp__fail(st, "%s", keep);
+        return st;
+    }
+    if (agreed == FA_CL_SUCCESS && out[0] != 0)
+        agreed = fa_cl_cp__fail(FA_CL_ERROR_COMMUNICATION, "fa_cl_cp_forward (rank %d): another rank's part of the "
+                                "call failed (its own status is in its fa_cl_cp_last_error)", c->rank);
+    return agreed;
+}
+
 static fa_cl_status run(fa_cl_context *ctx, const fa_cl_cp_args *args, int backward)
 {
     fa_cl_cp__call c;
@@ -147,8 +173,10 @@ static fa_cl_status run(fa_cl_context *ctx, const fa_cl_cp_args *args, int backw
     if ((st = agree(&c)) != FA_CL_SUCCESS)
         return st;
     if (backward)
-        return args->strategy == FA_CL_CP_RING ? fa_cl_cp__ring_backward(&c) : fa_cl_cp__all_to_all_backward(&c);
-    return args->strategy == FA_CL_CP_RING ? fa_cl_cp__ring_forward(&c) : fa_cl_cp__all_to_all_forward(&c);
+        st = args->strategy == FA_CL_CP_RING ? fa_cl_cp__ring_backward(&c) : fa_cl_cp__all_to_all_backward(&c);
+    else
+        st = args->strategy == FA_CL_CP_RING ? fa_cl_cp__ring_forward(&c) : fa_cl_cp__all_to_all_forward(&c);
+    return finish(&c, st);
 }
 
 fa_cl_status fa_cl_cp_forward(fa_cl_context *ctx, const fa_cl_cp_args *args)
