@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The cpu forward's vectors (cl/fa_cpu_forward.cl): query rows across the lanes of an OpenCL vector
+ * of CPU_VW floats (4, 8 or 16: the planner's choice from the device's SIMD width), which PoCL and
+ * other CPU drivers compile to SIMD registers, and an exp2 of vectors that stays vectorised. */
+#if CPU_VW == 16
+typedef float16 fa_rv;
+typedef int16 fa_ri;
+#define FA_RV_LOAD(p) vload16(0, p)
+#define FA_RI_LOAD(p) vload16(0, p)
+#define FA_RV_IOTA ((fa_ri)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#define FA_RV_BITS(x) as_int16(x)
+#define FA_RV_FROM_BITS(x) as_float16(x)
+#define FA_RV_TO_INT(x) convert_int16(x)
+#elif CPU_VW == 8
+typedef float8 fa_rv;
+typedef int8 fa_ri;
+#define FA_RV_LOAD(p) vload8(0, p)
+#define FA_RI_LOAD(p) vload8(0, p)
+#define FA_RV_IOTA ((fa_ri)(0, 1, 2, 3, 4, 5, 6, 7))
+#define FA_RV_BITS(x) as_int8(x)
+#define FA_RV_FROM_BITS(x) as_float8(x)
+#define FA_RV_TO_INT(x) convert_int8(x)
+#elif CPU_VW == 4
+typedef float4 fa_rv;
+typedef int4 fa_ri;
+#define FA_RV_LOAD(p) vload4(0, p)
+#define FA_RI_LOAD(p) vload4(0, p)
+#define FA_RV_IOTA ((fa_ri)(0, 1, 2, 3))
+#define FA_RV_BITS(x) as_int4(x)
+#define FA_RV_FROM_BITS(x) as_float4(x)
+#define FA_RV_TO_INT(x) convert_int4(x)
+#else
+#error "CPU_VW is 4, 8 or 16"
+#endif
+
+/* a * b + c as one instruction where the device has it (CPU_FMA: CL_FP_FMA in its single-precision
+ * config), else mad (PoCL compiles mad to a multiply and an add; fma without the hardware would be
+ * a library call) */
+#ifdef CPU_FMA
+#define FA_CPU_MAD(a, b, c) fma(a, b, c)
+#else
+#define FA_CPU_MAD(a, b, c) mad(a, b, c)
+#endif
+
+/* 2^x for the softmax's x <= 0 (and -inf): x = n + f, f in [-0.5, 0.5], 2^f by its degree-6
+ * Taylor polynomial (relative error ~1.2e-7: an ulp), 2^n added into the exponent bits. Exactly 0 below -126 (a masked score's -inf included), so that masked keys add nothing to
+ * a row's sum; NaN stays NaN (a NaN in q or k reaches the rows that see it). A driver's exp2 of a vector may be a loop of scalar calls; this one is a dozen
+ * vector instructions. */
+inline fa_rv fa_cpu_exp2(fa_rv x)
+{
+    const fa_rv c = fmax(x, (fa_rv)(-126.0f));
+    const fa_rv n = rint(c);
+    const fa_rv f = c - n;
+    fa_rv p = (fa_rv)(1.5403530e-4f);
+    p = FA_CPU_MAD(p, f, (fa_rv)(1.3333558e-3f));
+    p = FA_CPU_MAD(p, f, (fa_rv)(9.6181291e-3f));
+    p = FA_CPU_MAD(p, f, (fa_rv)(5.5504109e-2f));
+    p = FA_CPU_MAD(p, f, (fa_rv)(2.4022651e-1f));
+    p = FA_CPU_MAD(p, f, (fa_rv)(6.9314718e-1f));
+    p = FA_CPU_MAD(p, f, (fa_rv)(1.0f));
+    const fa_rv r = FA_RV_FROM_BITS(FA_RV_BITS(p) + (FA_RV_TO_INT(n) << 23));
+    return select(select(r, (fa_rv)(0.0f), x < (fa_rv)(-126.0f)), x, isnan(x)); /* NaN stays NaN */
+}
