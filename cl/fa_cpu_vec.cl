@@ -43,14 +43,18 @@ typedef int4 fa_ri;
 #endif
 
 /* 2^x for the softmax's x <= 0 (and -inf): x = n + f, f in [-0.5, 0.5], 2^f by its degree-6
- * Taylor polynomial (relative error ~1.2e-7: an ulp), 2^n added into the exponent bits. Exactly 0 below -126 (a masked score's -inf included), so that masked keys add nothing to
- * a row's sum; NaN stays NaN (a NaN in q or k reaches the rows that see it). A driver's exp2 of a vector may be a loop of scalar calls; this one is a dozen
- * vector instructions. */
+ * Taylor polynomial (relative error ~1.2e-7: an ulp), 2^n added into the exponent bits; n by
+ * adding and subtracting 1.5 * 2^23 (round to nearest in two additions: a driver's rint may be a
+ * dozen instructions). Exactly 0 below -126 (a masked score's -inf included), so that masked keys
+ * add nothing to a row's sum; NaN stays NaN (a NaN in q or k reaches the rows that see it). A
+ * driver's exp2 of a vector may be a loop of scalar calls; this one is a dozen vector
+ * instructions. */
 inline fa_rv fa_cpu_exp2(fa_rv x)
 {
+    const float magic = 12582912.0f; /* 1.5 * 2^23 */
     const fa_rv c = fmax(x, (fa_rv)(-126.0f));
-    const fa_rv n = rint(c);
-    const fa_rv f = c - n;
+    const fa_rv t = c + magic;
+    const fa_rv f = c - (t - magic);
     fa_rv p = (fa_rv)(1.5403530e-4f);
     p = FA_CPU_MAD(p, f, (fa_rv)(1.3333558e-3f));
     p = FA_CPU_MAD(p, f, (fa_rv)(9.6181291e-3f));
@@ -58,6 +62,19 @@ inline fa_rv fa_cpu_exp2(fa_rv x)
     p = FA_CPU_MAD(p, f, (fa_rv)(2.4022651e-1f));
     p = FA_CPU_MAD(p, f, (fa_rv)(6.9314718e-1f));
     p = FA_CPU_MAD(p, f, (fa_rv)(1.0f));
-    const fa_rv r = FA_RV_FROM_BITS(FA_RV_BITS(p) + (FA_RV_TO_INT(n) << 23));
-    return select(select(r, (fa_rv)(0.0f), x < (fa_rv)(-126.0f)), x, isnan(x)); /* NaN stays NaN */
+    const fa_rv r = FA_RV_FROM_BITS(FA_RV_BITS(p) + ((FA_RV_BITS(t) - as_int(magic)) << 23));
+    return select(select(r, (fa_rv)(0.0f), x < (fa_rv)(-126.0f)), x, isnan(x));
 }
+
+/* The larger of a and b where neither is NaN (a max without fmax's NaN handling: the row maxima
+ * skip NaN scores, as fmax does, since a comparison with NaN is false). */
+inline fa_rv fa_cpu_max(fa_rv a, fa_rv b) { return select(a, b, b > a); }
+
+/* Elements 16c .. 16c + 15 of a row of q, k or v (HEAD_DIM % 16 == 0; f32, f16 or bf16), or
+ * (FA_CPU_ROW16 undefined) four of fa_fwd_io.cl's chunks of 4. */
+#if HEAD_DIM % 16 == 0
+inline float16 fa_cpu_ld16_f32(__global const float *p, ulong i) { return vload16(0, p + i); }
+inline float16 fa_cpu_ld16_f16(__global const half *p, ulong i) { return vload_half16(0, p + i); }
+inline float16 fa_cpu_ld16_bf16(__global const ushort *p, ulong i) { return as_float16(convert_uint16(vload16(0, p + i)) << 16); }
+#define FA_CPU_LD16(id) FA_CAT(fa_cpu_ld16_, FA_CAT(FA_SUFFIX_, id))
+#endif
