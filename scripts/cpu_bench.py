@@ -17,8 +17,8 @@ fa_cl ms (above 1: fa_cl faster), which holds where the machine's speed drifts b
 One row per shape and fa_cl kernel, in docs/perf/results-pocl.csv's columns (PyTorch in `fa2`,
 as there). Decode rows (query rows <= 16) also carry a STREAM-like copy bandwidth in their note:
 a C copy of two 256 MiB arrays on T threads (cc -O2 -fopenmp, compiled into a temporary
-directory), bytes read + written per second as STREAM's Copy counts them, beside fa_cl's K/V
-bytes read per second. Exit status: 0 every fa_cl run ran, 1 one failed, 2 bad usage.
+directory; run in every round, beside fa_cl), bytes read + written per second as STREAM's Copy
+counts them, beside fa_cl's K/V bytes read per second, and the median of the per-round ratios. Exit status: 0 every fa_cl run ran, 1 one failed, 2 bad usage.
 """
 import argparse
 import csv
@@ -64,12 +64,17 @@ int main(void)
 '''
 
 
-def stream_copy_gbs(threads, tmp):
-    """STREAM-like copy bandwidth (GB/s, read + write, best of 7), or None where no cc -fopenmp."""
+def stream_copy_build(tmp):
+    """The STREAM-like copy's executable, or None where cc -fopenmp cannot build it."""
     src, exe = os.path.join(tmp, 'copy.c'), os.path.join(tmp, 'copy')
     with open(src, 'w') as f:
         f.write(STREAM_C)
-    if subprocess.run(['cc', '-O2', '-fopenmp', src, '-o', exe], capture_output=True).returncode != 0:
+    return exe if subprocess.run(['cc', '-O2', '-fopenmp', src, '-o', exe], capture_output=True).returncode == 0 else None
+
+
+def stream_copy_gbs(exe, threads):
+    """STREAM-like copy bandwidth (GB/s, read + write, best of 7), or None."""
+    if exe is None:
         return None
     p = subprocess.run([exe], capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
     try:
@@ -126,11 +131,12 @@ def main():
     commit = bench.commit_of_checkout()
     rows, failures = [], 0
     with tempfile.TemporaryDirectory(prefix='fa_cl_cpu_bench_') as tmp:
-        copy_gbs = stream_copy_gbs(a.threads, tmp)
+        copy_exe = stream_copy_build(tmp)
         for shape in a.shape or SHAPES:
             opts, _ = bench.bench_options(shape)
             runs = {name: [] for name, _ in variants}
-            torch_ms, env, why = [], '', ''
+            torch_ms, copies, env, why = [], [], '', ''
+            decode = opts.q is not None and opts.q <= bench.DECODE_MAX_ROWS and not opts.varlen
             for _ in range(a.rounds):
                 for name, tune in variants:
                     saved = os.environ.get('FA_CL_TUNE')
@@ -144,6 +150,8 @@ def main():
                         failures += 1
                         continue
                     runs[name].append((device, r))
+                if decode:
+                    copies.append(stream_copy_gbs(copy_exe, a.threads))
                 if anchor and runs['plan']:
                     ms, info = run_torch(a.python, runs['plan'][-1][1], a.threads, a.reps, tmp)
                     if ms is None:
@@ -163,10 +171,11 @@ def main():
                 if torch_ms and len(torch_ms) == len(ms):
                     ratio = statistics.median(t / f for t, f in zip(torch_ms, ms))
                     note.append('PyTorch ms / fa_cl ms per round, median %.2f' % ratio)
-                decode = r['Sq'] <= bench.DECODE_MAX_ROWS
-                if decode and copy_gbs:
-                    note.append('K/V read %.1f GB/s; STREAM-like copy %.1f GB/s (%d threads)' %
-                                (r['fused_kv_tbps'] * 1e3, copy_gbs, a.threads))
+                if decode and copies and None not in copies and len(copies) == len(ms):
+                    kv = [x['fused_kv_tbps'] * 1e3 for _, x in runs[name]]
+                    note.append('K/V read %.1f GB/s; STREAM-like copy %.1f GB/s (%d threads); per round K/V / copy, '
+                                'median %.2f' % (statistics.median(kv), statistics.median(copies), a.threads,
+                                                 statistics.median(k / c for k, c in zip(kv, copies))))
                 note += [why] if why else []
                 anchors = [{'backend': 'FLASH_ATTENTION', 'ms': statistics.median(torch_ms),
                             'tflops': r['fused_tflops'] * r['fused_ms'] / statistics.median(torch_ms)}] if torch_ms else []
