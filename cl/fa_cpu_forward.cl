@@ -28,46 +28,37 @@
 #define FA_ITEM_ROWS BLOCK_Q
 #define FA_CPU_UNROLL _Pragma("unroll") /* the register tiles' loops: their arrays become registers */
 
-/* One row of K or V into dst (f32): 16 elements at a time where the row and its type allow
- * (fa_cpu_vec.cl), else fa_fwd_io.cl's chunks of 4. */
-#if HEAD_DIM % 16 == 0 && FA_K_DTYPE != 3
-#define FA_CPU_K_ROW(dst, src, row)                                                                       \
+/* One row of K or V (storage type id, fa_fwd_io.cl's loader chunk) into dst (f32): 16 elements at
+ * a time where head_dim allows (fa_cpu_vec.cl), else chunks of 4 with the row's tail. */
+#if HEAD_DIM % 16 == 0
+#define FA_CPU_ROW(dst, src, row, id, chunk)                                                              \
     for (int c = 0; c < HEAD_DIM / 16; c++)                                                               \
-        vstore16(FA_CPU_LD16(FA_K_DTYPE)(src, (row) + 16 * (ulong)c), 0, (dst) + 16 * c);
+        vstore16(FA_CPU_LD16(id)(src, (row) + 16 * (ulong)c), 0, (dst) + 16 * c);
 #else
-#define FA_CPU_K_ROW(dst, src, row)                                                                       \
+#define FA_CPU_ROW(dst, src, row, id, chunk)                                                              \
     for (int c = 0; c < D4; c++)                                                                          \
-        vstore4(fa_k_chunk(src, row, c), 0, (dst) + 4 * c);
-#endif
-#if HEAD_DIM % 16 == 0 && FA_V_DTYPE != 3
-#define FA_CPU_V_ROW(dst, src, row)                                                                       \
-    for (int c = 0; c < HEAD_DIM / 16; c++)                                                               \
-        vstore16(FA_CPU_LD16(FA_V_DTYPE)(src, (row) + 16 * (ulong)c), 0, (dst) + 16 * c);
-#else
-#define FA_CPU_V_ROW(dst, src, row)                                                                       \
-    for (int c = 0; c < D4; c++)                                                                          \
-        vstore4(fa_v_chunk(src, row, c), 0, (dst) + 4 * c);
+        vstore4(chunk(src, row, c), 0, (dst) + 4 * c);
 #endif
 
 /* BLOCK_KV rows of K or V from key kv0 into a private row-major f32 block of `pitch` floats a row;
  * rows past seqlen_k are zero (masked, never read from memory). One loader per tensor: K and V may
  * differ in storage type. */
-#define FA_CPU_DEFINE_LOAD(name, T, copy_row)                                                             \
+#define FA_CPU_DEFINE_LOAD(name, T, id, chunk)                                                             \
     inline void name(float *blk, int pitch, __global const T *src, fa_row_map map, int kv0, int seqlen_k) \
     {                                                                                                     \
         for (int j = 0; j < BLOCK_KV; j++) {                                                              \
             float *dst = blk + j * pitch;                                                                 \
             if (kv0 + j < seqlen_k) {                                                                     \
                 const ulong row = fa_kv_row(map, kv0 + j);                                                \
-                copy_row(dst, src, row)                                                                   \
+                FA_CPU_ROW(dst, src, row, id, chunk)                                                      \
             } else {                                                                                      \
                 for (int c = 0; c < D4; c++)                                                              \
                     vstore4((float4)(0.0f), 0, dst + 4 * c);                                              \
             }                                                                                             \
         }                                                                                                 \
     }
-FA_CPU_DEFINE_LOAD(fa_cpu_load_k, fa_k_t, FA_CPU_K_ROW)
-FA_CPU_DEFINE_LOAD(fa_cpu_load_v, fa_v_t, FA_CPU_V_ROW)
+FA_CPU_DEFINE_LOAD(fa_cpu_load_k, fa_k_t, FA_K_DTYPE, fa_k_chunk)
+FA_CPU_DEFINE_LOAD(fa_cpu_load_v, fa_v_t, FA_V_DTYPE, fa_v_chunk)
 
 /* S = Q K^T for the block: sb[j][n] = scores of key kv0 + j for the rows of vector n, in tiles of
  * CPU_NT vectors x CPU_KR keys. */

@@ -70,11 +70,16 @@ inline fa_rv fa_cpu_exp2(fa_rv x)
  * skip NaN scores, as fmax does, since a comparison with NaN is false). */
 inline fa_rv fa_cpu_max(fa_rv a, fa_rv b) { return select(a, b, b > a); }
 
-/* Elements 16c .. 16c + 15 of a row of q, k or v (HEAD_DIM % 16 == 0; f32, f16 or bf16), or
- * (FA_CPU_ROW16 undefined) four of fa_fwd_io.cl's chunks of 4. */
+/* Elements i .. i + 15 of a row of q, k or v in each storage type (HEAD_DIM % 16 == 0: q8_0's 16
+ * never straddle a block of 32), by FA_CPU_LD16(id). */
 #if HEAD_DIM % 16 == 0
 inline float16 fa_cpu_ld16_f32(__global const float *p, ulong i) { return vload16(0, p + i); }
 inline float16 fa_cpu_ld16_f16(__global const half *p, ulong i) { return vload_half16(0, p + i); }
 inline float16 fa_cpu_ld16_bf16(__global const ushort *p, ulong i) { return as_float16(convert_uint16(vload16(0, p + i)) << 16); }
+inline float16 fa_cpu_ld16_q8(__global const uchar *p, ulong i)
+{
+    __global const uchar *blk = p + (i >> 5) * 34;
+    return vload_half(0, (__global const half *)blk) * convert_float16(vload16(0, (__global const char *)blk + 2 + (i & 31)));
+}
 #define FA_CPU_LD16(id) FA_CAT(fa_cpu_ld16_, FA_CAT(FA_SUFFIX_, id))
 #endif

@@ -21,10 +21,9 @@ directory; run in every round, beside fa_cl), bytes read + written per second as
 counts them, beside fa_cl's K/V bytes read per second, and the median of the per-round ratios. Exit status: 0 every fa_cl run ran, 1 one failed, 2 bad usage.
 """
 import argparse
-import csv
 import datetime
+import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -94,7 +93,6 @@ def run_torch(python, row, threads, reps, tmp):
     p = subprocess.run([python, os.path.join(bench.ROOT, 'scripts', 'torch_sdpa_anchor.py')] + [str(x) for x in a],
                        capture_output=True, text=True)
     try:
-        import json
         with open(path) as f:
             doc = json.load(f)
         return doc['rows'][0]['ms'], 'torch %s on CPU (%d threads; the default SDPA dispatch)' % (doc['torch'], threads)
@@ -184,10 +182,7 @@ def main():
                 print('%-52s %-9s %10s %-7s torch %s  (%s)' % (shape, row.get('kernel', ''), row['fa_cl'], row['unit'],
                                                                row.get('fa2', '-') or '-', note[1] if len(note) > 1 else ''))
                 sys.stdout.flush()
-    with open(a.out, 'w', newline='') as f:
-        w = csv.DictWriter(f, fieldnames=bench.COLUMNS, restval='', lineterminator='\n')
-        w.writeheader()
-        w.writerows(rows)
+    bench.write_csv(a.out, rows)
     print('cpu_bench.py: %d rows to %s%s' % (len(rows), a.out, ', %d runs failed' % failures if failures else ''))
     return 1 if failures else 0
 
