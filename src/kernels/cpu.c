@@ -79,7 +79,10 @@ static fa_cl_status plan(const fa_cl__limits *lim, const fa_cl__tile_request *re
         br = nq * vw;
         const size_t budget = fa_cl__cpu_block_budget(&lim->dev);
         const int64_t keys = req->seqlen_k > 0 ? req->seqlen_k : 1;
-        const int need_kv = keys < FA_CL_CPU_MAX_BLOCK_KV ? round_up((int)keys, FA_CL_CPU_KR) : FA_CL_CPU_MAX_BLOCK_KV;
+        int need_kv = keys < FA_CL_CPU_MAX_BLOCK_KV ? round_up((int)keys, FA_CL_CPU_KR) : FA_CL_CPU_MAX_BLOCK_KV;
+        /* FA_CL_TUNE kv_chunk=n (tests): blocks within the chunks, so that rows take several */
+        if (lim->chunk_keys > 0 && lim->chunk_keys < need_kv)
+            need_kv = lim->chunk_keys < FA_CL_CPU_KR ? FA_CL_CPU_KR : lim->chunk_keys / FA_CL_CPU_KR * FA_CL_CPU_KR;
         bc = FA_CL_CPU_KR;
         while (bc + FA_CL_CPU_KR <= need_kv && fa_cl__cpu_block_bytes(br, bc + FA_CL_CPU_KR, dpad) <= budget)
             bc += FA_CL_CPU_KR;

@@ -30,7 +30,7 @@
  *     B_c = the largest multiple of KR up to FA_CL_CPU_MAX_BLOCK_KV with
  *           4 * B_c * (d_padded + d_v + B_r) <= min(cache / compute units / 4, FA_CL_CPU_BLOCK_CAP)
  * where d_v is d_padded rounded up to DC (the K block, the V block and the score tile: f32 rows,
- * converted once a block).
+ * converted once a block), and (FA_CL_TUNE kv_chunk=n, tests) at most n rounded down to KR.
  */
 extern const fa_cl__kernel_family fa_cl__kernel_cpu;
 /* The block budget of a device's traits (bytes) and the bytes of a block of block_kv keys. */
