@@ -8,10 +8,10 @@
  * elementwise:
  *   - Q is read once, converted to f32 and transposed: qt[c] holds column c of every row;
  *   - a block of BLOCK_KV keys and values is converted to f32 once (kb, vb, row-major);
- *   - S = Q K^T in register tiles of NQ vectors x KR keys: per head_dim column c, NQ loads of qt[c]
- *     and KR broadcasts of K[j][c], NQ * KR multiply-adds;
+ *   - S = Q K^T in register tiles of NT vectors x KR keys: per head_dim column c, NT loads of qt[c]
+ *     and KR broadcasts of K[j][c], NT * KR multiply-adds;
  *   - the softmax over the block's keys, per lane (row): max, 2^x, sums;
- *   - O += P V in register tiles of NQ vectors x DC columns of head_dim: per key, NQ loads of P
+ *   - O += P V in register tiles of NT vectors x DC columns of head_dim: per key, NT loads of P
  *     and DC broadcasts of V[j][c]; O is kept transposed (ot[c]: column c of every row) and
  *     rescaled as its tile is loaded.
  * Blocks some row of the block sees only in part take the masks (a key's visibility per lane);
@@ -19,8 +19,9 @@
  * NaN or Inf in V reaches no row that cannot see its key.
  *
  * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (HEAD_DIM rounded up to 4), BLOCK_Q (a
- * multiple of CPU_VW), BLOCK_KV (a multiple of CPU_KR), CPU_VW, CPU_NT (NQ a multiple of it), CPU_KR, CPU_DC; the shared
- * features of cl/fa_forward_common.cl (serving, modifiers, masks, chunked long rows).
+ * multiple of CPU_VW), BLOCK_KV (a multiple of CPU_KR), CPU_VW, CPU_NT (NQ a multiple of it),
+ * CPU_KR, CPU_DC, CPU_FMA (fma() is one instruction); the shared features of
+ * cl/fa_forward_common.cl (serving, modifiers, masks, chunked long rows).
  */
 #define NQ (BLOCK_Q / CPU_VW)
 #define DV ((D_PAD + CPU_DC - 1) / CPU_DC * CPU_DC) /* O's and V's columns, padded for the P.V tiles */
@@ -146,7 +147,8 @@ void fa_forward(FA_FORWARD_PARAMS)
         for (int r = 0; r < BLOCK_Q; r++) {
             const int row = q0 + r;
             for (int c = 0; c < D4; c++) {
-                const float4 x = row < nrows ? fa_q_chunk(q, fa_qrow(qbase, row, seqlen_q, qs1, qs2), c) : (float4)(0.0f);
+                const float4 x =
+                    row < nrows ? fa_q_chunk(q, fa_qrow(qbase, row, seqlen_q, qs1, qs2), c) : (float4)(0.0f);
                 qs[(4 * c + 0) * BLOCK_Q + r] = x.x;
                 qs[(4 * c + 1) * BLOCK_Q + r] = x.y;
                 qs[(4 * c + 2) * BLOCK_Q + r] = x.z;

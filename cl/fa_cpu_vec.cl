@@ -75,11 +75,15 @@ inline fa_rv fa_cpu_max(fa_rv a, fa_rv b) { return select(a, b, b > a); }
 #if HEAD_DIM % 16 == 0
 inline float16 fa_cpu_ld16_f32(__global const float *p, ulong i) { return vload16(0, p + i); }
 inline float16 fa_cpu_ld16_f16(__global const half *p, ulong i) { return vload_half16(0, p + i); }
-inline float16 fa_cpu_ld16_bf16(__global const ushort *p, ulong i) { return as_float16(convert_uint16(vload16(0, p + i)) << 16); }
+inline float16 fa_cpu_ld16_bf16(__global const ushort *p, ulong i)
+{
+    return as_float16(convert_uint16(vload16(0, p + i)) << 16);
+}
 inline float16 fa_cpu_ld16_q8(__global const uchar *p, ulong i)
 {
     __global const uchar *blk = p + (i >> 5) * 34;
-    return vload_half(0, (__global const half *)blk) * convert_float16(vload16(0, (__global const char *)blk + 2 + (i & 31)));
+    const float scale = vload_half(0, (__global const half *)blk);
+    return scale * convert_float16(vload16(0, (__global const char *)blk + 2 + (i & 31)));
 }
 #define FA_CPU_LD16(id) FA_CAT(fa_cpu_ld16_, FA_CAT(FA_SUFFIX_, id))
 #endif

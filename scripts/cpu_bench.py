@@ -18,7 +18,8 @@ One row per shape and fa_cl kernel, in docs/perf/results-pocl.csv's columns (PyT
 as there). Decode rows (query rows <= 16) also carry a STREAM-like copy bandwidth in their note:
 a C copy of two 256 MiB arrays on T threads (cc -O2 -fopenmp, compiled into a temporary
 directory; run in every round, beside fa_cl), bytes read + written per second as STREAM's Copy
-counts them, beside fa_cl's K/V bytes read per second, and the median of the per-round ratios. Exit status: 0 every fa_cl run ran, 1 one failed, 2 bad usage.
+counts them, beside fa_cl's K/V bytes read per second, and the median of the per-round ratios.
+Exit status: 0 every fa_cl run ran, 1 one failed, 2 bad usage.
 """
 import argparse
 import datetime
@@ -68,7 +69,8 @@ def stream_copy_build(tmp):
     src, exe = os.path.join(tmp, 'copy.c'), os.path.join(tmp, 'copy')
     with open(src, 'w') as f:
         f.write(STREAM_C)
-    return exe if subprocess.run(['cc', '-O2', '-fopenmp', src, '-o', exe], capture_output=True).returncode == 0 else None
+    built = subprocess.run(['cc', '-O2', '-fopenmp', src, '-o', exe], capture_output=True).returncode == 0
+    return exe if built else None
 
 
 def stream_copy_gbs(exe, threads):
@@ -175,12 +177,14 @@ def main():
                                 'median %.2f' % (statistics.median(kv), statistics.median(copies), a.threads,
                                                  statistics.median(k / c for k, c in zip(kv, copies))))
                 note += [why] if why else []
-                anchors = [{'backend': 'FLASH_ATTENTION', 'ms': statistics.median(torch_ms),
-                            'tflops': r['fused_tflops'] * r['fused_ms'] / statistics.median(torch_ms)}] if torch_ms else []
+                anchors = []
+                if torch_ms:
+                    t = statistics.median(torch_ms)
+                    anchors = [{'backend': 'FLASH_ATTENTION', 'ms': t, 'tflops': r['fused_tflops'] * r['fused_ms'] / t}]
                 row = bench.csv_row(date, commit, device, opts, r, '; '.join(note), anchors, env)
                 rows.append(row)
                 print('%-52s %-9s %10s %-7s torch %s  (%s)' % (shape, row.get('kernel', ''), row['fa_cl'], row['unit'],
-                                                               row.get('fa2', '-') or '-', note[1] if len(note) > 1 else ''))
+                                                               row.get('fa2') or '-', '; '.join(note[1:])))
                 sys.stdout.flush()
     bench.write_csv(a.out, rows)
     print('cpu_bench.py: %d rows to %s%s' % (len(rows), a.out, ', %d runs failed' % failures if failures else ''))

@@ -50,8 +50,8 @@ static fa_cl_status forced_tile(const fa_cl__limits *lim, int *br, int *bc, int 
     while (*vw > 4 && *br % *vw)
         *vw /= 2;
     if (*br % *vw || *br / *vw > 4 || *bc % FA_CL_CPU_KR || *bc > 256) {
-        snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d for the cpu kernel: B_r must be 4, 8 or 16 lanes times at most 4 "
-                 "and B_c a multiple of %d up to 256", *br, *bc, FA_CL_CPU_KR);
+        snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d for the cpu kernel: B_r must be 4, 8 or 16 lanes times at "
+                 "most 4 and B_c a multiple of %d up to 256", *br, *bc, FA_CL_CPU_KR);
         return FA_CL_ERROR_INVALID_ARGUMENT;
     }
     return FA_CL_SUCCESS;
