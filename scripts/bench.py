@@ -199,6 +199,16 @@ def csv_row(date, commit, device, opts, r, note, anchors, env):
     return out
 
 
+def write_csv(path, rows, append=False):
+    """rows into path in COLUMNS' order (after what it holds where append, else replacing it)."""
+    new = append and os.path.exists(path) and os.path.getsize(path) > 0
+    with open(path, 'a' if new else 'w', newline='') as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, restval='', lineterminator='\n')
+        if not new:
+            w.writeheader()
+        w.writerows(rows)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -256,12 +266,7 @@ def main():
                                                ' '.join('%s %s' % (c, row[c]) for c in ANCHORS.values() if row.get(c))))
             sys.stdout.flush()
 
-    new = a.append and os.path.exists(a.out) and os.path.getsize(a.out) > 0
-    with open(a.out, 'a' if new else 'w', newline='') as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, restval='', lineterminator='\n')
-        if not new:
-            w.writeheader()
-        w.writerows(rows)
+    write_csv(a.out, rows, a.append)
     print('bench.py: %d rows to %s%s' % (len(rows), a.out, ', %d failed' % failures if failures else ''))
     return 1 if failures else 0
 

@@ -52,6 +52,9 @@ typedef struct fa_cl__device_props {
     cl_ulong local_mem_size;
     int local_mem_is_global; /* CL_DEVICE_LOCAL_MEM_TYPE == CL_GLOBAL (CPUs) */
     cl_ulong global_mem_size, max_alloc_size, global_cache_size;
+    cl_uint cacheline_bytes;        /* CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE */
+    cl_uint native_float_width;     /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT */
+    int has_fma;                    /* CL_DEVICE_SINGLE_FP_CONFIG has CL_FP_FMA */
     cl_uint mem_base_addr_align_bits;
     int has_fp16, has_fp64, has_subgroups;
     char extensions[8192];        /* truncated if longer */

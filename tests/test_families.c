@@ -3,9 +3,8 @@
  * The registry's rules on the device, through a family of the test's own (registered by
  * fa_cl__registry_push_test_family, never shipped): it takes every plan, is tried first, and its
  * program never builds. The one rule for a failed build must turn it off on the context once (one
- * note), and the next family (whichever the device's plan takes without it: the portable kernels on
- * PoCL, nvidia-tf32x3 on NVIDIA tensor cores) serves this plan and the next ones without building it
- * again; forced by FA_CL_KERNEL_VARIANT, its failure is reported instead.
+ * note), and the next family (the one the device plans without it) serves this plan and the next ones without
+ * building it again; forced by FA_CL_KERNEL_VARIANT, its failure is reported instead.
  */
 #include "kernels/family.h"
 #include "test_util.h"

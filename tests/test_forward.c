@@ -128,6 +128,11 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         return "FA_CL_KERNEL_VARIANT=portable-tiled not honoured";
     if (env_variant == FA_CL_KERNEL_PORTABLE && !rows_variant)
         return "FA_CL_KERNEL_VARIANT=portable not honoured";
+    const int cpu_variant = strcmp(in->kernel, "cpu") == 0;
+    if (cpu_variant && (in->work_group_size != 1 || in->local_mem_bytes != 0 || in->block_q % 4 != 0))
+        return "cpu plan: not one work-item a work-group, local memory used, or B_r not a multiple of 4 lanes";
+    if (env_variant == FA_CL_KERNEL_CPU && !cpu_variant)
+        return "FA_CL_KERNEL_VARIANT=cpu not honoured";
     if (env_tile_q && (in->block_q != env_tile_q || in->block_kv != env_tile_kv))
         return "FA_CL_TUNE tile not honoured";
     if (env_cap && in->local_mem_budget > env_cap)

@@ -466,7 +466,8 @@ static void env_cases(int only_trailing)
         return;
 
     /* a forced tile too big for the budget; a budget too small for head_dim 256; one that holds
-     * head_dim 256 (two 8-row tiles: 16384 bytes) but not 512: refused with the head_dim named */
+     * head_dim 256 (two 8-row tiles: 16384 bytes) but not 512: refused with the head_dim named (the
+     * local-memory budgets of the families that use local memory: cpu, which does not, off) */
     static const struct {
         const char *var, *value;
         int64_t d;
@@ -476,10 +477,15 @@ static void env_cases(int only_trailing)
                     {"FA_CL_LOCAL_MEM_BYTES", "8192", 256, FA_CL_ERROR_UNSUPPORTED, "budget"},
                     {"FA_CL_LOCAL_MEM_BYTES", "16384", 512, FA_CL_ERROR_UNSUPPORTED, "head_dim 512"}};
     for (size_t i = 0; i < sizeof plan_env / sizeof plan_env[0]; i++) {
+        const int local = strcmp(plan_env[i].var, "FA_CL_LOCAL_MEM_BYTES") == 0;
         setenv(plan_env[i].var, plan_env[i].value, 1);
+        if (local)
+            setenv("FA_CL_TUNE", "cpu:enabled=0", 1);
         fa_cl_context *c = NULL;
         fa_cl_status st = fa_cl_context_create_default(&c);
         unsetenv(plan_env[i].var);
+        if (local)
+            unsetenv("FA_CL_TUNE");
         if (st != FA_CL_SUCCESS) {
             tu_expect(&tally, 0, "context with %s=%s: %s", plan_env[i].var, plan_env[i].value,
                       fa_cl_status_string(st));
@@ -505,7 +511,7 @@ static void env_cases(int only_trailing)
         }
         /* the same context still plans what fits the budget: head_dim 32 */
         cs.D = 32;
-        if (strcmp(plan_env[i].var, "FA_CL_LOCAL_MEM_BYTES") == 0 && tu_problem_init(&p, c, &cs, 6, 1) == 0) {
+        if (local && tu_problem_init(&p, c, &cs, 6, 1) == 0) {
             char detail[600];
             int ok = forward_correct(c, &p, detail, sizeof detail);
             tu_expect(&tally, ok, "same context (%s=%s), head_dim 32 afterwards: %s", plan_env[i].var,

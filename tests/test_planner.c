@@ -28,6 +28,7 @@
 #include "kernels/portable.h"
 #include "kernels/portable_backward.h"
 #include "kernels/portable_tiled.h"
+#include "kernels/cpu.h"
 #include "kernels/nvidia.h"
 #include "plan/plan.h"
 #include "test_util.h"
@@ -1046,6 +1047,104 @@ static void split_cases(tu_tally *tally)
     }
 }
 
+/* A CPU device as its driver reports it: simd float lanes, cache bytes of last-level cache over
+ * units compute units (64-byte lines), FMA in hardware; local memory of type global. */
+static fa_cl__limits cpu_device(int simd, size_t cache, int units)
+{
+    fa_cl__device_traits d;
+    memset(&d, 0, sizeof d);
+    d.is_cpu = 1;
+    d.local_mem_size = 2048 * KIB;
+    d.local_mem_is_global = 1;
+    d.max_work_group = 4096;
+    d.cache_bytes = cache;
+    d.cacheline = 64;
+    d.compute_units = units;
+    d.simd_floats = simd;
+    d.has_fma = 1;
+    fa_cl__limits lim;
+    fa_cl__limits_for_device(&d, &lim);
+    memset(&case_tune, 0, sizeof case_tune);
+    return lim;
+}
+
+/* The cpu family (kernels/cpu.h): planned on CPU devices before portable, its rows from the SIMD
+ * width and head_dim, its keys from the cache share; declined on GPUs unless forced; forced tiles. */
+static void cpu_cases(tu_tally *tally)
+{
+    static const struct {
+        const char *why;
+        int simd;
+        size_t cache;
+        int units, d;
+        int64_t sq, sk;
+        int forced_q, forced_kv, forced_variant, off;
+        fa_cl_status want;
+        fa_cl__kernel_id k;
+        int br, bc, vw;
+    } cc[] = {
+        {"AVX-512, PoCL's 480 MiB over 2 units: share capped at 64 KiB; 4 * 80 * (64 + 64 + 64) = 61440", 16,
+         480 * 1024 * KIB, 2, 64, 1024, 1024, 0, 0, 0, 0, FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 64, 80, 16},
+        {"d = 128: 4 * 48 * (128 + 128 + 64) = 61440", 16, 480 * 1024 * KIB, 2, 128, 2048, 2048, 0, 0, 0, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 64, 48, 16},
+        {"d = 256: NQ 2; 4 * 24 * (256 + 256 + 32) = 52224", 16, 480 * 1024 * KIB, 2, 256, 512, 512, 0, 0, 0, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 32, 24, 16},
+        {"d = 512: NQ 1; 4 * 8 * (512 + 512 + 16) = 33280 (16 keys: 66560)", 16, 480 * 1024 * KIB, 2, 512, 512, 512,
+         0, 0, 0, 0, FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 16, 8, 16},
+        {"d = 40 (padded 40, d_v 40): 4 * 112 * (40 + 40 + 64) = 64512", 16, 480 * 1024 * KIB, 2, 40,
+         1000, 1000, 0, 0, 0, 0, FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 64, 112, 16},
+        {"decode, 4 packed rows: 4 lanes; 4 * 56 * (128 + 128 + 4) = 58240", 16, 480 * 1024 * KIB, 2, 128, 4, 8192, 0,
+         0, 0, 0, FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 4, 56, 4},
+        {"8 rows: 8 lanes; 4 * 120 * (64 + 64 + 8) = 65280", 16, 480 * 1024 * KIB, 2, 64, 8, 8192, 0, 0, 0, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 8, 120, 8},
+        {"17 rows: 2 vectors of 16; 4 * 96 * (64 + 64 + 32) = 61440", 16, 480 * 1024 * KIB, 2, 64, 17, 100, 0, 0, 0,
+         0, FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 32, 96, 16},
+        {"short keys: the keys rounded up to 8", 16, 480 * 1024 * KIB, 2, 64, 64, 13, 0, 0, 0, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_CPU, 64, 16, 16},
+        {"AVX2 (8 lanes): 4 vectors of 8", 8, 480 * 1024 * KIB, 2, 64, 1024, 1024, 0, 0, 0, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_CPU, 32, 96, 8},
+        {"no native width reported: 8 lanes", 0, 480 * 1024 * KIB, 2, 64, 1024, 1024, 0, 0, 0, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_CPU, 32, 96, 8},
+        {"256 KiB over 4 units: a 16 KiB share; 4 * 16 * 192 = 12288", 16, 256 * KIB, 4, 64, 1024, 1024, 0, 0, 0, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 64, 16, 16},
+        {"no cache reported: the 64 KiB cap", 16, 0, 2, 64, 1024, 1024, 0, 0, 0, 0, FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 64,
+         80, 16},
+        {"FA_CL_TUNE tile=24x16: 3 vectors of 8 lanes", 16, 480 * 1024 * KIB, 2, 64, 1024, 1024, 24, 16, 0, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 24, 16, 8},
+        {"FA_CL_TUNE tile=20x16: 5 vectors of 4 lanes (at most 4)", 16, 480 * 1024 * KIB, 2, 64, 1024, 1024, 20, 16, 0,
+         0, FA_CL_ERROR_INVALID_ARGUMENT, FA_CL_KERNEL_CPU, 0, 0, 0},
+        {"FA_CL_TUNE tile=64x12: B_c not a multiple of 8", 16, 480 * 1024 * KIB, 2, 64, 1024, 1024, 64, 12, 0, 0,
+         FA_CL_ERROR_INVALID_ARGUMENT, FA_CL_KERNEL_CPU, 0, 0, 0},
+        {"cpu:enabled=0: the portable kernel, as before the cpu family", 16, 480 * 1024 * KIB, 2, 64, 1024, 1024, 0, 0,
+         0, 1, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE, 128, 32, 0},
+        {"a GPU: declined (is for CPUs)", -1, 0, 0, 64, 1024, 1024, 0, 0, 0, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_PORTABLE_TILED, 64, 32, 0},
+        {"a GPU, FA_CL_KERNEL_VARIANT=cpu: planned (8 lanes: no width reported)", -1, 0, 0, 64, 1024, 1024, 0, 0,
+         FA_CL_KERNEL_CPU, 0, FA_CL_SUCCESS, FA_CL_KERNEL_CPU, 32, 96, 8},
+    };
+    for (size_t i = 0; i < sizeof cc / sizeof cc[0]; i++) {
+        fa_cl__limits lim = cc[i].simd >= 0 ? cpu_device(cc[i].simd, cc[i].cache, cc[i].units)
+                                            : device_limits(1, FA_CL_VENDOR_OTHER, 0, 0, 64 * KIB, 1024);
+        lim.forced_q = cc[i].forced_q;
+        lim.forced_kv = cc[i].forced_kv;
+        lim.forced_variant = cc[i].forced_variant;
+        if (cc[i].off)
+            tune(&lim, "cpu", "enabled", 0);
+        fa_cl__tile_request req = {cc[i].d, FA_CL_F32, cc[i].sq, cc[i].sk, 1, 0};
+        fa_cl__tiles t;
+        char msg[512] = "";
+        const fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        const int ok = st == cc[i].want &&
+                       (st != FA_CL_SUCCESS || (t.variant == cc[i].k && t.block_q == cc[i].br && t.block_kv == cc[i].bc &&
+                                                (cc[i].k != FA_CL_KERNEL_CPU ||
+                                                 (t.own[FA_CL_CPU_VW_SLOT] == cc[i].vw && t.work_group_size == 1))));
+        tu_expect(tally, ok, "cpu: %s: %s, %s %dx%d lanes %d (want %s %dx%d lanes %d) %s", cc[i].why,
+                  fa_cl_status_string(st), st == FA_CL_SUCCESS ? t.kernel : "-", st == FA_CL_SUCCESS ? t.block_q : 0,
+                  st == FA_CL_SUCCESS ? t.block_kv : 0, st == FA_CL_SUCCESS ? t.own[FA_CL_CPU_VW_SLOT] : 0,
+                  fa_cl__kernel_by_id(cc[i].k)->name, cc[i].br, cc[i].bc, cc[i].vw, msg);
+    }
+}
+
 int main(void)
 {
     tu_tally tally = {"planner", 0, 0};
@@ -1058,6 +1157,7 @@ int main(void)
     wgmma_cases(&tally);
     chunk_cases(&tally);
     split_cases(&tally);
+    cpu_cases(&tally);
 
     /* nvidia-mma with q8_0 K/V: the aligned plans' tiles, one tile each, a ring of raw rows (136
      * bytes at d = 128) when copied asynchronously, else one stage of synchronous loads; decoding

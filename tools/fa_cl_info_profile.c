@@ -171,6 +171,7 @@ void fa_cl_info_features(void)
         const fa_cl__needs *nd = &f->needs;
         printf("    %-26s %s", f->name,
                nd->device == FA_CL_NEEDS_GPU ? "GPUs" : nd->device == FA_CL_PREFERS_GPU ? "GPUs (forced: any device)"
+               : nd->device == FA_CL_PREFERS_CPU ? "CPUs (forced: any device)"
                : fa_cl__family_vendor(f) ? "" : "any device");
         if (fa_cl__family_vendor(f)) {
             printf("%s GPUs", fa_cl__vendor_name(nd->vendor));

@@ -86,6 +86,11 @@ fa_cl_status fa_cl__device_query(fa_cl_context *ctx, cl_device_id device, fa_cl_
     FA_CL_QUERY(CL_DEVICE_GLOBAL_MEM_SIZE, out->global_mem_size);
     FA_CL_QUERY(CL_DEVICE_MAX_MEM_ALLOC_SIZE, out->max_alloc_size);
     FA_CL_QUERY(CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, out->global_cache_size);
+    FA_CL_QUERY(CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE, out->cacheline_bytes);
+    FA_CL_QUERY(CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, out->native_float_width);
+    cl_device_fp_config fp_config = 0;
+    FA_CL_QUERY(CL_DEVICE_SINGLE_FP_CONFIG, fp_config);
+    out->has_fma = (fp_config & CL_FP_FMA) != 0;
     FA_CL_QUERY(CL_DEVICE_MEM_BASE_ADDR_ALIGN, out->mem_base_addr_align_bits);
     FA_CL_QUERY(CL_DEVICE_PLATFORM, platform);
 #undef FA_CL_QUERY

@@ -30,6 +30,12 @@ typedef struct fa_cl__device_traits {
                                    (NVIDIA: the compute capability); 0 when unknown */
     int min_subgroup;        /* narrowest sub-group size the vendor's query reports (Intel); 0 unknown */
     const char *extensions;  /* CL_DEVICE_EXTENSIONS, space separated; NULL: unknown */
+    int is_cpu;              /* CL_DEVICE_TYPE_CPU */
+    size_t cache_bytes;      /* CL_DEVICE_GLOBAL_MEM_CACHE_SIZE; 0 unknown */
+    int cacheline;           /* CL_DEVICE_GLOBAL_MEM_CACHELINE_SIZE; 0 unknown */
+    int compute_units;       /* CL_DEVICE_MAX_COMPUTE_UNITS; 0 unknown */
+    int simd_floats;         /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT; 0 unknown */
+    int has_fma;             /* CL_DEVICE_SINGLE_FP_CONFIG has CL_FP_FMA (fused multiply-add in hardware) */
     /* ---- added by the vendor module (fa_cl__traits_complete) ---- */
     size_t local_usable;       /* local memory a work-group really gets (>= local_mem_size) */
     const char *local_source;  /* where local_usable comes from: "device local memory" or the vendor's table */

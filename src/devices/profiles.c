@@ -68,7 +68,8 @@ static const fa_cl__device_profile profiles[] = {
      /* PoCL 3.1 reports 2 MiB of local memory of type CL_GLOBAL (the planner sizes tiles for a cache
       * share instead) and 4096 work-items; compute units are the host's cores (2 on the machine
       * measured); no FA_UNROLL or FA_NATIVE_EXP in its builds (not a GPU) */
-     {.is_gpu = 0, .vendor = FA_CL_VENDOR_OTHER, .local_mem_size = 2048 * KIB, .local_mem_is_global = 1, .max_work_group = 4096},
+     {.is_gpu = 0, .vendor = FA_CL_VENDOR_OTHER, .local_mem_size = 2048 * KIB, .local_mem_is_global = 1, .max_work_group = 4096,
+      .is_cpu = 1, .cache_bytes = 480 * 1024 * KIB, .cacheline = 64, .simd_floats = 16, .has_fma = 1},
      2, 16, /* 16 float lanes of AVX-512 */
      "cl_khr_fp64 (no cl_khr_fp16)", NULL, NULL,
      "fa_cl_info on PoCL 3.1 (Debian 12), pthread-skylake-avx512 device"},
@@ -92,5 +93,6 @@ void fa_cl__profile_traits(const fa_cl__device_profile *p, fa_cl__device_traits 
 {
     *out = p->traits;
     out->extensions = p->extensions;
+    out->compute_units = (int)p->compute_units;
     fa_cl__traits_complete(out);
 }

@@ -39,6 +39,12 @@ void fa_cl__device_traits_query(cl_device_id device, const fa_cl__device_props *
     out->local_mem_is_global = props->local_mem_is_global;
     out->max_work_group = props->max_work_group_size;
     out->extensions = props->extensions;
+    out->is_cpu = (props->type & CL_DEVICE_TYPE_CPU) != 0;
+    out->cache_bytes = (size_t)props->global_cache_size;
+    out->cacheline = (int)props->cacheline_bytes;
+    out->compute_units = (int)props->compute_units;
+    out->simd_floats = (int)props->native_float_width;
+    out->has_fma = props->has_fma;
     /* each vendor's query extension; a device without it keeps 0 */
     fa_cl__nvidia_query(device, props, out);
     fa_cl__intel_query(device, props, out);

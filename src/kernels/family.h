@@ -27,6 +27,7 @@ typedef enum fa_cl__kernel_id {
     FA_CL_KERNEL_NVIDIA_WGMMA_BACKWARD = 11, /* cl/fa_nv_bwd_*.cl with FA_WGMMA: the backward on wgmma */
     FA_CL_KERNEL_NVIDIA_TF32_BACKWARD = 12, /* cl/fa_nv_bwd_*.cl with f32: the backward as 3xTF32 */
     FA_CL_KERNEL_CHECK_SERVING = 13, /* cl/fa_check_serving.cl: serving data checked into args.status */
+    FA_CL_KERNEL_CPU = 14,      /* cl/fa_cpu_forward.cl: a work-item per work-group owning a block of rows (CPUs) */
     FA_CL_KERNEL_TEST = 63,     /* a test's own family (fa_cl__registry_push_test_family), never shipped */
 } fa_cl__kernel_id;
 
@@ -173,7 +174,12 @@ typedef struct fa_cl__takes {
     ((1u << FA_CL_MASK_F32) | (1u << FA_CL_MASK_F16) | (1u << FA_CL_MASK_BF16) | (1u << FA_CL_MASK_BOOL))
 
 /* What device a family needs (data, compared by the planner: it never names a vendor). */
-enum { FA_CL_ANY_DEVICE = 0, FA_CL_NEEDS_GPU = 1, FA_CL_PREFERS_GPU = 2 /* forced: any device */ };
+enum {
+    FA_CL_ANY_DEVICE = 0,
+    FA_CL_NEEDS_GPU = 1,
+    FA_CL_PREFERS_GPU = 2, /* forced: any device */
+    FA_CL_PREFERS_CPU = 3  /* CL_DEVICE_TYPE_CPU (forced: any device) */
+};
 typedef struct fa_cl__needs {
     int device;                /* FA_CL_ANY_DEVICE, FA_CL_NEEDS_GPU or FA_CL_PREFERS_GPU */
     fa_cl__vendor vendor;      /* FA_CL_VENDOR_OTHER: any */

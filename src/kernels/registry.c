@@ -14,6 +14,7 @@
     X(nvidia_mma)                                                                                         \
     X(nvidia_tf32x3)                                                                                      \
     X(portable_tiled)         /* GPUs */                                                                 \
+    X(cpu)                    /* CPUs */                                                                 \
     X(portable)               /* anywhere: the fallback */                                               \
     X(combine)                /* split-KV plans' second launch */                                        \
     X(append)                 /* appending plans' first launch */                                        \

@@ -98,6 +98,10 @@ static int device_meets(const fa_cl__limits *lim, const fa_cl__kernel_family *f,
         fa_cl__append(why, n, "is for GPUs (FA_CL_KERNEL_VARIANT takes it anywhere)");
         return 0;
     }
+    if (nd->device == FA_CL_PREFERS_CPU && !d->is_cpu && !forced) {
+        fa_cl__append(why, n, "is for CPUs (FA_CL_KERNEL_VARIANT takes it anywhere)");
+        return 0;
+    }
     if (!fa_cl__family_vendor(f))
         return 1;
     if (lim->vendor_path_off) {
