@@ -115,7 +115,7 @@ static fa_cl_status check_buffers(fa_cl_context *ctx, const fa_cl__views *out, c
 static fa_cl_status merge_check(fa_cl_context *ctx, const fa_cl_merge_args *given, fa_cl_merge_args *a,
                                 fa_cl__views *out, fa_cl__views **parts)
 {
-    fa_cl_status st = fa_cl__args_copy(ctx, MERGE, given, given ? given->struct_size : 0, a, sizeof *a);
+    fa_cl_status st = fa_cl__args_copy(ctx, MERGE, given, given ? given->struct_size : 0, a, sizeof *a, sizeof *a);
     if (st == FA_CL_SUCCESS)
         st = fa_cl__resolve_call(ctx, MERGE, a->desc, out);
     if (st != FA_CL_SUCCESS)
