@@ -19,6 +19,29 @@
 #define D4 (D_PAD / 4)
 #define FA_LOG2E 1.4426950408889634f
 
+/* The score modifiers' arguments (portable-backward only: the tensor-core families decline them, and
+ * their builds have none of these): FA_MODS (FA_SOFTCAP, FA_ALIBI, FA_SINKS) the softcap's factors
+ * in raw-score units, the per-query-head slopes and sink logits, the ALiBi diagonal's shift (partial
+ * results) and dsink, the sinks' gradient [heads_q]; FA_MASK the mask, its element offset and
+ * strides of [batch, head, row], and 1 / scale (mask entries are in scaled-score units). */
+#ifdef FA_MODS
+#define FA_BWM_MODS_PARAMS                                                                                 \
+    , float softcap_in, float softcap_out, __global const float *alibi_slopes, __global const float *sinks, \
+        int alibi_shift, __global float *dsink
+#define FA_BWM_MODS_USED , (void)softcap_in, (void)softcap_out, (void)alibi_slopes, (void)sinks, (void)alibi_shift, \
+        (void)dsink
+#else
+#define FA_BWM_MODS_PARAMS
+#define FA_BWM_MODS_USED
+#endif
+#ifdef FA_MASK
+#define FA_BWM_MASK_PARAMS , __global const fa_mask_t *mask, ulong mask_off, long ms0, long ms1, long ms2, float mask_scale
+#define FA_BWM_MASK_USED , (void)mask, (void)mask_off, (void)ms0, (void)ms1, (void)ms2, (void)mask_scale
+#else
+#define FA_BWM_MASK_PARAMS
+#define FA_BWM_MASK_USED
+#endif
+
 /* Every kernel's arguments, one list (one host-side setter). Offsets and strides in elements;
  * win_left / win_right with causal folded in (unbounded sides are seqlen_q + seqlen_k). Varlen
  * (FA_VARLEN_Q / FA_VARLEN_K): cu_q / cu_k, packed rows of total_q / total_k (strides[0] are 0);
@@ -32,7 +55,8 @@
         long dos1, long dos2, ulong dq_off, long dqs0, long dqs1, long dqs2, ulong dk_off, long dks0,      \
         long dks1, long dks2, ulong dv_off, long dvs0, long dvs1, long dvs2, int batch, int heads_q,       \
         int group, int seqlen_q, int seqlen_k, long win_left, long win_right, float scale, float scale_log2, \
-        __global const int *cu_q, __global const int *cu_k, __global const int *kv_lens, int total_q, int total_k
+        __global const int *cu_q, __global const int *cu_k, __global const int *kv_lens, int total_q,             \
+        int total_k FA_BWM_MODS_PARAMS FA_BWM_MASK_PARAMS
 
 /* Each kernel reads a part of the list: the rest is marked used (no unused-parameter warnings). */
 #define FA_BACKWARD_ALL_USED                                                                               \
@@ -43,7 +67,7 @@
         (void)dk_off, (void)dks0, (void)dks1, (void)dks2, (void)dv_off, (void)dvs0, (void)dvs1, (void)dvs2, \
         (void)batch, (void)heads_q, (void)group, (void)seqlen_q, (void)seqlen_k, (void)win_left,           \
         (void)win_right, (void)scale, (void)scale_log2, (void)cu_q, (void)cu_k, (void)kv_lens, (void)total_q, \
-        (void)total_k
+        (void)total_k FA_BWM_MODS_USED FA_BWM_MASK_USED
 
 /* Sequence b's rows: where its query rows and keys start in packed tensors (0 when dense), how many
  * it has, and how many rows of dk / dv it owns (varlen: its keys; dense: the whole capacity, keys
@@ -155,6 +179,71 @@ inline float2 fa_bw_row_lse_d(__global const float *lse, __global const float *d
 {
     const float x = i < seqlen_q ? lse[row0 + (ulong)i] : -INFINITY;
     return (float2)(x == -INFINITY ? INFINITY : x * FA_LOG2E, i < seqlen_q ? dsum[row0 + (ulong)i] : 0.0f);
+}
+
+/* One query head's modifiers as the scores of the backward see them (include/fa_cl.h "Score
+ * modifiers", in the forward's order: softcap, ALiBi, then the mask; raw-score units, as the
+ * forward's kernels): the softcap's factors, the head's ALiBi slope / scale and the diagonal's
+ * shift, and where its mask rows start (batch b, head h: row i's entries at mask_row0 + i ms2). */
+typedef struct fa_bw_mods {
+    float cap_in, cap_out, alibi_raw;
+    int alibi_shift;
+    ulong mask_row0;
+} fa_bw_mods;
+
+#if defined(FA_MODS) || defined(FA_MASK)
+#define FA_BW_ANY_MODS 1
+#endif
+
+/* Statement macro: md, the modifiers of query head h of sequence b (nothing to read without them). */
+#ifdef FA_MODS
+#define FA_BWM_HEAD_MODS_(md, h) md.cap_in = softcap_in, md.cap_out = softcap_out, md.alibi_shift = alibi_shift, \
+    md.alibi_raw = FA_BWM_ALIBI(h);
+#ifdef FA_ALIBI
+#define FA_BWM_ALIBI(h) (alibi_slopes[h] / scale)
+#else
+#define FA_BWM_ALIBI(h) 0.0f
+#endif
+#else
+#define FA_BWM_HEAD_MODS_(md, h) md.cap_in = md.cap_out = md.alibi_raw = 0.0f, md.alibi_shift = 0;
+#endif
+#ifdef FA_MASK
+#define FA_BWM_HEAD_MASK_(md, b, h) md.mask_row0 = mask_off + (b) * (ulong)ms0 + (h) * (ulong)ms1;
+/* what fa_bw_scores needs of the mask besides md: the buffer, the row stride, 1 / scale, the keys' capacity */
+#define FA_BWM_MASK_ARGS , __global const fa_mask_t *mask, long ms2, float mask_scale, int seqlen_q_cap, int seqlen_k_cap
+#define FA_BWM_MASK_NAMES , mask, ms2, mask_scale, seqlen_q, seqlen_k
+#else
+#define FA_BWM_HEAD_MASK_(md, b, h) md.mask_row0 = 0;
+#define FA_BWM_MASK_ARGS
+#define FA_BWM_MASK_NAMES
+#endif
+#define FA_BW_HEAD_MODS(md, b, h) \
+    fa_bw_mods md;                \
+    FA_BWM_HEAD_MODS_(md, h)      \
+    FA_BWM_HEAD_MASK_(md, b, h)
+
+/* The modified raw score of the row at position `row` against key `key` (sequence of sq rows and
+ * sk keys) from its raw score s = q.k, and the derivative of the modified score by s: the softcap's
+ * 1 - tanh^2 (ALiBi and the mask add constants: 1). dS of the raw score is then P (dP - D) times it. */
+inline float2 fa_bw_mod_score(float s, fa_bw_mods md, int row, int key, int sq, int sk FA_BWM_MASK_ARGS)
+{
+    float grad = 1.0f;
+#ifdef FA_SOFTCAP
+    const float t = fa_tanh(s * md.cap_in);
+    s = md.cap_out * t;
+    grad = 1.0f - t * t;
+#endif
+#ifdef FA_ALIBI
+    s -= md.alibi_raw * (float)abs(row + sk - sq + md.alibi_shift - key);
+#endif
+#ifdef FA_MASK
+    /* row and key clamped into the mask's [0, seqlen_q) x [0, seqlen_k): no read leaves the view
+     * (a tile's rows and keys past the sequence are not visible: their scores are not used) */
+    s += FA_MASK_LOAD(md.mask_row0 + (ulong)clamp(row, 0, seqlen_q_cap - 1) * (ulong)ms2 +
+                      (ulong)clamp(key, 0, seqlen_k_cap - 1)) * mask_scale;
+#endif
+    (void)md, (void)row, (void)key, (void)sq, (void)sk;
+    return (float2)(s, grad);
 }
 
 /* Four head_dim elements 4c .. 4c + 3 of the row at `row`; zeros past HEAD_DIM (never read). */

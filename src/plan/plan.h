@@ -43,6 +43,7 @@ enum {
     FA_CL_PK_PROLOGUE, /* tiles.prologue: the family's prologue entry (its first launch, writing the scratch) */
     FA_CL_PK_CHECK,    /* plans with per-sequence lengths or pages: fa_check_serving, a call's device checks
                           into its status (cl/fa_check_serving.cl) */
+    FA_CL_PK_DSINK,    /* backward plans with sinks: fa_backward_dsink (the sinks' gradient) */
     FA_CL_PLAN_KERNELS
 };
 

@@ -49,6 +49,36 @@ static fa_cl_status set_args(const fa_cl_plan *plan, const fa_cl__launch *l, con
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &seqs[i]);
     for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &totals[i]);
+    if (err == CL_SUCCESS && fa_cl__tiles_mods(&plan->tiles)) {
+        /* FA_BWM_MODS_PARAMS: as the forward's (plan_forward.c), then the sinks' gradient */
+        const cl_float cap = d->softcap, cap_in = cap > 0 ? v->scale / cap : 0.0f, cap_out = cap > 0 ? cap / v->scale : 0.0f;
+        const cl_mem heads[2] = {d->alibi ? a->alibi_slopes : NULL, d->sinks ? a->sinks : NULL};
+        const cl_int shift = (cl_int)(v->diag_shift < INT32_MIN ? INT32_MIN : v->diag_shift > INT32_MAX ? INT32_MAX
+                                                                                                    : v->diag_shift);
+        const cl_mem dsink = d->sinks ? a->dsink : NULL;
+        err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_in);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_out);
+        for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+            err = clSetKernelArg(kr, n++, sizeof(cl_mem), &heads[i]);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_int), &shift);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_mem), &dsink);
+    }
+    if (err == CL_SUCCESS && plan->tiles.mask) { /* FA_BWM_MASK_PARAMS */
+        const cl_ulong moff = d->mask_offset;
+        const cl_float inv_scale = 1.0f / v->scale; /* finite: fa_cl__desc_resolve */
+        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &a->mask);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &moff);
+        for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+            const cl_long ms = d->mask_stride[i];
+            err = clSetKernelArg(kr, n++, sizeof(cl_long), &ms);
+        }
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_float), &inv_scale);
+    }
     if (err == CL_SUCCESS)
         return FA_CL_SUCCESS;
     char what[96];
@@ -57,7 +87,8 @@ static fa_cl_status set_args(const fa_cl_plan *plan, const fa_cl__launch *l, con
 }
 
 /* The grids: one work-item per row (dot); one work-group per key block of each (batch, kv head)
- * (dkdv) and per query block of each (batch, query head) (dq); and the D scratch. */
+ * (dkdv) and per query block of each (batch, query head) (dq); one work-item per query head
+ * (dsink, with sinks); and the D scratch. */
 fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->views.fwd.d;
@@ -73,19 +104,21 @@ fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     if (rows > ((uint64_t)1 << 40) || kv_groups > most || q_groups > most || rows > (uint64_t)SIZE_MAX / 4)
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_backward_plan_create: %llu rows is too many to launch",
                            (unsigned long long)rows);
-    plan->launches = (fa_cl__launch *)calloc(3, sizeof *plan->launches);
+    const int nl = plan->kernels[FA_CL_PK_DSINK] ? 4 : 3; /* the sinks' gradient last, where there are sinks */
+    plan->launches = (fa_cl__launch *)calloc((size_t)nl, sizeof *plan->launches);
     if (!plan->launches)
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_backward_plan_create: out of host memory");
-    plan->nlaunches = 3;
+    plan->nlaunches = nl;
     const size_t dkdv_wg = (size_t)t->work_group_size * (size_t)(t->main_wg_scale > 1 ? t->main_wg_scale : 1);
     const struct {
         int role;
         size_t global, local; /* local 0: the driver's choice */
-    } grids[3] = {{FA_CL_PK_DOT, (size_t)rows, 0},
+    } grids[4] = {{FA_CL_PK_DOT, (size_t)rows, 0},
                   {FA_CL_PK_MAIN, (size_t)kv_groups * dkdv_wg, dkdv_wg},
-                  {FA_CL_PK_DQ, (size_t)q_groups * (size_t)t->work_group_size, (size_t)t->work_group_size}};
-    static const char *const names[3] = {"fa_backward_dot", "fa_backward_dkdv", "fa_backward_dq"};
-    for (int i = 0; i < 3; i++) {
+                  {FA_CL_PK_DQ, (size_t)q_groups * (size_t)t->work_group_size, (size_t)t->work_group_size},
+                  {FA_CL_PK_DSINK, (size_t)d->heads_q, 0}};
+    static const char *const names[4] = {"fa_backward_dot", "fa_backward_dkdv", "fa_backward_dq", "fa_backward_dsink"};
+    for (int i = 0; i < nl; i++) {
         fa_cl__launch *l = &plan->launches[i];
         l->kernel = plan->kernels[grids[i].role];
         l->name = names[i];

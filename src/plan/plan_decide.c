@@ -110,15 +110,15 @@ static void build_features(fa_cl__operation op, const fa_cl__views *v, int pack,
     t->seqlens = d->kv_seqlens != 0;
     t->varlen_q = d->total_q > 0;
     t->varlen_k = d->total_k > 0;
+    t->softcap = d->softcap > 0;
+    t->alibi = d->alibi;
+    t->sinks = d->sinks;
+    t->mask = (int)d->mask;
     if (op != FA_CL_OP_FORWARD)
         return; /* the backward takes no other feature */
     t->paged = (int)d->page_size;
     t->packed = pack > 1;
     t->append_rows = (int)d->seqlen_new;
-    t->softcap = d->softcap > 0;
-    t->alibi = d->alibi;
-    t->sinks = d->sinks;
-    t->mask = (int)d->mask;
     for (int i = 0; i < 4; i++)
         t->types[i] = v->type[i] != (int)d->dtype ? v->type[i] + 1 : 0;
     t->descale[0] = (int)d->k_descale;
