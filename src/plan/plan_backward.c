@@ -50,35 +50,14 @@ static fa_cl_status set_args(const fa_cl_plan *plan, const fa_cl__launch *l, con
     for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &totals[i]);
     if (err == CL_SUCCESS && fa_cl__tiles_mods(&plan->tiles)) {
-        /* FA_BWM_MODS_PARAMS: as the forward's (plan_forward.c), then the sinks' gradient */
-        const cl_float cap = d->softcap, cap_in = cap > 0 ? v->scale / cap : 0.0f, cap_out = cap > 0 ? cap / v->scale : 0.0f;
-        const cl_mem heads[2] = {d->alibi ? a->alibi_slopes : NULL, d->sinks ? a->sinks : NULL};
-        const cl_int shift = (cl_int)(v->diag_shift < INT32_MIN ? INT32_MIN : v->diag_shift > INT32_MAX ? INT32_MAX
-                                                                                                    : v->diag_shift);
+        /* FA_BWM_MODS_PARAMS: the forward's, then the sinks' gradient */
         const cl_mem dsink = d->sinks ? a->dsink : NULL;
-        err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_in);
-        if (err == CL_SUCCESS)
-            err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_out);
-        for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
-            err = clSetKernelArg(kr, n++, sizeof(cl_mem), &heads[i]);
-        if (err == CL_SUCCESS)
-            err = clSetKernelArg(kr, n++, sizeof(cl_int), &shift);
+        err = fa_cl__modifier_args(kr, &n, v, a->alibi_slopes, a->sinks);
         if (err == CL_SUCCESS)
             err = clSetKernelArg(kr, n++, sizeof(cl_mem), &dsink);
     }
-    if (err == CL_SUCCESS && plan->tiles.mask) { /* FA_BWM_MASK_PARAMS */
-        const cl_ulong moff = d->mask_offset;
-        const cl_float inv_scale = 1.0f / v->scale; /* finite: fa_cl__desc_resolve */
-        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &a->mask);
-        if (err == CL_SUCCESS)
-            err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &moff);
-        for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
-            const cl_long ms = d->mask_stride[i];
-            err = clSetKernelArg(kr, n++, sizeof(cl_long), &ms);
-        }
-        if (err == CL_SUCCESS)
-            err = clSetKernelArg(kr, n++, sizeof(cl_float), &inv_scale);
-    }
+    if (err == CL_SUCCESS && plan->tiles.mask) /* FA_BWM_MASK_PARAMS */
+        err = fa_cl__mask_args(kr, &n, v, a->mask);
     if (err == CL_SUCCESS)
         return FA_CL_SUCCESS;
     char what[96];
