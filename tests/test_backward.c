@@ -558,6 +558,7 @@ typedef struct bw_varlen_case {
     const int *cu_k; /* B + 1 offsets into total_k packed keys; NULL: K dense [B, Hkv, max_k, D] */
     int64_t total_k, max_k;
     const int *lens; /* with cu_k NULL: each sequence's key count (cache_seqlens), NULL: max_k */
+    int mods;        /* 1: softcap 3, ALiBi and sinks (their gradient summed over the sequences) */
 } bw_varlen_case;
 
 #define LENS(...) ((const int[]){__VA_ARGS__})
@@ -637,7 +638,19 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
     cl_mem cuq = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(vc->B + 1) * 4, vc->cu_q);
     cl_mem cuk = dense_k ? NULL : tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(vc->B + 1) * 4, vc->cu_k);
     cl_mem lens = dense_k && vc->lens ? tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)vc->B * 4, vc->lens) : NULL;
+    /* the modifiers: ALiBi's slopes and the sinks per query head, the sinks' gradient */
+    const size_t hq = (size_t)vc->Hq;
+    float *slopes = (float *)calloc(hq, sizeof *slopes), *sinks = (float *)calloc(hq, sizeof *sinks);
+    float *dsink_got = (float *)calloc(hq, sizeof *dsink_got);
+    double *dsink_ref = (double *)calloc(hq, sizeof *dsink_ref), *dsink_seq = (double *)calloc(hq, sizeof *dsink_seq);
+    for (size_t h = 0; slopes && sinks && h < hq; h++)
+        slopes[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)hq), sinks[h] = (float)(0.5 * (double)h - 0.5);
+    cl_mem mslopes = vc->mods && slopes ? tu_buffer(ctx, CL_MEM_READ_ONLY, hq * 4, slopes) : NULL;
+    cl_mem msinks = vc->mods && sinks ? tu_buffer(ctx, CL_MEM_READ_ONLY, hq * 4, sinks) : NULL;
+    cl_mem mdsink = vc->mods ? tu_buffer(ctx, CL_MEM_READ_WRITE, hq * 4, NULL) : NULL;
+    const tu_mods mods = {vc->mods ? 3.0 : 0.0, vc->mods ? slopes : NULL, vc->mods ? sinks : NULL, NULL};
     int ok = q && k && v && dout && mq && mk && mv && mdo && mo && ml && mg[0] && mg[1] && mg[2] && cuq &&
+             dsink_got && dsink_ref && dsink_seq && (!vc->mods || (mslopes && msinks && mdsink)) &&
              (dense_k || cuk) && (!dense_k || !vc->lens || lens);
     char why[300] = "setup failed", line[400] = "";
     fa_cl_attention_desc d;
@@ -646,21 +659,26 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
     d.total_q = vc->total_q;
     d.total_k = dense_k ? 0 : vc->total_k;
     d.kv_seqlens = dense_k && vc->lens;
+    d.softcap = (float)mods.softcap, d.alibi = vc->mods, d.sinks = vc->mods;
     if (ok) {
         fa_cl_forward_args fa;
         fa_cl_forward_args_init(&fa);
         fa.q = mq, fa.k = mk, fa.v = mv, fa.o = mo, fa.lse = ml, fa.cu_seqlens_q = cuq, fa.cu_seqlens_k = cuk;
         fa.cache_seqlens = lens;
+        fa.alibi_slopes = mslopes, fa.sinks = msinks;
         fa_cl_backward_args a;
         fa_cl_backward_args_init(&a);
         a.q = mq, a.k = mk, a.v = mv, a.o = mo, a.lse = ml, a.dout = mdo, a.dq = mg[0], a.dk = mg[1], a.dv = mg[2];
         a.cu_seqlens_q = cuq, a.cu_seqlens_k = cuk, a.cache_seqlens = lens;
+        a.alibi_slopes = mslopes, a.sinks = msinks, a.dsink = mdsink;
         fa_cl_status st = fa_cl_attention_run(ctx, &d, &fa);
         if (st == FA_CL_SUCCESS)
             st = fa_cl_attention_backward(ctx, &d, &a);
         for (int i = 0; i < 3 && st == FA_CL_SUCCESS; i++)
             if (tu_read(ctx, mg[i], gn[i] * es, img[i]) != 0)
                 st = FA_CL_ERROR_OPENCL;
+        if (st == FA_CL_SUCCESS && vc->mods && tu_read(ctx, mdsink, hq * 4, dsink_got) != 0)
+            st = FA_CL_ERROR_OPENCL;
         if (st != FA_CL_SUCCESS) {
             ok = 0;
             snprintf(why, sizeof why, "%s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
@@ -675,7 +693,8 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
         fa_cl_backward_plan_release(plan);
     }
     if (ok && check_family) {
-        const char *want = expected_family(ctx, dt, vc->D);
+        /* the tensor-core families decline the modifiers */
+        const char *want = vc->mods ? "portable-backward" : expected_family(ctx, dt, vc->D);
         snprintf(line, sizeof line, "[%s] ", info.kernel ? info.kernel : "no plan");
         if (!family_matches(ctx, want, info.kernel)) {
             ok = 0;
@@ -723,7 +742,9 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
                     kk[h * kl * vc->D + j] = lk[h * own_k * vc->D + j];
                     vv[h * kl * vc->D + j] = lv[h * own_k * vc->D + j];
                 }
-            tu_attention_backward_f64(&c, lq, kk, vv, ldo, g[0][0], tmp[0][0], tmp[0][1]);
+            tu_attention_backward_f64_mods(&c, &mods, lq, kk, vv, ldo, g[0][0], tmp[0][0], tmp[0][1], dsink_seq);
+            for (size_t h = 0; vc->mods && h < hq; h++)
+                dsink_ref[h] += dsink_seq[h];
             backward_storage(&c, dt, lq, kk, vv, ldo, g[0][1], tmp[1][0], tmp[1][1]);
             for (int64_t h = 0; h < vc->Hkv; h++)
                 for (int64_t j = 0; j < kl * vc->D; j++)
@@ -769,10 +790,16 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
         size_t stray = 0; /* rows no sequence owns: never written */
         for (size_t e = 0; e < gn[w]; e++)
             stray += !owned[w][e] && tu_load_bits(dt, img[w], e) != tu_sentinel_bits(dt);
+        /* with the modifiers the storage-precision computation (which has none) is no yardstick:
+         * tests/tolerance.h's gradient bar, the tensor's largest entry for its relative part */
         const double kf = k_storage(info.kernel);
-        const double bar = kf * err_pt[w] + 1e-6 + 1e-5 * mref[w];
+        const double bar = vc->mods ? fa_cl_tolerance_abs(dt) * fmax(1.0, mref[w]) + fa_cl_tolerance_rel(dt) * mref[w]
+                                    : kf * err_pt[w] + 1e-6 + 1e-5 * mref[w];
         const size_t len = strlen(line);
-        snprintf(line + len, sizeof line - len, "%s %.2e (storage %.2e) ", gname[w], err[w], err_pt[w]);
+        if (vc->mods)
+            snprintf(line + len, sizeof line - len, "%s %.2e (bar %.2e) ", gname[w], err[w], bar);
+        else
+            snprintf(line + len, sizeof line - len, "%s %.2e (storage %.2e) ", gname[w], err[w], err_pt[w]);
         if (stray) {
             ok = 0;
             snprintf(why, sizeof why, "%s: %zu elements of rows no sequence owns written", gname[w], stray);
@@ -781,17 +808,27 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
             snprintf(why, sizeof why, "%s error above %.0f x the storage-precision error + floor", gname[w], kf);
         }
     }
+    if (ok && vc->mods) {
+        double dmax = 0.0, derr = 0.0;
+        for (size_t h = 0; h < hq; h++)
+            dmax = fmax(dmax, fabs(dsink_ref[h])), derr = fmax(derr, fabs(dsink_got[h] - dsink_ref[h]));
+        for (size_t h = 0; h < hq && ok; h++)
+            if (!fa_cl_tolerance_grad_ok(dt, dsink_got[h], dsink_ref[h], dmax))
+                ok = 0, snprintf(why, sizeof why, "dsink[%zu] = %.6g, the oracle's %.6g", h, dsink_got[h], dsink_ref[h]);
+        const size_t len = strlen(line);
+        snprintf(line + len, sizeof line - len, "dsink %.2e (max |ref| %.2e) ", derr, dmax);
+    }
     tu_expect(t, ok, "%s: %s%s%s", name, line, ok ? "" : "-- ", ok ? "" : why);
     for (int i = 0; i < 3; i++) {
         free(img[i]), free(owned[i]);
         if (mg[i])
             clReleaseMemObject(mg[i]);
     }
-    cl_mem ms[9] = {mq, mk, mv, mdo, mo, ml, cuq, cuk, lens};
-    for (int i = 0; i < 9; i++)
+    cl_mem ms[12] = {mq, mk, mv, mdo, mo, ml, cuq, cuk, lens, mslopes, msinks, mdsink};
+    for (int i = 0; i < 12; i++)
         if (ms[i])
             clReleaseMemObject(ms[i]);
-    free(q), free(k), free(v), free(dout);
+    free(q), free(k), free(v), free(dout), free(slopes), free(sinks), free(dsink_got), free(dsink_ref), free(dsink_seq);
 }
 
 static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
@@ -800,13 +837,16 @@ static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
     check_family = 1;
     const bw_varlen_case cases[] = {
         /* ragged, an empty sequence, causal bottom-right per sequence, GQA */
-        {3, 4, 2, 64, F32, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, NULL},
-        {4, 4, 2, 40, F16, 0, -1, -1, LENS(0, 1, 5, 5, 9), 9, 4, LENS(0, 90, 91, 91, 200), 200, 109, NULL},
-        {2, 2, 2, 128, BF16, 1, 16, 0, LENS(0, 70, 90), 90, 70, LENS(0, 70, 200), 200, 130, NULL},
+        {3, 4, 2, 64, F32, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, NULL, 0},
+        {4, 4, 2, 40, F16, 0, -1, -1, LENS(0, 1, 5, 5, 9), 9, 4, LENS(0, 90, 91, 91, 200), 200, 109, NULL, 0},
+        {2, 2, 2, 128, BF16, 1, 16, 0, LENS(0, 70, 90), 90, 70, LENS(0, 70, 200), 200, 130, NULL, 0},
         /* rows 30 .. 39 of q and keys 80 .. 89 belong to no sequence: never written */
-        {2, 2, 1, 32, F16, 0, 8, 8, LENS(0, 10, 30), 40, 20, LENS(0, 30, 80), 90, 50, NULL},
+        {2, 2, 1, 32, F16, 0, 8, 8, LENS(0, 10, 30), 40, 20, LENS(0, 30, 80), 90, 50, NULL, 0},
         /* varlen q against dense keys with per-sequence lengths (chunked prefill's shape), one of 0 */
-        {3, 4, 2, 64, F16, 1, -1, -1, LENS(0, 16, 17, 50), 50, 33, NULL, 0, 120, LENS(100, 0, 120)},
+        {3, 4, 2, 64, F16, 1, -1, -1, LENS(0, 16, 17, 50), 50, 33, NULL, 0, 120, LENS(100, 0, 120), 0},
+        /* the modifiers per sequence (ALiBi's diagonal, the sinks' gradient summed over sequences) */
+        {3, 4, 2, 32, F32, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, NULL, 1},
+        {3, 4, 2, 40, F16, 0, 20, -1, LENS(0, 16, 17, 50), 50, 33, NULL, 0, 120, LENS(100, 0, 120), 1},
     };
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_varlen(&backward_tally, ctx, &cases[i], 800 + (uint64_t)i);
