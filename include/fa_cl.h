@@ -826,7 +826,7 @@ FA_CL_API fa_cl_status fa_cl_merge(fa_cl_context *ctx, const fa_cl_merge_args *a
  *    dQ = scale dS K, dK = scale dS^T Q. With GQA/MQA, dK and dV of a kv head sum over its query
  *    heads. Causal masks, windows, GQA, every layout and f32/f16/bf16 storage as in the forward;
  *    arithmetic in fp32, the outputs rounded once to the storage type.
- *  - Score modifiers and masks (0.6; "Score modifiers" above, the same desc fields and buffers as
+ *  - Score modifiers and masks (0.5; "Score modifiers" above, the same desc fields and buffers as
  *    the forward's, in args): P is the forward's softmax of the modified scores. Softcap: dS is
  *    multiplied by the derivative of t -> c tanh(t / c) at the scaled score t, 1 - tanh^2(t / c)
  *    (the tanh the forward's kernels compute). ALiBi and the attention mask (float or boolean)
@@ -895,7 +895,7 @@ typedef struct fa_cl_backward_args {
     cl_mem cu_seqlens_q;   /**< int32 [batch + 1]: varlen q rows; required iff desc.total_q > 0 (as the forward's) */
     cl_mem cu_seqlens_k;   /**< int32 [batch + 1]: varlen k rows; required iff desc.total_k > 0 */
     cl_mem cache_seqlens;  /**< int32 [batch]: each sequence's key count; required iff desc.kv_seqlens */
-    /* ---- 0.6, the score modifiers' buffers (see "Backward" above) ---- */
+    /* ---- 0.5, the score modifiers' buffers (see "Backward" above) ---- */
     cl_mem alibi_slopes;   /**< float32 [heads_q], as the forward's; required iff desc.alibi (no gradient) */
     cl_mem sinks;          /**< float32 [heads_q], as the forward's; required iff desc.sinks */
     cl_mem mask;           /**< the attention mask, as the forward's; required iff desc.mask (no gradient) */
