@@ -26,7 +26,8 @@
  *                sequence against the oracle on its own rows; rows no sequence owns never written
  *   mods [N]     the score modifiers and masks (softcap, ALiBi, sinks and their gradient, masks of
  *                every type, broadcast), alone and together, against tu_attention_backward_f64_mods
- *                within tests/tolerance.h's gradient bar; N: case N alone (oclgrind)
+ *                within tests/tolerance.h's gradient bar, and dq and dsink bitwise equal over 20 runs;
+ *                N: case N alone (oclgrind)
  */
 #include <math.h>
 #include <stddef.h>
@@ -1014,6 +1015,40 @@ static const bw_mods_case mods_cases[] = {
     {{{2, 2, 1, 13, 19, 12, F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL}, 4.0f, 1, 1, FA_CL_MASK_BOOL, 2},
 };
 
+/* The sinks' gradient is summed in a fixed order too: 20 runs of the case with everything, dq and
+ * dsink bitwise equal. */
+static void mods_determinism(tu_tally *t, fa_cl_context *ctx)
+{
+    const bw_mods_case *mc = &mods_cases[7];
+    const size_t hq = (size_t)mc->bc.c.Hq;
+    float sinks[4] = {0.5f, -1.0f, 2.0f, 0.0f}; /* the case's 4 query heads */
+    bw_mods_dev m = {mc->softcap, 0, 1, FA_CL_MASK_NONE, {0, 0, 0}, NULL, NULL, NULL, NULL};
+    m.sink_logits = hq <= 4 ? tu_buffer(ctx, CL_MEM_READ_ONLY, hq * 4, sinks) : NULL;
+    m.dsink = tu_buffer(ctx, CL_MEM_READ_WRITE, hq * 4, NULL);
+    bw_run r;
+    memset(&r, 0, sizeof r);
+    int same = hq <= 4 && m.sink_logits && m.dsink && bw_setup_mods(&r, ctx, &mc->bc, 99, &m) == 0, runs = 0;
+    const size_t qbytes = same ? tu_tensor_bytes(&r.g[1]) : 0;
+    unsigned char *first = (unsigned char *)malloc(qbytes + 1), *now = (unsigned char *)malloc(qbytes + 1);
+    float ds0[4], ds[4];
+    same = same && first && now;
+    for (int run = 0; run < 20 && same; run++) {
+        same = fa_cl_attention_backward(ctx, &r.p.desc, &r.args) == FA_CL_SUCCESS &&
+               tu_read(ctx, r.mem[1], qbytes, run ? now : first) == 0 &&
+               tu_read(ctx, m.dsink, hq * 4, run ? ds : ds0) == 0 &&
+               (run == 0 || (memcmp(now, first, qbytes) == 0 && memcmp(ds, ds0, hq * 4) == 0));
+        runs += same;
+    }
+    tu_expect(t, same && runs == 20, "mods determinism: 20 runs with softcap and sinks: dq and dsink bitwise equal (%d "
+              "matched)", runs);
+    free(first), free(now);
+    if (m.sink_logits)
+        clReleaseMemObject(m.sink_logits);
+    if (m.dsink)
+        clReleaseMemObject(m.dsink);
+    bw_free(&r);
+}
+
 static int run_mods(fa_cl_context *ctx, int argc, char **argv)
 {
     /* "mods N": case N alone (oclgrind) */
@@ -1025,6 +1060,8 @@ static int run_mods(fa_cl_context *ctx, int argc, char **argv)
     for (int i = 0; i < TU_COUNT(mods_cases); i++)
         if (only < 0 || i == only)
             check_mods_case(&backward_tally, ctx, &mods_cases[i], 1100 + (uint64_t)i);
+    if (only < 0)
+        mods_determinism(&backward_tally, ctx);
     return 0;
 }
 
