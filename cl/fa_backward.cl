@@ -66,10 +66,13 @@ typedef struct fa_bw_mods {
 /* what fa_bw_scores needs of the mask besides md: the buffer, the row stride, 1 / scale, the keys' capacity */
 #define FA_BWM_MASK_ARGS , __global const fa_mask_t *mask, long ms2, float mask_scale, int seqlen_q_cap, int seqlen_k_cap
 #define FA_BWM_MASK_NAMES , mask, ms2, mask_scale, seqlen_q, seqlen_k
+/* the same arguments passed on by a function that takes them (FA_BWM_MASK_ARGS) */
+#define FA_BWM_MASK_PASS , mask, ms2, mask_scale, seqlen_q_cap, seqlen_k_cap
 #else
 #define FA_BWM_HEAD_MASK_(md, b, h) md.mask_row0 = 0;
 #define FA_BWM_MASK_ARGS
 #define FA_BWM_MASK_NAMES
+#define FA_BWM_MASK_PASS
 #endif
 #define FA_BW_HEAD_MODS(md, b, h) \
     fa_bw_mods md;                \
@@ -170,7 +173,7 @@ inline void fa_bw_scores(__local const float4 *q_t, __local const float4 *do_t, 
             const int vis = fa_bw_visible((long)j0 + key, (long)i0 + r, seqlen_q, seqlen_k, win_left, win_right);
 #ifdef FA_BW_ANY_MODS
             /* the forward's modified score; dS through the softcap's derivative */
-            const float2 sg = fa_bw_mod_score(s[i][j], md, i0 + r, j0 + key, seqlen_q, seqlen_k FA_BWM_MASK_NAMES);
+            const float2 sg = fa_bw_mod_score(s[i][j], md, i0 + r, j0 + key, seqlen_q, seqlen_k FA_BWM_MASK_PASS);
             const float p = FA_EXP2(sg.x * scale_log2 - l), dsg = sg.y;
 #else
             const float p = FA_EXP2(s[i][j] * scale_log2 - l), dsg = 1.0f;
