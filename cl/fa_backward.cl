@@ -16,8 +16,12 @@
  * the block, TM x TN of them); for the accumulators item lid owns one key (dkdv: lid % BLOCK_KV)
  * or one row (dq: lid % BLOCK_Q) and the float4 columns lid / BLOCK_KV + k NG of it.
  *
+ * With score modifiers (FA_MODS: FA_SOFTCAP, FA_ALIBI, FA_SINKS) or a mask (FA_MASK) the scores are
+ * the forward's modified ones (fa_bw_mod_score), dS goes through the softcap's derivative, and a
+ * fourth kernel, fa_backward_dsink, sums the sinks' gradient per query head.
+ *
  * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (multiple of 4), BLOCK_Q, BLOCK_KV, TM,
- * TN; optional FA_UNROLL, FA_NATIVE_EXP. Local memory (floats):
+ * TN; optional FA_UNROLL, FA_NATIVE_EXP, FA_MODS, FA_SOFTCAP, FA_ALIBI, FA_SINKS, FA_MASK. Local memory (floats):
  *     (2 BLOCK_Q + 2 BLOCK_KV) (D_PAD + 4) + 2 BLOCK_Q (BLOCK_KV + 1) + 2 BLOCK_Q
  * (Q, dO, K, V tiles with padded rows; P and dS; the rows' LSE and D).
  */
@@ -30,6 +34,74 @@
 #define AC_K ((D4 + NG_K - 1) / NG_K)
 #define NG_Q (WG / BLOCK_Q)  /* dq: work-items sharing one row's columns */
 #define AC_Q ((D4 + NG_Q - 1) / NG_Q)
+
+/* One query head's modifiers as the scores of the backward see them (include/fa_cl.h "Score
+ * modifiers", in the forward's order: softcap, ALiBi, then the mask; raw-score units, as the
+ * forward's kernels): the softcap's factors, the head's ALiBi slope / scale and the diagonal's
+ * shift, and where its mask rows start (batch b, head h: row i's entries at mask_row0 + i ms2). */
+typedef struct fa_bw_mods {
+    float cap_in, cap_out, alibi_raw;
+    int alibi_shift;
+    ulong mask_row0;
+} fa_bw_mods;
+
+#if defined(FA_MODS) || defined(FA_MASK)
+#define FA_BW_ANY_MODS 1
+#endif
+
+/* Statement macro: md, the modifiers of query head h of sequence b (nothing to read without them). */
+#ifdef FA_MODS
+#define FA_BWM_HEAD_MODS_(md, h) md.cap_in = softcap_in, md.cap_out = softcap_out, md.alibi_shift = alibi_shift, \
+    md.alibi_raw = FA_BWM_ALIBI(h);
+#ifdef FA_ALIBI
+#define FA_BWM_ALIBI(h) (alibi_slopes[h] / scale)
+#else
+#define FA_BWM_ALIBI(h) 0.0f
+#endif
+#else
+#define FA_BWM_HEAD_MODS_(md, h) md.cap_in = md.cap_out = md.alibi_raw = 0.0f, md.alibi_shift = 0;
+#endif
+#ifdef FA_MASK
+#define FA_BWM_HEAD_MASK_(md, b, h) md.mask_row0 = mask_off + (b) * (ulong)ms0 + (h) * (ulong)ms1;
+/* what fa_bw_scores needs of the mask besides md: the buffer, the row stride, 1 / scale, the keys' capacity */
+#define FA_BWM_MASK_ARGS , __global const fa_mask_t *mask, long ms2, float mask_scale, int seqlen_q_cap, int seqlen_k_cap
+#define FA_BWM_MASK_NAMES , mask, ms2, mask_scale, seqlen_q, seqlen_k
+/* the same arguments passed on by a function that takes them (FA_BWM_MASK_ARGS) */
+#define FA_BWM_MASK_PASS , mask, ms2, mask_scale, seqlen_q_cap, seqlen_k_cap
+#else
+#define FA_BWM_HEAD_MASK_(md, b, h) md.mask_row0 = 0;
+#define FA_BWM_MASK_ARGS
+#define FA_BWM_MASK_NAMES
+#define FA_BWM_MASK_PASS
+#endif
+#define FA_BW_HEAD_MODS(md, b, h) \
+    fa_bw_mods md;                \
+    FA_BWM_HEAD_MODS_(md, h)      \
+    FA_BWM_HEAD_MASK_(md, b, h)
+
+/* The modified raw score of the row at position `row` against key `key` (sequence of sq rows and
+ * sk keys) from its raw score s = q.k, and the derivative of the modified score by s: the softcap's
+ * 1 - tanh^2 (ALiBi and the mask add constants: 1). dS of the raw score is then P (dP - D) times it. */
+inline float2 fa_bw_mod_score(float s, fa_bw_mods md, int row, int key, int sq, int sk FA_BWM_MASK_ARGS)
+{
+    float grad = 1.0f;
+#ifdef FA_SOFTCAP
+    const float t = fa_tanh(s * md.cap_in);
+    s = md.cap_out * t;
+    grad = 1.0f - t * t;
+#endif
+#ifdef FA_ALIBI
+    s -= md.alibi_raw * (float)abs(row + sk - sq + md.alibi_shift - key);
+#endif
+#ifdef FA_MASK
+    /* row and key clamped into the mask's [0, seqlen_q) x [0, seqlen_k): no read leaves the view
+     * (a tile's rows and keys past the sequence are not visible: their scores are not used) */
+    s += FA_MASK_LOAD(md.mask_row0 + (ulong)clamp(row, 0, seqlen_q_cap - 1) * (ulong)ms2 +
+                      (ulong)clamp(key, 0, seqlen_k_cap - 1)) * mask_scale;
+#endif
+    (void)md, (void)row, (void)key, (void)sq, (void)sk;
+    return (float2)(s, grad);
+}
 
 /* rows first .. first + count - 1 of one head (element offset `base`, row stride s2) into a padded
  * tile, zeros from row `limit` on */
@@ -61,7 +133,8 @@ inline void fa_bw_row_state(__local float *l_t, __local float *d_t, __global con
 inline void fa_bw_scores(__local const float4 *q_t, __local const float4 *do_t, __local const float4 *k_t,
                          __local const float4 *v_t, __local const float *l_t, __local const float *d_t,
                          __local float *p_t, __local float *ds_t, const int want_p, int i0, int j0, int seqlen_q,
-                         int seqlen_k, long win_left, long win_right, float scale_log2, int lid)
+                         int seqlen_k, long win_left, long win_right, float scale_log2, int lid,
+                         fa_bw_mods md FA_BWM_MASK_ARGS)
 {
     const int tx = lid % NX, ty = lid / NX;
     float s[TM][TN], dp[TM][TN];
@@ -98,12 +171,18 @@ inline void fa_bw_scores(__local const float4 *q_t, __local const float4 *do_t, 
         for (int j = 0; j < TN; j++) {
             const int key = tx + NX * j;
             const int vis = fa_bw_visible((long)j0 + key, (long)i0 + r, seqlen_q, seqlen_k, win_left, win_right);
-            const float p = FA_EXP2(s[i][j] * scale_log2 - l);
+#ifdef FA_BW_ANY_MODS
+            /* the forward's modified score; dS through the softcap's derivative */
+            const float2 sg = fa_bw_mod_score(s[i][j], md, i0 + r, j0 + key, seqlen_q, seqlen_k FA_BWM_MASK_PASS);
+            const float p = FA_EXP2(sg.x * scale_log2 - l), dsg = sg.y;
+#else
+            const float p = FA_EXP2(s[i][j] * scale_log2 - l), dsg = 1.0f;
+#endif
             /* 0 for a masked key whatever its p (which may be Inf or NaN there) */
             const float pv = select(0.0f, p, vis);
             if (want_p)
                 p_t[r * PP + key] = pv;
-            ds_t[r * PP + key] = select(0.0f, p * (dp[i][j] - dd), vis);
+            ds_t[r * PP + key] = select(0.0f, p * (dp[i][j] - dd) * dsg, vis);
         }
     }
 }
@@ -138,6 +217,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
         const ulong qb = q_off + b * (ulong)qs0 + h * (ulong)qs1 + (ulong)seq.q_start * (ulong)qs2;
         const ulong db = do_off + b * (ulong)dos0 + h * (ulong)dos1 + (ulong)seq.q_start * (ulong)dos2;
         const ulong row0 = fa_bw_lse_row0(b, h, heads_q, seqlen_q, seq, total_q);
+        FA_BW_HEAD_MODS(md, b, h)
         for (int i0 = rows.x / BLOCK_Q * BLOCK_Q; i0 < rows.y; i0 += BLOCK_Q) {
             barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's sums are done with the tiles */
             fa_bw_tile(q_t, q, qb, qs2, i0, BLOCK_Q, sq, lid);
@@ -145,7 +225,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             fa_bw_row_state(l_t, d_t, lse, dsum, row0, i0, sq, lid);
             barrier(CLK_LOCAL_MEM_FENCE);
             fa_bw_scores(q_t, do_t, k_t, v_t, l_t, d_t, p_t, ds_t, 1, i0, j0, sq, sk, win_left, win_right,
-                         scale_log2, lid);
+                         scale_log2, lid, md FA_BWM_MASK_NAMES);
             barrier(CLK_LOCAL_MEM_FENCE);
             const int rows = min(BLOCK_Q, sq - i0);
             for (int r = 0; r < rows; r++) {
@@ -195,6 +275,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     fa_bw_row_state(l_t, d_t, lse, dsum, fa_bw_lse_row0(b, h, heads_q, seqlen_q, seq, total_q), i0, sq, lid);
 
     const int2 keys = fa_bw_keys_seen(i0, sq, sk, win_left, win_right); /* any row of the block sees */
+    FA_BW_HEAD_MODS(md, b, h)
 
     const ulong kb = k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2;
     const ulong vb = v_off + b * (ulong)vs0 + hk * (ulong)vs1 + (ulong)seq.k_start * (ulong)vs2;
@@ -210,7 +291,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         fa_bw_tile(v_t, v, vb, vs2, j0, BLOCK_KV, sk, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
         fa_bw_scores(q_t, do_t, k_t, v_t, l_t, d_t, ds_t, ds_t, 0, i0, j0, sq, sk, win_left, win_right, scale_log2,
-                     lid);
+                     lid, md FA_BWM_MASK_NAMES);
         barrier(CLK_LOCAL_MEM_FENCE);
         const int keys = min(BLOCK_KV, sk - j0);
         for (int j = 0; j < keys; j++) {
@@ -234,3 +315,30 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         }
     }
 }
+
+#ifdef FA_SINKS
+/* The sinks' gradient (include/fa_cl.h "Backward"), one work-item per query head, after
+ * fa_backward_dot: the sink is a key without a value in every row's softmax, so its score's
+ * gradient is P_sink (0 - D_i) with P_sink = e^(sink - lse_i), and the head's logit sums it over
+ * its rows of every sequence, in a fixed order (bitwise reproducible). A row whose lse is -inf (a
+ * -inf sink and no key) has P_sink 0. */
+__kernel void fa_backward_dsink(FA_BACKWARD_PARAMS)
+{
+    FA_BACKWARD_ALL_USED;
+    const int h = (int)get_global_id(0);
+    if (h >= heads_q)
+        return;
+    const float sink = sinks[h];
+    float acc = 0.0f;
+    for (int b = 0; b < batch; b++) {
+        const fa_bw_seq seq = fa_bw_sequence(b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
+        const ulong row0 = fa_bw_lse_row0((ulong)b, (ulong)h, heads_q, seqlen_q, seq, total_q);
+        for (int i = 0; i < seq.sq; i++) {
+            const float l = lse[row0 + (ulong)i];
+            if (l != -INFINITY)
+                acc = mad(exp(sink - l), dsum[row0 + (ulong)i], acc);
+        }
+    }
+    dsink[h] = -acc;
+}
+#endif

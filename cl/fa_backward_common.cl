@@ -19,6 +19,29 @@
 #define D4 (D_PAD / 4)
 #define FA_LOG2E 1.4426950408889634f
 
+/* The score modifiers' arguments (portable-backward only: the tensor-core families decline them, and
+ * their builds have none of these): FA_MODS (FA_SOFTCAP, FA_ALIBI, FA_SINKS) the softcap's factors
+ * in raw-score units, the per-query-head slopes and sink logits, the ALiBi diagonal's shift (partial
+ * results) and dsink, the sinks' gradient [heads_q]; FA_MASK the mask, its element offset and
+ * strides of [batch, head, row], and 1 / scale (mask entries are in scaled-score units). */
+#ifdef FA_MODS
+#define FA_BWM_MODS_PARAMS                                                                                 \
+    , float softcap_in, float softcap_out, __global const float *alibi_slopes, __global const float *sinks, \
+        int alibi_shift, __global float *dsink
+#define FA_BWM_MODS_USED , (void)softcap_in, (void)softcap_out, (void)alibi_slopes, (void)sinks, (void)alibi_shift, \
+        (void)dsink
+#else
+#define FA_BWM_MODS_PARAMS
+#define FA_BWM_MODS_USED
+#endif
+#ifdef FA_MASK
+#define FA_BWM_MASK_PARAMS , __global const fa_mask_t *mask, ulong mask_off, long ms0, long ms1, long ms2, float mask_scale
+#define FA_BWM_MASK_USED , (void)mask, (void)mask_off, (void)ms0, (void)ms1, (void)ms2, (void)mask_scale
+#else
+#define FA_BWM_MASK_PARAMS
+#define FA_BWM_MASK_USED
+#endif
+
 /* Every kernel's arguments, one list (one host-side setter). Offsets and strides in elements;
  * win_left / win_right with causal folded in (unbounded sides are seqlen_q + seqlen_k). Varlen
  * (FA_VARLEN_Q / FA_VARLEN_K): cu_q / cu_k, packed rows of total_q / total_k (strides[0] are 0);
@@ -32,7 +55,8 @@
         long dos1, long dos2, ulong dq_off, long dqs0, long dqs1, long dqs2, ulong dk_off, long dks0,      \
         long dks1, long dks2, ulong dv_off, long dvs0, long dvs1, long dvs2, int batch, int heads_q,       \
         int group, int seqlen_q, int seqlen_k, long win_left, long win_right, float scale, float scale_log2, \
-        __global const int *cu_q, __global const int *cu_k, __global const int *kv_lens, int total_q, int total_k
+        __global const int *cu_q, __global const int *cu_k, __global const int *kv_lens, int total_q,             \
+        int total_k FA_BWM_MODS_PARAMS FA_BWM_MASK_PARAMS
 
 /* Each kernel reads a part of the list: the rest is marked used (no unused-parameter warnings). */
 #define FA_BACKWARD_ALL_USED                                                                               \
@@ -43,7 +67,7 @@
         (void)dk_off, (void)dks0, (void)dks1, (void)dks2, (void)dv_off, (void)dvs0, (void)dvs1, (void)dvs2, \
         (void)batch, (void)heads_q, (void)group, (void)seqlen_q, (void)seqlen_k, (void)win_left,           \
         (void)win_right, (void)scale, (void)scale_log2, (void)cu_q, (void)cu_k, (void)kv_lens, (void)total_q, \
-        (void)total_k
+        (void)total_k FA_BWM_MODS_USED FA_BWM_MASK_USED
 
 /* Sequence b's rows: where its query rows and keys start in packed tensors (0 when dense), how many
  * it has, and how many rows of dk / dv it owns (varlen: its keys; dense: the whole capacity, keys

@@ -162,3 +162,50 @@ inline float2 fa_csum(float hi, float lo, float fx, float y, float fy)
     const float t = s + e;
     return isfinite(t) ? (float2)(t, e - (t - s)) : (float2)(s, 0.0f);
 }
+
+/* What the forward's and the backward's score modifiers share (include/fa_cl.h "Score modifiers"). */
+#ifdef FA_MODS
+/* tanh as a rational function of x on [-7.9, 7.9] (Eigen's float tanh: x P(x^2) / Q(x^2), degree
+ * 13 over 6, a few ulp; beyond, +-1 in float): a dozen multiply-adds and a division, where an exp
+ * would double a score's transcendental cost (PoCL: +45% against +10-15%) */
+inline float fa_tanh(float x)
+{
+    const float c = clamp(x, -7.90531110763549805f, 7.90531110763549805f), x2 = c * c;
+    float p = mad(x2, -2.76076847742355e-16f, 2.00018790482477e-13f);
+    p = mad(x2, p, -8.60467152213735e-11f);
+    p = mad(x2, p, 5.12229709037114e-08f);
+    p = mad(x2, p, 1.48572235717979e-05f);
+    p = mad(x2, p, 6.37261928875436e-04f);
+    p = mad(x2, p, 4.89352455891786e-03f);
+    float q = mad(x2, 1.19825839466702e-06f, 1.18534705686654e-04f);
+    q = mad(x2, q, 2.26843463243900e-03f);
+    q = mad(x2, q, 4.89352518554385e-03f);
+    return c * p / q;
+}
+#endif
+
+/* The attention mask's entries (FA_MASK = the fa_cl_mask_type: 1 f32, 2 f16, 3 boolean uint8, 4
+ * bf16): a value in scaled-score units, f16 through vload_half (no cl_khr_fp16), bf16 by a shift, a
+ * boolean's 0 is -inf. FA_MASK_ES: bytes an entry (f16 and bf16 entries move alike; only their
+ * conversion differs). */
+#ifdef FA_MASK
+#if FA_MASK == 1
+typedef float fa_mask_t;
+#define FA_MASK_ES 4
+#define FA_MASK_LOAD(i) (mask[i])
+#elif FA_MASK == 2
+typedef half fa_mask_t;
+#define FA_MASK_ES 2
+#define FA_MASK_LOAD(i) vload_half(0, mask + (i))
+#elif FA_MASK == 3
+typedef uchar fa_mask_t;
+#define FA_MASK_ES 1
+#define FA_MASK_LOAD(i) (mask[i] ? 0.0f : -INFINITY)
+#elif FA_MASK == 4
+typedef ushort fa_mask_t;
+#define FA_MASK_ES 2
+#define FA_MASK_LOAD(i) fa_bf16_to_f32(mask[i])
+#else
+#error "FA_MASK is 1 (f32), 2 (f16), 3 (bool) or 4 (bf16)"
+#endif
+#endif

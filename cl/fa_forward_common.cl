@@ -113,29 +113,8 @@ typedef FA_ELEM(FA_O_DTYPE) fa_out_t;
 /* The attention mask's arguments, only in builds with one (FA_MASK = the fa_cl_mask_type: 1 f32,
  * 2 f16, 3 boolean uint8, 4 bf16; include/fa_cl.h "Score modifiers"): the buffer, the element
  * offset and strides of [batch, head, row] (0 broadcasts), and 1 / scale (the kernels add mask /
- * scale to raw scores). A mask entry is a value in scaled-score units: f16 through vload_half (no
- * cl_khr_fp16), bf16 by a shift, a boolean's 0 is -inf. FA_MASK_ES: bytes an entry (f16 and bf16
- * entries move alike; only their conversion differs). */
+ * scale to raw scores). The entries' type and load: cl/fa_common.cl. */
 #ifdef FA_MASK
-#if FA_MASK == 1
-typedef float fa_mask_t;
-#define FA_MASK_ES 4
-#define FA_MASK_LOAD(i) (mask[i])
-#elif FA_MASK == 2
-typedef half fa_mask_t;
-#define FA_MASK_ES 2
-#define FA_MASK_LOAD(i) vload_half(0, mask + (i))
-#elif FA_MASK == 3
-typedef uchar fa_mask_t;
-#define FA_MASK_ES 1
-#define FA_MASK_LOAD(i) (mask[i] ? 0.0f : -INFINITY)
-#elif FA_MASK == 4
-typedef ushort fa_mask_t;
-#define FA_MASK_ES 2
-#define FA_MASK_LOAD(i) fa_bf16_to_f32(mask[i])
-#else
-#error "FA_MASK is 1 (f32), 2 (f16), 3 (bool) or 4 (bf16)"
-#endif
 #define FA_MASK_PARAMS , __global const fa_mask_t *mask, ulong mask_off, long ms0, long ms1, long ms2, float mask_scale
 #define FA_MASK_UNUSED (void)mask, (void)mask_off, (void)ms0, (void)ms1, (void)ms2, (void)mask_scale;
 #define FA_MASK_NAMES , mask, mask_off, ms0, ms1, ms2, mask_scale

@@ -15,24 +15,6 @@ inline void fa_pos_range(int pos, int seqlen_q, int seqlen_k, int win_left, int 
  * the scale). alibi_raw = slope / scale of the row's query head, diag = the row's position +
  * seqlen_k - seqlen_q. */
 #ifdef FA_MODS
-/* tanh as a rational function of x on [-7.9, 7.9] (Eigen's float tanh: x P(x^2) / Q(x^2), degree
- * 13 over 6, a few ulp; beyond, +-1 in float): a dozen multiply-adds and a division, where an exp
- * would double a score's transcendental cost (PoCL: +45% against +10-15%) */
-inline float fa_tanh(float x)
-{
-    const float c = clamp(x, -7.90531110763549805f, 7.90531110763549805f), x2 = c * c;
-    float p = mad(x2, -2.76076847742355e-16f, 2.00018790482477e-13f);
-    p = mad(x2, p, -8.60467152213735e-11f);
-    p = mad(x2, p, 5.12229709037114e-08f);
-    p = mad(x2, p, 1.48572235717979e-05f);
-    p = mad(x2, p, 6.37261928875436e-04f);
-    p = mad(x2, p, 4.89352455891786e-03f);
-    float q = mad(x2, 1.19825839466702e-06f, 1.18534705686654e-04f);
-    q = mad(x2, q, 2.26843463243900e-03f);
-    q = mad(x2, q, 4.89352518554385e-03f);
-    return c * p / q;
-}
-
 inline float fa_score_mod(float s, float softcap_in, float softcap_out, float alibi_raw, int diag, int key)
 {
 #ifdef FA_SOFTCAP

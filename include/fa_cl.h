@@ -896,6 +896,19 @@ FA_CL_API fa_cl_status fa_cl_merge(fa_cl_context *ctx, const fa_cl_merge_args *a
  *    dQ = scale dS K, dK = scale dS^T Q. With GQA/MQA, dK and dV of a kv head sum over its query
  *    heads. Causal masks, windows, GQA, every layout and f32/f16/bf16 storage as in the forward;
  *    arithmetic in fp32, the outputs rounded once to the storage type.
+ *  - Score modifiers and masks (0.5; "Score modifiers" above, the same desc fields and buffers as
+ *    the forward's, in args): P is the forward's softmax of the modified scores. Softcap: dS is
+ *    multiplied by the derivative of t -> c tanh(t / c) at the scaled score t, 1 - tanh^2(t / c)
+ *    (the tanh the forward's kernels compute). ALiBi and the attention mask (float or boolean)
+ *    add constants: dS is unchanged, and no gradient is computed for the slopes or the mask.
+ *    Sinks: P_ij and D_i as above (o and lse include the sink), and args.dsink (float32
+ *    [heads_q]) receives the sinks' gradient, dsink_h = -sum over the rows (b, i) of head h of
+ *    e^(sink_h - lse_i) D_i (the sink is a key whose dP is 0; a row whose lse is -inf adds 0),
+ *    summed in a fixed order by a fourth kernel. Partial results' positions move the ALiBi
+ *    diagonal as in the forward. These run on portable-backward only: the tensor-core backward
+ *    families decline them and the planner goes on to it (fa_cl_plan_info.kernel says so, and
+ *    `fa_cl_info --features` lists what each family takes); FA_CL_KERNEL_VARIANT forcing a
+ *    tensor-core backward with one is FA_CL_ERROR_UNSUPPORTED.
  *  - Inputs: q, k, v as given to the forward, o and lse (float32 [B, heads_q, seqlen_q], natural
  *    log) as the forward wrote them (the plan's own forward or any other: only their values count),
  *    and dout, the gradient of o, laid out by desc.dout_stride/dout_offset. Outputs dq, dk, dv, laid
@@ -911,16 +924,16 @@ FA_CL_API fa_cl_status fa_cl_merge(fa_cl_context *ctx, const fa_cl_merge_args *a
  *    tensors (dout and dq packed like q, dk and dv like k; strides[0] 0 when packed). Rows no
  *    sequence covers are not written; with kv_seqlens, dk and dv of keys past a sequence's
  *    length (up to seqlen_k) are 0.
- *  - Not (yet) taken: paged K/V, appending, the score modifiers and masks, other storage types
- *    for single tensors (q_type .. o_type): FA_CL_ERROR_UNSUPPORTED, with a message naming the
- *    field. The reference (fa_cl_reference_backward) takes dense problems only.
+ *  - Not (yet) taken: paged K/V, appending, other storage types for single tensors (q_type ..
+ *    o_type): FA_CL_ERROR_UNSUPPORTED, with a message naming the field. The reference
+ *    (fa_cl_reference_backward) takes dense problems without modifiers or masks only.
  *  - Determinism: no atomics; every sum runs in a fixed order, so the same plan on the same device
  *    gives bitwise-identical gradients (dQ is computed by its own pass over the key blocks rather
  *    than accumulated across work-groups: FlashAttention-2 adds it with atomics instead; that form
  *    was measured on mma.sync and was not faster; on Hopper the pass's recomputed S and dP cost an
  *    estimated 22% of forward + backward: docs/performance.md).
  *  - Plans and launches: a backward plan (fa_cl_backward_plan_create) holds the three kernels of
- *    one family: D = rowsum(dO o O) into the plan's scratch (4 bytes per row of the LSE), dK and dV
+ *    one family (four with sinks): D = rowsum(dO o O) into the plan's scratch (4 bytes per row of the LSE), dK and dV
  *    per block of keys, dQ per block of queries. "nvidia-wgmma-backward" (Hopper's wgmma, compute
  *    capability 9.0, f16/bf16 with 16-byte aligned rows, head_dim a multiple of 8 up to 128;
  *    FA_CL_TUNE=nvidia-wgmma-backward:enabled=0 turns it off), "nvidia-mma-backward" (cl/fa_nv_bwd_*.cl: NVIDIA tensor
@@ -932,8 +945,10 @@ FA_CL_API fa_cl_status fa_cl_merge(fa_cl_context *ctx, const fa_cl_merge_args *a
  *    block_kv: the tiles of docs/design.md "The backward", scratch_bytes) says which. A device whose
  *    local memory cannot hold the smallest tile (33.9 KB at head_dim 256, 66.7 KB at 512: a 64 KiB
  *    GPU takes head_dim 512's forward but not its backward) gets UNSUPPORTED.
- * Buffers: q, k, v, o, lse and dout are read, dq, dk, dv written. The outputs must not overlap each
- * other or any input (byte extents, as in the forward); otherwise FA_CL_ERROR_INVALID_ARGUMENT.
+ * Buffers: q, k, v, o, lse and dout (alibi_slopes, sinks, mask where the descriptor has them) are
+ * read, dq, dk, dv (dsink with sinks) written. The outputs must not overlap each other or any input
+ * (byte extents, as in the forward); otherwise FA_CL_ERROR_INVALID_ARGUMENT. A modifier's buffer
+ * missing, or given without its field, is FA_CL_ERROR_INVALID_ARGUMENT naming it.
  */
 
 /** The buffers and events of one backward call (fa_cl_backward_plan_run, fa_cl_attention_backward).
@@ -950,6 +965,11 @@ typedef struct fa_cl_backward_args {
     cl_mem cu_seqlens_q;   /**< int32 [batch + 1]: varlen q rows; required iff desc.total_q > 0 (as the forward's) */
     cl_mem cu_seqlens_k;   /**< int32 [batch + 1]: varlen k rows; required iff desc.total_k > 0 */
     cl_mem cache_seqlens;  /**< int32 [batch]: each sequence's key count; required iff desc.kv_seqlens */
+    /* ---- 0.5, the score modifiers' buffers (see "Backward" above) ---- */
+    cl_mem alibi_slopes;   /**< float32 [heads_q], as the forward's; required iff desc.alibi (no gradient) */
+    cl_mem sinks;          /**< float32 [heads_q], as the forward's; required iff desc.sinks */
+    cl_mem mask;           /**< the attention mask, as the forward's; required iff desc.mask (no gradient) */
+    cl_mem dsink;          /**< float32 [heads_q], written: the sinks' gradient; required iff desc.sinks */
 } fa_cl_backward_args;
 
 /** Zero every field of args and set struct_size to this header's sizeof. */
@@ -957,7 +977,7 @@ static inline void fa_cl_backward_args_init(fa_cl_backward_args *args)
 {
     if (args) {
         const fa_cl_backward_args zero = {0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL,
-                                          NULL, NULL, NULL};
+                                          NULL, NULL, NULL, NULL, NULL, NULL, NULL};
         *args = zero;
         args->struct_size = sizeof *args;
     }
@@ -978,7 +998,7 @@ FA_CL_API fa_cl_status fa_cl_backward_plan_create(fa_cl_context *ctx, const fa_c
                                                   fa_cl_backward_plan **out);
 
 /** What a backward plan chose, as fa_cl_plan_get_info_sized (kernel "nvidia-wgmma-backward",
- *  "nvidia-mma-backward", "nvidia-tf32x3-backward" or "portable-backward", launches 3,
+ *  "nvidia-mma-backward", "nvidia-tf32x3-backward" or "portable-backward", launches 3 (4 with sinks),
  *  scratch_bytes the D buffer). Thread-safe. */
 FA_CL_API fa_cl_status fa_cl_backward_plan_get_info_sized(const fa_cl_backward_plan *plan, fa_cl_plan_info *out,
                                                           size_t struct_size);

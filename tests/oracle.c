@@ -138,24 +138,38 @@ static void attention_core(const tu_case *c, int64_t Dv, const tu_mods *mods, co
     free(acc);
 }
 
-void tu_attention_backward_f64d(const tu_case *c, const double *q, const double *k, const double *v,
-                                const double *dout, double *dq, double *dk, double *dv)
+void tu_attention_f64d_mods(const tu_case *c, const tu_mods *mods, const double *q, const double *k, const double *v,
+                            double *o, double *lse)
+{
+    attention_core(c, c->D, mods, q, k, v, o, lse);
+}
+
+/* The backward of attention_core: the modified scores recomputed as it computes them, dS through
+ * the softcap's derivative (1 - tanh^2; ALiBi and the mask add constants), and the sinks' gradient
+ * -P_sink D_i summed over each head's rows (dsink NULL: not wanted). */
+static void backward_core(const tu_case *c, const tu_mods *mods, const double *q, const double *k, const double *v,
+                          const double *dout, double *dq, double *dk, double *dv, double *dsink)
 {
     const int64_t B = c->B, Hq = c->Hq, Hkv = c->Hkv, Sq = c->Sq, Sk = c->Sk, D = c->D;
     const int64_t group = Hq / Hkv;
     const double scale = tu_case_scale(c);
+    const double softcap = mods ? mods->softcap : 0.0;
     for (size_t x = 0; x < kv_elems(c); x++)
         dk[x] = dv[x] = 0.0; /* summed into: over the rows, and over the query heads of a kv head */
+    for (int64_t h = 0; dsink && h < Hq; h++)
+        dsink[h] = 0.0;
     double *s = (double *)malloc((size_t)(Sk ? Sk : 1) * sizeof *s);
     double *p = (double *)malloc((size_t)(Sk ? Sk : 1) * sizeof *p);
+    double *g = (double *)malloc((size_t)(Sk ? Sk : 1) * sizeof *g);
     double *oi = (double *)malloc((size_t)(D ? D : 1) * sizeof *oi);
-    if (!s || !p || !oi)
+    if (!s || !p || !g || !oi)
         abort();
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < Hq; h++) {
             const size_t kv0 = (size_t)((b * Hkv + h / group) * Sk) * (size_t)D;
             const double *kh = k + kv0, *vh = v + kv0;
             double *dkh = dk + kv0, *dvh = dv + kv0;
+            const double sink = mods && mods->sinks ? (double)mods->sinks[h] : -INFINITY;
             for (int64_t i = 0; i < Sq; i++) {
                 const size_t row = (size_t)((b * Hq + h) * Sq + i);
                 const double *qi = q + row * (size_t)D, *doi = dout + row * (size_t)D;
@@ -163,28 +177,42 @@ void tu_attention_backward_f64d(const tu_case *c, const double *q, const double 
                 const int64_t diag = i + Sk - Sq;
                 for (int64_t d = 0; d < D; d++)
                     dqi[d] = 0.0;
-                /* S and P recomputed as the forward does (-inf: not visible, skipped below) */
-                double m = -INFINITY;
+                /* S and P recomputed as the forward does (-inf: not visible, skipped below); g the
+                 * modified score's derivative by the scaled one */
+                double m = sink;
                 int64_t seen = 0;
                 for (int64_t j = 0; j < Sk; j++) {
                     s[j] = -INFINITY;
+                    g[j] = 1.0;
                     if (!key_visible(c, diag, j))
                         continue;
                     const double *kj = kh + (size_t)j * (size_t)D;
                     double t = 0.0;
                     for (int64_t d = 0; d < D; d++)
                         t += qi[d] * kj[d];
-                    s[j] = t * scale;
+                    t *= scale;
+                    if (softcap > 0.0) {
+                        const double th = tanh(t / softcap);
+                        t = softcap * th;
+                        g[j] = 1.0 - th * th;
+                    }
+                    if (mods && mods->slopes)
+                        t -= (double)mods->slopes[h] * (double)llabs(diag - j);
+                    if (mods && mods->mask)
+                        t += mods->mask[row * (size_t)Sk + (size_t)j];
+                    s[j] = t;
                     seen++;
                     if (s[j] > m)
                         m = s[j];
                 }
-                double l = 0.0;
+                if (seen == 0 && !(sink > -INFINITY))
+                    continue; /* o = 0 whatever q, k, v (no key, no sink): the row contributes nothing */
+                double l = sink > -INFINITY ? exp(sink - m) : 0.0;
                 for (int64_t j = 0; j < Sk; j++)
                     if (s[j] != -INFINITY)
                         l += exp(s[j] - m);
-                if (seen == 0 || l == 0.0)
-                    continue; /* o = 0 whatever q, k, v: the row contributes nothing */
+                if (l == 0.0)
+                    continue; /* every visible score -inf: as a row that sees no key */
                 for (int64_t d = 0; d < D; d++)
                     oi[d] = 0.0;
                 for (int64_t j = 0; j < Sk; j++) {
@@ -198,6 +226,8 @@ void tu_attention_backward_f64d(const tu_case *c, const double *q, const double 
                 double Di = 0.0; /* dO_i . O_i: the softmax's Jacobian folded into one number per row */
                 for (int64_t d = 0; d < D; d++)
                     Di += doi[d] * oi[d];
+                if (dsink && sink > -INFINITY)
+                    dsink[h] -= exp(sink - m) / l * Di; /* the sink: a key whose dP is 0 */
                 for (int64_t j = 0; j < Sk; j++) {
                     if (s[j] == -INFINITY)
                         continue;
@@ -206,7 +236,7 @@ void tu_attention_backward_f64d(const tu_case *c, const double *q, const double 
                     double dp = 0.0;
                     for (int64_t d = 0; d < D; d++)
                         dp += doi[d] * vj[d];
-                    const double ds = p[j] * (dp - Di);
+                    const double ds = p[j] * (dp - Di) * g[j];
                     for (int64_t d = 0; d < D; d++) {
                         dqi[d] += ds * kj[d];
                         dkj[d] += scale * ds * qi[d];
@@ -219,15 +249,36 @@ void tu_attention_backward_f64d(const tu_case *c, const double *q, const double 
         }
     free(s);
     free(p);
+    free(g);
     free(oi);
+}
+
+void tu_attention_backward_f64d(const tu_case *c, const double *q, const double *k, const double *v,
+                                const double *dout, double *dq, double *dk, double *dv)
+{
+    backward_core(c, NULL, q, k, v, dout, dq, dk, dv, NULL);
+}
+
+void tu_attention_backward_f64d_mods(const tu_case *c, const tu_mods *mods, const double *q, const double *k,
+                                     const double *v, const double *dout, double *dq, double *dk, double *dv,
+                                     double *dsink)
+{
+    backward_core(c, mods, q, k, v, dout, dq, dk, dv, dsink);
 }
 
 void tu_attention_backward_f64(const tu_case *c, const float *q, const float *k, const float *v, const float *dout,
                                double *dq, double *dk, double *dv)
 {
+    tu_attention_backward_f64_mods(c, NULL, q, k, v, dout, dq, dk, dv, NULL);
+}
+
+void tu_attention_backward_f64_mods(const tu_case *c, const tu_mods *mods, const float *q, const float *k,
+                                    const float *v, const float *dout, double *dq, double *dk, double *dv,
+                                    double *dsink)
+{
     double *qd = widen(q, q_elems(c)), *kd = widen(k, kv_elems(c)), *vd = widen(v, kv_elems(c));
     double *dod = widen(dout, q_elems(c));
-    tu_attention_backward_f64d(c, qd, kd, vd, dod, dq, dk, dv);
+    backward_core(c, mods, qd, kd, vd, dod, dq, dk, dv, dsink);
     free(qd);
     free(kd);
     free(vd);

@@ -67,4 +67,23 @@ void tu_attention_backward_f64(const tu_case *c, const float *q, const float *k,
 void tu_attention_backward_f64d(const tu_case *c, const double *q, const double *k, const double *v,
                                 const double *dout, double *dq, double *dk, double *dv);
 
+/* tu_attention_f64_mods on double inputs (lse may be NULL): the finite differences of the modifiers. */
+void tu_attention_f64d_mods(const tu_case *c, const tu_mods *mods, const double *q, const double *k, const double *v,
+                            double *o, double *lse);
+
+/*
+ * The backward of tu_attention_f64_mods (mods NULL: tu_attention_backward_f64): S recomputed with
+ * the modifiers, dS = P o (dP - D) times the softcap's derivative 1 - tanh^2(t / softcap) (ALiBi
+ * and the mask add constants: no factor, and no gradient for the slopes or the mask), and, where
+ * dsink is not NULL, the sinks' gradient [Hq]: dsink_h = -sum over the rows b, i of head h of
+ * P_sink D_i, P_sink = exp(sink_h - lse_i) (the sink is a key whose dP is 0).
+ */
+void tu_attention_backward_f64_mods(const tu_case *c, const tu_mods *mods, const float *q, const float *k,
+                                    const float *v, const float *dout, double *dq, double *dk, double *dv,
+                                    double *dsink);
+/* The same on double inputs. */
+void tu_attention_backward_f64d_mods(const tu_case *c, const tu_mods *mods, const double *q, const double *k,
+                                     const double *v, const double *dout, double *dq, double *dk, double *dv,
+                                     double *dsink);
+
 #endif /* FA_CL_TEST_ORACLE_H */

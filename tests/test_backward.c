@@ -24,8 +24,13 @@
  *                which the emulation plans with nvidia-tf32x3-backward:enabled=1); "f32": those cases alone
  *   varlen       packed variable-length batches (cu_seqlens) and per-sequence key counts, each
  *                sequence against the oracle on its own rows; rows no sequence owns never written
+ *   mods [N]     the score modifiers and masks (softcap, ALiBi, sinks and their gradient, masks of
+ *                every type, broadcast), alone and together, against tu_attention_backward_f64_mods
+ *                within tests/tolerance.h's gradient bar, and dq and dsink bitwise equal over 20 runs;
+ *                N: case N alone (oclgrind)
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,9 +198,20 @@ static void bw_free(bw_run *r)
     tu_problem_free(&r->p);
 }
 
-/* The problem (q, k, v; o and the LSE from the library's forward), dout, and the gradient buffers
- * filled with the sentinel; desc gets the gradient views. Returns 0, or -1 (printed). */
-static int bw_setup(bw_run *r, fa_cl_context *ctx, const bw_case *bc, uint64_t seed)
+/* The score modifiers of a case on the device (the mods subset): the descriptor's fields and the
+ * buffers both passes take. NULL: none. */
+typedef struct bw_mods_dev {
+    float softcap;
+    int alibi, sinks;
+    fa_cl_mask_type mask;
+    int64_t mask_stride[3];
+    cl_mem slopes, sink_logits, mask_mem, dsink;
+} bw_mods_dev;
+
+/* The problem (q, k, v; o and the LSE from the library's forward, with the modifiers m where not
+ * NULL), dout, and the gradient buffers filled with the sentinel; desc gets the gradient views.
+ * Returns 0, or -1 (printed). */
+static int bw_setup_mods(bw_run *r, fa_cl_context *ctx, const bw_case *bc, uint64_t seed, const bw_mods_dev *m)
 {
     memset(r, 0, sizeof *r);
     tu_case c = bc->c;
@@ -210,6 +226,12 @@ static int bw_setup(bw_run *r, fa_cl_context *ctx, const bw_case *bc, uint64_t s
     fa_cl_forward_args fa;
     fa_cl_forward_args_init(&fa);
     fa.q = r->p.mem[0], fa.k = r->p.mem[1], fa.v = r->p.mem[2], fa.o = r->p.mem[3], fa.lse = r->p.lse_mem;
+    if (m) {
+        fa_cl_attention_desc *d = &r->p.desc;
+        d->softcap = m->softcap, d->alibi = m->alibi, d->sinks = m->sinks, d->mask = m->mask;
+        memcpy(d->mask_stride, m->mask_stride, sizeof d->mask_stride);
+        fa.alibi_slopes = m->slopes, fa.sinks = m->sink_logits, fa.mask = m->mask_mem;
+    }
     if (fa_cl_attention_run(ctx, &r->p.desc, &fa) != FA_CL_SUCCESS) {
         printf("forward failed: %s\n", fa_cl_last_error(ctx));
         return -1;
@@ -250,7 +272,15 @@ static int bw_setup(bw_run *r, fa_cl_context *ctx, const bw_case *bc, uint64_t s
     r->args.q = r->p.mem[0], r->args.k = r->p.mem[1], r->args.v = r->p.mem[2], r->args.o = r->p.mem[3];
     r->args.lse = r->p.lse_mem, r->args.dout = r->mem[0];
     r->args.dq = r->mem[1], r->args.dk = r->mem[2], r->args.dv = r->mem[3];
+    if (m)
+        r->args.alibi_slopes = m->slopes, r->args.sinks = m->sink_logits, r->args.mask = m->mask_mem,
+        r->args.dsink = m->dsink;
     return 0;
+}
+
+static int bw_setup(bw_run *r, fa_cl_context *ctx, const bw_case *bc, uint64_t seed)
+{
+    return bw_setup_mods(r, ctx, bc, seed, NULL);
 }
 
 /* Gradient i (1 dq, 2 dk, 3 dv) read back: its logical values, and whether every element of the
@@ -529,6 +559,7 @@ typedef struct bw_varlen_case {
     const int *cu_k; /* B + 1 offsets into total_k packed keys; NULL: K dense [B, Hkv, max_k, D] */
     int64_t total_k, max_k;
     const int *lens; /* with cu_k NULL: each sequence's key count (cache_seqlens), NULL: max_k */
+    int mods;        /* 1: softcap 3, ALiBi and sinks (their gradient summed over the sequences) */
 } bw_varlen_case;
 
 #define LENS(...) ((const int[]){__VA_ARGS__})
@@ -608,7 +639,19 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
     cl_mem cuq = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(vc->B + 1) * 4, vc->cu_q);
     cl_mem cuk = dense_k ? NULL : tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(vc->B + 1) * 4, vc->cu_k);
     cl_mem lens = dense_k && vc->lens ? tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)vc->B * 4, vc->lens) : NULL;
+    /* the modifiers: ALiBi's slopes and the sinks per query head, the sinks' gradient */
+    const size_t hq = (size_t)vc->Hq;
+    float *slopes = (float *)calloc(hq, sizeof *slopes), *sinks = (float *)calloc(hq, sizeof *sinks);
+    float *dsink_got = (float *)calloc(hq, sizeof *dsink_got);
+    double *dsink_ref = (double *)calloc(hq, sizeof *dsink_ref), *dsink_seq = (double *)calloc(hq, sizeof *dsink_seq);
+    for (size_t h = 0; slopes && sinks && h < hq; h++)
+        slopes[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)hq), sinks[h] = (float)(0.5 * (double)h - 0.5);
+    cl_mem mslopes = vc->mods && slopes ? tu_buffer(ctx, CL_MEM_READ_ONLY, hq * 4, slopes) : NULL;
+    cl_mem msinks = vc->mods && sinks ? tu_buffer(ctx, CL_MEM_READ_ONLY, hq * 4, sinks) : NULL;
+    cl_mem mdsink = vc->mods ? tu_buffer(ctx, CL_MEM_READ_WRITE, hq * 4, NULL) : NULL;
+    const tu_mods mods = {vc->mods ? 3.0 : 0.0, vc->mods ? slopes : NULL, vc->mods ? sinks : NULL, NULL};
     int ok = q && k && v && dout && mq && mk && mv && mdo && mo && ml && mg[0] && mg[1] && mg[2] && cuq &&
+             dsink_got && dsink_ref && dsink_seq && (!vc->mods || (mslopes && msinks && mdsink)) &&
              (dense_k || cuk) && (!dense_k || !vc->lens || lens);
     char why[300] = "setup failed", line[400] = "";
     fa_cl_attention_desc d;
@@ -617,21 +660,26 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
     d.total_q = vc->total_q;
     d.total_k = dense_k ? 0 : vc->total_k;
     d.kv_seqlens = dense_k && vc->lens;
+    d.softcap = (float)mods.softcap, d.alibi = vc->mods, d.sinks = vc->mods;
     if (ok) {
         fa_cl_forward_args fa;
         fa_cl_forward_args_init(&fa);
         fa.q = mq, fa.k = mk, fa.v = mv, fa.o = mo, fa.lse = ml, fa.cu_seqlens_q = cuq, fa.cu_seqlens_k = cuk;
         fa.cache_seqlens = lens;
+        fa.alibi_slopes = mslopes, fa.sinks = msinks;
         fa_cl_backward_args a;
         fa_cl_backward_args_init(&a);
         a.q = mq, a.k = mk, a.v = mv, a.o = mo, a.lse = ml, a.dout = mdo, a.dq = mg[0], a.dk = mg[1], a.dv = mg[2];
         a.cu_seqlens_q = cuq, a.cu_seqlens_k = cuk, a.cache_seqlens = lens;
+        a.alibi_slopes = mslopes, a.sinks = msinks, a.dsink = mdsink;
         fa_cl_status st = fa_cl_attention_run(ctx, &d, &fa);
         if (st == FA_CL_SUCCESS)
             st = fa_cl_attention_backward(ctx, &d, &a);
         for (int i = 0; i < 3 && st == FA_CL_SUCCESS; i++)
             if (tu_read(ctx, mg[i], gn[i] * es, img[i]) != 0)
                 st = FA_CL_ERROR_OPENCL;
+        if (st == FA_CL_SUCCESS && vc->mods && tu_read(ctx, mdsink, hq * 4, dsink_got) != 0)
+            st = FA_CL_ERROR_OPENCL;
         if (st != FA_CL_SUCCESS) {
             ok = 0;
             snprintf(why, sizeof why, "%s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
@@ -646,7 +694,8 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
         fa_cl_backward_plan_release(plan);
     }
     if (ok && check_family) {
-        const char *want = expected_family(ctx, dt, vc->D);
+        /* the tensor-core families decline the modifiers */
+        const char *want = vc->mods ? "portable-backward" : expected_family(ctx, dt, vc->D);
         snprintf(line, sizeof line, "[%s] ", info.kernel ? info.kernel : "no plan");
         if (!family_matches(ctx, want, info.kernel)) {
             ok = 0;
@@ -694,7 +743,9 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
                     kk[h * kl * vc->D + j] = lk[h * own_k * vc->D + j];
                     vv[h * kl * vc->D + j] = lv[h * own_k * vc->D + j];
                 }
-            tu_attention_backward_f64(&c, lq, kk, vv, ldo, g[0][0], tmp[0][0], tmp[0][1]);
+            tu_attention_backward_f64_mods(&c, &mods, lq, kk, vv, ldo, g[0][0], tmp[0][0], tmp[0][1], dsink_seq);
+            for (size_t h = 0; vc->mods && h < hq; h++)
+                dsink_ref[h] += dsink_seq[h];
             backward_storage(&c, dt, lq, kk, vv, ldo, g[0][1], tmp[1][0], tmp[1][1]);
             for (int64_t h = 0; h < vc->Hkv; h++)
                 for (int64_t j = 0; j < kl * vc->D; j++)
@@ -740,10 +791,16 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
         size_t stray = 0; /* rows no sequence owns: never written */
         for (size_t e = 0; e < gn[w]; e++)
             stray += !owned[w][e] && tu_load_bits(dt, img[w], e) != tu_sentinel_bits(dt);
+        /* with the modifiers the storage-precision computation (which has none) is no yardstick:
+         * tests/tolerance.h's gradient bar, the tensor's largest entry for its relative part */
         const double kf = k_storage(info.kernel);
-        const double bar = kf * err_pt[w] + 1e-6 + 1e-5 * mref[w];
+        const double bar = vc->mods ? fa_cl_tolerance_abs(dt) * fmax(1.0, mref[w]) + fa_cl_tolerance_rel(dt) * mref[w]
+                                    : kf * err_pt[w] + 1e-6 + 1e-5 * mref[w];
         const size_t len = strlen(line);
-        snprintf(line + len, sizeof line - len, "%s %.2e (storage %.2e) ", gname[w], err[w], err_pt[w]);
+        if (vc->mods)
+            snprintf(line + len, sizeof line - len, "%s %.2e (bar %.2e) ", gname[w], err[w], bar);
+        else
+            snprintf(line + len, sizeof line - len, "%s %.2e (storage %.2e) ", gname[w], err[w], err_pt[w]);
         if (stray) {
             ok = 0;
             snprintf(why, sizeof why, "%s: %zu elements of rows no sequence owns written", gname[w], stray);
@@ -752,17 +809,27 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
             snprintf(why, sizeof why, "%s error above %.0f x the storage-precision error + floor", gname[w], kf);
         }
     }
+    if (ok && vc->mods) {
+        double dmax = 0.0, derr = 0.0;
+        for (size_t h = 0; h < hq; h++)
+            dmax = fmax(dmax, fabs(dsink_ref[h])), derr = fmax(derr, fabs(dsink_got[h] - dsink_ref[h]));
+        for (size_t h = 0; h < hq && ok; h++)
+            if (!fa_cl_tolerance_grad_ok(dt, dsink_got[h], dsink_ref[h], dmax))
+                ok = 0, snprintf(why, sizeof why, "dsink[%zu] = %.6g, the oracle's %.6g", h, dsink_got[h], dsink_ref[h]);
+        const size_t len = strlen(line);
+        snprintf(line + len, sizeof line - len, "dsink %.2e (max |ref| %.2e) ", derr, dmax);
+    }
     tu_expect(t, ok, "%s: %s%s%s", name, line, ok ? "" : "-- ", ok ? "" : why);
     for (int i = 0; i < 3; i++) {
         free(img[i]), free(owned[i]);
         if (mg[i])
             clReleaseMemObject(mg[i]);
     }
-    cl_mem ms[9] = {mq, mk, mv, mdo, mo, ml, cuq, cuk, lens};
-    for (int i = 0; i < 9; i++)
+    cl_mem ms[12] = {mq, mk, mv, mdo, mo, ml, cuq, cuk, lens, mslopes, msinks, mdsink};
+    for (int i = 0; i < 12; i++)
         if (ms[i])
             clReleaseMemObject(ms[i]);
-    free(q), free(k), free(v), free(dout);
+    free(q), free(k), free(v), free(dout), free(slopes), free(sinks), free(dsink_got), free(dsink_ref), free(dsink_seq);
 }
 
 static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
@@ -771,16 +838,230 @@ static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
     check_family = 1;
     const bw_varlen_case cases[] = {
         /* ragged, an empty sequence, causal bottom-right per sequence, GQA */
-        {3, 4, 2, 64, F32, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, NULL},
-        {4, 4, 2, 40, F16, 0, -1, -1, LENS(0, 1, 5, 5, 9), 9, 4, LENS(0, 90, 91, 91, 200), 200, 109, NULL},
-        {2, 2, 2, 128, BF16, 1, 16, 0, LENS(0, 70, 90), 90, 70, LENS(0, 70, 200), 200, 130, NULL},
+        {3, 4, 2, 64, F32, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, NULL, 0},
+        {4, 4, 2, 40, F16, 0, -1, -1, LENS(0, 1, 5, 5, 9), 9, 4, LENS(0, 90, 91, 91, 200), 200, 109, NULL, 0},
+        {2, 2, 2, 128, BF16, 1, 16, 0, LENS(0, 70, 90), 90, 70, LENS(0, 70, 200), 200, 130, NULL, 0},
         /* rows 30 .. 39 of q and keys 80 .. 89 belong to no sequence: never written */
-        {2, 2, 1, 32, F16, 0, 8, 8, LENS(0, 10, 30), 40, 20, LENS(0, 30, 80), 90, 50, NULL},
+        {2, 2, 1, 32, F16, 0, 8, 8, LENS(0, 10, 30), 40, 20, LENS(0, 30, 80), 90, 50, NULL, 0},
         /* varlen q against dense keys with per-sequence lengths (chunked prefill's shape), one of 0 */
-        {3, 4, 2, 64, F16, 1, -1, -1, LENS(0, 16, 17, 50), 50, 33, NULL, 0, 120, LENS(100, 0, 120)},
+        {3, 4, 2, 64, F16, 1, -1, -1, LENS(0, 16, 17, 50), 50, 33, NULL, 0, 120, LENS(100, 0, 120), 0},
+        /* the modifiers per sequence (ALiBi's diagonal, the sinks' gradient summed over sequences) */
+        {3, 4, 2, 32, F32, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, NULL, 1},
+        {3, 4, 2, 40, F16, 0, 20, -1, LENS(0, 16, 17, 50), 50, 33, NULL, 0, 120, LENS(100, 0, 120), 1},
     };
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_varlen(&backward_tally, ctx, &cases[i], 800 + (uint64_t)i);
+    return 0;
+}
+
+/* ---- the score modifiers and masks ------------------------------------------------------------- */
+
+typedef struct bw_mods_case {
+    bw_case bc;
+    float softcap;
+    int alibi, sinks;
+    fa_cl_mask_type mask;
+    int bcast; /* the mask broadcast over batches (1) and/or heads (2): stride 0 */
+} bw_mods_case;
+
+/* The accuracy bar of tests/tolerance.h for gradients (fa_cl_tolerance_grad_ok, the storage
+ * type's) over n elements: the index of the first element that fails, or -1. */
+static long grad_fails(fa_cl_dtype t, const double *got, const double *ref, size_t n, double *err)
+{
+    const double m = max_abs(ref, n);
+    *err = max_abs_diff(got, ref, n);
+    for (size_t i = 0; i < n; i++)
+        if (!fa_cl_tolerance_grad_ok(t, got[i], ref[i], m))
+            return (long)i;
+    return -1;
+}
+
+/* One case: the forward with the modifiers, then the backward (portable-backward: the tensor-core
+ * families decline them), dq, dk, dv and the sinks' gradient against the float64 oracle
+ * (tu_attention_backward_f64_mods) on the values as stored, within tests/tolerance.h's bar for
+ * gradients in the storage type. */
+static void check_mods_case(tu_tally *t, fa_cl_context *ctx, const bw_mods_case *mc, uint64_t seed)
+{
+    const tu_case *c = &mc->bc.c;
+    char name[400], cn[256];
+    static const char *const masks[] = {"", " mask=f32", " mask=f16", " mask=bool", " mask=bf16"};
+    tu_case_format(c, cn, sizeof cn);
+    snprintf(name, sizeof name, "mods %s softcap=%g%s%s%s%s%s", cn, (double)mc->softcap, mc->alibi ? " alibi" : "",
+             mc->sinks ? " sinks" : "", masks[mc->mask], mc->bcast & 1 ? " /B" : "", mc->bcast & 2 ? " /H" : "");
+    const size_t hq = (size_t)c->Hq, nq = (size_t)(c->B * c->Hq * c->Sq * c->D);
+    const size_t nk = (size_t)(c->B * c->Hkv * c->Sk * c->D), nm = (size_t)(c->B * c->Hq * c->Sq * c->Sk);
+    float *slopes = (float *)calloc(hq, sizeof *slopes), *sinks = (float *)calloc(hq, sizeof *sinks);
+    double *dense = (double *)calloc(nm, sizeof *dense), *ref[4] = {0}, *got[4] = {0};
+    float *dsink_got = (float *)calloc(hq, sizeof *dsink_got);
+    /* the mask's image: [B|1, Hq|1, Sq, Sk] contiguous, the broadcast dimensions of stride 0 */
+    const int64_t mb = mc->bcast & 1 ? 1 : c->B, mh = mc->bcast & 2 ? 1 : c->Hq;
+    const size_t mes = mc->mask == FA_CL_MASK_F32 ? 4 : mc->mask == FA_CL_MASK_BOOL ? 1 : 2;
+    const size_t ment = (size_t)(mb * mh * c->Sq * c->Sk);
+    unsigned char *mimg = (unsigned char *)calloc(ment ? ment * mes : 1, 1);
+    bw_mods_dev m = {mc->softcap, mc->alibi, mc->sinks, mc->mask, {0, 0, 0}, NULL, NULL, NULL, NULL};
+    bw_run r;
+    memset(&r, 0, sizeof r);
+    int ok = slopes && sinks && dense && dsink_got && mimg;
+    tu_rng rng;
+    tu_rng_seed(&rng, seed * 7 + 3);
+    for (size_t h = 0; ok && h < hq; h++) {
+        slopes[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)hq);
+        sinks[h] = (float)(-1.0 + 4.0 * tu_rng_uniform(&rng));
+    }
+    if (ok && mc->mask) {
+        m.mask_stride[0] = mc->bcast & 1 ? 0 : mh * c->Sq * c->Sk;
+        m.mask_stride[1] = mc->bcast & 2 ? 0 : c->Sq * c->Sk;
+        m.mask_stride[2] = c->Sk;
+        for (size_t e = 0; e < ment; e++) {
+            /* a fifth masked; row 1 of every slice wholly masked (it sees no key: lse -inf, or the sink) */
+            const int row = (int)(e / (size_t)c->Sk % (size_t)c->Sq);
+            const int masked = tu_rng_uniform(&rng) < 0.2 || (c->Sq > 1 && row == 1);
+            const float x = masked ? -INFINITY : tu_round(mc->mask == FA_CL_MASK_F16 ? F16 : mc->mask == FA_CL_MASK_BF16
+                                                          ? BF16 : F32, (float)(-2.0 + 3.0 * tu_rng_uniform(&rng)));
+            if (mc->mask == FA_CL_MASK_BOOL)
+                mimg[e] = masked ? 0 : (unsigned char)(1 + e % 200);
+            else
+                tu_store(mc->mask == FA_CL_MASK_F32 ? F32 : mc->mask == FA_CL_MASK_F16 ? F16 : BF16, mimg, e, x);
+        }
+        for (int64_t b = 0; b < c->B; b++)
+            for (int64_t h = 0; h < c->Hq; h++)
+                for (int64_t ij = 0; ij < c->Sq * c->Sk; ij++) {
+                    const size_t e = (size_t)(b * m.mask_stride[0] + h * m.mask_stride[1] + ij);
+                    const double x = mc->mask == FA_CL_MASK_BOOL ? (mimg[e] ? 0.0 : -INFINITY)
+                                     : mc->mask == FA_CL_MASK_F32 ? (double)tu_load(F32, mimg, e)
+                                     : (double)tu_load(mc->mask == FA_CL_MASK_F16 ? F16 : BF16, mimg, e);
+                    dense[(size_t)((b * c->Hq + h) * c->Sq * c->Sk + ij)] = x;
+                }
+        ok = (m.mask_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, ment * mes, mimg)) != NULL;
+    }
+    if (ok && mc->alibi)
+        ok = (m.slopes = tu_buffer(ctx, CL_MEM_READ_ONLY, hq * 4, slopes)) != NULL;
+    if (ok && mc->sinks)
+        ok = (m.sink_logits = tu_buffer(ctx, CL_MEM_READ_ONLY, hq * 4, sinks)) != NULL &&
+             (m.dsink = tu_buffer(ctx, CL_MEM_READ_WRITE, hq * 4, NULL)) != NULL;
+    char why[300] = "setup failed", line[400] = "";
+    if (ok)
+        ok = bw_setup_mods(&r, ctx, &mc->bc, seed, &m) == 0;
+    fa_cl_plan_info info;
+    memset(&info, 0, sizeof info);
+    if (ok) {
+        fa_cl_backward_plan *plan = NULL;
+        fa_cl_status st = fa_cl_backward_plan_create(ctx, &r.p.desc, &plan);
+        if (st == FA_CL_SUCCESS) {
+            fa_cl_backward_plan_get_info(plan, &info);
+            st = fa_cl_backward_plan_run(plan, &r.args);
+        }
+        fa_cl_backward_plan_release(plan);
+        if (st != FA_CL_SUCCESS)
+            ok = 0, snprintf(why, sizeof why, "%s: %s", fa_cl_status_string(st), fa_cl_last_error(ctx));
+    }
+    const size_t n[4] = {nq, nk, nk, hq};
+    for (int i = 0; i < 4 && ok; i++) {
+        ref[i] = (double *)calloc(n[i] + 1, sizeof(double));
+        got[i] = (double *)calloc(n[i] + 1, sizeof(double));
+        ok = ref[i] && got[i];
+    }
+    for (int i = 0; i < 3 && ok; i++)
+        ok = bw_read(&r, ctx, i + 1, got[i], why, sizeof why);
+    if (ok && mc->sinks) {
+        ok = tu_read(ctx, m.dsink, hq * 4, dsink_got) == 0;
+        for (size_t h = 0; h < hq; h++)
+            got[3][h] = dsink_got[h];
+    }
+    if (ok) {
+        const tu_mods mods = {mc->softcap, mc->alibi ? slopes : NULL, mc->sinks ? sinks : NULL, mc->mask ? dense : NULL};
+        tu_attention_backward_f64_mods(&r.p.c, &mods, r.p.x[0], r.p.x[1], r.p.x[2], r.dout, ref[0], ref[1], ref[2],
+                                       ref[3]);
+        static const char *const gname[4] = {"dq", "dk", "dv", "dsink"};
+        for (int i = 0; i < 4; i++) {
+            double err;
+            /* dsink is float32 whatever the storage type, but sums D_i of rows of o in it */
+            const long bad = grad_fails(c->dtype, got[i], ref[i], n[i], &err);
+            const size_t len = strlen(line);
+            snprintf(line + len, sizeof line - len, "%s %.2e (max |ref| %.2e) ", gname[i], err, max_abs(ref[i], n[i]));
+            if (bad >= 0 && ok)
+                ok = 0, snprintf(why, sizeof why, "%s[%ld] = %.6g, the oracle's %.6g: above tests/tolerance.h's bar",
+                                 gname[i], bad, got[i][bad], ref[i][bad]);
+        }
+        /* the tensor-core families decline the modifiers: portable-backward computes them */
+        if (ok && (!info.kernel || strcmp(info.kernel, "portable-backward") != 0))
+            ok = 0, snprintf(why, sizeof why, "planned on %s, not portable-backward", info.kernel ? info.kernel : "?");
+    }
+    tu_expect(t, ok, "%s: %s%s%s [%s %dx%d, %d launches]", name, line, ok ? "" : "-- ", ok ? "" : why,
+              info.kernel ? info.kernel : "?", info.block_q, info.block_kv, info.launches);
+    for (int i = 0; i < 4; i++)
+        free(ref[i]), free(got[i]);
+    cl_mem mems[4] = {m.slopes, m.sink_logits, m.mask_mem, m.dsink};
+    for (int i = 0; i < 4; i++)
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
+    free(slopes), free(sinks), free(dense), free(dsink_got), free(mimg);
+    bw_free(&r);
+}
+
+/* each modifier alone and together; masks of every type, broadcast; causal, windows, rows that
+ * see no key (Sq > Sk causal, a wholly masked row), GQA/MQA, tails, head dims padded */
+static const bw_mods_case mods_cases[] = {
+    {{{1, 2, 1, 37, 53, 24, F32, 0, -1, -1, "CCCC", 0.0f, 1}, NULL}, 5.0f, 0, 0, FA_CL_MASK_NONE, 0},
+    {{{2, 4, 2, 65, 65, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL}, 0.0f, 1, 0, FA_CL_MASK_NONE, 0},
+    {{{1, 3, 1, 70, 20, 5, F32, 1, -1, -1, "CCCC", 0.0f, 1}, NULL}, 0.0f, 0, 1, FA_CL_MASK_NONE, 0},
+    {{{2, 2, 2, 33, 65, 64, F32, 0, 8, 3, "SSSS", 0.0f, 1}, NULL}, 0.0f, 0, 0, FA_CL_MASK_F32, 0},
+    {{{2, 4, 2, 40, 44, 59, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, NULL}, 0.0f, 0, 0, FA_CL_MASK_BOOL, 1},
+    {{{1, 2, 2, 24, 40, 32, F16, 0, -1, -1, "CCCC", 0.0f, 1}, NULL}, 0.0f, 0, 0, FA_CL_MASK_F16, 2},
+    {{{1, 2, 1, 19, 30, 16, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL}, 0.0f, 0, 0, FA_CL_MASK_BF16, 3},
+    {{{1, 4, 2, 48, 80, 40, F16, 1, -1, -1, "CCCC", 0.0f, 1}, "CPQS"}, 8.0f, 1, 1, FA_CL_MASK_F16, 0},
+    {{{2, 2, 1, 33, 47, 128, F32, 0, 9, 4, "CCCC", 0.7f, 1}, NULL}, 2.0f, 1, 1, FA_CL_MASK_F32, 1},
+    /* tiny, everything at once (oclgrind, 8 x 8 tiles: several blocks each way) */
+    {{{2, 2, 1, 13, 19, 12, F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL}, 4.0f, 1, 1, FA_CL_MASK_BOOL, 2},
+};
+
+/* The sinks' gradient is summed in a fixed order too: 20 runs of the case with everything, dq and
+ * dsink bitwise equal. */
+static void mods_determinism(tu_tally *t, fa_cl_context *ctx)
+{
+    const bw_mods_case *mc = &mods_cases[7];
+    const size_t hq = (size_t)mc->bc.c.Hq;
+    float sinks[4] = {0.5f, -1.0f, 2.0f, 0.0f}; /* the case's 4 query heads */
+    bw_mods_dev m = {mc->softcap, 0, 1, FA_CL_MASK_NONE, {0, 0, 0}, NULL, NULL, NULL, NULL};
+    m.sink_logits = hq <= 4 ? tu_buffer(ctx, CL_MEM_READ_ONLY, hq * 4, sinks) : NULL;
+    m.dsink = tu_buffer(ctx, CL_MEM_READ_WRITE, hq * 4, NULL);
+    bw_run r;
+    memset(&r, 0, sizeof r);
+    int same = hq <= 4 && m.sink_logits && m.dsink && bw_setup_mods(&r, ctx, &mc->bc, 99, &m) == 0, runs = 0;
+    const size_t qbytes = same ? tu_tensor_bytes(&r.g[1]) : 0;
+    unsigned char *first = (unsigned char *)malloc(qbytes + 1), *now = (unsigned char *)malloc(qbytes + 1);
+    float ds0[4], ds[4];
+    same = same && first && now;
+    for (int run = 0; run < 20 && same; run++) {
+        same = fa_cl_attention_backward(ctx, &r.p.desc, &r.args) == FA_CL_SUCCESS &&
+               tu_read(ctx, r.mem[1], qbytes, run ? now : first) == 0 &&
+               tu_read(ctx, m.dsink, hq * 4, run ? ds : ds0) == 0 &&
+               (run == 0 || (memcmp(now, first, qbytes) == 0 && memcmp(ds, ds0, hq * 4) == 0));
+        runs += same;
+    }
+    tu_expect(t, same && runs == 20, "mods determinism: 20 runs with softcap and sinks: dq and dsink bitwise equal (%d "
+              "matched)", runs);
+    free(first), free(now);
+    if (m.sink_logits)
+        clReleaseMemObject(m.sink_logits);
+    if (m.dsink)
+        clReleaseMemObject(m.dsink);
+    bw_free(&r);
+}
+
+static int run_mods(fa_cl_context *ctx, int argc, char **argv)
+{
+    /* "mods N": case N alone (oclgrind) */
+    const int only = argc > 0 ? atoi(argv[0]) : -1;
+    if (only >= TU_COUNT(mods_cases)) {
+        printf("mods: case %d does not exist (0..%d)\n", only, TU_COUNT(mods_cases) - 1);
+        return 2;
+    }
+    for (int i = 0; i < TU_COUNT(mods_cases); i++)
+        if (only < 0 || i == only)
+            check_mods_case(&backward_tally, ctx, &mods_cases[i], 1100 + (uint64_t)i);
+    if (only < 0)
+        mods_determinism(&backward_tally, ctx);
     return 0;
 }
 
@@ -900,6 +1181,16 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     a.dv = r.args.dk;
     expect_refused(t, ctx, &r, &good, &a, FA_CL_ERROR_INVALID_ARGUMENT, "overlaps", "dv aliasing dk");
 
+    /* the extension rule: a caller built against 0.4's header (no modifiers' buffers) is served */
+    a = r.args;
+    a.struct_size = offsetof(fa_cl_backward_args, alibi_slopes);
+    {
+        const fa_cl_status st = fa_cl_attention_backward(ctx, &good, &a);
+        tu_expect(t, st == FA_CL_SUCCESS, "invalid: args of 0.4's size (%zu bytes) -> %s", a.struct_size,
+                  fa_cl_status_string(st));
+        for (int i = 1; i < 4; i++) /* back to the sentinel for the checks that follow */
+            tu_write(ctx, r.mem[i], tu_tensor_bytes(&r.g[i]), r.g[i].img);
+    }
     a = r.args;
     a.struct_size = 8;
     expect_refused(t, ctx, &r, &good, &a, FA_CL_ERROR_INVALID_ARGUMENT, "struct_size", "args.struct_size 8");
@@ -924,13 +1215,27 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
     d = good;
     d.dv_offset = 1000000;
     expect_refused(t, ctx, &r, &d, &r.args, FA_CL_ERROR_BUFFER_TOO_SMALL, "dv", "dv's offset past its buffer");
-    d = good;
-    d.softcap = 30.0f;
-    expect_refused(t, ctx, &r, &d, &r.args, FA_CL_ERROR_UNSUPPORTED, "softcap", "a softcap");
+    /* the modifiers' buffers: required with their fields, refused without them */
     d = good;
     d.mask = FA_CL_MASK_F32;
     d.mask_stride[2] = 24;
-    expect_refused(t, ctx, &r, &d, &r.args, FA_CL_ERROR_UNSUPPORTED, "mask", "an attention mask");
+    expect_refused(t, ctx, &r, &d, &r.args, FA_CL_ERROR_INVALID_ARGUMENT, "mask is NULL", "a mask without args.mask");
+    d = good;
+    d.sinks = 1;
+    expect_refused(t, ctx, &r, &d, &r.args, FA_CL_ERROR_INVALID_ARGUMENT, "dsink is NULL",
+                   "sinks without args.dsink");
+    a = r.args;
+    a.dsink = big;
+    expect_refused(t, ctx, &r, &d, &a, FA_CL_ERROR_INVALID_ARGUMENT, "sinks is NULL", "sinks without args.sinks");
+    a.sinks = small;
+    a.dsink = small;
+    expect_refused(t, ctx, &r, &d, &a, FA_CL_ERROR_INVALID_ARGUMENT, "dsink overlaps", "dsink aliasing sinks");
+    expect_refused(t, ctx, &r, &good, &a, FA_CL_ERROR_INVALID_ARGUMENT, "dsink is given",
+                   "args.dsink without desc.sinks");
+    d = good;
+    d.alibi = 1;
+    expect_refused(t, ctx, &r, &d, &r.args, FA_CL_ERROR_INVALID_ARGUMENT, "alibi_slopes is NULL",
+                   "ALiBi without args.alibi_slopes");
     d = good;
     d.kv_seqlens = 1;
     expect_refused(t, ctx, &r, &d, &r.args, FA_CL_ERROR_INVALID_ARGUMENT, "cache_seqlens is NULL",
@@ -974,7 +1279,7 @@ int main(int argc, char **argv)
     const tu_subset subsets[] = {
         {"shapes", run_shapes},       {"reference", run_reference}, {"determinism", run_determinism},
         {"invalid", run_invalid},     {"tiny", run_tiny},           {"mma", run_mma},
-        {"varlen", run_varlen},       {"wgmma", run_wgmma},
+        {"varlen", run_varlen},       {"wgmma", run_wgmma},         {"mods", run_mods},
     };
     return tu_main(&backward_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

@@ -7,6 +7,8 @@
  * The cases cover GQA/MQA sums, causal masks, windows, rows that see no key, keys no row sees and
  * large scores (a nearly one-hot softmax); each also checks that the float and double entry points
  * agree bit for bit, and that scores shifted to 800 leave the gradients alone (shift_check).
+ * The modifiers' cases (softcap, ALiBi, sinks, an additive mask, alone and together) check dq, dk,
+ * dv and the sinks' gradient dsink the same way (tu_attention_backward_f64_mods).
  */
 #include "oracle.h"
 
@@ -53,10 +55,11 @@ static double uniform(double range)
     return (double)(float)((2.0 * u - 1.0) * range);
 }
 
-static double loss(const tu_case *c, const double *q, const double *k, const double *v, const double *w, double *o)
+static double loss(const tu_case *c, const tu_mods *mods, const double *q, const double *k, const double *v,
+                   const double *w, double *o)
 {
     const size_t n = (size_t)(c->B * c->Hq * c->Sq * c->D);
-    tu_attention_f64d(c, q, k, v, o, NULL);
+    tu_attention_f64d_mods(c, mods, q, k, v, o, NULL);
     double l = 0.0;
     for (size_t i = 0; i < n; i++)
         l += w[i] * o[i];
@@ -64,8 +67,8 @@ static double loss(const tu_case *c, const double *q, const double *k, const dou
 }
 
 /* The largest error of grad against the finite differences over x[0..n) (x is restored). */
-static double fd_check(const tu_case *c, double *x, size_t n, const double *grad, const double *q, const double *k,
-                       const double *v, const double *w, double *o, double *worst_abs)
+static double fd_check(const tu_case *c, const tu_mods *mods, double *x, size_t n, const double *grad, const double *q,
+                       const double *k, const double *v, const double *w, double *o, double *worst_abs)
 {
     double worst = 0.0;
     for (size_t i = 0; i < n; i++) {
@@ -73,9 +76,9 @@ static double fd_check(const tu_case *c, double *x, size_t n, const double *grad
         /* the steps as represented: x0 + h - (x0 - h) need not be 2h exactly */
         const double xp = x0 + fd_step, xm = x0 - fd_step;
         x[i] = xp;
-        const double lp = loss(c, q, k, v, w, o);
+        const double lp = loss(c, mods, q, k, v, w, o);
         x[i] = xm;
-        const double lm = loss(c, q, k, v, w, o);
+        const double lm = loss(c, mods, q, k, v, w, o);
         x[i] = x0;
         const double numeric = (lp - lm) / (xp - xm);
         const double err = fabs(grad[i] - numeric);
@@ -188,9 +191,9 @@ static int run_case(const bo_case *bc)
     same &= !memcmp(o, o2, nq * sizeof *o) && !memcmp(lse, lse2, (size_t)(c->B * c->Hq * c->Sq) * sizeof *lse);
 
     double worst_abs = 0.0;
-    const double eq = fd_check(c, q, nq, dq, q, k, v, w, o, &worst_abs);
-    const double ek = fd_check(c, k, nkv, dk, q, k, v, w, o, &worst_abs);
-    const double ev = fd_check(c, v, nkv, dv, q, k, v, w, o, &worst_abs);
+    const double eq = fd_check(c, NULL, q, nq, dq, q, k, v, w, o, &worst_abs);
+    const double ek = fd_check(c, NULL, k, nkv, dk, q, k, v, w, o, &worst_abs);
+    const double ev = fd_check(c, NULL, v, nkv, dv, q, k, v, w, o, &worst_abs);
     const double es = shift_check(c, q, k, v, w);
     const int ok = same && eq <= fd_tol && ek <= fd_tol && ev <= fd_tol && es <= shift_tol;
     printf("%s %-30s B%lld Hq%lld Hkv%lld Sq%lld Sk%lld D%lld: max err/(1+|num|) dq %.2e dk %.2e dv %.2e "
@@ -202,6 +205,98 @@ static int run_case(const bo_case *bc)
     free(q), free(k), free(v), free(w), free(o), free(dq), free(dk), free(dv);
     free(dq2), free(dk2), free(dv2), free(o2), free(lse), free(lse2);
     free(qf), free(kf), free(vf), free(wf);
+    return ok;
+}
+
+/* ---- the score modifiers (tu_attention_backward_f64_mods) ------------------------------------- */
+
+typedef struct bo_mods_case {
+    const char *name;
+    tu_case c;
+    double softcap;
+    int alibi, sinks, mask; /* mask: additive, a fifth of the entries -inf */
+} bo_mods_case;
+
+/*
+ * The sinks' step: sinks are floats (tu_mods), so the step must be exact in float: sinks are
+ * multiples of 2^-10 in [-2, 2] and the step 2^-17 (7.6e-6, near fd_step), so x +- h and their
+ * difference are exact.
+ */
+static const double sink_step = 0x1p-17;
+
+/* 1 when the case passes: dq, dk, dv and dsink against central differences of the forward with the
+ * same modifiers, and the float entry point against the double one bit for bit. */
+static int run_mods_case(const bo_mods_case *mc)
+{
+    const tu_case *c = &mc->c;
+    const size_t nq = (size_t)(c->B * c->Hq * c->Sq * c->D), nkv = (size_t)(c->B * c->Hkv * c->Sk * c->D);
+    const size_t nm = (size_t)(c->B * c->Hq * c->Sq * c->Sk), hq = (size_t)c->Hq;
+    double *q = alloc(nq), *k = alloc(nkv), *v = alloc(nkv), *w = alloc(nq), *o = alloc(nq);
+    double *dq = alloc(nq), *dk = alloc(nkv), *dv = alloc(nkv), *dsink = alloc(hq);
+    double *dq2 = alloc(nq), *dk2 = alloc(nkv), *dv2 = alloc(nkv), *dsink2 = alloc(hq), *mask = alloc(nm);
+    float *qf = (float *)calloc(nq + 1, sizeof *qf), *kf = (float *)calloc(nkv + 1, sizeof *kf);
+    float *vf = (float *)calloc(nkv + 1, sizeof *vf), *wf = (float *)calloc(nq + 1, sizeof *wf);
+    float *slopes = (float *)calloc(hq, sizeof *slopes), *sinks = (float *)calloc(hq, sizeof *sinks);
+    if (!qf || !kf || !vf || !wf || !slopes || !sinks) {
+        fprintf(stderr, "test_backward_oracle: out of memory\n");
+        exit(1);
+    }
+    for (size_t i = 0; i < nq; i++)
+        q[i] = uniform(1.5), w[i] = uniform(1.0);
+    for (size_t i = 0; i < nkv; i++)
+        k[i] = uniform(1.5), v[i] = uniform(1.0);
+    for (size_t i = 0; i < nq; i++)
+        qf[i] = (float)q[i], wf[i] = (float)w[i];
+    for (size_t i = 0; i < nkv; i++)
+        kf[i] = (float)k[i], vf[i] = (float)v[i];
+    for (size_t h = 0; h < hq; h++) {
+        slopes[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)hq) * 2.0f;
+        sinks[h] = (float)(ldexp(floor(uniform(2.0) * 1024.0), -10));
+    }
+    for (size_t i = 0; i < nm; i++) {
+        const double u = uniform(1.0);
+        mask[i] = u < -0.6 ? -INFINITY : 1.5 * u;
+    }
+    const tu_mods mods = {mc->softcap, mc->alibi ? slopes : NULL, mc->sinks ? sinks : NULL, mc->mask ? mask : NULL};
+
+    tu_attention_backward_f64_mods(c, &mods, qf, kf, vf, wf, dq, dk, dv, dsink);
+    tu_attention_backward_f64d_mods(c, &mods, q, k, v, w, dq2, dk2, dv2, dsink2);
+    const int same = !memcmp(dq, dq2, nq * sizeof *dq) && !memcmp(dk, dk2, nkv * sizeof *dk) &&
+                     !memcmp(dv, dv2, nkv * sizeof *dv) && !memcmp(dsink, dsink2, hq * sizeof *dsink);
+
+    double worst_abs = 0.0;
+    const double eq = fd_check(c, &mods, q, nq, dq, q, k, v, w, o, &worst_abs);
+    const double ek = fd_check(c, &mods, k, nkv, dk, q, k, v, w, o, &worst_abs);
+    const double ev = fd_check(c, &mods, v, nkv, dv, q, k, v, w, o, &worst_abs);
+    double es = 0.0, dsink_max = 0.0;
+    for (size_t h = 0; h < hq; h++) {
+        if (!mc->sinks) {
+            es = dsink[h] != 0.0 ? 1.0 : es; /* no sink, no gradient */
+            continue;
+        }
+        const float x0 = sinks[h];
+        sinks[h] = (float)(x0 + sink_step);
+        const double lp = loss(c, &mods, q, k, v, w, o);
+        sinks[h] = (float)(x0 - sink_step);
+        const double lm = loss(c, &mods, q, k, v, w, o);
+        sinks[h] = x0;
+        const double numeric = (lp - lm) / (2.0 * sink_step);
+        const double rel = fabs(dsink[h] - numeric) / (1.0 + fabs(numeric));
+        if (!(rel <= es))
+            es = rel;
+        dsink_max = fabs(dsink[h]) > dsink_max ? fabs(dsink[h]) : dsink_max;
+    }
+    /* a sink gradient that is 0 everywhere would pass the differences of a loss it does not move */
+    const int moved = !mc->sinks || dsink_max > 1e-3;
+    const int ok = same && moved && eq <= fd_tol && ek <= fd_tol && ev <= fd_tol && es <= fd_tol;
+    printf("%s %-30s B%lld Hq%lld Hkv%lld Sq%lld Sk%lld D%lld softcap %g%s%s%s: max err/(1+|num|) dq %.2e dk %.2e "
+           "dv %.2e dsink %.2e (max |dsink| %.2e)%s\n",
+           ok ? "ok  " : "FAIL", mc->name, (long long)c->B, (long long)c->Hq, (long long)c->Hkv, (long long)c->Sq,
+           (long long)c->Sk, (long long)c->D, mc->softcap, mc->alibi ? " alibi" : "", mc->sinks ? " sinks" : "",
+           mc->mask ? " mask" : "", eq, ek, ev, es, dsink_max, same ? "" : "; the float and double entry points differ");
+    free(q), free(k), free(v), free(w), free(o), free(dq), free(dk), free(dv), free(dsink);
+    free(dq2), free(dk2), free(dv2), free(dsink2), free(mask);
+    free(qf), free(kf), free(vf), free(wf), free(slopes), free(sinks);
     return ok;
 }
 
@@ -223,12 +318,24 @@ int main(void)
         {"large scores (scale 2, [-3,3])", {1, 2, 1, 4, 6, 4, FA_CL_F32, 1, -1, -1, NULL, 2.0f, 0}, 3.0},
         {"large scores, gqa non-causal", {2, 4, 2, 3, 5, 3, FA_CL_F32, 0, -1, -1, NULL, 2.0f, 0}, 3.0},
     };
-    const int n = (int)(sizeof cases / sizeof cases[0]);
+    /* the modifiers: each alone, together, with causal masks, windows (rows that see no key: with a
+     * sink they have o = 0 and a sink gradient of 0), GQA sums */
+    static const bo_mods_case mods_cases[] = {
+        {"softcap 2", {1, 2, 1, 4, 6, 4, FA_CL_F32, 0, -1, -1, NULL, 1.5f, 0}, 2.0, 0, 0, 0},
+        {"alibi causal", {1, 2, 2, 5, 5, 3, FA_CL_F32, 1, -1, -1, NULL, 0.0f, 0}, 0.0, 1, 0, 0},
+        {"sinks", {2, 2, 1, 3, 5, 4, FA_CL_F32, 0, -1, -1, NULL, 0.0f, 0}, 0.0, 0, 1, 0},
+        {"sinks, Sq > Sk causal", {1, 2, 2, 6, 3, 3, FA_CL_F32, 1, -1, -1, NULL, 0.0f, 0}, 0.0, 0, 1, 0},
+        {"mask", {2, 2, 1, 4, 5, 3, FA_CL_F32, 0, -1, -1, NULL, 0.0f, 0}, 0.0, 0, 0, 1},
+        {"everything, gqa window", {1, 4, 2, 5, 7, 3, FA_CL_F32, 0, 2, 1, NULL, 1.0f, 0}, 1.5, 1, 1, 1},
+    };
+    const int n = (int)(sizeof cases / sizeof cases[0]), nm = (int)(sizeof mods_cases / sizeof mods_cases[0]);
     int failed = 0;
-    printf("backward oracle vs central differences: step %g, bar %g * (1 + |numeric|); shifted scores: bar %g\n",
-           fd_step, fd_tol, shift_tol);
+    printf("backward oracle vs central differences: step %g (sinks %g), bar %g * (1 + |numeric|); shifted scores: "
+           "bar %g\n", fd_step, sink_step, fd_tol, shift_tol);
     for (int i = 0; i < n; i++)
         failed += !run_case(&cases[i]);
-    printf("%d of %d cases failed\n", failed, n);
+    for (int i = 0; i < nm; i++)
+        failed += !run_mods_case(&mods_cases[i]);
+    printf("%d of %d cases failed\n", failed, n + nm);
     return failed ? 1 : 0;
 }

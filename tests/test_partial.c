@@ -265,10 +265,10 @@ static int run_reference(fa_cl_context *ctx, int argc, char **argv)
 
 /* The backward of a key range (include/fa_cl.h: positions take the backward too), as a ring's
  * backward runs it: every chunk's call with the whole problem's o and LSE gives dK and dV of its
- * keys and its share of dQ; the shares summed are dQ. Against the oracle's gradients. */
-static int run_backward(fa_cl_context *ctx, int argc, char **argv)
+ * keys and its share of dQ; the shares summed are dQ. Against the oracle's gradients; with ALiBi,
+ * whose diagonal the chunks' positions move. */
+static void backward_chunks(fa_cl_context *ctx, int alibi)
 {
-    (void)argc, (void)argv;
     tu_tally *t = &partial_tally;
     const tu_case c = {1, 4, 2, 40, 40, 32, FA_CL_F32, 1, 24, -1, NULL, 0.0f, 1};
     const int64_t cut[] = {0, 13, 27, 40};
@@ -281,15 +281,17 @@ static int run_backward(fa_cl_context *ctx, int argc, char **argv)
     float *dkv[2] = {malloc(nk * 4), malloc(nk * 4)};
     if (!x[0] || !x[1] || !x[2] || !x[3] || !ref_o || !ref_lse || !ref_g[0] || !ref_g[1] || !ref_g[2] || !o32 ||
         !lse32 || !dq || !dkv[0] || !dkv[1])
-        return 1;
+        return;
     tu_rng r;
     tu_rng_seed(&r, 0xbac4u);
     const size_t n[4] = {nq, nk, nk, nq};
     for (int i = 0; i < 4; i++)
         for (size_t e = 0; e < n[i]; e++)
             x[i][e] = tu_rng_nonzero(&r);
-    tu_attention_f64(&c, x[0], x[1], x[2], ref_o, ref_lse);
-    tu_attention_backward_f64(&c, x[0], x[1], x[2], x[3], ref_g[0], ref_g[1], ref_g[2]);
+    const float slopes[4] = {0.5f, 0.25f, 0.125f, 0.0625f};
+    const tu_mods mods = {0.0, alibi ? slopes : NULL, NULL, NULL};
+    tu_attention_f64_mods(&c, &mods, x[0], x[1], x[2], ref_o, ref_lse);
+    tu_attention_backward_f64_mods(&c, &mods, x[0], x[1], x[2], x[3], ref_g[0], ref_g[1], ref_g[2], NULL);
     for (size_t e = 0; e < nq; e++)
         o32[e] = (float)ref_o[e];
     for (int64_t e = 0; e < c.B * c.Hq * c.Sq; e++)
@@ -297,7 +299,8 @@ static int run_backward(fa_cl_context *ctx, int argc, char **argv)
     cl_mem q = tu_buffer(ctx, CL_MEM_READ_ONLY, nq * 4, x[0]), dout = tu_buffer(ctx, CL_MEM_READ_ONLY, nq * 4, x[3]);
     cl_mem o = tu_buffer(ctx, CL_MEM_READ_ONLY, nq * 4, o32);
     cl_mem lse = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(c.B * c.Hq * c.Sq) * 4, lse32);
-    int ok = q && dout && o && lse;
+    cl_mem ms = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof slopes, slopes);
+    int ok = q && dout && o && lse && ms;
     char why[256] = "";
     for (int s = 0; s < np && ok; s++) {
         const int64_t k0 = cut[s], sk = cut[s + 1] - cut[s];
@@ -306,12 +309,13 @@ static int run_backward(fa_cl_context *ctx, int argc, char **argv)
         fa_cl_attention_desc_init(&d, c.B, c.Hq, c.Sq, sk, c.D, c.dtype);
         d.heads_kv = c.Hkv, d.causal = c.causal, d.window_left = c.wl, d.window_right = c.wr;
         d.k_position = k0, d.full_seqlen_k = c.Sk;
+        d.alibi = alibi;
         float *hk = slice_rows(x[1], c.B, c.Hkv, c.Sk, c.D, k0, k0 + sk, FA_CL_F32);
         float *hv = slice_rows(x[2], c.B, c.Hkv, c.Sk, c.D, k0, k0 + sk, FA_CL_F32);
         float *part = malloc(nq * 4);
         fa_cl_backward_args a;
         fa_cl_backward_args_init(&a);
-        a.q = q, a.o = o, a.lse = lse, a.dout = dout;
+        a.q = q, a.o = o, a.lse = lse, a.dout = dout, a.alibi_slopes = alibi ? ms : NULL;
         a.k = hk ? tu_buffer(ctx, CL_MEM_READ_ONLY, nc * 4, hk) : NULL;
         a.v = hv ? tu_buffer(ctx, CL_MEM_READ_ONLY, nc * 4, hv) : NULL;
         a.dq = tu_buffer(ctx, CL_MEM_READ_WRITE, nq * 4, NULL);
@@ -343,15 +347,23 @@ static int run_backward(fa_cl_context *ctx, int argc, char **argv)
                 ok = 0;
                 snprintf(why, sizeof why, "%s[%zu] %.9g, oracle %.9g", gname[g], e, got[g][e], ref_g[g][e]);
             }
-    tu_expect(t, ok, "backward of 3 key chunks (causal, window (24, -1), GQA 4/2): %s", ok ? "dq, dk, dv match" : why);
-    cl_mem mems[4] = {q, dout, o, lse};
-    for (int i = 0; i < 4; i++)
+    tu_expect(t, ok, "backward of 3 key chunks (causal, window (24, -1), GQA 4/2%s): %s", alibi ? ", ALiBi" : "",
+              ok ? "dq, dk, dv match" : why);
+    cl_mem mems[5] = {q, dout, o, lse, ms};
+    for (int i = 0; i < 5; i++)
         if (mems[i])
             clReleaseMemObject(mems[i]);
     for (int i = 0; i < 4; i++)
         free(x[i]);
     free(ref_o), free(ref_lse), free(ref_g[0]), free(ref_g[1]), free(ref_g[2]), free(o32), free(lse32), free(dq);
     free(dkv[0]), free(dkv[1]);
+}
+
+static int run_backward(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    backward_chunks(ctx, 0);
+    backward_chunks(ctx, 1);
     return 0;
 }
 

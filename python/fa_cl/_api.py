@@ -353,13 +353,15 @@ def merge_attentions(outs, lses, context=None):
 
 
 def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale=None, causal=False, window_size=(-1, -1),
-                        context=None):
+                        context=None, softcap=0.0, alibi_slopes=None, sinks=None, attn_mask=None):
     """The gradients of flash_attn_func (include/fa_cl.h "Backward"): dout, q, out [B, Sq, Hq, D], k and
     v [B, Sk, Hkv, D], lse float32 [B, Hq, Sq] as flash_attn_func(..., return_lse=True) gave it, with
-    the same softmax_scale, causal and window_size. Returns (dq, dk, dv) shaped as q, k, v (with GQA
-    dk and dv sum over each kv head's query heads). Deterministic: the same inputs give the same bits.
-    One dtype for q, k, v, out and dout (f32, f16, bf16); arrays as flash_attn_func takes them."""
-    with Call([dout, q, k, v, out, lse], context) as call:
+    the same softmax_scale, causal, window_size and score modifiers (softcap, alibi_slopes, sinks,
+    attn_mask as flash_attn_func takes them). Returns (dq, dk, dv) shaped as q, k, v (with GQA dk and
+    dv sum over each kv head's query heads), and with sinks a fourth, dsink float32 [Hq], the sinks'
+    gradient; the ALiBi slopes and the mask get none. Deterministic: the same inputs give the same
+    bits. One dtype for q, k, v, out and dout (f32, f16, bf16); arrays as flash_attn_func takes them."""
+    with Call([dout, q, k, v, out, lse, alibi_slopes, sinks, attn_mask], context) as call:
         dout, q, k, v, out = (call.tensor(a, n, 4) for a, n in ((dout, "dout"), (q, "q"), (k, "k"), (v, "v"),
                                                                  (out, "out")))
         dtype = _same_dtype([q, k, v, out, dout], ["q", "k", "v", "out", "dout"])
@@ -387,8 +389,15 @@ def flash_attn_backward(dout, q, k, v, out, lse, softmax_scale=None, causal=Fals
         args = _lib.BackwardArgs()
         args.q, args.k, args.v, args.o, args.lse, args.dout = (mem(a) for a in (q, k, v, out, lse, dout))
         args.dq, args.dk, args.dv = mem(dq), mem(dk), mem(dv)
+        _modifiers(call, desc, args, hq, softcap, alibi_slopes, sinks)
+        _mask(call, desc, args, attn_mask, b, hq, sq, sk)
+        dsink = None
+        if sinks is not None:
+            dsink = call.empty((hq,), np.float32)
+            args.dsink = mem(dsink)
         call.ctx.run_backward(desc, args)
-        return call.result(dq), call.result(dk), call.result(dv)
+        grads = (call.result(dq), call.result(dk), call.result(dv))
+        return grads if dsink is None else grads + (call.result(dsink),)
 
 
 def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, enable_gqa=False,

@@ -4,8 +4,12 @@
  * checks of the buffers a backward call gets. */
 #include "fa_cl_internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+
+/* fa_cl_backward_args as 0.4 had it (before the modifiers' buffers): what a caller built then passes */
+#define FA_CL_BACKWARD_ARGS_V4_SIZE offsetof(fa_cl_backward_args, alibi_slopes)
 
 /* The first feature of the descriptor the backward does not take, or NULL. */
 static const char *unsupported_feature(const fa_cl__views *v)
@@ -15,14 +19,6 @@ static const char *unsupported_feature(const fa_cl__views *v)
         return "paged K/V (desc.page_size)";
     if (d->seqlen_new > 0)
         return "appending (desc.seqlen_new)";
-    if (d->softcap > 0)
-        return "the softcap (desc.softcap)";
-    if (d->alibi)
-        return "ALiBi (desc.alibi)";
-    if (d->sinks)
-        return "attention sinks (desc.sinks)";
-    if (d->mask)
-        return "an attention mask (desc.mask)";
     if (d->tree_mask)
         return "a tree mask (desc.tree_mask)";
     if (v->mixed_types)
@@ -115,29 +111,39 @@ fa_cl_status fa_cl__backward_resolve_call(fa_cl_context *ctx, const char *call, 
 fa_cl_status fa_cl__backward_args_check(fa_cl_context *ctx, const char *call, const fa_cl__backward_views *bv,
                                         const fa_cl_backward_args *given, fa_cl_backward_args *out)
 {
-    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out, sizeof *out);
+    fa_cl_status st = fa_cl__args_copy(ctx, call, given, given ? given->struct_size : 0, out, sizeof *out,
+                                       FA_CL_BACKWARD_ARGS_V4_SIZE);
     if (st != FA_CL_SUCCESS)
         return st;
     const fa_cl__views *v = &bv->fwd;
-    const struct { const char *name; cl_mem m; uint64_t begin, end; int written; } bufs[9] = {
+    /* the required buffers, then the sinks' gradient (written where desc.sinks) */
+    const uint64_t dsink_bytes = v->d.sinks ? v->per_head_bytes : 0;
+    const struct { const char *name; cl_mem m; uint64_t begin, end; int written; } bufs[10] = {
         {"q", out->q, v->q_begin, v->q_bytes, 0},           {"k", out->k, v->k_begin, v->k_bytes, 0},
         {"v", out->v, v->v_begin, v->v_bytes, 0},           {"o", out->o, v->o_begin, v->o_bytes, 0},
         {"lse", out->lse, 0, v->lse_bytes, 0},              {"dout", out->dout, bv->dout_begin, bv->dout_bytes, 0},
         {"dq", out->dq, bv->dq_begin, bv->dq_bytes, 1},     {"dk", out->dk, bv->dk_begin, bv->dk_bytes, 1},
-        {"dv", out->dv, bv->dv_begin, bv->dv_bytes, 1}};
-    for (int i = 0; i < 9; i++) {
+        {"dv", out->dv, bv->dv_begin, bv->dv_bytes, 1},     {"dsink", out->dsink, 0, dsink_bytes, 1}};
+    const int nbufs = dsink_bytes ? 10 : 9;
+    if (!dsink_bytes && out->dsink)
+        return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args.dsink is given but desc.sinks is 0", call);
+    for (int i = 0; i < nbufs; i++) {
         if (!bufs[i].m)
-            return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args.%s is NULL (every buffer is required)",
-                               call, bufs[i].name);
+            return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args.%s is NULL (%s)", call, bufs[i].name,
+                               i < 9 ? "every buffer is required" : "required with desc.sinks");
         if ((st = fa_cl__check_one_buffer(ctx, bufs[i].name, bufs[i].m, bufs[i].end, bufs[i].written)) != FA_CL_SUCCESS)
             return st;
     }
-    /* each output against every other buffer, the sequences' int32 arrays included */
-    const struct { const char *name, *field; cl_mem m; uint64_t bytes; } seqs[3] = {
+    /* each output against every other buffer, the sequences' int32 arrays and the modifiers' included */
+    enum { EXTRA = 6 };
+    const struct { const char *name, *field; cl_mem m; uint64_t bytes; } seqs[EXTRA] = {
         {"cu_seqlens_q", "desc.total_q", out->cu_seqlens_q, v->cu_q_bytes},
         {"cu_seqlens_k", "desc.total_k", out->cu_seqlens_k, v->cu_k_bytes},
-        {"cache_seqlens", "desc.kv_seqlens", out->cache_seqlens, v->seqlens_bytes}};
-    for (int i = 0; i < 3; i++) {
+        {"cache_seqlens", "desc.kv_seqlens", out->cache_seqlens, v->seqlens_bytes},
+        {"alibi_slopes", "desc.alibi", out->alibi_slopes, v->d.alibi ? v->per_head_bytes : 0},
+        {"sinks", "desc.sinks", out->sinks, v->d.sinks ? v->per_head_bytes : 0},
+        {"mask", "desc.mask", out->mask, v->mask_bytes}};
+    for (int i = 0; i < EXTRA; i++) {
         if (!seqs[i].bytes != !seqs[i].m)
             return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: args.%s is %s but %s is %s", call, seqs[i].name,
                                seqs[i].m ? "given" : "NULL", seqs[i].field, seqs[i].m ? "0" : "set");
@@ -145,13 +151,13 @@ fa_cl_status fa_cl__backward_args_check(fa_cl_context *ctx, const char *call, co
                              FA_CL_SUCCESS)
             return st;
     }
-    for (int i = 6; i < 9; i++) {
-        for (int j = 0; j < 9; j++)
+    for (int i = 6; i < nbufs; i++) {
+        for (int j = 0; j < nbufs; j++)
             if (j != i && fa_cl__ranges_overlap(bufs[i].m, bufs[i].begin, bufs[i].end, bufs[j].m, bufs[j].begin,
                                                 bufs[j].end))
                 return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: output %s overlaps %s in the same buffer",
                                    call, bufs[i].name, bufs[j].name);
-        for (int j = 0; j < 3; j++)
+        for (int j = 0; j < EXTRA; j++)
             if (seqs[j].m && fa_cl__ranges_overlap(bufs[i].m, bufs[i].begin, bufs[i].end, seqs[j].m, 0, seqs[j].bytes))
                 return fa_cl__fail(ctx, FA_CL_ERROR_INVALID_ARGUMENT, "%s: output %s overlaps args.%s in the same "
                                    "buffer", call, bufs[i].name, seqs[j].name);

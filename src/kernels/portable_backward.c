@@ -95,9 +95,9 @@ const fa_cl__kernel_family fa_cl__kernel_portable_backward = {
     .files = files,
     .nfiles = sizeof files / sizeof files[0],
     .summary = "the backward pass (dQ, dK, dV) on every device: D = rowsum(dO o O), then dK/dV per key block, dQ per "
-               "query block, no atomics",
-    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
-              FA_CL_MAX_HEAD_DIM_BACKWARD},
+               "query block, no atomics; the score modifiers and masks (the sinks' gradient by a fourth kernel)",
+    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS | FA_CL_FEAT_MODIFIERS,
+              FA_CL_MASKS_ALL, FA_CL_MAX_HEAD_DIM_BACKWARD},
     .needs = {.device = FA_CL_ANY_DEVICE}, /* anywhere: the backward's last family */
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],

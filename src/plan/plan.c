@@ -18,7 +18,10 @@ static const char *call_name(fa_cl__operation op)
 static const struct {
     int role;
     const char *entry;
-} backward_entries[] = {{FA_CL_PK_DOT, "fa_backward_dot"}, {FA_CL_PK_DQ, "fa_backward_dq"}};
+    int sinks_only; /* only in plans with sinks (the program has it only then) */
+} backward_entries[] = {{FA_CL_PK_DOT, "fa_backward_dot", 0},
+                        {FA_CL_PK_DQ, "fa_backward_dq", 0},
+                        {FA_CL_PK_DSINK, "fa_backward_dsink", 1}};
 
 fa_cl_status fa_cl__plan_alloc(fa_cl_context *ctx, size_t bytes, cl_mem *out, const char *what)
 {
@@ -75,22 +78,23 @@ static fa_cl__plan_device plan_device(const fa_cl_context *ctx)
 
 static void release_main(fa_cl_plan *plan)
 {
-    static const int roles[3] = {FA_CL_PK_MAIN, FA_CL_PK_DOT, FA_CL_PK_DQ};
-    for (int i = 0; i < 3; i++) {
+    static const int roles[4] = {FA_CL_PK_MAIN, FA_CL_PK_DOT, FA_CL_PK_DQ, FA_CL_PK_DSINK};
+    for (int i = 0; i < 4; i++) {
         fa_cl__kernel_give(plan->ctx, plan->kernels[roles[i]]);
         plan->kernels[roles[i]] = NULL;
     }
 }
 
-/* The main program of the tiles: the family's entry, and the backward's other two kernels. */
+/* The main program of the tiles: the family's entry, and the backward's other kernels. */
 static fa_cl_status build_main(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     fa_cl_status st = fa_cl__plan_kernel(ctx, plan, &plan->tiles, NULL, &plan->kernels[FA_CL_PK_MAIN]);
     for (size_t i = 0; plan->op == FA_CL_OP_BACKWARD && i < sizeof backward_entries / sizeof backward_entries[0] &&
                        st == FA_CL_SUCCESS;
          i++)
-        st = fa_cl__plan_kernel(ctx, plan, &plan->tiles, backward_entries[i].entry,
-                                &plan->kernels[backward_entries[i].role]);
+        if (!backward_entries[i].sinks_only || plan->tiles.sinks)
+            st = fa_cl__plan_kernel(ctx, plan, &plan->tiles, backward_entries[i].entry,
+                                    &plan->kernels[backward_entries[i].role]);
     if (st != FA_CL_SUCCESS)
         release_main(plan);
     return st;

@@ -43,6 +43,7 @@ enum {
     FA_CL_PK_PROLOGUE, /* tiles.prologue: the family's prologue entry (its first launch, writing the scratch) */
     FA_CL_PK_CHECK,    /* plans with per-sequence lengths or pages: fa_check_serving, a call's device checks
                           into its status (cl/fa_check_serving.cl) */
+    FA_CL_PK_DSINK,    /* backward plans with sinks: fa_backward_dsink (the sinks' gradient) */
     FA_CL_PLAN_KERNELS
 };
 
@@ -120,6 +121,12 @@ fa_cl_status fa_cl__plan_run_backward(fa_cl_plan *plan, const fa_cl_backward_arg
 /* The operations' parts of a plan (fa_cl__launches_fn). */
 fa_cl_status fa_cl__forward_launches(fa_cl_context *ctx, fa_cl_plan *plan);
 fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan);
+/* The score modifiers' kernel arguments from *n on (the softcap's factors in raw-score units, the
+ * ALiBi slopes and sinks where the descriptor has them, the ALiBi diagonal's shift), and the
+ * attention mask's (the buffer, its offset and strides, 1 / scale): the forward's and the
+ * backward's kernels take them alike (plan_forward.c). *n moves past them. */
+cl_int fa_cl__modifier_args(cl_kernel kr, cl_uint *n, const fa_cl__views *v, cl_mem alibi_slopes, cl_mem sinks);
+cl_int fa_cl__mask_args(cl_kernel kr, cl_uint *n, const fa_cl__views *v, cl_mem mask);
 /* A helper launch of kernel k (of family id: its fixed work-group size) over items work-items. */
 void fa_cl__helper_launch(fa_cl__launch *l, cl_kernel k, fa_cl__kernel_id id, size_t items, fa_cl__set_args_fn set_args);
 /* A buffer of the plan's own (what names it in the failure message). */

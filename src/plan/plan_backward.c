@@ -49,6 +49,15 @@ static fa_cl_status set_args(const fa_cl_plan *plan, const fa_cl__launch *l, con
         err = clSetKernelArg(kr, n++, sizeof(cl_mem), &seqs[i]);
     for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
         err = clSetKernelArg(kr, n++, sizeof(cl_int), &totals[i]);
+    if (err == CL_SUCCESS && fa_cl__tiles_mods(&plan->tiles)) {
+        /* FA_BWM_MODS_PARAMS: the forward's, then the sinks' gradient */
+        const cl_mem dsink = d->sinks ? a->dsink : NULL;
+        err = fa_cl__modifier_args(kr, &n, v, a->alibi_slopes, a->sinks);
+        if (err == CL_SUCCESS)
+            err = clSetKernelArg(kr, n++, sizeof(cl_mem), &dsink);
+    }
+    if (err == CL_SUCCESS && plan->tiles.mask) /* FA_BWM_MASK_PARAMS */
+        err = fa_cl__mask_args(kr, &n, v, a->mask);
     if (err == CL_SUCCESS)
         return FA_CL_SUCCESS;
     char what[96];
@@ -57,7 +66,8 @@ static fa_cl_status set_args(const fa_cl_plan *plan, const fa_cl__launch *l, con
 }
 
 /* The grids: one work-item per row (dot); one work-group per key block of each (batch, kv head)
- * (dkdv) and per query block of each (batch, query head) (dq); and the D scratch. */
+ * (dkdv) and per query block of each (batch, query head) (dq); one work-item per query head
+ * (dsink, with sinks); and the D scratch. */
 fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan)
 {
     const fa_cl_attention_desc *d = &plan->views.fwd.d;
@@ -73,19 +83,21 @@ fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     if (rows > ((uint64_t)1 << 40) || kv_groups > most || q_groups > most || rows > (uint64_t)SIZE_MAX / 4)
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, "fa_cl_backward_plan_create: %llu rows is too many to launch",
                            (unsigned long long)rows);
-    plan->launches = (fa_cl__launch *)calloc(3, sizeof *plan->launches);
+    const int nl = plan->kernels[FA_CL_PK_DSINK] ? 4 : 3; /* the sinks' gradient last, where there are sinks */
+    plan->launches = (fa_cl__launch *)calloc((size_t)nl, sizeof *plan->launches);
     if (!plan->launches)
         return fa_cl__fail(ctx, FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_backward_plan_create: out of host memory");
-    plan->nlaunches = 3;
+    plan->nlaunches = nl;
     const size_t dkdv_wg = (size_t)t->work_group_size * (size_t)(t->main_wg_scale > 1 ? t->main_wg_scale : 1);
     const struct {
         int role;
         size_t global, local; /* local 0: the driver's choice */
-    } grids[3] = {{FA_CL_PK_DOT, (size_t)rows, 0},
+    } grids[4] = {{FA_CL_PK_DOT, (size_t)rows, 0},
                   {FA_CL_PK_MAIN, (size_t)kv_groups * dkdv_wg, dkdv_wg},
-                  {FA_CL_PK_DQ, (size_t)q_groups * (size_t)t->work_group_size, (size_t)t->work_group_size}};
-    static const char *const names[3] = {"fa_backward_dot", "fa_backward_dkdv", "fa_backward_dq"};
-    for (int i = 0; i < 3; i++) {
+                  {FA_CL_PK_DQ, (size_t)q_groups * (size_t)t->work_group_size, (size_t)t->work_group_size},
+                  {FA_CL_PK_DSINK, (size_t)d->heads_q, 0}};
+    static const char *const names[4] = {"fa_backward_dot", "fa_backward_dkdv", "fa_backward_dq", "fa_backward_dsink"};
+    for (int i = 0; i < nl; i++) {
         fa_cl__launch *l = &plan->launches[i];
         l->kernel = plan->kernels[grids[i].role];
         l->name = names[i];

@@ -113,6 +113,10 @@ static void build_features(fa_cl__operation op, const fa_cl__views *v, int pack,
     t->seqlens = d->kv_seqlens != 0;
     t->varlen_q = d->total_q > 0;
     t->varlen_k = d->total_k > 0;
+    t->softcap = d->softcap > 0;
+    t->alibi = d->alibi;
+    t->sinks = d->sinks;
+    t->mask = (int)d->mask;
     if (op != FA_CL_OP_FORWARD)
         return; /* the backward takes no other feature */
     t->paged = (int)d->page_size;
@@ -120,10 +124,6 @@ static void build_features(fa_cl__operation op, const fa_cl__views *v, int pack,
     t->append_rows = (int)d->seqlen_new;
     t->head_dim_v = v->dv != d->head_dim ? (int)v->dv : 0;
     t->tree = d->tree_mask != 0;
-    t->softcap = d->softcap > 0;
-    t->alibi = d->alibi;
-    t->sinks = d->sinks;
-    t->mask = (int)d->mask;
     for (int i = 0; i < 4; i++)
         t->types[i] = v->type[i] != (int)d->dtype ? v->type[i] + 1 : 0;
     t->descale[0] = (int)d->k_descale;

@@ -18,6 +18,43 @@
 #define FA_CL_DESCALE_ARGS 2 /* FA_DESCALE_PARAMS: fp8 K's and V's descale factors */
 #define FA_CL_TREE_ARGS 4    /* FA_TREE_PARAMS: the tree mask, its offset and 2 strides */
 
+cl_int fa_cl__modifier_args(cl_kernel kr, cl_uint *n, const fa_cl__views *v, cl_mem alibi_slopes, cl_mem sinks)
+{
+    const fa_cl_attention_desc *d = &v->d;
+    /* softcap in the kernels' raw scores (q.k): s_raw <- (c / scale) tanh(s_raw scale / c) */
+    const cl_float cap = d->softcap, cap_in = cap > 0 ? v->scale / cap : 0.0f, cap_out = cap > 0 ? cap / v->scale : 0.0f;
+    const cl_mem heads[2] = {d->alibi ? alibi_slopes : NULL, d->sinks ? sinks : NULL};
+    cl_int err = clSetKernelArg(kr, (*n)++, sizeof(cl_float), &cap_in);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_float), &cap_out);
+    for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_mem), &heads[i]);
+    /* a row's full diagonal minus k_position fits an int (positions < 2^30), the shift alone
+     * nearly always: saturated where it would not */
+    const cl_int shift = (cl_int)(v->diag_shift < INT32_MIN ? INT32_MIN : v->diag_shift > INT32_MAX ? INT32_MAX
+                                                                                                : v->diag_shift);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_int), &shift);
+    return err;
+}
+
+cl_int fa_cl__mask_args(cl_kernel kr, cl_uint *n, const fa_cl__views *v, cl_mem mask)
+{
+    const fa_cl_attention_desc *d = &v->d;
+    const cl_ulong moff = d->mask_offset;
+    const cl_float inv_scale = 1.0f / v->scale; /* finite: fa_cl__desc_resolve */
+    cl_int err = clSetKernelArg(kr, (*n)++, sizeof(cl_mem), &mask);
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_ulong), &moff);
+    for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
+        const cl_long st = d->mask_stride[i];
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_long), &st);
+    }
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(kr, (*n)++, sizeof(cl_float), &inv_scale);
+    return err;
+}
+
 /* The serving arguments of a FA_SERVING build (cl/fa_forward_common.cl's FA_SERVING_PARAMS), from
  * argument *n on. NULL buffers for the features a plan does not use: the kernel never reads them. */
 static cl_int serving_args(const fa_cl_plan *plan, cl_kernel kr, const fa_cl_forward_args *a, cl_uint *n)
@@ -122,35 +159,10 @@ static fa_cl_status forward_args(const fa_cl_plan *plan, const fa_cl__launch *l,
                          (plan->tiles.descale[0] || plan->tiles.descale[1] ? FA_CL_DESCALE_ARGS : 0);
     if (err == CL_SUCCESS && serving)
         err = serving_args(plan, kr, a, &n);
-    if (err == CL_SUCCESS && mods) {
-        /* softcap in the kernels' raw scores (q.k): s_raw <- (c / scale) tanh(s_raw scale / c) */
-        const cl_float cap = d->softcap, cap_in = cap > 0 ? v->scale / cap : 0.0f, cap_out = cap > 0 ? cap / v->scale : 0.0f;
-        cl_mem heads[2] = {d->alibi ? a->alibi_slopes : NULL, d->sinks ? a->sinks : NULL};
-        err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_in);
-        if (err == CL_SUCCESS)
-            err = clSetKernelArg(kr, n++, sizeof(cl_float), &cap_out);
-        for (int i = 0; i < 2 && err == CL_SUCCESS; i++)
-            err = clSetKernelArg(kr, n++, sizeof(cl_mem), &heads[i]);
-        /* a row's full diagonal minus k_position fits an int (positions < 2^30), the shift alone
-         * nearly always: saturated where it would not */
-        const cl_int shift = (cl_int)(v->diag_shift < INT32_MIN ? INT32_MIN : v->diag_shift > INT32_MAX ? INT32_MAX
-                                                                                                    : v->diag_shift);
-        if (err == CL_SUCCESS)
-            err = clSetKernelArg(kr, n++, sizeof(cl_int), &shift);
-    }
-    if (err == CL_SUCCESS && plan->tiles.mask) {
-        const cl_ulong moff = d->mask_offset;
-        const cl_float inv_scale = 1.0f / v->scale; /* finite: fa_cl__desc_resolve */
-        err = clSetKernelArg(kr, n++, sizeof(cl_mem), &a->mask);
-        if (err == CL_SUCCESS)
-            err = clSetKernelArg(kr, n++, sizeof(cl_ulong), &moff);
-        for (int i = 0; i < 3 && err == CL_SUCCESS; i++) {
-            cl_long st = d->mask_stride[i];
-            err = clSetKernelArg(kr, n++, sizeof(cl_long), &st);
-        }
-        if (err == CL_SUCCESS)
-            err = clSetKernelArg(kr, n++, sizeof(cl_float), &inv_scale);
-    }
+    if (err == CL_SUCCESS && mods)
+        err = fa_cl__modifier_args(kr, &n, v, a->alibi_slopes, a->sinks);
+    if (err == CL_SUCCESS && plan->tiles.mask)
+        err = fa_cl__mask_args(kr, &n, v, a->mask);
     if (err == CL_SUCCESS && plan->tiles.tree) { /* FA_TREE_PARAMS */
         const cl_ulong toff = d->tree_mask_offset;
         const cl_long ts[2] = {d->tree_mask_stride[0], d->tree_mask_stride[1]}; /* normalised: desc.c */

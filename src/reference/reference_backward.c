@@ -282,6 +282,9 @@ fa_cl_status fa_cl_reference_backward(fa_cl_context *ctx, const fa_cl_attention_
     if (bv.fwd.d.total_q > 0 || bv.fwd.d.total_k > 0 || bv.fwd.d.kv_seqlens)
         return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, CALL ": %s are not supported by the reference (a dense "
                            "[B, H, S, D] problem is)", bv.fwd.d.kv_seqlens ? "per-sequence KV lengths" : "varlen rows");
+    if (bv.fwd.d.softcap > 0 || bv.fwd.d.alibi || bv.fwd.d.sinks || bv.fwd.d.mask)
+        return fa_cl__fail(ctx, FA_CL_ERROR_UNSUPPORTED, CALL ": the score modifiers and masks are not supported by "
+                           "the reference's backward (fa_cl_backward_plan_run takes them)");
     fa_cl_backward_args args;
     st = fa_cl__backward_args_check(ctx, CALL, &bv, given, &args);
     if (st != FA_CL_SUCCESS)
