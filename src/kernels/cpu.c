@@ -52,7 +52,8 @@ static fa_cl_status forced_tile(const fa_cl__limits *lim, int *br, int *bc, int 
     if (*br % *vw || *br / *vw > 4 || *bc % FA_CL_CPU_KR || *bc > 256) {
         snprintf(msg, msg_size, "FA_CL_TUNE tile=%dx%d for the cpu kernel: B_r must be 4, 8 or 16 lanes times at "
                  "most 4 and B_c a multiple of %d up to 256", *br, *bc, FA_CL_CPU_KR);
-        return FA_CL_ERROR_INVALID_ARGUMENT;
+        /* a tile meant for another family: declined (the next one takes it), refused where forced */
+        return lim->forced_variant == (int)FA_CL_KERNEL_CPU ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
     return FA_CL_SUCCESS;
 }
