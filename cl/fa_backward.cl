@@ -136,6 +136,7 @@ inline void fa_bw_scores(__local const float4 *q_t, __local const float4 *do_t, 
                          int seqlen_k, long win_left, long win_right, float scale_log2, int lid,
                          fa_bw_mods md FA_BWM_MASK_ARGS)
 {
+    (void)md; /* read only with a modifier or a mask (FA_BW_ANY_MODS) */
     const int tx = lid % NX, ty = lid / NX;
     float s[TM][TN], dp[TM][TN];
     FA_PRAGMA_UNROLL
