@@ -6,6 +6,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static _Thread_local char last_error[1024];
@@ -90,4 +92,28 @@ fa_cl_status fa_cl_cp__wait(const fa_cl_cp__call *c, void **requests, int n, con
     return fa_cl_cp__fail(FA_CL_ERROR_COMMUNICATION, "fa_cl_cp_forward (rank %d): %s: no answer from a peer within "
                           "%d ms (timeout_ms): a rank failed, exited or did not make the call", c->rank, what,
                           c->timeout_ms);
+}
+
+fa_cl_status fa_cl_cp__allreduce_max2(const fa_cl_cp__call *c, const uint64_t in[2], uint64_t out[2], const char *what)
+{
+    /* on the heap: a collective abandoned at the deadline may still write its buffers (they are
+     * then left to it, as the staging buffers are) */
+    uint64_t *buf = (uint64_t *)malloc(4 * sizeof *buf);
+    if (!buf)
+        return fa_cl_cp__fail(FA_CL_ERROR_OUT_OF_MEMORY, "fa_cl_cp_forward: out of host memory (%s)", what);
+    memcpy(buf, in, 2 * sizeof *buf);
+    buf[2] = buf[3] = 0;
+    void *req = NULL;
+    const int rc = c->t->iallreduce_max(c->t->user, buf, buf + 2, 2, &req);
+    if (rc != 0) {
+        free(buf);
+        return fa_cl_cp__fail(FA_CL_ERROR_COMMUNICATION, "fa_cl_cp_forward (rank %d): %s failed (transport error %d)",
+                              c->rank, what, rc);
+    }
+    const fa_cl_status st = fa_cl_cp__wait(c, &req, 1, what);
+    if (st == FA_CL_SUCCESS) {
+        memcpy(out, buf + 2, 2 * sizeof *buf);
+        free(buf);
+    }
+    return st;
 }

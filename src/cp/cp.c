@@ -32,13 +32,9 @@ static uint64_t digest(const fa_cl_cp__call *c)
 static fa_cl_status agree(const fa_cl_cp__call *c)
 {
     const uint64_t mine = digest(c);
-    uint64_t in[2] = {mine, ~mine}, out[2] = {0, 0};
-    void *req = NULL;
-    const int rc = c->t->iallreduce_max(c->t->user, in, out, 2, &req);
-    if (rc != 0)
-        return fa_cl_cp__fail(FA_CL_ERROR_COMMUNICATION, "fa_cl_cp_forward (rank %d): the shape check's all-reduce "
-                              "failed (transport error %d)", c->rank, rc);
-    const fa_cl_status st = fa_cl_cp__wait(c, &req, 1, "the shape check's all-reduce");
+    const uint64_t in[2] = {mine, ~mine};
+    uint64_t out[2] = {0, 0};
+    const fa_cl_status st = fa_cl_cp__allreduce_max2(c, in, out, "the shape check's all-reduce");
     if (st != FA_CL_SUCCESS)
         return st;
     if (out[0] != mine || out[1] != ~mine)
@@ -132,12 +128,9 @@ static fa_cl_status finish(const fa_cl_cp__call *c, fa_cl_status st)
         return st;
     char keep[1024];
     snprintf(keep, sizeof keep, "%s", fa_cl_cp_last_error());
-    uint64_t in[2] = {st != FA_CL_SUCCESS, 0}, out[2] = {0, 0};
-    void *req = NULL;
-    const int rc = c->t->iallreduce_max(c->t->user, in, out, 2, &req);
-    fa_cl_status agreed = rc != 0 ? fa_cl_cp__fail(FA_CL_ERROR_COMMUNICATION, "fa_cl_cp_forward (rank %d): the outcome's "
-                                                   "all-reduce failed (transport error %d)", c->rank, rc)
-                                  : fa_cl_cp__wait(c, &req, 1, "the outcome's all-reduce");
+    const uint64_t in[2] = {st != FA_CL_SUCCESS, 0};
+    uint64_t out[2] = {0, 0};
+    fa_cl_status agreed = fa_cl_cp__allreduce_max2(c, in, out, "the outcome's all-reduce");
     if (st != FA_CL_SUCCESS) { /* this rank's own failure is the one to report */
         fa_cl_cp__fail(st, "%s", keep);
         return st;
@@ -158,15 +151,13 @@ static fa_cl_status run(fa_cl_context *ctx, const fa_cl_cp_args *args, int backw
      * rank has), so that the others fail there instead of waiting for its data */
     if (st != FA_CL_SUCCESS) {
         if (args && args->transport && args->transport->iallreduce_max && args->transport->test && c.t) {
-            uint64_t in[2] = {UINT64_MAX, UINT64_MAX}, out[2]; /* above every digest and complement */
-            void *req = NULL;
-            if (c.t->iallreduce_max(c.t->user, in, out, 2, &req) == 0) {
-                char keep[1024];
-                snprintf(keep, sizeof keep, "%s", fa_cl_cp_last_error());
-                c.timeout_ms = args->timeout_ms > 0 ? args->timeout_ms : 60000;
-                (void)fa_cl_cp__wait(&c, &req, 1, "the shape check's all-reduce");
-                fa_cl_cp__fail(st, "%s", keep);
-            }
+            const uint64_t in[2] = {UINT64_MAX, UINT64_MAX}; /* above every digest and complement */
+            uint64_t out[2];
+            char keep[1024];
+            snprintf(keep, sizeof keep, "%s", fa_cl_cp_last_error());
+            c.timeout_ms = args->timeout_ms > 0 ? args->timeout_ms : 60000;
+            (void)fa_cl_cp__allreduce_max2(&c, in, out, "the shape check's all-reduce");
+            fa_cl_cp__fail(st, "%s", keep);
         }
         return st;
     }

@@ -36,6 +36,9 @@ int fa_cl_cp__chunk_of(const fa_cl_cp__call *c, int r, int i);
  * names what (what: the operation, for the message). The requests are NULL afterwards. */
 fa_cl_status fa_cl_cp__wait(const fa_cl_cp__call *c, void **requests, int n, const char *what);
 
+/* An all-reduce (max) of two words with the call's deadline; what names it in messages. */
+fa_cl_status fa_cl_cp__allreduce_max2(const fa_cl_cp__call *c, const uint64_t in[2], uint64_t out[2], const char *what);
+
 /* The strategies (ring.c, all_to_all.c): the call's arguments checked and agreed on already. */
 fa_cl_status fa_cl_cp__ring_forward(const fa_cl_cp__call *c);
 fa_cl_status fa_cl_cp__all_to_all_forward(const fa_cl_cp__call *c);

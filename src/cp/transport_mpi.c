@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The MPI transport (include/fa_cl_cp.h): non-blocking MPI on a duplicate of the caller's
  * communicator whose errors return (MPI_ERRORS_RETURN) instead of aborting the job, so that a
- * failed peer is an error the library can report; every request is a heap MPI_Request. */
+ * failed peer is an error the library can report; every request is a heap MPI_Request beside
+ * whether it is a collective's (those cannot be cancelled). */
 #include "cp/cp_internal.h"
 
 #include <limits.h>
@@ -12,12 +13,21 @@ typedef struct mpi_transport {
     MPI_Comm comm;
 } mpi_transport;
 
-static MPI_Request *request_new(void **out)
+/* A request: the MPI_Request first (the pointer is used as one), then its kind. */
+typedef struct mpi_request {
+    MPI_Request r;
+    int collective;
+} mpi_request;
+
+static MPI_Request *request_new(void **out, int collective)
 {
-    MPI_Request *r = (MPI_Request *)malloc(sizeof *r);
-    if (r)
-        *r = MPI_REQUEST_NULL;
-    *out = r;
+    mpi_request *q = (mpi_request *)malloc(sizeof *q);
+    MPI_Request *r = q ? &q->r : NULL;
+    if (q) {
+        q->r = MPI_REQUEST_NULL;
+        q->collective = collective;
+    }
+    *out = q;
     return r;
 }
 
@@ -31,7 +41,7 @@ static int started(int rc, MPI_Request *r)
 
 static int mpi_isend(void *user, const void *buf, size_t bytes, int peer, int tag, void **request)
 {
-    MPI_Request *r = request_new(request);
+    MPI_Request *r = request_new(request, 0);
     if (!r || bytes > INT_MAX)
         return free(r), -1;
     return started(MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, ((mpi_transport *)user)->comm, r), r);
@@ -39,7 +49,7 @@ static int mpi_isend(void *user, const void *buf, size_t bytes, int peer, int ta
 
 static int mpi_irecv(void *user, void *buf, size_t bytes, int peer, int tag, void **request)
 {
-    MPI_Request *r = request_new(request);
+    MPI_Request *r = request_new(request, 0);
     if (!r || bytes > INT_MAX)
         return free(r), -1;
     return started(MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, ((mpi_transport *)user)->comm, r), r);
@@ -47,7 +57,7 @@ static int mpi_irecv(void *user, void *buf, size_t bytes, int peer, int tag, voi
 
 static int mpi_ialltoall(void *user, const void *send, void *recv, size_t bytes, void **request)
 {
-    MPI_Request *r = request_new(request);
+    MPI_Request *r = request_new(request, 1);
     if (!r || bytes > INT_MAX)
         return free(r), -1;
     return started(MPI_Ialltoall(send, (int)bytes, MPI_BYTE, recv, (int)bytes, MPI_BYTE, ((mpi_transport *)user)->comm,
@@ -56,7 +66,7 @@ static int mpi_ialltoall(void *user, const void *send, void *recv, size_t bytes,
 
 static int mpi_iallreduce_max(void *user, const uint64_t *in, uint64_t *out, int count, void **request)
 {
-    MPI_Request *r = request_new(request);
+    MPI_Request *r = request_new(request, 1);
     if (!r)
         return -1;
     return started(MPI_Iallreduce(in, out, count, MPI_UINT64_T, MPI_MAX, ((mpi_transport *)user)->comm, r), r);
@@ -74,17 +84,20 @@ static int mpi_test(void *user, void *request, int *done)
     return rc;
 }
 
-/* A request given up on: cancel it (receives; Open MPI also cancels unmatched sends) and let MPI
- * release it whenever it completes. */
+/* A request given up on: a point-to-point one cancelled (receives; Open MPI also cancels unmatched
+ * sends) and released to MPI whenever it completes; a collective's can be neither (MPI_Cancel and
+ * MPI_Request_free are erroneous on them): left to MPI, its small record kept. */
 static void mpi_abandon(void *user, void *request)
 {
     (void)user;
-    MPI_Request *r = (MPI_Request *)request;
-    if (*r != MPI_REQUEST_NULL) {
-        MPI_Cancel(r);
-        MPI_Request_free(r);
+    mpi_request *q = (mpi_request *)request;
+    if (q->collective && q->r != MPI_REQUEST_NULL)
+        return; /* never completes with a dead peer: its memory stays MPI's */
+    if (q->r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&q->r);
+        MPI_Request_free(&q->r);
     }
-    free(r);
+    free(q);
 }
 
 fa_cl_status fa_cl_cp_transport_mpi(MPI_Comm comm, fa_cl_cp_transport **out)
