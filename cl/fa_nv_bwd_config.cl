@@ -121,10 +121,6 @@ typedef ushort fa_bw_elem;
         (a)[(nt) / 2][2 * ((nt) % 2)] = fa_pack2((c).x, (c).y);                                        \
         (a)[(nt) / 2][2 * ((nt) % 2) + 1] = fa_pack2((c).z, (c).w);                                    \
     } while (0)
-/* code only the 16-bit kernels run (the products' A fragments packed to the storage type) */
-#define FA_BW_16BIT(...) __VA_ARGS__
-#else
-#define FA_BW_16BIT(...)
 #endif
 
 /* x[0 .. n) = y[0 .. n) = 0: two tiles of scores before their products */

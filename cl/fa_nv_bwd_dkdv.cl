@@ -108,14 +108,19 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             const long row_lo = (long)i0 + p0;
             const int mask = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left, win_right);
             /* packed as the A fragments of 16 rows each */
-            FA_BW_16BIT(uint pa[NTP / 2][4], dsa[NTP / 2][4];)
+#if FA_DTYPE != 0 /* the products' A fragments, packed to the storage type (OpenCL C 1.2 has no variadic macros) */
+            uint pa[NTP / 2][4], dsa[NTP / 2][4];
+#endif
             FA_PRAGMA_UNROLL
             for (int nt = 0; nt < NTP; nt++) {
                 const int r = p0 + nt * 8 + 2 * t4;
                 fa_bw_p_ds(&st[nt], &dpt[nt], (float4)(l_s[r], l_s[r + 1], l_s[r], l_s[r + 1]),
                            (float4)(d_s[r], d_s[r + 1], d_s[r], d_s[r + 1]), scale_log2, mask, 1, key0 + g,
                            (long)i0 + r, sq, sk, win_left, win_right);
-                FA_BW_16BIT(FA_BW_PACK_A(pa, nt, st[nt]); FA_BW_PACK_A(dsa, nt, dpt[nt]);)
+#if FA_DTYPE != 0
+                FA_BW_PACK_A(pa, nt, st[nt]);
+                FA_BW_PACK_A(dsa, nt, dpt[nt]);
+#endif
             }
             /* dV += P^T dO, dK += dS^T Q over the pass's rows */
             FA_BW_DKDV_ACC

@@ -81,12 +81,16 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         FA_BW_DQ_SCORES /* the family's atoms: cl/fa_nv_bwd_mma.cl, _tf32.cl, _wgmma.cl */
         /* dS in place of dP */
         const int mask = !fa_bw_all_visible(j0, (long)j0 + BLOCK_KV - 1, wr0, wr0 + 15, sq, sk, win_left, win_right);
-        FA_BW_16BIT(uint dsa[NTK / 2][4];) /* packed as the A fragments of 16 keys each */
+#if FA_DTYPE != 0
+        uint dsa[NTK / 2][4]; /* packed as the A fragments of 16 keys each */
+#endif
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NTK; nt++) {
             fa_bw_p_ds(&s[nt], &dp[nt], (float4)(ld0.x, ld0.x, ld1.x, ld1.x), (float4)(ld0.y, ld0.y, ld1.y, ld1.y),
                        scale_log2, mask, 0, wr0 + g, (long)j0 + nt * 8 + 2 * t4, sq, sk, win_left, win_right);
-            FA_BW_16BIT(FA_BW_PACK_A(dsa, nt, dp[nt]);)
+#if FA_DTYPE != 0
+            FA_BW_PACK_A(dsa, nt, dp[nt]);
+#endif
         }
         /* dQ += dS K over the block's keys */
         FA_BW_DQ_ACC

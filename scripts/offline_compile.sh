@@ -306,6 +306,14 @@ if [[ " $have " == *" spir "* ]]; then
         fi
     done
     [ $lint_rc = 0 ] && echo "offline_compile.sh: no vendor identifier in the kernel sources (every #if branch)"
+    # OpenCL C 1.2 has no variadic macros: NVIDIA's compiler refuses them, and its builds (vendor-only,
+    # inline PTX) are compiled by no offline compiler here; the text of every source, every branch
+    for src in "$WORK"/*.cl; do
+        if grep -nE '^[[:space:]]*#[[:space:]]*define[[:space:]]+[A-Za-z_0-9]+\([^)]*\.\.\.' "$src"; then
+            echo "offline_compile.sh: a variadic macro in $(basename "$src") (not OpenCL C 1.2)"
+            lint_rc=1
+        fi
+    done
 fi
 
 # ---- the table ----------------------------------------------------------------------------------

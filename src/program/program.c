@@ -148,7 +148,7 @@ static cl_program build_sm90a(fa_cl_context *ctx, cl_program src_prog, const cha
         goto done;
     }
     err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
-    if (err == CL_SUCCESS && ctx->env.print_build_log)
+    if (ctx->env.print_build_log)
         print_build_log(ctx, prog, options);
     if (err != CL_SUCCESS) {
         *st = build_failed(ctx, prog, err, options);
@@ -210,7 +210,8 @@ fa_cl_status fa_cl__program_get(fa_cl_context *ctx, const char *const *files, in
             } else {
                 /* Builds run outside the lock: they can take seconds, and other threads may plan meanwhile. */
                 err = clBuildProgram(prog, 1, &ctx->device, full, NULL, NULL);
-                if (err == CL_SUCCESS && ctx->env.print_build_log)
+                /* a failed build's log too: the failed-build rule hides the failure where a family follows */
+                if (ctx->env.print_build_log)
                     print_build_log(ctx, prog, full);
                 if (err != CL_SUCCESS) {
                     st = build_failed(ctx, prog, err, full);
