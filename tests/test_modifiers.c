@@ -254,6 +254,8 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
         {{1, 4, 2, 3, 40, 16, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 1, FA_CL_MASK_BOOL, 0},
         /* 16-byte mask rows: the tensor-core kernel's mask tiles, a key tail inside a copy */
         {{2, 2, 1, 20, 37, 16, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16},
+        /* the three modifiers on 16-bit storage (the tensor-core kernel's): causal, GQA, key tails */
+        {{1, 4, 2, 20, 37, 16, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 3.0f, 1, 1, FA_CL_MASK_NONE, 0},
     };
     const int only = argc > 0 ? atoi(argv[0]) : -1;
     for (int i = 0; i < TU_COUNT(tiny); i++)

@@ -14,7 +14,7 @@
  * causal, windows, GQA, head_dim up to 512), bad_data (lengths and table entries out of range), splits (forced split
  * counts 1..16: within tolerance of the oracle and bitwise equal run to run), invalid (host-side
  * checks with a status and a message), tree (tree masks over the new tokens, appended or cached) and
- * tree_invalid (their bad input).
+ * tree_invalid (their bad input), mods (the score modifiers with lengths, pages and decode rows).
  */
 #include <math.h>
 #include <stdio.h>
@@ -57,7 +57,7 @@ typedef struct append_case {
 typedef struct serving_run {
     tu_problem p;
     fa_cl_attention_desc desc;
-    cl_mem pool[2], lens_mem, table_mem, mask_mem, tree_mem;
+    cl_mem pool[2], lens_mem, table_mem, mask_mem, tree_mem, slopes_mem, sinks_mem;
     int64_t num_pages, pages_per_seq;
 } serving_run;
 
@@ -65,8 +65,10 @@ typedef struct serving_run {
 enum { SERVE_Q8 = 1,  /* paged cases, head_dim a multiple of 32: the pool holds K and V as q8_0 blocks */
        SERVE_MASK = 2, /* an f32 mask [B, 1, Sq, capacity] (broadcast over heads), a fifth masked */
        SERVE_TREE = 4, /* a random tree mask per sequence over its Sq new tokens, in strided words */
-       SERVE_CHAIN = 8 /* the chain tree (token t's parent t - 1) on a causal case: the kernel runs it
-                          with causal 0 and the tree, the oracle with the causal mask alone */ };
+       SERVE_CHAIN = 8, /* the chain tree (token t's parent t - 1) on a causal case: the kernel runs it
+                           with causal 0 and the tree, the oracle with the causal mask alone */
+       SERVE_MODS = 16 /* the score modifiers together: softcap 4, ALiBi slopes and sinks per query head
+                          (each sequence's ALiBi diagonal its own length's) */ };
 
 /* A tree over n new tokens as rows of `words` uint32 (row i: the bits of i and its ancestors): a
  * chain, or each token's parent drawn among the tokens before it (or none: it hangs off the
@@ -93,8 +95,9 @@ static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo :
 
 static void run_free(serving_run *r)
 {
-    cl_mem m[6] = {r->pool[0], r->pool[1], r->lens_mem, r->table_mem, r->mask_mem, r->tree_mem};
-    for (int i = 0; i < 6; i++)
+    cl_mem m[8] = {r->pool[0], r->pool[1], r->lens_mem, r->table_mem, r->mask_mem, r->tree_mem, r->slopes_mem,
+                   r->sinks_mem};
+    for (int i = 0; i < 8; i++)
         if (m[i])
             clReleaseMemObject(m[i]);
     tu_problem_free(&r->p);
@@ -134,6 +137,7 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
     int rc = -1;
     void *pool_img[2] = {NULL, NULL};
     float *mask = NULL;      /* SERVE_MASK: [B, Sq, capacity] */
+    float *slopes = NULL, *sinks = NULL; /* SERVE_MODS: [Hq] each */
     double *mdense = NULL;   /* one sequence's mask for the oracle */
     uint32_t *tree = NULL;   /* SERVE_TREE / SERVE_CHAIN: the words, strided */
     int *table = NULL;
@@ -253,6 +257,27 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
         d->kv_seqlens = 1;
     }
 
+    /* the modifiers (SERVE_MODS): ALiBi's geometric slopes, sinks in [-1, 3] */
+    if (flags & SERVE_MODS) {
+        slopes = (float *)malloc((size_t)c->Hq * sizeof(float));
+        sinks = (float *)malloc((size_t)c->Hq * sizeof(float));
+        if (!slopes || !sinks)
+            goto done;
+        tu_rng sr;
+        tu_rng_seed(&sr, seed ^ 0x5151u);
+        for (int64_t h = 0; h < c->Hq; h++) {
+            slopes[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)c->Hq);
+            sinks[h] = (float)(-1.0 + 4.0 * tu_rng_uniform(&sr));
+        }
+        r->slopes_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)c->Hq * sizeof(float), slopes);
+        r->sinks_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)c->Hq * sizeof(float), sinks);
+        if (!r->slopes_mem || !r->sinks_mem)
+            goto done;
+        d->softcap = 4.0f;
+        d->alibi = 1;
+        d->sinks = 1;
+    }
+
     /* the mask (SERVE_MASK): sequence b's entries at b Sq Sk + i Sk + j; keys past a length are
      * there but never visible */
     if (flags & SERVE_MASK) {
@@ -323,7 +348,7 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
                                 x = -INFINITY;
                             mdense[(h * c->Sq + i) * len[b] + j] = x;
                         }
-            const tu_mods mods = {0.0, NULL, NULL, (flags & SERVE_CHAIN) ? NULL : mdense};
+            const tu_mods mods = {(flags & SERVE_MODS) ? 4.0 : 0.0, slopes, sinks, (flags & SERVE_CHAIN) ? NULL : mdense};
             tu_attention_f64_mods(&one, &mods, p->x[0] + qo * (size_t)D, kb, vb, p->ref_o + qo * (size_t)D,
                                   p->ref_lse + qo);
         }
@@ -332,6 +357,8 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
     free(kb);
     free(vb);
 done:
+    free(slopes);
+    free(sinks);
     free(mask);
     free(mdense);
     free(tree);
@@ -360,6 +387,8 @@ static fa_cl_status run_call(fa_cl_context *ctx, serving_run *r, fa_cl_plan *pla
     a.block_table = r->table_mem;
     a.mask = r->mask_mem;
     a.tree_mask = r->tree_mem;
+    a.alibi_slopes = r->slopes_mem;
+    a.sinks = r->sinks_mem;
     fa_cl_status st = plan ? fa_cl_plan_run(plan, &a) : fa_cl_attention_run(ctx, &r->desc, &a);
     if (st == FA_CL_SUCCESS)
         st = clFinish(fa_cl_context_queue(ctx)) == CL_SUCCESS ? FA_CL_SUCCESS : FA_CL_ERROR_OPENCL;
@@ -394,6 +423,8 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
         strcat(name, (seed & 1) ? " tree (broadcast)" : " tree");
     if (flags & SERVE_CHAIN)
         strcat(name, " chain tree = causal");
+    if (flags & SERVE_MODS)
+        strcat(name, " softcap=4 alibi sinks");
     serving_run r;
     if (run_init(&r, ctx, sc, seed, flags) != 0) {
         tu_expect(t, 0, "%s: setup failed", name);
@@ -410,6 +441,11 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
     }
     fa_cl_plan_info info;
     fa_cl_plan_get_info(plan, &info);
+    if (!tu_kernel_as_expected(t, sc->c.dtype, info.kernel, name)) {
+        fa_cl_plan_release(plan);
+        run_free(&r);
+        return;
+    }
     st = run_call(ctx, &r, plan);
     unsigned char *first = NULL;
     const size_t obytes = tu_tensor_bytes(&r.p.t[3]);
@@ -639,6 +675,25 @@ static int run_decode(fa_cl_context *ctx, int argc, char **argv)
         {{2, 4, 4, 1, 257, 457, FA_CL_F16, 0, -1, -1, "CCCP", 0.0f, 1}, LENS(257, 40), 64, 0, 0},
     };
     check_cases(ctx, cases, TU_COUNT(cases), 300);
+    return 0;
+}
+
+/* the score modifiers together (SERVE_MODS) with per-sequence lengths (one empty), pages (shared,
+ * 16 and 64 keys), decode rows (GQA-packed), causal masks, windows, an attention mask; every
+ * storage type (CTest runs it on the tensor-core kernels, emulated, with TU_EXPECT_KERNEL) */
+static int run_mods(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    const serving_case cases[] = {
+        {{3, 8, 2, 1, 300, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 0, 77), 16, 1, 0},
+        {{2, 8, 2, 4, 200, 128, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(4, 200), 64, 0, 0},
+        {{2, 4, 2, 16, 150, 64, FA_CL_F16, 1, 40, 0, "CCCC", 0.0f, 1}, LENS(150, 20), 0, 0, 0},
+        {{2, 4, 1, 37, 130, 64, FA_CL_F32, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(100, 130), 16, 0, 0},
+        {{2, 4, 4, 3, 200, 40, FA_CL_F32, 0, 20, -1, "CCCP", 0.0f, 1}, LENS(200, 50), 0, 0, 0},
+        {{2, 4, 2, 40, 96, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(96, 61), 16, 0, 0},
+    };
+    for (int i = 0; i < TU_COUNT(cases); i++)
+        check_case_with(&serving_tally, ctx, &cases[i], 950 + (uint64_t)i, SERVE_MODS | (i == 5 ? SERVE_MASK : 0));
     return 0;
 }
 
@@ -1641,7 +1696,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
 int main(int argc, char **argv)
 {
     const tu_subset subsets[] = {
-        {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode},
+        {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode}, {"mods", run_mods},
         {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny}, {"varlen", run_varlen},
         {"append", run_append}, {"append_bad", run_append_bad}, {"long", run_long}, {"tree", run_tree},
         {"tree_invalid", run_tree_invalid},

@@ -10,7 +10,7 @@
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
                                     "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
                                     "fa_nv_wgmma.cl", "fa_nv_tma.cl", "fa_nv_fwd_config.cl", "fa_nv_softmax.cl",
-                                    "fa_nv_fwd_smem.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_wgmma.cl",
+                                    "fa_nv_mods.cl", "fa_nv_fwd_smem.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_wgmma.cl",
                                     "fa_nv_fwd_cp_async.cl", "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl",
                                     "fa_nv_fwd_tile.cl", "fa_nv_fwd_tma.cl", "fa_nv_fwd_producer.cl",
                                     "fa_nv_fwd_mainloop_sm90.cl"};
