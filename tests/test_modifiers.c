@@ -6,6 +6,7 @@
  * tolerances of tests/tolerance.h. Subsets:
  *   cases      the fused path (the planner's kernel, or FA_CL_KERNEL_VARIANT; CTest also runs it
  *              with FA_CL_TUNE splits and kv_chunk, so sinks meet the combine and the chunk merge)
+ *   mods       the cases without an attention mask (CTest: the f32 tensor-core kernel)
  *   reference  fa_cl_reference_run on the same cases
  *   invalid    what bad modifiers get: a status and a message naming the field
  *   tiny N     case N of a tiny set, one per process (oclgrind)
@@ -236,6 +237,16 @@ static int run_cases(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
+/* the cases without an attention mask (the f32 tensor-core kernel takes the modifiers, not masks) */
+static int run_mods(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    for (int i = 0; i < TU_COUNT(all_cases); i++)
+        if (all_cases[i].mask == FA_CL_MASK_NONE)
+            check_case(&mods_tally, ctx, &all_cases[i], 100 + (uint64_t)i, 0);
+    return 0;
+}
+
 static int run_reference(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -363,7 +374,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
 int main(int argc, char **argv)
 {
     const tu_subset subsets[] = {
-        {"cases", run_cases}, {"reference", run_reference}, {"invalid", run_invalid}, {"tiny", run_tiny},
+        {"cases", run_cases}, {"mods", run_mods}, {"reference", run_reference}, {"invalid", run_invalid}, {"tiny", run_tiny},
     };
     return tu_main(&mods_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }
