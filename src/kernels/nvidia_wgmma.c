@@ -317,7 +317,7 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma = {
     .files = files,
     .nfiles = sizeof files / sizeof files[0],
     .summary = "f16/bf16 on Hopper tensor cores (compute capability 9.0): wgmma through sm_90a PTX, cp.async",
-    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, 256},
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, 256},
     /* compute capability 9.0 alone: later parts lack wgmma */
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 90, .arch_max = 90},
     .tune = tune,
