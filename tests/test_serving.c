@@ -93,6 +93,22 @@ static void check_append_with(tu_tally *t, fa_cl_context *ctx, const append_case
 
 static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
+/* check_varlen_with's variations: a boolean mask [B, Hq, max_q, max_k]; the score modifiers together
+ * (softcap 4, ALiBi, sinks: serve_mods) */
+enum { VARLEN_MASK = 1, VARLEN_MODS = 2 };
+static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int flags);
+
+/* SERVE_MODS' per-head values: ALiBi's geometric slopes, sinks in [-1, 3] */
+static void serve_mods(int64_t Hq, uint64_t seed, float *slopes, float *sinks)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed ^ 0x5151u);
+    for (int64_t h = 0; h < Hq; h++) {
+        slopes[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)Hq);
+        sinks[h] = (float)(-1.0 + 4.0 * tu_rng_uniform(&r));
+    }
+}
+
 static void run_free(serving_run *r)
 {
     cl_mem m[8] = {r->pool[0], r->pool[1], r->lens_mem, r->table_mem, r->mask_mem, r->tree_mem, r->slopes_mem,
@@ -263,12 +279,7 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
         sinks = (float *)malloc((size_t)c->Hq * sizeof(float));
         if (!slopes || !sinks)
             goto done;
-        tu_rng sr;
-        tu_rng_seed(&sr, seed ^ 0x5151u);
-        for (int64_t h = 0; h < c->Hq; h++) {
-            slopes[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)c->Hq);
-            sinks[h] = (float)(-1.0 + 4.0 * tu_rng_uniform(&sr));
-        }
+        serve_mods(c->Hq, seed, slopes, sinks);
         r->slopes_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)c->Hq * sizeof(float), slopes);
         r->sinks_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)c->Hq * sizeof(float), sinks);
         if (!r->slopes_mem || !r->sinks_mem)
@@ -678,8 +689,8 @@ static int run_decode(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
-/* the score modifiers together (SERVE_MODS) with per-sequence lengths (one empty), pages (shared,
- * 16 and 64 keys), decode rows (GQA-packed), causal masks, windows, an attention mask; every
+/* the score modifiers together (SERVE_MODS, VARLEN_MODS) with per-sequence lengths (one empty), pages
+ * (shared, 16 and 64 keys), decode rows (GQA-packed), varlen rows, causal masks, windows, an attention mask; every
  * storage type (CTest runs it on the tensor-core kernels, emulated, with TU_EXPECT_KERNEL) */
 static int run_mods(fa_cl_context *ctx, int argc, char **argv)
 {
@@ -694,6 +705,15 @@ static int run_mods(fa_cl_context *ctx, int argc, char **argv)
     };
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_case_with(&serving_tally, ctx, &cases[i], 950 + (uint64_t)i, SERVE_MODS | (i == 5 ? SERVE_MASK : 0));
+    /* varlen rows (an empty sequence; packed GQA rows of a few tokens; chunked prefill on pages) */
+    const varlen_case varlen[] = {
+        {3, 4, 2, 64, FA_CL_F16, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, 0},
+        {2, 4, 4, 128, FA_CL_BF16, 1, 16, 0, LENS(0, 70, 90), 90, 70, LENS(0, 70, 200), 200, 130, 0},
+        {4, 8, 2, 40, FA_CL_F32, 0, -1, -1, LENS(0, 1, 5, 5, 9), 9, 4, LENS(0, 300, 301, 301, 700), 700, 400, 0},
+        {3, 8, 2, 64, FA_CL_F32, 1, -1, -1, LENS(0, 16, 17, 50), 50, 33, LENS(0, 100, 117, 300), 300, 183, 16},
+    };
+    for (int i = 0; i < TU_COUNT(varlen); i++)
+        check_varlen_with(&serving_tally, ctx, &varlen[i], 970 + (uint64_t)i, VARLEN_MODS | (i == 0 ? VARLEN_MASK : 0));
     return 0;
 }
 
@@ -755,7 +775,6 @@ static int run_splits(fa_cl_context *ctx, int argc, char **argv)
 
 static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed);
 static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac, uint64_t seed);
-static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int with_mask);
 
 /* small shapes for oclgrind (races, out-of-bounds reads and writes, uninitialised values): lengths 0
  * and past the capacity, shuffled, shared and out-of-range pages, a masked decode row. "tiny N"
@@ -821,7 +840,7 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     if (only == 6) {
         const varlen_case v = {3, 4, 2, 16, FA_CL_F32, 1, -1, -1, (const int[]){0, 5, 5, 12}, 12, 7,
                                       (const int[]){0, 20, 23, 40}, 40, 20, 0};
-        check_varlen_with(&serving_tally, ctx, &v, 651, 1);
+        check_varlen_with(&serving_tally, ctx, &v, 651, VARLEN_MASK);
     }
     return 0;
 }
@@ -838,13 +857,15 @@ static void varlen_rows(const int *cu, int64_t b, int64_t total, int64_t max, in
 }
 
 /* with_mask: a boolean mask [B, Hq, max_q, max_k] (positions within each sequence), a quarter masked */
-static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int with_mask)
+static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int flags)
 {
-    char name[300];
-    snprintf(name, sizeof name, "varlen B=%lld H=%lld/%lld D=%lld %s%s total_q %lld (max %lld) total_k %lld (max %lld)%s%s",
+    const int with_mask = flags & VARLEN_MASK, with_mods = flags & VARLEN_MODS;
+    char name[330];
+    snprintf(name, sizeof name, "varlen B=%lld H=%lld/%lld D=%lld %s%s total_q %lld (max %lld) total_k %lld (max %lld)%s%s%s",
              (long long)vc->B, (long long)vc->Hq, (long long)vc->Hkv, (long long)vc->D, tu_dtype_name(vc->dtype),
              vc->causal ? " causal" : "", (long long)vc->total_q, (long long)vc->max_q, (long long)vc->total_k,
-             (long long)vc->max_k, vc->page_size ? " paged (chunked prefill)" : "", with_mask ? " mask=bool" : "");
+             (long long)vc->max_k, vc->page_size ? " paged (chunked prefill)" : "", with_mask ? " mask=bool" : "",
+             with_mods ? " softcap=4 alibi sinks" : "");
     const int64_t B = vc->B, Hq = vc->Hq, Hkv = vc->Hkv, D = vc->D, P = vc->page_size;
     const size_t esz = tu_dtype_size(vc->dtype), nq = (size_t)(vc->total_q * Hq * D), nk = (size_t)(vc->total_k * Hkv * D);
     const size_t o_slack = 16, lse_n = (size_t)(Hq * vc->total_q), lse_slack = 7;
@@ -856,7 +877,8 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
     unsigned char *covered = calloc((size_t)vc->total_q, 1);
     int *lens = malloc((size_t)B * sizeof(int)), *table = NULL;
     void *pool[2] = {NULL, NULL};
-    cl_mem mem[9] = {NULL};
+    cl_mem mem[11] = {NULL}; /* q k v o lse cu_q cu_k|lens table mask slopes sinks */
+    float slopes[64], sinks[64];
     const size_t mn = with_mask ? (size_t)(B * Hq * vc->max_q * vc->max_k) : 0;
     unsigned char *mask = with_mask ? malloc(mn) : NULL;
     double *mdense = with_mask ? malloc((size_t)(Hq * vc->max_q * vc->max_k) * sizeof(double) + 1) : NULL;
@@ -945,8 +967,15 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
         d.mask = FA_CL_MASK_BOOL;
         d.mask_stride[0] = Hq * vc->max_q * vc->max_k, d.mask_stride[1] = vc->max_q * vc->max_k, d.mask_stride[2] = vc->max_k;
     }
-    for (int i = 0; i < (with_mask ? 9 : 7); i++)
-        if (!mem[i] && !(i == 7 && P == 0)) { /* 7: the block table, paged only */
+    if (with_mods && Hq <= 64) {
+        serve_mods(Hq, seed, slopes, sinks);
+        mem[9] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)Hq * sizeof(float), slopes);
+        mem[10] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)Hq * sizeof(float), sinks);
+        d.softcap = 4.0f;
+        d.alibi = d.sinks = 1;
+    }
+    for (int i = 0; i < 11; i++)
+        if (!mem[i] && !(i == 7 && P == 0) && !(i == 8 && !with_mask) && !(i >= 9 && !with_mods)) { /* 7: paged only */
             tu_expect(t, 0, "%s: buffers", name);
             goto done;
         }
@@ -958,6 +987,10 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
     memset(&info, 0, sizeof info);
     if (st == FA_CL_SUCCESS)
         fa_cl_plan_get_info(plan, &info);
+    if (st == FA_CL_SUCCESS && !tu_kernel_as_expected(t, vc->dtype, info.kernel, name)) {
+        fa_cl_plan_release(plan);
+        goto done;
+    }
     fa_cl_forward_args a;
     fa_cl_forward_args_init(&a);
     a.q = mem[0], a.k = mem[1], a.v = mem[2], a.o = mem[3], a.lse = mem[4], a.cu_seqlens_q = mem[5];
@@ -966,6 +999,7 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
     else
         a.cu_seqlens_k = mem[6];
     a.mask = mem[8];
+    a.alibi_slopes = mem[9], a.sinks = mem[10];
     for (int run = 0; run < 2 && st == FA_CL_SUCCESS; run++) {
         st = fa_cl_plan_run(plan, &a);
         if (st == FA_CL_SUCCESS && (tu_read(ctx, mem[3], (nq + o_slack) * esz, run ? o_img : first) != 0 ||
@@ -1009,7 +1043,7 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
                     for (int64_t j = 0; j < kl; j++)
                         mdense[(h * ql + i) * kl + j] =
                             mask[(size_t)(((b * Hq + h) * vc->max_q + i) * vc->max_k + j)] ? 0.0 : -INFINITY;
-        const tu_mods mods = {0.0, NULL, NULL, mdense};
+        const tu_mods mods = {with_mods ? 4.0 : 0.0, with_mods ? slopes : NULL, with_mods ? sinks : NULL, mdense};
         tu_attention_f64_mods(&one, &mods, qb, kb, vb, ob, lb);
         for (int64_t h = 0; h < Hq; h++)
             for (int64_t i = 0; i < ql; i++) {
@@ -1040,7 +1074,7 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
               "%zu written outside the sequences%s", name, info.kernel, info.block_q, info.block_kv, info.splits,
               info.gqa_pack, worst, bad, clobbered, same ? "" : ", NOT bitwise equal run to run");
 done:
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 11; i++)
         if (mem[i])
             clReleaseMemObject(mem[i]);
     free(mask);
@@ -1076,7 +1110,7 @@ static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
     /* a boolean mask over each sequence's own positions: ragged, chunked prefill, bad offsets */
     const int masked[] = {0, 3, 4};
     for (int i = 0; i < TU_COUNT(masked); i++)
-        check_varlen_with(&serving_tally, ctx, &cases[masked[i]], 750 + (uint64_t)i, 1);
+        check_varlen_with(&serving_tally, ctx, &cases[masked[i]], 750 + (uint64_t)i, VARLEN_MASK);
     return 0;
 }
 
