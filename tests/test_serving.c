@@ -67,8 +67,9 @@ enum { SERVE_Q8 = 1,  /* paged cases, head_dim a multiple of 32: the pool holds 
        SERVE_TREE = 4, /* a random tree mask per sequence over its Sq new tokens, in strided words */
        SERVE_CHAIN = 8, /* the chain tree (token t's parent t - 1) on a causal case: the kernel runs it
                            with causal 0 and the tree, the oracle with the causal mask alone */
-       SERVE_MODS = 16 /* the score modifiers together: softcap 4, ALiBi slopes and sinks per query head
-                          (each sequence's ALiBi diagonal its own length's) */ };
+       SERVE_MODS = 16, /* the score modifiers together: softcap 4, ALiBi slopes and sinks per query head
+                           (each sequence's ALiBi diagonal its own length's) */
+       SERVE_SINKS = 32 /* the sinks alone */ };
 
 /* A tree over n new tokens as rows of `words` uint32 (row i: the bits of i and its ancestors): a
  * chain, or each token's parent drawn among the tokens before it (or none: it hangs off the
@@ -273,19 +274,20 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
         d->kv_seqlens = 1;
     }
 
-    /* the modifiers (SERVE_MODS): ALiBi's geometric slopes, sinks in [-1, 3] */
-    if (flags & SERVE_MODS) {
+    /* the modifiers (SERVE_MODS, SERVE_SINKS): ALiBi's geometric slopes, sinks in [-1, 3] */
+    if (flags & (SERVE_MODS | SERVE_SINKS)) {
         slopes = (float *)malloc((size_t)c->Hq * sizeof(float));
         sinks = (float *)malloc((size_t)c->Hq * sizeof(float));
         if (!slopes || !sinks)
             goto done;
         serve_mods(c->Hq, seed, slopes, sinks);
-        r->slopes_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)c->Hq * sizeof(float), slopes);
+        if (flags & SERVE_MODS)
+            r->slopes_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)c->Hq * sizeof(float), slopes);
         r->sinks_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)c->Hq * sizeof(float), sinks);
-        if (!r->slopes_mem || !r->sinks_mem)
+        if ((!r->slopes_mem && (flags & SERVE_MODS)) || !r->sinks_mem)
             goto done;
-        d->softcap = 4.0f;
-        d->alibi = 1;
+        d->softcap = (flags & SERVE_MODS) ? 4.0f : 0.0f;
+        d->alibi = (flags & SERVE_MODS) != 0;
         d->sinks = 1;
     }
 
@@ -359,7 +361,8 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
                                 x = -INFINITY;
                             mdense[(h * c->Sq + i) * len[b] + j] = x;
                         }
-            const tu_mods mods = {(flags & SERVE_MODS) ? 4.0 : 0.0, slopes, sinks, (flags & SERVE_CHAIN) ? NULL : mdense};
+            const tu_mods mods = {(flags & SERVE_MODS) ? 4.0 : 0.0, (flags & SERVE_MODS) ? slopes : NULL, sinks,
+                                  (flags & SERVE_CHAIN) ? NULL : mdense};
             tu_attention_f64_mods(&one, &mods, p->x[0] + qo * (size_t)D, kb, vb, p->ref_o + qo * (size_t)D,
                                   p->ref_lse + qo);
         }
@@ -436,6 +439,8 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
         strcat(name, " chain tree = causal");
     if (flags & SERVE_MODS)
         strcat(name, " softcap=4 alibi sinks");
+    if (flags & SERVE_SINKS)
+        strcat(name, " sinks");
     serving_run r;
     if (run_init(&r, ctx, sc, seed, flags) != 0) {
         tu_expect(t, 0, "%s: setup failed", name);
@@ -705,6 +710,16 @@ static int run_mods(fa_cl_context *ctx, int argc, char **argv)
     };
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_case_with(&serving_tally, ctx, &cases[i], 950 + (uint64_t)i, SERVE_MODS | (i == 5 ? SERVE_MASK : 0));
+    /* q8_0 K/V in pages, decoding: with all three (nvidia-mma's 16-row tiles, B fragments straight
+     * from the staged rows: keys in their own order) and with the sinks alone (its 8-row transposed
+     * decode, whose epilogue adds them) */
+    const serving_case q8[] = {
+        {{2, 8, 2, 4, 300, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0},
+        {{2, 8, 2, 1, 300, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0}, /* 4 packed rows */
+    };
+    check_case_with(&serving_tally, ctx, &q8[0], 960, SERVE_Q8 | SERVE_MODS);
+    check_case_with(&serving_tally, ctx, &q8[1], 961, SERVE_Q8 | SERVE_MODS);
+    check_case_with(&serving_tally, ctx, &q8[1], 962, SERVE_Q8 | SERVE_SINKS);
     /* varlen rows (an empty sequence; packed GQA rows of a few tokens; chunked prefill on pages) */
     const varlen_case varlen[] = {
         {3, 4, 2, 64, FA_CL_F16, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, 0},
