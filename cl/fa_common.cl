@@ -165,6 +165,19 @@ inline float2 fa_csum(float hi, float lo, float fx, float y, float fy)
 
 /* What the forward's and the backward's score modifiers share (include/fa_cl.h "Score modifiers"). */
 #ifdef FA_MODS
+#ifdef FA_TANH_APPROX
+/* NVIDIA's tanh.approx.f32 (FlashAttention-3's softcap: one special-function op where the rational
+ * function below costs a dozen multiply-adds and a division), a measurement switch given by hand
+ * on NVIDIA GPUs (FA_CL_BUILD_OPTIONS=-DFA_TANH_APPROX): its relative error, about 2^-11, moves a
+ * probability by up to softcap x 2^-11 (0.5% at softcap 10), more than the f16 tests' tolerance
+ * (0.001 + 0.002 |o|) may admit */
+inline float fa_tanh(float x)
+{
+    float y;
+    asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+#else
 /* tanh as a rational function of x on [-7.9, 7.9] (Eigen's float tanh: x P(x^2) / Q(x^2), degree
  * 13 over 6, a few ulp; beyond, +-1 in float): a dozen multiply-adds and a division, where an exp
  * would double a score's transcendental cost (PoCL: +45% against +10-15%) */
@@ -182,6 +195,7 @@ inline float fa_tanh(float x)
     q = mad(x2, q, 4.89352518554385e-03f);
     return c * p / q;
 }
+#endif
 #endif
 
 /* The attention mask's entries (FA_MASK = the fa_cl_mask_type: 1 f32, 2 f16, 3 boolean uint8, 4

@@ -101,6 +101,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         FA_ROWS_SPAN(q0 + wrow, q0 + wrow + 15, &unused, &clean_hi, &clean_lo, &unused2);
 
     const int kv_first = blk_lo / BLOCK_KV * BLOCK_KV;
+    FA_NV_MODS_ROWS(1) /* cl/fa_nv_mods.cl */
 #ifdef FA_ASYNC
     if (kv_first < blk_hi) {
         fa_tf_load_tile_async(k_s, QP, k, kmap, kv_first, seqlen_k, lid);
@@ -154,8 +155,10 @@ void fa_forward(FA_FORWARD_PARAMS)
             }
         }
 
-        /* mask, unless every row of the warp sees every key of the block; scores stay raw (the
-         * scale goes into the exponent: 2^(s c - m c), below) */
+        /* softcap and ALiBi (cl/fa_nv_mods.cl); then the mask, unless every row of the warp sees
+         * every key of the block; scores stay raw (the scale goes into the exponent: 2^(s c - m c),
+         * below) */
+        FA_NV_MODS_TILE(s, 0, kv0)
         if (!(kv0 >= clean_lo && kv0 + BLOCK_KV <= clean_hi)) {
             int lo0, hi0, lo1, hi1;
             FA_ROW_RANGE(row0, &lo0, &hi0);
@@ -221,7 +224,10 @@ void fa_forward(FA_FORWARD_PARAMS)
     l0 += fa_shfl_xor(l0, 2 FA_EMU_ARG);
     l1 += fa_shfl_xor(l1, 1 FA_EMU_ARG);
     l1 += fa_shfl_xor(l1, 2 FA_EMU_ARG);
-    const float inv0 = (l0 == 0.0f) ? 0.0f : 1.0f / l0, inv1 = (l1 == 0.0f) ? 0.0f : 1.0f / l1;
+    FA_NV_SINK_JOIN(sink0, row0, m0, l0) /* cl/fa_nv_mods.cl */
+    FA_NV_SINK_JOIN(sink1, row1, m1, l1)
+    const float inv0 = (l0 == 0.0f) ? 0.0f : FA_NV_SINK_F(sink0) / l0,
+                inv1 = (l1 == 0.0f) ? 0.0f : FA_NV_SINK_F(sink1) / l1;
     const ulong obase = FA_O_HEAD0;
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++) {

@@ -87,7 +87,8 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
     }
 #endif
 
-/* Every row's sum over its 4 lanes, O normalised and written (FA_EPI_O_ROW), the LSE */
+/* Every row's sum over its 4 lanes, its sink (cl/fa_nv_mods.cl), O normalised and written
+ * (FA_EPI_O_ROW), the LSE */
 #define FA_EPI_ROWS                                                                  \
     FA_PRAGMA_UNROLL                                                                 \
     for (int mt = 0; mt < MT; mt++) {                                                \
@@ -96,7 +97,8 @@ inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float
         for (int r = 0; r < 2; r++) {                                                \
             l[mt][r] += fa_shfl_xor(l[mt][r], 1 FA_EMU_ARG);                         \
             l[mt][r] += fa_shfl_xor(l[mt][r], 2 FA_EMU_ARG);                         \
-            inv[r] = (l[mt][r] == 0.0f) ? 0.0f : 1.0f / l[mt][r];                    \
+            FA_NV_SINK_JOIN(sink_j, q0 + wrow + 16 * mt + g + 8 * r, m[mt][r], l[mt][r]) \
+            inv[r] = (l[mt][r] == 0.0f) ? 0.0f : FA_NV_SINK_F(sink_j) / l[mt][r];    \
         }                                                                            \
         const int row0 = q0 + wrow + 16 * mt + g, row1 = row0 + 8;                   \
         FA_EPI_O_ROW                                                                 \

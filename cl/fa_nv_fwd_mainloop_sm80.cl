@@ -54,6 +54,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
 
     FA_TILE_ROW_STATE
     FA_TILE_KEY_BLOCKS
+    FA_NV_MODS_ROWS(MT) /* cl/fa_nv_mods.cl */
 #if defined(FA_ASYNC)
     /* the first STAGES - 1 blocks; a commit group per block, empty past the end, so that
      * wait_group STAGES - 2 in the loop means "this block is in" */
@@ -140,7 +141,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         FA_TILE_SCORES
         FA_MMA_S /* cl/fa_nv_fwd_mma.cl */
 
-        /* the attention mask's terms, then the visibility mask (cl/fa_nv_fwd_mask.cl) */
+        /* softcap and ALiBi (cl/fa_nv_mods.cl), the attention mask's terms, then the visibility
+         * mask (cl/fa_nv_fwd_mask.cl) */
+        FA_NV_MODS_TERMS
         FA_MASK_TERMS
         FA_MASK_VISIBLE
 

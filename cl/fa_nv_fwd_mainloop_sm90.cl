@@ -86,6 +86,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
      * second is computed. O lives in ow; K_j and V_{j-1} are in local memory at once, so V trails K
      * by a block in the copies: block j's commit group copies K_{j+1} and V_j. */
     FA_WG_PIPE_INIT /* cl/fa_nv_fwd_wgmma.cl */
+    FA_NV_MODS_ROWS(MT) /* cl/fa_nv_mods.cl */
 #ifdef FA_WG_PINGPONG
     /* FlashAttention-3's ping-pong of two warpgroups: they take turns issuing a block's products
      * (named barriers 1 and 2), so that one's softmax runs under the other's products; the second
@@ -179,7 +180,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
                 s[0][nt] = (float4)(sw[4 * nt], sw[4 * nt + 1], sw[4 * nt + 2], sw[4 * nt + 3]);
         }
 
-        /* the attention mask's terms, then the visibility mask (cl/fa_nv_fwd_mask.cl) */
+        /* softcap and ALiBi (cl/fa_nv_mods.cl), the attention mask's terms, then the visibility
+         * mask (cl/fa_nv_fwd_mask.cl) */
+        FA_NV_MODS_TERMS
         FA_MASK_TERMS
 #ifdef FA_WG_PRODUCER
         if (lane == 0) /* S is in and the mask's terms read: K's stage is free */

@@ -35,8 +35,8 @@
 #else
 #define FA_S_KEY(nt, c) ((nt) * 8 + (c))
 #endif
-#if defined(FA_KEYS_M) && (!defined(FA_Q8_FRAGS) || defined(FA_MASK) || MT != 1)
-#error "BLOCK_Q 8 takes q8_0 K/V copied asynchronously, D_PAD <= 128, mma.sync, 16 rows a warp, no mask"
+#if defined(FA_KEYS_M) && (!defined(FA_Q8_FRAGS) || defined(FA_MASK) || defined(FA_SOFTCAP) || defined(FA_ALIBI) || MT != 1)
+#error "BLOCK_Q 8 takes q8_0 K/V copied asynchronously, D_PAD <= 128, mma.sync, 16 rows a warp, no mask, softcap or ALiBi"
 #endif
 #define KV_HALVES (2 * TILE_BUFS * TILE)
 #define Q_HALVES (BLOCK_Q * TILE_ROW)

@@ -476,10 +476,14 @@ typedef struct fa_cl_attention_desc {
  * Masked keys stay masked (a modifier never makes a key visible; a key the attention mask masks
  * contributes p = 0, so an Inf or NaN in its v row still reaches the row as 0 * Inf, as in an
  * unfused softmax). Kernels: softcap, ALiBi and sinks run on the portable kernels (on NVIDIA GPUs
- * portable-tiled: the rows kernel with them, or with a mask, failed the H200's tests at head_dim
- * 64, and FA_CL_KERNEL_VARIANT=portable with one is FA_CL_ERROR_UNSUPPORTED there); the attention
- * mask also on nvidia-mma, not on nvidia-tf32x3 (fa_cl_plan_info.kernel says which; a forced kernel
- * that does not take a modifier is FA_CL_ERROR_UNSUPPORTED). The reference takes them all through
+ * not the rows kernel: with them, or with a mask, it failed the H200's tests at head_dim 64, and
+ * FA_CL_KERNEL_VARIANT=portable with one is FA_CL_ERROR_UNSUPPORTED there) and on the forward
+ * tensor-core kernels nvidia-wgmma, nvidia-mma (f16/bf16) and nvidia-tf32x3 (f32), with every
+ * serving feature (nvidia-mma's 8-row q8_0 decode tiles take sinks, not the softcap or ALiBi: such
+ * plans take its 16-row tiles); the attention mask also on nvidia-wgmma and nvidia-mma, not on
+ * nvidia-tf32x3. The tensor-core backward kernels take none (portable-backward runs them).
+ * fa_cl_plan_info.kernel says which ran; a forced kernel that does not take a modifier is
+ * FA_CL_ERROR_UNSUPPORTED. The reference takes them all through
  * fa_cl_reference_run (fa_cl_reference_forward, which has no buffers for them, the softcap only).
  * Bad data: a NaN slope, sink or mask entry makes the rows it reaches NaN; nothing is read outside
  * the buffers' heads_q floats or the mask's view (a key past a sequence's length reads an entry

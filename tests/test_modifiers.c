@@ -6,6 +6,9 @@
  * tolerances of tests/tolerance.h. Subsets:
  *   cases      the fused path (the planner's kernel, or FA_CL_KERNEL_VARIANT; CTest also runs it
  *              with FA_CL_TUNE splits and kv_chunk, so sinks meet the combine and the chunk merge)
+ *   mods       the cases without an attention mask (CTest: the f32 tensor-core kernel)
+ *   hopper     cases shaped for nvidia-wgmma (CTest: also on the emulated nvidia-mma)
+ *   wgmma      the same, skipped unless the device is Hopper (CTest: each must plan on nvidia-wgmma)
  *   reference  fa_cl_reference_run on the same cases
  *   invalid    what bad modifiers get: a status and a message naming the field
  *   tiny N     case N of a tiny set, one per process (oclgrind)
@@ -228,12 +231,55 @@ static const mod_case all_cases[] = {
     {{2, 8, 2, 1, 300, 128, FA_CL_BF16, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_BF16, 16 | 2},
 };
 
+/* Hopper's tensor-core kernel's shapes (nvidia-wgmma: 16-byte rows, more than 64 query rows, head_dim
+ * 97..128, 129..256, or 41..64 with more than 512 keys): the modifiers alone and together with causal
+ * masks, windows, GQA, key tails, several query blocks, and a mask of 16-byte rows (its tiles copied
+ * with K/V) */
+static const mod_case hopper_cases[] = {
+    {{1, 4, 2, 200, 300, 128, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 4.0f, 1, 1, FA_CL_MASK_NONE, 0},
+    {{2, 4, 4, 150, 260, 128, FA_CL_BF16, 0, 64, 32, "CCCC", 0.0f, 1}, 0.0f, 1, 1, FA_CL_MASK_NONE, 0},
+    {{1, 4, 1, 129, 257, 112, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 5.0f, 0, 0, FA_CL_MASK_NONE, 0},
+    {{1, 2, 1, 130, 600, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 3.0f, 1, 0, FA_CL_MASK_NONE, 0},
+    {{1, 2, 2, 130, 140, 256, FA_CL_BF16, 0, -1, -1, "CCCC", 0.0f, 1}, 6.0f, 0, 1, FA_CL_MASK_NONE, 0},
+    {{1, 4, 2, 200, 300, 128, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 4.0f, 1, 1, FA_CL_MASK_BOOL, 16 | 1},
+};
+
+/* cases[0 .. n) seeded from seed0 on, through the fused path; mask_free: those without an attention mask */
+static int check_list(fa_cl_context *ctx, const mod_case *cases, int n, uint64_t seed0, int mask_free)
+{
+    for (int i = 0; i < n; i++)
+        if (!mask_free || cases[i].mask == FA_CL_MASK_NONE)
+            check_case(&mods_tally, ctx, &cases[i], seed0 + (uint64_t)i, 0);
+    return 0;
+}
+
+static int run_hopper(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    return check_list(ctx, hopper_cases, TU_COUNT(hopper_cases), 200, 0);
+}
+
+/* the same where nvidia-wgmma runs (compute capability 9.0; skipped elsewhere) */
+static int run_wgmma(fa_cl_context *ctx, int argc, char **argv)
+{
+    if (!tu_hopper(ctx)) {
+        printf("SKIP: nvidia-wgmma needs an NVIDIA GPU of compute capability 9.0\n");
+        return TU_EXIT_SKIP;
+    }
+    return run_hopper(ctx, argc, argv);
+}
+
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    for (int i = 0; i < TU_COUNT(all_cases); i++)
-        check_case(&mods_tally, ctx, &all_cases[i], 100 + (uint64_t)i, 0);
-    return 0;
+    return check_list(ctx, all_cases, TU_COUNT(all_cases), 100, 0);
+}
+
+/* the cases without an attention mask (the f32 tensor-core kernel takes the modifiers, not masks) */
+static int run_mods(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    return check_list(ctx, all_cases, TU_COUNT(all_cases), 100, 1);
 }
 
 static int run_reference(fa_cl_context *ctx, int argc, char **argv)
@@ -254,6 +300,8 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
         {{1, 4, 2, 3, 40, 16, FA_CL_F32, 0, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 1, FA_CL_MASK_BOOL, 0},
         /* 16-byte mask rows: the tensor-core kernel's mask tiles, a key tail inside a copy */
         {{2, 2, 1, 20, 37, 16, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 0.0f, 0, 0, FA_CL_MASK_F16, 16},
+        /* the three modifiers on 16-bit storage (the tensor-core kernel's): causal, GQA, key tails */
+        {{1, 4, 2, 20, 37, 16, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, 3.0f, 1, 1, FA_CL_MASK_NONE, 0},
     };
     const int only = argc > 0 ? atoi(argv[0]) : -1;
     for (int i = 0; i < TU_COUNT(tiny); i++)
@@ -361,7 +409,8 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
 int main(int argc, char **argv)
 {
     const tu_subset subsets[] = {
-        {"cases", run_cases}, {"reference", run_reference}, {"invalid", run_invalid}, {"tiny", run_tiny},
+        {"cases", run_cases}, {"mods", run_mods}, {"hopper", run_hopper}, {"wgmma", run_wgmma},
+        {"reference", run_reference}, {"invalid", run_invalid}, {"tiny", run_tiny},
     };
     return tu_main(&mods_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

@@ -14,7 +14,7 @@
  * causal, windows, GQA, head_dim up to 512), bad_data (lengths and table entries out of range), splits (forced split
  * counts 1..16: within tolerance of the oracle and bitwise equal run to run), invalid (host-side
  * checks with a status and a message), tree (tree masks over the new tokens, appended or cached) and
- * tree_invalid (their bad input).
+ * tree_invalid (their bad input), mods (the score modifiers with lengths, pages and decode rows).
  */
 #include <math.h>
 #include <stdio.h>
@@ -57,7 +57,7 @@ typedef struct append_case {
 typedef struct serving_run {
     tu_problem p;
     fa_cl_attention_desc desc;
-    cl_mem pool[2], lens_mem, table_mem, mask_mem, tree_mem;
+    cl_mem pool[2], lens_mem, table_mem, mask_mem, tree_mem, slopes_mem, sinks_mem;
     int64_t num_pages, pages_per_seq;
 } serving_run;
 
@@ -65,8 +65,11 @@ typedef struct serving_run {
 enum { SERVE_Q8 = 1,  /* paged cases, head_dim a multiple of 32: the pool holds K and V as q8_0 blocks */
        SERVE_MASK = 2, /* an f32 mask [B, 1, Sq, capacity] (broadcast over heads), a fifth masked */
        SERVE_TREE = 4, /* a random tree mask per sequence over its Sq new tokens, in strided words */
-       SERVE_CHAIN = 8 /* the chain tree (token t's parent t - 1) on a causal case: the kernel runs it
-                          with causal 0 and the tree, the oracle with the causal mask alone */ };
+       SERVE_CHAIN = 8, /* the chain tree (token t's parent t - 1) on a causal case: the kernel runs it
+                           with causal 0 and the tree, the oracle with the causal mask alone */
+       SERVE_MODS = 16, /* the score modifiers together: softcap 4, ALiBi slopes and sinks per query head
+                           (each sequence's ALiBi diagonal its own length's) */
+       SERVE_SINKS = 32 /* the sinks alone */ };
 
 /* A tree over n new tokens as rows of `words` uint32 (row i: the bits of i and its ancestors): a
  * chain, or each token's parent drawn among the tokens before it (or none: it hangs off the
@@ -91,10 +94,27 @@ static void check_append_with(tu_tally *t, fa_cl_context *ctx, const append_case
 
 static int64_t clamp64(int64_t x, int64_t lo, int64_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
+/* check_varlen_with's variations: a boolean mask [B, Hq, max_q, max_k]; the score modifiers together
+ * (softcap 4, ALiBi, sinks: serve_mods) */
+enum { VARLEN_MASK = 1, VARLEN_MODS = 2 };
+static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int flags);
+
+/* SERVE_MODS' per-head values: ALiBi's geometric slopes, sinks in [-1, 3] */
+static void serve_mods(int64_t Hq, uint64_t seed, float *slopes, float *sinks)
+{
+    tu_rng r;
+    tu_rng_seed(&r, seed ^ 0x5151u);
+    for (int64_t h = 0; h < Hq; h++) {
+        slopes[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)Hq);
+        sinks[h] = (float)(-1.0 + 4.0 * tu_rng_uniform(&r));
+    }
+}
+
 static void run_free(serving_run *r)
 {
-    cl_mem m[6] = {r->pool[0], r->pool[1], r->lens_mem, r->table_mem, r->mask_mem, r->tree_mem};
-    for (int i = 0; i < 6; i++)
+    cl_mem m[8] = {r->pool[0], r->pool[1], r->lens_mem, r->table_mem, r->mask_mem, r->tree_mem, r->slopes_mem,
+                   r->sinks_mem};
+    for (int i = 0; i < 8; i++)
         if (m[i])
             clReleaseMemObject(m[i]);
     tu_problem_free(&r->p);
@@ -134,6 +154,7 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
     int rc = -1;
     void *pool_img[2] = {NULL, NULL};
     float *mask = NULL;      /* SERVE_MASK: [B, Sq, capacity] */
+    float *slopes = NULL, *sinks = NULL; /* SERVE_MODS: [Hq] each */
     double *mdense = NULL;   /* one sequence's mask for the oracle */
     uint32_t *tree = NULL;   /* SERVE_TREE / SERVE_CHAIN: the words, strided */
     int *table = NULL;
@@ -253,6 +274,23 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
         d->kv_seqlens = 1;
     }
 
+    /* the modifiers (SERVE_MODS, SERVE_SINKS): ALiBi's geometric slopes, sinks in [-1, 3] */
+    if (flags & (SERVE_MODS | SERVE_SINKS)) {
+        slopes = (float *)malloc((size_t)c->Hq * sizeof(float));
+        sinks = (float *)malloc((size_t)c->Hq * sizeof(float));
+        if (!slopes || !sinks)
+            goto done;
+        serve_mods(c->Hq, seed, slopes, sinks);
+        if (flags & SERVE_MODS)
+            r->slopes_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)c->Hq * sizeof(float), slopes);
+        r->sinks_mem = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)c->Hq * sizeof(float), sinks);
+        if ((!r->slopes_mem && (flags & SERVE_MODS)) || !r->sinks_mem)
+            goto done;
+        d->softcap = (flags & SERVE_MODS) ? 4.0f : 0.0f;
+        d->alibi = (flags & SERVE_MODS) != 0;
+        d->sinks = 1;
+    }
+
     /* the mask (SERVE_MASK): sequence b's entries at b Sq Sk + i Sk + j; keys past a length are
      * there but never visible */
     if (flags & SERVE_MASK) {
@@ -323,7 +361,8 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
                                 x = -INFINITY;
                             mdense[(h * c->Sq + i) * len[b] + j] = x;
                         }
-            const tu_mods mods = {0.0, NULL, NULL, (flags & SERVE_CHAIN) ? NULL : mdense};
+            const tu_mods mods = {(flags & SERVE_MODS) ? 4.0 : 0.0, (flags & SERVE_MODS) ? slopes : NULL, sinks,
+                                  (flags & SERVE_CHAIN) ? NULL : mdense};
             tu_attention_f64_mods(&one, &mods, p->x[0] + qo * (size_t)D, kb, vb, p->ref_o + qo * (size_t)D,
                                   p->ref_lse + qo);
         }
@@ -332,6 +371,8 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
     free(kb);
     free(vb);
 done:
+    free(slopes);
+    free(sinks);
     free(mask);
     free(mdense);
     free(tree);
@@ -360,6 +401,8 @@ static fa_cl_status run_call(fa_cl_context *ctx, serving_run *r, fa_cl_plan *pla
     a.block_table = r->table_mem;
     a.mask = r->mask_mem;
     a.tree_mask = r->tree_mem;
+    a.alibi_slopes = r->slopes_mem;
+    a.sinks = r->sinks_mem;
     fa_cl_status st = plan ? fa_cl_plan_run(plan, &a) : fa_cl_attention_run(ctx, &r->desc, &a);
     if (st == FA_CL_SUCCESS)
         st = clFinish(fa_cl_context_queue(ctx)) == CL_SUCCESS ? FA_CL_SUCCESS : FA_CL_ERROR_OPENCL;
@@ -394,6 +437,10 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
         strcat(name, (seed & 1) ? " tree (broadcast)" : " tree");
     if (flags & SERVE_CHAIN)
         strcat(name, " chain tree = causal");
+    if (flags & SERVE_MODS)
+        strcat(name, " softcap=4 alibi sinks");
+    if (flags & SERVE_SINKS)
+        strcat(name, " sinks");
     serving_run r;
     if (run_init(&r, ctx, sc, seed, flags) != 0) {
         tu_expect(t, 0, "%s: setup failed", name);
@@ -410,6 +457,11 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
     }
     fa_cl_plan_info info;
     fa_cl_plan_get_info(plan, &info);
+    if (!tu_kernel_as_expected(t, sc->c.dtype, info.kernel, name)) {
+        fa_cl_plan_release(plan);
+        run_free(&r);
+        return;
+    }
     st = run_call(ctx, &r, plan);
     unsigned char *first = NULL;
     const size_t obytes = tu_tensor_bytes(&r.p.t[3]);
@@ -642,6 +694,44 @@ static int run_decode(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
+/* the score modifiers together (SERVE_MODS, VARLEN_MODS) with per-sequence lengths (one empty), pages
+ * (shared, 16 and 64 keys), decode rows (GQA-packed), varlen rows, causal masks, windows, an attention mask; every
+ * storage type (CTest runs it on the tensor-core kernels, emulated, with TU_EXPECT_KERNEL) */
+static int run_mods(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    const serving_case cases[] = {
+        {{3, 8, 2, 1, 300, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 0, 77), 16, 1, 0},
+        {{2, 8, 2, 4, 200, 128, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(4, 200), 64, 0, 0},
+        {{2, 4, 2, 16, 150, 64, FA_CL_F16, 1, 40, 0, "CCCC", 0.0f, 1}, LENS(150, 20), 0, 0, 0},
+        {{2, 4, 1, 37, 130, 64, FA_CL_F32, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(100, 130), 16, 0, 0},
+        {{2, 4, 4, 3, 200, 40, FA_CL_F32, 0, 20, -1, "CCCP", 0.0f, 1}, LENS(200, 50), 0, 0, 0},
+        {{2, 4, 2, 40, 96, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(96, 61), 16, 0, 0},
+    };
+    for (int i = 0; i < TU_COUNT(cases); i++)
+        check_case_with(&serving_tally, ctx, &cases[i], 950 + (uint64_t)i, SERVE_MODS | (i == 5 ? SERVE_MASK : 0));
+    /* q8_0 K/V in pages, decoding: with all three (nvidia-mma's 16-row tiles, B fragments straight
+     * from the staged rows: keys in their own order) and with the sinks alone (its 8-row transposed
+     * decode, whose epilogue adds them) */
+    const serving_case q8[] = {
+        {{2, 8, 2, 4, 300, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0},
+        {{2, 8, 2, 1, 300, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0}, /* 4 packed rows */
+    };
+    check_case_with(&serving_tally, ctx, &q8[0], 960, SERVE_Q8 | SERVE_MODS);
+    check_case_with(&serving_tally, ctx, &q8[1], 961, SERVE_Q8 | SERVE_MODS);
+    check_case_with(&serving_tally, ctx, &q8[1], 962, SERVE_Q8 | SERVE_SINKS);
+    /* varlen rows (an empty sequence; packed GQA rows of a few tokens; chunked prefill on pages) */
+    const varlen_case varlen[] = {
+        {3, 4, 2, 64, FA_CL_F16, 1, -1, -1, LENS(0, 37, 37, 100), 100, 63, LENS(0, 50, 50, 170), 170, 120, 0},
+        {2, 4, 4, 128, FA_CL_BF16, 1, 16, 0, LENS(0, 70, 90), 90, 70, LENS(0, 70, 200), 200, 130, 0},
+        {4, 8, 2, 40, FA_CL_F32, 0, -1, -1, LENS(0, 1, 5, 5, 9), 9, 4, LENS(0, 300, 301, 301, 700), 700, 400, 0},
+        {3, 8, 2, 64, FA_CL_F32, 1, -1, -1, LENS(0, 16, 17, 50), 50, 33, LENS(0, 100, 117, 300), 300, 183, 16},
+    };
+    for (int i = 0; i < TU_COUNT(varlen); i++)
+        check_varlen_with(&serving_tally, ctx, &varlen[i], 970 + (uint64_t)i, VARLEN_MODS | (i == 0 ? VARLEN_MASK : 0));
+    return 0;
+}
+
 /* rows longer than one fp32 sum keeps accurate (f32: 2^16 keys): chunked launches, or with
  * FA_CL_TUNE splits a split plan of at least one chunk per 65536 keys */
 static int run_long(fa_cl_context *ctx, int argc, char **argv)
@@ -700,7 +790,6 @@ static int run_splits(fa_cl_context *ctx, int argc, char **argv)
 
 static void check_varlen(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed);
 static void check_append(tu_tally *t, fa_cl_context *ctx, const append_case *ac, uint64_t seed);
-static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int with_mask);
 
 /* small shapes for oclgrind (races, out-of-bounds reads and writes, uninitialised values): lengths 0
  * and past the capacity, shuffled, shared and out-of-range pages, a masked decode row. "tiny N"
@@ -766,7 +855,7 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
     if (only == 6) {
         const varlen_case v = {3, 4, 2, 16, FA_CL_F32, 1, -1, -1, (const int[]){0, 5, 5, 12}, 12, 7,
                                       (const int[]){0, 20, 23, 40}, 40, 20, 0};
-        check_varlen_with(&serving_tally, ctx, &v, 651, 1);
+        check_varlen_with(&serving_tally, ctx, &v, 651, VARLEN_MASK);
     }
     return 0;
 }
@@ -783,13 +872,15 @@ static void varlen_rows(const int *cu, int64_t b, int64_t total, int64_t max, in
 }
 
 /* with_mask: a boolean mask [B, Hq, max_q, max_k] (positions within each sequence), a quarter masked */
-static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int with_mask)
+static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case *vc, uint64_t seed, int flags)
 {
-    char name[300];
-    snprintf(name, sizeof name, "varlen B=%lld H=%lld/%lld D=%lld %s%s total_q %lld (max %lld) total_k %lld (max %lld)%s%s",
+    const int with_mask = flags & VARLEN_MASK, with_mods = flags & VARLEN_MODS;
+    char name[330];
+    snprintf(name, sizeof name, "varlen B=%lld H=%lld/%lld D=%lld %s%s total_q %lld (max %lld) total_k %lld (max %lld)%s%s%s",
              (long long)vc->B, (long long)vc->Hq, (long long)vc->Hkv, (long long)vc->D, tu_dtype_name(vc->dtype),
              vc->causal ? " causal" : "", (long long)vc->total_q, (long long)vc->max_q, (long long)vc->total_k,
-             (long long)vc->max_k, vc->page_size ? " paged (chunked prefill)" : "", with_mask ? " mask=bool" : "");
+             (long long)vc->max_k, vc->page_size ? " paged (chunked prefill)" : "", with_mask ? " mask=bool" : "",
+             with_mods ? " softcap=4 alibi sinks" : "");
     const int64_t B = vc->B, Hq = vc->Hq, Hkv = vc->Hkv, D = vc->D, P = vc->page_size;
     const size_t esz = tu_dtype_size(vc->dtype), nq = (size_t)(vc->total_q * Hq * D), nk = (size_t)(vc->total_k * Hkv * D);
     const size_t o_slack = 16, lse_n = (size_t)(Hq * vc->total_q), lse_slack = 7;
@@ -801,7 +892,8 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
     unsigned char *covered = calloc((size_t)vc->total_q, 1);
     int *lens = malloc((size_t)B * sizeof(int)), *table = NULL;
     void *pool[2] = {NULL, NULL};
-    cl_mem mem[9] = {NULL};
+    cl_mem mem[11] = {NULL}; /* q k v o lse cu_q cu_k|lens table mask slopes sinks */
+    float slopes[64], sinks[64];
     const size_t mn = with_mask ? (size_t)(B * Hq * vc->max_q * vc->max_k) : 0;
     unsigned char *mask = with_mask ? malloc(mn) : NULL;
     double *mdense = with_mask ? malloc((size_t)(Hq * vc->max_q * vc->max_k) * sizeof(double) + 1) : NULL;
@@ -890,8 +982,15 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
         d.mask = FA_CL_MASK_BOOL;
         d.mask_stride[0] = Hq * vc->max_q * vc->max_k, d.mask_stride[1] = vc->max_q * vc->max_k, d.mask_stride[2] = vc->max_k;
     }
-    for (int i = 0; i < (with_mask ? 9 : 7); i++)
-        if (!mem[i] && !(i == 7 && P == 0)) { /* 7: the block table, paged only */
+    if (with_mods && Hq <= 64) {
+        serve_mods(Hq, seed, slopes, sinks);
+        mem[9] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)Hq * sizeof(float), slopes);
+        mem[10] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)Hq * sizeof(float), sinks);
+        d.softcap = 4.0f;
+        d.alibi = d.sinks = 1;
+    }
+    for (int i = 0; i < 11; i++)
+        if (!mem[i] && !(i == 7 && P == 0) && !(i == 8 && !with_mask) && !(i >= 9 && !with_mods)) { /* 7: paged only */
             tu_expect(t, 0, "%s: buffers", name);
             goto done;
         }
@@ -903,6 +1002,10 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
     memset(&info, 0, sizeof info);
     if (st == FA_CL_SUCCESS)
         fa_cl_plan_get_info(plan, &info);
+    if (st == FA_CL_SUCCESS && !tu_kernel_as_expected(t, vc->dtype, info.kernel, name)) {
+        fa_cl_plan_release(plan);
+        goto done;
+    }
     fa_cl_forward_args a;
     fa_cl_forward_args_init(&a);
     a.q = mem[0], a.k = mem[1], a.v = mem[2], a.o = mem[3], a.lse = mem[4], a.cu_seqlens_q = mem[5];
@@ -911,6 +1014,7 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
     else
         a.cu_seqlens_k = mem[6];
     a.mask = mem[8];
+    a.alibi_slopes = mem[9], a.sinks = mem[10];
     for (int run = 0; run < 2 && st == FA_CL_SUCCESS; run++) {
         st = fa_cl_plan_run(plan, &a);
         if (st == FA_CL_SUCCESS && (tu_read(ctx, mem[3], (nq + o_slack) * esz, run ? o_img : first) != 0 ||
@@ -954,7 +1058,7 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
                     for (int64_t j = 0; j < kl; j++)
                         mdense[(h * ql + i) * kl + j] =
                             mask[(size_t)(((b * Hq + h) * vc->max_q + i) * vc->max_k + j)] ? 0.0 : -INFINITY;
-        const tu_mods mods = {0.0, NULL, NULL, mdense};
+        const tu_mods mods = {with_mods ? 4.0 : 0.0, with_mods ? slopes : NULL, with_mods ? sinks : NULL, mdense};
         tu_attention_f64_mods(&one, &mods, qb, kb, vb, ob, lb);
         for (int64_t h = 0; h < Hq; h++)
             for (int64_t i = 0; i < ql; i++) {
@@ -985,7 +1089,7 @@ static void check_varlen_with(tu_tally *t, fa_cl_context *ctx, const varlen_case
               "%zu written outside the sequences%s", name, info.kernel, info.block_q, info.block_kv, info.splits,
               info.gqa_pack, worst, bad, clobbered, same ? "" : ", NOT bitwise equal run to run");
 done:
-    for (int i = 0; i < 9; i++)
+    for (int i = 0; i < 11; i++)
         if (mem[i])
             clReleaseMemObject(mem[i]);
     free(mask);
@@ -1021,7 +1125,7 @@ static int run_varlen(fa_cl_context *ctx, int argc, char **argv)
     /* a boolean mask over each sequence's own positions: ragged, chunked prefill, bad offsets */
     const int masked[] = {0, 3, 4};
     for (int i = 0; i < TU_COUNT(masked); i++)
-        check_varlen_with(&serving_tally, ctx, &cases[masked[i]], 750 + (uint64_t)i, 1);
+        check_varlen_with(&serving_tally, ctx, &cases[masked[i]], 750 + (uint64_t)i, VARLEN_MASK);
     return 0;
 }
 
@@ -1641,7 +1745,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
 int main(int argc, char **argv)
 {
     const tu_subset subsets[] = {
-        {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode},
+        {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode}, {"mods", run_mods},
         {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny}, {"varlen", run_varlen},
         {"append", run_append}, {"append_bad", run_append_bad}, {"long", run_long}, {"tree", run_tree},
         {"tree_invalid", run_tree_invalid},

@@ -704,6 +704,8 @@ void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_c
             st = fa_cl_plan_run(plan, a);
         }
         fa_cl_plan_release(plan);
+        if (st == FA_CL_SUCCESS && !tu_kernel_as_expected(t, p->desc.dtype, info.kernel, name))
+            return;
     }
     if (st != FA_CL_SUCCESS) {
         tu_expect(t, 0, "%s: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
@@ -894,6 +896,27 @@ int tu_refused_by_design(fa_cl_context *ctx, fa_cl_status st, const char *name)
      * nothing that ran fails (tu_finish) */
     printf("skipped, refused by design: %s: %s\n", name, why);
     refused_cases++;
+    return 1;
+}
+
+int tu_kernel_as_expected(tu_tally *t, fa_cl_dtype dtype, const char *kernel, const char *name)
+{
+    const char *list = getenv("TU_EXPECT_KERNEL"), *type = tu_dtype_name(dtype);
+    const size_t n = strlen(type);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        if ((size_t)(end - p) > n && strncmp(p, type, n) == 0 && p[n] == ':') {
+            const char *want = p + n + 1;
+            const size_t len = (size_t)(end - want);
+            if (strlen(kernel) == len && strncmp(kernel, want, len) == 0)
+                return 1;
+            tu_expect(t, 0, "%s: planned on %s, TU_EXPECT_KERNEL wants %.*s", name, kernel, (int)len, want);
+            return 0;
+        }
+        p = *end ? end + 1 : end;
+    }
     return 1;
 }
 

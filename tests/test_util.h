@@ -237,6 +237,11 @@ void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_c
  * "takes no", "takes one storage type", "not verified"): logged as skipped, returns 1; else 0. */
 int tu_refused_by_design(fa_cl_context *ctx, fa_cl_status st, const char *name);
 
+/* TU_EXPECT_KERNEL="f16:nvidia-mma,bf16:nvidia-mma,f32:nvidia-tf32x3" (CTest's tensor-core runs):
+ * the kernel a plan for storage type dtype must have chosen (none listed for it: any). 1 where
+ * `kernel` is as expected; else a failed tu_expect naming the case, so that a fallback fails. */
+int tu_kernel_as_expected(tu_tally *t, fa_cl_dtype dtype, const char *kernel, const char *name);
+
 /* The value FA_CL_TUNE gives key (any family's, the first item of that name) in buf, or NULL. */
 const char *tu_tune(const char *key, char *buf, size_t size);
 

@@ -8,8 +8,8 @@
 
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
                                     "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
-                                    "fa_nv_fwd_config.cl", "fa_nv_softmax.cl", "fa_nv_fwd_smem.cl",
-                                    "fa_nv_fwd_load.cl", "fa_nv_fwd_q8.cl", "fa_nv_fwd_cp_async.cl",
+                                    "fa_nv_fwd_config.cl", "fa_nv_softmax.cl", "fa_nv_mods.cl",
+                                    "fa_nv_fwd_smem.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_q8.cl", "fa_nv_fwd_cp_async.cl",
                                     "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl", "fa_nv_fwd_tile.cl",
                                     "fa_nv_fwd_mma.cl", "fa_nv_fwd_mainloop_sm80.cl"};
 
@@ -91,8 +91,10 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
      * with K/V where every mask row is 16-byte aligned */
     const int kv_q8 = (req->features & FA_CL_FEAT_KV_Q8) != 0, has_mask = req->mask != FA_CL_MASK_NONE;
     /* a tree mask (FA_TREE) is applied with the visibility mask (cl/fa_nv_fwd_mask.cl), which the
-     * transposed 8-row decode (FA_KEYS_M) does not run, as it has no attention mask either */
-    const int rowwise_masks = has_mask || (req->features & FA_CL_FEAT_TREE_MASK);
+     * transposed 8-row decode (FA_KEYS_M) does not run, as it has no attention mask either, nor the
+     * softcap and ALiBi (cl/fa_nv_mods.cl, on the scores in the untransposed layout; sinks it takes) */
+    const int rowwise_masks =
+        has_mask || (req->features & (FA_CL_FEAT_TREE_MASK | FA_CL_FEAT_SOFTCAP | FA_CL_FEAT_ALIBI));
     const int q8_copy = fa_cl__nv_q8_copy(req);
     const size_t budget = out->local_mem_budget;
     const int dp = fa_cl__mma_dim_padded(req->head_dim);
@@ -173,7 +175,7 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
     }
     if (br == 8 && (q8_row_bytes == 0 || dp > FA_CL_MMA_Q_REGS_MAX_DIM || rowwise_masks)) {
         snprintf(msg, msg_size, "FA_CL_TUNE tile=8x%d: B_r 8 takes q8_0 K/V copied asynchronously, head_dim <= %d and "
-                 "no mask (attention or tree)", bc, FA_CL_MMA_Q_REGS_MAX_DIM);
+                 "no mask (attention or tree), softcap or ALiBi", bc, FA_CL_MMA_Q_REGS_MAX_DIM);
         return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
     /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
@@ -264,7 +266,8 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
     /* O lives in registers (DT = D_PAD / 8 accumulator tiles a warp: 244 registers at 256): no
      * head_dim beyond FA_CL_MMA_MAX_DIM */
     .takes = {FA_CL_DTYPES_16,
-              FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_KV_FP8 | FA_CL_FEAT_SERVING | FA_CL_FEAT_TREE_MASK | FA_CL_FEAT_HEAD_DIM_V,
+              FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_KV_FP8 | FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING | FA_CL_FEAT_TREE_MASK |
+                  FA_CL_FEAT_HEAD_DIM_V,
               FA_CL_MASKS_ALL, FA_CL_MMA_MAX_DIM},
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune,

@@ -7,7 +7,7 @@
 
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
                                     "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
-                                    "fa_nv_tf32_config.cl", "fa_nv_softmax.cl", "fa_forward_nv_tf32.cl"};
+                                    "fa_nv_tf32_config.cl", "fa_nv_softmax.cl", "fa_nv_mods.cl", "fa_forward_nv_tf32.cl"};
 
 size_t fa_cl__tf32_local_bytes(int block_q, int block_kv, int dim_padded, int aligned16)
 {
@@ -62,7 +62,7 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32x3 = {
     .files = files,
     .nfiles = sizeof files / sizeof files[0],
     .summary = "f32 on NVIDIA tensor cores (compute capability >= 8.0, head_dim <= 128), fp32 accuracy through 3xTF32 mma",
-    .takes = {1u << FA_CL_F32, FA_CL_FEAT_SERVING, 0, FA_CL_TF32_MAX_DIM},
+    .takes = {1u << FA_CL_F32, FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING, 0, FA_CL_TF32_MAX_DIM},
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],

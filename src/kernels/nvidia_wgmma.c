@@ -10,7 +10,7 @@
 static const char *const files[] = {"fa_common.cl", "fa_forward_common.cl", "fa_fwd_coords.cl", "fa_fwd_rows.cl",
                                     "fa_fwd_chunks.cl", "fa_fwd_masks.cl", "fa_fwd_io.cl", "fa_nv_ptx.cl",
                                     "fa_nv_wgmma.cl", "fa_nv_tma.cl", "fa_nv_fwd_config.cl", "fa_nv_softmax.cl",
-                                    "fa_nv_fwd_smem.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_wgmma.cl",
+                                    "fa_nv_mods.cl", "fa_nv_fwd_smem.cl", "fa_nv_fwd_load.cl", "fa_nv_fwd_wgmma.cl",
                                     "fa_nv_fwd_cp_async.cl", "fa_nv_fwd_mask.cl", "fa_nv_fwd_epilogue.cl",
                                     "fa_nv_fwd_tile.cl", "fa_nv_fwd_tma.cl", "fa_nv_fwd_producer.cl",
                                     "fa_nv_fwd_mainloop_sm90.cl"};
@@ -317,7 +317,7 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma = {
     .files = files,
     .nfiles = sizeof files / sizeof files[0],
     .summary = "f16/bf16 on Hopper tensor cores (compute capability 9.0): wgmma through sm_90a PTX, cp.async",
-    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, 256},
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, 256},
     /* compute capability 9.0 alone: later parts lack wgmma */
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 90, .arch_max = 90},
     .tune = tune,
