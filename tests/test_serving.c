@@ -13,8 +13,9 @@
  * Subsets: ragged (lengths), paged (page sizes 16/64/256, shuffled, shared), decode (Sq 1/4/16,
  * causal, windows, GQA, head_dim up to 512), bad_data (lengths and table entries out of range), splits (forced split
  * counts 1..16: within tolerance of the oracle and bitwise equal run to run), invalid (host-side
- * checks with a status and a message), tree (tree masks over the new tokens, appended or cached) and
- * tree_invalid (their bad input).
+ * checks with a status and a message), tree (tree masks over the new tokens, appended or cached),
+ * tree_invalid (their bad input) and mixed (q and o in f32 over a paged cache, on the tensor-core
+ * kernels).
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@
 #include "test_util.h"
 
 static tu_tally serving_tally = {"serving", 0, 0};
+/* check_case_with asserts that each plan is a tensor-core family's (the mixed subset) */
+static int expect_tensor_core;
 
 typedef struct serving_case {
     tu_case c;           /* Sk is the capacity */
@@ -65,8 +68,9 @@ typedef struct serving_run {
 enum { SERVE_Q8 = 1,  /* paged cases, head_dim a multiple of 32: the pool holds K and V as q8_0 blocks */
        SERVE_MASK = 2, /* an f32 mask [B, 1, Sq, capacity] (broadcast over heads), a fifth masked */
        SERVE_TREE = 4, /* a random tree mask per sequence over its Sq new tokens, in strided words */
-       SERVE_CHAIN = 8 /* the chain tree (token t's parent t - 1) on a causal case: the kernel runs it
-                          with causal 0 and the tree, the oracle with the causal mask alone */ };
+       SERVE_CHAIN = 8, /* the chain tree (token t's parent t - 1) on a causal case: the kernel runs it
+                          with causal 0 and the tree, the oracle with the causal mask alone */
+       SERVE_QO_F32 = 16 /* q and o in f32 (desc.q_type, o_type), K/V in the dtype (or q8_0) */ };
 
 /* A tree over n new tokens as rows of `words` uint32 (row i: the bits of i and its ancestors): a
  * chain, or each token's parent drawn among the tokens before it (or none: it hangs off the
@@ -107,9 +111,13 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
     const int kv_q8 = (flags & SERVE_Q8) != 0;
     memset(r, 0, sizeof *r);
     const tu_case *c = &sc->c;
-    if (tu_problem_init(&r->p, ctx, c, seed, 0) != 0)
+    const fa_cl_dtype qo_f32[4] = {FA_CL_F32, c->dtype, c->dtype, FA_CL_F32};
+    if ((flags & SERVE_QO_F32) ? tu_problem_init_types(&r->p, ctx, c, qo_f32, seed, 0) != 0
+                               : tu_problem_init(&r->p, ctx, c, seed, 0) != 0)
         return -1;
     tu_problem *p = &r->p;
+    if (flags & SERVE_QO_F32) /* the tensor-core kernels compute in the 16-bit dtype: q rounded to it */
+        p->tc_compute = 1 + (int)c->dtype;
     const int64_t B = c->B, Hkv = c->Hkv, Sk = c->Sk, D = c->D, P = sc->page_size;
     size_t kv_elems = (size_t)(B * Hkv * Sk * D);
     /* shared prefixes: sequence b's first pages hold sequence 0's keys (the same physical pages) */
@@ -394,6 +402,8 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
         strcat(name, (seed & 1) ? " tree (broadcast)" : " tree");
     if (flags & SERVE_CHAIN)
         strcat(name, " chain tree = causal");
+    if (flags & SERVE_QO_F32)
+        strcat(name, " q=o=f32");
     serving_run r;
     if (run_init(&r, ctx, sc, seed, flags) != 0) {
         tu_expect(t, 0, "%s: setup failed", name);
@@ -422,6 +432,7 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
         tu_expect(t, 0, "%s: run: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
     } else if (tu_problem_read(&r.p, ctx) == 0) {
         tu_result res;
+        tu_problem_set_bar(&r.p, info.kernel);
         tu_problem_check(&r.p, r.p.ref_o, r.p.ref_lse, &res);
         char detail[400];
         tu_result_format(&res, &r.p, detail, sizeof detail);
@@ -430,6 +441,9 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
                   info.block_q, info.block_kv, info.splits, info.gqa_pack, info.launches, detail,
                   same ? "" : "; NOT bitwise equal run to run");
     }
+    if (expect_tensor_core)
+        tu_expect(t, tu_tensor_core_kernel(info.kernel), "%s: planned on %s (must be a tensor-core family)", name,
+                  info.kernel);
     free(first);
     fa_cl_plan_release(plan);
     run_free(&r);
@@ -502,6 +516,33 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
     };
     for (int i = 0; i < TU_COUNT(q8); i++)
         check_case_with(&serving_tally, ctx, &q8[i], 250 + (uint64_t)i, SERVE_Q8 | (i == 2 ? SERVE_MASK : 0));
+    return 0;
+}
+
+/* q and o in f32 over a paged f16/bf16 or q8_0 cache (ggml's decode): decode and prefill rows,
+ * per-sequence lengths, GQA packing, shuffled pages with shared and bad entries, each asserted to
+ * plan on a tensor-core family where the planner walks nvidia-mma (else a skip); CTest adds split-KV */
+static int run_mixed(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    char why[300];
+    if (!tu_tensor_core_planned(ctx, why, sizeof why)) {
+        printf("SKIP: nvidia-mma %s (FA_CL_TUNE nvidia-mma:emulate=1 plans it on any device)\n", why);
+        return TU_EXIT_SKIP;
+    }
+    const struct {
+        serving_case sc;
+        int flags;
+    } cases[] = {
+        {{{2, 8, 2, 1, 300, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0}, 0},
+        {{{2, 4, 2, 40, 200, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(200, 90), 64, 1, 1}, 0},
+        {{{2, 8, 2, 1, 300, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0}, SERVE_Q8},
+        {{{2, 8, 4, 2, 700, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(700, 300), 256, 0, 1}, SERVE_Q8},
+    };
+    expect_tensor_core = 1;
+    for (int i = 0; i < TU_COUNT(cases); i++)
+        check_case_with(&serving_tally, ctx, &cases[i].sc, 280 + (uint64_t)i, SERVE_QO_F32 | cases[i].flags);
+    expect_tensor_core = 0;
     return 0;
 }
 
@@ -1641,7 +1682,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
 int main(int argc, char **argv)
 {
     const tu_subset subsets[] = {
-        {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode},
+        {"ragged", run_ragged}, {"paged", run_paged}, {"mixed", run_mixed}, {"decode", run_decode},
         {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny}, {"varlen", run_varlen},
         {"append", run_append}, {"append_bad", run_append_bad}, {"long", run_long}, {"tree", run_tree},
         {"tree_invalid", run_tree_invalid},

@@ -112,7 +112,7 @@ const fa_cl__kernel_family fa_cl__kernel_cpu = {
     .files = files,
     .nfiles = sizeof files / sizeof files[0],
     .summary = "OpenCL C for CPUs: a work-item per work-group owning query rows across SIMD lanes, tiles in cache",
-    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_MIXED_TYPES | FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING,
+    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_MIXED_TYPES | FA_CL_FEAT_QO_TYPES | FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING,
               FA_CL_MASKS_ALL, FA_CL_CPU_MAX_DIM},
     .needs = {.device = FA_CL_PREFERS_CPU},
     .tune = tune,
