@@ -60,6 +60,9 @@
 #endif
 #if FA_Q_DTYPE != FA_DTYPE
 #define FA_Q_CONVERT 1
+#if defined(FA_KV_TMA) || defined(FA_PERSISTENT)
+#error "a Q of another type than FA_DTYPE is loaded and converted, not copied by TMA"
+#endif
 #endif
 /* K and V in q8_0 blocks (FA_K_DTYPE = FA_V_DTYPE = 3): dequantised to FA_DTYPE as they are loaded
  * into local memory (synchronous loads: a block is 34 bytes, not a 16-byte copy) */

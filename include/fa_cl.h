@@ -503,7 +503,9 @@ typedef struct fa_cl_attention_desc {
  *    ggml's CUDA kernels' conversion to f16 loses: an f32 q beyond f16's range becomes Inf), P is
  *    rounded to it before P V as in an all-16-bit call, and o is written in its own type; each
  *    q8_0 block is dequantised into that type (one rounding of d * q_i) before the products. It
- *    also takes fp8 k/v ("fp8 K/V" below). nvidia-wgmma takes none of these yet. Other
+ *    also takes fp8 k/v ("fp8 K/V" below). nvidia-wgmma (Hopper's prefill) takes the same with
+ *    k and v in f16 or bf16 (not q8_0): a q in another type is converted by its computing
+ *    warpgroups as they load it, so such a plan copies K/V by cp.async, not TMA. Other
  *    combinations (k and v of different types, f32 k/v with another q or o) run on the portable
  *    kernels (fa_cl_plan_info.kernel says which).
  *  - Appending (seqlen_new) needs k and v in desc.dtype (k_new / v_new are in dtype) or in fp8

@@ -525,11 +525,8 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
 static int run_mixed(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    char why[300];
-    if (!tu_tensor_core_planned(ctx, why, sizeof why)) {
-        printf("SKIP: nvidia-mma %s (FA_CL_TUNE nvidia-mma:emulate=1 plans it on any device)\n", why);
+    if (tu_tensor_core_skip(ctx))
         return TU_EXIT_SKIP;
-    }
     const struct {
         serving_case sc;
         int flags;

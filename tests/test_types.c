@@ -148,6 +148,12 @@ static const type_case tensor_core_cases[] = {
     {{2, 4, 2, 45, 77, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, Q8, Q8, F32}, 0},
     {{2, 8, 2, 1, 300, 128, F32, 0, -1, -1, "CCCC", 0.0f, 1}, {F32, Q8, Q8, F32}, 0},
     {{2, 8, 2, 4, 160, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, Q8, Q8, F16}, 0},
+    /* prefill that Hopper plans on nvidia-wgmma (more than 64 rows, head_dim 97..256): q converted
+     * by the computing warpgroups (its producer copying K/V by cp.async; at 256 no producer), and a
+     * bf16 q with an f32 o (copies by TMA, the persistent kernel, o's pairs) */
+    {{1, 2, 1, 200, 260, 128, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+    {{1, 2, 1, 150, 200, 128, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, {BF16, BF16, BF16, F32}, 0},
+    {{1, 2, 1, 100, 150, 256, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
 };
 
 /* tensor_core_cases, each asserted to plan on a tensor-core family (a fallback to the portable
@@ -155,11 +161,8 @@ static const type_case tensor_core_cases[] = {
 static int run_tensor_core(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    char why[300];
-    if (!tu_tensor_core_planned(ctx, why, sizeof why)) {
-        printf("SKIP: nvidia-mma %s (FA_CL_TUNE nvidia-mma:emulate=1 plans it on any device)\n", why);
+    if (tu_tensor_core_skip(ctx))
         return TU_EXIT_SKIP;
-    }
     for (int i = 0; i < TU_COUNT(tensor_core_cases); i++) {
         const type_case *tc = &tensor_core_cases[i];
         const char *kernel = check_case(&types_tally, ctx, tc, 400 + (uint64_t)i, 0);

@@ -937,11 +937,15 @@ void tu_problem_set_bar(tu_problem *p, const char *kernel)
     p->lse_bar = tc && p->t[0].dtype != compute ? 1 + (int)compute : 0;
 }
 
-int tu_tensor_core_planned(fa_cl_context *ctx, char *why, size_t n)
+int tu_tensor_core_skip(fa_cl_context *ctx)
 {
     fa_cl__limits lim;
+    char why[300];
     fa_cl__context_limits(ctx, &lim);
-    return fa_cl__family_available(&lim, fa_cl__kernel_by_name("nvidia-mma"), why, n);
+    if (fa_cl__family_available(&lim, fa_cl__kernel_by_name("nvidia-mma"), why, sizeof why))
+        return 0;
+    printf("SKIP: nvidia-mma %s (FA_CL_TUNE nvidia-mma:emulate=1 plans it on any device)\n", why);
+    return 1;
 }
 
 int tu_tensor_core_kernel(const char *kernel)

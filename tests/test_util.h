@@ -246,9 +246,10 @@ int tu_refused_by_design(fa_cl_context *ctx, fa_cl_status st, const char *name);
 /* The value FA_CL_TUNE gives key (any family's, the first item of that name) in buf, or NULL. */
 const char *tu_tune(const char *key, char *buf, size_t size);
 
-/* The planner walks the NVIDIA tensor-core forward family nvidia-mma on ctx (an NVIDIA GPU of compute
- * capability 8.0 or later, or FA_CL_TUNE nvidia-mma:emulate=1); else why not, in why. */
-int tu_tensor_core_planned(fa_cl_context *ctx, char *why, size_t n);
+/* 0 where the planner walks the NVIDIA tensor-core forward family nvidia-mma on ctx (an NVIDIA GPU of
+ * compute capability 8.0 or later, or FA_CL_TUNE nvidia-mma:emulate=1); else 1, a "SKIP: " line
+ * saying why printed. */
+int tu_tensor_core_skip(fa_cl_context *ctx);
 /* Whether kernel (fa_cl_plan_info.kernel) is a tensor-core forward family: nvidia-mma, nvidia-wgmma. */
 int tu_tensor_core_kernel(const char *kernel);
 /* p->bar and p->lse_bar for a run on kernel (p->tc_compute's bars where kernel is a tensor-core family). */

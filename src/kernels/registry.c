@@ -110,7 +110,7 @@ const char *fa_cl__feature_name(unsigned feature)
     case FA_CL_FEAT_KV_FP8: return "fp8 (e4m3, e5m2) K or V (desc.k_type, v_type)";
     case FA_CL_FEAT_HEAD_DIM_V: return "value width other than head_dim (desc.head_dim_v)";
     case FA_CL_FEAT_TREE_MASK: return "tree mask over the new tokens (desc.tree_mask)";
-    case FA_CL_FEAT_QO_TYPES: return "q, o in f32/f16/bf16 with K and V in f16, bf16 or q8_0 (desc.q_type .. o_type)";
+    case FA_CL_FEAT_QO_TYPES: return "q, o in f32/f16/bf16 over f16, bf16, q8_0 K/V (desc.*_type)";
     }
     return "?";
 }
