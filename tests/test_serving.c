@@ -116,8 +116,10 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
                                : tu_problem_init(&r->p, ctx, c, seed, 0) != 0)
         return -1;
     tu_problem *p = &r->p;
-    if (flags & SERVE_QO_F32) /* the tensor-core kernels compute in the 16-bit dtype: q rounded to it */
-        p->tc_compute = 1 + (int)c->dtype;
+    /* the tensor-core kernels compute in the 16-bit dtype, or with q8_0 K/V under an f32 q in f16
+     * (q rounded to it: tests/tolerance.h) */
+    if (flags & (SERVE_QO_F32 | SERVE_Q8))
+        p->tc_compute = 1 + (int)(c->dtype == FA_CL_F32 ? FA_CL_F16 : c->dtype);
     const int64_t B = c->B, Hkv = c->Hkv, Sk = c->Sk, D = c->D, P = sc->page_size;
     size_t kv_elems = (size_t)(B * Hkv * Sk * D);
     /* shared prefixes: sequence b's first pages hold sequence 0's keys (the same physical pages) */
