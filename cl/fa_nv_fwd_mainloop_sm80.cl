@@ -31,6 +31,10 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
      * loop's first wait and barrier cover both), so that its latency overlaps the first block's */
 #define FA_Q_ASYNC 1
     fa_copy_q_async(q_s, qg, qmap, q0, nrows, lid, WG);
+#elif defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
+    /* Q in a tile of its own and a type of its own: converted as it loads once the first blocks'
+     * copies are issued (below), so that they overlap; the loop's first barrier covers its stores */
+#define FA_Q_LATE 1
 #else
 #ifdef FA_Q_CONVERT
     fa_load_q_converted(q_s, q, qmap, q0, BLOCK_Q, nrows, lid, WG);
@@ -78,6 +82,10 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         fa_cp_async_commit();
     }
     int cur = 0; /* this block's buffer */
+#endif
+#ifdef FA_Q_LATE
+    fa_load_q_converted(q_s, q, qmap, q0, BLOCK_Q, nrows, lid, WG);
+    (void)qg;
 #endif
     for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
 #if defined(FA_ASYNC)
