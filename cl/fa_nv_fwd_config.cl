@@ -25,7 +25,8 @@
  * A block whose keys every row of a warp sees in full (no causal/window edge, no seqlen tail) skips
  * the per-element mask.
  *
- * Defined by the planner: FA_DTYPE (1 f16, 2 bf16: the products' type, K's and V's), HEAD_DIM, D_PAD (a multiple of 32, at most 256), BLOCK_Q
+ * Defined by the planner: FA_DTYPE (1 f16, 2 bf16: the products' type, K's and V's), HEAD_DIM, D_PAD (a
+ * multiple of 32, at most 256), BLOCK_Q
  * (a multiple of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16), FA_STAGES (2-4,
  * default 2: K/V buffers with asynchronous copies);
  * FA_ALIGNED16 when every q/k/v/o row start is 16-byte aligned (asynchronous copies, paired stores);

@@ -1608,7 +1608,8 @@ int main(void)
             const int tc = t.variant == FA_CL_KERNEL_NVIDIA_MMA || t.variant == FA_CL_KERNEL_NVIDIA_WGMMA;
             const int ok = st == FA_CL_SUCCESS && (sc[i].want ? t.variant == sc[i].want : !tc) &&
                            (!sc[i].has || strstr(opts, sc[i].has)) && (!sc[i].lacks || !strstr(opts, sc[i].lacks));
-            tu_expect(&tally, ok, "storage %s: dtype %s, q/k/v/o types %d/%d/%d/%d, Sq %lld: %s %s (want %s%s%s%s%s) %s",
+            tu_expect(&tally, ok,
+                      "storage %s: dtype %s, q/k/v/o types %d/%d/%d/%d, Sq %lld: %s %s (want %s%s%s%s%s) %s",
                       sc[i].hopper ? "Hopper" : "Ampere", fa_cl__dtype_name(sc[i].dtype), sc[i].q, sc[i].k, sc[i].v,
                       sc[i].o, (long long)sc[i].sq, fa_cl_status_string(st),
                       st == FA_CL_SUCCESS ? t.kernel : "-",

@@ -853,8 +853,9 @@ void tu_problem_check(const tu_problem *p, const double *ref_o, const double *re
                 continue;
             }
             const double got = p->lse_img[i], ref = ref_lse[i];
-            const double lse_bound = p->lse_bar ? fa_cl_tolerance_lse_rounded_q_bound((fa_cl_dtype)(p->lse_bar - 1), ref)
-                                                : fa_cl_tolerance_lse_bound(ref);
+            const fa_cl_dtype q_rounded = (fa_cl_dtype)(p->lse_bar - 1);
+            const double lse_bound =
+                p->lse_bar ? fa_cl_tolerance_lse_rounded_q_bound(q_rounded, ref) : fa_cl_tolerance_lse_bound(ref);
             const int lse_ok = p->lse_bar ? (isinf(ref) || isinf(got) ? got == ref : fabs(got - ref) <= lse_bound)
                                           : fa_cl_tolerance_lse_ok(got, ref);
             if (isnan(ref) ? !isnan(got) : !lse_ok) {
