@@ -25,7 +25,8 @@
  * A block whose keys every row of a warp sees in full (no causal/window edge, no seqlen tail) skips
  * the per-element mask.
  *
- * Defined by the planner: FA_DTYPE (1 f16, 2 bf16), HEAD_DIM, D_PAD (a multiple of 32, at most 256), BLOCK_Q
+ * Defined by the planner: FA_DTYPE (1 f16, 2 bf16: the products' type, K's and V's), HEAD_DIM, D_PAD (a
+ * multiple of 32, at most 256), BLOCK_Q
  * (a multiple of WARP_ROWS), BLOCK_KV (multiple of 16), WARP_ROWS (16 or 32, default 16), FA_STAGES (2-4,
  * default 2: K/V buffers with asynchronous copies);
  * FA_ALIGNED16 when every q/k/v/o row start is 16-byte aligned (asynchronous copies, paired stores);
@@ -52,13 +53,27 @@
 #ifndef WARP_ROWS
 #define WARP_ROWS 16
 #endif
+/* Q and O in storage types of their own (FA_Q_DTYPE, FA_O_DTYPE: f32, f16 or bf16; the planner's
+ * FA_CL_FEAT_QO_TYPES): Q converted to FA_DTYPE once, as its tile is loaded (FA_Q_CONVERT; never in
+ * the key loop), O stored in its type by the epilogue; K and V are FA_DTYPE (or q8_0) as ever */
+#if FA_Q_DTYPE > 2 || FA_O_DTYPE > 2
+#error "the tensor-core kernel takes q and o in f32, f16 or bf16"
+#endif
+#if FA_Q_DTYPE != FA_DTYPE
+#define FA_Q_CONVERT 1
+#if defined(FA_KV_TMA) || defined(FA_PERSISTENT)
+#error "a Q of another type than FA_DTYPE is loaded and converted, not copied by TMA"
+#endif
+#endif
 /* K and V in q8_0 blocks (FA_K_DTYPE = FA_V_DTYPE = 3): dequantised to FA_DTYPE as they are loaded
  * into local memory (synchronous loads: a block is 34 bytes, not a 16-byte copy) */
 #if FA_K_DTYPE == 3 || FA_V_DTYPE == 3
-#if FA_K_DTYPE != 3 || FA_V_DTYPE != 3 || FA_Q_DTYPE != FA_DTYPE || FA_O_DTYPE != FA_DTYPE
-#error "the tensor-core kernel takes q8_0 for both K and V, with q and o in FA_DTYPE"
+#if FA_K_DTYPE != 3 || FA_V_DTYPE != 3
+#error "the tensor-core kernel takes q8_0 for both K and V"
 #endif
 #define FA_KV_Q8 1
+#elif FA_K_DTYPE < 4 && FA_V_DTYPE < 4 && (FA_K_DTYPE != FA_DTYPE || FA_V_DTYPE != FA_DTYPE)
+#error "the tensor-core kernel takes K and V in FA_DTYPE, q8_0 or fp8"
 #endif
 /* K and/or V in fp8 (FA_K_DTYPE / FA_V_DTYPE 4 e4m3, 5 e5m2; the other in FA_DTYPE): each element's
  * exact value times its rows' descale factor, rounded once to FA_DTYPE as the tile is loaded

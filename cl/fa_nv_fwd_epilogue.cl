@@ -5,27 +5,31 @@
  * obase, o_s), as cl/fa_nv_fwd_mask.cl's: one text for both mainloops, compiled as it was written
  * there. */
 /* packed store of two adjacent outputs (col even; the planner's alignment makes the pair 4-byte
- * aligned); o's rows are HEAD_DIM_V wide */
+ * aligned, 8-byte for an f32 o); o's rows are HEAD_DIM_V wide, in o's storage type */
 inline void fa_store_pair(__global fa_out_t *o, ulong i, int col, float x, float y)
 {
 #ifdef FA_SPLIT
     if (col < HEAD_DIM_V) o[i] = x;
     if (col + 1 < HEAD_DIM_V) o[i + 1] = y;
-#elif defined(FA_ALIGNED16) && HEAD_DIM_V % 8 == 0
+#elif defined(FA_ALIGNED16) && HEAD_DIM_V % 8 == 0 && FA_O_DTYPE == FA_DTYPE
     (void)col;
     *(__global uint *)((__global ushort *)o + i) = fa_pack2(x, y);
+#elif defined(FA_ALIGNED16) && HEAD_DIM_V % 8 == 0 && FA_O_DTYPE == 0
+    (void)col;
+    vstore2((float2)(x, y), 0, o + i);
 #else
-    if (col < HEAD_DIM_V) fa_store1(o, i, x);
-    if (col + 1 < HEAD_DIM_V) fa_store1(o, i + 1, y);
+    if (col < HEAD_DIM_V) fa_ostore1(o, i, x);
+    if (col + 1 < HEAD_DIM_V) fa_ostore1(o, i + 1, y);
 #endif
 }
 
 /* O through local memory (this warp's rows of a B_r x ROW tile at the start), then 16-byte
  * stores of whole row chunks (FlashAttention-2's epilogue): a quarter of the store instructions
  * of pairs from the accumulators, each a full sector. Faster on an H200 up to d = 128, most on
- * short rows; slower at d = 256 and with a mask, which keep the pairs (commit 001552f). */
+ * short rows; slower at d = 256 and with a mask, which keep the pairs (commit 001552f). An o of
+ * another storage type than FA_DTYPE keeps the pairs too. */
 #if defined(FA_ALIGNED16) && HEAD_DIM_V % 8 == 0 && !defined(FA_SPLIT) && FA_KV_WARPS == 1 && D_PAD <= 128 && \
-    !defined(FA_MASK)
+    !defined(FA_MASK) && FA_O_DTYPE == FA_DTYPE
 #define FA_O_TILE 1
 #endif
 

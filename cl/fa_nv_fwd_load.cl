@@ -27,3 +27,26 @@ inline void fa_load_tile(__local ushort *tile, __global const ushort *src, fa_ro
         *(__local uint4 *)(tile + r * ROW + 8 * c) = x;
     }
 }
+
+#ifdef FA_Q_CONVERT
+/* rows [first, first + count) of Q in its own storage type (FA_Q_DTYPE) into the Q tile, zero padded
+ * and converted to FA_DTYPE as they load (rounded to nearest: an f32 Q loses what ggml's CUDA
+ * kernels' f16 conversion loses): once a tile, before its key loop, so that the loop reads K and V
+ * as in an all-FA_DTYPE build. Element loads (cl/fa_fwd_io.cl's fa_q_chunk: any row alignment) by
+ * n work-items, this one cl. */
+inline void fa_load_q_converted(__local ushort *tile, __global const fa_q_t *q, fa_row_map map, int first, int count,
+                                int limit, int cl, int n)
+{
+    for (int e = cl; e < count * CH; e += n) {
+        const int r = e / CH, c = e % CH;
+        uint4 x = (uint4)(0);
+        if (first + r < limit && 8 * c < HEAD_DIM) {
+            const ulong row = fa_qrow(map.base, first + r, map.div, map.outer, map.stride);
+            const float4 a = fa_q_chunk(q, row, 2 * c);
+            const float4 b = 8 * c + 4 < HEAD_DIM ? fa_q_chunk(q, row, 2 * c + 1) : (float4)(0.0f);
+            x = (uint4)(fa_pack2(a.x, a.y), fa_pack2(a.z, a.w), fa_pack2(b.x, b.y), fa_pack2(b.z, b.w));
+        }
+        *(__local uint4 *)(tile + FA_Q_AT(r, c)) = x;
+    }
+}
+#endif

@@ -26,13 +26,22 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         mask_rows[r] = FA_MASK_ROW(q0 + r);
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-#if defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
+#if defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8) && !defined(FA_Q_CONVERT)
     /* Q in a tile of its own: copied asynchronously into the first K/V block's commit group (the
      * loop's first wait and barrier cover both), so that its latency overlaps the first block's */
 #define FA_Q_ASYNC 1
     fa_copy_q_async(q_s, qg, qmap, q0, nrows, lid, WG);
+#elif defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
+    /* Q in a tile of its own and a type of its own: converted as it loads once the first blocks'
+     * copies are issued (below), so that they overlap; the loop's first barrier covers its stores */
+#define FA_Q_LATE 1
+#else
+#ifdef FA_Q_CONVERT
+    fa_load_q_converted(q_s, q, qmap, q0, BLOCK_Q, nrows, lid, WG);
+    (void)qg; /* Q is not 16-bit FA_DTYPE here */
 #else
     fa_load_tile(q_s, qg, qmap, 0, q0, BLOCK_Q, nrows, HEAD_DIM, lid);
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
 
@@ -74,6 +83,10 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         fa_cp_async_commit();
     }
     int cur = 0; /* this block's buffer */
+#endif
+#ifdef FA_Q_LATE
+    fa_load_q_converted(q_s, q, qmap, q0, BLOCK_Q, nrows, lid, WG);
+    (void)qg;
 #endif
     for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
 #if defined(FA_ASYNC)

@@ -30,7 +30,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         mask_rows[r] = FA_MASK_ROW(q0 + r);
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-#ifdef FA_WG_PRODUCER
+#if defined(FA_Q_CONVERT)
+    /* Q in its own storage type: converted by the computing work-items as they load it (below) */
+#elif defined(FA_WG_PRODUCER)
     /* Q comes with K_0 (the producer's) */
 #else
     /* Q in a tile of its own: copied asynchronously into the first K/V block's commit group (the
@@ -67,6 +69,15 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
 #ifndef FA_PERSISTENT
     fa_setmaxnreg_inc(FA_WG_CONSUMER_REGS);
 #endif
+#ifdef FA_Q_CONVERT
+    /* Q in its own storage type, converted to FA_DTYPE as the computing work-items load it, once a
+     * tile, while the producer copies K_0; each one's stores made visible to wgmma's reads (the
+     * async proxy), then the computing warpgroups' barrier (the producer is gone) */
+    fa_load_q_converted(q_s, q, qmap, q0, BLOCK_Q, nrows, lid, WG);
+    fa_wg_fence_proxy();
+    fa_bar_sync(3, WG);
+    (void)qg;
+#endif
 #else
     /* the first STAGES - 1 blocks; a commit group per block, empty past the end, so that
      * wait_group STAGES - 2 in the loop means "this block is in" */
@@ -80,6 +91,12 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         fa_cp_async_commit();
     }
     int cur = 0; /* this block's buffer */
+#ifdef FA_Q_CONVERT
+    /* Q in its own storage type, converted to FA_DTYPE as it loads, once a tile, while K_0 is in
+     * flight (the loop's first wait, fence and barrier make it visible to wgmma's reads) */
+    fa_load_q_converted(q_s, q, qmap, q0, BLOCK_Q, nrows, lid, WG);
+    (void)qg;
+#endif
 #endif
     /* Software-pipelined (FlashAttention-3's intra-warpgroup overlap): block j's S = Q K_j^T and
      * block j-1's O += P_{j-1} V_{j-1} are issued together, and block j's softmax runs while the

@@ -76,6 +76,15 @@
 #else
 #define FA_WG_PROD_Q_FREE
 #endif
+/* Q with K_0 by cp.async, or (FA_Q_CONVERT: Q in another type than FA_DTYPE) by the computing
+ * work-items, which convert it as they load it */
+#ifdef FA_Q_CONVERT
+#define FA_WG_PROD_Q
+#else
+#define FA_WG_PROD_Q                                                                               \
+    if (i == 0)                                                                                    \
+        fa_copy_q_async(q_s, qg, qmap, q0, nrows, pl, CP_WG);
+#endif
 #ifdef FA_KV_TMA
 #define FA_WG_PROD_K                                                                               \
     fa_mbar_expect_tx(kfull + st, (i == 0 ? BLOCK_Q * D_PAD * 2 : 0) + BLOCK_KV * D_PAD * 2);     \
@@ -93,8 +102,7 @@
     fa_mbar_arrive(kfull + st);
 #else
 #define FA_WG_PROD_K                                                                               \
-    if (i == 0)                                                                                    \
-        fa_copy_q_async(q_s, qg, qmap, q0, nrows, pl, CP_WG);                                      \
+    FA_WG_PROD_Q                                                                                   \
     fa_load_kv_async(k_s + st * TILE, v_s, kg, vg, kmap, vmap, kv0, seqlen_k, pl, 1, 0);           \
     FA_WG_PROD_MASK_COPY                                                                           \
     fa_mbar_arrive_copies(kfull + st);

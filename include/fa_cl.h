@@ -494,15 +494,24 @@ typedef struct fa_cl_attention_desc {
  * Storage types (0.3): q, k, v and o each in their own type (desc.q_type .. o_type; 0 keeps
  * desc.dtype), e.g. ggml's common case of q and o in f32 with k and v in f16, and K/V caches in
  * q8_0 (desc.k_type / v_type = FA_CL_STORAGE_Q8_0), dequantised by the kernel as it loads each
- * block (d * q_i in fp32), never in a separate pass. Arithmetic is fp32 throughout.
+ * block (d * q_i in fp32), never in a separate pass. Arithmetic is fp32 throughout, but for the
+ * tensor-core kernels' products (below).
  *  - q8_0 rules: head_dim a multiple of 32, and the tensor's offset and strides multiples of 32
  *    elements (whole blocks); strides and offsets still count elements, the bytes of element e
  *    (a multiple of 32) start at byte e / 32 * 34 of the buffer. A contiguous [B, H, S, D] q8_0
  *    tensor (strides 0) is B * H * S * D / 32 blocks. Paged pools are the same in pages.
- *  - Kernels: mixed types run on the portable kernels; nvidia-mma takes q8_0 k and v with q and o
- *    in desc.dtype (f16/bf16), dequantising each block into f16/bf16 (one rounding of d * q_i)
- *    before its products, and fp8 k/v ("fp8 K/V" below); other combinations fall back
- *    (fa_cl_plan_info.kernel says which).
+ *  - Kernels: every combination runs on the portable kernels (fp32 arithmetic). nvidia-mma takes
+ *    k and v in one 16-bit type (f16 or bf16) or both in q8_0, with q and o each in f32, f16 or
+ *    bf16: its products are in k's and v's type (q8_0: q's where q is 16-bit, else desc.dtype's
+ *    where that is, else f16), q is rounded to it once as its tile loads (an f32 q loses what
+ *    ggml's CUDA kernels' conversion to f16 loses: an f32 q beyond f16's range becomes Inf), P is
+ *    rounded to it before P V as in an all-16-bit call, and o is written in its own type; each
+ *    q8_0 block is dequantised into that type (one rounding of d * q_i) before the products. It
+ *    also takes fp8 k/v ("fp8 K/V" below). nvidia-wgmma (Hopper's prefill) takes the same with
+ *    k and v in f16 or bf16 (not q8_0): a q in another type is converted by its computing
+ *    warpgroups as they load it, so such a plan copies K/V by cp.async, not TMA. Other
+ *    combinations (k and v of different types, f32 k/v with another q or o) run on the portable
+ *    kernels (fa_cl_plan_info.kernel says which).
  *  - Appending (seqlen_new) needs k and v in desc.dtype (k_new / v_new are in dtype) or in fp8
  *    ("fp8 K/V" below: the new rows are rounded to it).
  *  - The reference (fa_cl_reference_run) takes every combination; the LSE is float32 as always.

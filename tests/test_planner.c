@@ -1551,5 +1551,72 @@ int main(void)
                   "forward with FA_CL_KERNEL_VARIANT=nvidia-tf32x3-backward: %s %s (want nvidia-tf32x3) %s",
                   fa_cl_status_string(st), st == FA_CL_SUCCESS ? t.kernel : "-", msg);
     }
+    /* storage types on the tensor-core kernels (FA_CL_FEAT_QO_TYPES): q and o in f32/f16/bf16 over
+     * 16-bit or q8_0 K/V plan on nvidia-mma (Ampere; Hopper's decode) or nvidia-wgmma (Hopper's
+     * prefill, f16/bf16 K/V), whichever type desc.dtype names; the program computes in K/V's type
+     * (FA_DTYPE), FA_Q_DTYPE / FA_O_DTYPE relative to it, and a converted Q has no tensor map (no
+     * FA_KV_TMA); other mixes stay on the portable kernels */
+    {
+        enum { S_F32 = FA_CL_STORAGE_F32, S_F16 = FA_CL_STORAGE_F16, S_BF16 = FA_CL_STORAGE_BF16,
+               S_Q8 = FA_CL_STORAGE_Q8_0 };
+        static const struct {
+            int hopper;
+            int64_t sq;
+            fa_cl_dtype dtype;
+            int q, k, v, o;        /* fa_cl_storage */
+            fa_cl__kernel_id want; /* 0: a portable family */
+            const char *has, *lacks;
+        } sc[] = {
+            {0, 1, FA_CL_F32, 0, S_F16, S_F16, 0, FA_CL_KERNEL_NVIDIA_MMA, "-DFA_DTYPE=1 ", "-DFA_K_DTYPE"},
+            {0, 1, FA_CL_F16, S_F32, 0, 0, S_F32, FA_CL_KERNEL_NVIDIA_MMA, "-DFA_Q_DTYPE=0 -DFA_O_DTYPE=0", NULL},
+            {1, 1, FA_CL_F32, 0, S_F16, S_F16, 0, FA_CL_KERNEL_NVIDIA_MMA, "-DFA_ALIGNED16", NULL},
+            {1, 4096, FA_CL_F32, 0, S_F16, S_F16, 0, FA_CL_KERNEL_NVIDIA_WGMMA, "-DFA_Q_DTYPE=0", "-DFA_KV_TMA"},
+            {1, 4096, FA_CL_BF16, 0, 0, 0, S_F32, FA_CL_KERNEL_NVIDIA_WGMMA, "-DFA_DTYPE=2 ", "-DFA_Q_DTYPE"},
+            {0, 4096, FA_CL_BF16, S_F32, 0, 0, 0, FA_CL_KERNEL_NVIDIA_MMA, "-DFA_Q_DTYPE=0", "-DFA_O_DTYPE"},
+            {0, 1, FA_CL_F32, 0, S_Q8, S_Q8, 0, FA_CL_KERNEL_NVIDIA_MMA, "-DFA_DTYPE=1 ", NULL},
+            {1, 4096, FA_CL_F32, 0, S_Q8, S_Q8, 0, FA_CL_KERNEL_NVIDIA_MMA, "-DFA_K_DTYPE=3", NULL},
+            {0, 1, FA_CL_BF16, 0, S_Q8, S_Q8, S_F32, FA_CL_KERNEL_NVIDIA_MMA, "-DFA_DTYPE=2 ", NULL},
+            {0, 1, FA_CL_F32, 0, S_F16, S_BF16, 0, 0, NULL, NULL},        /* K and V of two types */
+            {1, 4096, FA_CL_F16, 0, S_F32, S_F32, 0, 0, NULL, NULL},      /* f32 K/V under an f16 q */
+        };
+        for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+            const fa_cl__limits base = sc[i].hopper ? device_limits(1, FA_CL_VENDOR_NVIDIA, 9, 0, 227 * KIB, 1024)
+                                                    : device_limits(1, FA_CL_VENDOR_NVIDIA, 8, 0, 163 * KIB, 1024);
+            fa_cl__env env;
+            memset(&env, 0, sizeof env);
+            const fa_cl__plan_device dev = {1, sc[i].hopper ? 132u : 108u, (uint64_t)1 << 36, &env};
+            fa_cl_attention_desc d;
+            fa_cl_attention_desc_init(&d, 4, 32, sc[i].sq, 4096, 128, sc[i].dtype);
+            d.heads_kv = 8;
+            d.q_type = (fa_cl_storage)sc[i].q, d.k_type = (fa_cl_storage)sc[i].k;
+            d.v_type = (fa_cl_storage)sc[i].v, d.o_type = (fa_cl_storage)sc[i].o;
+            fa_cl__backward_views bv;
+            memset(&bv, 0, sizeof bv);
+            char msg[400] = "", opts[1024] = "";
+            fa_cl__limits lim = base;
+            fa_cl__tile_request req;
+            fa_cl__tiles t;
+            memset(&t, 0, sizeof t);
+            fa_cl_status st = fa_cl__desc_resolve(&d, &bv.fwd, msg, sizeof msg);
+            const int pack = st == FA_CL_SUCCESS ? fa_cl__plan_pack(&dev, FA_CL_OP_FORWARD, &bv.fwd) : 1;
+            if (st == FA_CL_SUCCESS)
+                st = fa_cl__plan_request(&dev, FA_CL_OP_FORWARD, &bv, pack, &lim, &req, msg, sizeof msg);
+            if (st == FA_CL_SUCCESS)
+                st = fa_cl__plan_decide(&dev, FA_CL_OP_FORWARD, &bv, pack, &lim, &req, &t, msg, sizeof msg);
+            if (st == FA_CL_SUCCESS && fa_cl__plan_options(&t, &bv.fwd, 1, opts, sizeof opts) < 0)
+                st = FA_CL_ERROR_UNSUPPORTED;
+            const int tc = t.variant == FA_CL_KERNEL_NVIDIA_MMA || t.variant == FA_CL_KERNEL_NVIDIA_WGMMA;
+            const int ok = st == FA_CL_SUCCESS && (sc[i].want ? t.variant == sc[i].want : !tc) &&
+                           (!sc[i].has || strstr(opts, sc[i].has)) && (!sc[i].lacks || !strstr(opts, sc[i].lacks));
+            tu_expect(&tally, ok,
+                      "storage %s: dtype %s, q/k/v/o types %d/%d/%d/%d, Sq %lld: %s %s (want %s%s%s%s%s) %s",
+                      sc[i].hopper ? "Hopper" : "Ampere", fa_cl__dtype_name(sc[i].dtype), sc[i].q, sc[i].k, sc[i].v,
+                      sc[i].o, (long long)sc[i].sq, fa_cl_status_string(st),
+                      st == FA_CL_SUCCESS ? t.kernel : "-",
+                      sc[i].want ? fa_cl__kernel_by_id(sc[i].want)->name : "a portable family",
+                      sc[i].has ? ", options with " : "", sc[i].has ? sc[i].has : "",
+                      sc[i].lacks ? ", without " : "", sc[i].lacks ? sc[i].lacks : "", ok ? "" : opts);
+        }
+    }
     return tu_finish(&tally);
 }

@@ -13,8 +13,9 @@
  * Subsets: ragged (lengths), paged (page sizes 16/64/256, shuffled, shared), decode (Sq 1/4/16,
  * causal, windows, GQA, head_dim up to 512), bad_data (lengths and table entries out of range), splits (forced split
  * counts 1..16: within tolerance of the oracle and bitwise equal run to run), invalid (host-side
- * checks with a status and a message), tree (tree masks over the new tokens, appended or cached) and
- * tree_invalid (their bad input), mods (the score modifiers with lengths, pages and decode rows).
+ * checks with a status and a message), tree (tree masks over the new tokens, appended or cached),
+ * tree_invalid (their bad input), mods (the score modifiers with lengths, pages and decode rows) and
+ * mixed (q and o in f32 over a paged cache, on the tensor-core kernels).
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@
 #include "test_util.h"
 
 static tu_tally serving_tally = {"serving", 0, 0};
+/* check_case_with asserts that each plan is a tensor-core family's (the mixed subset) */
+static int expect_tensor_core;
 
 typedef struct serving_case {
     tu_case c;           /* Sk is the capacity */
@@ -69,7 +72,8 @@ enum { SERVE_Q8 = 1,  /* paged cases, head_dim a multiple of 32: the pool holds 
                            with causal 0 and the tree, the oracle with the causal mask alone */
        SERVE_MODS = 16, /* the score modifiers together: softcap 4, ALiBi slopes and sinks per query head
                            (each sequence's ALiBi diagonal its own length's) */
-       SERVE_SINKS = 32 /* the sinks alone */ };
+       SERVE_SINKS = 32, /* the sinks alone */
+       SERVE_QO_F32 = 64 /* q and o in f32 (desc.q_type, o_type), K/V in the dtype (or q8_0) */ };
 
 /* A tree over n new tokens as rows of `words` uint32 (row i: the bits of i and its ancestors): a
  * chain, or each token's parent drawn among the tokens before it (or none: it hangs off the
@@ -127,9 +131,15 @@ static int run_init(serving_run *r, fa_cl_context *ctx, const serving_case *sc, 
     const int kv_q8 = (flags & SERVE_Q8) != 0;
     memset(r, 0, sizeof *r);
     const tu_case *c = &sc->c;
-    if (tu_problem_init(&r->p, ctx, c, seed, 0) != 0)
+    const fa_cl_dtype qo_f32[4] = {FA_CL_F32, c->dtype, c->dtype, FA_CL_F32};
+    if ((flags & SERVE_QO_F32) ? tu_problem_init_types(&r->p, ctx, c, qo_f32, seed, 0) != 0
+                               : tu_problem_init(&r->p, ctx, c, seed, 0) != 0)
         return -1;
     tu_problem *p = &r->p;
+    /* the tensor-core kernels compute in the 16-bit dtype, or with q8_0 K/V under an f32 q in f16
+     * (q rounded to it: tests/tolerance.h) */
+    if (flags & (SERVE_QO_F32 | SERVE_Q8))
+        p->tc_compute = 1 + (int)(c->dtype == FA_CL_F32 ? FA_CL_F16 : c->dtype);
     const int64_t B = c->B, Hkv = c->Hkv, Sk = c->Sk, D = c->D, P = sc->page_size;
     size_t kv_elems = (size_t)(B * Hkv * Sk * D);
     /* shared prefixes: sequence b's first pages hold sequence 0's keys (the same physical pages) */
@@ -441,6 +451,8 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
         strcat(name, " softcap=4 alibi sinks");
     if (flags & SERVE_SINKS)
         strcat(name, " sinks");
+    if (flags & SERVE_QO_F32)
+        strcat(name, " q=o=f32");
     serving_run r;
     if (run_init(&r, ctx, sc, seed, flags) != 0) {
         tu_expect(t, 0, "%s: setup failed", name);
@@ -474,6 +486,7 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
         tu_expect(t, 0, "%s: run: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
     } else if (tu_problem_read(&r.p, ctx) == 0) {
         tu_result res;
+        tu_problem_set_bar(&r.p, info.kernel);
         tu_problem_check(&r.p, r.p.ref_o, r.p.ref_lse, &res);
         char detail[400];
         tu_result_format(&res, &r.p, detail, sizeof detail);
@@ -482,6 +495,9 @@ static void check_case_with(tu_tally *t, fa_cl_context *ctx, const serving_case 
                   info.block_q, info.block_kv, info.splits, info.gqa_pack, info.launches, detail,
                   same ? "" : "; NOT bitwise equal run to run");
     }
+    if (expect_tensor_core)
+        tu_expect(t, tu_tensor_core_kernel(info.kernel), "%s: planned on %s (must be a tensor-core family)", name,
+                  info.kernel);
     free(first);
     fa_cl_plan_release(plan);
     run_free(&r);
@@ -554,6 +570,30 @@ static int run_paged(fa_cl_context *ctx, int argc, char **argv)
     };
     for (int i = 0; i < TU_COUNT(q8); i++)
         check_case_with(&serving_tally, ctx, &q8[i], 250 + (uint64_t)i, SERVE_Q8 | (i == 2 ? SERVE_MASK : 0));
+    return 0;
+}
+
+/* q and o in f32 over a paged f16/bf16 or q8_0 cache (ggml's decode): decode and prefill rows,
+ * per-sequence lengths, GQA packing, shuffled pages with shared and bad entries, each asserted to
+ * plan on a tensor-core family where the planner walks nvidia-mma (else a skip); CTest adds split-KV */
+static int run_mixed(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (tu_tensor_core_skip(ctx))
+        return TU_EXIT_SKIP;
+    const struct {
+        serving_case sc;
+        int flags;
+    } cases[] = {
+        {{{2, 8, 2, 1, 300, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0}, 0},
+        {{{2, 4, 2, 40, 200, 64, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(200, 90), 64, 1, 1}, 0},
+        {{{2, 8, 2, 1, 300, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, LENS(300, 77), 16, 0, 0}, SERVE_Q8},
+        {{{2, 8, 4, 2, 700, 64, FA_CL_F16, 1, -1, -1, "CCCC", 0.0f, 1}, LENS(700, 300), 256, 0, 1}, SERVE_Q8},
+    };
+    expect_tensor_core = 1;
+    for (int i = 0; i < TU_COUNT(cases); i++)
+        check_case_with(&serving_tally, ctx, &cases[i].sc, 280 + (uint64_t)i, SERVE_QO_F32 | cases[i].flags);
+    expect_tensor_core = 0;
     return 0;
 }
 
@@ -1745,7 +1785,7 @@ static int run_invalid(fa_cl_context *ctx, int argc, char **argv)
 int main(int argc, char **argv)
 {
     const tu_subset subsets[] = {
-        {"ragged", run_ragged}, {"paged", run_paged}, {"decode", run_decode}, {"mods", run_mods},
+        {"ragged", run_ragged}, {"paged", run_paged}, {"mixed", run_mixed}, {"decode", run_decode}, {"mods", run_mods},
         {"bad_data", run_bad_data}, {"splits", run_splits}, {"invalid", run_invalid}, {"tiny", run_tiny}, {"varlen", run_varlen},
         {"append", run_append}, {"append_bad", run_append_bad}, {"long", run_long}, {"tree", run_tree},
         {"tree_invalid", run_tree_invalid},

@@ -9,6 +9,9 @@
  *   reference  fa_cl_reference_run on the same cases
  *   invalid    what bad storage types get: a status and a message naming the field
  *   tiny N     case N of a tiny set, one per process (oclgrind)
+ *   tensor_core  q and o in f32 / bf16 over 16-bit or q8_0 K/V, asserted to plan on a tensor-core
+ *              family (nvidia-mma emulated on PoCL: FA_CL_TUNE nvidia-mma:emulate=1); a skip where
+ *              the planner does not walk nvidia-mma
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,15 +36,33 @@ static void case_name(const type_case *tc, char *buf, size_t size)
              tu_dtype_name(tc->ty[2]), tu_dtype_name(tc->ty[3]), tc->sinks ? " sinks" : "");
 }
 
-static void check_case(tu_tally *t, fa_cl_context *ctx, const type_case *tc, uint64_t seed, int reference)
+/* The type the tensor-core kernels compute tc in (src/plan/plan_decide.c compute_dtype): K's and V's
+ * where they are one 16-bit type; q8_0: q's if 16-bit, else the dtype if 16-bit, else f16; other
+ * mixes: the dtype (the portable kernels, which compute in f32, take them). */
+static fa_cl_dtype tensor_core_type(const type_case *tc)
 {
+    const fa_cl_dtype k = tc->ty[1], q = tc->ty[0];
+    if (k != tc->ty[2])
+        return tc->c.dtype;
+    if (k == FA_CL_F16 || k == FA_CL_BF16)
+        return k;
+    if ((int)k == (int)TU_Q8_0)
+        return q != FA_CL_F32 ? q : tc->c.dtype != FA_CL_F32 ? tc->c.dtype : FA_CL_F16;
+    return tc->c.dtype;
+}
+
+/* One case against the oracle; the plan's kernel family (NULL where none ran). */
+static const char *check_case(tu_tally *t, fa_cl_context *ctx, const type_case *tc, uint64_t seed, int reference)
+{
+    const char *kernel = NULL;
     char name[400];
     case_name(tc, name, sizeof name);
     tu_problem p;
     if (tu_problem_init_types(&p, ctx, &tc->c, tc->ty, seed, 0) != 0) {
         tu_expect(t, 0, "%s: setup failed", name);
-        return;
+        return NULL;
     }
+    p.tc_compute = 1 + (int)tensor_core_type(tc);
     const size_t no = (size_t)(tc->c.B * tc->c.Hq * tc->c.Sq * tc->c.D), hq = (size_t)tc->c.Hq;
     double *ref_o = (double *)malloc(no * sizeof(double)), *ref_lse = (double *)malloc(p.lse_elems * sizeof(double));
     float *sinks = (float *)malloc(hq * sizeof(float));
@@ -67,6 +88,7 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const type_case *tc, uin
         a.sinks = sink_mem;
     }
     tu_run_and_check(t, ctx, &p, &a, ref_o, ref_lse, name, reference);
+    kernel = p.kernel;
 done:
     if (sink_mem)
         clReleaseMemObject(sink_mem);
@@ -74,6 +96,7 @@ done:
     free(ref_o);
     free(ref_lse);
     tu_problem_free(&p);
+    return kernel;
 }
 
 #define F32 FA_CL_F32
@@ -106,6 +129,51 @@ static const type_case all_cases[] = {
     {{1, 2, 1, 30, 65, 512, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, {BF16, Q8, Q8, BF16}, 0},
 };
 
+/* What the tensor-core forward kernels take besides all-16-bit data (FA_CL_FEAT_QO_TYPES): q and o
+ * in f32 or bf16 over f16, bf16 or q8_0 K/V: prefill (16-byte rows: asynchronous K/V copies; a
+ * head_dim tail and strided or padded views: loads), decode rows (GQA-packed, key slices, q8_0's
+ * transposed 8-row products), causal, a window; CTest adds split-KV and long rows' chunks. */
+static const type_case tensor_core_cases[] = {
+    /* ggml's common case: q and o f32, K/V f16 (the descriptor's dtype either) */
+    {{2, 4, 2, 70, 90, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+    {{2, 8, 2, 1, 300, 128, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+    {{1, 4, 4, 33, 100, 40, F32, 0, 16, 0, "SCCP", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+    {{3, 4, 1, 5, 129, 128, F32, 1, -1, -1, "PCCS", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+    /* q bf16, o f32 over bf16 K/V; q f16, o bf16 over f16 */
+    {{2, 4, 2, 50, 77, 64, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {BF16, BF16, BF16, F32}, 0},
+    {{1, 4, 2, 33, 33, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, BF16, BF16, F32}, 0}, /* row 0: one key */
+    {{2, 8, 2, 2, 200, 128, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, {BF16, BF16, BF16, F32}, 0},
+    {{1, 2, 2, 40, 60, 96, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, F16, F16, BF16}, 0},
+    /* q f32 over q8_0 K/V (f16 products): prefill, decode (8 rows: the transposed products), o f16 */
+    {{2, 4, 2, 45, 77, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, Q8, Q8, F32}, 0},
+    {{2, 8, 2, 1, 300, 128, F32, 0, -1, -1, "CCCC", 0.0f, 1}, {F32, Q8, Q8, F32}, 0},
+    {{2, 8, 2, 4, 160, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, Q8, Q8, F16}, 0},
+    /* prefill that Hopper plans on nvidia-wgmma (more than 64 rows, head_dim 97..256): q converted
+     * by the computing warpgroups (its producer copying K/V by cp.async; at 256 no producer), and a
+     * bf16 q with an f32 o (copies by TMA, the persistent kernel, o's pairs) */
+    {{1, 2, 1, 200, 260, 128, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+    {{1, 2, 1, 150, 200, 128, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, {BF16, BF16, BF16, F32}, 0},
+    {{1, 2, 1, 100, 150, 256, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+};
+
+/* tensor_core_cases, each asserted to plan on a tensor-core family (a fallback to the portable
+ * kernels fails it), where the planner walks nvidia-mma (else a skip) */
+static int run_tensor_core(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    if (tu_tensor_core_skip(ctx))
+        return TU_EXIT_SKIP;
+    for (int i = 0; i < TU_COUNT(tensor_core_cases); i++) {
+        const type_case *tc = &tensor_core_cases[i];
+        const char *kernel = check_case(&types_tally, ctx, tc, 400 + (uint64_t)i, 0);
+        char name[400];
+        case_name(tc, name, sizeof name);
+        tu_expect(&types_tally, tu_tensor_core_kernel(kernel), "%s: planned on %s (must be a tensor-core family)", name,
+                  kernel ? kernel : "(none)");
+    }
+    return 0;
+}
+
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -130,6 +198,10 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
         {{2, 2, 1, 3, 40, 32, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F32}, 1},
         /* nvidia-mma's staging ring of q8_0 rows (nvidia-mma:emulate=1): 4-byte copies, 3 blocks */
         {{1, 2, 1, 5, 150, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, Q8, Q8, F16}, 0},
+        /* nvidia-mma's converting Q loads (FA_Q_CONVERT) and o's own stores: a head_dim tail with
+         * loads (3); 16-byte rows, K/V copied asynchronously, o's f32 pairs (4) */
+        {{1, 2, 1, 9, 40, 40, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
+        {{1, 2, 1, 5, 70, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, F16, F16, F32}, 0},
     };
     const int only = argc > 0 ? atoi(argv[0]) : -1;
     for (int i = 0; i < TU_COUNT(tiny); i++)
@@ -193,6 +265,7 @@ int main(int argc, char **argv)
 {
     const tu_subset subsets[] = {
         {"cases", run_cases}, {"reference", run_reference}, {"invalid", run_invalid}, {"tiny", run_tiny},
+        {"tensor_core", run_tensor_core},
     };
     return tu_main(&types_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

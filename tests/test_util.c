@@ -707,6 +707,7 @@ void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_c
         if (st == FA_CL_SUCCESS && !tu_kernel_as_expected(t, p->desc.dtype, info.kernel, name))
             return;
     }
+    p->kernel = info.kernel;
     if (st != FA_CL_SUCCESS) {
         tu_expect(t, 0, "%s: %s: %.300s", name, fa_cl_status_string(st), fa_cl_last_error(ctx));
         return;
@@ -715,6 +716,7 @@ void tu_run_and_check(tu_tally *t, fa_cl_context *ctx, tu_problem *p, const fa_c
         tu_expect(t, 0, "%s: read failed", name);
         return;
     }
+    tu_problem_set_bar(p, info.kernel);
     tu_result res;
     tu_problem_check(p, ref_o, ref_lse, &res);
     char detail[400];
@@ -777,7 +779,8 @@ void tu_problem_check(const tu_problem *p, const double *ref_o, const double *re
 {
     memset(r, 0, sizeof *r);
     const tu_tensor *t = &p->t[3];
-    const fa_cl_dtype dt = t->dtype; /* o's storage: its sentinel and the accuracy bar */
+    const fa_cl_dtype dt = t->dtype; /* o's storage: its sentinel and (unless p->bar) the accuracy bar */
+    const fa_cl_dtype bar = p->bar ? (fa_cl_dtype)(p->bar - 1) : dt;
     const uint32_t sentinel = tu_sentinel_bits(dt);
     for (size_t e = 0; e < t->elems; e++) {
         uint32_t bits = tu_load_bits(dt, t->img, e);
@@ -819,7 +822,7 @@ void tu_problem_check(const tu_problem *p, const double *ref_o, const double *re
                         }
                         continue;
                     }
-                    const double err = fabs(got - ref), bound = fa_cl_tolerance_bound(dt, ref);
+                    const double err = fabs(got - ref), bound = fa_cl_tolerance_bound(bar, ref);
                     if (!(err <= r->max_err))
                         r->max_err = err; /* NaN sticks */
                     const double ratio = err / bound;
@@ -827,7 +830,7 @@ void tu_problem_check(const tu_problem *p, const double *ref_o, const double *re
                         r->max_ratio = ratio;
                         r->bound_at_max = bound;
                     }
-                    if (!fa_cl_tolerance_ok(dt, got, ref)) {
+                    if (!fa_cl_tolerance_ok(bar, got, ref)) {
                         r->bad++;
                         note_first(r, "o[%lld,%lld,%lld,%lld] = %.9g, reference %.9g, |err| %.3g > %.3g",
                                    (long long)b, (long long)h, (long long)s, (long long)d, got, ref, err, bound);
@@ -852,12 +855,17 @@ void tu_problem_check(const tu_problem *p, const double *ref_o, const double *re
                 continue;
             }
             const double got = p->lse_img[i], ref = ref_lse[i];
-            if (isnan(ref) ? !isnan(got) : !fa_cl_tolerance_lse_ok(got, ref)) {
+            const fa_cl_dtype q_rounded = (fa_cl_dtype)(p->lse_bar - 1);
+            const double lse_bound =
+                p->lse_bar ? fa_cl_tolerance_lse_rounded_q_bound(q_rounded, ref) : fa_cl_tolerance_lse_bound(ref);
+            const int lse_ok = p->lse_bar ? (isinf(ref) || isinf(got) ? got == ref : fabs(got - ref) <= lse_bound)
+                                          : fa_cl_tolerance_lse_ok(got, ref);
+            if (isnan(ref) ? !isnan(got) : !lse_ok) {
                 r->lse_bad++;
                 note_first(r, "lse[%zu] = %.9g, reference %.9g", i, got, ref);
             }
             if (isfinite(ref)) {
-                const double err = fabs(got - ref), ratio = err / fa_cl_tolerance_lse_bound(ref);
+                const double err = fabs(got - ref), ratio = err / lse_bound;
                 if (!(err <= r->lse_max_err))
                     r->lse_max_err = err;
                 if (!(ratio <= r->lse_max_ratio))
@@ -871,9 +879,14 @@ void tu_problem_check(const tu_problem *p, const double *ref_o, const double *re
 
 void tu_result_format(const tu_result *r, const tu_problem *p, char *buf, size_t size)
 {
+    const fa_cl_dtype bar = p->bar ? (fa_cl_dtype)(p->bar - 1) : p->t[3].dtype;
     int n = snprintf(buf, size, "max|err| %.3g (tol %.3g+%.3g|ref|, worst ratio %.3f)", r->max_err,
-                     fa_cl_tolerance_abs(p->t[3].dtype), fa_cl_tolerance_rel(p->t[3].dtype), r->max_ratio);
-    if (n > 0 && (size_t)n < size && p->c.lse)
+                     fa_cl_tolerance_abs(bar), fa_cl_tolerance_rel(bar), r->max_ratio);
+    if (n > 0 && (size_t)n < size && p->c.lse && p->lse_bar) /* q rounded to the compute type */
+        n += snprintf(buf + n, size - (size_t)n, " lse max|err| %.3g (tol %.3g+%.3g|ref|: q rounded, ratio %.3f)",
+                      r->lse_max_err, fa_cl_tolerance_abs((fa_cl_dtype)(p->lse_bar - 1)),
+                      fa_cl_tolerance_rel((fa_cl_dtype)(p->lse_bar - 1)), r->lse_max_ratio);
+    else if (n > 0 && (size_t)n < size && p->c.lse)
         n += snprintf(buf + n, size - (size_t)n, " lse max|err| %.3g (tol rel %.0e, ratio %.3f)", r->lse_max_err,
                       fa_cl_tolerance_lse_rel(), r->lse_max_ratio);
     if (n > 0 && (size_t)n < size && r->masked_rows)
@@ -937,6 +950,31 @@ const char *tu_tune(const char *key, char *buf, size_t size)
         p = *end ? end + 1 : end;
     }
     return NULL;
+}
+
+void tu_problem_set_bar(tu_problem *p, const char *kernel)
+{
+    /* a tensor-core kernel computing in a 16-bit type narrower than q or o (tolerance.h) */
+    const int tc = p->tc_compute && tu_tensor_core_kernel(kernel);
+    const fa_cl_dtype compute = (fa_cl_dtype)(p->tc_compute - 1);
+    p->bar = tc ? 1 + (int)fa_cl_tolerance_mixed_dtype(p->t[3].dtype, compute) : 0;
+    p->lse_bar = tc && p->t[0].dtype != compute ? 1 + (int)compute : 0;
+}
+
+int tu_tensor_core_skip(fa_cl_context *ctx)
+{
+    fa_cl__limits lim;
+    char why[300];
+    fa_cl__context_limits(ctx, &lim);
+    if (fa_cl__family_available(&lim, fa_cl__kernel_by_name("nvidia-mma"), why, sizeof why))
+        return 0;
+    printf("SKIP: nvidia-mma %s (FA_CL_TUNE nvidia-mma:emulate=1 plans it on any device)\n", why);
+    return 1;
+}
+
+int tu_tensor_core_kernel(const char *kernel)
+{
+    return kernel && (strcmp(kernel, "nvidia-mma") == 0 || strcmp(kernel, "nvidia-wgmma") == 0);
 }
 
 int tu_nvidia(fa_cl_context *ctx)

@@ -184,6 +184,12 @@ typedef struct tu_problem {
     size_t lse_slack;      /* extra floats after the LSE, must stay untouched */
     float *lse_img;        /* host image of the LSE buffer (lse_elems + lse_slack) */
     cl_mem mem[4], lse_mem;
+    int tc_compute;        /* 1 + the type a tensor-core kernel computes this problem in where q or o is wider
+                              (tests set it: tolerance.h fa_cl_tolerance_mixed_dtype); 0: none */
+    int bar;               /* 1 + the type whose bar o is held to (tu_problem_set_bar); 0: o's own */
+    int lse_bar;           /* 1 + the type q was rounded to, whose bar the LSE is held to (tu_problem_set_bar;
+                              tolerance.h fa_cl_tolerance_lse_rounded_q_bound); 0: the LSE's own */
+    const char *kernel;    /* the plan's kernel family (tu_run_and_check sets it; static storage) */
 } tu_problem;
 
 /* Build the tensors (random data from seed, input gaps NaN), the float64 reference (unless
@@ -245,6 +251,14 @@ int tu_kernel_as_expected(tu_tally *t, fa_cl_dtype dtype, const char *kernel, co
 /* The value FA_CL_TUNE gives key (any family's, the first item of that name) in buf, or NULL. */
 const char *tu_tune(const char *key, char *buf, size_t size);
 
+/* 0 where the planner walks the NVIDIA tensor-core forward family nvidia-mma on ctx (an NVIDIA GPU of
+ * compute capability 8.0 or later, or FA_CL_TUNE nvidia-mma:emulate=1); else 1, a "SKIP: " line
+ * saying why printed. */
+int tu_tensor_core_skip(fa_cl_context *ctx);
+/* Whether kernel (fa_cl_plan_info.kernel) is a tensor-core forward family: nvidia-mma, nvidia-wgmma. */
+int tu_tensor_core_kernel(const char *kernel);
+/* p->bar and p->lse_bar for a run on kernel (p->tc_compute's bars where kernel is a tensor-core family). */
+void tu_problem_set_bar(tu_problem *p, const char *kernel);
 /* The context's device is an NVIDIA GPU (tu_nvidia), of compute capability 9.0 (tu_hopper: wgmma, TMA). */
 int tu_nvidia(fa_cl_context *ctx);
 int tu_hopper(fa_cl_context *ctx);

@@ -80,6 +80,27 @@ static inline int fa_cl_tolerance_grad_ok(fa_cl_dtype dtype, double got, double 
     return fabs(got - ref) <= fa_cl_tolerance_abs(dtype) * m + fa_cl_tolerance_rel(dtype) * fabs(ref);
 }
 
+/* A tensor-core kernel (nvidia-mma, nvidia-wgmma) computes in K's and V's 16-bit type (f16 or bf16;
+ * f16 for q8_0 K/V unless q is bf16) where q and/or o are stored in another (desc.q_type, o_type):
+ * q is rounded to that type once, as its tile loads (ggml's CUDA kernels round an f32 Q to f16
+ * the same way), and P to it before P V, as in an all-16-bit call, so that an f32 o cannot meet
+ * f32's bar. o is then held to the coarser of its own type's bar and the compute type's: f16's
+ * 1e-3 + 2e-3 |ref| for ggml's f32 q/o with f16 K/V. */
+static inline fa_cl_dtype fa_cl_tolerance_mixed_dtype(fa_cl_dtype o_type, fa_cl_dtype compute)
+{
+    return fa_cl_tolerance_rel(compute) > fa_cl_tolerance_rel(o_type) ? compute : o_type;
+}
+
+/* With q rounded so (q stored in another type than the compute type), a score moves by up to
+ * u scale sum |q_i k_i| (u: 2^-11 for f16, 2^-8 for bf16), which the LSE carries as it is: a row
+ * that sees one key has LSE = that score. The LSE's bar is then the compute type's o bar, applied
+ * to the LSE (f16: 1e-3 + 2e-3 |ref|), where the float32 bar below (1e-4 relative) would ask for
+ * less than q's own rounding. */
+static inline double fa_cl_tolerance_lse_rounded_q_bound(fa_cl_dtype compute, double ref)
+{
+    return fa_cl_tolerance_bound(compute, ref);
+}
+
 static inline double fa_cl_tolerance_lse_rel(void) { return 1e-4; }
 
 /* Largest |got - ref| allowed for one LSE value (finite ref). */

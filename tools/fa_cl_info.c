@@ -399,8 +399,8 @@ static void collect_decode(const fa_cl_context *ctx, device_report *r)
      * data); then the backward's key-block tiles */
     for (int f = 0; f < N_FEATURES; f++) {
         fa_cl__tile_request req = request(f == 3 ? FA_CL_OP_BACKWARD : FA_CL_OP_FORWARD, 128, FA_CL_F16, 4096, 4096,
-                                          f != 2, 0);
-        req.features = f == 0 ? FA_CL_FEAT_MODIFIERS : f == 2 ? FA_CL_FEAT_MIXED_TYPES : 0;
+                                          1, 0);
+        req.features = f == 0 ? FA_CL_FEAT_MODIFIERS : f == 2 ? FA_CL_FEAT_QO_TYPES : 0;
         req.mask = f == 1 ? FA_CL_MASK_F16 : FA_CL_MASK_NONE;
         r->feat_status[f] = fa_cl__plan_tiles(&r->limits, &req, &r->feat_tiles[f], r->feat_msg[f],
                                               sizeof r->feat_msg[f]);

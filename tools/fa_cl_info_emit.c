@@ -129,6 +129,27 @@ static void shape_mixed(fa_cl_attention_desc *d) /* ggml's common case: q and o 
     d->q_type = d->o_type = FA_CL_STORAGE_F32;
     d->k_type = d->v_type = FA_CL_STORAGE_F16;
 }
+static void shape_mixed_decode(fa_cl_attention_desc *d) /* the same decoding, GQA-packed */
+{
+    decode_gqa(d);
+    shape_mixed(d);
+}
+static void shape_mixed_bf16(fa_cl_attention_desc *d) /* q in bf16, o in f32, k and v in bf16 */
+{
+    d->q_type = FA_CL_STORAGE_BF16;
+    d->o_type = FA_CL_STORAGE_F32;
+    d->k_type = d->v_type = FA_CL_STORAGE_BF16;
+}
+static void shape_mixed_q8(fa_cl_attention_desc *d) /* q and o in f32, k and v in q8_0 */
+{
+    d->q_type = d->o_type = FA_CL_STORAGE_F32;
+    shape_kv_q8(d);
+}
+static void shape_mixed_q8_paged(fa_cl_attention_desc *d)
+{
+    shape_kv_q8_paged(d);
+    d->q_type = d->o_type = FA_CL_STORAGE_F32;
+}
 static void shape_unaligned(fa_cl_attention_desc *d) { d->q_offset = d->k_offset = d->v_offset = d->o_offset = 1; }
 static void shape_short(fa_cl_attention_desc *d) { d->seqlen_q = d->seqlen_k = 256; }
 static void shape_rows16(fa_cl_attention_desc *d) { d->seqlen_q = 16; }
@@ -274,6 +295,10 @@ static const emit_case cases[] = {
     {"kv-fp8", PASS_FORWARD, {0}, NULL, "", shape_kv_fp8},
     {"kv-fp8-paged-append", PASS_FORWARD, {0}, NULL, "", shape_kv_fp8_paged_append},
     {"mixed-types", PASS_FORWARD, {0}, NULL, "", shape_mixed},
+    {"mixed-types-decode", PASS_FORWARD, {0}, NULL, "", shape_mixed_decode},
+    {"mixed-types-bf16", PASS_FORWARD, {0}, NULL, "", shape_mixed_bf16},
+    {"mixed-types-q8", PASS_FORWARD, {0}, NULL, "", shape_mixed_q8},
+    {"mixed-types-q8-paged", PASS_FORWARD, {0}, NULL, "", shape_mixed_q8_paged},
     /* serving */
     {"decode", PASS_FORWARD, {0}, NULL, "", shape_decode},
     {"decode-gqa", PASS_FORWARD, {0}, NULL, "", shape_decode_gqa},

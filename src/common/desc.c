@@ -692,20 +692,28 @@ fa_cl_status fa_cl__desc_resolve(const fa_cl_attention_desc *given, fa_cl__views
 int fa_cl__rows_aligned16(const fa_cl_attention_desc *d)
 {
     /* buffers themselves are at least 16-byte aligned (CL_DEVICE_MEM_BASE_ADDR_ALIGN); head_dim,
-     * strides and offsets of q, k, v and o multiples of the elements in 16 bytes (8 of 16 bits, 4
-     * of 32): the tensor-core kernels then copy rows asynchronously and store outputs in pairs */
-    /* q and o in the dtype, k and v too or in q8_0 (whose rows nvidia-mma loads itself) */
-    const size_t size = fa_cl__dtype_size(d->dtype);
-    const int k_q8 = d->k_type == FA_CL_STORAGE_Q8_0, v_q8 = d->v_type == FA_CL_STORAGE_Q8_0;
-    if (size == 0 || d->q_type || d->o_type || (d->k_type && !k_q8) || (d->v_type && !v_q8))
+     * strides and offsets of q, k, v and o multiples of the elements in 16 bytes of each one's
+     * storage type (8 of 16 bits, 4 of 32): the tensor-core kernels then copy rows asynchronously
+     * and store outputs in pairs. k and v in q8_0 (whose rows nvidia-mma loads itself) count as
+     * aligned here; in fp8 as not. */
+    const fa_cl_storage stor[4] = {d->q_type, d->k_type, d->v_type, d->o_type};
+    const size_t *const offs[4] = {&d->q_offset, &d->k_offset, &d->v_offset, &d->o_offset};
+    const int64_t *const strides[4] = {d->q_stride, d->k_stride, d->v_stride, d->o_stride};
+    if (fa_cl__dtype_size(d->dtype) == 0)
         return 0;
-    const int64_t e = (int64_t)(16 / size);
-    if (d->head_dim % e || d->head_dim_v % e || d->q_offset % (size_t)e || (!k_q8 && d->k_offset % (size_t)e) ||
-        (!v_q8 && d->v_offset % (size_t)e) || d->o_offset % (size_t)e)
-        return 0;
-    for (int i = 0; i < 3; i++)
-        if (d->q_stride[i] % e || (!k_q8 && d->k_stride[i] % e) || (!v_q8 && d->v_stride[i] % e) || d->o_stride[i] % e)
+    for (int t = 0; t < 4; t++) {
+        if (stor[t] == FA_CL_STORAGE_Q8_0 && (t == 1 || t == 2))
+            continue;
+        if (stor[t] > FA_CL_STORAGE_BF16)
             return 0;
+        const size_t size = fa_cl__dtype_size(stor[t] == FA_CL_STORAGE_DTYPE ? d->dtype : (fa_cl_dtype)(stor[t] - 1));
+        const int64_t e = (int64_t)(16 / size), width = t == 0 || t == 1 ? d->head_dim : d->head_dim_v;
+        if (d->head_dim % e || width % e || *offs[t] % (size_t)e)
+            return 0;
+        for (int i = 0; i < 3; i++)
+            if (strides[t][i] % e)
+                return 0;
+    }
     return 1;
 }
 

@@ -48,8 +48,9 @@ typedef enum fa_cl__operation {
 /* The descriptor's features that not every family takes (fa_cl__request.features, and a family's
  * fa_cl__takes.features). fa_cl__feature_name names each. */
 enum {
-    FA_CL_FEAT_MIXED_TYPES = 1 << 0, /* q, k, v, o in storage types other than desc.dtype (f32/f16/bf16) */
-    FA_CL_FEAT_KV_Q8 = 1 << 1,       /* K and V in q8_0, q and o in desc.dtype */
+    FA_CL_FEAT_MIXED_TYPES = 1 << 0, /* q, k, v, o in storage types other than desc.dtype (f32/f16/bf16), any
+                                        mix FA_CL_FEAT_QO_TYPES does not name */
+    FA_CL_FEAT_KV_Q8 = 1 << 1,       /* K and V in q8_0 */
     FA_CL_FEAT_SOFTCAP = 1 << 2,     /* desc.softcap */
     FA_CL_FEAT_ALIBI = 1 << 3,       /* desc.alibi */
     FA_CL_FEAT_SINKS = 1 << 4,       /* desc.sinks */
@@ -62,7 +63,9 @@ enum {
     FA_CL_FEAT_KV_FP8 = 1 << 11,     /* K and/or V in fp8 (e4m3, e5m2), with their descale factors */
     FA_CL_FEAT_HEAD_DIM_V = 1 << 12, /* v and o rows of another width than q and k (desc.head_dim_v) */
     FA_CL_FEAT_TREE_MASK = 1 << 13,  /* the new tokens' visibility among themselves by bits (desc.tree_mask) */
-    FA_CL_FEAT_COUNT = 14
+    FA_CL_FEAT_QO_TYPES = 1 << 14,   /* q and/or o in storage types (f32/f16/bf16) other than the request's dtype,
+                                        K and V in it (f16/bf16) or both in q8_0 (fa_cl__tile_request.dtype) */
+    FA_CL_FEAT_COUNT = 15
 };
 #define FA_CL_FEAT_MODIFIERS (FA_CL_FEAT_SOFTCAP | FA_CL_FEAT_ALIBI | FA_CL_FEAT_SINKS)
 #define FA_CL_FEAT_SERVING                                                                                \
@@ -74,6 +77,9 @@ enum {
  * reads layouts there: the alignment of a mask's rows, K/V strides). */
 typedef struct fa_cl__tile_request {
     int head_dim;
+    /* the type the products compute in: desc.dtype, or where K and V are one 16-bit type (f16, bf16)
+     * that, or where both are q8_0 q's type if it is 16-bit, else desc.dtype if it is, else f16 (q and
+     * o then differ from it: FA_CL_FEAT_QO_TYPES) */
     fa_cl_dtype dtype;
     int64_t seqlen_q, seqlen_k; /* a forward's: a head column's rows (GQA packing stacks its heads) */
     int aligned16; /* every q/k/v/o row starts 16-byte aligned (tensor-core kernels: asynchronous copies, paired stores) */
@@ -127,6 +133,9 @@ typedef struct fa_cl__tiles {
                                  kernel that moves registers between its work-items) */
     int main_wg_scale;        /* the backward's dkdv runs work-groups of this many times work_group_size; 0 = 1 */
     int own[12];              /* the family's own decisions: its header names them */
+    int dtype;                /* 1 + the fa_cl_dtype the program is built with (FA_DTYPE) where it is not
+                                 desc.dtype (a family computing in the request's dtype), else 0; types[]
+                                 are relative to it */
 } fa_cl__tiles;
 
 /* What the planner knows of a device and the environment. */

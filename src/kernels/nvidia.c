@@ -16,6 +16,8 @@ void fa_cl__tensor_core_tiles(const fa_cl__limits *lim, const fa_cl__tile_reques
     fa_cl__tiles_set(out, f, br, bc, warp_rows, 8, (br + warp_rows - 1) / warp_rows * 32, bytes);
     out->head_dim_padded = dim_padded;
     out->elem_bytes = req->dtype == FA_CL_F32 ? 4 : 2; /* the 3xTF32 families hold fp32 */
+    /* the program computes in the request's dtype (K's and V's, where q or o have types of their own) */
+    out->dtype = req->views && req->dtype != req->views->d.dtype ? (int)req->dtype + 1 : 0;
     out->item_rows = warp_rows / 8;                    /* a lane holds 2 rows of each 16-row m-tile */
     FA_CL_NV(out, ALIGNED16) = req->aligned16;
     out->emulated = fa_cl__family_emulated(lim, f);

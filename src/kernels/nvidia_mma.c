@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* nvidia-mma: FlashAttention-2 on NVIDIA tensor cores (mma.sync through inline PTX), f16/bf16 storage,
+/* nvidia-mma: FlashAttention-2 on NVIDIA tensor cores (mma.sync through inline PTX), f16/bf16 K/V (or
+ * q8_0, fp8) with q and o in f32, f16 or bf16 (FA_CL_FEAT_QO_TYPES: Q converted as it loads),
  * compute capability >= 8.0 (the cl/fa_nv_fwd_*.cl units, mainloop _sm80): what it takes, its tuning keys, its rules. */
 #include "kernels/nvidia_mma.h"
 
@@ -262,11 +263,12 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma = {
     .entry = "fa_forward",
     .files = files,
     .nfiles = sizeof files / sizeof files[0],
-    .summary = "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX",
+    .summary = "f16/bf16 on NVIDIA tensor cores (compute capability >= 8.0): mma.sync, ldmatrix, cp.async by inline PTX; "
+               "q and o may be f32/f16/bf16 besides",
     /* O lives in registers (DT = D_PAD / 8 accumulator tiles a warp: 244 registers at 256): no
      * head_dim beyond FA_CL_MMA_MAX_DIM */
     .takes = {FA_CL_DTYPES_16,
-              FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_KV_FP8 | FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING | FA_CL_FEAT_TREE_MASK |
+              FA_CL_FEAT_QO_TYPES | FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_KV_FP8 | FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING | FA_CL_FEAT_TREE_MASK |
                   FA_CL_FEAT_HEAD_DIM_V,
               FA_CL_MASKS_ALL, FA_CL_MMA_MAX_DIM},
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},

@@ -177,9 +177,12 @@ static void plan_tma(int tma, const fa_cl__views *v, fa_cl__tiles *t)
     if (!v || !FA_CL_NV(t, PRODUCER) || t->paged || t->seqlens || t->packed || t->varlen_q || t->varlen_k ||
         t->append_rows || t->chunk_keys || t->rows_padded)
         return;
+    /* a q of another type than the program's (types[0]) is converted as the computing warpgroups
+     * load it, not copied: no Q map, and K/V's copies by TMA come with Q's (the mask's may alone) */
+    const int q_by_tma = t->types[0] == 0;
     const fa_cl_attention_desc *d = &v->d;
     const int64_t q_ext[3] = {d->batch, d->heads_q, d->seqlen_q}, k_ext[3] = {d->batch, d->heads_kv, d->seqlen_k};
-    FA_CL_NV(t, KV_TMA) = (tma & FA_CL_WGMMA_TMA_KV) && d->seqlen_q > 1 && d->seqlen_k > 1 &&
+    FA_CL_NV(t, KV_TMA) = (tma & FA_CL_WGMMA_TMA_KV) && q_by_tma && d->seqlen_q > 1 && d->seqlen_k > 1 &&
                           tma_strides_ok(d->q_stride, q_ext, 2, 0) && tma_strides_ok(d->k_stride, k_ext, 2, 0) &&
                           tma_strides_ok(d->v_stride, k_ext, 2, 0);
     const int64_t es = (int64_t)fa_cl__mask_entry_size(d->mask);
@@ -317,7 +320,7 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma = {
     .files = files,
     .nfiles = sizeof files / sizeof files[0],
     .summary = "f16/bf16 on Hopper tensor cores (compute capability 9.0): wgmma through sm_90a PTX, cp.async",
-    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, 256},
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_QO_TYPES | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, 256},
     /* compute capability 9.0 alone: later parts lack wgmma */
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 90, .arch_max = 90},
     .tune = tune,

@@ -118,8 +118,9 @@ const fa_cl__kernel_family fa_cl__kernel_portable_tiled = {
     .files = files,
     .nfiles = sizeof files / sizeof files[0],
     .summary = "portable OpenCL C for GPUs: TM x TN register tiles per work-item, P through local memory",
-    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_MIXED_TYPES | FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_KV_FP8 | FA_CL_FEAT_MODIFIERS |
-                                    FA_CL_FEAT_SERVING | FA_CL_FEAT_HEAD_DIM_V | FA_CL_FEAT_TREE_MASK,
+    .takes = {FA_CL_DTYPES_ALL, FA_CL_FEAT_MIXED_TYPES | FA_CL_FEAT_QO_TYPES | FA_CL_FEAT_KV_Q8 | FA_CL_FEAT_KV_FP8 |
+                                    FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_SERVING | FA_CL_FEAT_HEAD_DIM_V |
+                                    FA_CL_FEAT_TREE_MASK,
               FA_CL_MASKS_ALL, FA_CL_MAX_HEAD_DIM},
     .needs = {.device = FA_CL_PREFERS_GPU},
     .tune = tune,

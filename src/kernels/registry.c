@@ -96,7 +96,7 @@ int fa_cl__family_emulated(const fa_cl__limits *lim, const fa_cl__kernel_family 
 const char *fa_cl__feature_name(unsigned feature)
 {
     switch (feature) {
-    case FA_CL_FEAT_MIXED_TYPES: return "storage types other than desc.dtype (desc.q_type .. o_type)";
+    case FA_CL_FEAT_MIXED_TYPES: return "other mixes of storage types (desc.q_type .. o_type)";
     case FA_CL_FEAT_KV_Q8: return "q8_0 K and V (desc.k_type, v_type)";
     case FA_CL_FEAT_SOFTCAP: return "the score modifier desc.softcap";
     case FA_CL_FEAT_ALIBI: return "the score modifier desc.alibi";
@@ -110,6 +110,7 @@ const char *fa_cl__feature_name(unsigned feature)
     case FA_CL_FEAT_KV_FP8: return "fp8 (e4m3, e5m2) K or V (desc.k_type, v_type)";
     case FA_CL_FEAT_HEAD_DIM_V: return "value width other than head_dim (desc.head_dim_v)";
     case FA_CL_FEAT_TREE_MASK: return "tree mask over the new tokens (desc.tree_mask)";
+    case FA_CL_FEAT_QO_TYPES: return "q, o in f32/f16/bf16 over f16, bf16, q8_0 K/V (desc.*_type)";
     }
     return "?";
 }

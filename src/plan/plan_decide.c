@@ -52,18 +52,39 @@ int fa_cl__plan_pack(const fa_cl__plan_device *dev, fa_cl__operation op, const f
     return op == FA_CL_OP_FORWARD ? fa_cl__gqa_pack(v->group, v->d.seqlen_q, dev->env->gqa_pack) : 1;
 }
 
+/* The type the products compute in (fa_cl__tile_request.dtype): K's and V's where they are one
+ * 16-bit type; with q8_0 K and V, q's where it is 16-bit, else the dtype where it is, else f16 (ggml's
+ * CUDA kernels convert an f32 Q to f16 too); otherwise desc.dtype. */
+static fa_cl_dtype compute_dtype(const fa_cl__views *v)
+{
+    const int kt = v->type[1], q16 = v->type[0] == FA_CL_F16 || v->type[0] == FA_CL_BF16;
+    if (kt != v->type[2])
+        return v->d.dtype;
+    if (kt == FA_CL_F16 || kt == FA_CL_BF16)
+        return (fa_cl_dtype)kt;
+    if (kt == FA_CL_TYPE_Q8_0)
+        return q16 ? (fa_cl_dtype)v->type[0] : v->d.dtype != FA_CL_F32 ? v->d.dtype : FA_CL_F16;
+    return v->d.dtype;
+}
+
 /* The descriptor's features that not every family takes (src/kernels/family.h). */
 static unsigned features_of(const fa_cl__views *v, int pack)
 {
     const fa_cl_attention_desc *d = &v->d;
-    /* q8_0 K and V with q and o in the dtype: the tensor-core kernels dequantise them as they load;
-     * fp8 K or V (the rest in the dtype) has its own bit; other mixes of storage types are the
-     * portable kernels' */
-    const int qo = v->type[0] == (int)d->dtype && v->type[3] == (int)d->dtype;
-    const int kv_q8 = qo && v->type[1] == FA_CL_TYPE_Q8_0 && v->type[2] == FA_CL_TYPE_Q8_0;
+    /* q and o in the compute type, K and V in it or both q8_0: the tensor-core kernels' own (q8_0
+     * dequantised as it loads); q or o in another float type besides (FA_CL_FEAT_QO_TYPES): Q
+     * converted as it loads, O stored in its type; fp8 K or V (the rest in the dtype) has its own
+     * bit; other mixes of storage types are the portable kernels' */
+    const int ct = (int)compute_dtype(v);
+    const int kv_q8 = v->type[1] == FA_CL_TYPE_Q8_0 && v->type[2] == FA_CL_TYPE_Q8_0;
+    const int kv_ct = kv_q8 || (v->type[1] == ct && v->type[2] == ct && ct != FA_CL_F32);
+    const int qo = v->type[0] == ct && v->type[3] == ct;
+    const int qo_types = kv_ct && !qo && v->type[0] <= FA_CL_BF16 && v->type[3] <= FA_CL_BF16;
     const int k_fp8 = fa_cl__type_is_fp8(v->type[1]), v_fp8 = fa_cl__type_is_fp8(v->type[2]);
     const int kv_fp8 = qo && (k_fp8 || v->type[1] == (int)d->dtype) && (v_fp8 || v->type[2] == (int)d->dtype);
-    unsigned f = kv_q8 ? FA_CL_FEAT_KV_Q8 : (k_fp8 || v_fp8) && kv_fp8 ? 0 : v->mixed_types ? FA_CL_FEAT_MIXED_TYPES : 0;
+    unsigned f = (kv_q8 && (qo || qo_types) ? FA_CL_FEAT_KV_Q8 : 0) | (qo_types ? FA_CL_FEAT_QO_TYPES : 0);
+    if (!f)
+        f = (k_fp8 || v_fp8) && kv_fp8 ? 0 : v->mixed_types && !(kv_ct && qo) ? FA_CL_FEAT_MIXED_TYPES : 0;
     f |= k_fp8 || v_fp8 ? FA_CL_FEAT_KV_FP8 : 0;
     f |= (d->softcap > 0 ? FA_CL_FEAT_SOFTCAP : 0) | (d->alibi ? FA_CL_FEAT_ALIBI : 0) | (d->sinks ? FA_CL_FEAT_SINKS : 0);
     f |= (d->page_size > 0 ? FA_CL_FEAT_PAGED : 0) | (d->kv_seqlens ? FA_CL_FEAT_SEQLENS : 0) |
@@ -90,7 +111,7 @@ fa_cl_status fa_cl__plan_request(const fa_cl__plan_device *dev, fa_cl__operation
     memset(req, 0, sizeof *req);
     /* the tiles hold q and k rows, then v rows in the same buffers: sized for the wider */
     req->head_dim = (int)(v->dv > d->head_dim ? v->dv : d->head_dim);
-    req->dtype = d->dtype;
+    req->dtype = compute_dtype(v);
     /* a head column's rows: GQA packing stacks its query heads' rows */
     req->seqlen_q = (op == FA_CL_OP_FORWARD ? pack : 1) * d->seqlen_q;
     req->seqlen_k = d->seqlen_k;
@@ -124,8 +145,10 @@ static void build_features(fa_cl__operation op, const fa_cl__views *v, int pack,
     t->append_rows = (int)d->seqlen_new;
     t->head_dim_v = v->dv != d->head_dim ? (int)v->dv : 0;
     t->tree = d->tree_mask != 0;
+    /* relative to the program's dtype (a tensor-core family's: the request's compute type) */
+    const int dtype = t->dtype ? t->dtype - 1 : (int)d->dtype;
     for (int i = 0; i < 4; i++)
-        t->types[i] = v->type[i] != (int)d->dtype ? v->type[i] + 1 : 0;
+        t->types[i] = v->type[i] != dtype ? v->type[i] + 1 : 0;
     t->descale[0] = (int)d->k_descale;
     t->descale[1] = (int)d->v_descale;
 }
@@ -156,5 +179,6 @@ int fa_cl__plan_options(const fa_cl__tiles *t, const fa_cl__views *v, int is_gpu
     const fa_cl__kernel_family *f = fa_cl__kernel_by_id(t->variant);
     if (f && f->helper_options)
         return f->helper_options(v, out, n);
-    return fa_cl__build_options(t, v->d.dtype, (int)v->d.head_dim, is_gpu, out, n);
+    return fa_cl__build_options(t, t->dtype ? (fa_cl_dtype)(t->dtype - 1) : v->d.dtype, (int)v->d.head_dim, is_gpu,
+                                out, n);
 }
