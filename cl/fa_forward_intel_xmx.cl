@@ -240,6 +240,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         const int col = (sc + NC * u) * FA_XMX_SG + lane;
         float x[8];
         vstore8(acc[u], 0, x);
+        FA_PRAGMA_UNROLL
         for (int i = 0; i < 8; i++)
             if (q0 + r8 + i < nrows && col < HEAD_DIM_V)
                 x[i] = FA_CHUNK_MERGE(q0 + r8 + i, col, first_chunk, last_chunk, row_f[r8 + i], x[i]);
@@ -271,6 +272,7 @@ void fa_forward(FA_FORWARD_PARAMS)
         const int col = (sc + NC * u) * FA_XMX_SG + lane;
         float x[8];
         vstore8(acc[u], 0, x);
+        FA_PRAGMA_UNROLL
         for (int i = 0; i < 8; i++) {
             const int row = q0 + r8 + i;
             if (row < nrows && col < HEAD_DIM_V)
