@@ -25,8 +25,8 @@ static const fa_cl__tune_name subgroup_names[] = {{"8", 8}, {"16", 16}, {NULL, 0
 static const fa_cl__tune_key tune[] = {
     FA_CL_TUNE_ENABLED,
     {"subgroup", 0, 1, 0, subgroup_names,
-     "the sub-group size its products are built for (default 0: the device's narrowest, 8 on Xe-HPG, 16 on Xe-HPC "
-     "and Xe2; 16 where unknown, as in emulation)", NULL},
+     "the sub-group size its products are built for: the planner's is the device's narrowest (8 on Xe-HPG, 16 on "
+     "Xe-HPC and Xe2; 16 where none is reported, as in emulation)", NULL},
     FA_CL_TUNE_EMULATE_REPLACING(NULL),
 };
 
