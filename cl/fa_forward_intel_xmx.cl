@@ -130,6 +130,24 @@ inline int8 fa_xmx_b(__local const ushort *tile, int pitch, int row, int k0)
     return as_int8(vload8(0, (__local const uint *)(tile + row * pitch + k0)));
 }
 
+/* body for each element x[i] of this work-item's O tiles (row `row`, column `col`) inside the
+ * rows and the row width; x[i] written back to the accumulators afterwards */
+#define FA_XMX_EACH_O(body)                                                                               \
+    FA_PRAGMA_UNROLL                                                                                      \
+    for (int u = 0; u < O_TILES; u++) {                                                                   \
+        const int col = (sc + NC * u) * FA_XMX_SG + lane;                                                 \
+        float x[8];                                                                                       \
+        vstore8(acc[u], 0, x);                                                                            \
+        FA_PRAGMA_UNROLL                                                                                  \
+        for (int i = 0; i < 8; i++) {                                                                     \
+            const int row = q0 + r8 + i;                                                                  \
+            if (row < nrows && col < HEAD_DIM_V) {                                                        \
+                body                                                                                      \
+            }                                                                                             \
+        }                                                                                                 \
+        acc[u] = vload8(0, x);                                                                            \
+    }
+
 __kernel FA_XMX_REQD_SG __attribute__((reqd_work_group_size(WG, 1, 1)))
 void fa_forward(FA_FORWARD_PARAMS)
 {
@@ -235,17 +253,7 @@ void fa_forward(FA_FORWARD_PARAMS)
     if (owner)
         row_f[lid] = fa_chunk_merge(FA_CHUNK_SLOT(0), first_chunk, last_chunk, &m, &l, scale_log2);
     barrier(CLK_LOCAL_MEM_FENCE);
-    FA_PRAGMA_UNROLL
-    for (int u = 0; u < O_TILES; u++) {
-        const int col = (sc + NC * u) * FA_XMX_SG + lane;
-        float x[8];
-        vstore8(acc[u], 0, x);
-        FA_PRAGMA_UNROLL
-        for (int i = 0; i < 8; i++)
-            if (q0 + r8 + i < nrows && col < HEAD_DIM_V)
-                x[i] = FA_CHUNK_MERGE(q0 + r8 + i, col, first_chunk, last_chunk, row_f[r8 + i], x[i]);
-        acc[u] = vload8(0, x);
-    }
+    FA_XMX_EACH_O(x[i] = FA_CHUNK_MERGE(row, col, first_chunk, last_chunk, row_f[r8 + i], x[i]);)
     if (!last_chunk)
         return;
     barrier(CLK_LOCAL_MEM_FENCE); /* the merge factors read */
@@ -267,16 +275,5 @@ void fa_forward(FA_FORWARD_PARAMS)
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const ulong obase = FA_O_HEAD0;
-    FA_PRAGMA_UNROLL
-    for (int u = 0; u < O_TILES; u++) {
-        const int col = (sc + NC * u) * FA_XMX_SG + lane;
-        float x[8];
-        vstore8(acc[u], 0, x);
-        FA_PRAGMA_UNROLL
-        for (int i = 0; i < 8; i++) {
-            const int row = q0 + r8 + i;
-            if (row < nrows && col < HEAD_DIM_V)
-                fa_ostore1(o, fa_qrow(obase, row, seqlen_q, os1, os2) + (ulong)col, x[i] * row_f[r8 + i].x);
-        }
-    }
+    FA_XMX_EACH_O(fa_ostore1(o, fa_qrow(obase, row, seqlen_q, os1, os2) + (ulong)col, x[i] * row_f[r8 + i].x);)
 }
