@@ -192,9 +192,6 @@ void fa_forward(FA_FORWARD_PARAMS)
         for (int t = 0; t < KEY_TILES; t++) {
             const int key = (sc + NC * t) * FA_XMX_SG + lane;
             float8 s = (float8)(0.0f);
-            /* two k-steps at a time: unrolled whole at d = 64, the split-KV builds spilled 4-8 bytes
-             * on dg2 (ocloc 22.43) */
-            FA_PRAGMA_UNROLL_N(2)
             for (int k0 = 0; k0 < D_PAD; k0 += 16)
                 s = FA_XMX_MAD(fa_xmx_a(q_tile, QK_PITCH, r8, k0, lane), fa_xmx_b(kv_tile, QK_PITCH, key, k0), s FA_XMX_ARG);
             float sv[8];
