@@ -7,6 +7,8 @@
  *
  * Sources: Intel's GPU Occupancy Calculator device tables (oneAPI-samples,
  * Tools/GPU-Occupancy-Calculator: SLM per work-group, max work-group size, sub-group sizes, EUs);
+ * cl_intel_subgroup_matrix_multiply_accumulate on the Xe-HPG and Xe-HPC profiles, which have XMX
+ * (the extension's specification, Khronos registry; Xe-LP has no matrix engine);
  * AMD ROCm's OpenCL runtime (ROCm/clr: opencl/amdocl/cl_device.cpp answers
  * CL_DEVICE_MAX_WORK_GROUP_SIZE with preferredWorkGroupSize_, which rocclr/device/rocm/
  * rocsettings.cpp sets to 256; kernels may still be compiled for up to 1024) and AMD's ISA guides
