@@ -197,6 +197,9 @@ def preprocess(clang, text, options):
     """(tokens, token locations, defined macros, error): the build's source through clang -E with
     its options (OpenCL C; spir64 so that no host's macros enter), -dD for the macros it defines."""
     cmd = [clang, "-E", "-dD", "-x", "cl", "-target", "spir64", *shlex.split(options), "-"]
+    if "-DFA_XMX_SG=" in options:
+        # the XMX builds' extension, which the Intel drivers that plan them define (cl/fa_xmx.cl)
+        cmd.insert(-1, "-Dcl_intel_subgroup_matrix_multiply_accumulate")
     p = subprocess.run(cmd, input=text, capture_output=True)
     stdout, stderr = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
     if p.returncode != 0 or "#error" in stderr:

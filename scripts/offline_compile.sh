@@ -84,6 +84,10 @@ field() { printf '%s\n' "$1" | cut -f"$2"; }
 job_intel() {
     local dir=$1 target=$2 src=$3 opts=$4
     local log="$dir/log.txt" bin="$dir/k"
+    # the XMX intrinsics (cl/fa_xmx.cl): the packaged ocloc 22.43 compiles them for dg2 and pvc but
+    # does not define the extension's macro, which a driver that reports it does
+    # (scripts/xmx_offline_check.sh, docs/portability.md)
+    case " $opts " in *" -DFA_XMX_SG="*) opts="$opts -Dcl_intel_subgroup_matrix_multiply_accumulate" ;; esac
     if ! ocloc compile -file "$src" -device "$target" -out_dir "$dir" -output k -output_no_suffix \
             -internal_options "-cl-intel-allow-zebin" -options "$opts" >"$log" 2>&1 || [ ! -f "$bin" ]; then
         echo "FAIL"
@@ -94,16 +98,23 @@ job_intel() {
     spill=$(sed -n 's/.*spilled around \([0-9]*\).*/\1/p' "$log" | sort -n | tail -1)
     read -r off size < <(readelf -S -W "$bin" | awk '{ for (i = 1; i <= NF; i++) if ($i == ".ze_info") print $(i + 3), $(i + 4) }')
     dd if="$bin" of="$dir/ze_info.yaml" bs=1 skip=$((0x$off)) count=$((0x$size)) status=none
+    # an XMX build without the matrix instruction would be the scalar emulation of nothing: a failure
+    if [[ " $opts " == *" -DFA_XMX_SG="* ]] && ! grep -q 'has_dpas: *true' "$dir/ze_info.yaml"; then
+        echo "an XMX build (FA_XMX_SG) without DPAS" >>"$log"
+        echo "FAIL"
+        return
+    fi
     awk -v spill="${spill:-0}" '
         /^kernels_misc_info:/ { ink = 0 }
         /^  - name:/ { ink = ($3 ~ /^fa_/) } # every kernel of the program: the largest of each
         ink && $1 == "grf_count:" && $2 > grf { grf = $2 }
         ink && $1 == "simd_size:" { simd = $2 }
+        ink && $1 == "has_dpas:" && $2 == "true" { dpas = ", DPAS" }
         ink && $1 == "slm_size:" && $2 > slm { slm = $2 }
         ink && $1 == "usage:" { usage = $2 }
         ink && $1 == "size:" && usage != "" { if ($2 > buf[usage]) buf[usage] = $2; usage = "" }
         END {
-            printf "OK\tGRF %d, SIMD%d\t%d\t%d\t%d\tper SIMD%d thread; private %d B\n", grf, simd, spill,
+            printf "OK\tGRF %d, SIMD%d%s\t%d\t%d\t%d\tper SIMD%d thread; private %d B\n", grf, simd, dpas, spill,
                    buf["spill_fill_space"] + 0, slm, simd, buf["private_space"] + 0
         }' "$dir/ze_info.yaml"
 }

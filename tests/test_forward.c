@@ -23,6 +23,7 @@
  * fa_cl_attention_forward (gated by a user event: the kernel must not run before it). Plan info
  * is checked against the planner on this device's limits and the environment.
  */
+#include "kernels/intel_xmx.h"   /* the head_dims intel-xmx takes */
 #include "kernels/nvidia_mma.h"  /* the head_dims the tensor-core kernels take */
 #include "kernels/nvidia_tf32.h"
 #include "kernels/nvidia_wgmma.h" /* its producer, its tiles that only copies by TMA feed */
@@ -98,7 +99,9 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     if (!in->kernel || !in->kernel[0])
         return "no kernel name";
     const int wgmma = strcmp(in->kernel, "nvidia-wgmma") == 0;
-    const int tensor_cores = strcmp(in->kernel, "nvidia-mma") == 0 || strcmp(in->kernel, "nvidia-tf32x3") == 0 || wgmma;
+    const int xmx = strcmp(in->kernel, "intel-xmx") == 0;
+    const int tensor_cores =
+        strcmp(in->kernel, "nvidia-mma") == 0 || strcmp(in->kernel, "nvidia-tf32x3") == 0 || wgmma || xmx;
     if (in->head_dim_padded != dpad && !tensor_cores)
         return "head_dim_padded != head_dim rounded up to 4";
     if (in->local_mem_bytes > in->local_mem_budget)
@@ -115,6 +118,12 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     }
     if (mma_variant && in->head_dim_padded != (c->D + 31) / 32 * 32)
         return "tensor-core plan: head_dim_padded is not head_dim rounded up to 32 (the kernel's k-step pairs)";
+    /* FA_CL_TUNE intel-xmx:emulate=1 (the *_xmx_emulated tests): every f16/bf16 case it takes is its */
+    const char *tune = getenv("FA_CL_TUNE");
+    if (tune && strstr(tune, "intel-xmx:emulate=1") && c->dtype != F32 && c->D <= FA_CL_XMX_MAX_DIM && !xmx)
+        return "intel-xmx:emulate=1: an f16/bf16 plan it takes went to another family";
+    if (xmx && (c->D > FA_CL_XMX_MAX_DIM || in->head_dim_padded != (c->D + 31) / 32 * 32))
+        return "intel-xmx plan: head_dim above its largest, or head_dim_padded not head_dim rounded up to 32";
     if (wgmma && (c->D > 256 || in->head_dim_padded != (c->D <= 64 ? 64 : c->D <= 128 ? 128 : 256)))
         return "nvidia-wgmma plan: head_dim above 256, or head_dim_padded not 64, 128 or 256 (the next above it)";
     const int rows_variant = strcmp(in->kernel, "portable") == 0;
@@ -712,8 +721,8 @@ static void nan_case(fa_cl_context *ctx, int idx, const tu_case *c, int t, int64
     int ok = run_fused(ctx, &p, API_PLAN, &info, why, sizeof why) == 0 && tu_problem_read(&p, ctx) == 0;
     if (ok && t == 2 && info.kernel &&
         (strcmp(info.kernel, "nvidia-mma") == 0 || strcmp(info.kernel, "nvidia-tf32x3") == 0 ||
-         strcmp(info.kernel, "nvidia-wgmma") == 0)) {
-        /* The tensor-core path multiplies whole 16-row tiles of P by V inside the matrix unit, where
+         strcmp(info.kernel, "nvidia-wgmma") == 0 || strcmp(info.kernel, "intel-xmx") == 0)) {
+        /* The tensor-core path (and intel-xmx's, in 8-row tiles) multiplies whole 16-row tiles of P by V inside the matrix unit, where
          * 0 * NaN = NaN: rows of the same head that do not see the key may get NaN in that column
          * (as in FlashAttention-2). Documented; everything else must hold as for the portable kernels. */
         const tu_tensor *ot = &p.t[3];

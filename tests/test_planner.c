@@ -20,6 +20,7 @@
  * Note: the A100 example of the design article multiplies by 2 bytes twice; the formula as
  * implemented (e = 4 for f16/bf16 too) is what is checked here.
  */
+#include "kernels/intel_xmx.h"
 #include "kernels/nvidia_mma.h"
 #include "kernels/nvidia_mma_backward.h"
 #include "kernels/nvidia_tf32.h"
@@ -1150,6 +1151,92 @@ static void cpu_cases(tu_tally *tally)
     }
 }
 
+/* A named profile's limits, as the library completes its traits. */
+static fa_cl__limits profile_limits(const char *name)
+{
+    fa_cl__device_traits d;
+    fa_cl__profile_traits(fa_cl__profile_find(name), &d);
+    fa_cl__limits lim;
+    fa_cl__limits_for_device(&d, &lim);
+    memset(&case_tune, 0, sizeof case_tune);
+    return lim;
+}
+
+/* intel-xmx (kernels/intel_xmx.h): planned for f16/bf16 on the Intel profiles that report the XMX
+ * extension (the device's narrowest sub-group), never on Xe-LP (no extension) nor for f32 or
+ * head_dim > 256; its tiles within the budget (64 KiB on the A770: 32x32 at d = 256); forced tiles;
+ * emulated on any device at sub-group 16, or 8 by its key. */
+static void xmx_cases(tu_tally *tally)
+{
+    static const struct {
+        const char *why, *profile;
+        int d;
+        fa_cl_dtype dtype;
+        int64_t sq;
+        int forced_q, forced_kv, forced_variant, emulate, subgroup;
+        fa_cl_status want;
+        fa_cl__kernel_id k;
+        int br, bc, sg;
+    } xc[] = {
+        {"A770, d = 128 f16: 64x64, sub-group 8", "intel-arc-a770", 128, FA_CL_F16, 4096, 0, 0, 0, 0, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_INTEL_XMX, 64, 64, 8},
+        {"A770, d = 256 bf16: 32x32 in 64 KiB", "intel-arc-a770", 256, FA_CL_BF16, 4096, 0, 0, 0, 0, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_INTEL_XMX, 32, 32, 8},
+        {"Max 1550, d = 256 f16: 64x64 in 128 KiB, sub-group 16", "intel-max-1550", 256, FA_CL_F16, 4096, 0, 0, 0, 0,
+         0, FA_CL_SUCCESS, FA_CL_KERNEL_INTEL_XMX, 64, 64, 16},
+        {"Max 1550, 3 rows: one row sub-group", "intel-max-1550", 64, FA_CL_F16, 3, 0, 0, 0, 0, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_INTEL_XMX, 8, 64, 16},
+        {"A770, f32: portable-tiled", "intel-arc-a770", 128, FA_CL_F32, 4096, 0, 0, 0, 0, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_PORTABLE_TILED, 0, 0, 0},
+        {"A770, d = 320: beyond it", "intel-arc-a770", 320, FA_CL_F16, 4096, 0, 0, 0, 0, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_PORTABLE_TILED, 0, 0, 0},
+        {"Xe-LP (no XMX extension): portable-tiled", "intel-xe-lp", 128, FA_CL_F16, 4096, 0, 0, 0, 0, 0,
+         FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 0, 0, 0},
+        {"Xe-LP, FA_CL_KERNEL_VARIANT=intel-xmx: refused (needs the extension)", "intel-xe-lp", 128, FA_CL_F16, 4096,
+         0, 0, FA_CL_KERNEL_INTEL_XMX, 0, 0, FA_CL_ERROR_UNSUPPORTED, FA_CL_KERNEL_INTEL_XMX, 0, 0, 0},
+        {"A770, FA_CL_TUNE tile=16x32", "intel-arc-a770", 128, FA_CL_F16, 4096, 16, 32, 0, 0, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_INTEL_XMX, 16, 32, 8},
+        {"A770, FA_CL_TUNE tile=64x16 (B_c not a multiple of 32): declined", "intel-arc-a770", 128, FA_CL_F16, 4096,
+         64, 16, 0, 0, 0, FA_CL_SUCCESS, FA_CL_KERNEL_PORTABLE_TILED, 64, 16, 0},
+        {"A770, FA_CL_TUNE tile=64x16, forced: refused", "intel-arc-a770", 128, FA_CL_F16, 4096, 64, 16,
+         FA_CL_KERNEL_INTEL_XMX, 0, 0, FA_CL_ERROR_INVALID_ARGUMENT, FA_CL_KERNEL_INTEL_XMX, 0, 0, 0},
+        {"A770, FA_CL_TUNE tile=128x128 at d = 256: beyond 64 KiB, forced: refused", "intel-arc-a770", 256, FA_CL_F16,
+         4096, 128, 128, FA_CL_KERNEL_INTEL_XMX, 0, 0, FA_CL_ERROR_INVALID_ARGUMENT, FA_CL_KERNEL_INTEL_XMX, 0, 0, 0},
+        {"PoCL, emulate=1: sub-group 16", "cpu-pocl", 64, FA_CL_BF16, 4096, 0, 0, 0, 1, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_INTEL_XMX, 64, 64, 16},
+        {"PoCL, emulate=1, subgroup=8", "cpu-pocl", 64, FA_CL_F16, 4096, 0, 0, 0, 1, 8, FA_CL_SUCCESS,
+         FA_CL_KERNEL_INTEL_XMX, 64, 64, 8},
+        {"PoCL without emulate: not planned", "cpu-pocl", 64, FA_CL_F16, 4096, 0, 0, 0, 0, 0, FA_CL_SUCCESS,
+         FA_CL_KERNEL_CPU, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof xc / sizeof xc[0]; i++) {
+        fa_cl__limits lim = profile_limits(xc[i].profile);
+        lim.forced_q = xc[i].forced_q;
+        lim.forced_kv = xc[i].forced_kv;
+        lim.forced_variant = xc[i].forced_variant;
+        if (xc[i].emulate)
+            tune(&lim, "intel-xmx", "emulate", 1);
+        if (xc[i].subgroup)
+            tune(&lim, "intel-xmx", "subgroup", xc[i].subgroup);
+        fa_cl__tile_request req = {xc[i].d, xc[i].dtype, xc[i].sq, 4096, 1, 0};
+        fa_cl__tiles t;
+        char msg[512] = "";
+        const fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        const int xmx = st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_INTEL_XMX;
+        int ok = st == xc[i].want && (st != FA_CL_SUCCESS || t.variant == xc[i].k);
+        if (ok && xmx)
+            ok = t.block_q == xc[i].br && t.block_kv == xc[i].bc && FA_CL_XMX(&t, SG) == xc[i].sg &&
+                 FA_CL_XMX(&t, NC) * xc[i].sg == FA_CL_XMX_SPAN && t.work_group_size == t.block_q / 8 * FA_CL_XMX_SPAN &&
+                 t.head_dim_padded == round_up(xc[i].d, FA_CL_XMX_SPAN) && t.local_mem_bytes <= t.local_mem_budget &&
+                 t.local_mem_bytes == fa_cl__xmx_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
+                                                             t.work_group_size, xc[i].emulate);
+        tu_expect(tally, ok, "intel-xmx: %s: %s, %s %dx%d sub-group %d (want %s %dx%d sub-group %d) %s", xc[i].why,
+                  fa_cl_status_string(st), st == FA_CL_SUCCESS ? t.kernel : "-", st == FA_CL_SUCCESS ? t.block_q : 0,
+                  st == FA_CL_SUCCESS ? t.block_kv : 0, xmx ? FA_CL_XMX(&t, SG) : 0,
+                  fa_cl__kernel_by_id(xc[i].k)->name, xc[i].br, xc[i].bc, xc[i].sg, msg);
+    }
+}
+
 int main(void)
 {
     tu_tally tally = {"planner", 0, 0};
@@ -1163,6 +1250,7 @@ int main(void)
     chunk_cases(&tally);
     split_cases(&tally);
     cpu_cases(&tally);
+    xmx_cases(&tally);
 
     /* nvidia-mma with q8_0 K/V: the aligned plans' tiles, one tile each, a ring of raw rows (136
      * bytes at d = 128) when copied asynchronously, else one stage of synchronous loads; decoding

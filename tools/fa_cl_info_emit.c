@@ -328,6 +328,10 @@ static const emit_case cases[] = {
     {"env-tma-kv-only", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:tma=kv", shape_mask_f16},
     {"env-persistent-off", PASS_FORWARD, {0}, NV, "FA_CL_TUNE=nvidia-wgmma:persistent=0", NULL},
     {"env-tf32-off", PLANS, {0}, NV, "FA_CL_TUNE=nvidia-tf32x3:enabled=0,nvidia-tf32x3-backward:enabled=0", NULL},
+    /* intel-xmx's intrinsics emulated (its tests on PoCL), at sub-group 16 (where none is known) and 8 */
+    {"env-xmx-emulate", PLANS, {0}, "cpu-pocl", "FA_CL_TUNE=intel-xmx:emulate=1", NULL},
+    {"env-xmx8-emulate-mask", PASS_FORWARD, {0}, "cpu-pocl", "FA_CL_TUNE=intel-xmx:emulate=1,intel-xmx:subgroup=8",
+     shape_mask_f16},
     {"env-emulate", PLANS, {0}, "cpu-pocl", EMULATE_ALL, NULL},
     {"env-emulate-mask", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_mask_f16},
     {"env-emulate-kv-q8", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_kv_q8_decode},

@@ -7,6 +7,8 @@
  *
  * Sources: Intel's GPU Occupancy Calculator device tables (oneAPI-samples,
  * Tools/GPU-Occupancy-Calculator: SLM per work-group, max work-group size, sub-group sizes, EUs);
+ * cl_intel_subgroup_matrix_multiply_accumulate on the Xe-HPG and Xe-HPC profiles, which have XMX
+ * (the extension's specification, Khronos registry; Xe-LP has no matrix engine);
  * AMD ROCm's OpenCL runtime (ROCm/clr: opencl/amdocl/cl_device.cpp answers
  * CL_DEVICE_MAX_WORK_GROUP_SIZE with preferredWorkGroupSize_, which rocclr/device/rocm/
  * rocsettings.cpp sets to 256; kernels may still be compiled for up to 1024) and AMD's ISA guides
@@ -27,14 +29,16 @@ static const fa_cl__device_profile profiles[] = {
      {.is_gpu = 1, .vendor = FA_CL_VENDOR_INTEL, .local_mem_size = 64 * KIB, .max_work_group = 1024, .min_subgroup = 8},
      512, /* EUs: 32 Xe-cores x 16 */
      8,   /* sub-group sizes 8, 16, 32: IGC picks per kernel */
-     "cl_khr_fp16 cl_khr_subgroups cl_intel_subgroups cl_intel_required_subgroup_size (no cl_khr_fp64)",
+     "cl_khr_fp16 cl_khr_subgroups cl_intel_subgroups cl_intel_required_subgroup_size "
+     "cl_intel_subgroup_matrix_multiply_accumulate (no cl_khr_fp64)",
      "ocloc", "dg2", "Intel GPU Occupancy Calculator (Xe-HPG / Arc A770)"},
     {"intel-max-1550", "Intel Data Center GPU Max 1550 (Xe-HPC, Ponte Vecchio)",
      /* 128 KiB SLM per work-group, 1024 work-items (Occupancy Calculator, Xe-HPC) */
      {.is_gpu = 1, .vendor = FA_CL_VENDOR_INTEL, .local_mem_size = 128 * KIB, .max_work_group = 1024, .min_subgroup = 16},
      1024, /* EUs of both stacks: 128 Xe-cores x 8 (a stack is one device in FLAT mode: 512) */
      16,   /* sub-group sizes 16, 32 */
-     "cl_khr_fp16 cl_khr_fp64 cl_khr_subgroups cl_intel_subgroups cl_intel_required_subgroup_size",
+     "cl_khr_fp16 cl_khr_fp64 cl_khr_subgroups cl_intel_subgroups cl_intel_required_subgroup_size "
+     "cl_intel_subgroup_matrix_multiply_accumulate",
      "ocloc", "pvc", "Intel GPU Occupancy Calculator (Xe-HPC / Data Center GPU Max)"},
     {"intel-xe-lp", "Intel Iris Xe Graphics (Xe-LP, Tiger Lake, 96 EUs)",
      /* 64 KiB SLM per work-group, 512 work-items (Occupancy Calculator, Xe-LP) */

@@ -28,6 +28,7 @@ typedef enum fa_cl__kernel_id {
     FA_CL_KERNEL_NVIDIA_TF32_BACKWARD = 12, /* cl/fa_nv_bwd_*.cl with f32: the backward as 3xTF32 */
     FA_CL_KERNEL_CHECK_SERVING = 13, /* cl/fa_check_serving.cl: serving data checked into args.status */
     FA_CL_KERNEL_CPU = 14,      /* cl/fa_cpu_forward.cl: a work-item per work-group owning a block of rows (CPUs) */
+    FA_CL_KERNEL_INTEL_XMX = 20, /* cl/fa_forward_intel_xmx.cl: Intel XMX (sub-group matrix multiply-accumulate), f16/bf16 */
     FA_CL_KERNEL_TEST = 63,     /* a test's own family (fa_cl__registry_push_test_family), never shipped */
 } fa_cl__kernel_id;
 
@@ -295,9 +296,10 @@ const char *fa_cl__feature_name(unsigned feature);
 #define FA_CL_TUNE_ENABLED FA_CL_TUNE_ENABLED_REPLACING(NULL)
 /* The key of a vendor family whose code can be emulated in portable OpenCL C (its tests on any
  * device): emulate=1 plans it on any device, the vendor code emulated (slow). */
-#define FA_CL_TUNE_EMULATE                                                                                \
+#define FA_CL_TUNE_EMULATE_REPLACING(replaces)                                                            \
     {"emulate", 0, 0, 1, NULL, "1: planned on any device with its vendor code emulated in portable OpenCL C (tests; slow)", \
-     "FA_CL_MMA_EMULATE"}
+     replaces}
+#define FA_CL_TUNE_EMULATE FA_CL_TUNE_EMULATE_REPLACING("FA_CL_MMA_EMULATE")
 /* Whether f's emulate key is 1 under lim (0 for a family without one). */
 int fa_cl__family_emulated(const fa_cl__limits *lim, const fa_cl__kernel_family *f);
 /* f's key named key, or -1. */

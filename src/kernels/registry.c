@@ -13,6 +13,7 @@
     X(nvidia_wgmma)           /* vendor paths first: where they apply they are the fastest */            \
     X(nvidia_mma)                                                                                         \
     X(nvidia_tf32x3)                                                                                      \
+    X(intel_xmx)                                                                                          \
     X(portable_tiled)         /* GPUs */                                                                 \
     X(cpu)                    /* CPUs */                                                                 \
     X(portable)               /* anywhere: the fallback */                                               \
