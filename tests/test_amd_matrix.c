@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * AMD's matrix instructions as cl/fa_amd_matrix.cl builds them (emulated, FA_AMD_MATRIX_EMULATE: no
+ * device here has them), through tests/kernels/fa_amd_matrix_check.cl: C = A B for 16-bit A (T x 64)
+ * and B (64 x 4 waves' T columns), two waves a work-group, against the host's GEMM in double. The
+ * inputs are multiples of 1/8 in [-1, 1], exact in f16 and bf16, so every product and partial sum is
+ * exact in fp32: the result must equal the host's bit for bit, and any mistake in a layout (a wrong
+ * lane, k or row) shows.
+ * Subsets:
+ *   all             WMMA 16x16x16 (wave32), MFMA 32x32x8 and 16x16x16 (wave64), f16 and bf16
+ *   one KIND BF16   one of them (KIND 1, 2, 3 as FA_AMD_MATRIX; Oclgrind: races and out-of-bounds)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "program/program.h"
+#include "test_util.h"
+
+#ifndef FA_CL_CHECK_KERNEL_DIR
+#error "FA_CL_CHECK_KERNEL_DIR: the directory of tests/kernels/fa_amd_matrix_check.cl and cl/fa_amd_matrix.cl"
+#endif
+
+static tu_tally tally = {"amd_matrix", 0, 0};
+
+enum { K = 64, WAVES = 4 };
+static const char *const names[4] = {"", "WMMA 16x16x16 wave32", "MFMA 32x32x8 wave64", "MFMA 16x16x16 wave64"};
+
+static uint16_t bits16(float x, int bf16) { return bf16 ? tu_f32_to_bf16(x) : tu_f32_to_f16(x); }
+
+/* One configuration: 1 when C matches the host's GEMM exactly. */
+static int check(fa_cl_context *ctx, int kind, int bf16)
+{
+    const int wave = kind == 1 ? 32 : 64, t = kind == 2 ? 32 : 16, n = WAVES * t;
+    char options[160];
+    snprintf(options, sizeof options, "-DFA_AMD_MATRIX=%d -DFA_AMD_BF16=%d -DFA_AMD_WG=%d -DFA_AMD_MATRIX_EMULATE",
+             kind, bf16, 2 * wave);
+    static const char *const files[] = {"fa_amd_matrix.cl", "fa_amd_matrix_check.cl"};
+    cl_program prog = NULL;
+    fa_cl_status st = fa_cl__program_get(ctx, files, TU_COUNT(files), options, 0, &prog);
+    if (!tu_expect(&tally, st == FA_CL_SUCCESS, "%s, %s: the check kernel builds (%s)", names[kind],
+                   bf16 ? "bf16" : "f16", st == FA_CL_SUCCESS ? "ok" : fa_cl_last_error(ctx)))
+        return 0;
+    cl_int err;
+    cl_kernel k = clCreateKernel(prog, "fa_amd_check_gemm", &err);
+    clReleaseProgram(prog);
+    float af[32 * K], bf[K * 128], c[32 * 128];
+    uint16_t a[32 * K], b[K * 128];
+    tu_rng rng;
+    tu_rng_seed(&rng, (uint64_t)(kind * 10 + bf16));
+    for (int i = 0; i < t * K; i++)
+        af[i] = (float)((int)(tu_rng_next(&rng) % 17) - 8) / 8.0f, a[i] = bits16(af[i], bf16);
+    for (int i = 0; i < K * n; i++)
+        bf[i] = (float)((int)(tu_rng_next(&rng) % 17) - 8) / 8.0f, b[i] = bits16(bf[i], bf16);
+    cl_mem ma = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof(uint16_t) * (size_t)(t * K), a);
+    cl_mem mb = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof(uint16_t) * (size_t)(K * n), b);
+    cl_mem mc = tu_buffer(ctx, CL_MEM_WRITE_ONLY, sizeof(float) * (size_t)(t * n), NULL);
+    const cl_int kk = K, nn = n;
+    err = k && ma && mb && mc ? CL_SUCCESS : CL_OUT_OF_RESOURCES;
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(k, 0, sizeof ma, &ma) | clSetKernelArg(k, 1, sizeof mb, &mb) |
+              clSetKernelArg(k, 2, sizeof mc, &mc) | clSetKernelArg(k, 3, sizeof kk, &kk) |
+              clSetKernelArg(k, 4, sizeof nn, &nn);
+    const size_t global = (size_t)(WAVES * wave), local = (size_t)(2 * wave);
+    cl_command_queue q = fa_cl_context_queue(ctx);
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(q, mc, CL_TRUE, 0, sizeof(float) * (size_t)(t * n), c, 0, NULL, NULL);
+    int bad = 0, first = -1;
+    for (int i = 0; err == CL_SUCCESS && i < t * n; i++) {
+        double want = 0.0;
+        for (int j = 0; j < K; j++)
+            want += (double)af[(i / n) * K + j] * bf[j * n + i % n];
+        if ((double)c[i] != want && bad++ == 0)
+            first = i;
+    }
+    tu_expect(&tally, err == CL_SUCCESS && bad == 0,
+              "%s, %s (emulated): C = A B exactly: %d of %d wrong%s (first at row %d, column %d: %g)", names[kind],
+              bf16 ? "bf16" : "f16", bad, t * n, err == CL_SUCCESS ? "" : " (OpenCL error)",
+              first < 0 ? -1 : first / n, first < 0 ? -1 : first % n, first < 0 ? 0.0 : (double)c[first]);
+    cl_mem mems[3] = {ma, mb, mc};
+    for (int i = 0; i < 3; i++)
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
+    if (k)
+        clReleaseKernel(k);
+    return err == CL_SUCCESS && bad == 0;
+}
+
+static int run_all(fa_cl_context *ctx, int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    for (int kind = 1; kind <= 3; kind++)
+        for (int bf16 = 0; bf16 < 2; bf16++)
+            check(ctx, kind, bf16);
+    return 0;
+}
+
+static int run_one(fa_cl_context *ctx, int argc, char **argv)
+{
+    const int kind = argc > 0 ? atoi(argv[0]) : 1, bf16 = argc > 1 ? atoi(argv[1]) : 0;
+    if (kind < 1 || kind > 3 || (bf16 != 0 && bf16 != 1)) {
+        printf("amd_matrix one: KIND (1 WMMA, 2 MFMA 32x32x8, 3 MFMA 16x16x16) BF16 (0, 1)\n");
+        return 2;
+    }
+    check(ctx, kind, bf16);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    tu_kernel_dir_default(FA_CL_CHECK_KERNEL_DIR);
+    const tu_subset subsets[] = {{"all", run_all}, {"one", run_one}};
+    return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, 0);
+}
