@@ -128,6 +128,31 @@ inline float fa_amd_emu_value(ushort bits)
 #endif
 }
 
+/* The layouts once more, as the documents state them, apart from the macros above that kernels
+ * index with: a kernel whose macros disagree with the documents then fails its tests here. Element i
+ * of lane l: A's row (B's column) *rc and k *k; C's row *row and column *col. */
+inline void fa_amd_emu_ab(int l, int i, int *rc, int *k)
+{
+#if FA_AMD_MATRIX == 1
+    *rc = l % 16, *k = i;
+#elif FA_AMD_MATRIX == 2
+    *rc = l % 32, *k = 4 * (l / 32) + i;
+#else
+    *rc = l % 16, *k = 4 * (l / 16) + i;
+#endif
+}
+
+inline void fa_amd_emu_c(int l, int i, int *row, int *col)
+{
+#if FA_AMD_MATRIX == 1
+    *row = 2 * i + l / 16, *col = l % 16;
+#elif FA_AMD_MATRIX == 2
+    *row = 8 * (i / 4) + 4 * (l / 32) + i % 4, *col = l % 32;
+#else
+    *row = 4 * (l / 16) + i, *col = l % 16;
+#endif
+}
+
 inline void fa_amd_mma(const __private ushort *a, const __private ushort *b, __private float *c,
                        __local ushort *scratch)
 {
@@ -137,14 +162,15 @@ inline void fa_amd_mma(const __private ushort *a, const __private ushort *b, __p
     const int copy = FA_AMD_COPIES == 2 ? lane / 16 : 0;
     barrier(CLK_LOCAL_MEM_FENCE); /* the previous call's reads are done */
     for (int i = 0; i < FA_AMD_AN; i++) {
-        const int k = FA_AMD_AB_K(lane, i);
-        sa[(copy * FA_AMD_T + FA_AMD_A_ROW(lane)) * FA_AMD_K + k] = a[i];
-        sb[(copy * FA_AMD_K + k) * FA_AMD_T + FA_AMD_B_COL(lane)] = b[i];
+        int rc, k;
+        fa_amd_emu_ab(lane, i, &rc, &k);
+        sa[(copy * FA_AMD_T + rc) * FA_AMD_K + k] = a[i];
+        sb[(copy * FA_AMD_K + k) * FA_AMD_T + rc] = b[i];
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    const int col = FA_AMD_C_COL(lane);
     for (int j = 0; j < FA_AMD_CN; j++) {
-        const int row = FA_AMD_C_ROW(lane, j);
+        int row, col;
+        fa_amd_emu_c(lane, j, &row, &col);
         float s = c[j];
         int differ = 0;
         for (int k = 0; k < FA_AMD_K; k++) {

@@ -97,6 +97,16 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     const int dpad = (int)((c->D + 3) / 4 * 4);
     if (!in->kernel || !in->kernel[0])
         return "no kernel name";
+    /* FA_CL_TEST_EXPECT_KERNEL=<family> (the emulated vendor families' entries): every case of a
+     * dtype and head_dim the family takes is planned on it */
+    const char *expect = getenv("FA_CL_TEST_EXPECT_KERNEL");
+    const fa_cl__kernel_family *ef = expect && *expect ? fa_cl__kernel_by_name(expect) : NULL;
+    if (expect && *expect && !ef)
+        return "FA_CL_TEST_EXPECT_KERNEL names no family";
+    if (ef && (ef->takes.dtypes >> c->dtype & 1) && c->D <= ef->takes.max_head_dim && strcmp(in->kernel, expect) != 0) {
+        snprintf(why, sizeof why, "planned %s, not %s (FA_CL_TEST_EXPECT_KERNEL)", in->kernel, expect);
+        return why;
+    }
     const int wgmma = strcmp(in->kernel, "nvidia-wgmma") == 0;
     const int tensor_cores = strcmp(in->kernel, "nvidia-mma") == 0 || strcmp(in->kernel, "nvidia-tf32x3") == 0 || wgmma;
     if (in->head_dim_padded != dpad && !tensor_cores)

@@ -13,6 +13,8 @@
     X(nvidia_wgmma)           /* vendor paths first: where they apply they are the fastest */            \
     X(nvidia_mma)                                                                                         \
     X(nvidia_tf32x3)                                                                                      \
+    X(amd_wmma)               /* AMD matrix units (one text, two instructions) */                        \
+    X(amd_mfma)                                                                                           \
     X(portable_tiled)         /* GPUs */                                                                 \
     X(cpu)                    /* CPUs */                                                                 \
     X(portable)               /* anywhere: the fallback */                                               \
