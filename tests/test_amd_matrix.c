@@ -9,6 +9,11 @@
  * Subsets:
  *   all             WMMA 16x16x16 (wave32), MFMA 32x32x8 and 16x16x16 (wave64), f16 and bf16
  *   one KIND BF16   one of them (KIND 1, 2, 3 as FA_AMD_MATRIX; Oclgrind: races and out-of-bounds)
+ *   verify FAMILY right|wrong
+ *                   the family's first-use check (src/plan/verify.c) with its instructions emulated
+ *                   (CTest sets FA_CL_TUNE FAMILY:emulate=1): "right" must pass and be planned;
+ *                   "wrong" (CTest: a copy of the kernels whose emulation has a wrong C layout, through
+ *                   FA_CL_KERNEL_DIR) must be caught, the family off with a note naming it
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,9 +113,51 @@ static int run_one(fa_cl_context *ctx, int argc, char **argv)
     return 0;
 }
 
+static int count(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)) != NULL; p++)
+        n++;
+    return n;
+}
+
+static int run_verify(fa_cl_context *ctx, int argc, char **argv)
+{
+    if (argc < 2 || (strcmp(argv[1], "right") != 0 && strcmp(argv[1], "wrong") != 0)) {
+        printf("amd_matrix verify: FAMILY (amd-wmma, amd-mfma) right|wrong\n");
+        return 2;
+    }
+    const char *family = argv[0];
+    const int right = strcmp(argv[1], "right") == 0;
+    for (int dtype = FA_CL_F16; dtype <= FA_CL_BF16; dtype++) {
+        fa_cl_attention_desc desc;
+        fa_cl_attention_desc_init(&desc, 1, 2, 70, 70, 64, (fa_cl_dtype)dtype);
+        desc.causal = 1;
+        fa_cl_plan *plan = NULL;
+        fa_cl_plan_info info;
+        const int ok = fa_cl_plan_create(ctx, &desc, &plan) == FA_CL_SUCCESS && fa_cl_plan_get_info(plan, &info) == FA_CL_SUCCESS;
+        const char *notes = fa_cl_context_notes(ctx), *k = ok ? info.kernel : "-";
+        char named[96];
+        snprintf(named, sizeof named, "family %s: its result differed", family);
+        if (right)
+            tu_expect(&tally, ok && strcmp(k, family) == 0 && count(notes, "differed") == 0,
+                      "%s, %s: the first-use check passes and the plan takes it (planned %s)", family,
+                      dtype == FA_CL_F16 ? "f16" : "bf16", k);
+        else
+            tu_expect(&tally, ok && strcmp(k, family) != 0 && count(notes, named) == 1,
+                      "%s with a wrong layout, %s: caught at first use, off, one note (planned %s; notes: %s)", family,
+                      dtype == FA_CL_F16 ? "f16" : "bf16", k, notes);
+        if (!ok)
+            printf("  last error: %.1000s\n", fa_cl_last_error(ctx));
+        fa_cl_plan_release(plan);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    tu_kernel_dir_default(FA_CL_CHECK_KERNEL_DIR);
-    const tu_subset subsets[] = {{"all", run_all}, {"one", run_one}};
+    if (argc < 2 || strcmp(argv[1], "verify") != 0) /* the check kernel beside the unit (verify: the library's) */
+        tu_kernel_dir_default(FA_CL_CHECK_KERNEL_DIR);
+    const tu_subset subsets[] = {{"all", run_all}, {"one", run_one}, {"verify", run_verify}};
     return tu_main(&tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, 0);
 }

@@ -720,10 +720,9 @@ static void nan_case(fa_cl_context *ctx, int idx, const tu_case *c, int t, int64
     fa_cl_plan_info info;
     memset(&info, 0, sizeof info);
     int ok = run_fused(ctx, &p, API_PLAN, &info, why, sizeof why) == 0 && tu_problem_read(&p, ctx) == 0;
-    if (ok && t == 2 && info.kernel &&
-        (strcmp(info.kernel, "nvidia-mma") == 0 || strcmp(info.kernel, "nvidia-tf32x3") == 0 ||
-         strcmp(info.kernel, "nvidia-wgmma") == 0)) {
-        /* The tensor-core path multiplies whole 16-row tiles of P by V inside the matrix unit, where
+    if (ok && t == 2 && info.kernel && fa_cl__kernel_by_name(info.kernel) &&
+        fa_cl__family_vendor(fa_cl__kernel_by_name(info.kernel))) {
+        /* The vendor families (tensor cores, matrix units) multiply whole 16-row tiles of P by V there, where
          * 0 * NaN = NaN: rows of the same head that do not see the key may get NaN in that column
          * (as in FlashAttention-2). Documented; everything else must hold as for the portable kernels. */
         const tu_tensor *ot = &p.t[3];
