@@ -34,11 +34,13 @@ size_t fa_cl__amd_local_bytes(int instruction, int block_q, int block_kv, int he
            4 * (size_t)block_q * t + emu;
 }
 
-int fa_cl__amd_private_floats(int instruction, int block_kv, int head_dim)
+int fa_cl__amd_private_floats(int instruction, int block_kv, int head_dim, int bf16)
 {
     const int t = fa_cl__amd_tile(instruction), cn = t * t / fa_cl__amd_wave(instruction);
     const int an = instruction == FA_CL_AMD_WMMA ? 16 : 4; /* 16-bit values, two a register */
-    return (dim_padded(instruction, head_dim) / t + block_kv / t + 4) * cn + an;
+    /* per row a lane holds: m, l and its key range, and bf16's rounding of P (clang 19 spilled
+     * gfx1100's d = 256 bf16 build at 32-key blocks, 144 bytes, which this puts at 200) */
+    return (dim_padded(instruction, head_dim) / t + block_kv / t + 4 + bf16) * cn + an;
 }
 
 /* Their tuning keys (FA_CL_TUNE=amd-wmma:key=value; docs/tuning.md). */
@@ -56,6 +58,22 @@ static fa_cl_status plan_for(const fa_cl__kernel_family *f, int instruction, con
         snprintf(msg, msg_size, "%s does not sum long rows in chunks of keys (portable-tiled does)", f->name);
         return FA_CL_ERROR_UNSUPPORTED;
     }
+    /* a mask or score modifiers: per row a lane also holds their state (8 or 16 rows a lane). clang
+     * 19 spilled 64-key blocks on gfx90a (56 bytes; none at 32) and 32-key blocks on gfx1100 (20 to
+     * 248 bytes; none at 16), and every gfx1100 build above head_dim 128 with a feature or a mask
+     * (O alone is 128 registers there): scripts/amd_matrix_offline_check.sh --cases all */
+    const int wmma = instruction == FA_CL_AMD_WMMA;
+    const int mods = (req->features & FA_CL_FEAT_MODIFIERS) || req->mask != FA_CL_MASK_NONE;
+    const int most_kv = mods ? (wmma ? 16 : 32) : 64;
+    if (wmma && d > 128 && (req->features || req->mask != FA_CL_MASK_NONE) && !(lim->forced_q > 0 && lim->forced_kv > 0)) {
+        snprintf(msg, msg_size, "%s takes head_dim above 128 only without masks, modifiers and serving features (got %d)",
+                 f->name, d);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
+    /* the AMD budget of src/devices/amd.c for both: gfx90a's MFMA builds take about twice the model
+     * (VGPRs and AGPRs, 512 a lane) and spilled at head_dim 256 (296 bytes, clang 19), which the
+     * model puts at 212 */
+    const int regs = lim->private_floats;
     int br = 0, bc = 0, forced = 0;
     if (lim->forced_q > 0 && lim->forced_kv > 0) {
         br = lim->forced_q;
@@ -76,10 +94,11 @@ static fa_cl_status plan_for(const fa_cl__kernel_family *f, int instruction, con
         while (waves > 1 && (int64_t)(waves / 2) * t >= rows)
             waves /= 2;
         for (; waves >= 1 && br == 0; waves /= 2)
-            for (int c = 64; c >= t && br == 0; c /= 2) {
+            for (int c = most_kv; c >= 16 && c % t == 0 && br == 0; c /= 2) {
                 if ((size_t)(waves * wave) > max_wg || fa_cl__amd_local_bytes(instruction, waves * t, c, d, emulated) > budget)
                     continue;
-                if (!emulated && lim->private_floats > 0 && fa_cl__amd_private_floats(instruction, c, d) > lim->private_floats)
+                if (!emulated && regs > 0 &&
+                    fa_cl__amd_private_floats(instruction, c, d, req->dtype == FA_CL_BF16) > regs)
                     continue;
                 br = waves * t;
                 bc = c;

@@ -28,7 +28,7 @@ int fa_cl__amd_tile(int instruction);
  * (block_q x T floats), and the emulation's operand scratch (tests). */
 size_t fa_cl__amd_local_bytes(int instruction, int block_q, int block_kv, int head_dim, int emulated);
 
-/* 32-bit registers a lane holds for O, S, the rows' state and the operands. */
-int fa_cl__amd_private_floats(int instruction, int block_kv, int head_dim);
+/* 32-bit registers a lane holds for O, S, the rows' state and the operands (bf16: 1 or 0). */
+int fa_cl__amd_private_floats(int instruction, int block_kv, int head_dim, int bf16);
 
 #endif /* FA_CL_KERNELS_AMD_MATRIX_H */
