@@ -33,7 +33,8 @@
  *    capability 9.0; FA_CL_VENDOR_PATH=0 turns them off) multiply P by V inside the matrix unit in
  *    tiles of 16 (nvidia-mma) or 64 (nvidia-wgmma) query rows x 16 keys, as FlashAttention-2 and -3
  *    do: there a NaN/Inf in v[j] can also reach rows of the same tile that do not see key j (never
- *    other heads or batches).
+ *    other heads or batches). So do AMD's matrix-unit variants ("amd-wmma", RDNA3; "amd-mfma",
+ *    CDNA2/3; tiles of 16 or 32 query rows).
  *  - Offsets and strides are 64-bit in every kernel (there is no 32-bit indexing path); only
  *    heads_q and sequence lengths are bounded (2^31 - 1, 2^30 - 1). The fused path accumulates
  *    sum(p * v) unnormalised in fp32, as FlashAttention-2 does: values of v near FLT_MAX (|v| >

@@ -44,7 +44,7 @@ int fa_cl__amd_private_floats(int instruction, int block_kv, int head_dim, int b
 }
 
 /* Their tuning keys (FA_CL_TUNE=amd-wmma:key=value; docs/tuning.md). */
-static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED, FA_CL_TUNE_EMULATE};
+static const fa_cl__tune_key tune[] = {FA_CL_TUNE_ENABLED, FA_CL_TUNE_EMULATE_REPLACING(NULL)};
 
 static fa_cl_status plan_for(const fa_cl__kernel_family *f, int instruction, const fa_cl__limits *lim,
                              const fa_cl__tile_request *req, fa_cl__tiles *out, char *msg, size_t msg_size)
@@ -59,17 +59,12 @@ static fa_cl_status plan_for(const fa_cl__kernel_family *f, int instruction, con
         return FA_CL_ERROR_UNSUPPORTED;
     }
     /* a mask or score modifiers: per row a lane also holds their state (8 or 16 rows a lane). clang
-     * 19 spilled 64-key blocks on gfx90a (56 bytes; none at 32) and 32-key blocks on gfx1100 (20 to
-     * 248 bytes; none at 16), and every gfx1100 build above head_dim 128 with a feature or a mask
-     * (O alone is 128 registers there): scripts/amd_matrix_offline_check.sh --cases all */
+     * 19 spilled 64-key blocks on gfx90a (56 bytes; none at 32), 32-key blocks on gfx1100 (20 to 248
+     * bytes; none at 16) and there 4 waves at head_dim 128 with sinks or softcap (12 bytes; none with
+     * 2): scripts/amd_matrix_offline_check.sh --cases all */
     const int wmma = instruction == FA_CL_AMD_WMMA;
     const int mods = (req->features & FA_CL_FEAT_MODIFIERS) || req->mask != FA_CL_MASK_NONE;
-    const int most_kv = mods ? (wmma ? 16 : 32) : 64;
-    if (wmma && d > 128 && (req->features || req->mask != FA_CL_MASK_NONE) && !(lim->forced_q > 0 && lim->forced_kv > 0)) {
-        snprintf(msg, msg_size, "%s takes head_dim above 128 only without masks, modifiers and serving features (got %d)",
-                 f->name, d);
-        return FA_CL_ERROR_UNSUPPORTED;
-    }
+    const int most_kv = mods ? (wmma ? 16 : 32) : 64, most_waves = wmma && mods && d > 64 ? 2 : FA_CL_AMD_MAX_WAVES;
     /* the AMD budget of src/devices/amd.c for both: gfx90a's MFMA builds take about twice the model
      * (VGPRs and AGPRs, 512 a lane) and spilled at head_dim 256 (296 bytes, clang 19), which the
      * model puts at 212 */
@@ -90,7 +85,7 @@ static fa_cl_status plan_for(const fa_cl__kernel_family *f, int instruction, con
         /* the most waves the rows fill (at most FA_CL_AMD_MAX_WAVES), then the widest key block
          * whose local memory and registers fit */
         const int64_t rows = req->seqlen_q > 0 ? req->seqlen_q : 1;
-        int waves = FA_CL_AMD_MAX_WAVES;
+        int waves = most_waves;
         while (waves > 1 && (int64_t)(waves / 2) * t >= rows)
             waves /= 2;
         for (; waves >= 1 && br == 0; waves /= 2)

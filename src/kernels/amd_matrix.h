@@ -12,9 +12,10 @@ enum {
     FA_CL_AMD_MFMA_32 = 2, /* CDNA2/3: 32x32x8, wave64 */
 };
 
-/* The largest head_dim they take (O in registers: head_dim / T C tiles a lane) and the most waves
- * a work-group has. */
-#define FA_CL_AMD_MAX_DIM 256
+/* The largest head_dim they take (O in registers: head_dim / T C tiles a lane; gfx1100 spilled at
+ * 256 with split-KV, serving features or a mask, gfx90a everywhere) and the most waves a work-group
+ * has. */
+#define FA_CL_AMD_MAX_DIM 128
 #define FA_CL_AMD_MAX_WAVES 4
 
 extern const fa_cl__kernel_family fa_cl__kernel_amd_wmma, fa_cl__kernel_amd_mfma;

@@ -289,10 +289,12 @@ const char *fa_cl__feature_name(unsigned feature);
     {"enabled", 1, 0, 1, NULL, "0: never planned on this context (1: planned where it applies)", replaces}
 #define FA_CL_TUNE_ENABLED FA_CL_TUNE_ENABLED_REPLACING(NULL)
 /* The key of a vendor family whose code can be emulated in portable OpenCL C (its tests on any
- * device): emulate=1 plans it on any device, the vendor code emulated (slow). */
-#define FA_CL_TUNE_EMULATE                                                                                \
+ * device): emulate=1 plans it on any device, the vendor code emulated (slow). The NVIDIA families'
+ * replaced FA_CL_MMA_EMULATE; families newer than it replace nothing. */
+#define FA_CL_TUNE_EMULATE_REPLACING(replaces)                                                            \
     {"emulate", 0, 0, 1, NULL, "1: planned on any device with its vendor code emulated in portable OpenCL C (tests; slow)", \
-     "FA_CL_MMA_EMULATE"}
+     replaces}
+#define FA_CL_TUNE_EMULATE FA_CL_TUNE_EMULATE_REPLACING("FA_CL_MMA_EMULATE")
 /* Whether f's emulate key is 1 under lim (0 for a family without one). */
 int fa_cl__family_emulated(const fa_cl__limits *lim, const fa_cl__kernel_family *f);
 /* f's key named key, or -1. */
