@@ -37,14 +37,31 @@ inline ushort fa_amd_bits(float x)
 #endif
 }
 
-/* rows [first, first + count) of K or V (raw 16-bit values) into a padded local tile, zero past
- * `limit` and past HEAD_DIM */
+/* Four 16-bit values of a row from element c on (c a multiple of 4, row_base + c any element:
+ * vload4 needs only the element's alignment), zero past HEAD_DIM */
+inline ushort4 fa_amd_chunk(__global const ushort *src, ulong row_base, int c)
+{
+    if (c + 4 <= HEAD_DIM)
+        return vload4(0, src + row_base + (ulong)c);
+    ushort4 x = (ushort4)(0);
+    if (c < HEAD_DIM)
+        x.s0 = src[row_base + (ulong)c];
+    if (c + 1 < HEAD_DIM)
+        x.s1 = src[row_base + (ulong)c + 1];
+    if (c + 2 < HEAD_DIM)
+        x.s2 = src[row_base + (ulong)c + 2];
+    return x;
+}
+
+/* rows [first, first + count) of K or V (raw 16-bit values) into a padded local tile, four values
+ * at a time, zero past `limit` and past HEAD_DIM */
 inline void fa_amd_load_kv(__local ushort *tile, __global const ushort *src, fa_row_map map, int first, int count,
                            int limit, int lid)
 {
-    for (int e = lid; e < count * DM; e += WG) {
-        const int j = e / DM, c = e % DM;
-        tile[j * QP + c] = first + j < limit && c < HEAD_DIM ? src[fa_kv_row(map, first + j) + (ulong)c] : 0;
+    for (int e = lid; e < count * (DM / 4); e += WG) {
+        const int j = e / (DM / 4), c = 4 * (e % (DM / 4));
+        vstore4(first + j < limit ? fa_amd_chunk(src, fa_kv_row(map, first + j), c) : (ushort4)(0), 0,
+                tile + j * QP + c);
     }
 }
 
@@ -52,10 +69,10 @@ inline void fa_amd_load_kv(__local ushort *tile, __global const ushort *src, fa_
 inline void fa_amd_load_q(__local ushort *tile, __global const ushort *src, ulong base, long s1, long s2, int seqlen_q,
                           int first, int limit, int lid)
 {
-    for (int e = lid; e < BLOCK_Q * DM; e += WG) {
-        const int j = e / DM, c = e % DM;
-        tile[j * QP + c] =
-            first + j < limit && c < HEAD_DIM ? src[fa_qrow(base, first + j, seqlen_q, s1, s2) + (ulong)c] : 0;
+    for (int e = lid; e < BLOCK_Q * (DM / 4); e += WG) {
+        const int j = e / (DM / 4), c = 4 * (e % (DM / 4));
+        vstore4(first + j < limit ? fa_amd_chunk(src, fa_qrow(base, first + j, seqlen_q, s1, s2), c) : (ushort4)(0), 0,
+                tile + j * QP + c);
     }
 }
 
