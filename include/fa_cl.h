@@ -655,8 +655,8 @@ typedef struct fa_cl_plan_info {
                                   "portable"; more for "portable-tiled" (row padding, P and row maxima) */
     size_t local_mem_budget; /**< bytes the planner had (device limit, or cache size on CPUs, or the env cap) */
     const char *kernel;      /**< the kernel family, as FA_CL_KERNEL_VARIANT and `fa_cl_info --kernels` name it:
-                                  "portable", "portable-tiled", "nvidia-mma", "nvidia-wgmma", "nvidia-tf32x3";
-                                  static storage */
+                                  "portable", "portable-tiled", "nvidia-mma", "nvidia-wgmma", "nvidia-tf32x3",
+                                  "amd-wmma", "amd-mfma", ...; static storage */
     int launches;            /**< kernel launches per call (long rows run one per chunk of keys; split-KV adds
                                   the combine, an append its copy into the cache, padded rows three copies,
                                   Hopper's copies by TMA the writing of their tensor maps) */
