@@ -33,7 +33,8 @@
  *    capability 9.0; FA_CL_VENDOR_PATH=0 turns them off) multiply P by V inside the matrix unit in
  *    tiles of 16 (nvidia-mma) or 64 (nvidia-wgmma) query rows x 16 keys, as FlashAttention-2 and -3
  *    do: there a NaN/Inf in v[j] can also reach rows of the same tile that do not see key j (never
- *    other heads or batches).
+ *    other heads or batches). So do AMD's matrix-unit variants ("amd-wmma", RDNA3; "amd-mfma",
+ *    CDNA2/3; tiles of 16 or 32 query rows).
  *  - Offsets and strides are 64-bit in every kernel (there is no 32-bit indexing path); only
  *    heads_q and sequence lengths are bounded (2^31 - 1, 2^30 - 1). The fused path accumulates
  *    sum(p * v) unnormalised in fp32, as FlashAttention-2 does: values of v near FLT_MAX (|v| >
@@ -667,8 +668,8 @@ typedef struct fa_cl_plan_info {
                                   "portable"; more for "portable-tiled" (row padding, P and row maxima) */
     size_t local_mem_budget; /**< bytes the planner had (device limit, or cache size on CPUs, or the env cap) */
     const char *kernel;      /**< the kernel family, as FA_CL_KERNEL_VARIANT and `fa_cl_info --kernels` name it:
-                                  "portable", "portable-tiled", "nvidia-mma", "nvidia-wgmma", "nvidia-tf32x3";
-                                  static storage */
+                                  "portable", "portable-tiled", "nvidia-mma", "nvidia-wgmma", "nvidia-tf32x3",
+                                  "amd-wmma", "amd-mfma", ...; static storage */
     int launches;            /**< kernel launches per call (long rows run one per chunk of keys; split-KV adds
                                   the combine, an append its copy into the cache, padded rows three copies,
                                   Hopper's copies by TMA the writing of their tensor maps) */

@@ -98,6 +98,16 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
     const int dpad = (int)((c->D + 3) / 4 * 4);
     if (!in->kernel || !in->kernel[0])
         return "no kernel name";
+    /* FA_CL_TEST_EXPECT_KERNEL=<family> (the emulated vendor families' entries): every case of a
+     * dtype and head_dim the family takes is planned on it */
+    const char *expect = getenv("FA_CL_TEST_EXPECT_KERNEL");
+    const fa_cl__kernel_family *ef = expect && *expect ? fa_cl__kernel_by_name(expect) : NULL;
+    if (expect && *expect && !ef)
+        return "FA_CL_TEST_EXPECT_KERNEL names no family";
+    if (ef && (ef->takes.dtypes >> c->dtype & 1) && c->D <= ef->takes.max_head_dim && strcmp(in->kernel, expect) != 0) {
+        snprintf(why, sizeof why, "planned %s, not %s (FA_CL_TEST_EXPECT_KERNEL)", in->kernel, expect);
+        return why;
+    }
     const int wgmma = strcmp(in->kernel, "nvidia-wgmma") == 0;
     const int xmx = strcmp(in->kernel, "intel-xmx") == 0;
     const int tensor_cores =
@@ -719,10 +729,9 @@ static void nan_case(fa_cl_context *ctx, int idx, const tu_case *c, int t, int64
     fa_cl_plan_info info;
     memset(&info, 0, sizeof info);
     int ok = run_fused(ctx, &p, API_PLAN, &info, why, sizeof why) == 0 && tu_problem_read(&p, ctx) == 0;
-    if (ok && t == 2 && info.kernel &&
-        (strcmp(info.kernel, "nvidia-mma") == 0 || strcmp(info.kernel, "nvidia-tf32x3") == 0 ||
-         strcmp(info.kernel, "nvidia-wgmma") == 0 || strcmp(info.kernel, "intel-xmx") == 0)) {
-        /* The tensor-core path (and intel-xmx's, in 8-row tiles) multiplies whole 16-row tiles of P by V inside the matrix unit, where
+    if (ok && t == 2 && info.kernel && fa_cl__kernel_by_name(info.kernel) &&
+        fa_cl__family_vendor(fa_cl__kernel_by_name(info.kernel))) {
+        /* The vendor families (tensor cores, matrix units) multiply whole 16-row tiles (intel-xmx 8-row ones) of P by V there, where
          * 0 * NaN = NaN: rows of the same head that do not see the key may get NaN in that column
          * (as in FlashAttention-2). Documented; everything else must hold as for the portable kernels. */
         const tu_tensor *ot = &p.t[3];

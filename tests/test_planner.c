@@ -21,6 +21,7 @@
  * implemented (e = 4 for f16/bf16 too) is what is checked here.
  */
 #include "kernels/intel_xmx.h"
+#include "kernels/amd_matrix.h"
 #include "kernels/nvidia_mma.h"
 #include "kernels/nvidia_mma_backward.h"
 #include "kernels/nvidia_tf32.h"
@@ -1237,6 +1238,71 @@ static void xmx_cases(tu_tally *tally)
     }
 }
 
+/* amd-wmma and amd-mfma (src/kernels/amd_matrix.c) on the AMD profiles: planned by the device's
+ * target, their tiles in the budget, narrower with a mask or modifiers, head_dim up to 128, f16/bf16
+ * only, no long rows in chunks, never on other targets or vendors. */
+static void amd_matrix_rules(tu_tally *tally)
+{
+    const struct {
+        const char *device, *target, *why;
+        int d;
+        fa_cl_dtype t;
+        int64_t sk;
+        unsigned features;
+        fa_cl_mask_type mask;
+        fa_cl__kernel_id k;
+        int br, bc;
+    } ac[] = {
+        {"amd-rx7900", NULL, "WMMA: 4 waves of 16 rows, 64 keys", 128, FA_CL_F16, 4096, 0, FA_CL_MASK_NONE,
+         FA_CL_KERNEL_AMD_WMMA, 64, 64},
+        {"amd-rx7900", NULL, "a mask: 16 keys, 2 waves above head_dim 64", 128, FA_CL_BF16, 4096, 0, FA_CL_MASK_F16,
+         FA_CL_KERNEL_AMD_WMMA, 32, 16},
+        {"amd-rx7900", NULL, "softcap at head_dim 64: 16 keys, 4 waves", 64, FA_CL_F16, 4096, FA_CL_FEAT_SOFTCAP,
+         FA_CL_MASK_NONE, FA_CL_KERNEL_AMD_WMMA, 64, 16},
+        {"amd-rx7900", "gfx1100:xnack-", "ROCm's feature suffix ignored", 64, FA_CL_F16, 4096, 0, FA_CL_MASK_NONE,
+         FA_CL_KERNEL_AMD_WMMA, 64, 64},
+        {"amd-rx7900", NULL, "head_dim 256: portable-tiled", 256, FA_CL_F16, 4096, 0, FA_CL_MASK_NONE,
+         FA_CL_KERNEL_PORTABLE_TILED, 0, 0},
+        {"amd-rx7900", NULL, "f32: portable-tiled", 64, FA_CL_F32, 4096, 0, FA_CL_MASK_NONE,
+         FA_CL_KERNEL_PORTABLE_TILED, 0, 0},
+        {"amd-rx7900", NULL, "long rows (chunks of keys): portable-tiled", 64, FA_CL_F16, (int64_t)1 << 17, 0,
+         FA_CL_MASK_NONE, FA_CL_KERNEL_PORTABLE_TILED, 0, 0},
+        {"amd-rx7900", "gfx1201", "RDNA4 (other WMMA layouts): portable-tiled", 64, FA_CL_F16, 4096, 0,
+         FA_CL_MASK_NONE, FA_CL_KERNEL_PORTABLE_TILED, 0, 0},
+        {"amd-mi250", NULL, "MFMA: 2 waves of 32 rows at head_dim 128, 64 keys", 128, FA_CL_BF16, 4096, 0,
+         FA_CL_MASK_NONE, FA_CL_KERNEL_AMD_MFMA, 64, 64},
+        {"amd-mi250", NULL, "MFMA, a mask: 32 keys", 64, FA_CL_F16, 4096, 0, FA_CL_MASK_BOOL, FA_CL_KERNEL_AMD_MFMA,
+         128, 32},
+        {"amd-mi250", "gfx906", "Vega (no MFMA): portable-tiled", 64, FA_CL_F16, 4096, 0, FA_CL_MASK_NONE,
+         FA_CL_KERNEL_PORTABLE_TILED, 0, 0},
+        {"nvidia-h100", NULL, "NVIDIA: never an AMD family", 64, FA_CL_F16, 4096, 0, FA_CL_MASK_NONE,
+         FA_CL_KERNEL_NVIDIA_WGMMA, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof ac / sizeof ac[0]; i++) {
+        fa_cl__limits lim;
+        fa_cl__profile_limits(fa_cl__profile_find(ac[i].device), &lim);
+        if (ac[i].target)
+            lim.dev.target = ac[i].target;
+        fa_cl__tile_request req = {ac[i].d, ac[i].t, 4096, ac[i].sk, 1, 0};
+        req.features = ac[i].features;
+        req.mask = ac[i].mask;
+        fa_cl__tiles t;
+        char msg[400] = "";
+        const fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
+        const int instruction = ac[i].k == FA_CL_KERNEL_AMD_WMMA ? FA_CL_AMD_WMMA : FA_CL_AMD_MFMA_32;
+        int ok = st == FA_CL_SUCCESS && t.variant == ac[i].k;
+        if (ok && ac[i].br)
+            ok = t.block_q == ac[i].br && t.block_kv == ac[i].bc &&
+                 t.work_group_size == ac[i].br / fa_cl__amd_tile(instruction) * fa_cl__amd_wave(instruction) &&
+                 t.local_mem_bytes == fa_cl__amd_local_bytes(instruction, ac[i].br, ac[i].bc, ac[i].d, 0) &&
+                 t.local_mem_bytes <= t.local_mem_budget;
+        tu_expect(tally, ok, "%s%s%s, head_dim %d %s: %s; got %s %s %dx%d wg %d, %zu bytes %s", ac[i].device,
+                  ac[i].target ? " as " : "", ac[i].target ? ac[i].target : "", ac[i].d, tu_dtype_name(ac[i].t),
+                  ac[i].why, fa_cl_status_string(st), st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv,
+                  t.work_group_size, t.local_mem_bytes, msg);
+    }
+}
+
 int main(void)
 {
     tu_tally tally = {"planner", 0, 0};
@@ -1706,5 +1772,6 @@ int main(void)
                       sc[i].lacks ? ", without " : "", sc[i].lacks ? sc[i].lacks : "", ok ? "" : opts);
         }
     }
+    amd_matrix_rules(&tally);
     return tu_finish(&tally);
 }

@@ -525,6 +525,41 @@ cl_mem tu_buffer(fa_cl_context *ctx, cl_mem_flags flags, size_t bytes, const voi
     return m;
 }
 
+int tu_gemm16(fa_cl_context *ctx, cl_kernel k, const uint16_t *a, const uint16_t *b, const float *af, const float *bf,
+              int m, int kdim, int n, size_t global, size_t local, float *c, int *first)
+{
+    cl_mem ma = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof(uint16_t) * (size_t)(m * kdim), a);
+    cl_mem mb = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof(uint16_t) * (size_t)(kdim * n), b);
+    cl_mem mc = tu_buffer(ctx, CL_MEM_WRITE_ONLY, sizeof(float) * (size_t)(m * n), NULL);
+    const cl_int kk = kdim, nn = n;
+    cl_int err = k && ma && mb && mc ? CL_SUCCESS : CL_OUT_OF_RESOURCES;
+    if (err == CL_SUCCESS)
+        err = clSetKernelArg(k, 0, sizeof ma, &ma) | clSetKernelArg(k, 1, sizeof mb, &mb) |
+              clSetKernelArg(k, 2, sizeof mc, &mc) | clSetKernelArg(k, 3, sizeof kk, &kk) |
+              clSetKernelArg(k, 4, sizeof nn, &nn);
+    cl_command_queue q = fa_cl_context_queue(ctx);
+    if (err == CL_SUCCESS)
+        err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(q, mc, CL_TRUE, 0, sizeof(float) * (size_t)(m * n), c, 0, NULL, NULL);
+    int bad = 0;
+    *first = -1;
+    for (int i = 0; err == CL_SUCCESS && i < m * n; i++) {
+        double want = 0.0;
+        for (int j = 0; j < kdim; j++)
+            want += (double)af[(i / n) * kdim + j] * bf[j * n + i % n];
+        if ((double)c[i] != want && bad++ == 0)
+            *first = i;
+    }
+    cl_mem mems[3] = {ma, mb, mc};
+    for (int i = 0; i < 3; i++)
+        if (mems[i])
+            clReleaseMemObject(mems[i]);
+    if (err != CL_SUCCESS)
+        printf("the GEMM check kernel: OpenCL error %d\n", (int)err);
+    return err == CL_SUCCESS ? bad : -1;
+}
+
 int tu_write(fa_cl_context *ctx, cl_mem m, size_t bytes, const void *host)
 {
     cl_int err = clEnqueueWriteBuffer(fa_cl_context_queue(ctx), m, CL_TRUE, 0, bytes, host, 0, NULL, NULL);

@@ -168,6 +168,14 @@ cl_mem tu_buffer(fa_cl_context *ctx, cl_mem_flags flags, size_t bytes, const voi
 int tu_write(fa_cl_context *ctx, cl_mem m, size_t bytes, const void *host); /* blocking; 0 ok */
 int tu_read(fa_cl_context *ctx, cl_mem m, size_t bytes, void *host);        /* blocking; 0 ok */
 
+/* A matrix-unit check kernel k(A, B, C, K, N) (tests/kernels/fa_*_check.cl) on 16-bit A (m x kdim)
+ * and B (kdim x n), row-major, over global / local work-items: its C (m x n, fp32) read into c and
+ * compared exactly with the host's product of af and bf in double (inputs exact in 16 bits, sums
+ * exact in fp32). The count of elements that differ, the first in *first (-1: none); -1 on an
+ * OpenCL error (printed). */
+int tu_gemm16(fa_cl_context *ctx, cl_kernel k, const uint16_t *a, const uint16_t *b, const float *af, const float *bf,
+              int m, int kdim, int n, size_t global, size_t local, float *c, int *first);
+
 /* ---- problems: one attention call with its data, reference and checks ------------------------- */
 
 /* "B=2 H=4/2 S=113x203 D=64 f16 causal win=(16,0) layout=SPCC scale=dflt lse" */

@@ -59,41 +59,14 @@ static int check(fa_cl_context *ctx, int sg, int bf16, int m)
         af[i] = (float)((int)(tu_rng_next(&rng) % 17) - 8) / 8.0f, a[i] = bits16(af[i], bf16);
     for (int i = 0; i < K * n; i++)
         bf[i] = (float)((int)(tu_rng_next(&rng) % 17) - 8) / 8.0f, b[i] = bits16(bf[i], bf16);
-    cl_mem ma = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof(uint16_t) * (size_t)(m * K), a);
-    cl_mem mb = tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof(uint16_t) * (size_t)(K * n), b);
-    cl_mem mc = tu_buffer(ctx, CL_MEM_WRITE_ONLY, sizeof(float) * (size_t)(m * n), NULL);
-    const cl_int kk = K, nn = n;
-    err = k && ma && mb && mc ? CL_SUCCESS : CL_OUT_OF_RESOURCES;
-    if (err == CL_SUCCESS)
-        err = clSetKernelArg(k, 0, sizeof ma, &ma) | clSetKernelArg(k, 1, sizeof mb, &mb) |
-              clSetKernelArg(k, 2, sizeof mc, &mc) | clSetKernelArg(k, 3, sizeof kk, &kk) |
-              clSetKernelArg(k, 4, sizeof nn, &nn);
-    const size_t global = (size_t)n, local = (size_t)(2 * sg);
-    cl_command_queue q = fa_cl_context_queue(ctx);
-    if (err == CL_SUCCESS)
-        err = clEnqueueNDRangeKernel(q, k, 1, NULL, &global, &local, 0, NULL, NULL);
-    if (err == CL_SUCCESS)
-        err = clEnqueueReadBuffer(q, mc, CL_TRUE, 0, sizeof(float) * (size_t)(m * n), c, 0, NULL, NULL);
-    int bad = 0, first = -1;
-    for (int i = 0; err == CL_SUCCESS && i < m * n; i++) {
-        double want = 0.0;
-        for (int j = 0; j < K; j++)
-            want += (double)af[(i / n) * K + j] * bf[j * n + i % n];
-        if ((double)c[i] != want && bad++ == 0)
-            first = i;
-    }
-    tu_expect(&tally, err == CL_SUCCESS && bad == 0,
-              "sub-group %d, %s, M=%d (%s): C = A B exactly: %d of %d wrong%s (first at row %d, column %d: %g)", sg,
-              bf16 ? "bf16" : "f16", m, native ? "native" : "emulated", bad, m * n,
-              err == CL_SUCCESS ? "" : " (OpenCL error)", first < 0 ? -1 : first / n, first < 0 ? -1 : first % n,
-              first < 0 ? 0.0 : (double)c[first]);
-    cl_mem mems[3] = {ma, mb, mc};
-    for (int i = 0; i < 3; i++)
-        if (mems[i])
-            clReleaseMemObject(mems[i]);
+    int first;
+    const int bad = tu_gemm16(ctx, k, a, b, af, bf, m, K, n, (size_t)n, (size_t)(2 * sg), c, &first);
+    tu_expect(&tally, bad == 0, "sub-group %d, %s, M=%d (%s): C = A B exactly: %d of %d wrong (first at row %d, column %d: %g)",
+              sg, bf16 ? "bf16" : "f16", m, native ? "native" : "emulated", bad, m * n, first < 0 ? -1 : first / n,
+              first < 0 ? -1 : first % n, first < 0 ? 0.0 : (double)c[first]);
     if (k)
         clReleaseKernel(k);
-    return err == CL_SUCCESS && bad == 0;
+    return bad == 0;
 }
 
 static int run_all(fa_cl_context *ctx, int argc, char **argv)

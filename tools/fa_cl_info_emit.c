@@ -336,6 +336,9 @@ static const emit_case cases[] = {
     {"env-emulate-mask", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_mask_f16},
     {"env-emulate-kv-q8", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_kv_q8_decode},
     {"env-emulate-paged", PASS_FORWARD, {0}, "cpu-pocl", EMULATE_MMA, shape_paged_append},
+    /* AMD's matrix instructions emulated (tests on any device) */
+    {"env-emulate-amd-wmma", PASS_FORWARD, {0}, "cpu-pocl", "FA_CL_TUNE=amd-wmma:emulate=1", NULL},
+    {"env-emulate-amd-mfma", PASS_FORWARD, {0}, "cpu-pocl", "FA_CL_TUNE=amd-mfma:emulate=1", shape_mask_f16},
 };
 
 /* The case's FA_CL_* settings for fa_cl__env_parse: "NAME=value" words of c->env. */

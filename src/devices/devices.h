@@ -29,6 +29,8 @@ typedef struct fa_cl__device_traits {
     int arch_major, arch_minor; /* the vendor's architecture version through its query extension
                                    (NVIDIA: the compute capability); 0 when unknown */
     int min_subgroup;        /* narrowest sub-group size the vendor's query reports (Intel); 0 unknown */
+    const char *target;      /* the compiler target the device is, "gfx1100" (AMD: CL_DEVICE_NAME, which ROCm's
+                                OpenCL reports as the target, any ":feature" suffix ignored); NULL unknown */
     const char *extensions;  /* CL_DEVICE_EXTENSIONS, space separated; NULL: unknown */
     int is_cpu;              /* CL_DEVICE_TYPE_CPU */
     size_t cache_bytes;      /* CL_DEVICE_GLOBAL_MEM_CACHE_SIZE; 0 unknown */

@@ -98,5 +98,6 @@ void fa_cl__profile_traits(const fa_cl__device_profile *p, fa_cl__device_traits 
     *out = p->traits;
     out->extensions = p->extensions;
     out->compute_units = (int)p->compute_units;
+    out->target = p->target;
     fa_cl__traits_complete(out);
 }

@@ -48,6 +48,8 @@ void fa_cl__device_traits_query(cl_device_id device, const fa_cl__device_props *
     /* each vendor's query extension; a device without it keeps 0 */
     fa_cl__nvidia_query(device, props, out);
     fa_cl__intel_query(device, props, out);
+    if (out->vendor == FA_CL_VENDOR_AMD && strncmp(props->name, "gfx", 3) == 0)
+        out->target = props->name;
     fa_cl__traits_complete(out);
 }
 

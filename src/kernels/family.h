@@ -29,6 +29,8 @@ typedef enum fa_cl__kernel_id {
     FA_CL_KERNEL_CHECK_SERVING = 13, /* cl/fa_check_serving.cl: serving data checked into args.status */
     FA_CL_KERNEL_CPU = 14,      /* cl/fa_cpu_forward.cl: a work-item per work-group owning a block of rows (CPUs) */
     FA_CL_KERNEL_INTEL_XMX = 20, /* cl/fa_forward_intel_xmx.cl: Intel XMX (sub-group matrix multiply-accumulate), f16/bf16 */
+    FA_CL_KERNEL_AMD_WMMA = 21, /* cl/fa_forward_amd_matrix.cl: AMD RDNA3 WMMA (clang's AMDGPU builtins), f16/bf16 */
+    FA_CL_KERNEL_AMD_MFMA = 22, /* cl/fa_forward_amd_matrix.cl: AMD CDNA MFMA, f16/bf16 */
     FA_CL_KERNEL_TEST = 63,     /* a test's own family (fa_cl__registry_push_test_family), never shipped */
 } fa_cl__kernel_id;
 
@@ -196,6 +198,8 @@ typedef struct fa_cl__needs {
     int arch_min, arch_max;    /* the vendor's architecture, major * 10 + minor, within [min, max]; 0: unbounded */
     const char *extension;     /* an extension the device must report; NULL: none */
     int subgroup;              /* a sub-group size the device must offer (the narrowest, at most this); 0: none */
+    const char *targets;       /* compiler targets, space separated, one of which the device is ("gfx90a";
+                                  fa_cl__device_traits.target); NULL: any */
 } fa_cl__needs;
 
 /* One tuning key of a family (FA_CL_TUNE=family:key=value): an integer in [min, max], or one of
@@ -295,7 +299,8 @@ const char *fa_cl__feature_name(unsigned feature);
     {"enabled", 1, 0, 1, NULL, "0: never planned on this context (1: planned where it applies)", replaces}
 #define FA_CL_TUNE_ENABLED FA_CL_TUNE_ENABLED_REPLACING(NULL)
 /* The key of a vendor family whose code can be emulated in portable OpenCL C (its tests on any
- * device): emulate=1 plans it on any device, the vendor code emulated (slow). */
+ * device): emulate=1 plans it on any device, the vendor code emulated (slow). The NVIDIA families'
+ * replaced FA_CL_MMA_EMULATE; families newer than it replace nothing. */
 #define FA_CL_TUNE_EMULATE_REPLACING(replaces)                                                            \
     {"emulate", 0, 0, 1, NULL, "1: planned on any device with its vendor code emulated in portable OpenCL C (tests; slow)", \
      replaces}

@@ -14,6 +14,8 @@
     X(nvidia_mma)                                                                                         \
     X(nvidia_tf32x3)                                                                                      \
     X(intel_xmx)                                                                                          \
+    X(amd_wmma)               /* AMD matrix units (one text, two instructions) */                        \
+    X(amd_mfma)                                                                                           \
     X(portable_tiled)         /* GPUs */                                                                 \
     X(cpu)                    /* CPUs */                                                                 \
     X(portable)               /* anywhere: the fallback */                                               \

@@ -77,6 +77,16 @@ static int takes(const fa_cl__kernel_family *f, const fa_cl__tile_request *req, 
 /* Whether lim's device meets f's needs (data: its fa_cl__needs), emulated where the vendor code may
  * be (FA_CL_TUNE emulate=1); else why, in why. forced: FA_CL_KERNEL_VARIANT names f (a preference
  * for GPUs does not count then). */
+/* target ("gfx90a", or with ROCm's feature suffix "gfx90a:sramecc+:xnack-") is a word of list */
+static int target_listed(const char *list, const char *target)
+{
+    const size_t n = strcspn(target, ":");
+    for (const char *p = list; *p; p += strcspn(p, " "), p += strspn(p, " "))
+        if (strcspn(p, " ") == n && strncmp(p, target, n) == 0)
+            return 1;
+    return 0;
+}
+
 static int device_meets(const fa_cl__limits *lim, const fa_cl__kernel_family *f, int forced, char *why, size_t n)
 {
     const fa_cl__needs *nd = &f->needs;
@@ -114,7 +124,8 @@ static int device_meets(const fa_cl__limits *lim, const fa_cl__kernel_family *f,
     const int ok = d->is_gpu && d->vendor == nd->vendor && (!nd->arch_min || arch >= nd->arch_min) &&
                    (!nd->arch_max || arch <= nd->arch_max) &&
                    (!nd->extension || (d->extensions && fa_cl__has_extension(d->extensions, nd->extension))) &&
-                   (!nd->subgroup || (d->min_subgroup && d->min_subgroup <= nd->subgroup));
+                   (!nd->subgroup || (d->min_subgroup && d->min_subgroup <= nd->subgroup)) &&
+                   (!nd->targets || (d->target && target_listed(nd->targets, d->target)));
     if (ok)
         return 1;
     fa_cl__append(why, n, "needs an %s GPU", fa_cl__vendor_name(nd->vendor));
@@ -126,6 +137,8 @@ static int device_meets(const fa_cl__limits *lim, const fa_cl__kernel_family *f,
         fa_cl__append(why, n, " with %s", nd->extension);
     if (nd->subgroup)
         fa_cl__append(why, n, " with sub-groups of %d", nd->subgroup);
+    if (nd->targets)
+        fa_cl__append(why, n, " that is one of %s (this one: %s)", nd->targets, d->target ? d->target : "not known");
     fa_cl__append(why, n, " (this device: %s%s, architecture %d.%d)", d->is_gpu ? "a GPU of " : "not a GPU; ",
            fa_cl__vendor_name(d->vendor), d->arch_major, d->arch_minor);
     return 0;
