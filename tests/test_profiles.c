@@ -214,9 +214,11 @@ static void build_options(tu_tally *t)
     tu_expect(t, n == (int)strlen(want) && strcmp(buf, want) == 0, "fp32 tensor-core (3xTF32), GPU: '%s'", buf);
     const char *const *tf32_files = NULL;
     const int ntf = fa_cl__kernel_files(FA_CL_KERNEL_NVIDIA_TF32X3, &tf32_files);
-    tu_expect(t, ntf == 11 && strcmp(tf32_files[ntf - 1], "fa_forward_nv_tf32.cl") == 0 &&
-                     strcmp(tf32_files[7], "fa_nv_ptx.cl") == 0 && strcmp(tf32_files[9], "fa_nv_softmax.cl") == 0,
+    tu_expect(t, ntf == 12 && strcmp(tf32_files[ntf - 1], "fa_forward_nv_tf32.cl") == 0 &&
+                     strcmp(tf32_files[7], "fa_nv_ptx.cl") == 0 && strcmp(tf32_files[9], "fa_nv_softmax.cl") == 0 &&
+                     strcmp(tf32_files[10], "fa_nv_mods.cl") == 0,
               "fp32 tensor-core kernel files: the forward's units, PTX primitives, its constants, the online softmax, "
+              "the score modifiers, "
               "fa_forward_nv_tf32.cl");
     /* the f32 backward on tensor cores: the f16 backward's kernel file with FA_DTYPE 0 and its pass */
     tf32.variant = FA_CL_KERNEL_NVIDIA_TF32_BACKWARD;
