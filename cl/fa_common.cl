@@ -180,7 +180,10 @@ inline float fa_tanh(float x)
 #else
 /* tanh as a rational function of x on [-7.9, 7.9] (Eigen's float tanh: x P(x^2) / Q(x^2), degree
  * 13 over 6, a few ulp; beyond, +-1 in float): a dozen multiply-adds and a division, where an exp
- * would double a score's transcendental cost (PoCL: +45% against +10-15%) */
+ * would double a score's transcendental cost (PoCL: +45% against +10-15%). On GPUs (FA_NATIVE_EXP)
+ * the division is native_divide's, a reciprocal and a multiply (2 ulp on NVIDIA's), where IEEE
+ * division's dozen instructions were most of the softcap's cost in the tensor-core kernels; the
+ * forward's and the backward's kernels of one device are built alike, so both see the same tanh. */
 inline float fa_tanh(float x)
 {
     const float c = clamp(x, -7.90531110763549805f, 7.90531110763549805f), x2 = c * c;
@@ -193,7 +196,11 @@ inline float fa_tanh(float x)
     float q = mad(x2, 1.19825839466702e-06f, 1.18534705686654e-04f);
     q = mad(x2, q, 2.26843463243900e-03f);
     q = mad(x2, q, 4.89352518554385e-03f);
+#ifdef FA_NATIVE_EXP
+    return native_divide(c * p, q);
+#else
     return c * p / q;
+#endif
 }
 #endif
 #endif

@@ -40,7 +40,7 @@ inline __attribute__((always_inline)) void fa_bw_tile_async(__local fa_bw_elem *
 {
 #ifdef FA_WGMMA
     if (first + count <= limit) {
-        fa_wg_copy_rows(tile, src + base + (ulong)first * (ulong)stride, stride, count, wg, lid);
+        fa_wg_copy_rows(tile, src + base + (ulong)first * (ulong)stride, stride, count, HEAD_DIM, wg, lid);
         return;
     }
 #else

@@ -121,22 +121,33 @@
 #if defined(FA_WG_PINGPONG) && NWG != 2
 #error "FA_WG_PINGPONG takes two warpgroups"
 #endif
-/* FlashAttention-3's wider block at D_PAD 256, 80 keys, only copied by TMA and without a mask's
- * tiles (the planner) */
-#define FA_WG_WIDE_KV (D_PAD == 256 && BLOCK_KV == 80)
+/* FlashAttention-3's wider block at D_PAD 192 and 256, 80 keys, only copied by TMA and without a
+ * mask's tiles (the planner) */
+#define FA_WG_WIDE_KV (D_PAD > 128 && BLOCK_KV == 80)
 #if WARP_ROWS != 16 || FA_KV_WARPS != 1 || BLOCK_Q % 64 || defined(FA_KV_Q8) || !defined(FA_ALIGNED16) || \
-    (D_PAD != 64 && D_PAD != 128 && D_PAD != 256) ||                                                   \
-    (BLOCK_KV != 32 && BLOCK_KV != 64 && BLOCK_KV != 128 && !FA_WG_WIDE_KV) || (D_PAD == 256 && BLOCK_KV == 128) || \
+    (D_PAD != 64 && D_PAD != 128 && D_PAD != 192 && D_PAD != 256) ||                                   \
+    (BLOCK_KV != 32 && BLOCK_KV != 64 && BLOCK_KV != 128 && !FA_WG_WIDE_KV) || (D_PAD > 128 && BLOCK_KV == 128) || \
     (FA_WG_WIDE_KV && (!defined(FA_KV_TMA) || defined(FA_MASK)))
-#error "FA_WGMMA takes 16 rows a warp, 64 a warpgroup, aligned f16/bf16 rows, D_PAD 64, 128 or 256, BLOCK_KV 64 or 128 (64 or 80 at 256)"
+#error "FA_WGMMA takes 16 rows a warp, 64 a warpgroup, aligned f16/bf16 rows, D_PAD 64, 128, 192 or 256, BLOCK_KV 64 or 128 (64 or 80 beyond 128)"
 #endif
-/* P V's products a k-step: n = D_PAD, at 256 two of n = 128 (O's halves, V's column halves) */
-#if D_PAD > 128
+/* O's columns (DV_PAD, whole 64-column panels: V's rows, HEAD_DIM_V wide, may be narrower than
+ * Q's and K's, which fix D_PAD), and P V's products a k-step: n = DV_PAD, at 192 two of n = 96 and
+ * at 256 two of n = 128 (O's halves, V's column halves). V's tiles stay D_PAD wide, zeros past
+ * HEAD_DIM_V; only their first DV_PAD columns are read. */
+#define DV_PAD ((HEAD_DIM_V + 63) / 64 * 64)
+#if DV_PAD > D_PAD
+#error "FA_WGMMA: v's rows no wider than q's and k's (the planner)"
+#endif
+#if DV_PAD == 256 /* literals: the wgmma forms are named by them */
+#define PV_N 128
+#elif DV_PAD == 192
+#define PV_N 96
+#elif DV_PAD == 128
 #define PV_N 128
 #else
-#define PV_N D_PAD
+#define PV_N 64
 #endif
-#define PV_PARTS (D_PAD / PV_N)
+#define PV_PARTS (DV_PAD / PV_N)
 /* FA_WG_PRODUCER (FlashAttention-3's warp specialisation): one more warpgroup copies Q, K, V (and
  * the mask's tiles) with cp.async or TMA, each buffer handed over by mbarriers (full: its copies
  * landed; empty: every consumer warp is done reading it), while the NWG consumer warpgroups (two;

@@ -21,9 +21,9 @@ inline __attribute__((always_inline)) void fa_load_kv_async(__local ushort *kt, 
 #if !defined(FA_PAGED) && defined(FA_WGMMA)
     if (first + BLOCK_KV <= limit) { /* every row is in the sequence */
         if (copy_k)
-            fa_wg_cp_rows(kt, kg + kmap.base + (ulong)first * (ulong)kmap.stride, kmap.stride, lid);
+            fa_wg_cp_rows(kt, kg + kmap.base + (ulong)first * (ulong)kmap.stride, kmap.stride, HEAD_DIM, lid);
         if (copy_v)
-            fa_wg_cp_rows(vt, vg + vmap.base + (ulong)first * (ulong)vmap.stride, vmap.stride, lid);
+            fa_wg_cp_rows(vt, vg + vmap.base + (ulong)first * (ulong)vmap.stride, vmap.stride, HEAD_DIM_V, lid);
         return;
     }
 #elif !defined(FA_PAGED)

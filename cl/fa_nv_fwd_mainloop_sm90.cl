@@ -233,7 +233,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
 #endif
         if (o_scale[0] != 1.0f || o_scale[1] != 1.0f) {
             FA_PRAGMA_UNROLL
-            for (int i = 0; i < D_PAD / 2; i++)
+            for (int i = 0; i < DV_PAD / 2; i++)
                 ow[i] *= o_scale[i / 2 % 2];
         }
         FA_PRAGMA_UNROLL
@@ -276,8 +276,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
     jv++;
 #endif
     FA_PRAGMA_UNROLL
-    for (int dt = 0; dt < DT; dt++)
-        acc[0][dt] = (float4)(ow[4 * dt], ow[4 * dt + 1], ow[4 * dt + 2], ow[4 * dt + 3]);
+    for (int dt = 0; dt < DT; dt++) /* columns past DV_PAD: zeros, never stored (HEAD_DIM_V) */
+        acc[0][dt] = dt < DV_PAD / 8 ? (float4)(ow[4 * dt], ow[4 * dt + 1], ow[4 * dt + 2], ow[4 * dt + 3])
+                                     : (float4)(0.0f);
 
 #ifdef FA_Q_ASYNC
     /* A work-group without key blocks: Q's copies are still in flight, made by any work-item (not

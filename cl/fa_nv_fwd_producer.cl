@@ -120,9 +120,9 @@
 #define FA_WG_PRODUCE_V                                                                            \
     const int st = jv % NBUF;                                                                      \
     fa_mbar_wait(vempty + st, ((uint)(jv / NBUF) & 1u) ^ 1u);                                      \
-    fa_mbar_expect_tx(vfull + st, BLOCK_KV * D_PAD * 2);                                           \
+    fa_mbar_expect_tx(vfull + st, BLOCK_KV * DV_PAD * 2);                                          \
     FA_PRAGMA_UNROLL                                                                               \
-    for (int p = 0; p < D_PAD / 64; p++)                                                           \
+    for (int p = 0; p < DV_PAD / 64; p++) /* the panels P V reads */                               \
         fa_tma_load_4d(v_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_V * 16, 64 * p,      \
                        i > 0 ? kv0 - BLOCK_KV : seqlen_k, hk, (int)b, vfull + st);                 \
     fa_mbar_arrive(vfull + st);                                                                    \
@@ -130,9 +130,9 @@
 #else
 #ifdef FA_KV_TMA
 #define FA_WG_PROD_V                                                                               \
-    fa_mbar_expect_tx(vfull + st, BLOCK_KV * D_PAD * 2);                                           \
+    fa_mbar_expect_tx(vfull + st, BLOCK_KV * DV_PAD * 2);                                          \
     FA_PRAGMA_UNROLL                                                                               \
-    for (int p = 0; p < D_PAD / 64; p++)                                                           \
+    for (int p = 0; p < DV_PAD / 64; p++) /* the panels P V reads */                               \
         fa_tma_load_4d(v_s + st * TILE + p * BLOCK_KV * 64, maps + FA_TMA_MAP_V * 16, 64 * p,      \
                        kv0 - BLOCK_KV, hk, (int)b, vfull + st);                                    \
     fa_mbar_arrive(vfull + st);

@@ -35,7 +35,7 @@ __kernel void fa_tma_maps(__global float *scratch, __global const ushort *q, __g
         fa_tma_map_write(maps + FA_TMA_MAP_K * 16, (ulong)(k + k_off), HEAD_DIM, (uint)seqlen_k, (uint)heads_kv,
                          (uint)batch, k1, fa_tma_stride(ks1 * 2, heads_kv, k1), fa_tma_stride(ks0 * 2, batch, k1), 64,
                          BLOCK_KV, 2);
-        fa_tma_map_write(maps + FA_TMA_MAP_V * 16, (ulong)(v + v_off), HEAD_DIM, (uint)seqlen_k, (uint)heads_kv,
+        fa_tma_map_write(maps + FA_TMA_MAP_V * 16, (ulong)(v + v_off), HEAD_DIM_V, (uint)seqlen_k, (uint)heads_kv,
                          (uint)batch, v1, fa_tma_stride(vs1 * 2, heads_kv, v1), fa_tma_stride(vs0 * 2, batch, v1), 64,
                          BLOCK_KV, 2);
     }

@@ -4,10 +4,12 @@
 #if !defined(FA_WGMMA) || !defined(FA_ASYNC)
 #error "the wgmma atoms take FA_WGMMA and asynchronous copies"
 #endif
-/* a full block of BLOCK_KV rows (`stride` elements apart from src) into a tile, by the CP_WG copiers */
-#define fa_wg_cp_rows(dst, src, stride, lid) fa_wg_copy_rows((dst), (src), (stride), BLOCK_KV, CP_WG, (lid))
+/* a full block of BLOCK_KV rows of `width` values (`stride` elements apart from src) into a tile, by
+ * the CP_WG copiers */
+#define fa_wg_cp_rows(dst, src, stride, width, lid) \
+    fa_wg_copy_rows((dst), (src), (stride), BLOCK_KV, (width), CP_WG, (lid))
 
-/* O's accumulators (D_PAD / 2 floats) fenced or waited for, in PV_N-wide parts */
+/* O's accumulators (DV_PAD / 2 floats) fenced or waited for, in PV_N-wide parts */
 inline __attribute__((always_inline)) void fa_wg_fence_o(float *ow)
 {
     FA_PRAGMA_UNROLL
@@ -42,16 +44,16 @@ inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV 
     fa_wgmma_commit();
 }
 
-/* The pipeline's registers before a tile's first block: O (ow, D_PAD / 2 floats: the accumulator
+/* The pipeline's registers before a tile's first block: O (ow, DV_PAD / 2 floats: the accumulator
  * layout), zeros, and the previous block's P (pa, the A fragments of its key steps), zeros: every
  * block issues and waits for the same products, the first with P = 0 against a zero V tile
  * (ptxas serialises wgmma whose waits it cannot match; predicated off, it injects
  * warpgroup.arrive, slower on an H200 at every d_pad: commit e0d134e). A statement macro, as
  * cl/fa_nv_fwd_mask.cl's: it declares them in the mainloop. */
 #define FA_WG_PIPE_INIT                                          \
-    float ow[D_PAD / 2];                                         \
+    float ow[DV_PAD / 2];                                        \
     FA_PRAGMA_UNROLL                                             \
-    for (int i = 0; i < D_PAD / 2; i++)                          \
+    for (int i = 0; i < DV_PAD / 2; i++)                         \
         ow[i] = 0.0f;                                            \
     uint pa[KW / 16][4];                                         \
     FA_PRAGMA_UNROLL                                             \

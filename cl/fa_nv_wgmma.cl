@@ -66,18 +66,18 @@ inline ulong fa_wg_desc(__local const ushort *p, uint lead_bytes, uint stride_by
 
 /* (the kernels' copies; the GEMM check, tests/kernels/fa_wgmma_check.cl, defines neither D_PAD nor HEAD_DIM) */
 #if defined(D_PAD) && defined(HEAD_DIM)
-/* `rows` full rows of HEAD_DIM 16-bit values (`stride` elements apart from src; a tile of D_PAD
- * columns, zeros past HEAD_DIM) into a tile by cp.async, copier `lid` of `copiers`; rows and
- * copiers are constants where it is inlined. Where the copiers cover whole 8-row groups, a
+/* `rows` full rows of `width` 16-bit values (HEAD_DIM, or v's HEAD_DIM_V; `stride` elements apart
+ * from src; a tile of D_PAD columns, zeros past `width`) into a tile by cp.async, copier `lid` of
+ * `copiers`; rows, width and copiers are constants where it is inlined. Where the copiers cover whole 8-row groups, a
  * work-item's copies are one chunk column of rows copiers / chunks apart (a constant step); else
  * (the forward's producer warpgroup at D_PAD 256) each copy's row and chunk follow FA_WG_COPY_ROW
  * and _CHUNK. The wgmma kernels unroll every loop over D_PAD (their D_PAD is at most 256). */
 inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, __global const ushort *src,
-                                                           long stride, int rows, int copiers, int lid)
+                                                           long stride, int rows, int width, int copiers, int lid)
 {
     const int ch = D_PAD / 8;
     if (copiers % (8 * ch) == 0) {
-        const int r0 = FA_WG_COPY_ROW(lid, ch), c = FA_WG_COPY_CHUNK(lid, ch), cv = 8 * c < HEAD_DIM;
+        const int r0 = FA_WG_COPY_ROW(lid, ch), c = FA_WG_COPY_CHUNK(lid, ch), cv = 8 * c < width;
         __global const ushort *p = src + (cv ? (long)r0 * stride + 8 * c : 0);
         _Pragma("unroll")
         for (int i = 0; i < rows * ch / copiers; i++)
@@ -87,7 +87,7 @@ inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, 
         _Pragma("unroll")
         for (int i = 0; i < rows * ch / copiers; i++) {
             const int e = lid + i * copiers, r = FA_WG_COPY_ROW(e, ch), c = FA_WG_COPY_CHUNK(e, ch);
-            const int cv = 8 * c < HEAD_DIM;
+            const int cv = 8 * c < width;
             fa_cp_async16(dst + fa_wg_at(r, c, D_PAD, rows), src + (cv ? (long)r * stride + 8 * c : 0), cv);
         }
     }
@@ -114,6 +114,7 @@ inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, 
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
     "+f"(d[i + 7])
 #define FA_WG_D40(d) FA_WG_D32(d), FA_WG_D8(d, 32)
+#define FA_WG_D48(d) FA_WG_D40(d), FA_WG_D8(d, 40)
 #define FA_WG_R16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define FA_WG_R32 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
@@ -126,6 +127,10 @@ inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, 
 #define FA_WG_R40 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
     "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}"
+#define FA_WG_R48 \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+    "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
+    "%42, %43, %44, %45, %46, %47}"
 #define FA_WG_MMA(n) "// @sm90a wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." FA_MMA_TYPE "." FA_MMA_TYPE " "
 
 /* d (64 x n) = A B, + d when acc != 0. ss: A (64 x 16, K-major) and B (16 x n, K-major) by
@@ -153,6 +158,7 @@ FA_WG_DEFINE_SS(128, FA_WG_D64, FA_WG_R64, 64, 65, 66)
 FA_WG_DEFINE_SS(80, FA_WG_D40, FA_WG_R40, 40, 41, 42)
 FA_WG_DEFINE_RS(64, FA_WG_D32, FA_WG_R32, 32, 33, 34, 35, 36, 37)
 FA_WG_DEFINE_RS(128, FA_WG_D64, FA_WG_R64, 64, 65, 66, 67, 68, 69)
+FA_WG_DEFINE_RS(96, FA_WG_D48, FA_WG_R48, 48, 49, 50, 51, 52, 53) /* O's halves at d_pad 192 */
 
 /* wgmma.fence (before the first product of a group: the accumulators and A registers were
  * written by other instructions), wgmma.wait_group 0 (every product of this warpgroup done) and
@@ -168,6 +174,7 @@ FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 32, FA_WG_D16)
 FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 64, FA_WG_D32)
 FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 128, FA_WG_D64)
 FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 80, FA_WG_D40)
+FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 96, FA_WG_D48)
 
 inline void fa_wgmma_commit(void) { asm volatile("// @sm90a wgmma.commit_group.sync.aligned;" ::: "memory"); }
 
@@ -175,10 +182,12 @@ FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 32, FA_WG_
 FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 64, FA_WG_D32)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 128, FA_WG_D64)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 80, FA_WG_D40)
+FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 96, FA_WG_D48)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 32, FA_WG_D16)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 64, FA_WG_D32)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 128, FA_WG_D64)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 80, FA_WG_D40)
+FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 96, FA_WG_D48)
 
 /* this thread's generic-proxy writes of local memory (stores, cp.async after its wait) are seen by
  * wgmma's operand reads (the async proxy) once a barrier follows */

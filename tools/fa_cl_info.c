@@ -237,7 +237,7 @@ static const platform_prop platform_props[] = {
 #define N_PLATFORM_PROPS COUNT_OF(platform_props)
 
 /* The plan table's rows: head_dim x storage type. */
-static const int plan_head_dims[] = {32, 64, 80, 96, 128, 256, 512};
+static const int plan_head_dims[] = {32, 64, 80, 96, 128, 192, 256, 512};
 static const fa_cl_dtype plan_dtypes[] = {FA_CL_F32, FA_CL_F16};
 #define N_PLANS (COUNT_OF(plan_head_dims) * COUNT_OF(plan_dtypes))
 

@@ -265,6 +265,7 @@ static const emit_case cases[] = {
     /* dense prefill: every family's plain build, forward and backward */
     {"dense", PLANS, {0}, NULL, "", NULL},
     {"small-dims", PLANS, {32, 40, 96, 0}, NULL, "", NULL},
+    {"wide-dims", PLANS, {160, 192, 0}, NULL, "", NULL},
     {"padded-rows", PLANS, {59, 111, 0}, NULL, "", NULL},
     {"head-dim-512", PASS_FORWARD, {512, 0}, NULL, "", NULL},
     {"unaligned", PLANS, {0}, NULL, "", shape_unaligned},

@@ -18,7 +18,7 @@
 #define PLAN_SEQLEN 4096
 
 /* The plan table's rows. */
-static const int table_head_dims[] = {32, 64, 80, 96, 128, 256, 512};
+static const int table_head_dims[] = {32, 64, 80, 96, 128, 192, 256, 512};
 static const fa_cl_dtype table_dtypes[] = {FA_CL_F32, FA_CL_F16}; /* as fa_cl_info's device table */
 
 static const char *vendor_name(fa_cl__vendor v)

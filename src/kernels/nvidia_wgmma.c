@@ -58,14 +58,24 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
      * (finish narrows this where the copies are not by TMA) */
     const int tma_tiles_on = !(req->narrowed & FA_CL_WGMMA_NO_TMA_TILES);
     /* The default head_dims: where wgmma beat nvidia-mma (nvidia-wgmma:enabled=0) in the same H200 run
-     * (commits ab18c05, 316670d): 129..256 padded to 256, 97..128, and 41..64 padded to 64 where
-     * rows have more than 512 keys (at 512 it lost). Not 65..96, where
+     * (commits ab18c05, 316670d): 129..256 (padded to 192 or 256: whole 64-column panels), 97..128,
+     * and 41..64 padded to 64 where rows have more than 512 keys (at 512 it lost). Not 65..96, where
      * the padding to 128 costs what wgmma gains, nor 40 and below (even). */
     const int small = req->head_dim > FA_CL_WGMMA_SMALL_MIN_DIM && req->seqlen_k > FA_CL_WGMMA_SMALL_MIN_KEYS;
     const int dp = req->head_dim <= 64 ? (forced_here || small ? 64 : 0)
                    : req->head_dim <= 128 ? (forced_here || req->head_dim > FA_CL_WGMMA_MIN_DIM ? 128 : 0)
+                   : req->head_dim <= 192 ? 192
                    : req->head_dim <= 256 ? 256
                                           : 0;
+    /* a value width (FA_CL_FEAT_HEAD_DIM_V): the tiles as wide as the wider row (req->head_dim), V's
+     * zero-filled past its own; O and P V only DV_PAD wide (cl/fa_nv_fwd_config.cl). Rows of
+     * multiples of 8 (no padded-rows copies) */
+    if ((req->features & FA_CL_FEAT_HEAD_DIM_V) && req->views &&
+        (req->views->d.head_dim % 8 || req->views->dv % 8)) {
+        snprintf(msg, msg_size, "nvidia-wgmma takes a value width (desc.head_dim_v) with head_dim and head_dim_v "
+                 "multiples of 8 (here %lld / %lld)", (long long)req->views->d.head_dim, (long long)req->views->dv);
+        return FA_CL_ERROR_UNSUPPORTED;
+    }
     /* masks whose rows are not 16-byte aligned (their tiles are copied with K) are nvidia-mma's */
     const int mask_bytes = fa_cl__nv_mask_row_bytes(req);
     if ((has_mask && mask_bytes == 0) || !req->aligned16 || dp == 0 || req->seqlen_q <= FA_CL_WGMMA_MIN_ROWS) {
@@ -82,7 +92,7 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
      * 128 (even at N = 4096, slower where a 1024-key row's last block is a third empty), nor 192 keys
      * at d_pad 64, nor 3 stages: all measured on an H200 (commit 31cdf4a). */
     const int bc_max = dp > 128 ? FA_CL_WGMMA_BLOCK_KV / 2 : FA_CL_WGMMA_BLOCK_KV, bc_min = dp > 128 ? 32 : 64;
-    const int bc_wide = dp == 256 ? FA_CL_WGMMA_WIDE_KV : 0;
+    const int bc_wide = dp > 128 ? FA_CL_WGMMA_WIDE_KV : 0;
     const int tma_tiles = tma_tiles_on && mask_bytes == 0; /* the producer copies by TMA, no mask's tiles */
     /* three computing warpgroups (192 rows) at d_pad 64, FlashAttention-3's there: a third less
      * K/V traffic a FLOP, a third computing warp a scheduler (faster than 128 rows on every shape
@@ -320,7 +330,8 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma = {
     .files = files,
     .nfiles = sizeof files / sizeof files[0],
     .summary = "f16/bf16 on Hopper tensor cores (compute capability 9.0): wgmma through sm_90a PTX, cp.async",
-    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_QO_TYPES | FA_CL_FEAT_SERVING, FA_CL_MASKS_ALL, 256},
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_MODIFIERS | FA_CL_FEAT_QO_TYPES | FA_CL_FEAT_SERVING | FA_CL_FEAT_HEAD_DIM_V,
+              FA_CL_MASKS_ALL, 256},
     /* compute capability 9.0 alone: later parts lack wgmma */
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 90, .arch_max = 90},
     .tune = tune,

@@ -6,18 +6,19 @@
 #include "kernels/nvidia.h"
 
 /* Warpgroups of 64 rows (4 warps, 16 rows each), two a work-group where the rows fill them; keys
- * per block 128 (64 at head_dim 256), halved while the local memory does not fit (down to 64, 32
- * at 256); by default head_dim FA_CL_WGMMA_SMALL_MIN_DIM + 1 .. 64 padded to 64 (rows of more than
- * FA_CL_WGMMA_SMALL_MIN_KEYS keys), FA_CL_WGMMA_MIN_DIM + 1 .. 128 padded to 128, 129 .. 256
- * padded to 256 (nvidia_wgmma.c has the measurements); any head_dim up to 256 when
+ * per block 128 (64 beyond head_dim 128), halved while the local memory does not fit (down to 64,
+ * 32 beyond 128); by default head_dim FA_CL_WGMMA_SMALL_MIN_DIM + 1 .. 64 padded to 64 (rows of more
+ * than FA_CL_WGMMA_SMALL_MIN_KEYS keys), FA_CL_WGMMA_MIN_DIM + 1 .. 128 padded to 128, 129 .. 192 to
+ * 192 and 193 .. 256 to 256 (nvidia_wgmma.c has the measurements); any head_dim up to 256 when
  * FA_CL_KERNEL_VARIANT forces it. K/V double-buffered by cp.async. Only with more than
  * FA_CL_WGMMA_MIN_ROWS rows (decoding keeps nvidia-mma's key slices). Local bytes (Q, 2 stages of
  * K and V, unpadded rows; a mask adds its tiles, fa_cl__wgmma_local_bytes):
  *     local_mem_bytes = 2 * (B_r + 4 B_c) * d_padded (+ 64 with the producer warpgroup's mbarriers)
  * (d = 128, 128 x 128: 160 KiB; d = 256, 128 x 64: 192 KiB). With B_r = 128 a third warpgroup
  * copies for the two that compute (FA_WG_PRODUCER, 384 work-items; FA_CL_TUNE nvidia-wgmma:producer=0: not),
- * at d_padded 256 only by TMA; there, without a mask, blocks of FA_CL_WGMMA_WIDE_KV keys
- * (FlashAttention-3's: 128 x 80, 224 KiB). At d_padded 64, where it copies by TMA without a mask,
+ * at d_padded 192 and 256 only by TMA; there, without a mask, blocks of FA_CL_WGMMA_WIDE_KV keys
+ * (FlashAttention-3's at 256: 128 x 80, 224 KiB; 168 KiB at 192). A value width (head_dim_v) pads
+ * the tiles to the wider row; O and P V are only as wide as v's rows padded to 64. At d_padded 64, where it copies by TMA without a mask,
  * B_r = FA_CL_WGMMA_TALL_Q: three computing warpgroups and the producer, 512 work-items
  * (FlashAttention-3's 192 x 128, 88 KiB); FA_CL_TUNE tile may ask for it at d_padded 128 too. */
 #define FA_CL_WGMMA_BLOCK_Q 128
