@@ -442,10 +442,11 @@ typedef struct fa_cl_attention_desc {
  *    backward; the tiles are sized for the larger of the two.
  *  - Kernels: the portable kernels ("portable", "portable-tiled"), split-KV and its combine, long
  *    rows' chunks, every serving feature, mask, modifier and storage type (q8_0 v needs head_dim_v
- *    a multiple of 32), and the reference (fa_cl_reference_run) take it; so does "nvidia-mma"
+ *    a multiple of 32), and the reference (fa_cl_reference_run) take it; so do "nvidia-mma"
  *    (f16/bf16, head_dim and head_dim_v multiples of 8 up to 256, 16-bit K/V: its tiles are padded
- *    to the wider row, so d_v < d_qk costs P.V at d_qk's width). "nvidia-wgmma" and
- *    "nvidia-tf32x3" do not: the planner falls back (fa_cl_plan_info.kernel says which), and
+ *    to the wider row, so d_v < d_qk costs P.V at d_qk's width) and "nvidia-wgmma" (the same
+ *    rows; its tiles are as wide as the wider row too, but P.V and O only d_v's width rounded up to
+ *    64). "nvidia-tf32x3" does not: the planner falls back (fa_cl_plan_info.kernel says which), and
  *    FA_CL_KERNEL_VARIANT naming a family that does not take it is FA_CL_ERROR_UNSUPPORTED with a
  *    message naming head_dim_v. The backward (plans and reference) refuses head_dim_v != head_dim
  *    (FA_CL_ERROR_UNSUPPORTED, naming the field).

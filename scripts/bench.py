@@ -91,11 +91,11 @@ DECODE_MAX_ROWS = 16
 def bench_options(args):
     """fa_cl_bench's shape options, parsed as it parses them (only what a row's columns need)."""
     p = argparse.ArgumentParser(add_help=False, prog='shape')
-    for o in ('-b', '-h', '--heads-kv', '-q', '-k', '-d', '--softcap', '--page-size'):
+    for o in ('-b', '-h', '--heads-kv', '-q', '-k', '-d', '--softcap', '--page-size', '--head-dim-v'):
         p.add_argument(o, type=int)
     for o in ('--dtype', '--kv-dtype', '--mask', '--window', '--cache-seqlens', '--varlen', '--varlen-k'):
         p.add_argument(o)
-    for o in ('--causal', '--alibi', '--sinks', '--backward', '--tree'):
+    for o in ('--causal', '--alibi', '--sinks', '--backward', '--tree', '--latent'):
         p.add_argument(o, action='store_true')
     opts, rest = p.parse_known_args(shlex.split(args))
     return opts, rest
@@ -105,12 +105,14 @@ def anchor_args(opts, row):
     """torch_sdpa_anchor.py's options for the same computation, or None where PyTorch has no
     equivalent call (fa_cl's row stands alone then)."""
     if (opts.page_size or opts.softcap or opts.alibi or opts.sinks or opts.cache_seqlens or opts.varlen or opts.tree
+            or opts.latent
             or (opts.kv_dtype and opts.kv_dtype != row['dtype']) or tuple(row['window']) != (-1, -1)
             or (opts.mask and opts.causal)):
         return None
     a = ['-b', row['B'], '-H', row['Hq'], '--hkv', row['Hkv'], '-q', row['Sq'], '-k', row['Sk'], '-d', row['d'],
          '--dtype', row['dtype']]
     a += ['--causal'] if row['causal'] else []
+    a += ['--dv', opts.head_dim_v] if opts.head_dim_v else []
     a += ['--mask', opts.mask] if opts.mask else []
     a += ['--backward'] if opts.backward else []
     return [str(x) for x in a]
@@ -180,6 +182,8 @@ def csv_row(date, commit, device, opts, r, note, anchors, env):
         mods.append('cache_seqlens ' + ','.join(str(x) for x in r['cache_seqlens']))
     if r.get('tree'):
         mods.append('tree')
+    if r.get('head_dim_v'):
+        mods.append('d_v %d%s' % (r['head_dim_v'], ' latent' if r.get('latent') else ''))
     out = {'date': date, 'commit': commit, 'device': device, 'b': r['B'], 'h': r['Hq'], 'hkv': r['Hkv'],
            'sq': r['Sq'], 'sk': r['Sk'], 'd': r['d'], 'dtype': r['dtype'], 'kv_dtype': r['kv_dtype'],
            'causal': int(bool(r['causal'])), 'window': '%d,%d' % tuple(r['window']), 'mask': r['mask'],

@@ -48,6 +48,8 @@ typedef struct shape {
     fa_cl_mask_type mask; /* an attention mask [1, 1, Sq, Sk] broadcast over batches and heads */
     fa_cl_storage kv_type; /* K and V storage where it differs from dtype (--kv-dtype) */
     int tree;             /* --tree: a binary draft tree over the Sq new tokens (desc.tree_mask), every sequence's */
+    int64_t dv;           /* --head-dim-v: v's and o's rows (0: d) */
+    int latent;           /* --latent: v is k's buffer, its first dv columns (MLA's shared latent) */
 } shape;
 
 /* the storage types as --kv-dtype takes them (fa_cl_storage's order) */
@@ -215,8 +217,10 @@ static void work(const shape *s, double *flops, double *kv_bytes)
         double pairs, count = (double)((s->b - i + period - 1) / period);
         int64_t keys;
         visible(s, seq_queries(s, i), seq_keys(s, i), &pairs, &keys);
-        *flops += 4.0 * count * (double)s->h * pairs * (double)s->d;
-        *kv_bytes += 2.0 * count * (double)s->hkv * (double)keys * (double)s->d * es;
+        /* Q K^T at d, P V at d_v; a latent's V is bytes of K, read once */
+        const double dv = s->dv > 0 ? (double)s->dv : (double)s->d;
+        *flops += 2.0 * count * (double)s->h * pairs * ((double)s->d + dv);
+        *kv_bytes += count * (double)s->hkv * (double)keys * ((double)s->d + (s->latent ? 0.0 : dv)) * es;
     }
 }
 
@@ -292,6 +296,13 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
         d->mask = s->mask;
         d->mask_stride[2] = s->sk; /* [1, 1, Sq, Sk]: strides {0, 0, Sk} */
     }
+    if (s->dv > 0)
+        d->head_dim_v = s->dv;
+    if (s->latent) { /* v: k's rows, contiguous [B, Hkv, Sk, d] */
+        const int64_t st[3] = {s->hkv * s->sk * s->d, s->sk * s->d, s->d};
+        for (int i = 0; i < 3; i++)
+            d->k_stride[i] = d->v_stride[i] = st[i];
+    }
     if (s->tree) { /* one tree for every sequence: [Sq, words], sequence stride 0 */
         d->tree_mask = 1;
         d->tree_mask_stride[1] = (s->sq + 31) / 32;
@@ -307,7 +318,7 @@ static void shape_desc(const shape *s, fa_cl_attention_desc *d)
 /* A serving shape: the positional calls and the reference cannot run it. */
 static int serving(const shape *s)
 {
-    return s->page_size > 0 || s->nlens > 0 || s->nvar > 0 || s->tree;
+    return s->page_size > 0 || s->nlens > 0 || s->nvar > 0 || s->tree || s->dv > 0 || s->latent;
 }
 
 /* The draft tree of --tree: token t's parent (t - 1) / 2 (a binary tree), row t holding the bits of
@@ -333,6 +344,10 @@ static void serving_text(const shape *s, char *buf, size_t size)
 {
     const char *what[4];
     int n = 0;
+    if (s->dv > 0) { /* (with --latent no paging or varlen: at most this and two more) */
+        snprintf(buf, size, "no value width (this bench's reference call)");
+        return;
+    }
     if (s->tree)
         what[n++] = "tree masks";
     if (s->page_size > 0)
@@ -576,6 +591,11 @@ static void run_row(fa_cl_context *ctx, cl_kernel filler, const options *opt, co
                                    fill(queue, filler, k[i], kbytes, 2 + 3 * i, kv_id) &&
                                    fill(queue, filler, v[i], kbytes, 3 + 3 * i, kv_id)))
             err = CL_OUT_OF_RESOURCES;
+    }
+    for (int i = 0; i < sets && err == CL_SUCCESS && s->latent; i++) { /* v: k's buffer (one reference each) */
+        clReleaseMemObject(v[i]);
+        v[i] = k[i];
+        err = clRetainMemObject(k[i]);
     }
     /* the serving inputs: one lengths buffer and one block table, shared by every input set */
     if (err == CL_SUCCESS && s->nlens > 0) {
@@ -966,6 +986,8 @@ static void print_row(const row *r)
            r->plan.kernel, r->plan.splits, r->plan.gqa_pack, r->plan_ms, plan_source(r));
     if (r->s.kv_type)
         printf("; k, v %s", storage_names[r->s.kv_type]);
+    if (r->s.dv > 0)
+        printf("; d_v %lld%s", (long long)r->s.dv, r->s.latent ? " (latent)" : "");
     if (r->s.softcap || r->s.alibi || r->s.sinks || r->s.mask)
         printf("; softcap %lld%s%s%s", (long long)r->s.softcap, r->s.alibi ? ", alibi" : "", r->s.sinks ? ", sinks" : "",
                mask_names[r->s.mask]);
@@ -1009,6 +1031,8 @@ static int write_json(FILE *f, const char *path, const char *device, const row *
         fprintf(f, ", \"varlen_k\": ");
         json_lens(f, s->nvar > 0 ? varlen_keys(s) : NULL, s->nvar);
         fprintf(f, ", \"kv_dtype\": \"%s\"", s->kv_type ? storage_names[s->kv_type] : fa_cl__dtype_name(s->dtype));
+        if (s->dv > 0)
+            fprintf(f, ", \"head_dim_v\": %lld, \"latent\": %s", (long long)s->dv, s->latent ? "true" : "false");
         fprintf(f, ", \"softcap\": %lld, \"alibi\": %s, \"sinks\": %s, \"mask\": \"%s\"", (long long)s->softcap,
                 s->alibi ? "true" : "false", s->sinks ? "true" : "false", mask_names[s->mask] + (s->mask ? 7 : 0));
         fprintf(f, ", \"tree\": %s", s->tree ? "true" : "false");
@@ -1101,6 +1125,10 @@ static void usage(FILE *f)
             "  --kv-dtype T      K and V stored as T (f32, f16, bf16, q8_0: ggml's 34-byte blocks of 32, or fp8\n"
             "                    e4m3 / e5m2, without descale factors)\n"
             "                    instead of --dtype's type; q and o stay in --dtype's\n"
+            "  --head-dim-v N    v's and o's rows N wide (desc.head_dim_v; FLOPs 2 pairs (d + N) a head),\n"
+            "                    at most -d (v's buffer is k's size); no reference, no check\n"
+            "  --latent          with --head-dim-v: v is k's buffer and strides, its first N columns (MLA's\n"
+            "                    shared latent; the bytes count K once); not with --page-size\n"
             "  --tree            speculative decoding: the -q query rows are each sequence's last keys, seen\n"
             "                    through a binary draft tree (desc.tree_mask; token t's parent (t - 1) / 2);\n"
             "                    FLOPs and bytes count as without it (no reference, no check)\n"
@@ -1247,7 +1275,8 @@ enum {
     OPT_HEADS_KV = 256, OPT_DTYPE, OPT_CAUSAL, OPT_WINDOW, OPT_SUITE, OPT_JSON, OPT_CHECK, OPT_PLAN_TIMING,
     OPT_REPS, OPT_WARMUP, OPT_NO_REFERENCE, OPT_NO_LSE, OPT_BACKWARD, OPT_DEVICE, OPT_VERSION, OPT_HELP,
     OPT_CACHE_SEQLENS,
-    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK, OPT_KV_DTYPE, OPT_TREE
+    OPT_PAGE_SIZE, OPT_VARLEN, OPT_VARLEN_K, OPT_SOFTCAP, OPT_ALIBI, OPT_SINKS, OPT_MASK, OPT_KV_DTYPE, OPT_TREE,
+    OPT_HEAD_DIM_V, OPT_LATENT
 };
 
 static const struct option long_options[] = {
@@ -1265,6 +1294,8 @@ static const struct option long_options[] = {
     {"mask", required_argument, NULL, OPT_MASK},
     {"kv-dtype", required_argument, NULL, OPT_KV_DTYPE},
     {"tree", no_argument, NULL, OPT_TREE},
+    {"head-dim-v", required_argument, NULL, OPT_HEAD_DIM_V},
+    {"latent", no_argument, NULL, OPT_LATENT},
     {"suite", optional_argument, NULL, OPT_SUITE},
     {"json", required_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
@@ -1402,6 +1433,12 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_ALIBI: s->alibi = 1; break;
         case OPT_SINKS: s->sinks = 1; break;
         case OPT_TREE: s->tree = 1; break;
+        case OPT_HEAD_DIM_V:
+            if (!parse_int(name, optarg, 1, 576, &v))
+                return PARSE_ERROR;
+            s->dv = v;
+            break;
+        case OPT_LATENT: s->latent = 1; break;
         case OPT_KV_DTYPE: {
             int t = 0;
             for (int i = 1; i < (int)(sizeof storage_names / sizeof storage_names[0]); i++)
@@ -1490,6 +1527,11 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (s->nvar > 0 && !varlen_shape(o))
         return PARSE_ERROR;
+    if (s->dv > s->d || (s->latent && (s->dv == 0 || s->page_size > 0 || s->nvar > 0))) {
+        fprintf(stderr, "fa_cl_bench: --head-dim-v is at most -d (v's buffer is k's size); --latent needs "
+                        "--head-dim-v and contiguous keys (no --page-size or --varlen)\n");
+        return PARSE_ERROR;
+    }
     if (s->sk < 0) s->sk = s->sq;
     /* (a suite has its own shapes: these options do not reach it) */
     if (s->nlens > s->b && !o->suite) {
