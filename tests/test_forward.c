@@ -134,8 +134,8 @@ static const char *info_problem(const fa_cl_plan_info *in, const tu_case *c, con
         return "intel-xmx:emulate=1: an f16/bf16 plan it takes went to another family";
     if (xmx && (c->D > FA_CL_XMX_MAX_DIM || in->head_dim_padded != (c->D + 31) / 32 * 32))
         return "intel-xmx plan: head_dim above its largest, or head_dim_padded not head_dim rounded up to 32";
-    if (wgmma && (c->D > 256 || in->head_dim_padded != (c->D <= 64 ? 64 : c->D <= 128 ? 128 : 256)))
-        return "nvidia-wgmma plan: head_dim above 256, or head_dim_padded not 64, 128 or 256 (the next above it)";
+    if (wgmma && (c->D > 256 || in->head_dim_padded != (c->D <= 64 ? 64 : c->D <= 128 ? 128 : c->D <= 192 ? 192 : 256)))
+        return "nvidia-wgmma plan: head_dim above 256, or head_dim_padded not 64, 128, 192 or 256 (the next above it)";
     const int rows_variant = strcmp(in->kernel, "portable") == 0;
     if (rows_variant) {
         if (in->local_mem_bytes != (size_t)4 * (size_t)(in->block_q + in->block_kv) * (size_t)dpad)

@@ -66,6 +66,11 @@ static int run_shapes(fa_cl_context *ctx, int argc, char **argv)
          * d_v < d_qk with padded rows (its loads without asynchronous copies) */
         {{1, 4, 2, 33, 70, 64, FA_CL_BF16, 0, -1, -1, "SCSC", 0.0f, 1}, 128},
         {{2, 2, 1, 20, 90, 128, FA_CL_F16, 1, 16, 0, "PCQP", 0.0f, 1}, 64},
+        /* more than 64 query rows, 16-byte rows: nvidia-wgmma's where it runs (O and P V narrower than
+         * the tiles; DeepSeek's 192 / 128, causal, and d_v > d_qk) */
+        {{1, 2, 1, 130, 150, 192, FA_CL_BF16, 1, -1, -1, "CCCC", 0.0f, 1}, 128},
+        {{2, 2, 2, 100, 77, 128, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 64},
+        {{1, 2, 1, 80, 200, 64, FA_CL_F16, 0, -1, -1, "CCCC", 0.0f, 1}, 160},
     };
     for (int i = 0; i < TU_COUNT(cases); i++)
         check_dense(ctx, &cases[i], 500 + (uint64_t)i, 1);
