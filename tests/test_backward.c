@@ -1021,6 +1021,8 @@ static const bw_mods_case mods_cases[] = {
     {{{1, 4, 1, 50, 70, 48, F16, 0, 16, 5, "CCCC", 0.0f, 1}, NULL}, 6.0f, 0, 0, FA_CL_MASK_NONE, 0},
     {{{1, 2, 1, 70, 40, 64, BF16, 1, -1, -1, "SSSS", 0.0f, 1}, NULL}, 0.0f, 0, 1, FA_CL_MASK_NONE, 0},
     {{{2, 2, 2, 45, 61, 32, BF16, 0, 20, 20, "CCCC", 0.0f, 1}, NULL}, 0.0f, 0, 0, FA_CL_MASK_F32, 0},
+    /* case 9 in one sequence (oclgrind on the emulated tensor cores, 16 x 16 tiles: several blocks each way) */
+    {{{1, 2, 1, 13, 19, 12, F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL}, 4.0f, 1, 1, FA_CL_MASK_BOOL, 2},
 };
 
 /* The sinks' gradient is summed in a fixed order too: 20 runs of the case with everything, dq and
