@@ -18,7 +18,8 @@
  *
  * With score modifiers (FA_MODS: FA_SOFTCAP, FA_ALIBI, FA_SINKS) or a mask (FA_MASK) the scores are
  * the forward's modified ones (fa_bw_mod_score), dS goes through the softcap's derivative, and a
- * fourth kernel, fa_backward_dsink, sums the sinks' gradient per query head.
+ * fourth kernel, fa_backward_dsink, sums the sinks' gradient per query head (both in
+ * cl/fa_backward_common.cl, shared with the tensor-core backward).
  *
  * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (multiple of 4), BLOCK_Q, BLOCK_KV, TM,
  * TN; optional FA_UNROLL, FA_NATIVE_EXP, FA_MODS, FA_SOFTCAP, FA_ALIBI, FA_SINKS, FA_MASK. Local memory (floats):

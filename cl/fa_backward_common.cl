@@ -21,10 +21,11 @@
 #define D4 (D_PAD / 4)
 #define FA_LOG2E 1.4426950408889634f
 
-/* The score modifiers' arguments (every backward family's; builds without them have none of these): FA_MODS (FA_SOFTCAP, FA_ALIBI, FA_SINKS) the softcap's factors
- * in raw-score units, the per-query-head slopes and sink logits, the ALiBi diagonal's shift (partial
- * results) and dsink, the sinks' gradient [heads_q]; FA_MASK the mask, its element offset and
- * strides of [batch, head, row], and 1 / scale (mask entries are in scaled-score units). */
+/* The score modifiers' arguments (every backward family's; builds without them have none of
+ * these): FA_MODS (FA_SOFTCAP, FA_ALIBI, FA_SINKS) the softcap's factors in raw-score units, the
+ * per-query-head slopes and sink logits, the ALiBi diagonal's shift (partial results) and dsink,
+ * the sinks' gradient [heads_q]; FA_MASK the mask, its element offset and strides of [batch, head,
+ * row], and 1 / scale (mask entries are in scaled-score units). */
 #ifdef FA_MODS
 #define FA_BWM_MODS_PARAMS                                                                                 \
     , float softcap_in, float softcap_out, __global const float *alibi_slopes, __global const float *sinks, \

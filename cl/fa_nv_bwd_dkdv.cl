@@ -110,7 +110,8 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             /* P^T and dS^T in place; the per-element mask only where some of this warp's 16 keys x
              * the pass's rows is not visible */
             const long row_lo = (long)i0 + p0;
-            const int edge = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left, win_right);
+            const int edge =
+                !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left, win_right);
             /* packed as the A fragments of 16 rows each */
 #if FA_DTYPE != 0 /* the products' A fragments, packed to the storage type (OpenCL C 1.2 has no variadic macros) */
             uint pa[NTP / 2][4], dsa[NTP / 2][4];

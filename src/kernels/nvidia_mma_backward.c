@@ -88,7 +88,8 @@ static fa_cl_status plan_family(const fa_cl__limits *lim, const fa_cl__tile_requ
         }
         forced = 1;
     }
-    while (!forced && b > 16 && family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles, softcap) > budget)
+    while (!forced && b > 16 &&
+           family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles, softcap) > budget)
         b /= 2;
     const size_t bytes = family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles, softcap);
     if (bytes > budget || (size_t)(b / 16 * 32 * (roles ? 2 : 1)) > lim->max_work_group) {
