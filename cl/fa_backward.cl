@@ -18,7 +18,8 @@
  *
  * With score modifiers (FA_MODS: FA_SOFTCAP, FA_ALIBI, FA_SINKS) or a mask (FA_MASK) the scores are
  * the forward's modified ones (fa_bw_mod_score), dS goes through the softcap's derivative, and a
- * fourth kernel, fa_backward_dsink, sums the sinks' gradient per query head.
+ * fourth kernel, fa_backward_dsink, sums the sinks' gradient per query head (both in
+ * cl/fa_backward_common.cl, shared with the tensor-core backward).
  *
  * Defined by the planner (-D): FA_DTYPE, HEAD_DIM, D_PAD (multiple of 4), BLOCK_Q, BLOCK_KV, TM,
  * TN; optional FA_UNROLL, FA_NATIVE_EXP, FA_MODS, FA_SOFTCAP, FA_ALIBI, FA_SINKS, FA_MASK. Local memory (floats):
@@ -34,74 +35,6 @@
 #define AC_K ((D4 + NG_K - 1) / NG_K)
 #define NG_Q (WG / BLOCK_Q)  /* dq: work-items sharing one row's columns */
 #define AC_Q ((D4 + NG_Q - 1) / NG_Q)
-
-/* One query head's modifiers as the scores of the backward see them (include/fa_cl.h "Score
- * modifiers", in the forward's order: softcap, ALiBi, then the mask; raw-score units, as the
- * forward's kernels): the softcap's factors, the head's ALiBi slope / scale and the diagonal's
- * shift, and where its mask rows start (batch b, head h: row i's entries at mask_row0 + i ms2). */
-typedef struct fa_bw_mods {
-    float cap_in, cap_out, alibi_raw;
-    int alibi_shift;
-    ulong mask_row0;
-} fa_bw_mods;
-
-#if defined(FA_MODS) || defined(FA_MASK)
-#define FA_BW_ANY_MODS 1
-#endif
-
-/* Statement macro: md, the modifiers of query head h of sequence b (nothing to read without them). */
-#ifdef FA_MODS
-#define FA_BWM_HEAD_MODS_(md, h) md.cap_in = softcap_in, md.cap_out = softcap_out, md.alibi_shift = alibi_shift, \
-    md.alibi_raw = FA_BWM_ALIBI(h);
-#ifdef FA_ALIBI
-#define FA_BWM_ALIBI(h) (alibi_slopes[h] / scale)
-#else
-#define FA_BWM_ALIBI(h) 0.0f
-#endif
-#else
-#define FA_BWM_HEAD_MODS_(md, h) md.cap_in = md.cap_out = md.alibi_raw = 0.0f, md.alibi_shift = 0;
-#endif
-#ifdef FA_MASK
-#define FA_BWM_HEAD_MASK_(md, b, h) md.mask_row0 = mask_off + (b) * (ulong)ms0 + (h) * (ulong)ms1;
-/* what fa_bw_scores needs of the mask besides md: the buffer, the row stride, 1 / scale, the keys' capacity */
-#define FA_BWM_MASK_ARGS , __global const fa_mask_t *mask, long ms2, float mask_scale, int seqlen_q_cap, int seqlen_k_cap
-#define FA_BWM_MASK_NAMES , mask, ms2, mask_scale, seqlen_q, seqlen_k
-/* the same arguments passed on by a function that takes them (FA_BWM_MASK_ARGS) */
-#define FA_BWM_MASK_PASS , mask, ms2, mask_scale, seqlen_q_cap, seqlen_k_cap
-#else
-#define FA_BWM_HEAD_MASK_(md, b, h) md.mask_row0 = 0;
-#define FA_BWM_MASK_ARGS
-#define FA_BWM_MASK_NAMES
-#define FA_BWM_MASK_PASS
-#endif
-#define FA_BW_HEAD_MODS(md, b, h) \
-    fa_bw_mods md;                \
-    FA_BWM_HEAD_MODS_(md, h)      \
-    FA_BWM_HEAD_MASK_(md, b, h)
-
-/* The modified raw score of the row at position `row` against key `key` (sequence of sq rows and
- * sk keys) from its raw score s = q.k, and the derivative of the modified score by s: the softcap's
- * 1 - tanh^2 (ALiBi and the mask add constants: 1). dS of the raw score is then P (dP - D) times it. */
-inline float2 fa_bw_mod_score(float s, fa_bw_mods md, int row, int key, int sq, int sk FA_BWM_MASK_ARGS)
-{
-    float grad = 1.0f;
-#ifdef FA_SOFTCAP
-    const float t = fa_tanh(s * md.cap_in);
-    s = md.cap_out * t;
-    grad = 1.0f - t * t;
-#endif
-#ifdef FA_ALIBI
-    s -= md.alibi_raw * (float)abs(row + sk - sq + md.alibi_shift - key);
-#endif
-#ifdef FA_MASK
-    /* row and key clamped into the mask's [0, seqlen_q) x [0, seqlen_k): no read leaves the view
-     * (a tile's rows and keys past the sequence are not visible: their scores are not used) */
-    s += FA_MASK_LOAD(md.mask_row0 + (ulong)clamp(row, 0, seqlen_q_cap - 1) * (ulong)ms2 +
-                      (ulong)clamp(key, 0, seqlen_k_cap - 1)) * mask_scale;
-#endif
-    (void)md, (void)row, (void)key, (void)sq, (void)sk;
-    return (float2)(s, grad);
-}
 
 /* rows first .. first + count - 1 of one head (element offset `base`, row stride s2) into a padded
  * tile, zeros from row `limit` on */
@@ -316,30 +249,3 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         }
     }
 }
-
-#ifdef FA_SINKS
-/* The sinks' gradient (include/fa_cl.h "Backward"), one work-item per query head, after
- * fa_backward_dot: the sink is a key without a value in every row's softmax, so its score's
- * gradient is P_sink (0 - D_i) with P_sink = e^(sink - lse_i), and the head's logit sums it over
- * its rows of every sequence, in a fixed order (bitwise reproducible). A row whose lse is -inf (a
- * -inf sink and no key) has P_sink 0. */
-__kernel void fa_backward_dsink(FA_BACKWARD_PARAMS)
-{
-    FA_BACKWARD_ALL_USED;
-    const int h = (int)get_global_id(0);
-    if (h >= heads_q)
-        return;
-    const float sink = sinks[h];
-    float acc = 0.0f;
-    for (int b = 0; b < batch; b++) {
-        const fa_bw_seq seq = fa_bw_sequence(b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
-        const ulong row0 = fa_bw_lse_row0((ulong)b, (ulong)h, heads_q, seqlen_q, seq, total_q);
-        for (int i = 0; i < seq.sq; i++) {
-            const float l = lse[row0 + (ulong)i];
-            if (l != -INFINITY)
-                acc = mad(exp(sink - l), dsum[row0 + (ulong)i], acc);
-        }
-    }
-    dsink[h] = -acc;
-}
-#endif

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the backward's kernels share (include/fa_cl.h "Backward"; built after fa_common.cl, before
- * cl/fa_backward.cl or the cl/fa_nv_bwd_*.cl units): the one argument list of all three kernels (one
+ * cl/fa_backward.cl or the cl/fa_nv_bwd_*.cl units): the one argument list of all four kernels (one
  * host-side setter), the sequences, the blocks' visible ranges and per-element mask, the rows' LSE
- * and D, head_dim-tail-aware loads and stores of 4 elements, and fa_backward_dot, the pre-pass
- * D_i = sum_c dO_ic O_ic (one work-item per row) every family launches first.
+ * and D, the score modifiers and masks on a recomputed score with their derivative
+ * (fa_bw_mod_score), head_dim-tail-aware loads and stores of 4 elements, fa_backward_dot, the
+ * pre-pass D_i = sum_c dO_ic O_ic (one work-item per row) every family launches first, and
+ * fa_backward_dsink, the sinks' gradient every family launches last where there are sinks.
  * Needs FA_DTYPE, HEAD_DIM, D_PAD (a multiple of 4), BLOCK_Q and BLOCK_KV. */
 #ifdef FA_NATIVE_EXP
 #define FA_EXP2(x) native_exp2(x)
@@ -19,11 +21,11 @@
 #define D4 (D_PAD / 4)
 #define FA_LOG2E 1.4426950408889634f
 
-/* The score modifiers' arguments (portable-backward only: the tensor-core families decline them, and
- * their builds have none of these): FA_MODS (FA_SOFTCAP, FA_ALIBI, FA_SINKS) the softcap's factors
- * in raw-score units, the per-query-head slopes and sink logits, the ALiBi diagonal's shift (partial
- * results) and dsink, the sinks' gradient [heads_q]; FA_MASK the mask, its element offset and
- * strides of [batch, head, row], and 1 / scale (mask entries are in scaled-score units). */
+/* The score modifiers' arguments (every backward family's; builds without them have none of
+ * these): FA_MODS (FA_SOFTCAP, FA_ALIBI, FA_SINKS) the softcap's factors in raw-score units, the
+ * per-query-head slopes and sink logits, the ALiBi diagonal's shift (partial results) and dsink,
+ * the sinks' gradient [heads_q]; FA_MASK the mask, its element offset and strides of [batch, head,
+ * row], and 1 / scale (mask entries are in scaled-score units). */
 #ifdef FA_MODS
 #define FA_BWM_MODS_PARAMS                                                                                 \
     , float softcap_in, float softcap_out, __global const float *alibi_slopes, __global const float *sinks, \
@@ -181,6 +183,74 @@ inline float2 fa_bw_row_lse_d(__global const float *lse, __global const float *d
     return (float2)(x == -INFINITY ? INFINITY : x * FA_LOG2E, i < seqlen_q ? dsum[row0 + (ulong)i] : 0.0f);
 }
 
+/* One query head's modifiers as the scores of the backward see them (include/fa_cl.h "Score
+ * modifiers", in the forward's order: softcap, ALiBi, then the mask; raw-score units, as the
+ * forward's kernels): the softcap's factors, the head's ALiBi slope / scale and the diagonal's
+ * shift, and where its mask rows start (batch b, head h: row i's entries at mask_row0 + i ms2). */
+typedef struct fa_bw_mods {
+    float cap_in, cap_out, alibi_raw;
+    int alibi_shift;
+    ulong mask_row0;
+} fa_bw_mods;
+
+#if defined(FA_MODS) || defined(FA_MASK)
+#define FA_BW_ANY_MODS 1
+#endif
+
+/* Statement macro: md, the modifiers of query head h of sequence b (nothing to read without them). */
+#ifdef FA_MODS
+#define FA_BWM_HEAD_MODS_(md, h) md.cap_in = softcap_in, md.cap_out = softcap_out, md.alibi_shift = alibi_shift, \
+    md.alibi_raw = FA_BWM_ALIBI(h);
+#ifdef FA_ALIBI
+#define FA_BWM_ALIBI(h) (alibi_slopes[h] / scale)
+#else
+#define FA_BWM_ALIBI(h) 0.0f
+#endif
+#else
+#define FA_BWM_HEAD_MODS_(md, h) md.cap_in = md.cap_out = md.alibi_raw = 0.0f, md.alibi_shift = 0;
+#endif
+#ifdef FA_MASK
+#define FA_BWM_HEAD_MASK_(md, b, h) md.mask_row0 = mask_off + (b) * (ulong)ms0 + (h) * (ulong)ms1;
+/* what fa_bw_mod_score needs of the mask besides md: the buffer, the row stride, 1 / scale, the keys' capacity */
+#define FA_BWM_MASK_ARGS , __global const fa_mask_t *mask, long ms2, float mask_scale, int seqlen_q_cap, int seqlen_k_cap
+#define FA_BWM_MASK_NAMES , mask, ms2, mask_scale, seqlen_q, seqlen_k
+/* the same arguments passed on by a function that takes them (FA_BWM_MASK_ARGS) */
+#define FA_BWM_MASK_PASS , mask, ms2, mask_scale, seqlen_q_cap, seqlen_k_cap
+#else
+#define FA_BWM_HEAD_MASK_(md, b, h) md.mask_row0 = 0;
+#define FA_BWM_MASK_ARGS
+#define FA_BWM_MASK_NAMES
+#define FA_BWM_MASK_PASS
+#endif
+#define FA_BW_HEAD_MODS(md, b, h) \
+    fa_bw_mods md;                \
+    FA_BWM_HEAD_MODS_(md, h)      \
+    FA_BWM_HEAD_MASK_(md, b, h)
+
+/* The modified raw score of the row at position `row` against key `key` (sequence of sq rows and
+ * sk keys) from its raw score s = q.k, and the derivative of the modified score by s: the softcap's
+ * 1 - tanh^2 (ALiBi and the mask add constants: 1). dS of the raw score is then P (dP - D) times it. */
+inline float2 fa_bw_mod_score(float s, fa_bw_mods md, int row, int key, int sq, int sk FA_BWM_MASK_ARGS)
+{
+    float grad = 1.0f;
+#ifdef FA_SOFTCAP
+    const float t = fa_tanh(s * md.cap_in);
+    s = md.cap_out * t;
+    grad = 1.0f - t * t;
+#endif
+#ifdef FA_ALIBI
+    s -= md.alibi_raw * (float)abs(row + sk - sq + md.alibi_shift - key);
+#endif
+#ifdef FA_MASK
+    /* row and key clamped into the mask's [0, seqlen_q) x [0, seqlen_k): no read leaves the view
+     * (a tile's rows and keys past the sequence are not visible: their scores are not used) */
+    s += FA_MASK_LOAD(md.mask_row0 + (ulong)clamp(row, 0, seqlen_q_cap - 1) * (ulong)ms2 +
+                      (ulong)clamp(key, 0, seqlen_k_cap - 1)) * mask_scale;
+#endif
+    (void)md, (void)row, (void)key, (void)sq, (void)sk;
+    return (float2)(s, grad);
+}
+
 /* Four head_dim elements 4c .. 4c + 3 of the row at `row`; zeros past HEAD_DIM (never read). */
 inline float4 fa_bw_load(__global const fa_store_t *p, ulong row, int c)
 {
@@ -237,3 +307,29 @@ __kernel void fa_backward_dot(FA_BACKWARD_PARAMS)
     dsum[row] = acc;
 }
 
+#ifdef FA_SINKS
+/* The sinks' gradient (include/fa_cl.h "Backward"), one work-item per query head, after
+ * fa_backward_dot: the sink is a key without a value in every row's softmax, so its score's
+ * gradient is P_sink (0 - D_i) with P_sink = e^(sink - lse_i), and the head's logit sums it over
+ * its rows of every sequence, in a fixed order (bitwise reproducible). A row whose lse is -inf (a
+ * -inf sink and no key) has P_sink 0. */
+__kernel void fa_backward_dsink(FA_BACKWARD_PARAMS)
+{
+    FA_BACKWARD_ALL_USED;
+    const int h = (int)get_global_id(0);
+    if (h >= heads_q)
+        return;
+    const float sink = sinks[h];
+    float acc = 0.0f;
+    for (int b = 0; b < batch; b++) {
+        const fa_bw_seq seq = fa_bw_sequence(b, seqlen_q, seqlen_k, cu_q, cu_k, kv_lens, total_q, total_k);
+        const ulong row0 = fa_bw_lse_row0((ulong)b, (ulong)h, heads_q, seqlen_q, seq, total_q);
+        for (int i = 0; i < seq.sq; i++) {
+            const float l = lse[row0 + (ulong)i];
+            if (l != -INFINITY)
+                acc = mad(exp(sink - l), dsum[row0 + (ulong)i], acc);
+        }
+    }
+    dsink[h] = -acc;
+}
+#endif

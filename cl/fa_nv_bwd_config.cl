@@ -16,6 +16,10 @@
  *  - fa_backward_dq: one work-group per block of BLOCK_Q rows, one warp per 16 rows: the forward's
  *    structure with two score products (S = Q K^T, dP = dO V^T) and dQ += dS K.
  *
+ * Score modifiers and masks (FA_MODS, FA_MASK: cl/fa_backward_common.cl's fa_bw_mod_score, the
+ * portable backward's) on the accumulators in fa_bw_p_ds (cl/fa_nv_bwd_softmax.cl), per query head
+ * (dkdv: each step's); the sinks' gradient by fa_backward_dsink, the fourth kernel of the program.
+ *
  * f16/bf16: tiles of 16-bit values, fragments by ldmatrix (.trans for the column reads); P and dS
  * are rounded to the storage type before their products, as FlashAttention-2 does.
  * f32: tiles of fp32, rows of D_PAD + 4 floats (4 mod 32 banks). Over head_dim both operands are
@@ -37,7 +41,8 @@
  * (every row 16-byte aligned: cp.async copies into two buffers of the streamed tiles, NBUF = 2;
  * else synchronous loads into one); FA_NATIVE_EXP. Local memory (the dkdv kernel's, the larger; E bytes an element
  * of a tile, ROW of them a row: 2 and D_PAD + 8, or 4 and D_PAD + 4):
- *     E (2 BLOCK_KV + 2 NBUF BLOCK_Q) ROW + 8 NBUF BLOCK_Q (+ 4 BLOCK_KV PASS_ROWS: p_x) bytes (dkdv), and
+ *     E (2 BLOCK_KV + 2 NBUF BLOCK_Q) ROW + 8 NBUF BLOCK_Q (+ 4 BLOCK_KV PASS_ROWS: p_x, twice with
+ *     FA_SOFTCAP: g_x) bytes (dkdv), and
  *     E (2 NBUF BLOCK_KV + 2 BLOCK_Q) ROW bytes (dq).
  *
  * FA_WGMMA (nvidia-wgmma-backward, compute capability 9.0; cl/fa_nv_wgmma.cl): the f16/bf16 kernels

@@ -26,6 +26,9 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
     /* role 0 computes S^T, P^T and dV, role 1 dP^T, dS^T and dK, with P^T from role 0 through p_x */
     const int role = warp % 2;
     __local float4 p_x[BLOCK_KV / 16][NTP][32];
+#ifdef FA_SOFTCAP
+    __local float4 g_x[BLOCK_KV / 16][NTP][32]; /* P^T times the softcap's derivative (cl/fa_nv_bwd_tf32.cl) */
+#endif
     float4 acc[DT];
     FA_PRAGMA_UNROLL
     for (int dt = 0; dt < DT; dt++)
@@ -69,6 +72,7 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
 #endif
     for (int st = 0; st < steps; st++) {
         const int i0 = q_first + (st % per_head) * BLOCK_Q, buf = st % NBUF, later = st > 0;
+        FA_BW_HEAD_MODS(md, b, hk * (ulong)group + (ulong)(st / per_head)) /* the step's query head's */
 #ifdef FA_BW_ASYNC
         fa_cp_async_wait_all();
 #ifdef FA_WGMMA
@@ -106,7 +110,8 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             /* P^T and dS^T in place; the per-element mask only where some of this warp's 16 keys x
              * the pass's rows is not visible */
             const long row_lo = (long)i0 + p0;
-            const int mask = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left, win_right);
+            const int edge =
+                !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left, win_right);
             /* packed as the A fragments of 16 rows each */
 #if FA_DTYPE != 0 /* the products' A fragments, packed to the storage type (OpenCL C 1.2 has no variadic macros) */
             uint pa[NTP / 2][4], dsa[NTP / 2][4];
@@ -115,8 +120,8 @@ void fa_backward_dkdv(FA_BACKWARD_PARAMS)
             for (int nt = 0; nt < NTP; nt++) {
                 const int r = p0 + nt * 8 + 2 * t4;
                 fa_bw_p_ds(&st[nt], &dpt[nt], (float4)(l_s[r], l_s[r + 1], l_s[r], l_s[r + 1]),
-                           (float4)(d_s[r], d_s[r + 1], d_s[r], d_s[r + 1]), scale_log2, mask, 1, key0 + g,
-                           (long)i0 + r, sq, sk, win_left, win_right);
+                           (float4)(d_s[r], d_s[r + 1], d_s[r], d_s[r + 1]), scale_log2, edge, 1, key0 + g,
+                           (long)i0 + r, sq, sk, win_left, win_right, md FA_BWM_MASK_NAMES);
 #if FA_DTYPE != 0
                 FA_BW_PACK_A(pa, nt, st[nt]);
                 FA_BW_PACK_A(dsa, nt, dpt[nt]);

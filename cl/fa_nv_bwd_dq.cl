@@ -24,6 +24,7 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
     const float2 ld0 = fa_bw_row_lse_d(lse, dsum, row0, i0 + wrow + g, sq);
     const float2 ld1 = fa_bw_row_lse_d(lse, dsum, row0, i0 + wrow + g + 8, sq);
     const int2 keys = fa_bw_keys_seen(i0, sq, sk, win_left, win_right);
+    FA_BW_HEAD_MODS(md, b, h)
     const long wr0 = (long)i0 + wrow; /* this warp's first row */
     const ulong kb = k_off + b * (ulong)ks0 + hk * (ulong)ks1 + (ulong)seq.k_start * (ulong)ks2;
     const ulong vb = v_off + b * (ulong)vs0 + hk * (ulong)vs1 + (ulong)seq.k_start * (ulong)vs2;
@@ -80,14 +81,15 @@ void fa_backward_dq(FA_BACKWARD_PARAMS)
         float4 s[NTK], dp[NTK];
         FA_BW_DQ_SCORES /* the family's atoms: cl/fa_nv_bwd_mma.cl, _tf32.cl, _wgmma.cl */
         /* dS in place of dP */
-        const int mask = !fa_bw_all_visible(j0, (long)j0 + BLOCK_KV - 1, wr0, wr0 + 15, sq, sk, win_left, win_right);
+        const int edge = !fa_bw_all_visible(j0, (long)j0 + BLOCK_KV - 1, wr0, wr0 + 15, sq, sk, win_left, win_right);
 #if FA_DTYPE != 0
         uint dsa[NTK / 2][4]; /* packed as the A fragments of 16 keys each */
 #endif
         FA_PRAGMA_UNROLL
         for (int nt = 0; nt < NTK; nt++) {
             fa_bw_p_ds(&s[nt], &dp[nt], (float4)(ld0.x, ld0.x, ld1.x, ld1.x), (float4)(ld0.y, ld0.y, ld1.y, ld1.y),
-                       scale_log2, mask, 0, wr0 + g, (long)j0 + nt * 8 + 2 * t4, sq, sk, win_left, win_right);
+                       scale_log2, edge, 0, wr0 + g, (long)j0 + nt * 8 + 2 * t4, sq, sk, win_left, win_right,
+                       md FA_BWM_MASK_NAMES);
 #if FA_DTYPE != 0
             FA_BW_PACK_A(dsa, nt, dp[nt]);
 #endif

@@ -108,7 +108,16 @@ inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, float
  * role 0 puts P^T into p_x (role 1 computes the same from its dP^T and drops it: no branch); then
  * dV += P^T dO (role 0) or dK += dS^T Q (role 1), dS^T = P^T (dP^T - D) (0 wherever P^T is
  * masked), over the pass's rows, 8 at a time; both take P^T from p_x (on PoCL, x rewritten in place
- * came out wrong for role 0), role 1 done with p_x before the next pass. */
+ * came out wrong for role 0), role 1 done with p_x before the next pass. With the softcap, dS^T
+ * takes its derivative from the scores role 0 holds: role 0 also puts P^T times it into g_x
+ * (FA_BW_ROLES_DS_P), which role 1 reads for P^T in dS^T. */
+#ifdef FA_SOFTCAP
+#define FA_BW_ROLES_DS_P g_x
+#define FA_BW_ROLES_KEEP_DS_P(nt, x) g_x[warp / 2][nt][lane] = (x)
+#else
+#define FA_BW_ROLES_DS_P p_x
+#define FA_BW_ROLES_KEEP_DS_P(nt, x) (void)(x)
+#endif
 #define FA_BW_DKDV_ROLES_PASS                                                                              \
     float4 x[NTP];                                                                                         \
     FA_PRAGMA_UNROLL                                                                                       \
@@ -120,16 +129,19 @@ inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, float
         fa_tf_product_rows(x, NTP, xa + wkey * ROW + kk * 8, xb + p0 * ROW + kk * 8, g, t4 FA_EMU_ARG);    \
     {                                                                                                      \
         const long row_lo = (long)i0 + p0;                                                                 \
-        const int mask = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left,  \
+        const int edge = !fa_bw_all_visible(key0, key0 + 15, row_lo, row_lo + PASS - 1, sq, sk, win_left,  \
                                             win_right);                                                    \
         FA_PRAGMA_UNROLL                                                                                   \
         for (int nt = 0; nt < NTP; nt++) {                                                                 \
             const int r = p0 + nt * 8 + 2 * t4;                                                            \
-            float4 p = x[nt], unused = x[nt];                                                              \
-            fa_bw_p_ds(&p, &unused, (float4)(l_s[r], l_s[r + 1], l_s[r], l_s[r + 1]), (float4)(0.0f),      \
-                       scale_log2, mask, 1, key0 + g, (long)i0 + r, sq, sk, win_left, win_right);          \
-            if (role == 0)                                                                                 \
+            float4 p = x[nt], pg = (float4)(1.0f); /* pg: P^T times the modifiers' derivative */          \
+            fa_bw_p_ds(&p, &pg, (float4)(l_s[r], l_s[r + 1], l_s[r], l_s[r + 1]), (float4)(0.0f),          \
+                       scale_log2, edge, 1, key0 + g, (long)i0 + r, sq, sk, win_left, win_right,           \
+                       md FA_BWM_MASK_NAMES);                                                              \
+            if (role == 0) {                                                                               \
                 p_x[warp / 2][nt][lane] = p;                                                               \
+                FA_BW_ROLES_KEEP_DS_P(nt, pg);                                                             \
+            }                                                                                              \
         }                                                                                                  \
     }                                                                                                      \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
@@ -137,7 +149,7 @@ inline __attribute__((always_inline)) void fa_tf_product_cols(float4 *acc, float
     FA_PRAGMA_UNROLL                                                                                       \
     for (int nt = 0; nt < NTP; nt++) {                                                                     \
         const int r = p0 + nt * 8 + 2 * t4;                                                                \
-        const float4 p = p_x[warp / 2][nt][lane];                                                          \
+        const float4 p = role ? FA_BW_ROLES_DS_P[warp / 2][nt][lane] : p_x[warp / 2][nt][lane];            \
         const float4 a = role ? p * (x[nt] - (float4)(d_s[r], d_s[r + 1], d_s[r], d_s[r + 1])) : p;        \
         fa_tf_product_cols(acc, a, xc + (p0 + nt * 8) * ROW, g, t4 FA_EMU_ARG);                            \
     }                                                                                                      \

@@ -920,10 +920,9 @@ FA_CL_API fa_cl_status fa_cl_merge(fa_cl_context *ctx, const fa_cl_merge_args *a
  *    [heads_q]) receives the sinks' gradient, dsink_h = -sum over the rows (b, i) of head h of
  *    e^(sink_h - lse_i) D_i (the sink is a key whose dP is 0; a row whose lse is -inf adds 0),
  *    summed in a fixed order by a fourth kernel. Partial results' positions move the ALiBi
- *    diagonal as in the forward. These run on portable-backward only: the tensor-core backward
- *    families decline them and the planner goes on to it (fa_cl_plan_info.kernel says so, and
- *    `fa_cl_info --features` lists what each family takes); FA_CL_KERNEL_VARIANT forcing a
- *    tensor-core backward with one is FA_CL_ERROR_UNSUPPORTED.
+ *    diagonal as in the forward. Every backward family takes them: portable-backward and the
+ *    tensor-core ones (nvidia-wgmma-backward, nvidia-mma-backward, nvidia-tf32x3-backward), with
+ *    every mask type (`fa_cl_info --features` lists what each family takes).
  *  - Inputs: q, k, v as given to the forward, o and lse (float32 [B, heads_q, seqlen_q], natural
  *    log) as the forward wrote them (the plan's own forward or any other: only their values count),
  *    and dout, the gradient of o, laid out by desc.dout_stride/dout_offset. Outputs dq, dk, dv, laid

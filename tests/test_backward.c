@@ -24,10 +24,11 @@
  *                which the emulation plans with nvidia-tf32x3-backward:enabled=1); "f32": those cases alone
  *   varlen       packed variable-length batches (cu_seqlens) and per-sequence key counts, each
  *                sequence against the oracle on its own rows; rows no sequence owns never written
- *   mods [N]     the score modifiers and masks (softcap, ALiBi, sinks and their gradient, masks of
+ *   mods [N|N-M] the score modifiers and masks (softcap, ALiBi, sinks and their gradient, masks of
  *                every type, broadcast), alone and together, against tu_attention_backward_f64_mods
- *                within tests/tolerance.h's gradient bar, and dq and dsink bitwise equal over 20 runs;
- *                N: case N alone (oclgrind)
+ *                within tests/tolerance.h's gradient bar, each on the family expected_family names
+ *                (the tensor cores where they run, emulated too), and dq and dsink bitwise equal over
+ *                20 runs; N: case N alone (oclgrind); N-M: cases N .. M
  */
 #include <math.h>
 #include <stddef.h>
@@ -694,8 +695,7 @@ static void check_varlen(tu_tally *t, fa_cl_context *ctx, const bw_varlen_case *
         fa_cl_backward_plan_release(plan);
     }
     if (ok && check_family) {
-        /* the tensor-core families decline the modifiers */
-        const char *want = vc->mods ? "portable-backward" : expected_family(ctx, dt, vc->D);
+        const char *want = expected_family(ctx, dt, vc->D);
         snprintf(line, sizeof line, "[%s] ", info.kernel ? info.kernel : "no plan");
         if (!family_matches(ctx, want, info.kernel)) {
             ok = 0;
@@ -876,8 +876,9 @@ static long grad_fails(fa_cl_dtype t, const double *got, const double *ref, size
     return -1;
 }
 
-/* One case: the forward with the modifiers, then the backward (portable-backward: the tensor-core
- * families decline them), dq, dk, dv and the sinks' gradient against the float64 oracle
+/* One case: the forward with the modifiers, then the backward (on the family expected_family
+ * names: the tensor cores where they run, natively or emulated), dq, dk, dv and the sinks' gradient
+ * against the float64 oracle
  * (tu_attention_backward_f64_mods) on the values as stored, within tests/tolerance.h's bar for
  * gradients in the storage type. */
 static void check_mods_case(tu_tally *t, fa_cl_context *ctx, const bw_mods_case *mc, uint64_t seed)
@@ -983,9 +984,11 @@ static void check_mods_case(tu_tally *t, fa_cl_context *ctx, const bw_mods_case 
                 ok = 0, snprintf(why, sizeof why, "%s[%ld] = %.6g, the oracle's %.6g: above tests/tolerance.h's bar",
                                  gname[i], bad, got[i][bad], ref[i][bad]);
         }
-        /* the tensor-core families decline the modifiers: portable-backward computes them */
-        if (ok && (!info.kernel || strcmp(info.kernel, "portable-backward") != 0))
-            ok = 0, snprintf(why, sizeof why, "planned on %s, not portable-backward", info.kernel ? info.kernel : "?");
+        /* the family every backward plan must get (the tensor cores take the modifiers and masks): a
+         * case the planner sent to the portable kernel would not test the tensor-core one */
+        const char *want = expected_family(ctx, c->dtype, c->D);
+        if (ok && !family_matches(ctx, want, info.kernel))
+            ok = 0, snprintf(why, sizeof why, "planned on %s, not %s", info.kernel ? info.kernel : "?", want);
     }
     tu_expect(t, ok, "%s: %s%s%s [%s %dx%d, %d launches]", name, line, ok ? "" : "-- ", ok ? "" : why,
               info.kernel ? info.kernel : "?", info.block_q, info.block_kv, info.launches);
@@ -1013,6 +1016,13 @@ static const bw_mods_case mods_cases[] = {
     {{{2, 2, 1, 33, 47, 128, F32, 0, 9, 4, "CCCC", 0.7f, 1}, NULL}, 2.0f, 1, 1, FA_CL_MASK_F32, 1},
     /* tiny, everything at once (oclgrind, 8 x 8 tiles: several blocks each way) */
     {{{2, 2, 1, 13, 19, 12, F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL}, 4.0f, 1, 1, FA_CL_MASK_BOOL, 2},
+    /* the rest alone in 16-bit storage (nvidia-mma-backward where it runs): the softcap under a window,
+     * the sinks where the first rows see no key (sink only), an f32 mask on bf16 */
+    {{{1, 4, 1, 50, 70, 48, F16, 0, 16, 5, "CCCC", 0.0f, 1}, NULL}, 6.0f, 0, 0, FA_CL_MASK_NONE, 0},
+    {{{1, 2, 1, 70, 40, 64, BF16, 1, -1, -1, "SSSS", 0.0f, 1}, NULL}, 0.0f, 0, 1, FA_CL_MASK_NONE, 0},
+    {{{2, 2, 2, 45, 61, 32, BF16, 0, 20, 20, "CCCC", 0.0f, 1}, NULL}, 0.0f, 0, 0, FA_CL_MASK_F32, 0},
+    /* case 9 in one sequence (oclgrind on the emulated tensor cores, 16 x 16 tiles: several blocks each way) */
+    {{{1, 2, 1, 13, 19, 12, F16, 1, -1, -1, "CCCC", 0.0f, 1}, NULL}, 4.0f, 1, 1, FA_CL_MASK_BOOL, 2},
 };
 
 /* The sinks' gradient is summed in a fixed order too: 20 runs of the case with everything, dq and
@@ -1051,16 +1061,18 @@ static void mods_determinism(tu_tally *t, fa_cl_context *ctx)
 
 static int run_mods(fa_cl_context *ctx, int argc, char **argv)
 {
-    /* "mods N": case N alone (oclgrind) */
-    const int only = argc > 0 ? atoi(argv[0]) : -1;
-    if (only >= TU_COUNT(mods_cases)) {
-        printf("mods: case %d does not exist (0..%d)\n", only, TU_COUNT(mods_cases) - 1);
+    /* "mods N": case N alone (oclgrind); "mods N-M": cases N .. M (the emulated tensor-core runs, split
+     * to keep each test's compiles short), the determinism check too where case 7 is among them */
+    const char *dash = argc > 0 ? strchr(argv[0], '-') : NULL;
+    const int first = argc > 0 ? atoi(argv[0]) : 0;
+    const int last = dash ? atoi(dash + 1) : argc > 0 ? first : TU_COUNT(mods_cases) - 1;
+    if (first < 0 || last < first || last >= TU_COUNT(mods_cases)) {
+        printf("mods: cases %d..%d do not exist (0..%d)\n", first, last, TU_COUNT(mods_cases) - 1);
         return 2;
     }
-    for (int i = 0; i < TU_COUNT(mods_cases); i++)
-        if (only < 0 || i == only)
-            check_mods_case(&backward_tally, ctx, &mods_cases[i], 1100 + (uint64_t)i);
-    if (only < 0)
+    for (int i = first; i <= last; i++)
+        check_mods_case(&backward_tally, ctx, &mods_cases[i], 1100 + (uint64_t)i);
+    if ((argc == 0 || dash) && first <= 7 && 7 <= last)
         mods_determinism(&backward_tally, ctx);
     return 0;
 }

@@ -1695,6 +1695,25 @@ int main(void)
                       "backward, tf32 forced 64x64x32x%d: %s (roles %d) %s", w, fa_cl_status_string(st),
                       st == FA_CL_SUCCESS ? FA_CL_NV(&t, DKDV_ROLES) : 0, msg);
         }
+        /* the softcap at d_padded 128 (roles): P^T times its derivative is exchanged beside P^T, 4 B^2
+         * bytes more, which 64 x 64 no longer fits in 227 KiB (236544 bytes): 32 x 32; without the
+         * softcap (ALiBi, sinks, a mask) the tile stays */
+        for (int softcap = 0; softcap < 2; softcap++) {
+            const fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
+            fa_cl__tile_request req = {128, FA_CL_F32, 4096, 4096, 1, 4096};
+            req.features = softcap ? FA_CL_FEAT_SOFTCAP | FA_CL_FEAT_SINKS : FA_CL_FEAT_ALIBI | FA_CL_FEAT_SINKS;
+            req.mask = softcap ? FA_CL_MASK_NONE : FA_CL_MASK_F32;
+            const int b = softcap ? 32 : 64;
+            const size_t want = 4 * ((size_t)6 * b * 132 + 4 * b + (softcap ? 2 : 1) * b * b);
+            fa_cl__tiles t;
+            char msg[256] = "";
+            const fa_cl_status st = backward_tiles(&lim, req, &t, msg, sizeof msg);
+            tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_TF32_BACKWARD && t.block_q == b &&
+                      FA_CL_NV(&t, DKDV_ROLES) && t.local_mem_bytes == want,
+                      "backward, tf32 d=128 with %s: %s %s %dx%d, %zu bytes (want %dx%d, %zu) %s",
+                      softcap ? "the softcap and sinks" : "ALiBi, sinks and an f32 mask", fa_cl_status_string(st),
+                      st == FA_CL_SUCCESS ? t.kernel : "-", t.block_q, t.block_kv, t.local_mem_bytes, b, b, want, msg);
+        }
         /* a forward plan is not constrained by a backward family's name */
         const fa_cl__limits lim = hopper_tf32_backward_forced();
         const fa_cl__tile_request req = {64, FA_CL_F32, 4096, 4096, 1, 4096};

@@ -286,8 +286,10 @@ static const emit_case cases[] = {
     {"softcap", PASS_FORWARD, {0}, NULL, "", shape_softcap},
     {"alibi", PASS_FORWARD, {0}, NULL, "", shape_alibi},
     {"sinks", PASS_FORWARD, {0}, NULL, "", shape_sinks},
-    {"modifiers-mask", PLANS, {0}, NULL, "", shape_mods_mask}, /* the backward's too (portable-backward) */
+    {"modifiers-mask", PLANS, {0}, NULL, "", shape_mods_mask}, /* the backward's too (every family's) */
     {"mask-bool-backward", PASS_BACKWARD, {0}, NULL, "", shape_mask_bool},
+    {"softcap-backward", PASS_BACKWARD, {0}, NULL, "", shape_softcap}, /* one modifier alone: its #if arms */
+    {"sinks-backward", PASS_BACKWARD, {0}, NULL, "", shape_sinks},
     /* storage types */
     {"kv-q8", PASS_FORWARD, {0}, NULL, "", shape_kv_q8},
     {"kv-q8-loads", PASS_FORWARD, {0}, NULL, "", shape_kv_q8_sync},

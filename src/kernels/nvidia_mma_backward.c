@@ -39,10 +39,11 @@ static int tf32_pass(int forced_pass, int b, int dp, int roles)
     return forced_pass ? forced_pass : !roles && dp == 128 && b > FA_CL_TF32_BACKWARD_PASS ? FA_CL_TF32_BACKWARD_PASS : b;
 }
 
-/* local memory of either family's kernels at blocks of b (tf32 with roles: P^T's exchange too) */
-static size_t family_bytes(int tf32, int b, int dp, int aligned, int pass, int roles)
+/* local memory of either family's kernels at blocks of b (tf32 with roles: P^T's exchange too, and
+ * with the softcap P^T times its derivative beside it: cl/fa_nv_bwd_tf32.cl) */
+static size_t family_bytes(int tf32, int b, int dp, int aligned, int pass, int roles, int softcap)
 {
-    return tf32 ? fa_cl__tf32_backward_local_bytes(b, dp, aligned, roles ? pass : 0)
+    return tf32 ? fa_cl__tf32_backward_local_bytes(b, dp, aligned, roles ? pass * (softcap ? 2 : 1) : 0)
                 : fa_cl__mma_backward_local_bytes(b, dp, aligned);
 }
 
@@ -60,6 +61,7 @@ static fa_cl_status plan_family(const fa_cl__limits *lim, const fa_cl__tile_requ
     const int aligned = req->aligned16 && req->head_dim % (tf32 ? 4 : 8) == 0;
     const size_t budget = out->local_mem_budget;
     const int forced_here = lim->forced_variant == (int)f->id;
+    const int softcap = (req->features & FA_CL_FEAT_SOFTCAP) != 0;
     /* tf32 at d_padded 128: one warp's dK and dV of 16 keys are 256 floats a lane, which spill;
      * two warps share the keys by role (FA_BW_ROLES), each holding one accumulator and computing no
      * product twice: faster on an H200 than one warp or two each holding half of the columns
@@ -71,7 +73,7 @@ static fa_cl_status plan_family(const fa_cl__limits *lim, const fa_cl__tile_requ
         const int warps = tf32 && lim->forced_cols > 0 ? lim->forced_cols : roles ? 2 : 1;
         roles = warps == 2;
         if (lim->forced_kv != b || b % 16 || b > 128 || (pass && (pass % 8 || b % pass)) || warps > 2 ||
-            family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles) > budget ||
+            family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles, softcap) > budget ||
             (size_t)(b / 16 * 32 * warps) > lim->max_work_group) {
             char more[32] = "";
             if (pass)
@@ -86,9 +88,10 @@ static fa_cl_status plan_family(const fa_cl__limits *lim, const fa_cl__tile_requ
         }
         forced = 1;
     }
-    while (!forced && b > 16 && family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles) > budget)
+    while (!forced && b > 16 &&
+           family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles, softcap) > budget)
         b /= 2;
-    const size_t bytes = family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles);
+    const size_t bytes = family_bytes(tf32, b, dp, aligned, tf32_pass(pass, b, dp, roles), roles, softcap);
     if (bytes > budget || (size_t)(b / 16 * 32 * (roles ? 2 : 1)) > lim->max_work_group) {
         snprintf(msg, msg_size, "%s needs %zu bytes of local memory at head_dim %d; the budget is %zu", f->name, bytes,
                  req->head_dim, budget);
@@ -137,8 +140,8 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_mma_backward = {
     .nfiles = sizeof files / sizeof files[0],
     .summary = "the backward on NVIDIA tensor cores (f16/bf16, head_dim <= 128): mma.sync for the five products, dQ in "
                "its own pass",
-    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
-              FA_CL_MMA_BACKWARD_MAX_DIM},
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS | FA_CL_FEAT_MODIFIERS,
+              FA_CL_MASKS_ALL, FA_CL_MMA_BACKWARD_MAX_DIM},
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],
@@ -156,8 +159,8 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_tf32_backward = {
     .nfiles = sizeof files_tf32 / sizeof files_tf32[0],
     .summary = "the f32 backward on NVIDIA tensor cores (head_dim <= 128), fp32 accuracy through 3xTF32 mma, P and dS "
                "unrounded, dQ in its own pass",
-    .takes = {1u << FA_CL_F32, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
-              FA_CL_MMA_BACKWARD_MAX_DIM},
+    .takes = {1u << FA_CL_F32, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS | FA_CL_FEAT_MODIFIERS,
+              FA_CL_MASKS_ALL, FA_CL_MMA_BACKWARD_MAX_DIM},
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 80},
     .tune = tune_tf32,
     .ntune = sizeof tune_tf32 / sizeof tune_tf32[0],

@@ -23,7 +23,8 @@ size_t fa_cl__mma_backward_local_bytes(int block, int dim_padded, int aligned16)
  * B as nvidia-mma-backward's, from
  *     local_mem_bytes = 4 * ((2 + 2 n) B * (d_padded + 4) + 2 n B + B X)
  * (K and V, n buffers of Q and dO; the rows' LSE and D; P^T's exchange), n = 2 where rows are
- * 16-byte aligned and head_dim % 4 == 0, else 1; X = the pass's rows with roles, else 0. At
+ * 16-byte aligned and head_dim % 4 == 0, else 1; X = the pass's rows with roles (twice with the
+ * softcap: P^T times its derivative is exchanged too), else 0. At
  * d_padded 128 dkdv has two warps per 16 keys by role (dkdv_roles, FA_BW_ROLES: one S^T, P^T, dV,
  * the other dP^T, dS^T, dK; one warp's 128 floats of dK and dV spilled). dkdv takes a query block
  * in passes of PASS_ROWS rows: B, but FA_CL_TF32_BACKWARD_PASS at d_padded 128 with one warp per 16

@@ -59,8 +59,8 @@ const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma_backward = {
     .nfiles = sizeof files / sizeof files[0],
     .summary = "the backward on Hopper tensor cores (compute capability 9.0, f16/bf16, head_dim <= 128): wgmma through "
                "sm_90a PTX for the five products, dQ in its own pass",
-    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS, 0,
-              FA_CL_MMA_BACKWARD_MAX_DIM},
+    .takes = {FA_CL_DTYPES_16, FA_CL_FEAT_VARLEN_Q | FA_CL_FEAT_VARLEN_K | FA_CL_FEAT_SEQLENS | FA_CL_FEAT_MODIFIERS,
+              FA_CL_MASKS_ALL, FA_CL_MMA_BACKWARD_MAX_DIM},
     .needs = {.vendor = FA_CL_VENDOR_NVIDIA, .arch_min = 90, .arch_max = 90},
     .tune = tune,
     .ntune = sizeof tune / sizeof tune[0],
