@@ -808,7 +808,7 @@ static void mma_cases(tu_tally *tally)
                  t.local_mem_bytes == mc[i].bytes &&
                  t.local_mem_bytes == fa_cl__mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
                                                             t.rows_per_item, mc[i].aligned ? 2 : 1,
-                                                            FA_CL_NV(&t, KV_WARPS), 0) &&
+                                                            FA_CL_NV(&t, KV_WARPS), 0, 0) &&
                  FA_CL_NV(&t, STAGES) == (mc[i].aligned ? 2 : 1);
         else if (ok)
             ok = msg[0] != '\0';
@@ -1350,11 +1350,11 @@ int main(void)
             fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
             tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == qc[i].br &&
                       t.block_kv == qc[i].bc && FA_CL_NV(&t, KV_WARPS) == qc[i].kvw &&
-                      FA_CL_NV(&t, STAGES) == qc[i].stages && FA_CL_NV(&t, Q8_COPY) == qc[i].copy &&
+                      FA_CL_NV(&t, STAGES) == qc[i].stages && FA_CL_NV(&t, STAGE_COPY) == qc[i].copy &&
                       t.local_mem_bytes == qc[i].bytes,
                       "q8_0 K/V, d %d, Sq %lld, copies %d: %s %dx%d kv_warps %d stages %d q8_copy %d, %zu bytes "
                       "(want %dx%d, %d, %d, %zu) %s", qc[i].d, (long long)qc[i].sq, qc[i].copy, fa_cl_status_string(st), t.block_q,
-                      t.block_kv, FA_CL_NV(&t, KV_WARPS), FA_CL_NV(&t, STAGES), FA_CL_NV(&t, Q8_COPY), t.local_mem_bytes,
+                      t.block_kv, FA_CL_NV(&t, KV_WARPS), FA_CL_NV(&t, STAGES), FA_CL_NV(&t, STAGE_COPY), t.local_mem_bytes,
                       qc[i].br, qc[i].bc, qc[i].kvw,
                       qc[i].stages, qc[i].bytes, msg);
         }
@@ -1366,6 +1366,39 @@ int main(void)
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == 128 &&
                   t.block_kv == 32 && t.rows_per_item == 32, "a mask at d = 128: %s %dx%dx%d (want 128x32x32) %s",
                   fa_cl_status_string(st), t.block_q, t.block_kv, t.rows_per_item, msg);
+    }
+    /* nvidia-mma with fp8 K and V: raw rows staged by copies of 16, 8 or 4 bytes as every row's bytes
+     * (head_dim, offsets, strides) allow, dequantised into one K and one V tile (the q8_0 plans'
+     * tiles: decoding 16 rows, 4 warps' key slices); rows 2 bytes off: the synchronous loaders */
+    {
+        fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
+        const struct { int d; size_t off; int64_t sq; int copy, br, bc, kvw, stages; size_t bytes; } fc[] = {
+            {128, 0, 1, 16, 16, 64, 4, 2, 2 * (2 * 64) * 136 + 2 * 2 * 64 * 128},
+            {128, 8, 1, 8, 16, 64, 4, 2, 2 * (2 * 64) * 136 + 2 * 2 * 64 * 128},
+            {128, 4, 1, 4, 16, 64, 4, 2, 2 * (2 * 64) * 136 + 2 * 2 * 64 * 128},
+            {40, 0, 1, 8, 16, 64, 4, 2, 2 * (2 * 64) * 72 + 2 * 2 * 64 * 40},
+            {128, 0, 4096, 16, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 128},
+            {128, 2, 1, 0, 32, 32, 1, 1, 2 * 32 * 136 * 2},
+        };
+        for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
+            const fa_cl__views v =
+                test_views(fc[i].d, FA_CL_F16, fc[i].sq, 8192, FA_CL_MASK_NONE, 0, FA_CL_STORAGE_E4M3, fc[i].off);
+            fa_cl__tile_request req = {fc[i].d, FA_CL_F16, fc[i].sq, 8192, 0, 8192};
+            req.features = FA_CL_FEAT_KV_FP8;
+            req.views = &v;
+            fa_cl__tiles t;
+            char msg[256] = "";
+            fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
+            tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == fc[i].br &&
+                      t.block_kv == fc[i].bc && FA_CL_NV(&t, KV_WARPS) == fc[i].kvw &&
+                      FA_CL_NV(&t, STAGES) == fc[i].stages && FA_CL_NV(&t, STAGE_COPY) == fc[i].copy &&
+                      t.local_mem_bytes == fc[i].bytes,
+                      "fp8 K/V, d %d, offset %zu, Sq %lld: %s %dx%d kv_warps %d stages %d stage_copy %d, %zu bytes "
+                      "(want %dx%d, %d, %d, %d, %zu) %s", fc[i].d, fc[i].off, (long long)fc[i].sq,
+                      fa_cl_status_string(st), t.block_q, t.block_kv, FA_CL_NV(&t, KV_WARPS), FA_CL_NV(&t, STAGES),
+                      FA_CL_NV(&t, STAGE_COPY), t.local_mem_bytes, fc[i].br, fc[i].bc, fc[i].kvw, fc[i].stages,
+                      fc[i].copy, fc[i].bytes, msg);
+        }
     }
 
     /* NVIDIA with a mask, f32 at d = 64 on the portable kernels (nvidia-tf32x3 takes no mask):
