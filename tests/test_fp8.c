@@ -375,12 +375,19 @@ static const fp8_case all_cases[] = {
     {{1, 4, 2, 17, 90, 96, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E5, BF16}, {DS_TENSOR, DS_HEAD}, 1, 0, 0, 0},
 };
 
+/* the n cases of list (only case `only`, where >= 0), case i seeded seed + i */
+static int check_list(fa_cl_context *ctx, const fp8_case *list, int n, uint64_t seed, int only, int reference)
+{
+    for (int i = 0; i < n; i++)
+        if (only < 0 || only == i)
+            check_case(&fp8_tally, ctx, &list[i], seed + (uint64_t)i, reference);
+    return 0;
+}
+
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    for (int i = 0; i < TU_COUNT(all_cases); i++)
-        check_case(&fp8_tally, ctx, &all_cases[i], 800 + (uint64_t)i, 0);
-    return 0;
+    return check_list(ctx, all_cases, TU_COUNT(all_cases), 800, -1, 0);
 }
 
 /* nvidia-mma's fp8 rows staged raw (cp.async; emulated here) and dequantised by bit operations:
@@ -400,19 +407,13 @@ static const fp8_case staged_cases[] = {
 static int run_staged(fa_cl_context *ctx, int argc, char **argv)
 {
     want_staged = !(argc > 0 && strcmp(argv[0], "sync") == 0);
-    const int only = argc > 0 && want_staged ? atoi(argv[0]) : -1;
-    for (int i = 0; i < TU_COUNT(staged_cases); i++)
-        if (only < 0 || only == i)
-            check_case(&fp8_tally, ctx, &staged_cases[i], 900 + (uint64_t)i, 0);
-    return 0;
+    return check_list(ctx, staged_cases, TU_COUNT(staged_cases), 900, argc > 0 && want_staged ? atoi(argv[0]) : -1, 0);
 }
 
 static int run_reference(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    for (int i = 0; i < TU_COUNT(all_cases); i++)
-        check_case(&fp8_tally, ctx, &all_cases[i], 800 + (uint64_t)i, 1);
-    return 0;
+    return check_list(ctx, all_cases, TU_COUNT(all_cases), 800, -1, 1);
 }
 
 static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
@@ -423,12 +424,8 @@ static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
         /* nvidia-mma's staged rows (head_dim 16: 16-byte copies), a tail of keys, special codes */
         {{1, 4, 2, 1, 21, 16, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_HEAD, DS_HEAD}, 0, 0, 1, 16},
     };
-    const int only = argc > 0 ? atoi(argv[0]) : -1;
     want_staged = argc > 1 && strcmp(argv[1], "staged") == 0 ? 1 : -1; /* "tiny 2 staged": nvidia-mma's */
-    for (int i = 0; i < TU_COUNT(tiny); i++)
-        if (only < 0 || only == i)
-            check_case(&fp8_tally, ctx, &tiny[i], 80 + (uint64_t)i, 0);
-    return 0;
+    return check_list(ctx, tiny, TU_COUNT(tiny), 80, argc > 0 ? atoi(argv[0]) : -1, 0);
 }
 
 /* ---- serving: a paged fp8 cache, appended to and decoded against ----------------------------- */
