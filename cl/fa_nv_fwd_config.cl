@@ -237,7 +237,7 @@
 
 #if (defined(FA_ALIGNED16) && (HEAD_DIM % 8 == 0 || defined(FA_ROWS_PADDED)) && !defined(FA_KV_Q8) && \
      !defined(FA_KV_FP8)) || \
-    (defined(FA_KV_Q8) && defined(FA_Q8_COPY))
+    ((defined(FA_KV_Q8) || defined(FA_KV_FP8)) && defined(FA_STAGE_COPY))
 /* K/V blocks are copied asynchronously (cp.async) through a ring of FA_STAGES buffers each: while
  * one block is computed, the next STAGES - 1 are in flight (decoding is bound by how many bytes
  * are in flight). */
@@ -246,6 +246,16 @@
 #define FA_STAGES 2
 #endif
 #define NBUF FA_STAGES
+/* q8_0 or fp8 K/V copied asynchronously (FA_STAGE_COPY: the planner found every row's bytes that
+ * aligned): raw rows in a staging ring of NBUF stages each, dequantised into one K and one V tile
+ * right before they are used (cl/fa_nv_fwd_q8.cl) */
+#if defined(FA_KV_Q8) || defined(FA_KV_FP8)
+#define FA_KV_STAGED 1
+#endif
+#if defined(FA_KV_FP8) && defined(FA_KV_STAGED) && (FA_K_DTYPE < 4 || FA_V_DTYPE < 4 || HEAD_DIM % 8 || \
+                                                    HEAD_DIM % FA_STAGE_COPY || defined(FA_WGMMA))
+#error "staged fp8 K/V: both K and V in fp8, head_dim a multiple of 8 and of the copies, mma.sync"
+#endif
 #if defined(FA_WGMMA) && !defined(FA_WG_PRODUCER) && NBUF != 2
 #error "FA_WGMMA takes 2 stages without the producer warpgroup (V trails K in two buffers)"
 #endif

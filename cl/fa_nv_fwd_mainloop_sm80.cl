@@ -10,9 +10,9 @@
 inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAMS)
 {
     FA_TILE_SMEM
-#if defined(FA_KV_Q8) && defined(FA_ASYNC)
-    __local uchar *const kst = (__local uchar *)(smem + Q8_AT); /* K stages, then V's */
-    __local uchar *const vst = kst + NBUF * Q8_STAGE;
+#ifdef FA_KV_STAGED
+    __local uchar *const kst = (__local uchar *)(smem + STAGE_AT); /* K stages, then V's */
+    __local uchar *const vst = kst + NBUF * KV_STAGE;
 #endif
 #ifdef FA_MASK_TILE
     __local uchar *const mask_s = (__local uchar *)(smem + SMEM_HALVES);
@@ -26,12 +26,12 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         mask_rows[r] = FA_MASK_ROW(q0 + r);
     barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-#if defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8) && !defined(FA_Q_CONVERT)
+#if defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_STAGED) && !defined(FA_Q_CONVERT)
     /* Q in a tile of its own: copied asynchronously into the first K/V block's commit group (the
      * loop's first wait and barrier cover both), so that its latency overlaps the first block's */
 #define FA_Q_ASYNC 1
     fa_copy_q_async(q_s, qg, qmap, q0, nrows, lid, WG);
-#elif defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_Q8)
+#elif defined(FA_ASYNC) && !defined(FA_Q_REGS) && !defined(FA_KV_STAGED)
     /* Q in a tile of its own and a type of its own: converted as it loads once the first blocks'
      * copies are issued (below), so that they overlap; the loop's first barrier covers its stores */
 #define FA_Q_LATE 1
@@ -70,9 +70,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
     FA_PRAGMA_UNROLL
     for (int st = 0; st < NBUF - 1; st++) {
         if (kv_first + st * BLOCK_KV < blk_hi)
-#if defined(FA_KV_Q8)
-            fa_load_kv_q8_async(kst + st * Q8_STAGE, vst + st * Q8_STAGE, (__global const uchar *)k,
-                                (__global const uchar *)v, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
+#ifdef FA_KV_STAGED
+            fa_load_kv_staged(kst + st * KV_STAGE, vst + st * KV_STAGE, (__global const uchar *)k,
+                              (__global const uchar *)v, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid);
 #else
         {
             fa_load_kv_async(k_s + st * TILE, v_s + st * TILE, kg, vg, kmap, vmap, kv_first + st * BLOCK_KV, seqlen_k, lid,
@@ -91,8 +91,8 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
     for (int kv0 = kv_first; kv0 < blk_hi; kv0 += BLOCK_KV) {
 #if defined(FA_ASYNC)
 #ifdef FA_Q8_FRAGS
-        __local const uchar *const kq = kst + cur * Q8_STAGE, *const vq = vst + cur * Q8_STAGE;
-#elif defined(FA_KV_Q8)
+        __local const uchar *const kq = kst + cur * KV_STAGE, *const vq = vst + cur * KV_STAGE;
+#elif defined(FA_KV_STAGED)
         __local const ushort *kc = k_s, *vc = v_s;
 #else
         __local const ushort *kc = k_s + cur * TILE, *vc = v_s + cur * TILE;
@@ -105,9 +105,9 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         {
             const int ahead = kv0 + (NBUF - 1) * BLOCK_KV, buf = cur == 0 ? NBUF - 1 : cur - 1;
             if (ahead < blk_hi)
-#if defined(FA_KV_Q8)
-                fa_load_kv_q8_async(kst + buf * Q8_STAGE, vst + buf * Q8_STAGE, (__global const uchar *)k,
-                                    (__global const uchar *)v, kmap, vmap, ahead, seqlen_k, lid);
+#ifdef FA_KV_STAGED
+                fa_load_kv_staged(kst + buf * KV_STAGE, vst + buf * KV_STAGE, (__global const uchar *)k,
+                                  (__global const uchar *)v, kmap, vmap, ahead, seqlen_k, lid);
 #else
             {
                 fa_load_kv_async(k_s + buf * TILE, v_s + buf * TILE, kg, vg, kmap, vmap, ahead, seqlen_k, lid, 1, 1);
@@ -116,10 +116,15 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
 #endif
             fa_cp_async_commit();
         }
-#if defined(FA_KV_Q8) && !defined(FA_Q8_FRAGS)
+#if defined(FA_KV_STAGED) && !defined(FA_Q8_FRAGS)
         /* every warp is past the previous block's products (the barrier above): its tiles are free */
-        fa_dequant_q8(k_s, kst + cur * Q8_STAGE, lid);
-        fa_dequant_q8(v_s, vst + cur * Q8_STAGE, lid);
+#ifdef FA_KV_Q8
+        fa_dequant_q8(k_s, kst + cur * KV_STAGE, lid);
+        fa_dequant_q8(v_s, vst + cur * KV_STAGE, lid);
+#else
+        fa_dequant_fp8(k_s, kst + cur * KV_STAGE, FA_K_DTYPE, lid);
+        fa_dequant_fp8(v_s, vst + cur * KV_STAGE, FA_V_DTYPE, lid);
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
         cur = cur == NBUF - 1 ? 0 : cur + 1;
@@ -153,6 +158,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         /* S = Q K^T: s[mt][nt] holds rows (g, g+8) of m-tile mt x keys nt*8 + 2*t4 + {0,1} */
         FA_TILE_SCORES
         FA_MMA_S /* cl/fa_nv_fwd_mma.cl */
+        FA_FP8_K_FACTOR /* staged fp8 K: cl/fa_nv_fwd_q8.cl */
 
         /* softcap and ALiBi (cl/fa_nv_mods.cl), the attention mask's terms, then the visibility
          * mask (cl/fa_nv_fwd_mask.cl) */
@@ -181,6 +187,7 @@ inline __attribute__((always_inline)) void fa_forward_tile(FA_FORWARD_TILE_PARAM
         }
 #endif /* FA_KEYS_M */
     }
+    FA_FP8_V_FACTOR /* staged fp8 V: cl/fa_nv_fwd_q8.cl */
 #ifdef FA_KEYS_M
     FA_Q8_KEYS_M_OUT
 #elif defined(FA_Q8_FRAGS)

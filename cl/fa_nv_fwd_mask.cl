@@ -7,7 +7,7 @@
  * (B_r rows x B_c keys) are copied with K and V into a ring of NBUF tiles after the others, so that
  * no global load waits on the way to the row maxima; rows MASK_PITCH bytes apart, the padding chosen
  * so that a warp's pair reads hit distinct banks. src/kernels/nvidia_mma.c: fa_cl_mma_mask_bytes. */
-#if defined(FA_MASK) && defined(FA_MASK_ASYNC) && defined(FA_MASK_PAIRS) && defined(FA_ASYNC) && !defined(FA_KV_Q8)
+#if defined(FA_MASK) && defined(FA_MASK_ASYNC) && defined(FA_MASK_PAIRS) && defined(FA_ASYNC) && !defined(FA_KV_STAGED)
 #define FA_MASK_TILE 1
 #define MASK_ES FA_MASK_ES /* bytes an entry */
 #ifdef FA_WGMMA

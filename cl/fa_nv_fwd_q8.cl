@@ -60,63 +60,160 @@ inline void fa_load_tile_q8(__local ushort *tile, __global const uchar *src, fa_
 }
 #endif
 
-#if defined(FA_ASYNC) && defined(FA_KV_Q8)
-/* q8_0 K/V (FA_Q8_COPY = 4 or 8: the planner found every row's bytes that aligned): a block's raw
- * rows are copied asynchronously into a staging ring (NBUF stages), then dequantised into the one
- * K and one V tile right before they are used */
-#define Q8_RB (HEAD_DIM / 32 * 34)               /* bytes of a q8_0 row */
-#define Q8_STAGE (BLOCK_KV * Q8_RB)              /* bytes of one block's rows */
-#define Q8_CHUNKS (Q8_RB / FA_Q8_COPY)           /* copies per row */
-inline __attribute__((always_inline)) void fa_load_kv_q8_async(__local uchar *ks, __local uchar *vs,
-                                                               __global const uchar *kg, __global const uchar *vg,
-                                                               fa_row_map kmap, fa_row_map vmap, int first, int limit,
-                                                               int lid)
-{
-#if WG >= Q8_CHUNKS
-#ifdef FA_PAGED
-    const int one_page = first / FA_PAGE_SIZE == (first + BLOCK_KV - 1) / FA_PAGE_SIZE;
+#ifdef FA_KV_STAGED
+/* q8_0 or fp8 K/V (FA_STAGE_COPY = 4, 8 or 16: the planner found every row's bytes that aligned):
+ * a block's raw rows are copied asynchronously into a staging ring (NBUF stages), then dequantised
+ * into the one K and one V tile right before they are used. STAGE_AT(e): the byte of element
+ * index e (a row's first: q8_0's are whole blocks apart, 32 elements in 34 bytes; fp8's a byte each) */
+#ifdef FA_KV_Q8
+#define STAGE_RB (HEAD_DIM / 32 * 34) /* bytes of a staged row */
+#define STAGE_BYTE(e) ((e) / 32 * 34)
 #else
-    const int one_page = 1;
+#define STAGE_RB HEAD_DIM
+#define STAGE_BYTE(e) (e)
 #endif
-    if (first + BLOCK_KV <= limit && one_page) {
-        /* every row is in the sequence (and in one page: rows a stride apart), and rows are whole
-         * q8_0 blocks apart (offsets and strides are multiples of 32): the first (WG / Q8_CHUNKS) *
-         * Q8_CHUNKS work-items keep one column of copies each and step by rows, where the general
-         * loop below divides, multiplies and reads the page table per copy */
-        const int per = WG / Q8_CHUNKS; /* rows a pass */
-        if (lid < per * Q8_CHUNKS) {
-            const int r0 = lid / Q8_CHUNKS, c = lid % Q8_CHUNKS;
-            const long kstep = kmap.stride / 32 * 34 * per, vstep = vmap.stride / 32 * 34 * per;
-            __global const uchar *kp = kg + fa_kv_row(kmap, first + r0) / 32 * 34 + c * FA_Q8_COPY;
-            __global const uchar *vp = vg + fa_kv_row(vmap, first + r0) / 32 * 34 + c * FA_Q8_COPY;
+#define KV_STAGE (BLOCK_KV * STAGE_RB)              /* bytes of one block's rows */
+#define STAGE_CHUNKS (STAGE_RB / FA_STAGE_COPY)     /* copies per row */
+inline __attribute__((always_inline)) void fa_load_kv_staged(__local uchar *ks, __local uchar *vs,
+                                                             __global const uchar *kg, __global const uchar *vg,
+                                                             fa_row_map kmap, fa_row_map vmap, int first, int limit,
+                                                             int lid)
+{
+#if WG >= STAGE_CHUNKS
+#ifdef FA_PAGED
+    const int whole = first + BLOCK_KV <= limit && first / FA_PAGE_SIZE == (first + BLOCK_KV - 1) / FA_PAGE_SIZE;
+#else
+    const int whole = first + BLOCK_KV <= limit;
+#endif
+    if (whole) {
+        /* every row is in the sequence (and in one page: rows a stride apart): the first (WG /
+         * STAGE_CHUNKS) * STAGE_CHUNKS work-items keep one column of copies each and step by rows,
+         * where the general loop below divides, multiplies and reads the page table per copy */
+        const int per = WG / STAGE_CHUNKS; /* rows a pass */
+        if (lid < per * STAGE_CHUNKS) {
+            const int r0 = lid / STAGE_CHUNKS, c = lid % STAGE_CHUNKS;
+            const long kstep = STAGE_BYTE(kmap.stride) * per, vstep = STAGE_BYTE(vmap.stride) * per;
+            __global const uchar *kp = kg + STAGE_BYTE(fa_kv_row(kmap, first + r0)) + c * FA_STAGE_COPY;
+            __global const uchar *vp = vg + STAGE_BYTE(fa_kv_row(vmap, first + r0)) + c * FA_STAGE_COPY;
             FA_PRAGMA_UNROLL
             for (int i = 0; i < (BLOCK_KV + per - 1) / per; i++)
                 if (BLOCK_KV % per == 0 || r0 + i * per < BLOCK_KV) {
-                    fa_cp_async_small(ks + (r0 + i * per) * Q8_RB + c * FA_Q8_COPY, kp + i * kstep, 1);
-                    fa_cp_async_small(vs + (r0 + i * per) * Q8_RB + c * FA_Q8_COPY, vp + i * vstep, 1);
+                    fa_cp_async_small(ks + (r0 + i * per) * STAGE_RB + c * FA_STAGE_COPY, kp + i * kstep, 1);
+                    fa_cp_async_small(vs + (r0 + i * per) * STAGE_RB + c * FA_STAGE_COPY, vp + i * vstep, 1);
                 }
         }
         return;
     }
 #endif
-    for (int e = lid; e < BLOCK_KV * Q8_CHUNKS; e += WG) {
-        const int r = e / Q8_CHUNKS, c = e % Q8_CHUNKS;
+    for (int e = lid; e < BLOCK_KV * STAGE_CHUNKS; e += WG) {
+        const int r = e / STAGE_CHUNKS, c = e % STAGE_CHUNKS;
         const int valid = first + r < limit;
         /* rows past the limit: zeros, from an in-bounds address (the view's first row) */
-        const ulong ko = (valid ? fa_kv_row(kmap, first + r) : kmap.base) / 32 * 34 + (ulong)(c * FA_Q8_COPY);
-        const ulong vo = (valid ? fa_kv_row(vmap, first + r) : vmap.base) / 32 * 34 + (ulong)(c * FA_Q8_COPY);
-        fa_cp_async_small(ks + r * Q8_RB + c * FA_Q8_COPY, kg + ko, valid);
-        fa_cp_async_small(vs + r * Q8_RB + c * FA_Q8_COPY, vg + vo, valid);
+        const ulong ko = STAGE_BYTE(valid ? fa_kv_row(kmap, first + r) : kmap.base) + (ulong)(c * FA_STAGE_COPY);
+        const ulong vo = STAGE_BYTE(valid ? fa_kv_row(vmap, first + r) : vmap.base) + (ulong)(c * FA_STAGE_COPY);
+        fa_cp_async_small(ks + r * STAGE_RB + c * FA_STAGE_COPY, kg + ko, valid);
+        fa_cp_async_small(vs + r * STAGE_RB + c * FA_STAGE_COPY, vg + vo, valid);
+    }
+}
+#endif
+
+#if defined(FA_KV_STAGED) && defined(FA_KV_FP8)
+/* Four staged fp8 codes (a word, lowest byte first) as FA_DTYPE values, two registers of two, by
+ * bit operations: each code's exact value (cl/fa_common.cl), the descale factor left out (the
+ * scores and O take it: FA_FP8_K_FACTOR, FA_FP8_V_FACTOR). e5m2 is a binary16's top byte; e4m3's
+ * sign and 7 exponent-mantissa bits shifted into a binary16's read 2^-8 of the value (exponent
+ * bias 15 for 7; a subnormal's mantissa lands as a binary16 subnormal's), times 2^8 exactly in one
+ * f16x2 product; its NaN codes S.1111.111 are selected to NaN after. bf16: through float32, exact. */
+inline uint2 fa_fp8x4_to_dtype(uint w, const int id)
+{
+    /* the bytes into the high halves of two words' halves: (b0, b1) and (b2, b3), b << 8 each */
+    const uint lo = (w << 8 & 0xff00u) | (w << 16 & 0xff000000u), hi = (w >> 8 & 0xff00u) | (w & 0xff000000u);
+#if FA_DTYPE == 1
+    if (id == 5)
+        return (uint2)(lo, hi);
+    uint2 r;
+    FA_PRAGMA_UNROLL
+    for (int k = 0; k < 2; k++) {
+        const uint x = k ? hi : lo;
+        uint y = fa_hmul2((x & 0x80008000u) | (x >> 1 & 0x3f803f80u), 0x5c005c00u); /* 0x5c00 = 256 */
+        y = (x & 0x7f00u) == 0x7f00u ? (y & 0xffff0000u) | (x & 0x8000u) | 0x7e00u : y;
+        y = (x & 0x7f000000u) == 0x7f000000u ? (y & 0xffffu) | (x & 0x80000000u) | 0x7e000000u : y;
+        if (k)
+            r.y = y;
+        else
+            r.x = y;
+    }
+    return r;
+#else
+    (void)lo, (void)hi;
+    float4 f;
+    if (id == 5)
+        f = (float4)(fa_e5m2_to_f32(w & 0xffu), fa_e5m2_to_f32(w >> 8 & 0xffu), fa_e5m2_to_f32(w >> 16 & 0xffu),
+                     fa_e5m2_to_f32(w >> 24));
+    else
+        f = (float4)(fa_e4m3_to_f32(w & 0xffu), fa_e4m3_to_f32(w >> 8 & 0xffu), fa_e4m3_to_f32(w >> 16 & 0xffu),
+                     fa_e4m3_to_f32(w >> 24));
+    /* every fp8 value is a bf16 (3 mantissa bits at most): the top halves, exactly */
+    return (uint2)((as_uint(f.x) >> 16) | (as_uint(f.y) & 0xffff0000u), (as_uint(f.z) >> 16) | (as_uint(f.w) & 0xffff0000u));
+#endif
+}
+
+/* one staged block of fp8 rows (storage type id) into a local tile of FA_DTYPE values: 8 codes a
+ * step (two words of the stage, a 16-byte chunk of the tile), zeros past HEAD_DIM up to D_PAD */
+inline __attribute__((always_inline)) void fa_dequant_fp8(__local ushort *tile, __local const uchar *stage, const int id,
+                                                          int lid)
+{
+    FA_PRAGMA_UNROLL
+    for (int i = 0; i < (BLOCK_KV * CH + WG - 1) / WG; i++) {
+        const int e = lid + i * WG;
+        if ((BLOCK_KV * CH) % WG == 0 || e < BLOCK_KV * CH) {
+            const int r = e / CH, c = e % CH;
+            uint4 v = (uint4)(0);
+            if (HEAD_DIM == D_PAD || 8 * c < HEAD_DIM) {
+                const uint2 w = *(__local const uint2 *)(stage + r * STAGE_RB + 8 * c);
+                const uint2 a = fa_fp8x4_to_dtype(w.x, id), b = fa_fp8x4_to_dtype(w.y, id);
+                v = (uint4)(a.x, a.y, b.x, b.y);
+            }
+            *(__local uint4 *)(tile + r * ROW + 8 * c) = v;
+        }
     }
 }
 
+/* The descale factors where the tiles hold the codes' values: K's times every score of the block
+ * (before the mask and the softmax), V's times O after the key loop (linear: slices and chunks merge
+ * the same) */
+#ifdef FA_K_DESCALE
+#define FA_FP8_K_FACTOR                          \
+    FA_PRAGMA_UNROLL                             \
+    for (int mt = 0; mt < MT; mt++)              \
+        FA_PRAGMA_UNROLL                         \
+        for (int nt = 0; nt < NT; nt++)          \
+            s[mt][nt] *= kmap.scale;
+#endif
+#ifdef FA_V_DESCALE
+#define FA_FP8_V_FACTOR                          \
+    FA_PRAGMA_UNROLL                             \
+    for (int mt = 0; mt < MT; mt++)              \
+        FA_PRAGMA_UNROLL                         \
+        for (int dt = 0; dt < DT; dt++)          \
+            acc[mt][dt] *= vmap.scale;
+#endif
+#endif
+#ifndef FA_FP8_K_FACTOR
+#define FA_FP8_K_FACTOR
+#endif
+#ifndef FA_FP8_V_FACTOR
+#define FA_FP8_V_FACTOR
+#endif
+
+#if defined(FA_KV_STAGED) && defined(FA_KV_Q8)
 /* one staged block of q8_0 rows into a local tile of FA_DTYPE values. A work-item takes whole
  * q8_0 blocks (a scale, 32 values: 4 chunks of the tile) at a constant step, every load issued
  * before the conversions (a chunk of 8 values per step, index arithmetic and a local-memory round
  * trip each, cost decoding as much as the rest of the kernel on an H200: commit 1f31e42). A block's values
  * start 2 bytes past its scale: 4-byte aligned in the odd blocks of a row, 2 off in the even ones,
  * which take 9 aligned words (never a stage's last bytes: the rows are 4-byte multiples) */
-#if Q8_RB % 4 != 0
+#if STAGE_RB % 4 != 0
 #error "the staged q8_0 rows must be 4-byte aligned"
 #endif
 #if D_PAD != HEAD_DIM
@@ -130,7 +227,7 @@ inline __attribute__((always_inline)) void fa_dequant_q8(__local ushort *tile, _
     for (int i = 0; i < (Q8_TILE_BLOCKS + WG - 1) / WG; i++) {
         const int e = lid + i * WG;
         if (Q8_TILE_BLOCKS % WG == 0 || e < Q8_TILE_BLOCKS) {
-            const int r = e / Q8_BLOCKS, b = e % Q8_BLOCKS, at = r * Q8_RB + b * 34;
+            const int r = e / Q8_BLOCKS, b = e % Q8_BLOCKS, at = r * STAGE_RB + b * 34;
             __local const uint *w = (__local const uint *)(stage + ((at + 2) & ~3));
             const int odd2 = (at + 2) & 2; /* the values 2 bytes off the word */
             uint x[9];
@@ -203,7 +300,7 @@ inline __attribute__((always_inline)) void fa_q8_words(__local const uchar *stag
 inline __attribute__((always_inline)) void fa_q8_key_words(__local const uchar *kq, int key, int t4, uint *w,
                                                            uint *d2)
 {
-    const int row = key * Q8_RB + t4 * (D_PAD / 4) / 32 * 34;
+    const int row = key * STAGE_RB + t4 * (D_PAD / 4) / 32 * 34;
     fa_q8_words(kq, row + 2 + t4 * (D_PAD / 4) % 32, w, KSTEPS);
     const uint d = *(__local const ushort *)(kq + row);
     *d2 = d | d << 16;
@@ -220,7 +317,7 @@ inline __attribute__((always_inline)) void fa_q8_value_frags(__local const uchar
     uint w[4][D_PAD / 32], d[4];
     FA_PRAGMA_UNROLL
     for (int j = 0; j < 4; j++) {
-        const int row = (k0 + FA_Q8_KEY(2 * t4 + j / 2 * 8 + j % 2)) * Q8_RB + blk;
+        const int row = (k0 + FA_Q8_KEY(2 * t4 + j / 2 * 8 + j % 2)) * STAGE_RB + blk;
         fa_q8_words(vq, row + 2 + g * (D_PAD / 8) % 32, w[j], D_PAD / 32);
         d[j] = *(__local const ushort *)(vq + row);
     }

@@ -20,14 +20,14 @@
 #define FA_Q8_FRAGS 1
 #define TILE_BUFS 0
 #define KT (KW / 16) /* FA_KEYS_M: key tiles of a warp a block */
-#define Q8_HALVES (2 * NBUF * Q8_STAGE / 2)
+#define STAGE_HALVES (2 * NBUF * KV_STAGE / 2)
 #define UNPERM_HALVES (WARPS * 16 * D_PAD * 2)
-#elif defined(FA_KV_Q8) && defined(FA_ASYNC)
-#define TILE_BUFS 1 /* the staging ring holds the stages (Q8_HALVES, after the tiles) */
-#define Q8_HALVES (2 * NBUF * Q8_STAGE / 2)
+#elif defined(FA_KV_STAGED)
+#define TILE_BUFS 1 /* the staging ring (q8_0 or fp8 rows) holds the stages (STAGE_HALVES, after the tiles) */
+#define STAGE_HALVES (2 * NBUF * KV_STAGE / 2)
 #else
 #define TILE_BUFS NBUF
-#define Q8_HALVES 0
+#define STAGE_HALVES 0
 #endif
 /* the key (past the warp's first) of S's n-tile nt, column c */
 #ifdef FA_Q8_FRAGS
@@ -56,11 +56,11 @@
 #ifdef FA_Q8_FRAGS
 /* one use at a time: Q's tile (until its fragments are read), the stages, then the permutation's
  * and the slices' space */
-#define Q8_AT 0
-#define SMEM_HALVES FA_MAX_(FA_MAX_(TILES_HALVES, Q8_HALVES), FA_MAX_(PART_HALVES, UNPERM_HALVES))
+#define STAGE_AT 0
+#define SMEM_HALVES FA_MAX_(FA_MAX_(TILES_HALVES, STAGE_HALVES), FA_MAX_(PART_HALVES, UNPERM_HALVES))
 #else
-#define Q8_AT (FA_MAX_(TILES_HALVES, PART_HALVES))
-#define SMEM_HALVES (Q8_AT + Q8_HALVES)
+#define STAGE_AT (FA_MAX_(TILES_HALVES, PART_HALVES))
+#define SMEM_HALVES (STAGE_AT + STAGE_HALVES)
 #endif
 
 /* FA_PERSISTENT: the O tile has space of its own after the rest (the producer fills Q's and the

@@ -13,6 +13,7 @@
     __global const ushort *qg = (__global const ushort *)q;                                    \
     __global const ushort *kg = (__global const ushort *)k;                                    \
     __global const ushort *vg = (__global const ushort *)v;                                    \
+    (void)kg, (void)vg; /* staged q8_0 / fp8 K/V read k and v as bytes */                      \
     const int kslice = warp % FA_KV_WARPS;                                                     \
     const int wrow = warp / FA_KV_WARPS * WARP_ROWS;                                           \
     const int koff = kslice * KW;                                                              \

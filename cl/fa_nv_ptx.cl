@@ -115,6 +115,14 @@ inline uint2 fa_q8x4_to_f16(uint w, uint d2)
     return (uint2)(lo, hi);
 }
 
+/* two f16 times two f16 (HMUL2), rounded to nearest; subnormals kept (no .ftz) */
+inline uint fa_hmul2(uint a, uint b)
+{
+    uint r;
+    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
 /* the bytes of a and b interleaved: (a0, b0, a1, b1) and (a2, b2, a3, b3), lowest first */
 inline uint2 fa_bytes_interleave(uint a, uint b)
 {
@@ -170,12 +178,13 @@ inline void fa_cp_async16_bytes(__local ushort *dst, __global const ushort *src,
     asm volatile(FA_CP_ASYNC_INSN :: "r"(fa_smem_addr(dst)), "l"((ulong)src), "r"(bytes) : "memory");
 }
 
-/* FA_Q8_COPY (4 or 8) bytes the same way, through L1 (.ca: .cg takes 16-byte copies only) */
-#ifdef FA_Q8_COPY
+/* FA_STAGE_COPY (4, 8 or 16) bytes of staged q8_0 / fp8 rows the same way, through L1 (.ca: .cg
+ * takes 16-byte copies only) */
+#ifdef FA_STAGE_COPY
 inline void fa_cp_async_small(__local uchar *dst, __global const uchar *src, int valid)
 {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], " FA_STR(FA_Q8_COPY) ", %2;"
-                 :: "r"(fa_smem_addr((__local ushort *)dst)), "l"((ulong)src), "r"(valid ? FA_Q8_COPY : 0) : "memory");
+    asm volatile("cp.async.ca.shared.global [%0], [%1], " FA_STR(FA_STAGE_COPY) ", %2;"
+                 :: "r"(fa_smem_addr((__local ushort *)dst)), "l"((ulong)src), "r"(valid ? FA_STAGE_COPY : 0) : "memory");
 }
 #endif
 
@@ -264,6 +273,15 @@ inline float2 fa_f16x2_to_f32(uint u)
 {
     const ushort h[2] = {(ushort)u, (ushort)(u >> 16)};
     return vload_half2(0, (const __private half *)h);
+}
+
+/* the f16 product computed in float32 (exact for the f16 operands here) and rounded once */
+inline uint fa_hmul2(uint a, uint b)
+{
+    const float2 x = fa_f16x2_to_f32(a), y = fa_f16x2_to_f32(b);
+    ushort r[2];
+    vstore_half2_rte(x * y, 0, (__private half *)r);
+    return (uint)r[0] | (uint)r[1] << 16;
 }
 
 /* every lane publishes its row address; then reads its two elements of each of the 4 matrices:
@@ -376,10 +394,12 @@ inline void fa_cp_async16_bytes(__local ushort *dst, __global const ushort *src,
         d[i] = i < bytes ? p[i] : (uchar)0;
 }
 
-#ifdef FA_Q8_COPY
+#ifdef FA_STAGE_COPY
 inline void fa_cp_async_small(__local uchar *dst, __global const uchar *src, int valid)
 {
-#if FA_Q8_COPY == 8
+#if FA_STAGE_COPY == 16
+    *(__local uint4 *)dst = valid ? *(__global const uint4 *)src : (uint4)(0);
+#elif FA_STAGE_COPY == 8
     *(__local uint2 *)dst = valid ? *(__global const uint2 *)src : (uint2)(0);
 #else
     *(__local uint *)dst = valid ? *(__global const uint *)src : 0u;

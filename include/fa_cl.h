@@ -527,9 +527,11 @@ typedef struct fa_cl_attention_desc {
  *    / v_descale say which factor (FA_CL_DESCALE_NONE: 1; _TENSOR: args.k_descale[0]; _HEAD:
  *    args.k_descale[b * heads_kv + h], a float32 per sequence and kv head, also with pages and
  *    varlen rows). Each element is converted exactly to float32 (every fp8 value is a float32)
- *    and multiplied by its factor in float32 (one rounding) as the kernel loads it; arithmetic is
- *    fp32 throughout, as for every storage type. A NaN/Inf code or factor is a NaN/Inf value (the
- *    NaN/Inf rules above apply to it). Factors are read from the device: nothing checks them.
+ *    and multiplied by its factor in float32 (one rounding) as the kernel loads it (nvidia-mma's
+ *    staged rows multiply the scores and the output by the factors instead: "Kernels" below);
+ *    arithmetic is fp32 throughout, as for every storage type. A NaN/Inf code or factor is a
+ *    NaN/Inf value (the NaN/Inf rules above apply to it). Factors are read from the device:
+ *    nothing checks them.
  *  - Layout: one byte per element; strides and offsets count elements (bytes) as for every type,
  *    any head_dim; paged pools, cache lengths, varlen and split-KV as for f16 caches.
  *  - Appending (desc.seqlen_new): k_new / v_new stay in desc.dtype; each new element x is stored
@@ -541,9 +543,16 @@ typedef struct fa_cl_attention_desc {
  *    may differ by an ulp of the quotient).
  *  - Kernels: the portable kernels (portable, portable-tiled; decode with split-KV) take fp8 K/V
  *    with q and o in any type; nvidia-mma takes it with q, o (and a K or V not in fp8) in
- *    desc.dtype, f16 or bf16, rounding each element's value x factor once more, to desc.dtype,
- *    as it loads a tile (synchronous loads, as q8_0's unaligned rows; its products are f16/bf16,
- *    as for every f16/bf16 plan there). nvidia-wgmma and nvidia-tf32x3 do not take fp8: the
+ *    desc.dtype, f16 or bf16 (its products are f16/bf16, as for every f16/bf16 plan there).
+ *    Where k and v are both fp8, head_dim (= head_dim_v) is a multiple of 8 and every K/V row
+ *    starts 4-byte aligned (offsets and strides, in elements, multiples of 4) it copies the codes
+ *    asynchronously and converts each exactly to desc.dtype (every fp8 value is an f16 and a
+ *    bf16; NaN codes stay NaN, e5m2's Inf stays Inf), then multiplies each score q.k by k's
+ *    factor and the output by v's, in float32 (FlashAttention-3's folding: a work-group's keys
+ *    share one factor; an Inf factor may then give Inf where per-element products gave NaN, or
+ *    the reverse). Elsewhere (or with FA_CL_TUNE=nvidia-mma:fp8_staged=0) it rounds each
+ *    element's value x factor once more, to desc.dtype, as it loads a tile (synchronous loads,
+ *    as q8_0's unaligned rows). nvidia-wgmma and nvidia-tf32x3 do not take fp8: the
  *    planner goes on to the next family (fa_cl_plan_info.kernel says which ran; FA_CL_KERNEL_VARIANT
  *    forcing one of them is FA_CL_ERROR_UNSUPPORTED naming the families that take fp8 K/V).
  *  - Checks: a descale mode other than NONE with a k / v type that is not fp8, fp8 for q or o:

@@ -35,6 +35,9 @@
  * planner alone on a device this machine has not (Hopper) */
 #include "plan/planner.h"
 #include "program/program.h"
+/* a plan's own tiles: whether nvidia-mma staged the fp8 rows (FA_CL_NV STAGE_COPY) */
+#include "kernels/nvidia.h"
+#include "plan/plan.h"
 
 static tu_tally fp8_tally = {"fp8", 0, 0};
 
@@ -178,6 +181,9 @@ typedef struct fp8_case {
     fa_cl_descale ds[2];  /* k's and v's descale modes */
     int outliers;         /* codes drawn over the format's whole range (log-uniform), normalised by the factor */
     int nan_key;          /* a NaN code in k (batch 0, head 0, key 5): only the rows that see it are NaN */
+    int specials;         /* subnormal codes only in k's kv head 1 and v's kv head 0 (factors that make them
+                             count), a NaN code in v, an Inf code in an e5m2 k */
+    int copy;             /* "staged": the bytes of nvidia-mma's copies of the staged rows (FA_STAGE_COPY) */
 } fp8_case;
 
 static void case_name(const fp8_case *fc, char *buf, size_t size)
@@ -185,9 +191,10 @@ static void case_name(const fp8_case *fc, char *buf, size_t size)
     static const char *const ds[3] = {"none", "tensor", "head"};
     char c[256];
     tu_case_format(&fc->c, c, sizeof c);
-    snprintf(buf, size, "%s q=%s k=%s v=%s o=%s descale=%s/%s%s%s", c, tu_dtype_name(fc->ty[0]),
+    snprintf(buf, size, "%s q=%s k=%s v=%s o=%s descale=%s/%s%s%s%s", c, tu_dtype_name(fc->ty[0]),
              tu_dtype_name(fc->ty[1]), tu_dtype_name(fc->ty[2]), tu_dtype_name(fc->ty[3]), ds[fc->ds[0]],
-             ds[fc->ds[1]], fc->outliers ? " outliers" : "", fc->nan_key ? " NaN key" : "");
+             ds[fc->ds[1]], fc->outliers ? " outliers" : "", fc->nan_key ? " NaN key" : "",
+             fc->specials ? " subnormal/NaN/Inf codes" : "");
 }
 
 /* The factors of one tensor, [B, Hkv] (a TENSOR mode uses the first): around 1, or 1 / the format's
@@ -224,23 +231,69 @@ static int dequantise(tu_problem *p, fa_cl_context *ctx, int i, fa_cl_descale mo
     return ctx ? tu_write(ctx, p->mem[i], tu_tensor_bytes(t), t->img) : 0;
 }
 
-/* Whether desc plans on nvidia-mma (the tensor-core kernel rounds each dequantised K/V element once
- * more, to desc.dtype, before its products: include/fa_cl.h "fp8 K/V"). */
-static int plans_on_mma(fa_cl_context *ctx, const fa_cl_attention_desc *d)
+/* The bytes of nvidia-mma's copies of fp8 rows staged raw (FA_STAGE_COPY; 0: its synchronous
+ * loaders) in plan, which ran on nvidia-mma */
+static int staged_copy(const fa_cl_plan *plan) { return FA_CL_NV(&plan->tiles, STAGE_COPY); }
+
+/* Whether desc plans on nvidia-mma with its synchronous fp8 loaders (1: they round each dequantised
+ * K/V element once more, to desc.dtype, before its products: include/fa_cl.h "fp8 K/V"), or with
+ * its staged rows (2: the codes' values, exact in desc.dtype, and the factors on the scores and O);
+ * *copy: the staged copies' bytes */
+static int plans_on_mma(fa_cl_context *ctx, const fa_cl_attention_desc *d, int *copy)
 {
     fa_cl_plan *plan = NULL;
     fa_cl_plan_info info;
     const int mma = fa_cl_plan_create(ctx, d, &plan) == FA_CL_SUCCESS && fa_cl_plan_get_info(plan, &info) == FA_CL_SUCCESS &&
                     strcmp(info.kernel, "nvidia-mma") == 0;
+    *copy = mma ? staged_copy(plan) : 0;
     fa_cl_plan_release(plan);
-    return mma;
+    return mma ? 1 + (*copy > 0) : 0;
 }
+
+/* "staged [sync]": the copies each case must plan (its own; 0 with "sync", FA_CL_TUNE
+ * nvidia-mma:fp8_staged=0); -1 elsewhere: any */
+static int want_staged = -1;
 
 /* the values nvidia-mma multiplies: x rounded to the dtype where it runs (n of them) */
 static void round_for(fa_cl_dtype dtype, int mma, float *x, size_t n)
 {
     for (size_t i = 0; i < n && mma; i++)
         x[i] = tu_round(dtype, x[i]);
+}
+
+/* specials: K's kv head 1 (V's kv head 0) only subnormal codes, their factor (a factor per head)
+ * large enough that a wrong value of one shows in the scores (the outputs) */
+static void subnormal_head(tu_problem *p, int i, float *f, tu_rng *rng)
+{
+    tu_tensor *t = &p->t[1 + i];
+    const int64_t B = t->dim[0], H = t->dim[1], hk = i == 0 ? 1 : 0;
+    const unsigned top = t->dtype == E4 ? 7u : 3u; /* the largest subnormal mantissa */
+    if (hk >= H)
+        return;
+    for (int64_t b = 0; b < B; b++) {
+        f[b * H + hk] = i == 0 ? 150.0f : 100.0f;
+        for (int64_t s = 0; s < t->dim[2]; s++)
+            for (int64_t d = 0; d < t->dim[3]; d++)
+                tu_store_bits(t->dtype, t->img, tu_tensor_index(t, b, hk, s, d),
+                              (uint32_t)(1 + tu_rng_next(rng) % top) | (tu_rng_next(rng) & 0x80u));
+    }
+}
+
+/* specials: a NaN code in V (batch 0, kv head 0, key 7, dim 2: that column of the rows that see it
+ * is NaN), and in an e5m2 K +Inf (batch last, kv head 0, key 4, dim 0: the rows that see it NaN or
+ * that key's weight 0, as q's sign has it) */
+static int write_specials(tu_problem *p, fa_cl_context *ctx, const fp8_case *fc)
+{
+    tu_tensor *v = &p->t[2], *k = &p->t[1];
+    const int64_t D = fc->c.D, Sk = fc->c.Sk, Hkv = fc->c.Hkv, bl = fc->c.B - 1;
+    tu_store_bits(v->dtype, v->img, tu_tensor_index(v, 0, 0, 7, 2), 0x7fu);
+    p->x[2][7 * (size_t)D + 2] = NAN;
+    if (fc->ty[1] == E5) {
+        tu_store_bits(k->dtype, k->img, tu_tensor_index(k, bl, 0, 4, 0), 0x7cu);
+        p->x[1][(size_t)((bl * Hkv * Sk + 4) * D)] = INFINITY;
+    }
+    return tu_write(ctx, p->mem[2], tu_tensor_bytes(v), v->img) == 0 &&
+           tu_write(ctx, p->mem[1], tu_tensor_bytes(k), k->img) == 0;
 }
 
 static void check_case(tu_tally *t, fa_cl_context *ctx, const fp8_case *fc, uint64_t seed, int reference)
@@ -264,11 +317,15 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const fp8_case *fc, uint
         if (!tu_is_fp8(fc->ty[1 + i]))
             continue;
         make_factors(f[i], nf, fc->ty[1 + i], fc->outliers, i);
+        if (fc->specials)
+            subnormal_head(&p, i, f[i], &rng);
         ok = dequantise(&p, ctx, 1 + i, fc->ds[i], f[i], fc->outliers, &rng) == 0;
         if (ok && fc->ds[i] != DS_NONE)
             ok = (fm[i] = tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)(fc->ds[i] == DS_HEAD ? nf : 1) * sizeof(float),
                                     f[i])) != NULL;
     }
+    if (ok && fc->specials)
+        ok = write_specials(&p, ctx, fc);
     if (ok && fc->nan_key) { /* 0x7f: NaN in both formats */
         tu_store_bits(fc->ty[1], p.t[1].img, tu_tensor_index(&p.t[1], 0, 0, 5, 3), 0x7fu);
         p.x[1][5 * (size_t)fc->c.D + 3] = NAN;
@@ -277,10 +334,15 @@ static void check_case(tu_tally *t, fa_cl_context *ctx, const fp8_case *fc, uint
     if (!tu_expect(t, ok, "%s: setup of the fp8 data", name))
         goto done;
     p.desc.k_descale = fc->ds[0], p.desc.v_descale = fc->ds[1];
-    const int mma = !reference && plans_on_mma(ctx, &p.desc);
+    int copy = 0;
+    const int mma = reference ? 0 : plans_on_mma(ctx, &p.desc, &copy);
+    if (want_staged >= 0 && !tu_expect(t, mma && copy == (want_staged ? fc->copy : 0),
+                                       "%s: planned %s, fp8 rows staged by copies of %d bytes (want nvidia-mma, %d)",
+                                       name, mma ? "nvidia-mma" : "another kernel", copy, want_staged ? fc->copy : 0))
+        goto done;
     const size_t nkv = (size_t)(fc->c.B * fc->c.Hkv * fc->c.Sk * fc->c.D);
     for (int i = 1; i < 3; i++)
-        round_for(fc->c.dtype, mma && tu_is_fp8(fc->ty[i]), p.x[i], nkv);
+        round_for(fc->c.dtype, mma == 1 && tu_is_fp8(fc->ty[i]), p.x[i], nkv);
     tu_attention_f64(&p.c, p.x[0], p.x[1], p.x[2], ref_o, ref_lse);
     fa_cl_forward_args a;
     fa_cl_forward_args_init(&a);
@@ -300,56 +362,86 @@ done:
 
 static const fp8_case all_cases[] = {
     /* prefill, causal, tails in both sequences; one factor each */
-    {{2, 4, 2, 45, 77, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E4, F32}, {DS_TENSOR, DS_TENSOR}, 0, 1},
-    {{2, 4, 2, 45, 77, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E5, F16}, {DS_TENSOR, DS_TENSOR}, 1, 0},
+    {{2, 4, 2, 45, 77, 64, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E4, F32}, {DS_TENSOR, DS_TENSOR}, 0, 1, 0, 0},
+    {{2, 4, 2, 45, 77, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E5, F16}, {DS_TENSOR, DS_TENSOR}, 1, 0, 0, 0},
     /* a factor per (batch, kv head), strided and padded views, head_dim 40, outliers */
-    {{2, 4, 4, 33, 70, 40, F16, 0, -1, -1, "CSPC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_HEAD, DS_HEAD}, 1, 0},
-    {{2, 4, 4, 33, 70, 40, BF16, 0, -1, -1, "CQSC", 0.0f, 1}, {BF16, E4, E5, BF16}, {DS_HEAD, DS_HEAD}, 0, 0},
+    {{2, 4, 4, 33, 70, 40, F16, 0, -1, -1, "CSPC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_HEAD, DS_HEAD}, 1, 0, 0, 0},
+    {{2, 4, 4, 33, 70, 40, BF16, 0, -1, -1, "CQSC", 0.0f, 1}, {BF16, E4, E5, BF16}, {DS_HEAD, DS_HEAD}, 0, 0, 0, 0},
     /* decode rows: GQA packing, split-KV; K scaled, V without a factor */
-    {{3, 8, 2, 1, 300, 128, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, {BF16, E4, E4, BF16}, {DS_HEAD, DS_NONE}, 1, 0},
-    {{2, 8, 2, 2, 257, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E5, F16}, {DS_NONE, DS_TENSOR}, 0, 1},
+    {{3, 8, 2, 1, 300, 128, BF16, 0, -1, -1, "CCCC", 0.0f, 1}, {BF16, E4, E4, BF16}, {DS_HEAD, DS_NONE}, 1, 0, 0, 0},
+    {{2, 8, 2, 2, 257, 64, F16, 1, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E5, F16}, {DS_NONE, DS_TENSOR}, 0, 1, 0, 0},
     /* head_dim 59 (tails of the 4-wide loads), only K in fp8; q in f32 under a bf16 o */
-    {{1, 2, 1, 20, 50, 59, F32, 0, 8, 3, "CCCC", 0.0f, 1}, {F32, E5, F32, F32}, {DS_TENSOR, DS_NONE}, 1, 0},
-    {{1, 4, 2, 17, 90, 96, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E5, BF16}, {DS_TENSOR, DS_HEAD}, 1, 0},
+    {{1, 2, 1, 20, 50, 59, F32, 0, 8, 3, "CCCC", 0.0f, 1}, {F32, E5, F32, F32}, {DS_TENSOR, DS_NONE}, 1, 0, 0, 0},
+    {{1, 4, 2, 17, 90, 96, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E5, BF16}, {DS_TENSOR, DS_HEAD}, 1, 0, 0, 0},
 };
+
+/* the n cases of list (only case `only`, where >= 0), case i seeded seed + i */
+static int check_list(fa_cl_context *ctx, const fp8_case *list, int n, uint64_t seed, int only, int reference)
+{
+    for (int i = 0; i < n; i++)
+        if (only < 0 || only == i)
+            check_case(&fp8_tally, ctx, &list[i], seed + (uint64_t)i, reference);
+    return 0;
+}
 
 static int run_cases(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    for (int i = 0; i < TU_COUNT(all_cases); i++)
-        check_case(&fp8_tally, ctx, &all_cases[i], 800 + (uint64_t)i, 0);
-    return 0;
+    return check_list(ctx, all_cases, TU_COUNT(all_cases), 800, -1, 0);
+}
+
+/* nvidia-mma's fp8 rows staged raw (cp.async; emulated here) and dequantised by bit operations:
+ * both formats into f16 and bf16 tiles, decode (GQA packing) and prefill, tails of seqlen_k in the
+ * last block, factors per head, subnormal, NaN and Inf codes; 16-byte copies, 8 at head_dim 40
+ * (rows 40 bytes apart), none at an unaligned layout ("P": the synchronous loaders) */
+static const fp8_case staged_cases[] = {
+    {{2, 8, 2, 1, 77, 64, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, E4, E4, F16}, {DS_HEAD, DS_HEAD}, 0, 0, 1, 16},
+    {{2, 8, 2, 1, 77, 64, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E5, F16}, {DS_HEAD, DS_HEAD}, 0, 0, 1, 16},
+    {{2, 8, 2, 3, 131, 128, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {BF16, E5, E4, BF16}, {DS_HEAD, DS_HEAD}, 0, 0, 1, 16},
+    {{2, 8, 2, 3, 131, 128, BF16, 1, -1, -1, "CCCC", 0.0f, 1}, {BF16, E4, E5, BF16}, {DS_TENSOR, DS_NONE}, 1, 0, 0, 16},
+    {{1, 4, 2, 70, 83, 40, F16, 1, -1, -1, "CSSC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_TENSOR, DS_HEAD}, 1, 1, 0, 8},
+    {{1, 4, 2, 70, 83, 40, BF16, 0, -1, -1, "CSSC", 0.0f, 1}, {BF16, E4, E4, BF16}, {DS_HEAD, DS_HEAD}, 0, 0, 1, 8},
+    {{1, 4, 4, 9, 45, 32, F16, 0, -1, -1, "CPPC", 0.0f, 1}, {F16, E4, E5, F16}, {DS_HEAD, DS_TENSOR}, 0, 0, 0, 0},
+};
+
+static int run_staged(fa_cl_context *ctx, int argc, char **argv)
+{
+    want_staged = !(argc > 0 && strcmp(argv[0], "sync") == 0);
+    return check_list(ctx, staged_cases, TU_COUNT(staged_cases), 900, argc > 0 && want_staged ? atoi(argv[0]) : -1, 0);
 }
 
 static int run_reference(fa_cl_context *ctx, int argc, char **argv)
 {
     (void)argc, (void)argv;
-    for (int i = 0; i < TU_COUNT(all_cases); i++)
-        check_case(&fp8_tally, ctx, &all_cases[i], 800 + (uint64_t)i, 1);
-    return 0;
+    return check_list(ctx, all_cases, TU_COUNT(all_cases), 800, -1, 1);
 }
 
 static int run_tiny(fa_cl_context *ctx, int argc, char **argv)
 {
     static const fp8_case tiny[] = {
-        {{2, 2, 1, 5, 21, 8, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E5, F32}, {DS_HEAD, DS_TENSOR}, 1, 0},
-        {{2, 4, 2, 1, 40, 12, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_TENSOR, DS_HEAD}, 0, 0},
+        {{2, 2, 1, 5, 21, 8, F32, 1, -1, -1, "CCCC", 0.0f, 1}, {F32, E4, E5, F32}, {DS_HEAD, DS_TENSOR}, 1, 0, 0, 0},
+        {{2, 4, 2, 1, 40, 12, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_TENSOR, DS_HEAD}, 0, 0, 0, 0},
+        /* nvidia-mma's staged rows (head_dim 16: 16-byte copies), a tail of keys, special codes */
+        {{1, 4, 2, 1, 21, 16, F16, 0, -1, -1, "CCCC", 0.0f, 1}, {F16, E5, E4, F16}, {DS_HEAD, DS_HEAD}, 0, 0, 1, 16},
     };
-    const int only = argc > 0 ? atoi(argv[0]) : -1;
-    for (int i = 0; i < TU_COUNT(tiny); i++)
-        if (only < 0 || only == i)
-            check_case(&fp8_tally, ctx, &tiny[i], 80 + (uint64_t)i, 0);
-    return 0;
+    want_staged = argc > 1 && strcmp(argv[1], "staged") == 0 ? 1 : -1; /* "tiny 2 staged": nvidia-mma's */
+    return check_list(ctx, tiny, TU_COUNT(tiny), 80, argc > 0 ? atoi(argv[0]) : -1, 0);
 }
 
 /* ---- serving: a paged fp8 cache, appended to and decoded against ----------------------------- */
 
+/* "serving [page [staged|sync]]": pages of 16 rows (or `page`); with staged / sync, nvidia-mma must
+ * plan (emulated here) with the fp8 rows staged (16-byte copies) / through its synchronous loaders */
 static int run_serving(fa_cl_context *ctx, int argc, char **argv)
 {
-    (void)argc, (void)argv;
     tu_tally *t = &fp8_tally;
-    enum { B = 2, HQ = 4, HKV = 2, D = 64, PAGE = 16, PER_SEQ = 4, PAGES = 9, SQ = 2, NEW = 2, CAP = PER_SEQ * PAGE };
-    const int table[B * PER_SEQ] = {3, 7, 1, 5, 8, 0, 6, 2};
+    const int PAGE = argc > 0 ? atoi(argv[0]) : 16;
+    const int want = argc > 1 ? strcmp(argv[1], "staged") == 0 ? 16 : 0 : -1;
+    if (PAGE < 1 || PAGE > 64)
+        return 1;
+    enum { B = 2, HQ = 4, HKV = 2, D = 64, SQ = 2, NEW = 2 };
+    const int PER_SEQ = (64 + PAGE - 1) / PAGE, PAGES = B * PER_SEQ + 1, CAP = PER_SEQ * PAGE;
+    int *table = malloc((size_t)PAGES * sizeof(int));
     const int lens[B] = {37, 50};
     const size_t pool = (size_t)PAGES * PAGE * HKV * D, nq = (size_t)B * HQ * SQ * D, nnew = (size_t)B * NEW * HKV * D;
     unsigned char *kp = malloc(pool), *vp = malloc(pool), *kp_out = malloc(pool);
@@ -358,10 +450,16 @@ static int run_serving(fa_cl_context *ctx, int argc, char **argv)
     float *qx = malloc((size_t)HQ * SQ * D * sizeof(float)), lse[B * HQ * SQ];
     double *ref_o = malloc((size_t)HQ * SQ * D * sizeof(double)), ref_lse[HQ * SQ];
     float kf[B * HKV], vf[1] = {0.043f};
-    if (!kp || !vp || !kp_out || !q16 || !o16 || !kn16 || !vn16 || !kx || !vx || !qx || !ref_o)
+    if (!table || !kp || !vp || !kp_out || !q16 || !o16 || !kn16 || !vn16 || !kx || !vx || !qx || !ref_o)
         return 1;
     tu_rng rng;
     tu_rng_seed(&rng, 0x5e7);
+    for (int i = 0; i < PAGES; i++) /* the pages in a shuffled order (one left over) */
+        table[i] = i;
+    for (int i = PAGES - 1; i > 0; i--) {
+        const int j = (int)(tu_rng_next(&rng) % (uint64_t)(i + 1)), x = table[i];
+        table[i] = table[j], table[j] = x;
+    }
     for (size_t i = 0; i < pool; i++) {
         kp[i] = (unsigned char)tu_fp8_nearest(E4, 3.0f * tu_rng_nonzero(&rng));
         vp[i] = (unsigned char)tu_fp8_nearest(E5, 20.0f * tu_rng_nonzero(&rng));
@@ -378,7 +476,7 @@ static int run_serving(fa_cl_context *ctx, int argc, char **argv)
                     tu_buffer(ctx, CL_MEM_READ_WRITE, pool, vp), tu_buffer(ctx, CL_MEM_READ_WRITE, nq * 2, NULL),
                     tu_buffer(ctx, CL_MEM_READ_WRITE, sizeof lse, NULL),
                     tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof lens, lens),
-                    tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof table, table),
+                    tu_buffer(ctx, CL_MEM_READ_ONLY, (size_t)B * PER_SEQ * sizeof(int), table),
                     tu_buffer(ctx, CL_MEM_READ_ONLY, nnew * 2, kn16), tu_buffer(ctx, CL_MEM_READ_ONLY, nnew * 2, vn16),
                     tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof kf, kf), tu_buffer(ctx, CL_MEM_READ_ONLY, sizeof vf, vf)};
     int ok = 1;
@@ -400,8 +498,12 @@ static int run_serving(fa_cl_context *ctx, int argc, char **argv)
     ok = tu_expect(t, st == FA_CL_SUCCESS, "paged fp8 cache: plan (%s)", st ? fa_cl_last_error(ctx) : "ok");
     int mma = 0;
     if (ok && fa_cl_plan_get_info(plan, &info) == FA_CL_SUCCESS) {
-        printf("  paged fp8 cache: kernel %s, splits %d, gqa_pack %d\n", info.kernel, info.splits, info.gqa_pack);
-        mma = strcmp(info.kernel, "nvidia-mma") == 0;
+        mma = strcmp(info.kernel, "nvidia-mma") == 0 ? 1 + (staged_copy(plan) > 0) : 0;
+        printf("  paged fp8 cache, pages of %d: kernel %s%s, splits %d, gqa_pack %d\n", PAGE, info.kernel,
+               mma == 2 ? " (fp8 rows staged)" : "", info.splits, info.gqa_pack);
+        if (want >= 0)
+            ok = tu_expect(t, mma && staged_copy(plan) == want, "paged fp8 cache: nvidia-mma with fp8 rows staged by "
+                           "copies of %d bytes (want %d)", mma ? staged_copy(plan) : -1, want);
     }
     st = ok ? fa_cl_plan_run(plan, &a) : st;
     ok = ok && tu_expect(t, st == FA_CL_SUCCESS, "paged fp8 cache: run (%s)", st ? fa_cl_last_error(ctx) : "ok") &&
@@ -446,8 +548,8 @@ static int run_serving(fa_cl_context *ctx, int argc, char **argv)
                     kx[((size_t)h * L + (size_t)j) * D + (size_t)c] = (float)tu_fp8_value(E4, kp_out[at]) * kf[b * HKV + h];
                     vx[((size_t)h * L + (size_t)j) * D + (size_t)c] = (float)tu_fp8_value(E5, vp[at]) * vf[0];
                 }
-        round_for(F16, mma, kx, (size_t)HKV * L * D);
-        round_for(F16, mma, vx, (size_t)HKV * L * D);
+        round_for(F16, mma == 1, kx, (size_t)HKV * L * D);
+        round_for(F16, mma == 1, vx, (size_t)HKV * L * D);
         for (size_t i = 0; i < (size_t)HQ * SQ * D; i++)
             qx[i] = tu_f16_to_f32(q16[(size_t)b * HQ * SQ * D + i]);
         const tu_case c = {1, HQ, HKV, SQ, L, D, F16, 1, -1, -1, "CCCC", 0.0f, 1};
@@ -466,7 +568,7 @@ static int run_serving(fa_cl_context *ctx, int argc, char **argv)
     for (int i = 0; i < 11; i++)
         if (m[i])
             clReleaseMemObject(m[i]);
-    free(kp), free(vp), free(kp_out), free(q16), free(o16), free(kn16), free(vn16), free(kx), free(vx), free(qx);
+    free(table), free(kp), free(vp), free(kp_out), free(q16), free(o16), free(kn16), free(vn16), free(kx), free(vx), free(qx);
     free(ref_o);
     return 0;
 }
@@ -626,7 +728,7 @@ int main(int argc, char **argv)
         tu_kernel_dir_default(FA_CL_CHECK_KERNEL_DIR);
     const tu_subset subsets[] = {
         {"codes", run_codes},     {"cases", run_cases},     {"reference", run_reference},
-        {"serving", run_serving}, {"invalid", run_invalid}, {"tiny", run_tiny},
+        {"serving", run_serving}, {"invalid", run_invalid}, {"tiny", run_tiny},   {"staged", run_staged},
     };
     return tu_main(&fp8_tally, argc, argv, subsets, TU_COUNT(subsets), tu_context, TU_TIMED);
 }

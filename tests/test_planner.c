@@ -808,7 +808,7 @@ static void mma_cases(tu_tally *tally)
                  t.local_mem_bytes == mc[i].bytes &&
                  t.local_mem_bytes == fa_cl__mma_local_bytes(t.block_q, t.block_kv, t.head_dim_padded,
                                                             t.rows_per_item, mc[i].aligned ? 2 : 1,
-                                                            FA_CL_NV(&t, KV_WARPS), 0) &&
+                                                            FA_CL_NV(&t, KV_WARPS), 0, 0) &&
                  FA_CL_NV(&t, STAGES) == (mc[i].aligned ? 2 : 1);
         else if (ok)
             ok = msg[0] != '\0';
@@ -1303,6 +1303,38 @@ static void amd_matrix_rules(tu_tally *tally)
     }
 }
 
+/* nvidia-mma with q8_0 or fp8 K/V (kv, feature) of head_dim d at element offset off (16-bit rows
+ * 16-byte aligned or not: aligned), seqlen_q sq: the copies of the staged rows, tiles, key slices,
+ * stages and local bytes each case wants */
+typedef struct staged_plan_case {
+    int d;
+    size_t off;
+    int64_t sq;
+    int copy, aligned, br, bc, kvw, stages;
+    size_t bytes;
+} staged_plan_case;
+static void expect_staged_plans(tu_tally *tally, const fa_cl__limits *lim, const char *what, fa_cl_storage kv,
+                                unsigned feature, const staged_plan_case *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const fa_cl__views v = test_views(c[i].d, FA_CL_F16, c[i].sq, 8192, FA_CL_MASK_NONE, 0, kv, c[i].off);
+        fa_cl__tile_request req = {c[i].d, FA_CL_F16, c[i].sq, 8192, c[i].aligned, 8192};
+        req.features = feature;
+        req.views = &v;
+        fa_cl__tiles t;
+        char msg[256] = "";
+        fa_cl_status st = fa_cl__plan_tiles(lim, &req, &t, msg, sizeof msg);
+        tu_expect(tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == c[i].br &&
+                  t.block_kv == c[i].bc && FA_CL_NV(&t, KV_WARPS) == c[i].kvw && FA_CL_NV(&t, STAGES) == c[i].stages &&
+                  FA_CL_NV(&t, STAGE_COPY) == c[i].copy && t.local_mem_bytes == c[i].bytes,
+                  "%s K/V, d %d, offset %zu, Sq %lld: %s %dx%d kv_warps %d stages %d stage_copy %d, %zu bytes "
+                  "(want %dx%d, %d, %d, %d, %zu) %s", what, c[i].d, c[i].off, (long long)c[i].sq,
+                  fa_cl_status_string(st), t.block_q, t.block_kv, FA_CL_NV(&t, KV_WARPS), FA_CL_NV(&t, STAGES),
+                  FA_CL_NV(&t, STAGE_COPY), t.local_mem_bytes, c[i].br, c[i].bc, c[i].kvw, c[i].stages, c[i].copy,
+                  c[i].bytes, msg);
+    }
+}
+
 int main(void)
 {
     tu_tally tally = {"planner", 0, 0};
@@ -1328,36 +1360,18 @@ int main(void)
         fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
         /* copies: what the K/V rows' alignment allows (kernels/nvidia.h): 8 bytes where rows start at
          * multiples of 128 elements (d = 128 from offset 0), 4 at 64 (d = 64), 0 elsewhere (offset 32) */
-        const struct { int d; int64_t sq; int copy, aligned, br, bc, kvw, stages; size_t bytes; } qc[] = {
+        const staged_plan_case qc[] = {
             /* at most 8 rows: FA_KEYS_M, asking for a third of the local memory and 16 bytes, so that
              * at most two work-groups share an SM: (227 KiB / 3 / 16 + 1) * 16 = 77488 */
-            {128, 1, 8, 0, 8, 128, 4, 2, 77488},
-            {128, 8, 8, 0, 8, 128, 4, 2, 77488},
-            {128, 9, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 136},
-            {64, 1, 4, 0, 8, 128, 4, 2, 77488},
-            {64, 9, 4, 0, 16, 128, 4, 2, 2 * 2 * 128 * 68},
-            {128, 1, 0, 0, 16, 64, 4, 1, 2 * 64 * 136 * 2},
-            {128, 4096, 8, 1, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 136},
+            {128, 0, 1, 8, 0, 8, 128, 4, 2, 77488},
+            {128, 0, 8, 8, 0, 8, 128, 4, 2, 77488},
+            {128, 0, 9, 8, 0, 16, 128, 4, 2, 2 * 2 * 128 * 136},
+            {64, 0, 1, 4, 0, 8, 128, 4, 2, 77488},
+            {64, 0, 9, 4, 0, 16, 128, 4, 2, 2 * 2 * 128 * 68},
+            {128, 32, 1, 0, 0, 16, 64, 4, 1, 2 * 64 * 136 * 2},
+            {128, 0, 4096, 8, 1, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 136},
         };
-        for (size_t i = 0; i < sizeof qc / sizeof qc[0]; i++) {
-            const fa_cl__views v =
-                test_views(qc[i].d, FA_CL_F16, qc[i].sq, 8192, FA_CL_MASK_NONE, 0, FA_CL_STORAGE_Q8_0, qc[i].copy ? 0 : 32);
-            fa_cl__tile_request req = {qc[i].d, FA_CL_F16, qc[i].sq, 8192, qc[i].aligned, 8192};
-            req.features = FA_CL_FEAT_KV_Q8;
-            req.views = &v;
-            fa_cl__tiles t;
-            char msg[256] = "";
-            fa_cl_status st = fa_cl__plan_tiles(&lim, &req, &t, msg, sizeof msg);
-            tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == qc[i].br &&
-                      t.block_kv == qc[i].bc && FA_CL_NV(&t, KV_WARPS) == qc[i].kvw &&
-                      FA_CL_NV(&t, STAGES) == qc[i].stages && FA_CL_NV(&t, Q8_COPY) == qc[i].copy &&
-                      t.local_mem_bytes == qc[i].bytes,
-                      "q8_0 K/V, d %d, Sq %lld, copies %d: %s %dx%d kv_warps %d stages %d q8_copy %d, %zu bytes "
-                      "(want %dx%d, %d, %d, %zu) %s", qc[i].d, (long long)qc[i].sq, qc[i].copy, fa_cl_status_string(st), t.block_q,
-                      t.block_kv, FA_CL_NV(&t, KV_WARPS), FA_CL_NV(&t, STAGES), FA_CL_NV(&t, Q8_COPY), t.local_mem_bytes,
-                      qc[i].br, qc[i].bc, qc[i].kvw,
-                      qc[i].stages, qc[i].bytes, msg);
-        }
+        expect_staged_plans(&tally, &lim, "q8_0", FA_CL_STORAGE_Q8_0, FA_CL_FEAT_KV_Q8, qc, sizeof qc / sizeof qc[0]);
         fa_cl__tile_request req = {128, FA_CL_F16, 4096, 4096, 1, 4096};
         req.mask = FA_CL_MASK_F16; /* rows not known to be 16-byte aligned: no views */
         fa_cl__tiles t;
@@ -1366,6 +1380,21 @@ int main(void)
         tu_expect(&tally, st == FA_CL_SUCCESS && t.variant == FA_CL_KERNEL_NVIDIA_MMA && t.block_q == 128 &&
                   t.block_kv == 32 && t.rows_per_item == 32, "a mask at d = 128: %s %dx%dx%d (want 128x32x32) %s",
                   fa_cl_status_string(st), t.block_q, t.block_kv, t.rows_per_item, msg);
+    }
+    /* nvidia-mma with fp8 K and V: raw rows staged by copies of 16, 8 or 4 bytes as every row's bytes
+     * (head_dim, offsets, strides) allow, dequantised into one K and one V tile (the q8_0 plans'
+     * tiles: decoding 16 rows, 4 warps' key slices); rows 2 bytes off: the synchronous loaders */
+    {
+        fa_cl__limits lim = nvidia_gpu(8, 0, 227 * KIB);
+        const staged_plan_case fc[] = {
+            {128, 0, 1, 16, 0, 16, 64, 4, 2, 2 * (2 * 64) * 136 + 2 * 2 * 64 * 128},
+            {128, 8, 1, 8, 0, 16, 64, 4, 2, 2 * (2 * 64) * 136 + 2 * 2 * 64 * 128},
+            {128, 4, 1, 4, 0, 16, 64, 4, 2, 2 * (2 * 64) * 136 + 2 * 2 * 64 * 128},
+            {40, 0, 1, 8, 0, 16, 64, 4, 2, 2 * (2 * 64) * 72 + 2 * 2 * 64 * 40},
+            {128, 0, 4096, 16, 0, 128, 64, 1, 2, (2 * 64 + 128) * 136 * 2 + 2 * 2 * 64 * 128},
+            {128, 2, 1, 0, 0, 32, 32, 1, 1, 2 * 32 * 136 * 2},
+        };
+        expect_staged_plans(&tally, &lim, "fp8", FA_CL_STORAGE_E4M3, FA_CL_FEAT_KV_FP8, fc, sizeof fc / sizeof fc[0]);
     }
 
     /* NVIDIA with a mask, f32 at d = 64 on the portable kernels (nvidia-tf32x3 takes no mask):

@@ -41,16 +41,22 @@ int fa_cl__nv_mask_row_bytes(const fa_cl__tile_request *req)
     return rows16 ? (int)es : 0;
 }
 
-int fa_cl__nv_q8_copy(const fa_cl__tile_request *req)
+int fa_cl__nv_stage_copy(const fa_cl__tile_request *req)
 {
-    if (!(req->features & FA_CL_FEAT_KV_Q8) || !req->views)
+    if (!req->views)
         return 0;
-    /* asynchronous copies of 8 (or 4) bytes where every K/V row's bytes start that aligned: row
-     * element offsets multiples of 128 (64), i.e. 136 (68) bytes of q8_0 blocks, from 16-byte
-     * aligned buffers */
-    const fa_cl_attention_desc *d = &req->views->d;
-    for (int w = 8; w >= 4; w /= 2) {
-        const int64_t e = w == 8 ? 128 : 64;
+    const fa_cl__views *v = req->views;
+    const fa_cl_attention_desc *d = &v->d;
+    const int q8 = (req->features & FA_CL_FEAT_KV_Q8) != 0;
+    const int fp8 = fa_cl__type_is_fp8(v->type[1]) && fa_cl__type_is_fp8(v->type[2]) && d->head_dim % 8 == 0 &&
+                    v->dv == d->head_dim;
+    if (!q8 && !fp8)
+        return 0;
+    /* asynchronous copies of w bytes where every K/V row's bytes start that aligned, from 16-byte
+     * aligned buffers: q8_0 8 (or 4) bytes, row element offsets multiples of 128 (64), i.e. 136
+     * (68) bytes of q8_0 blocks; fp8 16, 8 or 4 bytes, element offsets (bytes) multiples of that */
+    for (int w = q8 ? 8 : 16; w >= 4; w /= 2) {
+        const int64_t e = q8 ? 16 * w : w;
         int ok = d->head_dim % e == 0 && d->k_offset % (size_t)e == 0 && d->v_offset % (size_t)e == 0;
         for (int i = 0; i < 3; i++)
             ok = ok && d->k_stride[i] % e == 0 && d->v_stride[i] % e == 0;

@@ -13,7 +13,8 @@ enum {
     FA_CL_NV_ALIGNED16,   /* rows 16-byte aligned: tiles copied asynchronously (FA_ALIGNED16) */
     FA_CL_NV_STAGES,      /* nvidia-mma: K/V buffers each (FA_STAGES; 1 = synchronous copies) */
     FA_CL_NV_KV_WARPS,    /* nvidia-mma: warps sharing the rows, each a slice of every key block (FA_KV_WARPS) */
-    FA_CL_NV_Q8_COPY,     /* nvidia-mma with q8_0 K/V: FA_Q8_COPY, the asynchronous copies' size; 0 = none */
+    FA_CL_NV_STAGE_COPY,  /* nvidia-mma with q8_0 or fp8 K/V staged raw: FA_STAGE_COPY, the asynchronous copies'
+                             size; 0 = none */
     FA_CL_NV_LOCAL_FLOOR, /* nvidia-mma: local memory asked for at least this many bytes (FA_SMEM_FLOOR) */
     FA_CL_NV_MASK_PAIRS,  /* mask offset and strides even: keys read in pairs (FA_MASK_PAIRS) */
     FA_CL_NV_MASK_ASYNC,  /* the mask's tiles copied with K/V into local memory (FA_MASK_ASYNC) */
@@ -41,9 +42,10 @@ size_t fa_cl__nv_emulation_bytes(const fa_cl__limits *lim, const fa_cl__kernel_f
 /* A mask entry's bytes where every mask row starts 16-byte aligned (its tiles can be copied with K
  * and V); 0 otherwise or without a mask. */
 int fa_cl__nv_mask_row_bytes(const fa_cl__tile_request *req);
-/* With q8_0 K/V: 8 or 4 where every K/V row's bytes start that aligned (asynchronous copies of that
- * size), else 0. */
-int fa_cl__nv_q8_copy(const fa_cl__tile_request *req);
+/* K/V rows staged raw by asynchronous copies of this many bytes (nvidia-mma's FA_STAGE_COPY): with
+ * q8_0 K/V 8 or 4, with fp8 K and V (head_dim a multiple of 8, no value width of its own) 16, 8 or
+ * 4, where every K/V row's bytes start that aligned; else 0. */
+int fa_cl__nv_stage_copy(const fa_cl__tile_request *req);
 
 /* Padded rows: head_dim not a multiple of 8 (59, 111) leaves no q/k/v row 16-byte aligned, and the
  * tensor-core kernels would load them synchronously (several times slower on an H200: commit

@@ -25,17 +25,17 @@ int fa_cl__mma_dim_padded(int head_dim)
 }
 
 size_t fa_cl__mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
-                             int q8_row_bytes)
+                             int stage_row_bytes, int q8)
 {
-    /* q8_0 K/V copied asynchronously (q8_row_bytes > 0): a ring of stages of raw rows after
-     * everything else (cl/fa_nv_fwd_smem.cl, Q8_HALVES), and one K and one V tile they are
-     * dequantised into; with Q in registers (FA_Q8_FRAGS: the B fragments are dequantised from
-     * the stages) no tiles, and Q's tile, the stages, the slices' results and O's columns put in
-     * order after the key loop (UNPERM_HALVES) each take the space in turn */
+    /* q8_0 or fp8 K/V copied asynchronously (stage_row_bytes > 0 a raw row): a ring of stages of
+     * raw rows after everything else (cl/fa_nv_fwd_smem.cl, STAGE_HALVES), and one K and one V
+     * tile they are dequantised into; q8_0 with Q in registers (FA_Q8_FRAGS: the B fragments are
+     * dequantised from the stages) no tiles, and Q's tile, the stages, the slices' results and O's
+     * columns put in order after the key loop (UNPERM_HALVES) each take the space in turn */
     const int q_in_registers = warp_rows == 16 && dim_padded <= FA_CL_MMA_Q_REGS_MAX_DIM;
-    const int q8_frags = q8_row_bytes > 0 && q_in_registers && block_q <= 16;
-    const size_t kv_rows = q8_frags ? 0 : (size_t)(2 * (q8_row_bytes > 0 ? 1 : stages)) * (size_t)block_kv;
-    const size_t staged = (size_t)(2 * stages) * (size_t)block_kv * (size_t)(q8_row_bytes > 0 ? q8_row_bytes : 0);
+    const int q8_frags = q8 && stage_row_bytes > 0 && q_in_registers && block_q <= 16;
+    const size_t kv_rows = q8_frags ? 0 : (size_t)(2 * (stage_row_bytes > 0 ? 1 : stages)) * (size_t)block_kv;
+    const size_t staged = (size_t)(2 * stages) * (size_t)block_kv * (size_t)(stage_row_bytes > 0 ? stage_row_bytes : 0);
     const size_t unpermute =
         q8_frags ? (size_t)((block_q + warp_rows - 1) / warp_rows * kv_warps) * 16 * (size_t)dim_padded * 4 : 0;
     const size_t rows = q_in_registers ? (kv_rows > (size_t)block_q ? kv_rows : (size_t)block_q)
@@ -59,7 +59,7 @@ size_t fa_cl__mma_mask_bytes(int block_q, int block_kv, int entry_bytes, int sta
 }
 
 /* Its tuning keys (FA_CL_TUNE=nvidia-mma:key=value; docs/tuning.md). */
-enum { KEY_ENABLED, KEY_STAGES, KEY_KV_WARPS, KEY_PAD_ROWS, KEY_EMULATE };
+enum { KEY_ENABLED, KEY_STAGES, KEY_KV_WARPS, KEY_PAD_ROWS, KEY_FP8_STAGED, KEY_EMULATE };
 static const fa_cl__tune_name kv_warps_names[] = {{"1", 1}, {"2", 2}, {"4", 4}, {NULL, 0}};
 static const fa_cl__tune_key tune[] = {
     FA_CL_TUNE_ENABLED,
@@ -70,6 +70,9 @@ static const fa_cl__tune_key tune[] = {
      "(default 0: the planner's, 4 for up to 16 rows)", "FA_CL_MMA_KV_WARPS"},
     {"pad_rows", 1, 0, 1, NULL, "0: no zero-padded q/k/v copies where head_dim % 8 != 0 (synchronous loads)",
      "FA_CL_PAD_ROWS"},
+    {"fp8_staged", 1, 0, 1, NULL,
+     "0: fp8 K/V through the synchronous loaders, where 1 (default) stages their raw rows by asynchronous copies "
+     "wherever the rows' alignment allows", NULL},
     FA_CL_TUNE_EMULATE,
 };
 
@@ -96,14 +99,18 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
      * softcap and ALiBi (cl/fa_nv_mods.cl, on the scores in the untransposed layout; sinks it takes) */
     const int rowwise_masks =
         has_mask || (req->features & (FA_CL_FEAT_TREE_MASK | FA_CL_FEAT_SOFTCAP | FA_CL_FEAT_ALIBI));
-    const int q8_copy = fa_cl__nv_q8_copy(req);
+    /* fp8 K and V staged raw by asynchronous copies (fp8_staged) where the rows' bytes allow
+     * (stage_copy), dequantised into tiles as q8_0's; else the synchronous loaders */
+    const int stage_copy = fa_cl__nv_stage_copy(req);
+    const int fp8_staged = !kv_q8 && stage_copy > 0 && fa_cl__tune_value(lim, &fa_cl__kernel_nvidia_mma, KEY_FP8_STAGED);
+    const int kv_staged = kv_q8 || fp8_staged;
     const size_t budget = out->local_mem_budget;
     const int dp = fa_cl__mma_dim_padded(req->head_dim);
     /* With asynchronous copies up to d = 128, 128 x 64 with 32 rows per warp where the rows fill it:
      * each K/V fragment then feeds two mma (a few rows against many keys leave such a tile empty and
      * run faster at 64 x 64 x 16); with synchronous copies 64 x 32 at d = 128. Above 128, 64 x 32:
      * the O accumulator takes the registers. All measured on an H200 (commit 49ff76f). */
-    const int async_wide = req->aligned16 && dp <= 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q;
+    const int async_wide = (req->aligned16 || fp8_staged) && dp <= 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q;
     int br = async_wide ? FA_CL_MMA_ASYNC_BLOCK_Q : FA_CL_MMA_BLOCK_Q;
     /* decoding (a few rows, often GQA-packed): two warps of 16 rows, as a 64-row tile would be mostly
      * empty (faster on an H200, commit 27e43e3); up to 16 rows, one row tile whose key blocks
@@ -111,8 +118,8 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
     if (req->seqlen_q <= FA_CL_MMA_DECODE_BLOCK_Q)
         br = FA_CL_MMA_DECODE_BLOCK_Q;
     int kv_warps = 1;
-    /* q8_0 K/V (kv_q8): synchronous dequantising loads, the aligned plans' tiles */
-    const int kv_wide = req->aligned16 || kv_q8;
+    /* q8_0 K/V (kv_q8): synchronous dequantising loads, the aligned plans' tiles; staged fp8 those too */
+    const int kv_wide = req->aligned16 || kv_staged;
     if (req->seqlen_q <= 16 && kv_wide && dp <= 128) {
         br = 16;
         kv_warps = FA_CL_MMA_DECODE_KV_WARPS;
@@ -121,15 +128,15 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
     int wr = async_wide ? FA_CL_MMA_ASYNC_WARP_ROWS : FA_CL_MMA_WARP_ROWS;
     /* keys per block with asynchronous copies: 32 at d = 128, 64 at d <= 96 (once Q joined the first
      * copy group), each the fastest of an H200 sweep, plain, causal and masked (commits 7f30fab,
-     * 197d707, 8624118). q8_0 K/V keep 64. */
-    if (async_wide && dp > 96 && (!kv_q8 || has_mask))
+     * 197d707, 8624118). q8_0 K/V (and staged fp8, whose rows are as short) keep 64. */
+    if (async_wide && dp > 96 && (!kv_staged || has_mask))
         bc = 32;
     /* above d = 128, 128 rows of 8 warps (16 each: the O accumulator takes the registers) against
      * 64 keys where the local memory holds them: a K/V tile then feeds twice the rows (faster than
      * 64 x 32 on an H200, commit 7f30fab); a smaller budget keeps 64 x 32 and shrinks that */
     if (req->aligned16 && dp > 128 && req->seqlen_q > FA_CL_MMA_BLOCK_Q && !kv_q8 && !has_mask &&
         fa_cl__mma_local_bytes(FA_CL_MMA_ASYNC_BLOCK_Q, FA_CL_MMA_BLOCK_KV, dp, FA_CL_MMA_WARP_ROWS, FA_CL_MMA_STAGES,
-                              1, 0) + fa_cl__nv_emulation_bytes(lim, &fa_cl__kernel_nvidia_mma, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
+                              1, 0, 0) + fa_cl__nv_emulation_bytes(lim, &fa_cl__kernel_nvidia_mma, FA_CL_MMA_ASYNC_BLOCK_Q / FA_CL_MMA_WARP_ROWS) <=
             out->local_mem_budget) {
         br = FA_CL_MMA_ASYNC_BLOCK_Q;
         bc = FA_CL_MMA_BLOCK_KV;
@@ -163,9 +170,10 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
     }
     /* K/V buffers each: one with synchronous copies; with asynchronous ones its stages key (default
      * FA_CL_MMA_STAGES, double buffering) */
-    const int async = kv_q8 ? q8_copy > 0 : req->aligned16;
+    const int async = kv_q8 ? stage_copy > 0 : fp8_staged || req->aligned16;
     const int stages = !async ? 1 : fa_cl__tune_value(lim, &fa_cl__kernel_nvidia_mma, KEY_STAGES);
     const int q8_row_bytes = kv_q8 && async ? req->head_dim / 32 * 34 : 0;
+    const int stage_row_bytes = fp8_staged ? req->head_dim : q8_row_bytes;
     if (q8_row_bytes > 0 && !forced && br == 16 && kv_warps == FA_CL_MMA_DECODE_KV_WARPS) {
         bc = FA_CL_MMA_DECODE_Q8_BLOCK_KV;
         /* at most 8 rows: the products transposed, the rows as mma's 8 columns (FA_KEYS_M), half the
@@ -180,15 +188,15 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
         return forced_here ? FA_CL_ERROR_INVALID_ARGUMENT : FA_CL_ERROR_UNSUPPORTED;
     }
     /* a mask whose rows are 16-byte aligned: its tiles join the K/V copies (FA_MASK_ASYNC) */
-    const int mask_bytes = async && !kv_q8 ? fa_cl__nv_mask_row_bytes(req) : 0;
+    const int mask_bytes = async && !kv_staged ? fa_cl__nv_mask_row_bytes(req) : 0;
     const int warps = (br + wr - 1) / wr * kv_warps;
     const size_t emu = fa_cl__nv_emulation_bytes(lim, &fa_cl__kernel_nvidia_mma, warps);
-    size_t bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
+    size_t bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, stage_row_bytes, kv_q8) +
                    (mask_bytes ? fa_cl__mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     /* a smaller budget (Ampere's 99 KiB at d = 256): fewer keys per block, down to 16 per warp */
     while (!forced && bytes > budget && bc > 16 * kv_warps) {
         bc /= 2;
-        bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, q8_row_bytes) +
+        bytes = fa_cl__mma_local_bytes(br, bc, dp, wr, stages, kv_warps, stage_row_bytes, kv_q8) +
                 (mask_bytes ? fa_cl__mma_mask_bytes(br, bc, mask_bytes, stages) : 0) + emu;
     }
     const int wg = warps * 32;
@@ -215,7 +223,7 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
     out->forced = forced;
     FA_CL_NV(out, STAGES) = stages;
     FA_CL_NV(out, KV_WARPS) = kv_warps;
-    FA_CL_NV(out, Q8_COPY) = q8_row_bytes > 0 ? q8_copy : 0;
+    FA_CL_NV(out, STAGE_COPY) = stage_row_bytes > 0 ? stage_copy : 0;
     FA_CL_NV(out, MASK_ASYNC) = mask_bytes > 0;
     out->work_group_size = wg;
     return FA_CL_SUCCESS;
@@ -244,8 +252,8 @@ static int options(const fa_cl__tiles *t, char *out, size_t n)
         snprintf(stages, sizeof stages, " -DFA_STAGES=%d", FA_CL_NV(t, STAGES));
     if (FA_CL_NV(t, KV_WARPS) > 1)
         snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_KV_WARPS=%d", FA_CL_NV(t, KV_WARPS));
-    if (FA_CL_NV(t, Q8_COPY) > 0)
-        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_Q8_COPY=%d", FA_CL_NV(t, Q8_COPY));
+    if (FA_CL_NV(t, STAGE_COPY) > 0)
+        snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_STAGE_COPY=%d", FA_CL_NV(t, STAGE_COPY));
     if (FA_CL_NV(t, LOCAL_FLOOR) > 0)
         snprintf(stages + strlen(stages), sizeof stages - strlen(stages), " -DFA_SMEM_FLOOR=%d",
                  FA_CL_NV(t, LOCAL_FLOOR));

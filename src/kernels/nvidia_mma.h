@@ -43,9 +43,10 @@ int fa_cl__mma_dim_padded(int head_dim);
 /* Local bytes (cl/fa_nv_fwd_smem.cl's SMEM_HALVES): K and V tiles of 16-bit values with rows
  * padded by 8, `stages` of each (1 with synchronous copies), and Q: staged
  * in the K/V space when it lives in registers (16 rows per warp, padded head_dim <=
- * FA_CL_MMA_Q_REGS_MAX_DIM), else in its own tile. */
+ * FA_CL_MMA_Q_REGS_MAX_DIM), else in its own tile. stage_row_bytes > 0: q8_0 (q8 1) or fp8 K/V
+ * rows of that many bytes staged raw, `stages` of each, dequantised into one K and one V tile. */
 size_t fa_cl__mma_local_bytes(int block_q, int block_kv, int dim_padded, int warp_rows, int stages, int kv_warps,
-                             int q8_row_bytes);
+                             int stage_row_bytes, int q8);
 /* Bytes that FA_MASK_ASYNC adds (cl/fa_nv_fwd_mask.cl and _smem.cl, MASK_HALVES and mask_rows): a ring of
  * stages x B_r rows of B_c entries of entry_bytes, padded by 32 bytes (f32) or 16 for conflict-free
  * reads, and B_r 8-byte row indices. */
