@@ -762,6 +762,7 @@ static int time_backward(fa_cl_context *ctx, backward_fn fn, const fa_cl_attenti
             fa_cl_forward_args f;
             fa_cl_forward_args_init(&f);
             f.q = a->q, f.k = a->k, f.v = a->v, f.o = a->o, f.lse = a->lse;
+            f.alibi_slopes = a->alibi_slopes, f.sinks = a->sinks, f.mask = a->mask;
             st = fa_cl_attention_run(ctx, d, &f);
         }
         fa_cl_backward_args b = *a;
@@ -794,9 +795,8 @@ static void backward_row(fa_cl_context *ctx, cl_kernel filler, const options *op
 {
     out->bwd_med = out->fwd_bwd_med = out->ref_bwd_med = -1;
     out->bwd_err[0] = out->bwd_err[1] = out->bwd_err[2] = -1;
-    if (serving(s) || s->softcap || s->alibi || s->sinks || s->mask || s->kv_type) {
-        snprintf(out->bwd_note, sizeof out->bwd_note, "no backward: it takes dense shapes without score modifiers, "
-                 "masks or other K/V types");
+    if (serving(s) || s->kv_type) {
+        snprintf(out->bwd_note, sizeof out->bwd_note, "no backward: it takes dense shapes without other K/V types");
         return;
     }
     cl_context c = fa_cl_context_cl_context(ctx);
@@ -829,9 +829,20 @@ static void backward_row(fa_cl_context *ctx, cl_kernel filler, const options *op
                                fill(queue, filler, m[2], kbytes, 13, s->dtype) &&
                                fill(queue, filler, m[5], qbytes, 14, s->dtype)))
         err = CL_OUT_OF_RESOURCES;
+    /* the score modifiers' buffers, as the forward row's (their gradient: dsink) */
+    cl_mem mods[4] = {0}; /* slopes, sink logits, mask, dsink */
+    if (err == CL_SUCCESS && s->alibi)
+        mods[0] = per_head(c, s, 0, &err);
+    if (err == CL_SUCCESS && s->sinks)
+        mods[1] = per_head(c, s, 1, &err);
+    if (err == CL_SUCCESS && s->mask)
+        mods[2] = mask_buffer(c, s, &err);
+    if (err == CL_SUCCESS && s->sinks)
+        mods[3] = clCreateBuffer(c, CL_MEM_READ_WRITE, (size_t)s->h * 4, NULL, &err);
     fa_cl_forward_args f;
     fa_cl_forward_args_init(&f);
     f.q = m[0], f.k = m[1], f.v = m[2], f.o = m[3], f.lse = m[4];
+    f.alibi_slopes = mods[0], f.sinks = mods[1], f.mask = mods[2];
     if (err == CL_SUCCESS && fa_cl_attention_run(ctx, &d, &f) != FA_CL_SUCCESS)
         err = CL_INVALID_OPERATION;
     if (err == CL_SUCCESS)
@@ -840,6 +851,9 @@ static void backward_row(fa_cl_context *ctx, cl_kernel filler, const options *op
     fa_cl_backward_args_init(&a);
     a.q = m[0], a.k = m[1], a.v = m[2], a.o = m[3], a.lse = m[4], a.dout = m[5], a.dq = m[6], a.dk = m[7],
     a.dv = m[8];
+    a.alibi_slopes = mods[0], a.sinks = mods[1], a.mask = mods[2], a.dsink = mods[3];
+    /* the reference backward takes no modifier or mask */
+    const int reference = !opt->no_reference && !(s->softcap || s->alibi || s->sinks || s->mask);
     if (err != CL_SUCCESS) {
         snprintf(out->bwd_note, sizeof out->bwd_note, "backward inputs failed (OpenCL error %d): %s", (int)err,
                  fa_cl_last_error(ctx));
@@ -849,7 +863,7 @@ static void backward_row(fa_cl_context *ctx, cl_kernel filler, const options *op
                !time_backward(ctx, fa_cl_attention_backward, &d, &a, 1, opt->warmup, opt->reps, &out->fwd_bwd_med,
                               &out->bwd_min, out->bwd_note, sizeof out->bwd_note)) {
         out->failed = 1;
-    } else if (!opt->no_reference) {
+    } else if (reference) {
         /* the time loop above ran the forward again: o and the LSE are what both backwards read */
         fa_cl_backward_args r = a;
         r.dq = m[9], r.dk = m[10], r.dv = m[11];
@@ -880,6 +894,9 @@ static void backward_row(fa_cl_context *ctx, cl_kernel filler, const options *op
     for (int i = 0; i < 12; i++)
         if (m[i])
             clReleaseMemObject(m[i]);
+    for (int i = 0; i < 4; i++)
+        if (mods[i])
+            clReleaseMemObject(mods[i]);
 }
 
 static void print_backward(const row *r)
