@@ -131,23 +131,25 @@
 #error "FA_WGMMA takes 16 rows a warp, 64 a warpgroup, aligned f16/bf16 rows, D_PAD 64, 128, 192 or 256, BLOCK_KV 64 or 128 (64 or 80 beyond 128)"
 #endif
 /* O's columns (DV_PAD, whole 64-column panels: V's rows, HEAD_DIM_V wide, may be narrower than
- * Q's and K's, which fix D_PAD), and P V's products a k-step: n = DV_PAD, at 192 two of n = 96 and
- * at 256 two of n = 128 (O's halves, V's column halves). V's tiles stay D_PAD wide, zeros past
- * HEAD_DIM_V; only their first DV_PAD columns are read. */
+ * Q's and K's, which fix D_PAD), and P V's products a k-step, FA_WG_PV_PARTS(X): X(c, n) for O's
+ * columns c .. c + n - 1, n a literal (the wgmma forms are named by it): one product up to 128, two
+ * of 128 at 256, and 128 + 64 at 192. A product's B operand starts at a panel's first column and
+ * its n covers whole panels (an MN-major operand's panels are the leading dimension's steps: one
+ * starting mid-panel reads the wrong columns past it, as two n = 96 products did). V's tiles stay
+ * D_PAD wide, zeros past HEAD_DIM_V; only their first DV_PAD columns are read. */
 #define DV_PAD ((HEAD_DIM_V + 63) / 64 * 64)
 #if DV_PAD > D_PAD
 #error "FA_WGMMA: v's rows no wider than q's and k's (the planner)"
 #endif
-#if DV_PAD == 256 /* literals: the wgmma forms are named by them */
-#define PV_N 128
+#if DV_PAD == 256
+#define FA_WG_PV_PARTS(X) X(0, 128) X(128, 128)
 #elif DV_PAD == 192
-#define PV_N 96
+#define FA_WG_PV_PARTS(X) X(0, 128) X(128, 64)
 #elif DV_PAD == 128
-#define PV_N 128
+#define FA_WG_PV_PARTS(X) X(0, 128)
 #else
-#define PV_N 64
+#define FA_WG_PV_PARTS(X) X(0, 64)
 #endif
-#define PV_PARTS (DV_PAD / PV_N)
 /* FA_WG_PRODUCER (FlashAttention-3's warp specialisation): one more warpgroup copies Q, K, V (and
  * the mask's tiles) with cp.async or TMA, each buffer handed over by mbarriers (full: its copies
  * landed; empty: every consumer warp is done reading it), while the NWG consumer warpgroups (two;

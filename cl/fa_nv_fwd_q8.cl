@@ -122,8 +122,11 @@ inline __attribute__((always_inline)) void fa_load_kv_staged(__local uchar *ks, 
  * bit operations: each code's exact value (cl/fa_common.cl), the descale factor left out (the
  * scores and O take it: FA_FP8_K_FACTOR, FA_FP8_V_FACTOR). e5m2 is a binary16's top byte; e4m3's
  * sign and 7 exponent-mantissa bits shifted into a binary16's read 2^-8 of the value (exponent
- * bias 15 for 7; a subnormal's mantissa lands as a binary16 subnormal's), times 2^8 exactly in one
- * f16x2 product; its NaN codes S.1111.111 are selected to NaN after. bf16: through float32, exact. */
+ * bias 15 for 7; a subnormal's mantissa lands as a binary16 subnormal's), exactly: the 2^8 goes
+ * with the descale factor into the scores and O (FA_FP8_POW), where a product a pair of codes and
+ * its NaN selects cost e4m3 decoding twice e5m2's time on an H100; its NaN codes S.1111.111 become
+ * NaN by integer operations (the low 7 bits plus one carry into bit 7: that half's exponent and
+ * top mantissa bits set). bf16: through float32, exact. */
 inline uint2 fa_fp8x4_to_dtype(uint w, const int id)
 {
     /* the bytes into the high halves of two words' halves: (b0, b1) and (b2, b3), b << 8 each */
@@ -135,9 +138,8 @@ inline uint2 fa_fp8x4_to_dtype(uint w, const int id)
     FA_PRAGMA_UNROLL
     for (int k = 0; k < 2; k++) {
         const uint x = k ? hi : lo;
-        uint y = fa_hmul2((x & 0x80008000u) | (x >> 1 & 0x3f803f80u), 0x5c005c00u); /* 0x5c00 = 256 */
-        y = (x & 0x7f00u) == 0x7f00u ? (y & 0xffff0000u) | (x & 0x8000u) | 0x7e00u : y;
-        y = (x & 0x7f000000u) == 0x7f000000u ? (y & 0xffffu) | (x & 0x80000000u) | 0x7e000000u : y;
+        const uint nan = ((x & 0x7f007f00u) + 0x01000100u) & 0x80008000u; /* 0x8000 where the code is NaN */
+        const uint y = (x & 0x80008000u) | (x >> 1 & 0x3f803f80u) | (nan - (nan >> 6)); /* | 0x7e00 */
         if (k)
             r.y = y;
         else
@@ -182,21 +184,24 @@ inline __attribute__((always_inline)) void fa_dequant_fp8(__local ushort *tile, 
 /* The descale factors where the tiles hold the codes' values: K's times every score of the block
  * (before the mask and the softmax), V's times O after the key loop (linear: slices and chunks merge
  * the same) */
-#ifdef FA_K_DESCALE
+/* FA_FP8_POW(id): what a tile of storage type id holds, times it, is the codes' values (e4m3 in
+ * f16 tiles: 2^8) */
+#define FA_FP8_POW(id) ((FA_DTYPE == 1 && (id) == 4) ? 256.0f : 1.0f)
+#if defined(FA_K_DESCALE) || (FA_DTYPE == 1 && FA_K_DTYPE == 4)
 #define FA_FP8_K_FACTOR                          \
     FA_PRAGMA_UNROLL                             \
     for (int mt = 0; mt < MT; mt++)              \
         FA_PRAGMA_UNROLL                         \
         for (int nt = 0; nt < NT; nt++)          \
-            s[mt][nt] *= kmap.scale;
+            s[mt][nt] *= kmap.scale * FA_FP8_POW(FA_K_DTYPE);
 #endif
-#ifdef FA_V_DESCALE
+#if defined(FA_V_DESCALE) || (FA_DTYPE == 1 && FA_V_DTYPE == 4)
 #define FA_FP8_V_FACTOR                          \
     FA_PRAGMA_UNROLL                             \
     for (int mt = 0; mt < MT; mt++)              \
         FA_PRAGMA_UNROLL                         \
         for (int dt = 0; dt < DT; dt++)          \
-            acc[mt][dt] *= vmap.scale;
+            acc[mt][dt] *= vmap.scale * FA_FP8_POW(FA_V_DTYPE);
 #endif
 #endif
 #ifndef FA_FP8_K_FACTOR

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The Hopper forward's O += P V atom (nvidia-wgmma): O's accumulators fenced and waited for in
- * PV_N-wide parts, and the product of a block's P (registers) and V tile (local memory, MN-major). */
+ * P V's parts, and the product of a block's P (registers) and V tile (local memory, MN-major). */
 #if !defined(FA_WGMMA) || !defined(FA_ASYNC)
 #error "the wgmma atoms take FA_WGMMA and asynchronous copies"
 #endif
@@ -9,23 +9,20 @@
 #define fa_wg_cp_rows(dst, src, stride, width, lid) \
     fa_wg_copy_rows((dst), (src), (stride), BLOCK_KV, (width), CP_WG, (lid))
 
-/* O's accumulators (DV_PAD / 2 floats) fenced or waited for, in PV_N-wide parts */
-inline __attribute__((always_inline)) void fa_wg_fence_o(float *ow)
-{
-    FA_PRAGMA_UNROLL
-    for (int h = 0; h < PV_PARTS; h++)
-        fa_wgmma_fence(PV_N)(ow + h * (PV_N / 2));
-}
+/* O's accumulators (DV_PAD / 2 floats) fenced or waited for, in P V's parts (FA_WG_PV_PARTS) */
+#define FA_WG_FENCE_PART(c, n) fa_wgmma_fence(n)(ow + (c) / 2);
+#define FA_WG_WAIT_PART(c, n) fa_wgmma_wait(n)(ow + (c) / 2);
+inline __attribute__((always_inline)) void fa_wg_fence_o(float *ow) { FA_WG_PV_PARTS(FA_WG_FENCE_PART) }
 
-inline __attribute__((always_inline)) void fa_wg_wait_o(float *ow)
-{
-    FA_PRAGMA_UNROLL
-    for (int h = 0; h < PV_PARTS; h++)
-        fa_wgmma_wait(PV_N)(ow + h * (PV_N / 2));
-}
+inline __attribute__((always_inline)) void fa_wg_wait_o(float *ow) { FA_WG_PV_PARTS(FA_WG_WAIT_PART) }
 
-/* O += P V for a block (its P in pa, V's tile at vt), issued and committed, not waited for; part h
- * is O's columns h PV_N .. and V's from chunk h PV_N / 8 */
+/* O += P V for a block (its P in pa, V's tile at vt), issued and committed, not waited for; part
+ * (c, n) is O's columns c .. c + n - 1 and V's from chunk c / 8 */
+#define FA_WG_PV_PART(c, n)                                                                               \
+    fa_wgmma_rs(n)(ow + (c) / 2, pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3],                         \
+                   fa_wg_desc_mnmajor(vt + fa_wg_at(0, (c) / 8, D_PAD, BLOCK_KV), D_PAD, BLOCK_KV) +     \
+                       fa_wg_kstep_mnmajor(kk2, D_PAD, BLOCK_KV),                                         \
+                   1);
 inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV / 16][4], __local const ushort *vt)
 {
     FA_PRAGMA_UNROLL
@@ -33,14 +30,9 @@ inline __attribute__((always_inline)) void fa_wg_pv(float *ow, uint pa[BLOCK_KV 
         fa_wg_pin4(pa[kk2]); /* written before the fence */
     fa_wg_fence_o(ow);
     FA_PRAGMA_UNROLL
-    for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++)
-        FA_PRAGMA_UNROLL
-        for (int h = 0; h < PV_PARTS; h++) {
-            const ulong dv = fa_wg_desc_mnmajor(vt + fa_wg_at(0, h * PV_N / 8, D_PAD, BLOCK_KV), D_PAD,
-                                                BLOCK_KV);
-            fa_wgmma_rs(PV_N)(ow + h * (PV_N / 2), pa[kk2][0], pa[kk2][1], pa[kk2][2], pa[kk2][3],
-                              dv + fa_wg_kstep_mnmajor(kk2, D_PAD, BLOCK_KV), 1);
-        }
+    for (int kk2 = 0; kk2 < BLOCK_KV / 16; kk2++) {
+        FA_WG_PV_PARTS(FA_WG_PV_PART)
+    }
     fa_wgmma_commit();
 }
 

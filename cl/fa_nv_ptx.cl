@@ -115,14 +115,6 @@ inline uint2 fa_q8x4_to_f16(uint w, uint d2)
     return (uint2)(lo, hi);
 }
 
-/* two f16 times two f16 (HMUL2), rounded to nearest; subnormals kept (no .ftz) */
-inline uint fa_hmul2(uint a, uint b)
-{
-    uint r;
-    asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-
 /* the bytes of a and b interleaved: (a0, b0, a1, b1) and (a2, b2, a3, b3), lowest first */
 inline uint2 fa_bytes_interleave(uint a, uint b)
 {
@@ -273,15 +265,6 @@ inline float2 fa_f16x2_to_f32(uint u)
 {
     const ushort h[2] = {(ushort)u, (ushort)(u >> 16)};
     return vload_half2(0, (const __private half *)h);
-}
-
-/* the f16 product computed in float32 (exact for the f16 operands here) and rounded once */
-inline uint fa_hmul2(uint a, uint b)
-{
-    const float2 x = fa_f16x2_to_f32(a), y = fa_f16x2_to_f32(b);
-    ushort r[2];
-    vstore_half2_rte(x * y, 0, (__private half *)r);
-    return (uint)r[0] | (uint)r[1] << 16;
 }
 
 /* every lane publishes its row address; then reads its two elements of each of the 4 matrices:

@@ -114,7 +114,6 @@ inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, 
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
     "+f"(d[i + 7])
 #define FA_WG_D40(d) FA_WG_D32(d), FA_WG_D8(d, 32)
-#define FA_WG_D48(d) FA_WG_D40(d), FA_WG_D8(d, 40)
 #define FA_WG_R16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define FA_WG_R32 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
@@ -127,10 +126,6 @@ inline __attribute__((always_inline)) void fa_wg_copy_rows(__local ushort *dst, 
 #define FA_WG_R40 \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
     "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}"
-#define FA_WG_R48 \
-    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
-    "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, " \
-    "%42, %43, %44, %45, %46, %47}"
 #define FA_WG_MMA(n) "// @sm90a wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." FA_MMA_TYPE "." FA_MMA_TYPE " "
 
 /* d (64 x n) = A B, + d when acc != 0. ss: A (64 x 16, K-major) and B (16 x n, K-major) by
@@ -158,7 +153,6 @@ FA_WG_DEFINE_SS(128, FA_WG_D64, FA_WG_R64, 64, 65, 66)
 FA_WG_DEFINE_SS(80, FA_WG_D40, FA_WG_R40, 40, 41, 42)
 FA_WG_DEFINE_RS(64, FA_WG_D32, FA_WG_R32, 32, 33, 34, 35, 36, 37)
 FA_WG_DEFINE_RS(128, FA_WG_D64, FA_WG_R64, 64, 65, 66, 67, 68, 69)
-FA_WG_DEFINE_RS(96, FA_WG_D48, FA_WG_R48, 48, 49, 50, 51, 52, 53) /* O's halves at d_pad 192 */
 
 /* wgmma.fence (before the first product of a group: the accumulators and A registers were
  * written by other instructions), wgmma.wait_group 0 (every product of this warpgroup done) and
@@ -174,7 +168,6 @@ FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 32, FA_WG_D16)
 FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 64, FA_WG_D32)
 FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 128, FA_WG_D64)
 FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 80, FA_WG_D40)
-FA_WG_DEFINE_SYNC(fa_wgmma_fence_n, "wgmma.fence.sync.aligned", 96, FA_WG_D48)
 
 inline void fa_wgmma_commit(void) { asm volatile("// @sm90a wgmma.commit_group.sync.aligned;" ::: "memory"); }
 
@@ -182,12 +175,10 @@ FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 32, FA_WG_
 FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 64, FA_WG_D32)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 128, FA_WG_D64)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 80, FA_WG_D40)
-FA_WG_DEFINE_SYNC(fa_wgmma_wait_n, "wgmma.wait_group.sync.aligned 0", 96, FA_WG_D48)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 32, FA_WG_D16)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 64, FA_WG_D32)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 128, FA_WG_D64)
 FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 80, FA_WG_D40)
-FA_WG_DEFINE_SYNC(fa_wgmma_wait1_n, "wgmma.wait_group.sync.aligned 1", 96, FA_WG_D48)
 
 /* this thread's generic-proxy writes of local memory (stores, cp.async after its wait) are seen by
  * wgmma's operand reads (the async proxy) once a barrier follows */

@@ -74,6 +74,8 @@ static const char *expected_family(fa_cl_context *ctx, fa_cl_dtype dtype, int64_
     char why[300];
     if (!fa_cl__family_available(&lim, fa_cl__kernel_by_id(FA_CL_KERNEL_NVIDIA_MMA_BACKWARD), why, sizeof why) ||
         head_dim > FA_CL_MMA_BACKWARD_MAX_DIM ||
+        /* a forced tile those families cannot take (FA_CL_TUNE tile: B_r = B_c, a multiple of 16 up to 128) */
+        (lim.forced_q > 0 && (lim.forced_q != lim.forced_kv || lim.forced_q % 16 || lim.forced_q > 128)) ||
         (dtype == FA_CL_F32 && fa_cl__tune_given(&lim, tf32, 0) && !fa_cl__tune_value(&lim, tf32, 0)))
         return "portable-backward";
     return dtype == FA_CL_F32 ? "nvidia-tf32x3-backward" : "nvidia-mma-backward";

@@ -57,10 +57,11 @@ static fa_cl_status plan_rows(const fa_cl__limits *lim, const fa_cl__tile_reques
     /* tiles only copies by TMA feed: at d_pad 256 the producer and 80 keys a block, 192 rows at 64
      * (finish narrows this where the copies are not by TMA) */
     const int tma_tiles_on = !(req->narrowed & FA_CL_WGMMA_NO_TMA_TILES);
-    /* The default head_dims: where wgmma beat nvidia-mma (nvidia-wgmma:enabled=0) in the same H200 run
-     * (commits ab18c05, 316670d): 129..256 (padded to 192 or 256: whole 64-column panels), 97..128,
-     * and 41..64 padded to 64 where rows have more than 512 keys (at 512 it lost). Not 65..96, where
-     * the padding to 128 costs what wgmma gains, nor 40 and below (even). */
+    /* The default head_dims: where wgmma beat nvidia-mma (nvidia-wgmma:enabled=0) in the same run:
+     * 129..256 (padded to 192 or 256: whole 64-column panels) and 41..64 padded to 64 where rows have
+     * more than 512 keys (at 512 it lost; H200, commits ab18c05, 316670d), and 65..128 padded to 128
+     * (H100, d = 96: 511.9 TFLOP/s padded against nvidia-mma's 317.9; it lost on an H200 before the
+     * producer warpgroup and TMA). Not 40 and below (even). */
     const int small = req->head_dim > FA_CL_WGMMA_SMALL_MIN_DIM && req->seqlen_k > FA_CL_WGMMA_SMALL_MIN_KEYS;
     const int dp = req->head_dim <= 64 ? (forced_here || small ? 64 : 0)
                    : req->head_dim <= 128 ? (forced_here || req->head_dim > FA_CL_WGMMA_MIN_DIM ? 128 : 0)

@@ -26,7 +26,7 @@
 #define FA_CL_WGMMA_WIDE_KV 80
 #define FA_CL_WGMMA_TALL_Q 192
 #define FA_CL_WGMMA_MIN_ROWS 64
-#define FA_CL_WGMMA_MIN_DIM 96
+#define FA_CL_WGMMA_MIN_DIM 64
 #define FA_CL_WGMMA_SMALL_MIN_DIM 40
 #define FA_CL_WGMMA_SMALL_MIN_KEYS 512
 extern const fa_cl__kernel_family fa_cl__kernel_nvidia_wgmma;
