@@ -177,6 +177,16 @@ inline float fa_tanh(float x)
     asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
+#elif defined(FA_TANH_EXP2)
+/* tanh(x) = 1 - 2 / (2^(2 x log2 e) + 1) on [-9, 9] (tanh(9) is 1 in float), by native exp2 and
+ * native division: two special-function operations and three multiply-adds where the rational
+ * function below takes a dozen multiply-adds and a division; its absolute error is a few 2^-24
+ * (the subtraction from 1), a measurement switch given by hand (FA_CL_BUILD_OPTIONS=-DFA_TANH_EXP2) */
+inline float fa_tanh(float x)
+{
+    const float e = native_exp2(clamp(x, -9.0f, 9.0f) * 2.88539008177792681f); /* 2 log2(e) */
+    return 1.0f - native_divide(2.0f, e + 1.0f);
+}
 #else
 /* tanh as a rational function of x on [-7.9, 7.9] (Eigen's float tanh: x P(x^2) / Q(x^2), degree
  * 13 over 6, a few ulp; beyond, +-1 in float): a dozen multiply-adds and a division, where an exp
