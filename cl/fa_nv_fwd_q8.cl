@@ -208,6 +208,8 @@ inline __attribute__((always_inline)) void fa_dequant_fp8(__local ushort *tile, 
         FA_PRAGMA_UNROLL                         \
         for (int nt = 0; nt < NT; nt++)          \
             s[mt][nt] *= kmap.scale * FA_FP8_POW(FA_K_DTYPE);
+#else
+#define FA_FP8_K_FACTOR
 #endif
 #if defined(FA_V_DESCALE) || (FA_DTYPE == 1 && FA_V_DTYPE == 4)
 #define FA_FP8_V_FACTOR                          \
@@ -216,12 +218,11 @@ inline __attribute__((always_inline)) void fa_dequant_fp8(__local ushort *tile, 
         FA_PRAGMA_UNROLL                         \
         for (int dt = 0; dt < DT; dt++)          \
             acc[mt][dt] *= vmap.scale * FA_FP8_POW(FA_V_DTYPE);
+#else
+#define FA_FP8_V_FACTOR
 #endif
-#endif
-#ifndef FA_FP8_K_FACTOR
+#else /* no staged fp8: the factors are in the tiles, or there are none */
 #define FA_FP8_K_FACTOR
-#endif
-#ifndef FA_FP8_V_FACTOR
 #define FA_FP8_V_FACTOR
 #endif
 

@@ -32,8 +32,10 @@
 /* the key (past the warp's first) of S's n-tile nt, column c */
 #ifdef FA_Q8_FRAGS
 #define FA_S_KEY(nt, c) ((nt) / 2 * 16 + FA_Q8_KEY((nt) % 2 * 8 + (c)))
+#define FA_S_KEY_ORDERED 0 /* cl/fa_nv_mods.cl: each key's own distance */
 #else
 #define FA_S_KEY(nt, c) ((nt) * 8 + (c))
+#define FA_S_KEY_ORDERED 1
 #endif
 #if defined(FA_KEYS_M) && (!defined(FA_Q8_FRAGS) || defined(FA_MASK) || defined(FA_SOFTCAP) || defined(FA_ALIBI) || MT != 1)
 #error "BLOCK_Q 8 takes q8_0 K/V copied asynchronously, D_PAD <= 128, mma.sync, 16 rows a warp, no mask, softcap or ALiBi"

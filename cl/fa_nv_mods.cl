@@ -19,30 +19,7 @@
             FA_MODS_INIT_(2 * mt + r, q0 + wrow + 16 * mt + g + 8 * r);
 /* one m16 tile's scores st[0 .. NT) of row states i (row g) and i + 1 (row g + 8), keys kb +
  * FA_S_KEY(nt, 2 t4) and the next (the kernel's order of a block's keys) */
-#if defined(FA_ALIBI) && !defined(FA_Q8_FRAGS)
-/* Keys in order (FA_S_KEY(nt, c) = 8 nt + c): the ALiBi distance |diag - key| as |fd - (8 nt + e)|
- * with fd = diag - kb - 2 t4 converted once a row and tile, 8 nt + e a constant: a subtraction and
- * a multiply-add (|.| an operand modifier) a score, where an integer distance converted to float
- * each time (the conversion unit's rate is the exponential's) cost ALiBi a sixth of the plain
- * row's speed. Exact while distances are below 2^24. The softcap (the portable macros' order:
- * softcap, then ALiBi) on the raw score first. */
-#ifdef FA_SOFTCAP
-#define FA_NV_SOFTCAP_(s) (softcap_out * fa_tanh((s) * softcap_in))
-#else
-#define FA_NV_SOFTCAP_(s) (s)
-#endif
-#define FA_NV_ALIBI_(s, i, fd, c) (FA_NV_SOFTCAP_(s) - mod_alibi[i] * fabs((fd) - (float)(c)))
-#define FA_NV_MODS_TILE(st, i, kb)                                                                   \
-    {                                                                                                \
-        const float fd0_ = (float)(mod_diag[i] - (kb) - 2 * t4), fd1_ = (float)(mod_diag[(i) + 1] - (kb) - 2 * t4); \
-        FA_PRAGMA_UNROLL                                                                             \
-        for (int nt = 0; nt < NT; nt++)                                                              \
-            st[nt] = (float4)(FA_NV_ALIBI_(st[nt].x, i, fd0_, 8 * nt), FA_NV_ALIBI_(st[nt].y, i, fd0_, 8 * nt + 1), \
-                              FA_NV_ALIBI_(st[nt].z, (i) + 1, fd1_, 8 * nt),                         \
-                              FA_NV_ALIBI_(st[nt].w, (i) + 1, fd1_, 8 * nt + 1));                    \
-    }
-#else
-#define FA_NV_MODS_TILE(st, i, kb)                                                                   \
+#define FA_NV_MODS_TILE_KEYS(st, i, kb)                                                              \
     FA_PRAGMA_UNROLL                                                                                 \
     for (int nt = 0; nt < NT; nt++) {                                                                \
         const int key_ = (kb) + FA_S_KEY(nt, 2 * t4), key1_ = (kb) + FA_S_KEY(nt, 2 * t4 + 1);      \
@@ -50,6 +27,33 @@
                           FA_MODS_SCORE_(st[nt].z, (i) + 1, key_),                                   \
                           FA_MODS_SCORE_(st[nt].w, (i) + 1, key1_));                                 \
     }
+#ifdef FA_ALIBI
+/* Keys in order (FA_S_KEY_ORDERED: FA_S_KEY(nt, c) = 8 nt + c; the kernel's config says, after
+ * this unit): the ALiBi distance |diag - key| as |fd - (8 nt + e)| with fd = diag - kb - 2 t4
+ * converted once a row and tile, 8 nt + e a constant: a subtraction and a multiply-add (|.| an
+ * operand modifier) a score, where an integer distance converted to float each time (the
+ * conversion unit's rate is the exponential's) cost ALiBi a sixth of the plain row's speed. Exact
+ * while distances are below 2^24. The softcap (the portable macros' order: softcap, then ALiBi) on
+ * the raw score first. Keys in another order (q8_0's FA_Q8_FRAGS): each key's distance. */
+#ifdef FA_SOFTCAP
+#define FA_NV_SOFTCAP_(s) (softcap_out * fa_tanh((s) * softcap_in))
+#else
+#define FA_NV_SOFTCAP_(s) (s)
+#endif
+#define FA_NV_ALIBI_(s, i, fd, c) (FA_NV_SOFTCAP_(s) - mod_alibi[i] * fabs((fd) - (float)(c)))
+#define FA_NV_MODS_TILE(st, i, kb)                                                                   \
+    if (FA_S_KEY_ORDERED) {                                                                          \
+        const float fd0_ = (float)(mod_diag[i] - (kb) - 2 * t4), fd1_ = (float)(mod_diag[(i) + 1] - (kb) - 2 * t4); \
+        FA_PRAGMA_UNROLL                                                                             \
+        for (int nt = 0; nt < NT; nt++)                                                              \
+            st[nt] = (float4)(FA_NV_ALIBI_(st[nt].x, i, fd0_, 8 * nt), FA_NV_ALIBI_(st[nt].y, i, fd0_, 8 * nt + 1), \
+                              FA_NV_ALIBI_(st[nt].z, (i) + 1, fd1_, 8 * nt),                         \
+                              FA_NV_ALIBI_(st[nt].w, (i) + 1, fd1_, 8 * nt + 1));                    \
+    } else {                                                                                         \
+        FA_NV_MODS_TILE_KEYS(st, i, kb)                                                              \
+    }
+#else
+#define FA_NV_MODS_TILE(st, i, kb) FA_NV_MODS_TILE_KEYS(st, i, kb)
 #endif
 /* the mainloops' block s[MT][NT] (this warp's keys koff .. of block kv0) */
 #define FA_NV_MODS_TERMS                                                                             \

@@ -35,4 +35,5 @@
 #define KSTEPS (D_PAD / 8)  /* k-steps of Q K^T */
 #define NT (BLOCK_KV / 8)   /* n-tiles of S, k-steps of P V */
 #define FA_S_KEY(nt, c) ((nt) * 8 + (c)) /* the key (past the block's first) of S's n-tile nt, column c */
+#define FA_S_KEY_ORDERED 1                 /* cl/fa_nv_mods.cl */
 #define DT (D_PAD / 8)      /* n-tiles of O */

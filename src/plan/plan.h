@@ -47,6 +47,9 @@ enum {
     FA_CL_PLAN_KERNELS
 };
 
+/* fa_backward_dsink's work-items a query head (cl/fa_backward_common.cl FA_DSINK_ITEMS) */
+#define FA_CL_DSINK_ITEMS 64
+
 /* A plan of either operation: the descriptor normalised once (the backward's views extend the
  * forward's), the tiles chosen, the kernels and the launch list one call makes, and the device
  * memory of its own. fa_cl_backward_plan is the same engine (fa_cl__backward_plan_of). */

@@ -95,7 +95,7 @@ fa_cl_status fa_cl__backward_launches(fa_cl_context *ctx, fa_cl_plan *plan)
     } grids[4] = {{FA_CL_PK_DOT, (size_t)rows, 0},
                   {FA_CL_PK_MAIN, (size_t)kv_groups * dkdv_wg, dkdv_wg},
                   {FA_CL_PK_DQ, (size_t)q_groups * (size_t)t->work_group_size, (size_t)t->work_group_size},
-                  {FA_CL_PK_DSINK, (size_t)d->heads_q, 0}};
+                  {FA_CL_PK_DSINK, (size_t)d->heads_q * FA_CL_DSINK_ITEMS, FA_CL_DSINK_ITEMS}};
     static const char *const names[4] = {"fa_backward_dot", "fa_backward_dkdv", "fa_backward_dq", "fa_backward_dsink"};
     for (int i = 0; i < nl; i++) {
         fa_cl__launch *l = &plan->launches[i];
