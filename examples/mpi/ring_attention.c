@@ -5,7 +5,7 @@
  * query heads on 2 kv heads, head_dim 64, f32), the K/V shards travel around the ring, and each rank
  * checks its rows of o against a CPU reference over the whole sequence (the exit status is 0 only
  * if they match; 77: no OpenCL device). With repetitions it also prints the timings the ring's
- * efficiency model uses (docs/performance.md): the whole call, one block's attention on this
+ * efficiency model uses (docs/ring_attention_model.md): the whole call, one block's attention on this
  * device, and one block's transfer to the next rank.
  */
 #include <fa_cl_cp.h>
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
         }
     printf("rank %d of %d: rows of a causal sequence of %d tokens: max |o - reference| = %.2e\n", rank, P, N, worst);
 
-    if (reps > 0) { /* the efficiency model's inputs (docs/performance.md "Ring attention") */
+    if (reps > 0) { /* the efficiency model's inputs (docs/ring_attention_model.md) */
         double t0 = MPI_Wtime();
         for (int r = 0; r < reps && st == FA_CL_SUCCESS; r++)
             st = fa_cl_cp_forward(ctx, &a);
