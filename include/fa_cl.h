@@ -552,7 +552,8 @@ typedef struct fa_cl_attention_desc {
  *    share one factor; an Inf factor may then give Inf where per-element products gave NaN, or
  *    the reverse). Elsewhere (or with FA_CL_TUNE=nvidia-mma:fp8_staged=0) it rounds each
  *    element's value x factor once more, to desc.dtype, as it loads a tile (synchronous loads,
- *    as q8_0's unaligned rows). nvidia-wgmma and nvidia-tf32x3 do not take fp8: the
+ *    as q8_0's unaligned rows). nvidia-wgmma, nvidia-tf32x3 and "cpu" (CPUs: the portable kernels
+ *    serve fp8 there) do not take fp8: the
  *    planner goes on to the next family (fa_cl_plan_info.kernel says which ran; FA_CL_KERNEL_VARIANT
  *    forcing one of them is FA_CL_ERROR_UNSUPPORTED naming the families that take fp8 K/V).
  *  - Checks: a descale mode other than NONE with a k / v type that is not fp8, fp8 for q or o:
